@@ -1,0 +1,19 @@
+"""hlo-workbench: look inside array compilers, one stage at a time.
+
+    import workbench as wb
+    ex = wb.explore(f, x, y, pipeline="all")
+    ex.stages, ex["stablehlo"], ex.changed(), ex.with_patterns(disable=["transpose_transpose"])
+"""
+from .errors import (ArgumentError, PipelineSyntaxError, StageError, TraceError, UnknownNameError,
+                     WorkbenchError, XlaOptionError)
+from .explore import explore, explore_text
+from .patterns import patterns
+from .pipelines import pipelines
+from .stages import Exploration, Stage
+
+__all__ = [
+    "explore", "explore_text", "patterns", "pipelines", "Exploration", "Stage",
+    "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
+    "XlaOptionError",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,52 @@
+"""Errors a user can act on: each says what failed, where, and what to try."""
+from __future__ import annotations
+
+import difflib
+
+
+class WorkbenchError(Exception):
+    """Base class of every error the workbench raises on purpose."""
+
+
+class UnknownNameError(WorkbenchError, KeyError):
+    """A pattern, preset, stage or pass name that does not exist; suggests the closest ones."""
+
+    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]):
+        self.kind, self.name = kind, name
+        self.suggestions = difflib.get_close_matches(name, list(known), n=5, cutoff=0.5)
+        hint = f"; did you mean {', '.join(map(repr, self.suggestions))}?" if self.suggestions else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}")
+
+    def __str__(self) -> str:  # KeyError would otherwise print the repr of the message
+        return self.args[0]
+
+
+class PipelineSyntaxError(WorkbenchError, ValueError):
+    """A pipeline string that does not parse (unbalanced brackets, empty entry, unregistered pass)."""
+
+
+class TraceError(WorkbenchError):
+    """The user's function raised while JAX traced it; the message holds the user's own frames."""
+
+
+class ArgumentError(WorkbenchError, TypeError):
+    """An argument that JAX can neither trace nor treat as static."""
+
+
+class XlaOptionError(WorkbenchError, ValueError):
+    """XLA options that XLA would abort the process on, refused before compiling."""
+
+
+class StageError(WorkbenchError):
+    """A stage failed: a pass did not verify, raised, crashed its worker, or timed out.
+
+    The Exploration keeps every stage computed before it; ``stage`` names the failed one and
+    ``produced_by`` the exact pass string to reproduce it in a terminal tool.
+    """
+
+    def __init__(self, stage: str, produced_by: str, reason: str, diagnostics: str = ""):
+        self.stage, self.produced_by, self.reason, self.diagnostics = stage, produced_by, reason, diagnostics
+        msg = f"stage {stage!r} failed: {reason}\n  pass: {produced_by[:300]}{'...' if len(produced_by) > 300 else ''}"
+        if diagnostics.strip():
+            msg += "\n  diagnostics:\n    " + "\n    ".join(diagnostics.strip().splitlines()[-30:])
+        super().__init__(msg)

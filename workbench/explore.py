@@ -1,0 +1,211 @@
+"""Build an Exploration: trace, run the MLIR pipeline step by step, then compile with XLA's dumps."""
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .errors import StageError, UnknownNameError, WorkbenchError
+from .exported import exported_for_text, swap_module
+from .irtext import strip_locations, text_hash
+from .patterns import PatternOptions, PatternSelection, catalog, pattern_list, patterns_pass
+from .pipelines import PRESETS, resolve
+from .runner import default_runner
+from .stages import Exploration, Stage
+from .trace import Traced, resolve_device, trace
+from .worker import enzyme_available
+from .xla import check_options, compile_with_dumps
+
+__all__ = ["explore", "explore_text", "Spec"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Everything that decides an Exploration's stages."""
+
+    title: str
+    pipeline: str = "all"
+    inline: bool = True
+    selection: PatternSelection = field(default_factory=PatternSelection)
+    xla_options: tuple[tuple[str, str], ...] = ()
+    device: str = "cpu:0"
+    timeout: float = 600.0
+    source: Any = field(default=None, compare=False, repr=False)  # a Traced, or the input text
+
+    @property
+    def traced(self) -> Traced | None:
+        return self.source if isinstance(self.source, Traced) else None
+
+
+def _split_options(options: dict) -> tuple[bool, PatternOptions]:
+    options = dict(options)
+    inline = bool(options.pop("inline", True))
+    return inline, PatternOptions.from_kwargs(**options)
+
+
+def _selection(options: PatternOptions, disable: Sequence[str], enable: Sequence[str],
+               base: PatternSelection | None = None) -> PatternSelection:
+    disable, enable = _names(disable), _names(enable)
+    sel = base or PatternSelection(options)
+    if enzyme_available() and (disable or enable):
+        cat = {p.name: p for p in catalog(options)}
+        for n in sorted(disable | enable):
+            if n not in cat:
+                raise UnknownNameError("pattern", n, list(cat))
+        default_on = {n for n, p in cat.items() if p.default_enabled}
+    elif disable or enable:
+        raise WorkbenchError("enzyme-ad is not installed, so there are no Enzyme-JaX patterns to toggle")
+    else:
+        return sel
+    disabled = (set(sel.disabled) | (disable & default_on)) - enable
+    enabled = (set(sel.enabled) | (enable - default_on)) - disable
+    return PatternSelection(options, frozenset(disabled), frozenset(enabled))
+
+
+def _names(x: Sequence[str] | str) -> set[str]:
+    if isinstance(x, str):
+        x = [x]
+    return {n.strip() for item in x for n in item.split(",") if n.strip()}
+
+
+def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
+            device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
+            timeout: float = 600.0, **pattern_options) -> Exploration:
+    """Trace ``fn(*args)`` and show the program after every stage of ``pipeline``.
+
+    ``pipeline`` is a preset (see ``wb.pipelines()``) or any pass pipeline string. ``disable``/``enable``
+    toggle Enzyme-JaX patterns (see ``wb.patterns()``); ``pattern_options`` are Reactant's options
+    that shape the pattern list (``no_nan``, ``transpose_propagate``, ...; ``inline`` too).
+    ``xla_disable`` names XLA HLO passes to skip; ``xla_options`` are other XLA debug options.
+    Non-array arguments are treated as static where JAX allows.
+    """
+    inline, options = _split_options(pattern_options)
+    dev = resolve_device(device)
+    xla = _xla_options(xla_disable, (), xla_options or {})
+    sel = _selection(options, disable, enable)
+    traced = trace(fn, args, platform=dev.platform)
+    title = getattr(fn, "__name__", type(fn).__name__)
+    return _build(Spec(title, pipeline, inline, sel, xla, device, timeout, traced))
+
+
+def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
+                 device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
+                 timeout: float = 600.0, title: str = "text", **pattern_options) -> Exploration:
+    """Like ``explore`` for a module given as MLIR/StableHLO text (any functions; XLA stages need ``@main``)."""
+    inline, options = _split_options(pattern_options)
+    resolve_device(device)
+    xla = _xla_options(xla_disable, (), xla_options or {})
+    sel = _selection(options, disable, enable)
+    return _build(Spec(title, pipeline, inline, sel, xla, device, timeout, text))
+
+
+def _xla_options(disable, enable, options: dict, base: tuple = ()) -> tuple[tuple[str, str], ...]:
+    merged = dict(base)
+    off = set(_names(merged.get("xla_disable_hlo_passes", ""))) | _names(disable)
+    off -= _names(enable)
+    merged.update({k: (",".join(sorted(v)) if isinstance(v, (list, tuple, set)) else str(v)) for k, v in options.items()})
+    merged.pop("xla_disable_hlo_passes", None)
+    if off:
+        merged["xla_disable_hlo_passes"] = ",".join(sorted(off))
+    return tuple(sorted(check_options(merged).items()))
+
+
+def _first_stages(spec: Spec) -> list[Stage]:
+    t = spec.traced
+    if t is None:
+        text = spec.source
+        return [Stage("input", "trace", strip_locations(text), "the text given to explore_text", True, None, None,
+                      text_with_locations=text)]
+    platform = resolve_device(spec.device).platform
+    return [
+        Stage("jaxpr", "trace", t.jaxpr, f"jax.make_jaxpr({spec.title})", True, t.seconds_jaxpr, None),
+        Stage("stablehlo", "trace", strip_locations(t.stablehlo),
+              f"jax.export.export(jax.jit({spec.title}), platforms=[{platform!r}])(...).mlir_module()",
+              True, t.seconds_lower, "jaxpr", text_with_locations=t.stablehlo),
+    ]
+
+
+def _build(spec: Spec) -> Exploration:
+    runner = default_runner()
+    pipe = resolve(spec.pipeline, inline=spec.inline)
+    sel = spec.selection
+    steps = []
+    for step in pipe.steps:
+        if step.kind == "patterns":
+            if not enzyme_available():
+                raise WorkbenchError("this pipeline applies Enzyme-JaX patterns, but enzyme-ad is not installed "
+                                     "(it ships for CPython 3.11 on x86-64 Linux); use pipeline='upstream' or a "
+                                     "custom string of upstream passes such as 'canonicalize,cse'")
+            steps.append((step.base_name, patterns_pass(pattern_list(sel, direction=step.direction))))
+        else:
+            steps.append((step.base_name, step.text))
+    if steps and spec.pipeline not in PRESETS:
+        runner.check_pipeline(",".join(p for _, p in steps))
+
+    stages = _first_stages(spec)
+    error: StageError | None = None
+    counts: dict[str, int] = {}
+    for base, pass_string in steps:
+        counts[base] = counts.get(base, 0) + 1
+        name = f"{base}#{counts[base]}"
+        parent = stages[-1]
+        try:
+            r = runner.run(name, parent.text_with_locations, pass_string, timeout=spec.timeout)
+        except StageError as e:
+            error = e
+            stages.append(Stage(name, "mlir", "", pass_string, False, None, parent.name, error=str(e)))
+            break
+        text = strip_locations(r.text)
+        stages.append(Stage(name, "mlir", text, pass_string, text != parent.text, r.seconds, parent.name,
+                            text_with_locations=r.text))
+    late = None if error else (lambda: _xla_stages(spec, stages[-1]))
+    return Exploration(spec=spec, early=stages, error=error, late=late)
+
+
+_XLA_CACHE: OrderedDict[tuple, Any] = OrderedDict()
+
+
+def _xla_stages(spec: Spec, last: Stage) -> tuple[list[Stage], StageError | None, tuple[str, ...]]:
+    source = last.text_with_locations
+    if spec.traced is None and "@main" not in source:
+        return [], None, ()
+    dev = resolve_device(spec.device)
+    key = (text_hash(source), spec.device, spec.xla_options)
+    try:
+        if key in _XLA_CACHE:
+            result = _XLA_CACHE[key]
+            _XLA_CACHE.move_to_end(key)
+        else:
+            exported = (swap_module(spec.traced.exported, source) if spec.traced is not None
+                        else exported_for_text(source, dev.platform))
+            result = compile_with_dumps(exported, dev, dict(spec.xla_options))
+            _XLA_CACHE[key] = result
+            if len(_XLA_CACHE) > 16:
+                _XLA_CACHE.popitem(last=False)
+    except Exception as e:  # XLA's own rejection of the module or an option, kept as a failed stage
+        err = StageError("xla:compile", f"XLA compile with options {dict(spec.xla_options)}",
+                         f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", str(e))
+        return [Stage("xla:compile", "xla", "", err.produced_by, False, None, last.name, error=str(err))], err, ()
+    stages: list[Stage] = []
+    for xs in result.stages:
+        if xs.group == "backend":
+            p = next((s for s in stages if s.name == "xla:optimized"), last)
+        else:
+            p = stages[-1] if stages else last
+        seconds = result.seconds if xs.name == "xla:optimized" else None
+        stages.append(Stage(xs.name, xs.group, xs.text, xs.produced_by, xs.text != p.text, seconds, p.name))
+    return stages, None, result.passes
+
+
+def rebuild(ex: Exploration, disable: Sequence[str], enable: Sequence[str]) -> Exploration:
+    spec = ex.spec
+    sel = _selection(spec.selection.options, disable, enable, base=spec.selection)
+    return _build(dataclasses.replace(spec, selection=sel))
+
+
+def rebuild_xla(ex: Exploration, disable: Sequence[str], enable: Sequence[str], options: dict) -> Exploration:
+    spec = dataclasses.replace(ex.spec, xla_options=_xla_options(disable, enable, options, ex.spec.xla_options))
+    early = ex._early
+    late = None if ex._error else (lambda: _xla_stages(spec, early[-1]))
+    return Exploration(spec=spec, early=early, error=ex._error, late=late)

@@ -1,0 +1,111 @@
+"""Turn any stage's MLIR text into a ``jax.export.Exported`` that JAX can compile, cost and call.
+
+This is the one public route from "a module as text" back into JAX: parse the text with JAX's own
+MLIR context, serialize it, and put it into an ``Exported`` whose avals match its ``@main``
+(``dataclasses.replace(exported, mlir_module_serialized=...)``, then ``.call``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import jax
+import numpy as np
+
+from .errors import WorkbenchError
+from .irtext import publish_functions
+from .worker import PassFailure, default_worker, enzyme_available
+
+__all__ = ["prepare_for_jax", "module_bytecode", "swap_module", "exported_for_text", "main_signature"]
+
+
+def prepare_for_jax(text: str) -> str:
+    """Text that jaxlib can parse: Enzyme's ``enzymexla.*`` attributes dropped by enzyme-ad's own
+    ``drop-unsupported-attributes`` pass, and ``@main`` public again."""
+    if "enzymexla" in text and enzyme_available():
+        try:
+            (_, text), _ = default_worker().call("run_pipeline", text, "drop-unsupported-attributes")
+        except PassFailure as e:
+            raise WorkbenchError(f"cannot prepare the module for JAX: {e.message}\n{e.diagnostics}") from None
+    return publish_functions(text, {"main"})
+
+
+def _parse(text: str):
+    from jax._src.interpreters import mlir as jmlir
+    from jaxlib.mlir import ir
+
+    ctx = jmlir.make_ir_context()
+    try:
+        return ir.Module.parse(text, context=ctx)
+    except Exception as e:  # jaxlib raises MLIRError with the parser's diagnostics
+        raise WorkbenchError(f"JAX's MLIR context cannot parse this module: {e}") from None
+
+
+def module_bytecode(text: str) -> bytes:
+    from jax._src.interpreters import mlir as jmlir
+
+    return jmlir.module_to_bytecode(_parse(prepare_for_jax(text)))
+
+
+_ELEMENT = {
+    "f64": np.float64, "f32": np.float32, "f16": np.float16, "i1": np.bool_,
+    "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+    "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
+    "complex<f32>": np.complex64, "complex<f64>": np.complex128,
+}
+
+
+def _dtype(element: str):
+    import ml_dtypes
+
+    if element in _ELEMENT:
+        return np.dtype(_ELEMENT[element])
+    names = {"bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2"}
+    if element in names:
+        return np.dtype(getattr(ml_dtypes, names[element]))
+    raise WorkbenchError(f"element type {element} of @main has no JAX dtype here")
+
+
+def _aval(t) -> jax.ShapeDtypeStruct:
+    from jaxlib.mlir import ir
+
+    rt = ir.RankedTensorType(t)
+    return jax.ShapeDtypeStruct(tuple(rt.shape), _dtype(str(rt.element_type)))
+
+
+def main_signature(text: str) -> tuple[tuple[jax.ShapeDtypeStruct, ...], tuple[jax.ShapeDtypeStruct, ...]]:
+    """The argument and result shapes of ``@main``; WorkbenchError when there is no ``@main``."""
+    from jaxlib.mlir import ir
+
+    module = _parse(prepare_for_jax(text))
+    with module.context:
+        for op in module.body.operations:
+            if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+                ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+                return tuple(_aval(t) for t in ftype.inputs), tuple(_aval(t) for t in ftype.results)
+    raise WorkbenchError("the module has no @main function: it can be transformed, but not compiled or run")
+
+
+def swap_module(exported, text: str):
+    """``exported`` with its module replaced by ``text`` (which must keep the same @main signature)."""
+    return dataclasses.replace(exported, mlir_module_serialized=module_bytecode(text))
+
+
+def exported_for_text(text: str, platform: str = "cpu"):
+    """An Exported for a module given only as text, built from its ``@main`` signature.
+
+    A placeholder function with the same argument and result shapes is exported (public API), then
+    its module is replaced by ``text`` and every argument marked as kept.
+    """
+    ins, outs = main_signature(text)
+    if re.search(r"sdy\.mesh|mhlo\.sharding", text):
+        raise WorkbenchError("a sharded module given as text cannot be compiled without its mesh; "
+                             "explore the function with sharded arguments instead")
+
+    def placeholder(*_):
+        results = tuple(jax.numpy.zeros(o.shape, o.dtype) for o in outs)
+        return results[0] if len(results) == 1 else results
+
+    base = jax.export.export(jax.jit(placeholder), platforms=[platform])(*ins)
+    return dataclasses.replace(base, module_kept_var_idx=tuple(range(len(ins))),
+                               mlir_module_serialized=module_bytecode(text))

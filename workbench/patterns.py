@@ -1,0 +1,242 @@
+"""The Enzyme-JaX rewrite-pattern catalog, read from enzyme-ad itself.
+
+The list of patterns and their parameters comes from ``enzyme_call.get_transform_passes_list``, the
+same C++ entry point enzyme-ad's ``optimization_passes`` and Reactant.jl use; nothing here is a
+hand-copied list. Groups are derived by asking enzyme-ad which patterns each option switch adds, so
+they follow whatever enzyme-ad version is installed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from dataclasses import dataclass, field
+
+from .errors import UnknownNameError, WorkbenchError
+from .worker import default_worker, enzyme_available
+
+__all__ = ["PatternOptions", "Pattern", "catalog", "patterns", "pattern_list", "patterns_pass"]
+
+_PROPAGATE = {"none": 0, "up": 1, "down": 2}
+
+
+@dataclass(frozen=True)
+class PatternOptions:
+    """Options that shape the pattern list, named as in Reactant.jl's compile options.
+
+    Field order is not the C++ argument order; ``_args`` maps them.
+    """
+
+    no_nan: bool = False
+    all_finite: bool = False
+    transpose_propagate: str = "up"
+    reshape_propagate: str = "up"
+    max_constant_threshold: int = 1024
+    while_unroll_threshold: int = 4
+    dus_to_concat: bool = False
+    dus_slice_simplify: bool = True
+    sum_to_reducewindow: bool = False
+    sum_to_conv: bool = False
+    aggressive_sum_to_conv: bool = False
+    while_concat: bool = False
+    aggressive_propagation: bool = True
+    is_sharded: bool = False
+    raise_shlo_to_blas_lapack: bool = False
+    recognize_comms: bool = False
+    lower_comms: bool = False
+    structured_tensors_detection: bool = True
+    structured_tensors: bool = True
+    scatter_gather: bool = True
+    slice_to_batch: bool = False
+    reduce_slice_fusion: bool = True
+    concat_to_batch: bool = True
+    loop_raising: bool = True
+    licm: bool = True
+    loop_unswitch_threshold: int = 10
+    pad: bool = True
+    self_to_convolution: bool = False
+    dot_formation: bool = True
+    max_reused_const_prop_size: int = 1024
+
+    def __post_init__(self):
+        for name in ("transpose_propagate", "reshape_propagate"):
+            if getattr(self, name) not in _PROPAGATE:
+                raise WorkbenchError(f"{name} must be one of {sorted(_PROPAGATE)}, got {getattr(self, name)!r}")
+
+    def _args(self, excluded: tuple[str, ...] = ()) -> tuple:
+        return (
+            self.max_constant_threshold, self.while_unroll_threshold,
+            _PROPAGATE[self.reshape_propagate], _PROPAGATE[self.transpose_propagate],
+            self.no_nan, self.all_finite, self.dus_to_concat, self.dus_slice_simplify,
+            self.sum_to_reducewindow, self.sum_to_conv, self.aggressive_sum_to_conv, self.while_concat,
+            self.aggressive_propagation, self.is_sharded, self.raise_shlo_to_blas_lapack,
+            self.recognize_comms, self.lower_comms, self.structured_tensors_detection,
+            self.structured_tensors, self.scatter_gather, self.slice_to_batch,
+            self.reduce_slice_fusion, self.concat_to_batch, self.loop_raising, self.licm,
+            self.loop_unswitch_threshold, self.pad, self.self_to_convolution, self.dot_formation,
+            self.max_reused_const_prop_size, list(excluded),
+        )
+
+    @classmethod
+    def from_kwargs(cls, **kwargs) -> "PatternOptions":
+        known = [f.name for f in dataclasses.fields(cls)]
+        for k in kwargs:
+            if k not in known:
+                raise UnknownNameError("pattern option", k, known)
+        return cls(**kwargs)
+
+
+# Which switch (and value) makes enzyme-ad add a pattern: the group names follow Reactant.jl's
+# grouping of its pattern lists.
+_GROUP_SWITCHES: tuple[tuple[str, str, object], ...] = (
+    ("no_nan", "no_nan", True),
+    ("all_finite", "all_finite", True),
+    ("licm", "licm", True),
+    ("scatter/gather", "scatter_gather", True),
+    ("pad", "pad", True),
+    ("structured tensors", "structured_tensors", True),
+    ("structured tensors", "structured_tensors_detection", True),
+    ("slice to batch", "slice_to_batch", True),
+    ("reduce-slice fusion", "reduce_slice_fusion", True),
+    ("concat to batch", "concat_to_batch", True),
+    ("loop raising", "loop_raising", True),
+    ("dot formation", "dot_formation", True),
+    ("self to convolution", "self_to_convolution", True),
+    ("comms", "recognize_comms", True),
+    ("comms", "lower_comms", True),
+    ("sharded", "is_sharded", True),
+    ("blas/lapack raising", "raise_shlo_to_blas_lapack", True),
+    ("dus", "dus_to_concat", True),
+    ("dus", "dus_slice_simplify", True),
+    ("sum to conv", "sum_to_conv", True),
+    ("sum to conv", "aggressive_sum_to_conv", True),
+    ("sum to reduce-window", "sum_to_reducewindow", True),
+    ("while concat", "while_concat", True),
+    ("aggressive propagation", "aggressive_propagation", True),
+    ("transpose up", "transpose_propagate", "up"),
+    ("transpose down", "transpose_propagate", "down"),
+    ("reshape up", "reshape_propagate", "up"),
+    ("reshape down", "reshape_propagate", "down"),
+)
+
+_SPEC_RE = re.compile(r"^(?P<name>[A-Za-z_][\w]*)(?:<(?P<benefit>\d+)>)?(?P<params>\(.*\))?$")
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One rewrite pattern: ``spec`` is the exact entry enzyme-ad puts in ``patterns=...``."""
+
+    name: str
+    group: str
+    default_enabled: bool
+    benefit: int | None
+    parameters: str
+    spec: str
+
+
+def _parse_spec(spec: str) -> tuple[str, int | None, str]:
+    m = _SPEC_RE.match(spec.strip())
+    if not m:
+        raise WorkbenchError(f"enzyme-ad returned a pattern entry this version cannot read: {spec!r}")
+    benefit = int(m.group("benefit")) if m.group("benefit") else None
+    return m.group("name"), benefit, (m.group("params") or "")[1:-1]
+
+
+@functools.lru_cache(maxsize=64)
+def _specs(options: PatternOptions, excluded: tuple[str, ...] = ()) -> tuple[str, ...]:
+    if not enzyme_available():
+        raise WorkbenchError("enzyme-ad is not installed (it ships for CPython 3.11 on x86-64 Linux): "
+                             "Enzyme-JaX patterns are unavailable; upstream MLIR and XLA passes still work")
+    (main, _lower), _ = default_worker().call("transform_passes", options._args(excluded))
+    return tuple(s for s in main.split(";") if s.strip())
+
+
+def _base_options() -> PatternOptions:
+    """Every group switch off: what is left is the base list."""
+    off = {sw: (False if isinstance(val, bool) else "none") for _, sw, val in _GROUP_SWITCHES}
+    return PatternOptions(**off)
+
+
+@functools.lru_cache(maxsize=16)
+def catalog(options: PatternOptions = PatternOptions()) -> tuple[Pattern, ...]:
+    """Every pattern enzyme-ad knows under ``options``' numeric thresholds, grouped.
+
+    ``default_enabled`` says whether ``options`` (as given) turns it on. Patterns that only a switch
+    turns on (e.g. ``sum_to_conv``) are listed with ``default_enabled=False`` so they can be enabled.
+    """
+    enabled = {_parse_spec(s)[0] for s in _specs(options)}
+    base = _base_options()
+    group_of: dict[str, str] = {}
+    spec_of: dict[str, str] = {}
+    for spec in _specs(base):
+        name = _parse_spec(spec)[0]
+        group_of.setdefault(name, "const-prop" if "const_prop" in name else "base")
+        spec_of.setdefault(name, spec)
+    for group, switch, value in _GROUP_SWITCHES:
+        for spec in _specs(dataclasses.replace(base, **{switch: value})):
+            name = _parse_spec(spec)[0]
+            if name not in group_of:
+                group_of[name] = group
+                spec_of[name] = spec
+    # Specs under the user's options win (they carry the user's thresholds in their parameters).
+    for spec in _specs(options):
+        name = _parse_spec(spec)[0]
+        spec_of[name] = spec
+        group_of.setdefault(name, "other")
+    out = []
+    for name, spec in spec_of.items():
+        _, benefit, params = _parse_spec(spec)
+        out.append(Pattern(name, group_of[name], name in enabled, benefit, params, spec))
+    return tuple(out)
+
+
+def patterns(**options):
+    """The pattern catalog as a pandas DataFrame: name, group, default_enabled, benefit, parameters, spec."""
+    import pandas as pd
+
+    rows = [dataclasses.asdict(p) for p in catalog(PatternOptions.from_kwargs(**options))]
+    return pd.DataFrame(rows, columns=["name", "group", "default_enabled", "benefit", "parameters", "spec"])
+
+
+@dataclass(frozen=True)
+class PatternSelection:
+    """The user's toggles on top of the options' default list."""
+
+    options: PatternOptions = field(default_factory=PatternOptions)
+    disabled: frozenset[str] = frozenset()
+    enabled: frozenset[str] = frozenset()
+
+    def validate(self) -> None:
+        names = [p.name for p in catalog(self.options)]
+        known = set(names)
+        for n in sorted(self.disabled | self.enabled):
+            if n not in known:
+                raise UnknownNameError("pattern", n, names)
+        both = self.disabled & self.enabled
+        if both:
+            raise WorkbenchError(f"patterns both enabled and disabled: {sorted(both)}")
+
+
+def pattern_list(sel: PatternSelection, *, direction: str | None = None) -> tuple[str, ...]:
+    """The ``patterns=`` entries for one run: enzyme-ad's list with ``excluded_passes``, plus enabled extras.
+
+    ``direction`` overrides transpose/reshape propagation, as the "propagate down" tail of
+    enzyme-ad's full pipeline does.
+    """
+    opts = sel.options
+    if direction is not None:
+        opts = dataclasses.replace(opts, transpose_propagate=direction, reshape_propagate=direction)
+    specs = list(_specs(opts, tuple(sorted(sel.disabled))))
+    present = {_parse_spec(s)[0] for s in specs}
+    extra = {p.name: p.spec for p in catalog(opts)}
+    specs += [extra[n] for n in sorted(sel.enabled) if n not in present]
+    return tuple(specs)
+
+
+def patterns_pass(specs: tuple[str, ...]) -> str:
+    """The pipeline entry that applies a pattern list once, greedily, as enzyme-ad does."""
+    return ",".join([
+        "enzyme-hlo-generate-td{patterns=" + ";".join(specs) + "}",
+        "transform-interpreter",
+        "enzyme-hlo-remove-transform",
+    ])

@@ -1,0 +1,228 @@
+"""A warm worker process for Enzyme-JaX and MLIR pass pipelines.
+
+Passes are C++ code that can abort or loop forever; running them in a separate process keeps the
+notebook kernel alive. The worker is a fresh interpreter (``python -m workbench.worker``), never a
+fork: JAX and XLA are not fork-safe once initialised, and unlike multiprocessing's ``spawn`` it does
+not re-import the user's ``__main__``. It imports enzyme-ad once, and is restarted transparently after a crash. Its stderr goes
+to a log file so that the diagnostics a pass printed before dying can be shown to the user.
+"""
+from __future__ import annotations
+
+import atexit
+import socket
+import subprocess
+import os
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+__all__ = ["Worker", "WorkerCrash", "WorkerTimeout", "PassFailure", "default_worker", "enzyme_available"]
+
+
+def enzyme_available() -> bool:
+    """True when enzyme-ad can be imported (CPython 3.11 on x86-64 Linux)."""
+    import importlib.util
+
+    return importlib.util.find_spec("enzyme_ad") is not None
+
+
+class PassFailure(Exception):
+    """The pipeline raised inside the worker (parse error, failed verification, pattern error)."""
+
+    def __init__(self, message: str, diagnostics: str):
+        super().__init__(message)
+        self.message, self.diagnostics = message, diagnostics
+
+
+class WorkerCrash(Exception):
+    """The worker process died while running a request."""
+
+    def __init__(self, exitcode: int | None, diagnostics: str):
+        super().__init__(f"worker process died (exit code {exitcode})")
+        self.exitcode, self.diagnostics = exitcode, diagnostics
+
+
+class WorkerTimeout(Exception):
+    """The request ran past its time limit; the worker was killed and will be restarted."""
+
+    def __init__(self, seconds: float, diagnostics: str):
+        super().__init__(f"no answer after {seconds:.0f} s")
+        self.seconds, self.diagnostics = seconds, diagnostics
+
+
+# ---- the worker side -------------------------------------------------------------------------
+
+
+def _run_pipeline(text: str, pipeline: str) -> tuple[str, str]:
+    """Run ``pipeline`` on ``text``; returns (entry function name, output text with locations)."""
+    if enzyme_available():
+        from enzyme_ad.jax import enzyme_call
+
+        return enzyme_call.run_pass_pipeline([], text, pipeline)
+    from jax._src.interpreters import mlir as jmlir
+    from jaxlib.mlir import ir, passmanager
+
+    ctx = jmlir.make_ir_context()
+    with ctx:
+        module = ir.Module.parse(text)
+        passmanager.PassManager.parse(f"builtin.module({pipeline})").run(module.operation)
+        return "main", module.operation.get_asm(enable_debug_info=True)
+
+
+def _transform_passes(args: tuple) -> tuple[str, str]:
+    from enzyme_ad.jax import enzyme_call
+
+    return enzyme_call.get_transform_passes_list(*args)
+
+
+def _crash(kind: str) -> None:
+    """Deliberately die, for tests of crash recovery: 'abort' like a failed C++ CHECK, or 'segv'."""
+    import signal
+
+    os.kill(os.getpid(), signal.SIGABRT if kind == "abort" else signal.SIGSEGV)
+
+
+_METHODS = {"run_pipeline": _run_pipeline, "transform_passes": _transform_passes, "crash": _crash}
+
+
+def _serve(conn: Connection) -> None:
+    if enzyme_available():
+        from enzyme_ad.jax import enzyme_call  # noqa: F401  -- pay the 485 MB import once, up front
+    conn.send(("ready", None))
+    while True:
+        try:
+            method, args = conn.recv()
+        except EOFError:
+            return
+        start = time.perf_counter()
+        try:
+            result = _METHODS[method](*args)
+            conn.send(("ok", (result, time.perf_counter() - start)))
+        except Exception as e:  # the pass pipeline's own error: report it, keep serving
+            sys.stderr.flush()
+            conn.send(("error", (f"{type(e).__name__}: {e}", traceback.format_exc(limit=2))))
+
+
+# ---- the client side -------------------------------------------------------------------------
+
+
+@dataclass
+class _Proc:
+    process: subprocess.Popen
+    conn: Connection
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+
+class Worker:
+    """One worker process, started on first use, restarted after a crash or time-out.
+
+    ``executions`` counts the requests that ran a pipeline, so tests and benchmarks can check that
+    caching avoided work.
+    """
+
+    def __init__(self, timeout: float = 600.0):
+        self.timeout = timeout
+        self.executions = 0
+        self.restarts = 0
+        self._proc: _Proc | None = None
+        self._lock = threading.Lock()
+        fd, self.log_path = tempfile.mkstemp(prefix="hlo-workbench-worker-", suffix=".log")
+        os.close(fd)
+        atexit.register(self.close)
+
+    def _start(self) -> _Proc:
+        parent_sock, child_sock = socket.socketpair()
+        with open(self.log_path, "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "workbench.worker", str(child_sock.fileno())],
+                pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            )
+        child_sock.close()
+        proc = _Proc(process, Connection(parent_sock.detach()))
+        if not proc.conn.poll(120):
+            self._kill(proc)
+            raise WorkerTimeout(120, self._log_since(0))
+        try:
+            proc.conn.recv()
+        except EOFError:
+            process.wait(5)
+            raise WorkerCrash(process.returncode, self._log_since(0)) from None
+        return proc
+
+    def _log_since(self, offset: int) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    @staticmethod
+    def _kill(proc: _Proc) -> None:
+        if proc.alive():
+            proc.process.kill()
+        proc.process.wait(5)
+        proc.conn.close()
+
+    def call(self, method: str, *args, timeout: float | None = None):
+        """Run ``method(*args)`` in the worker; returns (result, seconds).
+
+        Raises PassFailure (the worker survives), WorkerCrash or WorkerTimeout (the worker is
+        replaced by a fresh one on the next call).
+        """
+        limit = self.timeout if timeout is None else timeout
+        with self._lock:
+            if self._proc is None or not self._proc.alive():
+                if self._proc is not None:
+                    self.restarts += 1
+                self._proc = self._start()
+            proc = self._proc
+            offset = os.path.getsize(self.log_path)
+            if method == "run_pipeline":
+                self.executions += 1
+            try:
+                proc.conn.send((method, args))
+                if not proc.conn.poll(limit):
+                    self._kill(proc)
+                    self._proc = None
+                    raise WorkerTimeout(limit, self._log_since(offset))
+                status, payload = proc.conn.recv()
+            except (EOFError, BrokenPipeError, ConnectionResetError):
+                try:
+                    code = proc.process.wait(5)
+                except subprocess.TimeoutExpired:
+                    code = None
+                self._kill(proc)
+                self._proc = None
+                raise WorkerCrash(code, self._log_since(offset)) from None
+            if status == "error":
+                message, _ = payload
+                raise PassFailure(message, self._log_since(offset))
+            return payload
+
+    def close(self) -> None:
+        with self._lock:
+            if self._proc is not None:
+                self._kill(self._proc)
+                self._proc = None
+
+
+_DEFAULT: Worker | None = None
+
+
+def default_worker() -> Worker:
+    """The process-wide worker that explorations share (so its warm import is paid once)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Worker()
+    return _DEFAULT
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1])))

@@ -1,0 +1,140 @@
+"""Compile a module with XLA and read back XLA's own per-pass dumps as stages.
+
+XLA writes the HLO module after every pass that changed it when ``xla_dump_hlo_pass_re=.*`` is set;
+we compile once into a fresh directory and turn those files into stages, in XLA's order. The
+persistent compilation cache is switched off for this compile because a cache hit writes no dumps.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import jax
+
+from .errors import XlaOptionError
+
+__all__ = ["XlaStage", "XlaResult", "compile_with_dumps", "check_options"]
+
+
+@dataclass(frozen=True)
+class XlaStage:
+    name: str
+    group: str  # "xla" or "backend"
+    text: str
+    produced_by: str
+
+
+@dataclass(frozen=True)
+class XlaResult:
+    stages: tuple[XlaStage, ...]
+    passes: tuple[str, ...]  # every HLO pass name XLA's dumps mention, in first-seen order
+    seconds: float
+    options: dict = field(default_factory=dict)
+
+
+def check_options(options: dict) -> dict:
+    """Refuse option combinations that make XLA abort the process instead of raising."""
+    opts = {k: (",".join(v) if isinstance(v, (list, tuple, set, frozenset)) else v) for k, v in options.items()}
+    if opts.get("xla_disable_hlo_passes") and opts.get("xla_enable_hlo_passes_only"):
+        raise XlaOptionError(
+            "xla_disable_hlo_passes and xla_enable_hlo_passes_only cannot be given together: XLA aborts the "
+            "process on that combination (a failed CHECK in HloPassPipeline). Keep one of them.")
+    for k in opts:
+        if not k.startswith("xla_"):
+            raise XlaOptionError(f"{k!r} is not an XLA option (they start with 'xla_')")
+    return opts
+
+
+@contextlib.contextmanager
+def _no_persistent_cache():
+    before = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", before)
+
+
+_PASS_FILE = re.compile(r"^module_(\d+)\.(.+?)\.(\d{4})\.([^.]+)\.(after_[^.]+?)(?:\.before_([^.]+))?\.txt$")
+
+
+def _read(path: str) -> str:
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def _parse_dumps(d: str) -> tuple[list[XlaStage], list[str]]:
+    files = sorted(os.listdir(d))
+    mods = sorted({f.split(".", 1)[0] for f in files if f.endswith(".before_optimizations.txt")})
+    if not mods:
+        return [], []
+    mod = mods[-1]  # the module we compiled; anything else was compiled on the side
+    files = [f for f in files if f.startswith(mod + ".")]
+    stages: list[XlaStage] = []
+    passes: list[str] = []
+    counts: dict[str, int] = {}
+    before = next((f for f in files if f.endswith(".before_optimizations.txt")), None)
+    last = _read(os.path.join(d, before)) if before else ""
+    if before:
+        stages.append(XlaStage("xla:before_optimizations", "xla", last, "XLA: HLO as converted from StableHLO"))
+    for f in files:
+        m = _PASS_FILE.match(f)
+        if not m:
+            continue
+        pipeline, after, nxt = m.group(4), m.group(5)[len("after_"):], m.group(6)
+        for p in (after, nxt):
+            if p and p not in ("pipeline-start", "pipeline-end") and p not in passes:
+                passes.append(p)
+        text = _read(os.path.join(d, f))
+        if after in ("pipeline-start", "pipeline-end") or text == last:
+            last = text
+            continue
+        last = text
+        counts[after] = counts.get(after, 0) + 1
+        stages.append(XlaStage(f"xla:{after}#{counts[after]}", "xla", text,
+                               f"XLA pipeline {pipeline!r}, pass {after!r} (toggle with xla_disable_hlo_passes={after})"))
+    opt = next((f for f in files if f.endswith("_after_optimizations.txt")), None)
+    if opt:
+        stages.append(XlaStage("xla:optimized", "xla", _read(os.path.join(d, opt)), "XLA: the optimized HLO module"))
+    for suffix, name, what in (
+        (".ir-no-opt.ll", "backend:llvm-ir", "LLVM IR before LLVM's optimizations"),
+        (".ir-with-opt.ll", "backend:llvm-ir-opt", "LLVM IR after LLVM's optimizations"),
+        (".ptx", "backend:ptx", "PTX for the GPU kernels"),
+        ("_after_optimizations-buffer-assignment.txt", "backend:buffer-assignment", "XLA's buffer assignment"),
+        ("_after_optimizations-memory-usage-report.txt", "backend:memory-usage", "XLA's memory usage report"),
+    ):
+        parts = [f for f in files if f.endswith(suffix)]
+        if parts:
+            text = "\n".join(f"; ==== {f} ====\n{_read(os.path.join(d, f))}" if len(parts) > 1 else _read(os.path.join(d, f))
+                             for f in parts)
+            stages.append(XlaStage(name, "backend", text, f"XLA backend: {what}"))
+    return stages, passes
+
+
+def compile_with_dumps(exported, device, options: dict | None = None) -> XlaResult:
+    """Compile ``exported`` for ``device`` with per-pass dumps; returns the stages XLA produced.
+
+    Raises the JAX error as is when XLA rejects an option or the module (the caller turns it into a
+    failed stage); options that would abort the process are refused beforehand by ``check_options``.
+    """
+    from jax.sharding import SingleDeviceSharding
+
+    opts = check_options(dict(options or {}))
+    d = tempfile.mkdtemp(prefix="hlo-workbench-xla-")
+    try:
+        compiler_options = {"xla_dump_to": d, "xla_dump_hlo_pass_re": ".*", "xla_dump_hlo_as_text": True, **opts}
+        sharding = SingleDeviceSharding(device)
+        args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding) for a in exported.in_avals]
+        t0 = time.perf_counter()
+        with _no_persistent_cache():
+            jax.jit(exported.call).lower(*args).compile(compiler_options=compiler_options)
+        seconds = time.perf_counter() - t0
+        stages, passes = _parse_dumps(d)
+        return XlaResult(tuple(stages), tuple(passes), seconds, opts)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
