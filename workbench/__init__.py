@@ -6,9 +6,9 @@
 """
 from .errors import (ArgumentError, PipelineSyntaxError, StageError, TraceError, UnknownNameError,
                      WorkbenchError, XlaOptionError)
-from .explore import explore, explore_text
-from .patterns import patterns
-from .pipelines import pipelines
+from .build import explore, explore_text
+from .catalog import patterns
+from .presets import pipelines
 from .stages import Exploration, Stage
 
 __all__ = [

@@ -158,7 +158,7 @@ class Exploration:
 
         Only the stages from the first one whose input or pass string changes are recomputed.
         """
-        from .explore import rebuild
+        from .build import rebuild
 
         return rebuild(self, disable=disable, enable=enable)
 
@@ -167,7 +167,7 @@ class Exploration:
 
         The MLIR stages are reused as they are; only XLA recompiles.
         """
-        from .explore import rebuild_xla
+        from .build import rebuild_xla
 
         return rebuild_xla(self, disable=disable, enable=enable, options=options)
 

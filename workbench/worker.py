@@ -24,9 +24,15 @@ __all__ = ["Worker", "WorkerCrash", "WorkerTimeout", "PassFailure", "default_wor
 
 
 def enzyme_available() -> bool:
-    """True when enzyme-ad can be imported (CPython 3.11 on x86-64 Linux)."""
+    """True when enzyme-ad can be imported (CPython 3.11 on x86-64 Linux).
+
+    ``HLO_WORKBENCH_NO_ENZYME=1`` makes the workbench behave as if it were absent, to check that
+    path on machines that have it.
+    """
     import importlib.util
 
+    if os.environ.get("HLO_WORKBENCH_NO_ENZYME"):
+        return False
     return importlib.util.find_spec("enzyme_ad") is not None
 
 
@@ -131,6 +137,7 @@ class Worker:
         self.executions = 0
         self.restarts = 0
         self._proc: _Proc | None = None
+        self._lost = False  # the last process died or was killed; the next start is a restart
         self._lock = threading.Lock()
         fd, self.log_path = tempfile.mkstemp(prefix="hlo-workbench-worker-", suffix=".log")
         os.close(fd)
@@ -179,8 +186,9 @@ class Worker:
         limit = self.timeout if timeout is None else timeout
         with self._lock:
             if self._proc is None or not self._proc.alive():
-                if self._proc is not None:
+                if self._proc is not None or self._lost:
                     self.restarts += 1
+                self._lost = False
                 self._proc = self._start()
             proc = self._proc
             offset = os.path.getsize(self.log_path)
@@ -190,7 +198,7 @@ class Worker:
                 proc.conn.send((method, args))
                 if not proc.conn.poll(limit):
                     self._kill(proc)
-                    self._proc = None
+                    self._proc, self._lost = None, True
                     raise WorkerTimeout(limit, self._log_since(offset))
                 status, payload = proc.conn.recv()
             except (EOFError, BrokenPipeError, ConnectionResetError):
@@ -199,7 +207,7 @@ class Worker:
                 except subprocess.TimeoutExpired:
                     code = None
                 self._kill(proc)
-                self._proc = None
+                self._proc, self._lost = None, True
                 raise WorkerCrash(code, self._log_since(offset)) from None
             if status == "error":
                 message, _ = payload

@@ -129,10 +129,11 @@ def compile_with_dumps(exported, device, options: dict | None = None) -> XlaResu
     try:
         compiler_options = {"xla_dump_to": d, "xla_dump_hlo_pass_re": ".*", "xla_dump_hlo_as_text": True, **opts}
         sharding = SingleDeviceSharding(device)
-        args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding) for a in exported.in_avals]
+        flat = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding) for a in exported.in_avals]
+        args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
         t0 = time.perf_counter()
         with _no_persistent_cache():
-            jax.jit(exported.call).lower(*args).compile(compiler_options=compiler_options)
+            jax.jit(exported.call).lower(*args, **kwargs).compile(compiler_options=compiler_options)
         seconds = time.perf_counter() - t0
         stages, passes = _parse_dumps(d)
         return XlaResult(tuple(stages), tuple(passes), seconds, opts)

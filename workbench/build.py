@@ -9,8 +9,8 @@ from typing import Any, Callable, Sequence
 from .errors import StageError, UnknownNameError, WorkbenchError
 from .exported import exported_for_text, swap_module
 from .irtext import strip_locations, text_hash
-from .patterns import PatternOptions, PatternSelection, catalog, pattern_list, patterns_pass
-from .pipelines import PRESETS, resolve
+from .catalog import PatternOptions, PatternSelection, catalog, pattern_list, patterns_pass
+from .presets import PRESETS, resolve
 from .runner import default_runner
 from .stages import Exploration, Stage
 from .trace import Traced, resolve_device, trace

@@ -172,17 +172,21 @@ def catalog(options: PatternOptions = PatternOptions()) -> tuple[Pattern, ...]:
         name = _parse_spec(spec)[0]
         group_of.setdefault(name, "const-prop" if "const_prop" in name else "base")
         spec_of.setdefault(name, spec)
+    base_specs = dict(spec_of)
     for group, switch, value in _GROUP_SWITCHES:
         for spec in _specs(dataclasses.replace(base, **{switch: value})):
             name = _parse_spec(spec)[0]
             if name not in group_of:
                 group_of[name] = group
                 spec_of[name] = spec
+            elif group_of[name] == "base" and base_specs.get(name) != spec:
+                # Always present, but the switch sets its parameter (the no_nan patterns do this).
+                group_of[name] = group
     # Specs under the user's options win (they carry the user's thresholds in their parameters).
     for spec in _specs(options):
         name = _parse_spec(spec)[0]
         spec_of[name] = spec
-        group_of.setdefault(name, "other")
+        group_of.setdefault(name, "combined switches")  # only on when two switches are
     out = []
     for name, spec in spec_of.items():
         _, benefit, params = _parse_spec(spec)

@@ -1,0 +1,271 @@
+"""The core Exploration on real programs: stages per preset, pattern toggles checked against
+enzyme-ad called directly, incremental recomputation, failures that keep earlier stages, XLA stages."""
+import jax
+import jax.numpy as jnp
+import pytest
+
+import examples
+import workbench as wb
+from workbench import presets as pl
+from workbench.irtext import publish_functions, strip_locations
+from workbench.runner import default_runner
+
+enzyme = pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+
+@pytest.fixture(scope="module")
+def attention():
+    return examples.load("attention")
+
+
+def mlir_stages(ex):
+    return [s for s in ex.stages if s.group == "mlir"]
+
+
+def direct(text: str, pipeline: str) -> str:
+    """enzyme-ad's own pipeline runner on the whole pipeline at once, normalised like our stages."""
+    _, out = enzyme.enzyme_call.run_pass_pipeline([], text, pipeline)
+    return strip_locations(publish_functions(out, {"main"}))
+
+
+@pytest.mark.parametrize("preset", pl.PRESETS)
+def test_every_preset_produces_its_stages(attention, preset):
+    fn, args = attention
+    ex = wb.explore(fn, *args, pipeline=preset)
+    assert ex.error is None
+    p = pl.preset(preset)
+    names = [s.name for s in mlir_stages(ex)]
+    assert len(names) == len(p.steps)
+    assert [n.split("#")[0] for n in names] == [s.base_name for s in p.steps]
+    assert ex.names[:2] == ["jaxpr", "stablehlo"]
+    # every stage names its parent, and the chain is the stage order
+    for prev, cur in zip(ex.stages, ex.stages[1:]):
+        if cur.group != "backend":
+            assert cur.parent == prev.name
+    last = mlir_stages(ex)[-1] if names else ex["stablehlo"]
+    assert "func.func public @main" in last.text and "loc(" not in last.text
+    assert ex.stages[-1].group == "backend"
+
+
+def test_whole_default_pipeline_matches_enzyme_ad(attention):
+    fn, args = attention
+    ex = wb.explore(fn, *args, pipeline="enzyme_ad_default")
+    want = direct(ex["stablehlo"].text_with_locations, enzyme.full_optimization_pass_pipeline())
+    assert mlir_stages(ex)[-1].text == want
+
+
+def test_disabling_dot_transpose_matches_enzyme_ad_excluding_it(attention):
+    fn, args = attention
+    ex = wb.explore(fn, *args, pipeline="enzyme_ad_default")
+    off = ex.with_patterns(disable=["dot_transpose"])
+    src = ex["stablehlo"].text_with_locations
+    want = direct(src, enzyme.full_optimization_pass_pipeline(excluded_passes=["dot_transpose"]))
+    assert mlir_stages(off)[-1].text == want
+    assert mlir_stages(off)[-1].text != mlir_stages(ex)[-1].text
+    # the masked attention keeps transposes next to its dots when the pattern is off
+    assert mlir_stages(off)[-1].text.count("stablehlo.transpose") > mlir_stages(ex)[-1].text.count("stablehlo.transpose")
+    # and the stage that first differs is a pattern stage, not an earlier one
+    first = next(a.name for a, b in zip(mlir_stages(ex), mlir_stages(off)) if a.text != b.text)
+    assert first.startswith("enzyme-hlo-patterns#")
+
+
+def test_enable_adds_a_pattern_that_is_off_by_default(attention):
+    cat = wb.patterns()
+    row = cat[cat.name == "sum_to_conv"].iloc[0]
+    assert not row.default_enabled and row.group == "sum to conv"
+    fn, args = attention
+    ex = wb.explore(fn, *args, pipeline="canonicalize,enzyme-hlo-patterns", enable=["sum_to_conv"])
+    assert "sum_to_conv" in mlir_stages(ex)[-1].produced_by
+    assert "sum_to_conv" not in wb.explore(fn, *args, pipeline="canonicalize,enzyme-hlo-patterns")[-1 - 0].produced_by
+
+
+def test_pattern_catalog_comes_from_enzyme_ad():
+    cat = wb.patterns()
+    assert len(cat) > 450
+    assert set(cat.columns) >= {"name", "group", "default_enabled", "parameters"}
+    specs = enzyme.optimization_passes().split("patterns=")[1].split("}")[0].split(";")
+    default_names = {s.split("<")[0].split("(")[0] for s in specs}
+    assert set(cat[cat.default_enabled].name) == default_names
+    groups = set(cat.group)
+    assert {"base", "const-prop", "pad", "licm", "scatter/gather", "no_nan", "all_finite",
+            "transpose up", "transpose down", "reshape up", "reshape down"} <= groups
+    assert cat.set_index("name").loc["no_nan_self_sub_simplify", "group"] == "no_nan"
+    assert cat.set_index("name").loc["concatenate_op_canon", "parameters"] == "1024"
+    # options shape the list: max_constant_threshold lands in the parameters
+    assert wb.patterns(max_constant_threshold=7).set_index("name").loc["concatenate_op_canon", "parameters"] == "7"
+
+
+def test_a_toggle_recomputes_only_later_stages(attention):
+    fn, args = attention
+    runner = default_runner()
+    ex = wb.explore(fn, *args, pipeline="all")
+    steps = mlir_stages(ex)
+    first_patterns = next(i for i, s in enumerate(steps) if s.name.startswith("enzyme-hlo-patterns"))
+    before = runner.worker.executions
+    hits = runner.hits
+    off = ex.with_patterns(disable=["dot_transpose"])
+    ran = runner.worker.executions - before
+    assert runner.hits - hits >= first_patterns  # every stage before the first pattern stage came from the cache
+    assert 1 <= ran <= len(steps) - first_patterns
+    assert [s.text for s in mlir_stages(off)[:first_patterns]] == [s.text for s in steps[:first_patterns]]
+    before = runner.worker.executions
+    again = ex.with_patterns(disable=["dot_transpose"])
+    assert runner.worker.executions == before  # the same toggle twice costs no pass execution
+    assert mlir_stages(again)[-1].text == mlir_stages(off)[-1].text
+
+
+def test_a_failing_pass_keeps_earlier_stages(attention):
+    fn, args = attention
+    ex = wb.explore(fn, *args, pipeline="canonicalize,cse,one-shot-bufferize,canonicalize")
+    assert isinstance(ex.error, wb.StageError)
+    assert ex.error.stage == "one-shot-bufferize#1"
+    assert "not bufferized" in ex.error.diagnostics
+    assert [s.name for s in ex.stages] == ["jaxpr", "stablehlo", "canonicalize#1", "cse#1", "one-shot-bufferize#1"]
+    assert ex.stages[-1].error and ex["cse#1"].text.strip()
+    # the worker survives and the next exploration works
+    assert wb.explore(fn, *args, pipeline="canonicalize").error is None
+
+
+def test_a_pass_that_runs_too_long_is_stopped_and_the_worker_restarts(attention):
+    fn, args = attention
+    ex = wb.explore(fn, *args, pipeline="cse,enzyme-hlo-patterns", timeout=0.001)
+    assert ex.error is not None and "was stopped" in ex.error.reason
+    assert ex.names[-1] == ex.error.stage
+    assert wb.explore(fn, *args, pipeline="cse").error is None
+
+
+def test_a_crashed_worker_is_replaced():
+    w = default_runner().worker
+    restarts = w.restarts
+    from workbench.worker import WorkerCrash
+
+    with pytest.raises(WorkerCrash) as e:
+        w.call("crash", "abort")
+    assert e.value.exitcode is not None and e.value.exitcode != 0
+    (name, _), _ = w.call("run_pipeline", "module {\n}\n", "canonicalize")
+    assert w.restarts == restarts + 1
+
+
+def test_xla_stages_have_pass_names(attention):
+    fn, args = attention
+    ex = wb.explore(fn, *args, pipeline="all")
+    names = ex.names
+    assert "xla:before_optimizations" in names and "xla:optimized" in names
+    xla = [n for n in names if n.startswith("xla:") and "#" in n]
+    assert any(n.startswith("xla:algsimp#") for n in xla) and any(n.startswith("xla:fusion#") for n in xla)
+    assert "backend:llvm-ir" in names and "backend:buffer-assignment" in names
+    assert "algsimp" in ex.xla_passes
+    assert "HloModule" in ex["xla:optimized"].text
+    no_alg = ex.with_xla(disable=["algsimp"])
+    assert not any(n.startswith("xla:algsimp#") for n in no_alg.names)
+    assert no_alg._early == ex._early  # MLIR stages reused as they are
+
+
+def test_xla_options_that_would_abort_are_refused(attention):
+    fn, args = attention
+    with pytest.raises(wb.XlaOptionError, match="together"):
+        wb.explore(fn, *args, xla_disable=["algsimp"], xla_options={"xla_enable_hlo_passes_only": "cse"})
+    ex = wb.explore(fn, *args, pipeline="none", xla_options={"xla_no_such_flag": "1"})
+    assert ex.error.stage == "xla:compile" and "xla_no_such_flag" in str(ex.error)
+    assert ex["stablehlo"].text
+
+
+def test_unknown_names_suggest_the_closest(attention):
+    fn, args = attention
+    with pytest.raises(wb.UnknownNameError) as e:
+        wb.explore(fn, *args, disable=["transpose_transpos"])
+    assert "transpose_transpose" in str(e.value)
+    with pytest.raises(wb.UnknownNameError) as e:
+        wb.explore(fn, *args, pipeline="only_enzym")
+    assert "only_enzyme" in str(e.value)
+    with pytest.raises(wb.UnknownNameError):
+        wb.explore(fn, *args, not_an_option=True)
+    ex = wb.explore(fn, *args, pipeline="canonicalize")
+    with pytest.raises(wb.UnknownNameError) as e:
+        ex.stage("canonicalise#1")
+    assert "canonicalize#1" in str(e.value)
+
+
+@pytest.mark.parametrize("pipeline,fragment", [
+    ("canonicalize,{cse", "missing .}."),
+    ("canonicalize,cse}", "unbalanced"),
+    ("canonicalize,,cse", "empty pass"),
+    ("canonicalize,no-such-pass", "no-such-pass"),
+    ("canonicalize{no-such-option=1}", "no-such-option"),
+])
+def test_unparsable_pipelines_are_refused_before_running(attention, pipeline, fragment):
+    fn, args = attention
+    before = default_runner().worker.executions
+    with pytest.raises(wb.PipelineSyntaxError, match=fragment):
+        wb.explore(fn, *args, pipeline=pipeline)
+    assert default_runner().worker.executions - before <= 1  # at most the parse check on an empty module
+
+
+def test_a_function_that_fails_to_trace_shows_the_users_frame():
+    def bad(x):
+        return x @ jnp.ones((5, 5))  # shapes do not match
+
+    with pytest.raises(wb.TraceError) as e:
+        wb.explore(bad, jnp.ones((3, 4)))
+    msg = str(e.value)
+    assert "test_core.py" in msg and "x @ jnp.ones((5, 5))" in msg
+    assert "jax/_src" not in msg and "workbench/" not in msg
+
+
+def test_non_array_arguments_are_static_where_jax_allows():
+    def scaled(x, mode, n):
+        return jnp.sin(x) * n if mode == "sin" else jnp.cos(x) * n
+
+    ex = wb.explore(scaled, jnp.ones((3,)), "sin", 2.0, pipeline="canonicalize")
+    assert "stablehlo.sine" in ex["stablehlo"].text and "cosine" not in ex["stablehlo"].text
+    with pytest.raises(wb.ArgumentError, match="argument 1"):
+        wb.explore(scaled, jnp.ones((3,)), ["sin", object()], 2.0)
+
+
+def test_missing_enzyme_gives_a_clear_notice_and_upstream_still_works(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "no_enzyme.py"
+    script.write_text(
+        "import jax.numpy as jnp, workbench as wb\n"
+        "f = lambda x: jnp.exp(x) + jnp.exp(x)\n"
+        "try:\n"
+        "    wb.explore(f, jnp.ones(3), pipeline='all')\n"
+        "except wb.WorkbenchError as e:\n"
+        "    print('NOTICE', e)\n"
+        "ex = wb.explore(f, jnp.ones(3), pipeline='upstream')\n"
+        "print('STAGES', [s.name for s in ex.stages if s.group == 'mlir'], ex.error)\n"
+        "print('EXP', ex['cse#1'].text.count('stablehlo.exponential'), 'xla:optimized' in ex.names)\n")
+    env = {**__import__("os").environ, "HLO_WORKBENCH_NO_ENZYME": "1"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300).stdout
+    assert "NOTICE" in out and "enzyme-ad is not installed" in out
+    assert "STAGES ['canonicalize#1', 'cse#1', 'symbol-dce#1'] None" in out
+    assert "EXP 1 True" in out
+
+
+def test_explore_text_takes_any_functions():
+    def two(x):
+        return jnp.exp(x) + jnp.exp(x)
+
+    text = jax.jit(two).lower(jnp.ones((4,))).as_text().replace("@main", "@helper").replace("public @helper", "private @helper")
+    text = text.replace("module @jit_two attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {",
+                        "module @jit_two {")
+    ex = wb.explore_text(text, pipeline="cse")
+    assert ex.names[0] == "input" and ex.error is None
+    assert ex["cse#1"].text.count("stablehlo.exponential") == 1 < ex["input"].text.count("stablehlo.exponential")
+    assert not any(s.group == "xla" for s in ex.stages)  # no @main: nothing to compile
+    full = wb.explore_text(jax.jit(two).lower(jnp.ones((4,))).as_text(), pipeline="all")
+    assert full.error is None and "xla:optimized" in full.names
+
+
+def test_changed_keeps_only_stages_that_changed(attention):
+    fn, args = attention
+    ex = wb.explore(fn, *args)
+    ch = ex.changed()
+    assert ch and all(s.changed for s in ch)
+    assert {s.name for s in ex.stages if not s.changed}.isdisjoint({s.name for s in ch})
+    for s in ch:
+        if s.parent and s.group == "mlir":
+            assert s.text != ex[s.parent].text
+    assert ex[-1] is ex.stages[-1] or ex[-1] == ex.stages[-1]

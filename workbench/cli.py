@@ -1,0 +1,210 @@
+"""The ``hlo-workbench`` command: the workbench's views in a terminal.
+
+    hlo-workbench stages examples/mlp.py:fn --args "f32[64,64],f32[64,32]" --pipeline all --disable dot_transpose
+    hlo-workbench show examples/attention.py:fn --stage enzyme-hlo-patterns#1
+    hlo-workbench report                # the default: a report on the built-in attention example
+    hlo-workbench patterns --search transpose
+    hlo-workbench pipelines
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+_DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16", "i64": "int64", "i32": "int32",
+           "i16": "int16", "i8": "int8", "u8": "uint8", "u32": "uint32", "pred": "bool", "bool": "bool"}
+
+
+def parse_args_spec(spec: str) -> tuple:
+    """``"f32[64,64],f32[64,32]"`` -> two random arrays of those shapes (seeded, reproducible)."""
+    import jax
+    import jax.numpy as jnp
+
+    items = re.findall(r"\s*([a-z0-9]+)\[([0-9,\s]*)\]\s*(?:,|$)", spec)
+    rebuilt = ",".join(f"{d}[{s}]" for d, s in items).replace(" ", "")
+    if rebuilt != spec.replace(" ", ""):
+        raise SystemExit(f"--args {spec!r}: expected comma-separated DTYPE[DIMS], e.g. 'f32[64,64],i32[8]'")
+    key = jax.random.PRNGKey(0)
+    out = []
+    for dtype, dims in items:
+        if dtype not in _DTYPES:
+            raise SystemExit(f"--args: unknown dtype {dtype!r}; use one of {', '.join(_DTYPES)}")
+        shape = tuple(int(d) for d in dims.split(",") if d.strip())
+        key, sub = jax.random.split(key)
+        dt = jnp.dtype(_DTYPES[dtype])
+        if jnp.issubdtype(dt, jnp.floating):
+            out.append(jax.random.normal(sub, shape, dt))
+        elif dt == jnp.bool_:
+            out.append(jax.random.bernoulli(sub, 0.5, shape))
+        else:
+            out.append(jax.random.randint(sub, shape, 0, 8).astype(dt))
+    return tuple(out)
+
+
+def load_target(target: str | None, args_spec: str | None):
+    """``PATH.py:FUNC`` (or an example name) -> (fn, args, title)."""
+    if target is None:
+        target = "attention"
+    if ":" not in target and not target.endswith(".py"):
+        path, func = EXAMPLES / f"{target}.py", "fn"
+    else:
+        path_s, _, func = target.partition(":")
+        path, func = Path(path_s), func or "fn"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in EXAMPLES.glob("*.py") if not p.stem.startswith("_")))
+        raise SystemExit(f"no such file: {path} (built-in examples: {known})")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(path.parent))
+    if not callable(getattr(mod, func, None)):
+        names = [n for n, v in vars(mod).items() if callable(v) and not n.startswith("_")]
+        raise SystemExit(f"{path} has no function {func!r}; it defines: {', '.join(names)}")
+    if args_spec:
+        args = parse_args_spec(args_spec)
+    elif callable(getattr(mod, "args", None)):
+        args = mod.args()
+    else:
+        raise SystemExit(f"give --args for {path}:{func} (e.g. --args 'f32[64,64],f32[64,32]')")
+    return getattr(mod, func), args, f"{path.stem}:{func}"
+
+
+def _explore(ns):
+    import workbench as wb
+
+    fn, args, _ = load_target(ns.target, ns.args)
+    opts = {}
+    if ns.no_nan:
+        opts["no_nan"] = True
+    return wb.explore(fn, *args, pipeline=ns.pipeline, disable=ns.disable or (), enable=ns.enable or (),
+                      device=ns.device, xla_disable=ns.xla_disable or (), **opts)
+
+
+def stage_table(ex) -> str:
+    import pandas as pd
+
+    df = ex.table()
+    df["produced_by"] = [_short(p) for p in df["produced_by"]]
+    df["changed"] = ["yes" if c else "" for c in df["changed"]]
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
+        return df.to_string(index=False)
+
+
+def _short(p: str) -> str:
+    m = re.match(r"enzyme-hlo-generate-td\{patterns=([^}]*)\}", p)
+    if m:
+        return f"enzyme-hlo-generate-td{{patterns=<{len(m.group(1).split(';'))} patterns>}},transform-interpreter,..."
+    return p if len(p) <= 60 else p[:57] + "..."
+
+
+def cmd_stages(ns) -> int:
+    ex = _explore(ns)
+    print(stage_table(ex))
+    if ex.error:
+        print(f"\n{ex.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_show(ns) -> int:
+    ex = _explore(ns)
+    print(ex.stage(ns.stage).error or ex.stage(ns.stage).text)
+    return 0
+
+
+def cmd_report(ns) -> int:
+    ex = _explore(ns)
+    print(f"# {ex!r}\n")
+    print(stage_table(ex))
+    mlir = [s for s in ex.stages if s.group == "mlir" and not s.error]
+    if mlir:
+        print(f"\n# Final MLIR stage ({mlir[-1].name}):\n")
+        print(mlir[-1].text)
+    if ex.error:
+        print(f"\n{ex.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_patterns(ns) -> int:
+    import pandas as pd
+
+    import workbench as wb
+
+    df = wb.patterns()
+    if ns.search:
+        df = df[df["name"].str.contains(ns.search, regex=False)]
+    if ns.group:
+        df = df[df["group"] == ns.group]
+    with pd.option_context("display.max_rows", None, "display.width", 200):
+        print(df[["name", "group", "default_enabled", "benefit", "parameters"]].to_string(index=False))
+    return 0
+
+
+def cmd_pipelines(ns) -> int:
+    import pandas as pd
+
+    import workbench as wb
+
+    with pd.option_context("display.width", 200, "display.max_colwidth", 80):
+        print(wb.pipelines()[["name", "steps", "description"]].to_string(index=False))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hlo-workbench", description="Look inside array compilers, stage by stage.")
+    sub = p.add_subparsers(dest="command")
+
+    def explore_args(sp):
+        sp.add_argument("target", nargs="?", help="PATH.py:FUNC, or a built-in example name (default: attention)")
+        sp.add_argument("--args", help="argument shapes, e.g. 'f32[64,64],f32[64,32]' (default: the module's args())")
+        sp.add_argument("-p", "--pipeline", default="all", help="preset name or pass pipeline string")
+        sp.add_argument("--disable", action="append", help="patterns to switch off (comma-separated, repeatable)")
+        sp.add_argument("--enable", action="append", help="patterns to switch on")
+        sp.add_argument("--xla-disable", action="append", help="XLA HLO passes to switch off")
+        sp.add_argument("-d", "--device", default="cpu:0")
+        sp.add_argument("--no-nan", action="store_true", help="assume no NaNs (Reactant's no_nan)")
+
+    for name, fn, help_ in (("stages", cmd_stages, "print the stage table"),
+                            ("report", cmd_report, "stage table and final module (the default command)"),
+                            ("show", cmd_show, "print one stage's text")):
+        sp = sub.add_parser(name, help=help_)
+        explore_args(sp)
+        sp.set_defaults(func=fn)
+        if name == "show":
+            sp.add_argument("--stage", required=True)
+    sp = sub.add_parser("patterns", help="list the Enzyme-JaX patterns")
+    sp.add_argument("--search")
+    sp.add_argument("--group")
+    sp.set_defaults(func=cmd_patterns)
+    sp = sub.add_parser("pipelines", help="list the pipeline presets")
+    sp.set_defaults(func=cmd_pipelines)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in {"stages", "report", "show", "patterns", "pipelines", "-h", "--help"}:
+        argv = ["report"] + argv
+    ns = parser.parse_args(argv)
+    from .errors import WorkbenchError
+
+    try:
+        return ns.func(ns)
+    except WorkbenchError as e:
+        print(f"hlo-workbench: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
