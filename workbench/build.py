@@ -198,6 +198,13 @@ def _xla_stages(spec: Spec, last: Stage) -> tuple[list[Stage], StageError | None
     return stages, None, result.passes
 
 
+def clear_caches() -> None:
+    """Forget cached pass results and XLA compiles (the worker stays warm)."""
+    r = default_runner()
+    r._cache.clear()
+    _XLA_CACHE.clear()
+
+
 def rebuild(ex: Exploration, disable: Sequence[str], enable: Sequence[str]) -> Exploration:
     spec = ex.spec
     sel = _selection(spec.selection.options, disable, enable, base=spec.selection)

@@ -1,0 +1,44 @@
+"""The hlo-workbench command on real programs."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLI = [sys.executable, "-m", "workbench.cli"]
+
+
+def run(*args):
+    return subprocess.run(CLI + list(args), capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+def test_stages_with_shapes(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("import jax.numpy as jnp\n\ndef f(x, y):\n    return jnp.tanh(x @ y).sum(0)\n")
+    r = run("stages", f"{src}:f", "--args", "f32[64,64],f32[64,32]", "--pipeline", "only_enzyme",
+            "--disable", "transpose_transpose")
+    assert r.returncode == 0, r.stderr
+    for name in ("jaxpr", "stablehlo", "enzyme-batch#1", "enzyme#1", "xla:optimized", "backend:llvm-ir"):
+        assert name in r.stdout
+
+
+def test_default_is_a_report_on_a_builtin_example():
+    r = run()
+    assert r.returncode == 0, r.stderr
+    assert "enzyme-hlo-patterns#1" in r.stdout and "Final MLIR stage" in r.stdout
+    assert "stablehlo.dot_general" in r.stdout
+
+
+def test_bad_input_is_a_clear_message():
+    r = run("stages", "mlp", "--disable", "dot_transpos")
+    assert r.returncode == 2 and "did you mean 'dot_transpose'" in r.stderr and "Traceback" not in r.stderr
+    r = run("stages", "examples/mlp.py:nope")
+    assert r.returncode != 0 and "has no function 'nope'" in r.stderr
+    r = run("stages", "mlp", "--args", "f32[3,", )
+    assert r.returncode != 0 and "DTYPE[DIMS]" in r.stderr
+
+
+def test_patterns_and_pipelines_listings():
+    r = run("patterns", "--search", "transpose_transpose")
+    assert r.returncode == 0 and "transpose_transpose" in r.stdout
+    r = run("pipelines")
+    assert r.returncode == 0 and "only_enzyme" in r.stdout and "just_batch" in r.stdout
