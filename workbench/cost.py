@@ -1,69 +1,84 @@
 """What a module costs: flops, transcendentals and bytes, per op and in total, next to XLA's count.
 
 The input is one stage of a pipeline as MLIR text (StableHLO as JAX lowers it, or Enzyme-JaX output).
-Three views of its cost:
 
-* ``op_costs(text)`` -- one row per op, costed by the analytic model below, with while-loop bodies
-  multiplied by the trip count where the loop's shape lets us read it.
-* ``module_cost(text)`` -- the totals as a frozen ``ModuleCost`` value.
-* ``xla_cost(text)`` / ``memory_analysis(text)`` -- what XLA itself says: its ``HloCostAnalysis`` on the
-  unoptimized HLO of this module, and the buffer sizes of the compiled CPU executable.
-
-``roofline(mc, device)`` turns a cost into lower-bound run times with the peak numbers in ``PEAKS``.
+* ``op_costs(text)`` -- a DataFrame, one row per op (ops of a function once per call site), costed by
+  the analytic model below, while-loop bodies multiplied by their trip count where it can be read.
+* ``module_cost(text)`` -- the totals as a frozen ``ModuleCost``.
+* ``xla_cost(text)`` / ``memory_analysis(text)`` -- what XLA itself says: its ``HloCostAnalysis`` of
+  this module's unoptimized HLO on CPU, and the buffer sizes of the compiled CPU executable.
+* ``roofline(mc, device)`` -- lower-bound run times from the peak rates in ``PEAKS``.
 
 The analytic model
 ------------------
-It follows XLA's ``HloCostAnalysis`` rules so that the two can be checked against each other on
-unfused StableHLO; where those rules are a convention rather than physics, the convention is kept and
-named here.
+Counting conventions follow XLA's ``HloCostAnalysis`` so that the two can check each other:
 
-* dot_general: ``2 * prod(batch) * prod(lhs free) * prod(rhs free) * prod(contracting)`` -- one
-  multiply and one add per term (XLA's ``kFmaFlops = 2``).
+* dot_general: ``2 * prod(batch) * prod(lhs free) * prod(rhs free) * prod(contracting)``, a multiply
+  and an add per term.
 * convolution: ``2 * (in features / feature groups) * out features * (batch / batch groups) *
-  prod(valid kernel-output pairs per spatial dimension)``. A pair is valid when the kernel tap lands on
-  a real input element, not on padding or a hole from lhs dilation; so a SAME-padded 3x3 convolution
-  costs a little less than ``2 * out elements * 9 * in features``, exactly as XLA counts it.
-* reduce: ``(input elements - output elements) * cost of one application of the body``; the body is
-  costed with the same rules (an ``add`` body is 1 flop per application). reduce_window,
-  select_and_scatter, scatter and map apply their bodies the number of times XLA assumes.
-* elementwise: one flop per output element, for arithmetic and also for compare, select, clamp,
-  convert, bitcast_convert and the bitwise ops, because XLA counts all of them that way.
+  prod over spatial dims of the valid (kernel tap, output position) pairs``. A pair is valid when the
+  tap reads a real input element, not padding or a hole of lhs dilation, so a SAME-padded 3x3
+  convolution costs a little less than ``2 * out elements * 9 * in features`` -- as XLA counts it.
+* reduce: ``(input elements - output elements) * flops of one application of the body`` (an ``add``
+  body is 1). reduce_window, select_and_scatter, scatter and map apply their bodies as often as XLA
+  assumes; sort costs ``n * ceil(log2 n)``; fft, cholesky, triangular_solve, all_reduce and the rng
+  ops use XLA's formulas.
+* elementwise: one flop per result element, also for compare, select, clamp, convert,
+  bitcast_convert and the bitwise ops, since XLA counts them all so.
 * transcendental (exp, expm1, log, log1p, logistic, power, sqrt, cbrt, rsqrt, tanh, sin, cos, tan,
-  atan2, erf): one transcendental per output element and no flops -- XLA keeps them apart because one
-  of them costs many flops, a number that depends on the backend.
+  atan2): one transcendental per element and no flops; XLA keeps them apart because what one costs
+  in flops depends on the backend.
 * data movement (reshape, transpose, broadcast, slice, concatenate, pad, gather, iota, ...): no flops.
-* sort: ``n * ceil(log2 n)`` flops for ``n`` keys; fft, cholesky, triangular_solve and all_reduce use
-  XLA's formulas; rng ops count one transcendental per generated element, as XLA does.
-* custom calls, chlo ops (XLA expands them into many primitive ops first) and ops of unknown dialects:
-  cost unknown, reported as None and never folded into the totals as a number.
+* chlo ops (erf_inv, square, top_k, ...): XLA replaces each by primitive ops before costing; here
+  XLA is asked for the cost of a module holding just that op, so the numbers are XLA's own.
+* custom calls, and ops of dialects other than stablehlo/chlo/func (apart from Enzyme-JaX's data
+  movement ops and Shardy's annotations): cost unknown -- None in the table, left out of the totals,
+  counted in ``ModuleCost.unknown_custom_calls`` / ``unmodelled_ops``.
 
-Bytes are those an op touches if nothing is fused: operand bytes plus result bytes, which is XLA's
-"bytes accessed" per HLO instruction before fusion. The exceptions follow XLA: slices and gathers
-read only what they return (``2 * result`` plus the index operands), dynamic_update_slice and scatter
-count their updates (``2 *`` / ``3 *`` update bytes plus indices), constants and control ops (call,
-while, case, return) touch nothing themselves, and a transpose that keeps the row-major order of the
-non-unit dimensions is a bitcast. Element sizes: ``i1`` is one byte, sub-byte types round up to a byte.
+Bytes are what each op reads and writes if nothing is fused: operand plus result bytes, XLA's
+"bytes accessed" per HLO instruction. As in XLA, slices and gathers read only what they return
+(``2 * result`` plus the first index operand), dynamic_update_slice and scatter count their updates
+(``2 *`` and ``3 *`` the update bytes, plus indices), constants and control ops touch nothing, and an
+element of type ``i1`` is one byte (sub-byte types round up to one).
 
-Where the totals and XLA's still differ:
+XLA's import of StableHLO rewrites a module before it counts anything, and the model follows the
+rewrites measured on this jax/XLA version, each reported in the row's note:
 
-* bytes: XLA builds tuples where StableHLO has none -- the result of a function with several results
-  and the state of a while loop -- and charges 8 bytes per tuple element for the pointer table. Those
-  bytes are not counted here, so the analytic bytes sit a few dozen bytes under XLA's on multi-result
-  functions. Exported wrappers add such a tuple too.
-* while loops: XLA counts the body and the condition once. Here the body runs ``trip count`` times
-  and the condition ``trip count + 1`` times when the trip count can be read (a counter that starts
-  at a constant, steps by a positive constant and is compared LT/LE against a constant); the
-  ``*_body_once`` totals count each once and are the numbers to compare with XLA.
-* case/if: like XLA, only the costliest branch (by flops) is counted; the others are listed with no
-  cost.
-* chlo ops, custom calls and unknown ops: XLA either expands them (chlo) or reports -1 (custom
-  calls); here their cost is None and ``ModuleCost`` counts how many there were.
+* ops whose operands are all constants are folded (elementwise ops, broadcasts of splats, reshape,
+  transpose, slice, concatenate; not reductions or iota); identities disappear (``x * 1``, ``x + 0``,
+  ``x - 0``, ``x | 0``, ``x & -1``, and convert, reshape, slice, pad or transpose to the same type);
+* a splat constant of more than one element that a remaining op reads becomes a broadcast of a scalar,
+  once per distinct splat per function;
+* every transpose gets the layout that makes it a bitcast (0 bytes);
+* a broadcast_in_dim that stretches a size-1 dimension becomes broadcast + reshape + broadcast, a
+  multi-dimensional iota becomes a 1-D iota and a broadcast, and a select on a scalar predicate
+  gets the predicate broadcast to full shape;
+* several results leave a function as a tuple, and a while loop carries its state -- its operands plus
+  the non-constant values its regions capture -- as a tuple, built before the loop and at the end of
+  every iteration; each tuple costs 8 bytes of pointers per element.
+
+Where the model and XLA still differ:
+
+* while loops: XLA counts the body and the condition once. Here, when the loop is a counted loop (a
+  counter starting at a constant, stepped by a positive constant, compared LT/LE with a constant or a
+  loop-invariant value -- what fori_loop and scan lower to), the body counts ``trip count`` times and
+  the condition ``trip count + 1`` times. ``ModuleCost``'s ``*_body_once`` totals count them once;
+  those are the numbers to compare with XLA.
+* custom calls: XLA charges -1 flops and -1 bytes each and adds that into its totals, so ``xla_cost``
+  reports its flops and bytes as None for a module with custom calls; the model leaves them out.
+* case/if: XLA takes each property's maximum over the branches; the model counts the branch with
+  the most flops, whole. They differ only when another branch moves more bytes.
+* import rewrites beyond those listed (other algebraic simplifications; equal splats built in
+  different ways, such as ``2 * 3`` and ``6``, which XLA unifies) are not modelled.
+* Shardy ops are free here, while XLA sees custom calls for some of them; ops of unknown dialects
+  (e.g. ``enzymexla.rotate``) get a cost here, while XLA cannot take such a module at all.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import math
 import os
@@ -76,12 +91,18 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import jax
 import numpy as np
 import pandas as pd
+from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
+from .exported import exported_for_text
+
 __all__ = [
+    "COLUMNS",
+    "KINDS",
     "PEAKS",
     "DevicePeak",
     "ModuleCost",
@@ -123,16 +144,15 @@ COLUMNS = (
 
 
 class ModuleParseError(ValueError):
-    """The text is not an MLIR module that jaxlib's MLIR can read, even with unknown dialects allowed."""
+    """The text is not an MLIR module that jaxlib's MLIR can read."""
 
 
 # ---------------------------------------------------------------------------------------------------
 # Reading the text
 
 
-_ENZYMEXLA_ENTRY = re.compile(r"([{,])([ \t]*)enzymexla\.[\w.$-]*")
+_ENZYMEXLA_ENTRY = re.compile(r"([{,])[ \t]*enzymexla\.[\w.$-]*")
 _ENZYMEXLA_NEXT_ENTRY = re.compile(r"[ \t]*enzymexla\.[\w.$-]*")
-_PRIVATE_MAIN = re.compile(r"func\.func\s+private\s+@main\b")
 
 
 def _value_end(text: str, pos: int) -> int:
@@ -163,7 +183,7 @@ def _value_end(text: str, pos: int) -> int:
     return i
 
 
-def strip_enzymexla_attributes(text: str) -> str:
+def _strip_enzymexla_attributes(text: str) -> str:
     """The text without ``enzymexla.*`` entries in attribute dictionaries.
 
     Enzyme-JaX annotates ops with facts (bounds, memory effects, symmetry) whose values jaxlib's MLIR
@@ -192,15 +212,8 @@ def strip_enzymexla_attributes(text: str) -> str:
     return "".join(pieces)
 
 
-def publish_main(text: str) -> str:
-    """The text with ``@main`` public again (Enzyme's pipeline makes it private)."""
-    return _PRIVATE_MAIN.sub("func.func public @main", text)
-
-
 def _parse(text: str) -> ir.Module:
-    from jax._src.interpreters import mlir as jax_mlir
-
-    cleaned = strip_enzymexla_attributes(text)
+    cleaned = _strip_enzymexla_attributes(text)
     try:
         return ir.Module.parse(cleaned, context=jax_mlir.make_ir_context())
     except ir.MLIRError:
@@ -225,12 +238,10 @@ def _parse(text: str) -> ir.Module:
 
 def _element_bytes(element_type: ir.Type) -> int | None:
     if isinstance(element_type, ir.ComplexType):
-        inner = _element_bytes(ir.ComplexType(element_type).element_type)
+        inner = _element_bytes(element_type.element_type)
         return None if inner is None else 2 * inner
-    if isinstance(element_type, ir.IntegerType):
-        return max(1, math.ceil(ir.IntegerType(element_type).width / 8))
-    if isinstance(element_type, ir.FloatType):
-        return max(1, math.ceil(ir.FloatType(element_type).width / 8))
+    if isinstance(element_type, (ir.IntegerType, ir.FloatType)):
+        return max(1, math.ceil(element_type.width / 8))
     if isinstance(element_type, ir.IndexType):
         return 8
     return None
@@ -252,13 +263,10 @@ class _Tensor:
 
 def _tensor(t: ir.Type) -> _Tensor | None:
     """Static shape and element size of a ranked tensor; None for anything else."""
-    if not isinstance(t, ir.RankedTensorType):
+    if not isinstance(t, ir.RankedTensorType) or not t.has_static_shape:
         return None
-    rt = ir.RankedTensorType(t)
-    if not rt.has_static_shape:
-        return None
-    size = _element_bytes(rt.element_type)
-    return None if size is None else _Tensor(tuple(rt.shape), size)
+    size = _element_bytes(t.element_type)
+    return None if size is None else _Tensor(tuple(t.shape), size)
 
 
 def _nbytes(values: Sequence[ir.Value]) -> int | None:
@@ -286,7 +294,7 @@ def _ints(attr: ir.Attribute | None) -> list[int]:
     if attr is None:
         return []
     if isinstance(attr, ir.DenseI64ArrayAttr):
-        return list(ir.DenseI64ArrayAttr(attr))
+        return list(attr)
     return [int(x) for x in ir.DenseIntElementsAttr(attr)]
 
 
@@ -302,20 +310,20 @@ _ELEMENTWISE = frozenset(
     """abs add and bitcast_convert ceil clamp count_leading_zeros compare complex convert divide floor
     imag is_finite maximum minimum multiply negate not or popcnt real reduce_precision remainder
     round_nearest_afz round_nearest_even select shift_left shift_right_arithmetic shift_right_logical
-    sign stochastic_convert subtract xor""".split()
+    sign subtract xor""".split()
 )
 _TRANSCENDENTAL = frozenset(
-    """atan2 cbrt cosine erf exponential exponential_minus_one log log_plus_one logistic power rsqrt
+    """atan2 cbrt cosine exponential exponential_minus_one log log_plus_one logistic power rsqrt
     sine sqrt tan tanh""".split()
 )
 _DATA_MOVEMENT = frozenset(
     """all_gather all_to_all broadcast broadcast_in_dim collective_broadcast collective_permute
     concatenate dynamic_broadcast_in_dim dynamic_gather dynamic_iota dynamic_pad dynamic_reshape
     dynamic_slice dynamic_update_slice gather get_tuple_element iota optimization_barrier pad
-    real_dynamic_slice reduce_scatter reshape reverse scatter slice transpose tuple""".split()
+    real_dynamic_slice reduce_scatter reshape reverse slice transpose tuple""".split()
 )
 _CONTROL = frozenset(
-    """after_all call case composite create_token if partition_id replica_id return while""".split()
+    """after_all case create_token if partition_id replica_id return while""".split()
 )
 # Enzyme-JaX's own array ops: rotations, halo extensions and fused slices move data, nothing else.
 _ENZYMEXLA_DATA_MOVEMENT = frozenset(
@@ -325,9 +333,11 @@ _ENZYMEXLA_DATA_MOVEMENT = frozenset(
 _ENZYMEXLA_OPAQUE_CALLS = frozenset("jit_call kernel_call xla_wrapper".split())
 # Ops whose regions are computations applied element by element; their cost is the parent's.
 _APPLIED_REGION_OPS = frozenset(
-    """all_reduce map reduce reduce_scatter reduce_window scatter select_and_scatter sort""".split()
+    f"stablehlo.{name}"
+    for name in """all_reduce map reduce reduce_scatter reduce_window scatter select_and_scatter
+    sort""".split()
 )
-_HLO_DIALECTS = frozenset({"stablehlo", "mhlo"})
+_TUPLE_POINTER_BYTES = 8
 _CALL_OPS = frozenset({"func.call", "stablehlo.composite"})
 _KNOWN_OTHER = frozenset(
     "all_reduce cholesky fft rng rng_bit_generator sort triangular_solve".split()
@@ -523,18 +533,24 @@ def _data_movement_cost(op: ir.Operation, short: str) -> _Cost:
     out_bytes = _nbytes(list(op.results))
     if short in ("get_tuple_element", "tuple", "optimization_barrier"):
         return _Cost("data_movement", 0, 0, 0)
+    if short == "iota" and out_bytes is not None and len(op.results[0].type.shape) > 1:
+        # XLA imports a multi-dimensional iota as a 1-D iota broadcast to the full shape.
+        t = _tensor(op.results[0].type)
+        line = 0 if t is None else t.shape[_int_attr(op, "iota_dimension", 0)] * t.element_bytes
+        return _Cost("data_movement", 0, 0, 2 * line + out_bytes)
     if short == "transpose":
         # XLA's import gives every transpose the layout that makes it a bitcast.
         return _Cost("data_movement", 0, 0, 0, "a bitcast once XLA assigns its layout")
     if short == "slice":
         nbytes = None if out_bytes is None else 2 * out_bytes
     elif short in ("dynamic_slice", "gather", "dynamic_gather"):
-        # Only the returned elements are read, plus the indices.
-        index_bytes = _nbytes(operands[1:2] if short != "dynamic_slice" else operands[1:])
+        # Only the returned elements are read, plus the indices -- of which XLA charges the first
+        # operand only, also when a dynamic_slice takes one scalar per dimension.
+        index_bytes = _nbytes(operands[1:2])
         nbytes = None if out_bytes is None or index_bytes is None else 2 * out_bytes + index_bytes
     elif short == "dynamic_update_slice":
         update_bytes = _nbytes(operands[1:2])
-        index_bytes = _nbytes(operands[2:])
+        index_bytes = _nbytes(operands[2:3])
         nbytes = None if update_bytes is None or index_bytes is None else 2 * update_bytes + index_bytes
     elif short == "broadcast_in_dim" and _expands_unit_dims(op):
         # XLA imports it as broadcast (same shape) + reshape (drop the unit dims) + broadcast.
@@ -573,7 +589,43 @@ def _other_hlo_cost(op: ir.Operation, short: str) -> _Cost:
     return _Cost("other", 2 * first.shape[-1] * b.elements, 0, out_bytes + first.nbytes // 2 + b.nbytes)
 
 
-_TUPLE_POINTER_BYTES = 8
+def _chlo_cost(op: ir.Operation) -> _Cost:
+    """A chlo op costed by XLA itself, on a module holding just that op.
+
+    XLA replaces chlo ops by sequences of primitive ops (erf_inv by a polynomial, top_k by a sort)
+    whose cost depends on XLA's version; asking XLA for that expansion keeps the numbers exact.
+    """
+    if op.regions:
+        return _Cost("other", None, None, None, f"{op.name}: op with regions, not modelled")
+    args = ", ".join(f"%a{i}: {v.type}" for i, v in enumerate(op.operands))
+    names = ", ".join(f"%a{i}" for i in range(len(op.operands)))
+    in_types = ", ".join(str(v.type) for v in op.operands)
+    out_types = ", ".join(str(r.type) for r in op.results)
+    results = ", ".join(f"%r#{i}" for i in range(len(op.results)))
+    attrs = ", ".join(f"{name} = {op.attributes[name]}" for name in op.attributes)
+    text = (
+        f"func.func public @main({args}) -> ({out_types}) {{\n"
+        f'  %r:{len(op.results)} = "{op.name}"({names}) {{{attrs}}} : ({in_types}) -> ({out_types})\n'
+        f"  func.return {results} : {out_types}\n}}\n"
+    )
+    return _expansion_cost(text, len(op.results))
+
+
+@functools.lru_cache(maxsize=512)
+def _expansion_cost(text: str, results: int) -> _Cost:
+    found = xla_cost(text)
+    if found is None or found["xla_flops"] is None or found["xla_bytes"] is None:
+        return _Cost("other", None, None, None, "chlo op XLA cannot expand alone: cost unknown")
+    # Several results come back as a tuple of the little module; in place they would not.
+    tuple_bytes = _TUPLE_POINTER_BYTES * results if results > 1 else 0
+    transcendentals = int(found["xla_transcendentals"] or 0)
+    return _Cost(
+        "transcendental" if transcendentals else "elementwise" if results == 1 else "other",
+        int(found["xla_flops"]),
+        transcendentals,
+        int(found["xla_bytes"]) - tuple_bytes,
+        "chlo op: costed by XLA on its expansion into primitive ops",
+    )
 
 
 def _inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
@@ -600,7 +652,7 @@ def _while_state(op: ir.Operation) -> int:
                     continue
             else:
                 definer = value.owner.operation
-                if definer.name.endswith(".constant") or _inside(definer, op):
+                if definer.name == "stablehlo.constant" or _inside(definer, op):
                     continue
             captured.add(value)
     return len(op.operands) + len(captured)
@@ -608,7 +660,7 @@ def _while_state(op: ir.Operation) -> int:
 
 def _is_while_body_end(op: ir.Operation) -> bool:
     parent = op.parent
-    return parent is not None and parent.name in ("stablehlo.while", "mhlo.while") and (
+    return parent is not None and parent.name == "stablehlo.while" and (
         op.block == parent.regions[1].blocks[0]
     )
 
@@ -619,7 +671,8 @@ def _cost_of(op: ir.Operation) -> _Cost:
     dialect, _, short = name.partition(".")
     if name == "func.return":
         # Several results leave an HLO computation as a tuple: a table of 8-byte pointers.
-        return _Cost("control", 0, 0, 8 * len(op.operands) if len(op.operands) > 1 else 0)
+        results = len(op.operands)
+        return _Cost("control", 0, 0, _TUPLE_POINTER_BYTES * results if results > 1 else 0)
     if name in _CALL_OPS:
         return _Cost("control")
     if dialect == "enzymexla":
@@ -628,13 +681,11 @@ def _cost_of(op: ir.Operation) -> _Cost:
         if short in _ENZYMEXLA_OPAQUE_CALLS:
             return _Cost("custom_call", None, None, None, f"{name}: calls opaque code, cost unknown")
     if dialect == "chlo":
-        return _Cost(
-            "other", None, None, None, "chlo op: XLA expands it into primitive ops first; not modelled"
-        )
+        return _chlo_cost(op)
     if dialect == "sdy":
         # Shardy ops annotate sharding; none computes or moves data on one device.
         return _Cost("data_movement" if op.results else "control")
-    if dialect not in _HLO_DIALECTS:
+    if dialect != "stablehlo":
         return _Cost("other", None, None, None, f"{dialect} op: not modelled")
     if short == "constant":
         return _Cost("constant")
@@ -662,14 +713,19 @@ def _cost_of(op: ir.Operation) -> _Cost:
             return _Cost("elementwise", None, None, None, "dynamic shape: cost unknown")
         if short in _TRANSCENDENTAL:
             return _Cost("transcendental", 0, elements, _default_bytes(op))
-        return _Cost("elementwise", elements, 0, _default_bytes(op))
+        nbytes = _default_bytes(op)
+        if short == "select" and nbytes is not None and _elements(op.operands[0]) == 1 < elements:
+            # HLO's select wants a full-shape predicate: the import broadcasts the scalar (1 + n
+            # bytes) and the select then reads n predicate bytes instead of 1.
+            nbytes += 2 * elements
+        return _Cost("elementwise", elements, 0, nbytes)
     if short in _KNOWN_OTHER:
         return _other_hlo_cost(op, short)
     return _Cost("other", None, None, None, f"{name}: not modelled")
 
 
 # ---------------------------------------------------------------------------------------------------
-# Constant folding on import into XLA
+# What XLA's import does before it costs anything
 
 # Ops XLA's import evaluates when every operand is a constant (reductions and iota it leaves alone).
 _FOLDABLE = _ELEMENTWISE | _TRANSCENDENTAL | {
@@ -680,18 +736,33 @@ _FOLDABLE = _ELEMENTWISE | _TRANSCENDENTAL | {
     "slice",
     "transpose",
 }
+# Ops whose result holds the same element values as their only operand.
+_VALUE_PRESERVING = frozenset({"broadcast", "broadcast_in_dim", "reshape", "slice", "transpose"})
+_SAME_TYPE_NOOPS = frozenset({"broadcast_in_dim", "convert", "pad", "reshape", "slice", "transpose"})
 
 
 @dataclasses.dataclass(frozen=True)
-class _Folds:
-    """What XLA's import does to a function's constant-valued ops.
+class _Splat:
+    """A constant with one value everywhere: ``key`` says how it was built, ``value`` its element
+    where known. Equal keys are one constant to XLA, which uniques constants."""
 
-    ``folded`` ops become constants and cost nothing. A splat constant of more than one element that
-    an unfolded op reads is materialized as a broadcast of a scalar, once per distinct splat: that
-    broadcast's bytes are charged to the op that first produced the splat (``materialized``).
+    key: str
+    value: int | float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Imported:
+    """How XLA's import rewrites a function's ops before HloCostAnalysis sees them.
+
+    ``folded`` ops have constant operands and become constants. ``dropped`` ops are identities
+    (``x * 1``, a convert to the same type, a zero pad), replaced by their operand; the value says
+    why. A splat constant of more than one element that a remaining op reads is materialized as a
+    broadcast of a scalar, once per distinct splat; its bytes are charged to the op that first
+    produced that splat (``materialized``).
     """
 
     folded: frozenset[ir.Operation]
+    dropped: Mapping[ir.Operation, str]
     materialized: Mapping[ir.Operation, int]
 
 
@@ -703,50 +774,106 @@ def _nested_ops(op: ir.Operation) -> Iterator[ir.Operation]:
                 yield from _nested_ops(inner.operation)
 
 
-def _splat_key(op: ir.Operation) -> str | None:
-    value = op.attributes["value"]
-    if isinstance(value, ir.DenseElementsAttr) and value.is_splat:
-        return str(value)
+def _constant_splat(op: ir.Operation) -> _Splat | None:
+    attr = op.attributes["value"]
+    if not isinstance(attr, ir.DenseElementsAttr) or not attr.is_splat:
+        return None
+    element = attr.get_splat_value()
+    value = element.value if isinstance(element, (ir.IntegerAttr, ir.FloatAttr)) else None
+    return _Splat(str(attr), value)
+
+
+def _all_ones(value: int | float, element_type: ir.Type) -> bool:
+    if not isinstance(element_type, ir.IntegerType) or not isinstance(value, int):
+        return False
+    width = element_type.width
+    return value % (1 << width) == (1 << width) - 1
+
+
+def _identity_operand(
+    op: ir.Operation, short: str, splats: Mapping[ir.Value, _Splat | None]
+) -> tuple[int, str] | None:
+    """The operand an identity op equals, and why XLA's import removes the op; None otherwise."""
+    operands = list(op.operands)
+    if len(op.results) != 1 or not operands:
+        return None
+    result_type = op.results[0].type
+    if short in _SAME_TYPE_NOOPS and operands[0].type == result_type:
+        dims = {"transpose": "permutation", "broadcast_in_dim": "broadcast_dimensions"}.get(short)
+        if dims is not None and _ints(_attr(op, dims)) != list(range(len(result_type.shape))):
+            return None
+        pads = ("edge_padding_low", "edge_padding_high", "interior_padding")
+        if short == "pad" and any(any(_ints(_attr(op, name))) for name in pads):
+            return None
+        return 0, f"{short} to the same type: removed when XLA imports the module"
+    identities = {"add": 0, "subtract": 0, "multiply": 1, "or": 0}
+    if short not in (*identities, "and") or len(operands) != 2:
+        return None
+    if not isinstance(result_type, ir.RankedTensorType):
+        return None
+    element_type = result_type.element_type
+    for i in (1, 0) if short != "subtract" else (1,):
+        splat = splats.get(operands[i])
+        if splat is None or splat.value is None:
+            continue
+        if (short == "and" and _all_ones(splat.value, element_type)) or (
+            short != "and" and splat.value == identities[short]
+        ):
+            return 1 - i, f"{short} by {splat.value}: removed when XLA imports the module"
     return None
 
 
-def _fold_analysis(func: ir.Operation) -> _Folds:
-    # Constant-valued results, keyed by how a splat was built (None: not a splat) so that equal
-    # splats built the same way share one materialization, as XLA's constant uniquing makes them.
-    constants: dict[ir.Value, str | None] = {}
+def _import_rewrites(func: ir.Operation) -> _Imported:
+    # Constant-valued results: a _Splat, or None for constants with different elements.
+    splats: dict[ir.Value, _Splat | None] = {}
     folded: set[ir.Operation] = set()
+    dropped: dict[ir.Operation, str] = {}
     materialized: dict[ir.Operation, int] = {}
     seen: set[str] = set()
     for op in _nested_ops(func):
         dialect, _, short = op.name.partition(".")
         operands = list(op.operands)
-        if dialect in _HLO_DIALECTS and short == "constant":
-            constants[op.results[0]] = _splat_key(op)
+        if dialect != "stablehlo":
+            identity = None
+        elif short == "constant":
+            splats[op.results[0]] = _constant_splat(op)
             continue
-        if (
-            dialect in _HLO_DIALECTS
-            and short in _FOLDABLE
+        elif (
+            short in _FOLDABLE
             and operands
-            and all(v in constants for v in operands)
+            and all(v in splats for v in operands)
+            # A broadcast of a non-splat constant stays: folding it would grow the constant.
+            and not (short.startswith("broadcast") and splats[operands[0]] is None)
         ):
             folded.add(op)
-            keys = [constants[v] for v in operands]
-            splat = short != "concatenate" and all(k is not None for k in keys)
+            inputs = [splats[v] for v in operands]
             attrs = ";".join(f"{name}={op.attributes[name]}" for name in op.attributes)
-            constants[op.results[0]] = (
-                f"{op.name}{{{attrs}}}({','.join(map(str, keys))}):{op.results[0].type}"
-                if splat
-                else None
+            splats[op.results[0]] = (
+                None
+                if short == "concatenate" or any(s is None for s in inputs)
+                else _Splat(
+                    f"{op.name}{{{attrs}}}({','.join(s.key for s in inputs if s)})"
+                    f":{op.results[0].type}",
+                    inputs[0].value if short in _VALUE_PRESERVING and inputs[0] else None,
+                )
             )
             continue
+        else:
+            identity = _identity_operand(op, short, splats)
+        if identity is not None:
+            kept, why = identity
+            dropped[op] = why
+            if operands[kept] in splats:
+                splats[op.results[0]] = splats[operands[kept]]
+            operands = [operands[kept]]
         for value in operands:
-            key = constants.get(value)
+            splat = splats.get(value)
             tensor = _tensor(value.type)
-            if key is None or key in seen or tensor is None or tensor.elements <= 1:
+            if splat is None or splat.key in seen or tensor is None or tensor.elements <= 1:
                 continue
-            seen.add(key)
+            seen.add(splat.key)
             materialized[value.owner.operation] = tensor.element_bytes + tensor.nbytes
-    return _Folds(frozenset(folded), MappingProxyType(materialized))
+    return _Imported(frozenset(folded), MappingProxyType(dropped), MappingProxyType(materialized))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -757,7 +884,7 @@ def _constant_int(value: ir.Value) -> int | None:
     if not isinstance(value, ir.OpResult):
         return None
     owner = value.owner.operation
-    if owner.name not in ("stablehlo.constant", "mhlo.constant", "arith.constant"):
+    if owner.name != "stablehlo.constant":
         return None
     attr = owner.attributes["value"]
     if isinstance(attr, ir.IntegerAttr):
@@ -874,6 +1001,7 @@ class _Row:
 class _Walk:
     rows: tuple[_Row, ...]
     loops_read: int
+    ops_by_dialect: Mapping[str, int]
 
 
 class _Walker:
@@ -884,9 +1012,9 @@ class _Walker:
                 self.funcs[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op.operation
         self.reached: set[str] = set()
         self.loops_read = 0
-        self.folds = {name: _fold_analysis(func) for name, func in self.funcs.items()}
+        self.imported = {name: _import_rewrites(func) for name, func in self.funcs.items()}
 
-    def walk(self) -> _Walk:
+    def walk(self) -> tuple[_Row, ...]:
         if "main" in self.funcs:
             roots = ["main"]
         else:
@@ -903,7 +1031,7 @@ class _Walker:
             if name not in self.reached:
                 ctx = _Context(func=name, path=(name,)).uncounted("not called from @main")
                 rows += self._region(func.regions[0], ctx)
-        return _Walk(tuple(rows), self.loops_read)
+        return tuple(rows)
 
     def _func(self, name: str, ctx: _Context) -> list[_Row]:
         self.reached.add(name)
@@ -918,23 +1046,24 @@ class _Walker:
 
     def _op(self, op: ir.Operation, ctx: _Context) -> list[_Row]:
         cost = _cost_of(op)
-        folds = self.folds[ctx.func]
-        if op in folds.folded:
+        imported = self.imported[ctx.func]
+        if op in imported.folded:
             cost = _Cost(cost.kind, 0, 0, 0, "constant operands: folded when XLA imports the module")
-        if op in folds.materialized:
+        elif op in imported.dropped:
+            cost = _Cost(cost.kind, 0, 0, 0, imported.dropped[op])
+        if op in imported.materialized:
             note = "; ".join(
                 n for n in (cost.note, "a splat: XLA materializes it as a broadcast") if n
             )
-            cost = dataclasses.replace(cost, bytes=folds.materialized[op], note=note)
+            cost = dataclasses.replace(cost, bytes=imported.materialized[op], note=note)
         name = op.name
-        short = name.partition(".")[2]
         notes = [n for n in (cost.note, ctx.why_not) if n]
         if ctx.loops:
             notes.append(f"runs x{ctx.trip_count} (while trip counts {' x '.join(map(str, ctx.loops))})")
         if len(ctx.path) > 1:
             notes.append("via " + " -> ".join(f"@{p}" for p in ctx.path))
         nested: list[_Row] = []
-        if name in ("stablehlo.while", "mhlo.while"):
+        if name == "stablehlo.while":
             trips = _trip_count(op)
             if trips is None:
                 notes.append("trip count not read: body counted once, like XLA")
@@ -945,11 +1074,11 @@ class _Walker:
                 nested = self._region(op.regions[0], ctx.in_loop(trips + 1)) + self._region(
                     op.regions[1], ctx.in_loop(trips)
                 )
-        elif short in _APPLIED_REGION_OPS and name.partition(".")[0] in _HLO_DIALECTS:
+        elif name in _APPLIED_REGION_OPS:
             applied = ctx.uncounted(f"applied by the enclosing {name}: counted there")
             for region in op.regions:
                 nested += self._region(region, applied)
-        elif name in ("stablehlo.case", "stablehlo.if", "mhlo.case", "mhlo.if"):
+        elif name in ("stablehlo.case", "stablehlo.if"):
             nested = self._branches(op, ctx)
         elif name in _CALL_OPS:
             attr = "callee" if name == "func.call" else "decomposition"
@@ -981,21 +1110,18 @@ class _Walker:
         return rows
 
 
-def _walk(text: str) -> tuple[ir.Module, _Walk]:
+@functools.lru_cache(maxsize=16)
+def _walk(text: str) -> _Walk:
+    """The costed rows of a module; cached because views ask for rows and totals of one stage."""
     module = _parse(text)
-    return module, _Walker(module).walk()
-
-
-def _static_ops(module: ir.Module) -> Iterator[ir.Operation]:
-    def visit(op: ir.Operation) -> Iterator[ir.Operation]:
-        yield op
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    yield from visit(inner.operation)
-
-    for op in module.body.operations:
-        yield from visit(op.operation)
+    walker = _Walker(module)
+    rows = walker.walk()
+    ops = Counter(
+        op.name.partition(".")[0]
+        for top in module.body.operations
+        for op in (top.operation, *_nested_ops(top.operation))
+    )
+    return _Walk(rows, walker.loops_read, MappingProxyType(dict(sorted(ops.items()))))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1010,8 +1136,8 @@ def op_costs(text: str) -> pd.DataFrame:
     the row adds to the module's totals, trip counts applied; ``trip_count`` is the product of the
     trip counts of the while loops around the op (1 outside loops). Unknown costs are ``<NA>``.
     """
-    _, walk = _walk(text)
-    frame = pd.DataFrame(
+    walk = _walk(text)
+    return pd.DataFrame(
         {
             "func": [r.func for r in walk.rows],
             "op": [r.op for r in walk.rows],
@@ -1028,7 +1154,6 @@ def op_costs(text: str) -> pd.DataFrame:
         },
         columns=list(COLUMNS),
     )
-    return frame
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1038,7 +1163,8 @@ class ModuleCost:
     ``flops``, ``transcendentals`` and ``bytes`` multiply loop bodies by their trip counts where they
     could be read (``loop_multiplied``); the ``*_body_once`` totals count every loop body once, the
     way XLA's HloCostAnalysis does. Ops of unknown cost (``unknown_custom_calls`` custom calls and
-    ``unmodelled_ops`` others) add nothing to any total.
+    ``unmodelled_ops`` others, each counted once per call site) add nothing to any total. ``ops``
+    and ``ops_by_dialect`` count the ops written in the text, including ``func.func`` itself.
     """
 
     ops: int
@@ -1056,16 +1182,15 @@ class ModuleCost:
 
 def module_cost(text: str) -> ModuleCost:
     """The totals of ``op_costs(text)`` and the op counts of the module, as a value."""
-    module, walk = _walk(text)
+    walk = _walk(text)
     counted = [r for r in walk.rows if r.counted]
 
     def total(field: str, once: bool) -> int:
         return sum((r.once(field) if once else r.total(field)) or 0 for r in counted)
 
-    by_dialect = Counter(op.name.partition(".")[0] for op in _static_ops(module))
     return ModuleCost(
-        ops=sum(by_dialect.values()),
-        ops_by_dialect=MappingProxyType(dict(sorted(by_dialect.items()))),
+        ops=sum(walk.ops_by_dialect.values()),
+        ops_by_dialect=walk.ops_by_dialect,
         flops=total("flops", once=False),
         transcendentals=total("transcendentals", once=False),
         bytes=total("bytes", once=False),
@@ -1084,74 +1209,12 @@ def module_cost(text: str) -> ModuleCost:
 # Public: XLA's own numbers
 
 
-_DTYPES = {
-    "f16": "float16",
-    "bf16": "bfloat16",
-    "f32": "float32",
-    "f64": "float64",
-    "i1": "bool",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "ui8": "uint8",
-    "ui16": "uint16",
-    "ui32": "uint32",
-    "ui64": "uint64",
-    "complex<f32>": "complex64",
-    "complex<f64>": "complex128",
-    "f8E4M3FN": "float8_e4m3fn",
-    "f8E5M2": "float8_e5m2",
-}
-
-
-def _shape_dtype(t: ir.Type) -> Any:
-    import jax
-
-    if not isinstance(t, ir.RankedTensorType):
-        raise ValueError(f"@main has a non-tensor argument or result of type {t}")
-    rt = ir.RankedTensorType(t)
-    if not rt.has_static_shape:
-        raise ValueError(f"@main has a dynamically shaped argument or result of type {t}")
-    name = _DTYPES.get(str(rt.element_type))
-    if name is None:
-        raise ValueError(f"no JAX dtype for element type {rt.element_type}")
-    return jax.ShapeDtypeStruct(tuple(rt.shape), jax.numpy.dtype(name))
-
-
 def _lowered(text: str) -> Any:
     """``jax.jit(exported.call).lower(...)`` for an Exported that carries this module."""
-    import jax
-    from jax._src.interpreters import mlir as jax_mlir
-
-    module = _parse(publish_main(text))
-    main = next(
-        (
-            op.operation
-            for op in module.body.operations
-            if op.operation.name == "func.func"
-            and ir.StringAttr(op.operation.attributes["sym_name"]).value == "main"
-        ),
-        None,
-    )
-    if main is None:
-        raise ValueError("the module has no @main function")
-    signature = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-    in_avals = [_shape_dtype(t) for t in signature.inputs]
-    out_avals = [_shape_dtype(t) for t in signature.results]
-
-    # jax.export builds an Exported whose avals, trees and shardings fit this signature; the module
-    # is then swapped in, the public route for running or costing a module JAX did not lower itself.
-    def placeholder(*args: Any) -> tuple[Any, ...]:
-        return tuple(jax.numpy.zeros(a.shape, a.dtype) for a in out_avals)
-
-    shell = jax.export.export(jax.jit(placeholder), platforms=["cpu"])(*in_avals)
-    exported = dataclasses.replace(
-        shell,
-        mlir_module_serialized=jax_mlir.module_to_bytecode(module),
-        module_kept_var_idx=tuple(range(len(in_avals))),
-    )
-    return jax.jit(exported.call).lower(*in_avals)
+    exported = exported_for_text(text, "cpu")
+    flat = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in exported.in_avals]
+    args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
+    return jax.jit(exported.call).lower(*args, **kwargs)
 
 
 _HLO_CUSTOM_CALL = re.compile(r"\bcustom-call\(")
@@ -1171,13 +1234,11 @@ def xla_cost(text: str) -> dict[str, float | None] | None:
         hlo = lowered.as_text(dialect="hlo")
     except Exception:  # XLA reports unsupported modules with many exception types
         return None
-    if isinstance(analysis, Sequence):  # older jax returned one dict per device program
-        analysis = analysis[0]
     has_custom_calls = _HLO_CUSTOM_CALL.search(hlo) is not None
     # The wrapper around the module returns several results as a tuple of its own; its pointer
     # table is the route's cost, not the module's.
-    results = len(lowered.out_info) if isinstance(lowered.out_info, Sequence) else 1
-    wrapper_bytes = 8 * results if results > 1 else 0
+    results = len(jax.tree.leaves(lowered.out_info))
+    wrapper_bytes = _TUPLE_POINTER_BYTES * results if results > 1 else 0
     return {
         "xla_flops": None if has_custom_calls else float(analysis.get("flops", 0.0)),
         "xla_transcendentals": float(analysis.get("transcendentals", 0.0)),
@@ -1367,9 +1428,7 @@ def roofline(cost: ModuleCost, device: str = "H100", dtype: str = "fp32") -> Roo
         raise ValueError(f"unknown device {device!r}; known: {', '.join(PEAKS)}")
     peak = PEAKS[device]
     if dtype not in peak.flops_per_s:
-        raise ValueError(
-            f"no {dtype} peak for {device}; known: {', '.join(peak.flops_per_s)}"
-        )
+        raise ValueError(f"no {dtype} peak for {device}; known: {', '.join(peak.flops_per_s)}")
     flops_rate = peak.flops_per_s[dtype]
     time_flops = cost.flops / flops_rate
     time_bytes = cost.bytes / peak.bytes_per_s

@@ -1,0 +1,364 @@
+"""Cost analysis of real programs: the analytic model, op by op and in total, checked against XLA's own
+HloCostAnalysis of the same module, before and after Enzyme-JaX's optimization pipeline."""
+
+import dataclasses
+import json
+import socket
+
+import jax
+import jax.numpy as jnp
+import pandas as pd
+import pytest
+
+from workbench.cost import (
+    COLUMNS,
+    KINDS,
+    PEAKS,
+    ModuleCost,
+    ModuleParseError,
+    cpu_peak,
+    memory_analysis,
+    module_cost,
+    op_costs,
+    roofline,
+    xla_cost,
+)
+
+
+def lowered(f, *args) -> str:
+    return jax.jit(f).lower(*args).as_text()
+
+
+def enzyme_optimized(text: str) -> str:
+    enzyme = pytest.importorskip(
+        "enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only"
+    )
+    _, out = enzyme.enzyme_call.run_pass_pipeline([], text, enzyme.optimization_passes())
+    return out.replace("func.func private @main", "func.func public @main")
+
+
+# --- the validation programs ------------------------------------------------------------------------
+
+
+def mlp_forward_and_grad() -> str:
+    def loss(params, x, y):
+        h = x
+        for w, b in params[:-1]:
+            h = jnp.tanh(h @ w + b)
+        w, b = params[-1]
+        return jnp.mean((h @ w + b - y) ** 2)
+
+    sizes = [64, 128, 128, 10]
+    keys = jax.random.split(jax.random.PRNGKey(0), len(sizes))
+    params = [
+        (jax.random.normal(k, (m, n)) * 0.1, jnp.zeros((n,)))
+        for k, m, n in zip(keys, sizes[:-1], sizes[1:])
+    ]
+    return lowered(jax.value_and_grad(loss), params, jnp.ones((32, 64)), jnp.ones((32, 10)))
+
+
+def attention_block() -> str:
+    def block(x, wq, wk, wv, wo):
+        b, t, d = x.shape
+        heads = 4
+
+        def split(m):
+            return (x @ m).reshape(b, t, heads, d // heads).transpose(0, 2, 1, 3)
+
+        q, k, v = split(wq), split(wk), split(wv)
+        scores = jnp.einsum("bhqd,bhkd->bhqk", q, k) / jnp.sqrt(d // heads)
+        mask = jnp.tril(jnp.ones((t, t), bool))
+        p = jax.nn.softmax(jnp.where(mask, scores, -1e9), axis=-1)
+        out = jnp.einsum("bhqk,bhkd->bhqd", p, v).transpose(0, 2, 1, 3).reshape(b, t, d)
+        return x + out @ wo
+
+    d = 64
+    w = jnp.ones((d, d)) / d
+    return lowered(block, jnp.ones((2, 16, d)), w, w, w, w)
+
+
+def conv_net() -> str:
+    def net(x, w1, w2):
+        dims = ("NHWC", "HWIO", "NHWC")
+        y = jax.nn.relu(jax.lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dims))
+        y = jax.nn.relu(jax.lax.conv_general_dilated(y, w2, (2, 2), "VALID", dimension_numbers=dims))
+        return jnp.mean(y)
+
+    return lowered(net, jnp.ones((4, 16, 16, 3)), jnp.ones((3, 3, 3, 8)), jnp.ones((3, 3, 8, 16)))
+
+
+PROGRAMS = {"mlp_grad": mlp_forward_and_grad, "attention": attention_block, "convnet": conv_net}
+
+
+@pytest.fixture(scope="module")
+def stablehlo_texts() -> dict[str, str]:
+    return {name: build() for name, build in PROGRAMS.items()}
+
+
+def assert_agrees_with_xla(text: str) -> None:
+    mc = module_cost(text)
+    xla = xla_cost(text)
+    assert xla is not None
+    assert not mc.loop_multiplied and mc.unknown_custom_calls == 0 and mc.unmodelled_ops == 0
+    assert mc.flops == pytest.approx(xla["xla_flops"], rel=0.01)
+    assert mc.transcendentals == pytest.approx(xla["xla_transcendentals"], rel=0.01)
+    assert mc.bytes == pytest.approx(xla["xla_bytes"], rel=0.01)
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_analytic_totals_agree_with_xla_on_loop_free_programs(stablehlo_texts, name):
+    assert_agrees_with_xla(stablehlo_texts[name])
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_enzyme_optimized_stage_agrees_with_xla(stablehlo_texts, name):
+    optimized = enzyme_optimized(stablehlo_texts[name])
+    assert optimized != stablehlo_texts[name]
+    assert_agrees_with_xla(optimized)
+
+
+def test_private_main_from_enzyme_is_costed_by_xla(stablehlo_texts):
+    text = stablehlo_texts["attention"].replace("func.func public @main", "func.func private @main")
+    assert xla_cost(text) == xla_cost(stablehlo_texts["attention"])
+
+
+# --- one row per op -------------------------------------------------------------------------------
+
+
+def test_rows_have_the_documented_columns_and_kinds(stablehlo_texts):
+    df = op_costs(stablehlo_texts["mlp_grad"])
+    assert tuple(df.columns) == COLUMNS
+    assert set(df.kind) <= set(KINDS)
+    assert {"dot_general", "reduce", "elementwise", "transcendental", "data_movement"} <= set(df.kind)
+    assert (df.trip_count == 1).all()
+    first_matmul = df[df.kind == "dot_general"].iloc[0]
+    assert first_matmul.op == "stablehlo.dot_general"
+    assert first_matmul.result_shapes == "tensor<32x128xf32>"
+    assert first_matmul.flops == 2 * 32 * 64 * 128
+    tanh = df[df.op == "stablehlo.tanh"].iloc[0]
+    assert (tanh.flops, tanh.transcendentals, tanh.bytes) == (0, 32 * 128, 2 * 32 * 128 * 4)
+
+
+def test_module_cost_is_a_frozen_value_with_op_counts(stablehlo_texts):
+    mc = module_cost(stablehlo_texts["convnet"])
+    assert isinstance(mc, ModuleCost)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        mc.flops = 0
+    assert mc.ops == sum(mc.ops_by_dialect.values())
+    assert set(mc.ops_by_dialect) == {"func", "stablehlo"}
+    assert mc.flops == op_costs(stablehlo_texts["convnet"]).flops.sum()
+
+
+def test_same_padded_convolution_counts_only_taps_on_real_input():
+    text = lowered(
+        lambda x, w: jax.lax.conv_general_dilated(
+            x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        ),
+        jnp.ones((1, 4, 4, 1)),
+        jnp.ones((3, 3, 1, 1)),
+    )
+    conv = op_costs(text).query("kind == 'convolution'").iloc[0]
+    # Per spatial dimension the 3 taps reach 3, 4 and 3 of the 4 output positions: 10 pairs.
+    assert conv.flops == 2 * 10 * 10
+    assert conv.flops < 2 * 16 * 9
+    assert xla_cost(text)["xla_flops"] == conv.flops
+
+
+def test_functions_cost_once_per_call_site():
+    relu_twice = lowered(lambda x: jax.nn.relu(jax.nn.relu(x) - 1.0), jnp.ones((8, 8)))
+    df = op_costs(relu_twice)
+    maxima = df[df.op == "stablehlo.maximum"]
+    assert len(maxima) == 2 and set(maxima.func) <= {"relu", "relu_0"}
+    assert module_cost(relu_twice).flops == xla_cost(relu_twice)["xla_flops"] == 3 * 64
+
+
+def test_constant_arithmetic_is_folded_as_xla_imports_it():
+    text = lowered(lambda x: x * (jnp.float32(1.0) / jnp.float32(320.0)), jnp.ones((4, 4)))
+    df = op_costs(text)
+    divide = df[df.op == "stablehlo.divide"].iloc[0]
+    assert divide.flops == 0 and "folded" in divide.note
+    assert module_cost(text).flops == xla_cost(text)["xla_flops"] == 16
+
+
+def test_conditional_counts_its_costliest_branch_like_xla():
+    def f(x, p):
+        return jax.lax.cond(p > 0, lambda x: jnp.sin(x) @ x, lambda x: x * 2.0, x)
+
+    text = lowered(f, jnp.ones((8, 8)), 1.0)
+    df = op_costs(text)
+    assert df[df.op == "stablehlo.multiply"].note.str.contains("not counted").all()
+    assert df[df.op == "stablehlo.dot_general"].flops.sum() == 2 * 8 * 8 * 8
+    mc, xla = module_cost(text), xla_cost(text)
+    assert (mc.flops, mc.transcendentals, mc.bytes) == (
+        xla["xla_flops"],
+        xla["xla_transcendentals"],
+        xla["xla_bytes"],
+    )
+
+
+# --- loops ----------------------------------------------------------------------------------------
+
+
+def test_scan_body_is_multiplied_by_its_trip_count():
+    def f(x, w):
+        h, _ = jax.lax.scan(lambda h, _: (jnp.tanh(h @ w), None), x, None, length=7)
+        return h.sum()
+
+    text = lowered(f, jnp.ones((8, 16)), jnp.ones((16, 16)))
+    df = op_costs(text)
+    mc = module_cost(text)
+    body_flops = 2 * 8 * 16 * 16 + 1  # the matmul, and the counter's increment
+    cond_flops = 1  # the counter's comparison, evaluated once more than the body runs
+    outside_flops = 8 * 16 - 1  # the final sum
+    assert mc.loop_multiplied
+    assert mc.flops == 7 * body_flops + 8 * cond_flops + outside_flops
+    assert mc.transcendentals == 7 * 8 * 16
+    assert mc.flops_body_once == body_flops + cond_flops + outside_flops
+    assert set(df[df.op == "stablehlo.dot_general"].trip_count) == {7}
+    assert "trip count 7" in df[df.op == "stablehlo.while"].note.iloc[0]
+    # XLA counts the body once: the body-once totals are the ones to compare.
+    xla = xla_cost(text)
+    assert (mc.flops_body_once, mc.transcendentals_body_once, mc.bytes_body_once) == (
+        xla["xla_flops"],
+        xla["xla_transcendentals"],
+        xla["xla_bytes"],
+    )
+
+
+def test_nested_loops_multiply_their_trip_counts():
+    def f(x):
+        inner = lambda i, g: g * 2.0 + 1.0  # noqa: E731
+        return jax.lax.fori_loop(0, 3, lambda i, h: jax.lax.fori_loop(0, 4, inner, h), x)
+
+    text = lowered(f, jnp.ones((8, 16)))
+    df = op_costs(text)
+    adds = df[(df.op == "stablehlo.add") & (df.result_shapes == "tensor<8x16xf32>")]
+    assert set(adds.trip_count) == {12}
+    assert adds.flops.sum() == 12 * 8 * 16
+    inner_iteration = 2 * 8 * 16 + 1
+    inner_loop = 4 * inner_iteration + 5
+    assert module_cost(text).flops == 3 * (inner_loop + 1) + 4
+
+
+def test_loop_of_unknown_trip_count_is_counted_once_and_says_so():
+    def f(x):
+        return jax.lax.while_loop(lambda h: h.sum() < 100.0, lambda h: h * 2.0, x)
+
+    text = lowered(f, jnp.ones((8, 8)))
+    mc = module_cost(text)
+    assert not mc.loop_multiplied
+    assert mc.flops == mc.flops_body_once == xla_cost(text)["xla_flops"]
+    assert "trip count not read" in op_costs(text).query("op == 'stablehlo.while'").note.iloc[0]
+
+
+# --- what the model does not know -----------------------------------------------------------------
+
+
+def test_custom_calls_are_unknown_never_minus_one():
+    text = lowered(lambda a: jnp.linalg.inv(a + 4.0 * jnp.eye(4)), jnp.ones((4, 4)))
+    df = op_costs(text)
+    calls = df[df.kind == "custom_call"]
+    assert len(calls) >= 1
+    assert calls.flops.isna().all() and calls.bytes.isna().all()
+    mc = module_cost(text)
+    assert mc.unknown_custom_calls == len(calls)
+    assert mc.flops >= 0 and mc.bytes >= 0
+    xla = xla_cost(text)
+    assert xla["xla_flops"] is None and xla["xla_bytes"] is None
+    assert xla["xla_transcendentals"] >= 0
+
+
+HAND_WRITTEN = """
+module {
+  func.func private @main(%arg0: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    %0 = "enzymexla.rotate"(%arg0) <{amount = 1 : i32, dimension = 0 : i32}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    %1 = "mydialect.magic"(%0) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    %2 = stablehlo.custom_call @my_kernel(%1) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    %3 = stablehlo.add %2, %0 {enzymexla.symmetric_matrix = [#enzymexla<guaranteed NOTGUARANTEED>], enzymexla.bounds = [[1 : i32, 7 : i32]]} : tensor<4x8xf32>
+    return %3 : tensor<4x8xf32>
+  }
+}
+"""
+
+
+def test_unknown_dialects_and_enzyme_attributes_still_cost():
+    df = op_costs(HAND_WRITTEN).set_index("op")
+    assert df.loc["enzymexla.rotate"].kind == "data_movement"
+    assert df.loc["enzymexla.rotate", "bytes"] == 2 * 4 * 8 * 4
+    assert df.loc["mydialect.magic"].kind == "other"
+    assert pd.isna(df.loc["mydialect.magic", "flops"])
+    assert df.loc["stablehlo.custom_call"].kind == "custom_call"
+    assert df.loc["stablehlo.add", "flops"] == 32
+    mc = module_cost(HAND_WRITTEN)
+    assert (mc.unknown_custom_calls, mc.unmodelled_ops, mc.flops) == (1, 1, 32)
+    assert mc.ops_by_dialect["enzymexla"] == 1
+    assert xla_cost(HAND_WRITTEN) is None  # XLA cannot take unregistered dialects
+    assert memory_analysis(HAND_WRITTEN) is None
+
+
+def test_unparseable_text_raises_a_named_error():
+    with pytest.raises(ModuleParseError, match="cannot parse"):
+        module_cost("this is not MLIR")
+
+
+def test_xla_cost_is_none_without_main():
+    text = "module {\n  func.func @f(%a: tensor<f32>) -> tensor<f32> {\n    return %a : tensor<f32>\n  }\n}"
+    assert xla_cost(text) is None
+
+
+def test_memory_analysis_reports_buffer_sizes():
+    text = lowered(lambda a, b: (a @ b, a.sum()), jnp.ones((16, 32)), jnp.ones((32, 8)))
+    memory = memory_analysis(text)
+    assert set(memory) == {
+        "argument_bytes",
+        "output_bytes",
+        "temp_bytes",
+        "alias_bytes",
+        "generated_code_bytes",
+    }
+    assert memory["argument_bytes"] == (16 * 32 + 32 * 8) * 4
+    assert memory["output_bytes"] >= (16 * 8 + 1) * 4
+
+
+# --- peaks and roofline ---------------------------------------------------------------------------
+
+
+def test_gpu_peaks_name_their_source():
+    for device in ("H100", "H200", "A100"):
+        peak = PEAKS[device]
+        assert {"fp32", "bf16"} <= set(peak.flops_per_s)
+        assert peak.flops_per_s["bf16"] > peak.flops_per_s["fp32"] > 0
+        assert peak.bytes_per_s > 1e12
+        assert "spec sheet" in peak.source
+    assert PEAKS["H200"].bytes_per_s > PEAKS["H100"].bytes_per_s > PEAKS["A100"].bytes_per_s
+    assert set(PEAKS) == {"H100", "H200", "A100", "cpu"}
+
+
+def test_roofline_says_which_bound_binds():
+    matmul = module_cost(lowered(lambda a, b: a @ b, jnp.ones((512, 512)), jnp.ones((512, 512))))
+    add = module_cost(lowered(lambda a, b: a + b, jnp.ones((512, 512)), jnp.ones((512, 512))))
+    r = roofline(matmul, device="H100")
+    assert r.time_flops_s == pytest.approx(matmul.flops / PEAKS["H100"].flops_per_s["fp32"])
+    assert r.time_bytes_s == pytest.approx(matmul.bytes / PEAKS["H100"].bytes_per_s)
+    assert r.arithmetic_intensity == pytest.approx(matmul.flops / matmul.bytes)
+    assert r.bound == "compute" and "spec sheet" in r.source
+    # The same matmul falls under the much higher bf16 ridge point of the tensor cores.
+    bf16 = roofline(matmul, device="H100", dtype="bf16")
+    assert bf16.ridge_point > r.arithmetic_intensity > r.ridge_point
+    assert bf16.bound == "memory"
+    assert roofline(add, device="A100").bound == "memory"
+    with pytest.raises(ValueError, match="unknown device"):
+        roofline(add, device="TPU9")
+
+
+def test_cpu_peak_is_measured_once_then_read_from_its_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "cpu_peak.json"
+    measured = cpu_peak(cache)
+    assert measured.flops_per_s["fp32"] > 0 and measured.bytes_per_s > 0
+    assert socket.gethostname() in measured.source and "micro-benchmark" in measured.source
+    stored = json.loads(cache.read_text())
+    assert stored["host"] == socket.gethostname()
+    assert cpu_peak(cache) == measured
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    small = module_cost(lowered(lambda a: a * 2.0, jnp.ones((8, 8))))
+    assert roofline(small, device="cpu").device == "cpu"
