@@ -6,14 +6,22 @@
 """
 from .errors import (ArgumentError, PipelineSyntaxError, StageError, TraceError, UnknownNameError,
                      WorkbenchError, XlaOptionError)
+from .bisect import crashes, miscompiles, op_count_above, slower_than
 from .build import explore, explore_text
+from .execute import devices
 from .catalog import patterns
 from .presets import pipelines
 from .stages import Exploration, Stage
 
 __all__ = [
-    "explore", "explore_text", "patterns", "pipelines", "Exploration", "Stage",
+    "explore", "explore_text", "patterns", "pipelines", "Exploration", "Stage", "devices",
+    "miscompiles", "crashes", "slower_than", "op_count_above",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
     "XlaOptionError",
 ]
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):
+    from .magics import load_ipython_extension as load
+    load(ipython)

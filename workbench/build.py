@@ -6,6 +6,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import jax
+
 from .errors import StageError, UnknownNameError, WorkbenchError
 from .exported import exported_for_text, swap_module
 from .irtext import strip_locations, text_hash
@@ -166,10 +168,11 @@ def _build(spec: Spec) -> Exploration:
 _XLA_CACHE: OrderedDict[tuple, Any] = OrderedDict()
 
 
-def _xla_stages(spec: Spec, last: Stage) -> tuple[list[Stage], StageError | None, tuple[str, ...]]:
+def _xla_stages(spec: Spec, last: Stage) -> tuple[list[Stage], StageError | None, Any]:
+    """XLA's stages for the last MLIR stage, the error if XLA refused it, and the XlaResult."""
     source = last.text_with_locations
     if spec.traced is None and "@main" not in source:
-        return [], None, ()
+        return [], None, None
     dev = resolve_device(spec.device)
     key = (text_hash(source), spec.device, spec.xla_options)
     try:
@@ -179,14 +182,17 @@ def _xla_stages(spec: Spec, last: Stage) -> tuple[list[Stage], StageError | None
         else:
             exported = (swap_module(spec.traced.exported, source) if spec.traced is not None
                         else exported_for_text(source, dev.platform))
-            result = compile_with_dumps(exported, dev, dict(spec.xla_options))
+            shardings = None
+            if spec.traced is not None and exported.nr_devices > 1:
+                shardings = [leaf.sharding for leaf in jax.tree_util.tree_leaves(spec.traced.args)]
+            result = compile_with_dumps(exported, dev, dict(spec.xla_options), shardings)
             _XLA_CACHE[key] = result
             if len(_XLA_CACHE) > 16:
                 _XLA_CACHE.popitem(last=False)
     except Exception as e:  # XLA's own rejection of the module or an option, kept as a failed stage
         err = StageError("xla:compile", f"XLA compile with options {dict(spec.xla_options)}",
                          f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", str(e))
-        return [Stage("xla:compile", "xla", "", err.produced_by, False, None, last.name, error=str(err))], err, ()
+        return [Stage("xla:compile", "xla", "", err.produced_by, False, None, last.name, error=str(err))], err, None
     stages: list[Stage] = []
     for xs in result.stages:
         if xs.group == "backend":
@@ -195,7 +201,7 @@ def _xla_stages(spec: Spec, last: Stage) -> tuple[list[Stage], StageError | None
             p = stages[-1] if stages else last
         seconds = result.seconds if xs.name == "xla:optimized" else None
         stages.append(Stage(xs.name, xs.group, xs.text, xs.produced_by, xs.text != p.text, seconds, p.name))
-    return stages, None, result.passes
+    return stages, None, result
 
 
 def clear_caches() -> None:

@@ -63,22 +63,23 @@ class Exploration:
     """
 
     def __init__(self, *, spec, early: Sequence[Stage], error: StageError | None,
-                 late: Callable[[], tuple[list[Stage], StageError | None, tuple[str, ...]]] | None):
+                 late: Callable[[], tuple[list[Stage], StageError | None, object]] | None):
         self._spec = spec
         self._early = tuple(early)
         self._error = error
         self._late_fn = late
         self._late: tuple[Stage, ...] | None = None if late else ()
         self._late_error: StageError | None = None
-        self._xla_passes: tuple[str, ...] = ()
+        self._xla = None  # the XlaResult: passes seen, XLA's cost and memory analysis of the compile
         self._lock = threading.Lock()
+        self._refs: dict = {}
 
     # -- computing ---------------------------------------------------------------------------------
     def _ensure_late(self) -> None:
         with self._lock:
             if self._late is None:
-                stages, err, passes = self._late_fn()
-                self._late, self._late_error, self._xla_passes = tuple(stages), err, passes
+                stages, err, xla = self._late_fn()
+                self._late, self._late_error, self._xla = tuple(stages), err, xla
 
     # -- reading -----------------------------------------------------------------------------------
     @property
@@ -111,7 +112,7 @@ class Exploration:
     def xla_passes(self) -> list[str]:
         """The HLO pass names XLA's dumps mentioned in the last compile (toggle them with ``with_xla``)."""
         self._ensure_late()
-        return list(self._xla_passes)
+        return list(self._xla.passes) if self._xla else []
 
     def stage(self, key: str | int | Stage) -> Stage:
         if isinstance(key, Stage):
@@ -170,6 +171,148 @@ class Exploration:
         from .build import rebuild_xla
 
         return rebuild_xla(self, disable=disable, enable=enable, options=options)
+
+    # -- comparing, costing, drawing ---------------------------------------------------------------
+    def diff(self, a, b=None):
+        """A structural diff of two stages (names, indices or Stage objects); with one argument, the
+        stage against its parent. SSA renumbering and locations are ignored; see ``Diff.unified()``,
+        ``.side_by_side()``, ``.ops_delta()``, ``.is_empty``."""
+        from .diff import diff_texts
+
+        if b is None:
+            new = self.stage(a)
+            old = self.parent_of(new)
+            if old is None:
+                raise UnknownNameError("parent stage", f"{new.name} (it has none)", self.names)
+        else:
+            old, new = self.stage(a), self.stage(b)
+        return diff_texts(old.text, new.text, old.name, new.name)
+
+    def cost(self, stage=None, device: str | None = None, dtype: str = "fp32"):
+        """Without ``stage``: one row per stage (ops, flops, transcendentals, bytes, XLA's numbers,
+        memory analysis, seconds; roofline times with ``device`` such as "H100"). With ``stage``: one
+        row per op of that stage."""
+        if stage is None:
+            from .stagecost import cost_table
+
+            return cost_table(self, device=device, dtype=dtype)
+        from .cost import op_costs
+
+        st = self.stage(stage)
+        if st.group not in ("trace", "mlir") or st.name == "jaxpr" or st.error:
+            raise UnknownNameError("MLIR module stage", st.name,
+                                   [s.name for s in self._early if s.name != "jaxpr" and not s.error])
+        return op_costs(st.text)
+
+    def plot_cost(self):
+        """A chart of ops, flops and bytes across the stages."""
+        from .stagecost import plot_cost
+
+        return plot_cost(self)
+
+    def graph(self, stage=None, max_ops: int = 400):
+        """The dataflow of a stage as a graphviz graph (SVG in notebooks); ops changed relative to the
+        parent stage are highlighted."""
+        from .graph import stage_graph
+
+        st = self.default_run_stage() if stage is None else self.stage(stage)
+        return stage_graph(st, self.parent_of(st), max_ops=max_ops)
+
+    # -- executing ---------------------------------------------------------------------------------
+    def default_run_stage(self) -> Stage:
+        """The last MLIR stage that succeeded (or the first module stage when the pipeline is empty)."""
+        runnable = [s for s in self._early if s.group in ("trace", "mlir") and not s.error and s.name != "jaxpr"]
+        return runnable[-1]
+
+    def run(self, stage=None, device: str | None = None, repeat: int = 20, args=None, check: bool = True):
+        """Execute a stage on ``device`` (default: the one explored for) and check it against "stablehlo".
+
+        Returns a RunResult: ``outputs`` (the user's pytree), ``timing`` (median/min/IQR of ``repeat``
+        calls after a warm-up, ``seconds`` the raw times) and ``check`` (max abs/rel error per leaf
+        against the reference stage, with a dtype-aware tolerance).
+        """
+        from .execute import REFERENCE, RunResult, compare_outputs, run_stage
+
+        st = self.default_run_stage() if stage is None else self.stage(stage)
+        device = device or self._spec.device
+        outputs, timing = run_stage(self, st, device, repeat, args)
+        result_check = None
+        if check:
+            ref_name = REFERENCE if any(s.name == REFERENCE for s in self._early) else self._early[0].name
+            ref = outputs if st.name == ref_name else self._reference_outputs(ref_name, device, args)
+            result_check = compare_outputs(outputs, ref, ref_name)
+        return RunResult(st.name, device, outputs, timing, result_check)
+
+    def _reference_outputs(self, ref_name: str, device: str, args):
+        from .execute import run_stage
+
+        key = (ref_name, device, id(args))
+        if key not in self._refs:
+            self._refs[key] = run_stage(self, self.stage(ref_name), device, 1, args)[0]
+        return self._refs[key]
+
+    def compare(self, stages: Sequence = (), device: str | None = None, repeat: int = 20):
+        """Run several stages and tabulate: stage, median ms, speed-up over the reference, check passed."""
+        import pandas as pd
+
+        from .execute import REFERENCE
+
+        names = [self.stage(s).name for s in stages] or [REFERENCE, self.default_run_stage().name]
+        rows, base = [], None
+        for name in names:
+            try:
+                r = self.run(name, device=device, repeat=repeat)
+            except Exception as e:  # one stage that cannot run must not hide the others
+                rows.append({"stage": name, "median_ms": None, "speedup": None, "check_passed": None,
+                             "max_rel_err": None, "error": str(e).splitlines()[0]})
+                continue
+            base = base or (r.timing.median if name == REFERENCE or not rows else None)
+            rows.append({"stage": name, "median_ms": r.timing.median * 1e3,
+                         "speedup": (base / r.timing.median) if base else None,
+                         "check_passed": r.check.passed, "max_rel_err": r.check.max_rel, "error": ""})
+        return pd.DataFrame(rows)
+
+    # -- patterns, one at a time ------------------------------------------------------------------
+    def applicable(self, stage=None, details: bool = False, progress: bool = True):
+        """The patterns that change ``stage`` (default: "stablehlo") when applied alone, in catalog order.
+
+        Every pattern of the catalog is tried on a copy of the module in the worker pool. With
+        ``details`` a DataFrame of every pattern (name, group, changed, seconds, error) instead.
+        """
+        import dataclasses
+
+        from .patternscan import scan_patterns
+
+        rows = scan_patterns(self, stage or "stablehlo", progress=progress)
+        if details:
+            import pandas as pd
+
+            return pd.DataFrame([dataclasses.asdict(r) for r in rows])
+        return [r.name for r in rows if r.changed]
+
+    def step(self, stage=None, max_steps: int = 200):
+        """An Exploration that applies one enabled pattern at a time to ``stage`` (default "stablehlo"),
+        the first applicable each step (stages ``pattern:<name>#k``), until none applies; its
+        ``matches_reference``/``difference`` compare the end with one greedy run of all the patterns."""
+        from .patternscan import step_patterns
+
+        return step_patterns(self, stage or "stablehlo", max_steps=max_steps)
+
+    def bisect(self, predicate, candidates=None, progress: bool = True):
+        """A 1-minimal set of enabled patterns for which ``predicate(exploration)`` holds (delta debugging).
+
+        Built-in predicates: ``wb.miscompiles(device)``, ``wb.crashes()``, ``wb.slower_than(s)``,
+        ``wb.op_count_above(op, n)``. Returns ``.patterns``, ``.runs`` and ``.diff``.
+        """
+        from .bisect import bisect
+
+        return bisect(self, predicate, candidates=candidates, progress=progress)
+
+    def pattern_timing(self, stage=None, per_pattern: bool = False, progress: bool = True):
+        """Seconds each pattern group (or each pattern) takes on ``stage``, slowest first."""
+        from .patternscan import pattern_timing
+
+        return pattern_timing(self, stage or "stablehlo", per_pattern=per_pattern, progress=progress)
 
     # -- display -----------------------------------------------------------------------------------
     def __repr__(self) -> str:

@@ -92,7 +92,34 @@ def _crash(kind: str) -> None:
     os.kill(os.getpid(), signal.SIGABRT if kind == "abort" else signal.SIGSEGV)
 
 
-_METHODS = {"run_pipeline": _run_pipeline, "transform_passes": _transform_passes, "crash": _crash}
+def _run_each(text: str, pipelines: list[str], stop_at_first: bool) -> list[tuple[str, bool, float, str | None]]:
+    """Run each pipeline alone on ``text``: (pipeline, changed, seconds, error) for each.
+
+    Done inside the worker so that one request covers many pipelines (no round trip each).
+    ``changed`` compares the outputs without locations, with the input's public functions public.
+    """
+    from .irtext import public_functions, publish_functions, strip_locations
+
+    base, public = strip_locations(text), public_functions(text)
+    same_as_input: set[str] = set()  # raw outputs already known to equal the input: most patterns do nothing
+    out = []
+    for pipeline in pipelines:
+        t = time.perf_counter()
+        try:
+            _, res = _run_pipeline(text, pipeline)
+            changed, err = res not in same_as_input and strip_locations(publish_functions(res, public)) != base, None
+            if not changed:
+                same_as_input.add(res)
+        except Exception as e:
+            changed, err = False, f"{type(e).__name__}: {e}"
+        out.append((pipeline, changed, time.perf_counter() - t, err))
+        if stop_at_first and changed:
+            break
+    return out
+
+
+_METHODS = {"run_pipeline": _run_pipeline, "transform_passes": _transform_passes, "crash": _crash,
+            "run_each": _run_each}
 
 
 def _serve(conn: Connection) -> None:
@@ -192,7 +219,7 @@ class Worker:
                 self._proc = self._start()
             proc = self._proc
             offset = os.path.getsize(self.log_path)
-            if method == "run_pipeline":
+            if method in ("run_pipeline", "run_each"):
                 self.executions += 1
             try:
                 proc.conn.send((method, args))
@@ -219,6 +246,78 @@ class Worker:
             if self._proc is not None:
                 self._kill(self._proc)
                 self._proc = None
+
+
+class WorkerPool:
+    """A few workers (one per core by default, the first being the shared warm one) for scans that
+    run many independent pass pipelines: "which patterns apply here", pattern timing."""
+
+    def __init__(self, size: int | None = None):
+        size = size or max(1, min(os.cpu_count() or 1, 4))
+        self.workers = [default_worker()] + [Worker() for _ in range(size - 1)]
+
+    def map(self, method: str, items: list, make_args, on_done=None, timeout: float | None = None) -> list:
+        """Call ``method(*make_args(chunk))`` for each chunk of ``items`` on whichever worker is free.
+
+        A chunk whose request crashes its worker is split in halves and retried, so one crashing
+        pattern is isolated and reported as ``("crash", item, diagnostics)`` instead of losing the scan.
+        ``on_done(n)`` is called with the number of items finished, for progress bars.
+        """
+        import queue
+
+        todo: queue.Queue = queue.Queue()
+        for chunk in items:
+            todo.put(chunk)
+        results: list = []
+        pending = [len(items)]
+        lock = threading.Lock()
+
+        def serve(worker: Worker):
+            while True:
+                with lock:
+                    if pending[0] == 0:
+                        return
+                try:
+                    chunk = todo.get(timeout=0.05)
+                except queue.Empty:
+                    continue
+                try:
+                    res, _ = worker.call(method, *make_args(chunk), timeout=timeout)
+                    done = [("ok", r) for r in res]
+                    finished = len(chunk)
+                except (WorkerCrash, WorkerTimeout) as e:
+                    if len(chunk) > 1:
+                        half = len(chunk) // 2
+                        with lock:
+                            pending[0] += 2
+                        todo.put(chunk[:half])
+                        todo.put(chunk[half:])
+                        done, finished = [], 0
+                    else:
+                        kind = "crash" if isinstance(e, WorkerCrash) else "timeout"
+                        done, finished = [(kind, (chunk[0], e.diagnostics))], 1
+                with lock:
+                    results.extend(done)
+                    pending[0] -= 1
+                if on_done and finished:
+                    on_done(finished)
+
+        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return results
+
+
+_POOL: WorkerPool | None = None
+
+
+def default_pool() -> WorkerPool:
+    global _POOL
+    if _POOL is None:
+        _POOL = WorkerPool()
+    return _POOL
 
 
 _DEFAULT: Worker | None = None

@@ -35,6 +35,8 @@ class XlaResult:
     passes: tuple[str, ...]  # every HLO pass name XLA's dumps mention, in first-seen order
     seconds: float
     options: dict = field(default_factory=dict)
+    cost: dict = field(default_factory=dict)  # XLA's HloCostAnalysis of the optimized module
+    memory: dict = field(default_factory=dict)  # compiled memory analysis, bytes
 
 
 def check_options(options: dict) -> dict:
@@ -116,8 +118,30 @@ def _parse_dumps(d: str) -> tuple[list[XlaStage], list[str]]:
     return stages, passes
 
 
-def compile_with_dumps(exported, device, options: dict | None = None) -> XlaResult:
+def _cost(compiled) -> dict:
+    try:
+        c = compiled.cost_analysis() or {}
+    except Exception:  # some backends do not implement it: report nothing rather than a guess
+        return {}
+    return {k: float(v) for k, v in c.items() if isinstance(v, (int, float))}
+
+
+def _memory(compiled) -> dict:
+    try:
+        m = compiled.memory_analysis()
+    except Exception:  # as above
+        return {}
+    if m is None:
+        return {}
+    return {"argument_bytes": int(m.argument_size_in_bytes), "output_bytes": int(m.output_size_in_bytes),
+            "temp_bytes": int(m.temp_size_in_bytes), "alias_bytes": int(m.alias_size_in_bytes),
+            "generated_code_bytes": int(m.generated_code_size_in_bytes)}
+
+
+def compile_with_dumps(exported, device, options: dict | None = None, shardings=None) -> XlaResult:
     """Compile ``exported`` for ``device`` with per-pass dumps; returns the stages XLA produced.
+
+    ``shardings`` (one per flattened argument) places a sharded program on its mesh instead.
 
     Raises the JAX error as is when XLA rejects an option or the module (the caller turns it into a
     failed stage); options that would abort the process are refused beforehand by ``check_options``.
@@ -128,14 +152,14 @@ def compile_with_dumps(exported, device, options: dict | None = None) -> XlaResu
     d = tempfile.mkdtemp(prefix="hlo-workbench-xla-")
     try:
         compiler_options = {"xla_dump_to": d, "xla_dump_hlo_pass_re": ".*", "xla_dump_hlo_as_text": True, **opts}
-        sharding = SingleDeviceSharding(device)
-        flat = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding) for a in exported.in_avals]
+        shardings = shardings or [SingleDeviceSharding(device)] * len(exported.in_avals)
+        flat = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sh) for a, sh in zip(exported.in_avals, shardings)]
         args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
         t0 = time.perf_counter()
         with _no_persistent_cache():
-            jax.jit(exported.call).lower(*args, **kwargs).compile(compiler_options=compiler_options)
+            compiled = jax.jit(exported.call).lower(*args, **kwargs).compile(compiler_options=compiler_options)
         seconds = time.perf_counter() - t0
         stages, passes = _parse_dumps(d)
-        return XlaResult(tuple(stages), tuple(passes), seconds, opts)
+        return XlaResult(tuple(stages), tuple(passes), seconds, opts, _cost(compiled), _memory(compiled))
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -1,0 +1,166 @@
+"""Find the patterns to blame: delta debugging over the enabled pattern list.
+
+``bisect(ex, predicate)`` returns a 1-minimal set of patterns for which ``predicate`` holds: it holds
+with that set alone enabled, and fails when any one of them is removed. The search is Zeller's ddmin,
+so one culprit among n patterns costs O(log n) pipeline runs, k culprits O(k log n) in typical cases.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .catalog import PatternSelection, catalog, pattern_list
+from .errors import WorkbenchError
+from .stages import Exploration
+
+__all__ = ["BisectResult", "bisect", "ddmin", "miscompiles", "crashes", "slower_than", "op_count_above",
+           "with_enabled"]
+
+Predicate = Callable[[Exploration], bool]
+
+
+def with_enabled(ex: Exploration, names) -> Exploration:
+    """``ex`` rebuilt with exactly ``names`` enabled among the patterns."""
+    import dataclasses
+
+    from .build import _build
+
+    options = ex.spec.selection.options
+    default_on = {p.name for p in catalog(options) if p.default_enabled}
+    names = set(names)
+    sel = PatternSelection(options, frozenset(default_on - names), frozenset(names - default_on))
+    return _build(dataclasses.replace(ex.spec, selection=sel))
+
+
+def ddmin(items: list[str], holds: Callable[[list[str]], bool]) -> list[str]:
+    """A 1-minimal sublist of ``items`` for which ``holds`` is True (``holds(items)`` must be True)."""
+    current, n = list(items), 2
+    while len(current) >= 2:
+        size = len(current)
+        chunks = [current[i * size // n:(i + 1) * size // n] for i in range(n)]
+        chunks = [c for c in chunks if c]
+        for c in chunks:
+            if holds(c):
+                current, n = c, 2
+                break
+        else:
+            for c in chunks:
+                rest = [x for x in current if x not in set(c)]
+                if len(chunks) > 2 and holds(rest):
+                    current, n = rest, max(n - 1, 2)
+                    break
+            else:
+                if n >= size:
+                    break
+                n = min(size, 2 * n)
+    return current
+
+
+@dataclass
+class BisectResult:
+    """The culprit patterns, the pipeline runs the search needed, and what the culprits change."""
+
+    patterns: list[str]
+    runs: int
+    seconds: float
+    log: list[tuple[int, bool]] = field(default_factory=list, repr=False)  # (set size, predicate held)
+    _ex: Exploration | None = field(default=None, repr=False)
+
+    @property
+    def diff(self):
+        """Final MLIR stage with every pattern vs. with every pattern but the culprits."""
+        from .diff import diff_texts
+
+        ex = self._ex
+        names = {p.split("<")[0].split("(")[0] for p in pattern_list(ex.spec.selection)}
+        without = with_enabled(ex, names - set(self.patterns))
+        a = [s for s in without.stages if s.group == "mlir"][-1]
+        b = [s for s in ex.stages if s.group == "mlir"][-1]
+        return diff_texts(a.text, b.text, f"without {', '.join(self.patterns)}", "with all patterns")
+
+
+def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: bool = True) -> BisectResult:
+    start = time.perf_counter()
+    names = list(candidates) if candidates is not None else [
+        p.split("<")[0].split("(")[0] for p in pattern_list(ex.spec.selection)]
+    cache: dict[frozenset, bool] = {}
+    log: list[tuple[int, bool]] = []
+    bar = None
+    if progress:
+        try:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(desc="bisect runs", leave=False)
+        except ImportError:
+            bar = None
+
+    def holds(subset: list[str]) -> bool:
+        key = frozenset(subset)
+        if key not in cache:
+            cache[key] = bool(predicate(with_enabled(ex, key)))
+            log.append((len(key), cache[key]))
+            if bar:
+                bar.update(1)
+        return cache[key]
+
+    try:
+        if not holds(names):
+            raise WorkbenchError("the predicate does not hold with all candidate patterns enabled: nothing to bisect")
+        if holds([]):
+            raise WorkbenchError("the predicate holds with no pattern enabled: the cause is not a pattern "
+                                 "(look at the upstream passes or XLA)")
+        culprits = ddmin(names, holds)
+    finally:
+        if bar:
+            bar.close()
+    return BisectResult(sorted(culprits), len(cache), time.perf_counter() - start, log, ex)
+
+
+# ---- built-in predicates ---------------------------------------------------------------------
+
+
+def miscompiles(device: str | None = None, repeat: int = 1) -> Predicate:
+    """Holds when the last MLIR stage's outputs fail the check against "stablehlo" on ``device``."""
+
+    def pred(ex: Exploration) -> bool:
+        if ex.error and ex.error.stage != "xla:compile":
+            return False
+        return not ex.run(device=device, repeat=repeat).check.passed
+
+    pred.__name__ = f"miscompiles({device!r})"
+    return pred
+
+
+def crashes(include_xla: bool = False) -> Predicate:
+    """Holds when a pass crashes its worker, fails verification or raises (MLIR stages; XLA too on request)."""
+
+    def pred(ex: Exploration) -> bool:
+        early = ex._error
+        return early is not None or (include_xla and ex.error is not None)
+
+    pred.__name__ = "crashes()"
+    return pred
+
+
+def slower_than(seconds: float) -> Predicate:
+    """Holds when the MLIR pipeline's passes take longer than ``seconds`` in total."""
+
+    def pred(ex: Exploration) -> bool:
+        return sum(s.seconds or 0.0 for s in ex._early if s.group == "mlir") > seconds
+
+    pred.__name__ = f"slower_than({seconds})"
+    return pred
+
+
+def op_count_above(name: str, n: int) -> Predicate:
+    """Holds when the last MLIR stage has more than ``n`` ops called ``name`` (e.g. "stablehlo.transpose")."""
+    rx = re.compile(rf"(?<![\w.]){re.escape(name)}(?![\w.])")
+
+    def pred(ex: Exploration) -> bool:
+        text = [s for s in ex._early if s.group in ("trace", "mlir") and not s.error][-1].text
+        return len(rx.findall(text)) > n
+
+    pred.__name__ = f"op_count_above({name!r}, {n})"
+    return pred

@@ -1,0 +1,102 @@
+"""Cost of every stage of an Exploration, as one table and one chart.
+
+The per-module numbers come from ``cost.py`` (the analytic model and XLA's HloCostAnalysis of each
+MLIR stage); XLA's own analysis of the optimized module and the compiled memory analysis come from
+the compile that produced the XLA stages. Results are cached by stage text, since most stages of a
+pipeline leave the module unchanged.
+"""
+from __future__ import annotations
+
+import functools
+
+from .cost import ModuleCost, module_cost, roofline, xla_cost
+from .irtext import text_hash
+
+__all__ = ["cost_table", "plot_cost"]
+
+
+@functools.lru_cache(maxsize=512)
+def _costs(key: str, text: str) -> tuple[ModuleCost | None, dict | None, str]:
+    try:
+        mc = module_cost(text)
+    except Exception as e:  # a module the model cannot read: say so in the row, keep the others
+        return None, None, f"{type(e).__name__}: {e}"
+    return mc, xla_cost(text), ""
+
+
+def _module_stage(s) -> bool:
+    return not s.error and (s.group == "mlir" or s.name in ("stablehlo", "input"))
+
+
+def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = True):
+    """One row per stage: op counts (total and per dialect), analytic flops/transcendentals/bytes
+    (loops multiplied by their trip counts where readable, ``loop_multiplied``), XLA's numbers for
+    the same module (``xla_*``, loop bodies once), seconds; memory analysis on ``xla:optimized``;
+    with ``device`` (a key of ``cost.PEAKS``) roofline times too."""
+    import pandas as pd
+
+    rows = []
+    dialects: set[str] = set()
+    for s in ex.stages:
+        row = {"stage": s.name, "group": s.group, "seconds": s.seconds}
+        if _module_stage(s):
+            mc, x, err = _costs(text_hash(s.text), s.text)
+            if mc is not None:
+                row.update(ops=mc.ops, flops=mc.flops, transcendentals=mc.transcendentals, bytes=mc.bytes,
+                           loop_multiplied=mc.loop_multiplied, flops_body_once=mc.flops_body_once,
+                           unknown_custom_calls=mc.unknown_custom_calls)
+                for d, n in mc.ops_by_dialect.items():
+                    row[f"ops_{d}"] = n
+                    dialects.add(f"ops_{d}")
+                if device:
+                    r = roofline(mc, device=device, dtype=dtype)
+                    row.update(roofline_flops_s=r.time_flops_s, roofline_bytes_s=r.time_bytes_s, bound=r.bound)
+            if xla and x is not None:
+                row.update(x)
+            if err:
+                row["note"] = err
+        if s.name == "xla:optimized" and ex._xla is not None:
+            c = ex._xla.cost
+            row.update(xla_flops=c.get("flops"), xla_transcendentals=c.get("transcendentals"),
+                       xla_bytes=c.get("bytes accessed"), note="XLA's analysis after fusion")
+            row.update(ex._xla.memory)
+            row["seconds"] = ex._xla.seconds
+        rows.append(row)
+    base = ["stage", "group", "ops", "flops", "transcendentals", "bytes", "loop_multiplied", "flops_body_once",
+            "xla_flops", "xla_transcendentals", "xla_bytes", "unknown_custom_calls", "seconds",
+            "argument_bytes", "output_bytes", "temp_bytes", "alias_bytes", "generated_code_bytes"]
+    if device:
+        base += ["roofline_flops_s", "roofline_bytes_s", "bound"]
+    cols = base + sorted(dialects) + ["note"]
+    df = pd.DataFrame(rows)
+    for c in cols:
+        if c not in df:
+            df[c] = None
+    ints = ["ops", "flops", "transcendentals", "bytes", "flops_body_once", "unknown_custom_calls"] + sorted(dialects)
+    for c in ints:
+        df[c] = df[c].astype("Int64")
+    return df[cols]
+
+
+def plot_cost(ex):
+    """A small chart of ops, flops and bytes across the module stages (changed stages marked)."""
+    import matplotlib.pyplot as plt
+
+    df = cost_table(ex, xla=False)
+    df = df[df["ops"].notna()].reset_index(drop=True)
+    changed = {s.name for s in ex.stages if s.changed}
+    fig, axes = plt.subplots(3, 1, figsize=(max(6, 0.28 * len(df) + 2), 6), sharex=True)
+    for axis, col, label in zip(axes, ("ops", "flops", "bytes"), ("ops", "flops", "bytes (unfused)")):
+        values = df[col].astype(float)
+        axis.plot(range(len(df)), values, marker="o", color="#3465a4", lw=1.5)
+        for i, name in enumerate(df["stage"]):
+            if name in changed:
+                axis.plot(i, values[i], marker="o", color="#cc0000")
+        axis.set_ylabel(label)
+        axis.grid(alpha=0.3)
+    axes[-1].set_xticks(range(len(df)))
+    axes[-1].set_xticklabels(df["stage"], rotation=70, ha="right", fontsize=8)
+    axes[0].set_title(f"cost across stages ({ex.spec.title}); red: the stage changed the module")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
