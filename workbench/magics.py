@@ -1,0 +1,287 @@
+"""The ``%%hlo`` and ``%hlo`` magics: explore a function from a notebook cell, like Reactant.jl's ``@code_hlo``.
+
+    %load_ext workbench
+
+    %%hlo -p only_enzyme --disable transpose_transpose
+    def f(x, y):
+        return jnp.tanh(x @ y).sum(0)
+    f(jnp.ones((64, 64)), jnp.ones((64, 32)))
+
+    %hlo -p all f(x, y)
+
+The cell runs in the user's namespace, except its last statement: that must be a call, whose function
+and arguments are evaluated (the function is not called) and handed to ``wb.explore``. The
+Exploration is stored as ``_hlo`` (and under ``-o NAME``). This module is a view: it reads an
+Exploration and never runs passes itself.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import keyword
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from IPython.core import magic_arguments
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+
+from .build import explore
+from .diff import diff_texts
+from .errors import WorkbenchError
+from .stages import Exploration, Stage
+
+__all__ = ["HloMagics", "View", "text_view", "load_ipython_extension"]
+
+_CALL_EXAMPLE = "f(x, y)"
+
+
+@dataclass(frozen=True)
+class View:
+    """What the user asked to see of an Exploration: the panel, or text (one stage, or a diff of two)."""
+
+    panel: bool = True
+    stage: str | None = None
+    vs: str | None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    """The traced call, evaluated: the function and its arguments, nothing run yet."""
+
+    fn: Callable
+    args: tuple
+    kwargs: dict[str, Any]
+
+    def positional(self) -> tuple[Callable, tuple]:
+        """``explore`` takes positional arguments only: keyword arguments become trailing positional
+        arguments of a thin wrapper, so they are traced or static by the same rule as positional ones."""
+        if not self.kwargs:
+            return self.fn, self.args
+        fn, n, names = self.fn, len(self.args), tuple(self.kwargs)
+
+        def call(*args):
+            return fn(*args[:n], **dict(zip(names, args[n:])))
+
+        call.__name__ = call.__qualname__ = getattr(fn, "__name__", type(fn).__name__)
+        # JAX names the user's function, file and line in its messages (it unwraps), and the
+        # arguments by this signature: the positional parameters' names, then the keywords.
+        call.__wrapped__ = fn
+        call.__signature__ = inspect.Signature(
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in _positional_names(fn, n) + names])
+        return call, self.args + tuple(self.kwargs.values())
+
+
+def _positional_names(fn: Callable, n: int) -> tuple[str, ...]:
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):  # a builtin or callable without a signature
+        params = []
+    return tuple(params[i] if i < len(params) else f"arg{i}" for i in range(n))
+
+
+@magics_class
+class HloMagics(Magics):
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument("-p", "--pipeline", default="all",
+                              help="a preset (see wb.pipelines()) or a pass pipeline string; default: all")
+    @magic_arguments.argument("-d", "--device", default="cpu:0", help="the device to lower and compile for; default: cpu:0")
+    @magic_arguments.argument("--disable", action="append", default=[], metavar="P1,P2",
+                              help="Enzyme-JaX patterns to switch off (comma-separated, repeatable)")
+    @magic_arguments.argument("--enable", action="append", default=[], metavar="P",
+                              help="Enzyme-JaX patterns to switch on (comma-separated, repeatable)")
+    @magic_arguments.argument("--xla-disable", action="append", default=[], metavar="PASS",
+                              help="XLA HLO passes to skip (comma-separated, repeatable)")
+    @magic_arguments.argument("-o", "--output", metavar="NAME",
+                              help="also store the Exploration as NAME (it is always stored as _hlo)")
+    @magic_arguments.argument("--stage", metavar="A", help="show stage A instead of the last MLIR stage")
+    @magic_arguments.argument("--vs", metavar="B", help="with --stage A: show the diff from stage A to stage B")
+    @magic_arguments.argument("--no-panel", action="store_true", help="print the stage table and text, no panel")
+    @magic_arguments.argument("call", nargs="*", help=f"(line magic only) the call to trace, e.g. {_CALL_EXAMPLE}")
+    @no_var_expand
+    @line_cell_magic
+    def hlo(self, line: str, cell: str | None = None):
+        """Show a function's program after every compiler stage: jaxpr, StableHLO, each MLIR pass, XLA.
+
+        As a cell magic, the cell's code runs in the notebook's namespace, except its last line: that
+        must be a call such as ``f(x, y)``. The function and its arguments are evaluated, not called,
+        and traced with ``wb.explore``. As a line magic, ``%hlo [options] f(x, y)`` does the same for
+        one call. The Exploration is stored as ``_hlo`` (and as NAME with ``-o NAME``); a stage that
+        failed is reported, and the stages before it stay in ``_hlo``.
+        """
+        magic = "%hlo" if cell is None else "%%hlo"
+        if cell is None:
+            opts, source = _split_line(self.hlo.parser, line)
+            view = _view(opts, magic)
+            filename = self.shell.compile.cache(source, _cell_number(self.shell))
+            call = self._evaluate(_parse_call(source, filename, magic), filename, magic)
+        else:
+            opts = _parse_options(self.hlo.parser, line, magic)
+            if opts.call:
+                raise UsageError(f"%%hlo takes options on its first line and the call on the cell's last line; "
+                                 f"got {' '.join(opts.call)!r} on the first line")
+            view = _view(opts, magic)
+            call = self._run_cell_body(cell)
+
+        fn, args = call.positional()
+        try:
+            ex = explore(fn, *args, pipeline=opts.pipeline, disable=opts.disable, enable=opts.enable,
+                         device=opts.device, xla_disable=opts.xla_disable)
+        except WorkbenchError as e:
+            raise UsageError(f"{magic}: {str(e).rstrip()}") from None
+        self.shell.user_ns["_hlo"] = ex
+        if opts.output:
+            self.shell.user_ns[opts.output] = ex
+        try:
+            _show_panel(ex, view)
+        except WorkbenchError as e:
+            raise UsageError(f"{magic}: {e} (the Exploration is stored as _hlo)") from None
+
+    # -- running the user's code -------------------------------------------------------------------
+    def _run_cell_body(self, cell: str) -> Call:
+        """Run all but the last statement in the user's namespace; evaluate the last one's parts."""
+        shell = self.shell
+        code = shell.transform_cell(cell)
+        filename = shell.compile.cache(code, _cell_number(shell), raw_code=cell)
+        try:
+            tree = shell.compile.ast_parse(code, filename=filename)
+        except SyntaxError:
+            shell.showsyntaxerror(filename)
+            raise UsageError("%%hlo: the cell does not parse (see above); nothing was traced") from None
+        if not tree.body:
+            raise UsageError(f"%%hlo: the cell is empty; its last line must be the call to trace, e.g. {_CALL_EXAMPLE}")
+        call = _as_call(tree.body[-1], code, "%%hlo")
+        body = shell.transform_ast(ast.Module(body=tree.body[:-1], type_ignores=[]))
+        self._run_user(lambda: exec(shell.compile(body, filename, "exec"), shell.user_global_ns, shell.user_ns),
+                       "%%hlo")
+        return self._evaluate(call, filename, "%%hlo")
+
+    def _evaluate(self, call: ast.Call, filename: str, magic: str) -> Call:
+        keys = [None if k.arg is None else ast.Constant(k.arg) for k in call.keywords]
+        parts = ast.Tuple([call.func, ast.Tuple(list(call.args), ast.Load()),
+                           ast.Dict(keys, [k.value for k in call.keywords])], ast.Load())
+        expr = ast.fix_missing_locations(ast.Expression(ast.copy_location(parts, call)))
+        code = self.shell.compile(expr, filename, "eval")
+        fn, args, kwargs = self._run_user(lambda: eval(code, self.shell.user_global_ns, self.shell.user_ns), magic)
+        if not callable(fn):
+            raise UsageError(f"{magic}: {ast.unparse(call.func)} is a {type(fn).__name__}, not a function to trace")
+        return Call(fn, args, kwargs)
+
+    def _run_user(self, thunk: Callable[[], Any], magic: str) -> Any:
+        """Run the user's code; on an exception, show its traceback from the user's own frames on."""
+        try:
+            return thunk()
+        except Exception as e:
+            # Skip this frame and the thunk's, so the traceback starts in the user's cell.
+            tb = e.__traceback__.tb_next
+            self.shell.showtraceback((type(e), e, tb.tb_next if tb is not None else None))
+            raise UsageError(f"{magic}: the code raised {type(e).__name__} (see above); nothing was traced") from None
+
+
+# -- parsing -----------------------------------------------------------------------------------------
+def _parse_options(parser, text: str, magic: str):
+    """The options, split as a POSIX shell would, so a quoted pipeline string loses its quotes."""
+    try:
+        return parser.parse_args(shlex.split(text))
+    except ValueError as e:  # unbalanced quotes
+        raise UsageError(f"{magic}: cannot read the options {text!r}: {e}") from None
+    except UsageError as e:
+        raise UsageError(f"{magic}: {e} (see {magic}? for the options)") from None
+
+
+def _split_line(parser, line: str) -> tuple[Any, str]:
+    """``-p only_enzyme f(x, y)`` -> (the options, ``"f(x, y)"``): the shortest run of options after
+    which the rest of the line is one Python expression."""
+    for i in [0] + [m.end() for m in re.finditer(r"\s+", line)]:
+        rest = line[i:].strip()
+        if not rest:
+            break
+        if rest.startswith("-"):  # an option: a call never starts with a minus sign
+            continue
+        try:
+            ast.parse(rest, mode="eval")
+            opts = parser.parse_args(shlex.split(line[:i]))
+        except (SyntaxError, ValueError, UsageError):
+            continue
+        if not opts.call:
+            return opts, rest
+    opts = _parse_options(parser, line, "%hlo")  # raises for a bad option
+    got = f"; got {' '.join(opts.call)!r}" if opts.call else ""
+    raise UsageError(f"%hlo needs a call to trace after its options, e.g. %hlo -p all {_CALL_EXAMPLE}{got}")
+
+
+def _parse_call(source: str, filename: str, magic: str) -> ast.Call:
+    try:
+        tree = ast.parse(source, filename=filename, mode="exec")
+    except SyntaxError as e:
+        raise UsageError(f"{magic}: {source!r} does not parse: {e.msg}") from None
+    if len(tree.body) != 1:
+        raise UsageError(f"{magic} takes a single call, e.g. {_CALL_EXAMPLE}; got {source!r}")
+    return _as_call(tree.body[0], source, magic)
+
+
+def _as_call(stmt: ast.stmt, source: str, magic: str) -> ast.Call:
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return stmt.value
+    text = ast.get_source_segment(source, stmt) or ast.unparse(stmt)
+    where = "the cell's last statement" if magic == "%%hlo" else "the line"
+    raise UsageError(f"{magic}: {where} must be a call FUNC(ARGS...) to trace, e.g. {_CALL_EXAMPLE}; "
+                     f"got {text.splitlines()[0]!r}")
+
+
+def _cell_number(shell) -> int:
+    """The execution count of the running cell, so tracebacks say ``Cell In[n]`` like the shell's own."""
+    running = getattr(shell.displayhook, "exec_result", None)
+    return running.execution_count if running is not None else shell.execution_count
+
+
+def _view(opts, magic: str) -> View:
+    """Check the options that only the magic reads, before any of the user's code runs."""
+    if opts.vs and not opts.stage:
+        raise UsageError(f"{magic}: --vs B needs --stage A (the diff goes from stage A to stage B)")
+    if opts.output and not (opts.output.isidentifier() and not keyword.iskeyword(opts.output)):
+        raise UsageError(f"{magic}: -o {opts.output!r} is not a Python name to store the Exploration under")
+    return View(panel=not opts.no_panel, stage=opts.stage, vs=opts.vs)
+
+
+# -- display -----------------------------------------------------------------------------------------
+def _show_panel(ex: Exploration, view: View) -> None:
+    """The one place that decides how a magic shows an Exploration.
+
+    There is no panel yet, so every front end gets the text view, as with ``--no-panel``.
+    """
+    print(text_view(ex, view), end="")
+
+
+def text_view(ex: Exploration, view: View = View()) -> str:
+    """The stage table, then the last MLIR stage's text (or the ``--stage``, or the ``--stage``/``--vs`` diff)."""
+    from .cli import stage_table
+
+    out = [f"{ex!r}\n", stage_table(ex), ""]
+    if ex.error:
+        out += [f"{ex.error}", "(the stages before it are usable: _hlo[...])", ""]
+    if view.stage and view.vs:
+        a, b = ex.stage(view.stage), ex.stage(view.vs)
+        diff = _diff(a, b)
+        out += [f"# diff {a.name} -> {b.name}", diff if diff else f"(stages {a.name} and {b.name} have the same text)"]
+    else:
+        s = ex.stage(view.stage) if view.stage else _last_mlir(ex)
+        note = "" if view.stage else " (the last MLIR stage)" if s.group == "mlir" else " (the module as lowered)"
+        out += [f"# {s.name}{note}", s.error or s.text]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _last_mlir(ex: Exploration) -> Stage:
+    mlir = [s for s in ex.stages if s.group == "mlir" and not s.error]
+    return mlir[-1] if mlir else ex["stablehlo"]
+
+
+def _diff(a: Stage, b: Stage) -> str:
+    return diff_texts(a.text, b.text, a.name, b.name).unified().rstrip("\n")
+
+
+def load_ipython_extension(shell) -> None:
+    shell.register_magics(HloMagics)
