@@ -73,20 +73,21 @@ def _names(x: Sequence[str] | str) -> set[str]:
 
 def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
             device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
-            timeout: float = 600.0, **pattern_options) -> Exploration:
+            timeout: float = 600.0, static_argnums: Sequence[int] = (), **pattern_options) -> Exploration:
     """Trace ``fn(*args)`` and show the program after every stage of ``pipeline``.
 
     ``pipeline`` is a preset (see ``wb.pipelines()``) or any pass pipeline string. ``disable``/``enable``
     toggle Enzyme-JaX patterns (see ``wb.patterns()``); ``pattern_options`` are Reactant's options
     that shape the pattern list (``no_nan``, ``transpose_propagate``, ...; ``inline`` too).
     ``xla_disable`` names XLA HLO passes to skip; ``xla_options`` are other XLA debug options.
-    Non-array arguments are treated as static where JAX allows.
+    Non-array arguments are treated as static where JAX allows; ``static_argnums`` makes others
+    static too (e.g. a Python int that picks an axis).
     """
     inline, options = _split_options(pattern_options)
     dev = resolve_device(device)
     xla = _xla_options(xla_disable, (), xla_options or {})
     sel = _selection(options, disable, enable)
-    traced = trace(fn, args, platform=dev.platform)
+    traced = trace(fn, args, platform=dev.platform, static_argnums=tuple(static_argnums))
     title = getattr(fn, "__name__", type(fn).__name__)
     return _build(Spec(title, pipeline, inline, sel, xla, device, timeout, traced))
 

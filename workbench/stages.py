@@ -224,24 +224,38 @@ class Exploration:
         runnable = [s for s in self._early if s.group in ("trace", "mlir") and not s.error and s.name != "jaxpr"]
         return runnable[-1]
 
-    def run(self, stage=None, device: str | None = None, repeat: int = 20, args=None, check: bool = True):
+    def run(self, stage=None, device: str | None = None, repeat: int = 20, args=None, check: bool = True,
+            reference: "Exploration | None" = None):
         """Execute a stage on ``device`` (default: the one explored for) and check it against "stablehlo".
 
         Returns a RunResult: ``outputs`` (the user's pytree), ``timing`` (median/min/IQR of ``repeat``
         calls after a warm-up, ``seconds`` the raw times) and ``check`` (max abs/rel error per leaf
-        against the reference stage, with a dtype-aware tolerance).
+        against the reference stage, with a dtype-aware tolerance). ``reference`` checks against
+        another Exploration's unoptimized program instead (e.g. a hand-edited module from
+        ``explore_text`` against the function it came from), run on the same arguments.
         """
-        from .execute import REFERENCE, RunResult, compare_outputs, run_stage
+        from .execute import RunResult, compare_outputs, run_stage
 
         st = self.default_run_stage() if stage is None else self.stage(stage)
         device = device or self._spec.device
         outputs, timing = run_stage(self, st, device, repeat, args)
         result_check = None
         if check:
-            ref_name = REFERENCE if any(s.name == REFERENCE for s in self._early) else self._early[0].name
-            ref = outputs if st.name == ref_name else self._reference_outputs(ref_name, device, args)
-            result_check = compare_outputs(outputs, ref, ref_name)
+            owner = reference or self
+            ref_name = owner.reference_stage().name
+            if owner is self and st.name == ref_name:
+                ref = outputs
+            else:
+                ref = owner._reference_outputs(ref_name, device, args)
+            label = ref_name if owner is self else f"{owner.spec.title}:{ref_name}"
+            result_check = compare_outputs(outputs, ref, label)
         return RunResult(st.name, device, outputs, timing, result_check)
+
+    def reference_stage(self) -> Stage:
+        """The unoptimized program every run is checked against: "stablehlo" (or "input" for text)."""
+        from .execute import REFERENCE
+
+        return next((s for s in self._early if s.name == REFERENCE), self._early[0])
 
     def _reference_outputs(self, ref_name: str, device: str, args):
         from .execute import run_stage
@@ -318,7 +332,8 @@ class Exploration:
     def __repr__(self) -> str:
         early = [s for s in self._early]
         n_late = "" if self._late is None else f" + {len(self._late)} XLA/backend"
-        err = f", FAILED at {self.error.stage!r}" if self._error else ""
+        failed = self._error or (self._late_error if self._late is not None else None)
+        err = f", FAILED at {failed.stage!r}" if failed else ""
         return (f"Exploration({self._spec.title!r}, pipeline={self._spec.pipeline!r}, "
                 f"{len(early)} trace/MLIR stages{n_late}{err})")
 

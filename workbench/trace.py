@@ -96,10 +96,13 @@ def user_frames(exc: BaseException) -> str:
     return text + "".join(traceback.format_exception_only(type(exc), exc))
 
 
-def trace(fn: Callable, args: tuple, *, platform: str = "cpu") -> Traced:
+def trace(fn: Callable, args: tuple, *, platform: str = "cpu", static_argnums: tuple[int, ...] = ()) -> Traced:
     import time
 
-    static = _static_argnums(args)
+    for i in static_argnums:
+        if not -len(args) <= i < len(args):
+            raise ArgumentError(f"static_argnums names argument {i}, but the call has {len(args)} arguments")
+    static = tuple(sorted(set(_static_argnums(args)) | {i % len(args) for i in static_argnums}))
     jitted = jax.jit(fn, static_argnums=static)
     name = getattr(fn, "__name__", type(fn).__name__)
     try:
