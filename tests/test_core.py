@@ -269,3 +269,16 @@ def test_changed_keeps_only_stages_that_changed(attention):
         if s.parent and s.group == "mlir":
             assert s.text != ex[s.parent].text
     assert ex[-1] is ex.stages[-1] or ex[-1] == ex.stages[-1]
+
+
+def test_diff_between_any_two_stages(attention):
+    fn, args = attention
+    ex = wb.explore(fn, *args)
+    d = ex.diff("stablehlo", "enzyme-hlo-patterns#1")
+    assert not d.is_empty and "@@" in d.unified()
+    delta = d.ops_delta().set_index("op")
+    assert delta.loc["stablehlo.transpose", "delta"] < 0  # the patterns fold transposes into dots
+    assert ex.diff(ex["cse#2"], ex.stage("canonicalize#4")).is_empty  # a pass that changed nothing
+    assert ex.diff("cse#1").unified() == ex.diff("canonicalize#1", "cse#1").unified()  # one stage: vs its parent
+    html = ex.diff(2, 6)._repr_html_()
+    assert "<table" in html and "stablehlo.dot_general" in html
