@@ -121,13 +121,27 @@ def cmd_show(ns) -> int:
 
 
 def cmd_report(ns) -> int:
+    import pandas as pd
+
     ex = _explore(ns)
     print(f"# {ex!r}\n")
     print(stage_table(ex))
     mlir = [s for s in ex.stages if s.group == "mlir" and not s.error]
     if mlir:
-        print(f"\n# Final MLIR stage ({mlir[-1].name}):\n")
-        print(mlir[-1].text)
+        first, last = ex.reference_stage(), mlir[-1]
+        print(f"\n# What the MLIR pipeline did: ops in {first.name} vs {last.name}\n")
+        delta = ex.diff(first, last).ops_delta()
+        print(delta.to_string(index=False) if len(delta) else "(no op count changed)")
+        cost = ex.cost()
+        keep = cost[cost.stage.isin([first.name, last.name, "xla:optimized"])]
+        cols = ["stage", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes", "temp_bytes"]
+        print("\n# Cost\n")
+        with pd.option_context("display.width", 200):
+            print(keep[cols].to_string(index=False))
+        r = ex.run(last, repeat=10)
+        print(f"\n# Run on {r.device}: {r.timing!r}\n  {r.check!r}")
+        print(f"\n# Final MLIR stage ({last.name}):\n")
+        print(last.text)
     if ex.error:
         print(f"\n{ex.error}", file=sys.stderr)
         return 1
