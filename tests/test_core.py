@@ -282,3 +282,15 @@ def test_diff_between_any_two_stages(attention):
     assert ex.diff("cse#1").unified() == ex.diff("canonicalize#1", "cse#1").unified()  # one stage: vs its parent
     html = ex.diff(2, 6)._repr_html_()
     assert "<table" in html and "stablehlo.dot_general" in html
+
+
+def test_reactant_and_enzyme_ad_option_names_shape_the_pattern_list(attention):
+    fn, args = attention
+    ex = wb.explore(fn, *args, pipeline="enzyme-hlo-patterns", enable_licm_optimization_passes=False, no_nan=True)
+    assert ex.spec.selection.options.licm is False and ex.spec.selection.options.no_nan
+    passes = mlir_stages(ex)[-1].produced_by
+    want = enzyme.optimization_passes(enable_licm_optimization_passes=False, no_nan=True)
+    assert passes.split("patterns=")[1].split("}")[0] == want.split("patterns=")[1].split("}")[0]
+    down = wb.explore(fn, *args, pipeline="enzyme-hlo-patterns", transpose_propagate="down", reshape_propagate="none")
+    want = enzyme.optimization_passes(transpose_propagate="down", reshape_propagate="none")
+    assert mlir_stages(down)[-1].produced_by.split("patterns=")[1].split("}")[0] == want.split("patterns=")[1].split("}")[0]

@@ -79,11 +79,16 @@ class PatternOptions:
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> "PatternOptions":
+        """Options by their short names, or by enzyme-ad's ``optimization_passes`` keyword names
+        (``enable_licm_optimization_passes=False`` is ``licm=False``)."""
         known = [f.name for f in dataclasses.fields(cls)]
-        for k in kwargs:
-            if k not in known:
+        out = {}
+        for k, v in kwargs.items():
+            name = re.sub(r"^enable_|(_like)?(_optimization)?_passes$", "", k)
+            if name not in known:
                 raise UnknownNameError("pattern option", k, known)
-        return cls(**kwargs)
+            out[name] = v
+        return cls(**out)
 
 
 # Which switch (and value) makes enzyme-ad add a pattern: the group names follow Reactant.jl's
