@@ -13,8 +13,16 @@ from .catalog import patterns
 from .presets import pipelines
 from .stages import Exploration, Stage
 
+
+def panel(ex, **kwargs):
+    """The pass-toggle panel for an Exploration (ipywidgets; see ``workbench.widgets.panel``)."""
+    from .widgets import panel as make_panel
+
+    return make_panel(ex, **kwargs)
+
+
 __all__ = [
-    "explore", "explore_text", "patterns", "pipelines", "Exploration", "Stage", "devices",
+    "explore", "explore_text", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
     "miscompiles", "crashes", "slower_than", "op_count_above",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
     "XlaOptionError",

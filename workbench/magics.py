@@ -136,7 +136,7 @@ class HloMagics(Magics):
         if opts.output:
             self.shell.user_ns[opts.output] = ex
         try:
-            _show_panel(ex, view)
+            _show_panel(ex, view, opts.output or "_hlo")
         except WorkbenchError as e:
             raise UsageError(f"{magic}: {e} (the Exploration is stored as _hlo)") from None
 
@@ -248,12 +248,42 @@ def _view(opts, magic: str) -> View:
 
 
 # -- display -----------------------------------------------------------------------------------------
-def _show_panel(ex: Exploration, view: View) -> None:
+def _show_panel(ex: Exploration, view: View, name: str = "_hlo") -> None:
     """The one place that decides how a magic shows an Exploration.
 
-    There is no panel yet, so every front end gets the text view, as with ``--no-panel``.
+    In a kernel whose front end can render widgets (Jupyter), the pass-toggle panel, with
+    ``--stage A`` on the right (its parent on the left) or ``--stage A --vs B`` as the pair; its Python
+    lines act on ``name``. Elsewhere (a terminal IPython) and with ``--no-panel``, the text view.
     """
-    print(text_view(ex, view), end="")
+    if not (view.panel and _widgets_render()):
+        print(text_view(ex, view), end="")
+        return
+    from IPython.display import display
+
+    from .widgets import panel
+
+    left = right = None
+    if view.stage:
+        right = ex.stage(view.stage).name  # an unknown name is the user's error, reported by the magic
+        left = ex.stage(view.stage).parent
+        if view.vs:
+            left, right = right, ex.stage(view.vs).name
+    display(panel(ex, name=name, left=left, right=right))
+
+
+def _widgets_render() -> bool:
+    """Whether the running shell is a kernel, whose front ends render ipywidgets (a terminal cannot)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if getattr(shell, "kernel", None) is None:
+        return False
+    try:
+        import anywidget  # noqa: F401
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def text_view(ex: Exploration, view: View = View()) -> str:

@@ -1,0 +1,776 @@
+"""The pass-toggle panel: every stage of an Exploration, any two side by side, the patterns and XLA
+passes to switch, and the actions a compiler engineer reaches for (run, compare, cost, graph,
+applicable patterns, bisect).
+
+The panel is a view. It reads an Exploration and calls its public methods; a toggle asks the
+Exploration for a new one (``with_patterns``, ``with_xla``) and shows that. Work runs on one worker
+thread, so the notebook stays responsive and the panel says what runs and for how long; an error is
+shown in the panel, never raised into the notebook. Every action's line of Python is shown, ready to
+paste.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import html
+import io
+import pathlib
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Callable
+
+import ipywidgets as W
+
+from ..diff import Diff
+from ..errors import WorkbenchError
+from ..presets import PRESETS
+from ..stages import Exploration, Stage
+from . import actions
+from .actions import Action
+from .diffview import DiffView
+from .lists import StageList, ToggleList, stage_rows
+
+__all__ = ["Panel", "panel"]
+
+_CSS = (pathlib.Path(__file__).parent / "panel.css").read_text()
+_CUSTOM = "(custom string)"
+_TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Analyze")
+
+
+def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None) -> "Panel":
+    """The pass-toggle panel for ``ex``; ``name`` is the variable the Python lines it shows act on.
+
+    ``left``/``right`` pick the two stages to diff (default: the first stage that changed the module
+    and its parent). ``panel.ex`` is the Exploration the panel shows now.
+    """
+    return Panel(ex, name=name, left=left, right=right)
+
+
+def _esc(x) -> str:
+    return html.escape(str(x))
+
+
+def _message(e: BaseException) -> str:
+    return str(e).strip() or type(e).__name__
+
+
+def _default_right(ex: Exploration, stages: list[Stage]) -> Stage:
+    """The stage a user most likely wants to see first: a failed one, else the first MLIR stage that
+    changed the module, else the last MLIR stage, else the last stage."""
+    for s in stages:
+        if s.error:
+            return s
+    mlir = [s for s in stages if s.group == "mlir"]
+    for s in mlir:
+        if s.changed:
+            return s
+    return mlir[-1] if mlir else stages[-1]
+
+
+def _runnable(stages: list[Stage]) -> list[str]:
+    return [s.name for s in stages if s.group in ("trace", "mlir") and s.name != "jaxpr" and not s.error]
+
+
+def _table(df, floats: int = 3, max_rows: int = 200) -> str:
+    """A DataFrame as a compact HTML table: blanks for missing values, whole floats without ".0"."""
+    import pandas as pd
+
+    df = df.copy()
+    for c in df.columns:
+        values = df[c].dropna()
+        if df[c].dtype.kind == "f" and len(values) and (values == values.round()).all():
+            df[c] = df[c].astype("Int64")
+    df = df.astype(object).where(df.notna(), "")
+    with pd.option_context("display.max_rows", max_rows, "display.precision", floats):
+        return df.to_html(index=False, escape=True, classes="wb-table", border=0, max_rows=max_rows)
+
+
+class Panel:
+    """The panel for one Exploration; see ``panel()``. Display it (it is the last value of a cell, or
+    ``display(p)``); ``p.ex`` is the Exploration shown now, ``p.python`` the line of the last action."""
+
+    def __init__(self, ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None,
+                 background: bool = True):
+        self.name = name
+        self._ex = ex
+        self._left = left or ""
+        self._right = right or ""
+        self.python = ""
+        self.history: list[str] = []  # the lines that changed the Exploration, in order
+        self.last_error: str | None = None
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="wb-panel") if background else None
+        self._futures: list[Future] = []
+        self._local = threading.local()
+        self._diff_token = 0
+        self._busy_jobs = 0  # queued or running jobs that keep the action buttons disabled
+        self._busy_lock = threading.Lock()
+        self._xla_seen: list[str] = []
+        self._catalog: tuple | None = None  # (options, items, default-on names)
+        self._cost_key = self._graph_key = None
+        self._culprits: list[str] = []
+        self._progress_note = ""
+        self._label = ""
+        self._build()
+        self._submit("reading the stages", None, self._load, busy=True)
+
+    # -- the Exploration shown ---------------------------------------------------------------------
+    @property
+    def ex(self) -> Exploration:
+        return self._ex
+
+    @property
+    def left(self) -> str:
+        return self._left
+
+    @property
+    def right(self) -> str:
+        return self._right
+
+    @property
+    def widget(self) -> W.VBox:
+        return self._root
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = self._root._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, tuple):
+            bundle = bundle[0]
+        bundle = dict(bundle)
+        bundle["text/plain"] = f"pass-toggle panel for {self._ex!r}"
+        return bundle
+
+    def wait(self, timeout: float | None = 600) -> "Panel":
+        """Block until the panel's queued work is done (for scripts and tests)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            pending = [f for f in self._futures if not f.done()]
+            if not pending:
+                return self
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            pending[0].result(timeout=left)
+
+    def close(self) -> None:
+        """Close the panel's widgets and stop its worker thread."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+        def close(w):
+            for child in getattr(w, "children", ()):
+                close(child)
+            w.close()
+
+        close(self._root)
+
+    # -- actions (each one is also a button, a click or a toggle in the panel) ------------------------
+    def pick(self, name: str, side: str = "right") -> None:
+        """Diff stage ``name`` against its parent (side "right"), or put it on the left (side "left")."""
+        st = self._ex.stage(name)
+        if side == "left":
+            self._left = st.name
+        else:
+            self._right = st.name
+            if st.parent:
+                self._left = st.parent
+        self._show_selection()
+
+    def toggle_patterns(self, names, on: bool) -> None:
+        self._rebuild(lambda: actions.toggle_patterns(self.name, list(names), on))
+
+    def reset_patterns(self) -> None:
+        self._rebuild(lambda: actions.reset_patterns(self.name, self._ex))
+
+    def toggle_xla(self, names, on: bool) -> None:
+        self._rebuild(lambda: actions.toggle_xla(self.name, list(names), on))
+
+    def reset_xla(self) -> None:
+        self._rebuild(lambda: actions.reset_xla(self.name, self._ex))
+
+    def set_pipeline(self, pipeline: str) -> None:
+        """Rebuild with another preset or pipeline string."""
+        self._rebuild(lambda: actions.set_pipeline(self.name, pipeline.strip()))
+
+    def run(self, stage: str | None = None, device: str | None = None, repeat: int | None = None) -> None:
+        """Run a stage (default: the one picked in the Run tab) and show its outputs, timing and check."""
+        stage, device = stage or self.run_stage.value, device or self.device.value
+        repeat = int(repeat or self.repeat.value)
+        self._set_quietly(self.run_stage, stage)
+        self._set_quietly(self.device, device)
+        act = actions.run(self.name, stage, device, repeat)
+        self.run_out.value = ""
+        self._submit(act.label, act.python, lambda: self._show_run(act.call(self._ex)), busy=True)
+
+    def compare(self, stages=None, device: str | None = None) -> None:
+        """Run several stages and tabulate their times and checks."""
+        stages = list(stages if stages is not None else self.compare_stages.value)
+        device = device or self.device.value
+        self._set_quietly(self.device, device)
+        act = actions.compare(self.name, stages, device, int(self.repeat.value))
+        self.compare_out.value = ""
+        self._submit(act.label, act.python, lambda: self._show_compare(act.call(self._ex)), busy=True)
+
+    def find_applicable(self, stage: str | None = None) -> None:
+        """Try every pattern of the catalog alone on a stage; list those that change it."""
+        stage = stage or self.applicable_stage.value
+        self._set_quietly(self.applicable_stage, stage)
+        act = actions.applicable(self.name, stage)
+        self.applicable_out.value = ""
+        self._submit(act.label + " (in the worker pool)", act.python,
+                     lambda: self._show_applicable(stage, act.call(self._ex)), busy=True)
+
+    def bisect(self, kind: str | None = None, **params) -> None:
+        """Bisect the enabled patterns for a predicate of ``actions.PREDICATES`` (params: op, n, device)."""
+        if kind:
+            self.predicate.value = kind
+        for key, widget in (("op", self.pred_op), ("n", self.pred_n), ("device", self.pred_device)):
+            if key in params:
+                widget.value = params[key]
+        kind = self.predicate.value
+        wanted = actions.PREDICATES[kind]
+        values = {"op": self.pred_op.value, "n": int(self.pred_n.value), "device": self.pred_device.value}
+        act = actions.bisect(self.name, kind, on_run=self._bisect_progress,
+                             **{k: v for k, v in values.items() if k in wanted})
+        self.bisect_out.value = ""
+        self.culprits_off.layout.display = "none"
+        self._submit(act.label, act.python, lambda: self._show_bisect(act.call(self._ex)), busy=True)
+
+    def show_cost(self) -> None:
+        """Fill the Cost tab: every stage's cost, the chart, the per-op cost of the right stage."""
+        self._cost_key = (id(self._ex), self._right)
+        self._submit("costing every stage", f"{self.name}.cost()", self._load_cost, busy=False)
+
+    def show_graph(self) -> None:
+        """Fill the Graph tab with the right stage's dataflow graph."""
+        self._graph_key = (id(self._ex), self._right)
+        self._submit(f"drawing {self._right}", f"{self.name}.graph({actions._lit(self._right)})",
+                     self._load_graph, busy=False)
+
+    # -- building the widgets ----------------------------------------------------------------------
+    def _build(self) -> None:
+        L = W.Layout
+        short = {"description_width": "initial"}
+        self.header = W.HTML(layout=L(flex="1 1 auto"))
+        self.status = W.HTML(layout=L(flex="0 1 auto"))
+        self.stage_error = W.HTML()
+        self.stage_list = StageList(layout=L(width="340px", flex="none", max_height="800px"))
+        self.stage_list.handler = self._on_stage_msg
+        self.stage_list.loading = "reading the stages…"
+
+        # Diff
+        self.left_picker = W.Dropdown(description="A", layout=L(width="320px"), style=short)
+        self.right_picker = W.Dropdown(description="B", layout=L(width="320px"), style=short)
+        self.swap = W.Button(description="swap", icon="exchange", layout=L(width="90px"),
+                             tooltip="put B on the left and A on the right")
+        self.ops_delta = W.HTML()
+        self.diff_view = DiffView()
+        for picker, side in ((self.left_picker, "left"), (self.right_picker, "right")):
+            picker.observe(lambda ch, side=side: self._on_picker(side, ch["new"]), "value")
+        self.swap.on_click(lambda _b: self._swap())
+        diff_tab = W.VBox([W.HBox([self.left_picker, self.swap, self.right_picker]), self.ops_delta, self.diff_view])
+
+        # Passes
+        self.preset = W.Dropdown(options=list(PRESETS) + [_CUSTOM], description="pipeline", layout=L(width="260px"),
+                                 style=short)
+        self.pipeline_text = W.Text(placeholder="a preset or a pass pipeline: canonicalize,cse,enzyme-hlo-patterns",
+                                    layout=L(flex="1 1 auto"))
+        self.apply_pipeline = W.Button(description="apply", button_style="primary", layout=L(width="80px"),
+                                       tooltip="rebuild with this pipeline")
+        self.preset.observe(self._on_preset, "value")
+        self.apply_pipeline.on_click(lambda _b: self.set_pipeline(self.pipeline_text.value))
+        self.patterns_view = ToggleList(noun="pattern")
+        self.patterns_view.handler = self._on_pattern_msg
+        self.xla_view = ToggleList(noun="XLA pass")
+        self.xla_view.handler = self._on_xla_msg
+        passes_tab = W.VBox([
+            W.HBox([self.preset, self.pipeline_text, self.apply_pipeline]),
+            W.HBox([W.VBox([W.HTML('<div class="wb-caption"><b>Enzyme-JaX rewrite patterns</b>: applied '
+                                   "greedily in every <code>enzyme-hlo-patterns</code> stage</div>"),
+                            self.patterns_view], layout=L(flex="3 1 0", min_width="0")),
+                    W.VBox([W.HTML('<div class="wb-caption"><b>XLA HLO passes</b>: those the last compile '
+                                   "ran</div>"), self.xla_view], layout=L(flex="2 1 0", min_width="0"))],
+                   ).add_class("wb-row"),
+        ])
+
+        # Run
+        self.run_stage = W.Dropdown(description="stage", layout=L(width="330px"), style=short)
+        self.device = W.Dropdown(description="device", layout=L(width="200px"), style=short)
+        self.repeat = W.BoundedIntText(value=20, min=1, max=10000, description="repeat", layout=L(width="150px"),
+                                       style=short)
+        self.run_button = W.Button(description="Run", button_style="success", icon="play", layout=L(width="90px"))
+        self.run_button.on_click(lambda _b: self.run())
+        self.run_out = W.HTML()
+        self.compare_stages = W.SelectMultiple(rows=6, layout=L(width="330px"))
+        self.compare_button = W.Button(description="Compare stages", icon="table", layout=L(width="150px"),
+                                       tooltip="run each selected stage and tabulate time and check")
+        self.compare_button.on_click(lambda _b: self.compare())
+        self.compare_out = W.HTML()
+        run_tab = W.VBox([
+            W.HBox([self.run_stage, self.device, self.repeat, self.run_button]), self.run_out,
+            W.HTML("<b>Compare stages</b> (ctrl/shift-click to pick several; device and repeat from above)"),
+            W.HBox([self.compare_stages, self.compare_button]), self.compare_out,
+        ])
+
+        # Cost, Graph
+        self.cost_table = W.HTML(layout=L(max_height="300px", overflow="auto"))
+        self.cost_plot = W.Output()
+        self.op_costs = W.HTML(layout=L(max_height="300px", overflow="auto"))
+        cost_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs])
+        self.graph_out = W.HTML(layout=L(max_height="640px", overflow="auto"))
+        graph_tab = W.VBox([self.graph_out])
+
+        # Analyze
+        self.applicable_stage = W.Dropdown(description="stage", layout=L(width="330px"), style=short)
+        self.applicable_button = W.Button(description="Find applicable patterns", icon="search",
+                                          layout=L(width="210px"),
+                                          tooltip="apply every pattern of the catalog alone to this stage")
+        self.applicable_button.on_click(lambda _b: self.find_applicable())
+        self.applicable_out = W.HTML()
+        self.predicate = W.Dropdown(options=list(actions.PREDICATES), description="predicate", layout=L(width="290px"),
+                                    style=short)
+        self.pred_op = W.Text(value="stablehlo.transpose", description="op", layout=L(width="260px"), style=short)
+        self.pred_n = W.IntText(value=0, description="n", layout=L(width="120px"), style=short)
+        self.pred_device = W.Dropdown(description="device", layout=L(width="200px"), style=short)
+        self.predicate.observe(lambda _ch: self._show_predicate_params(), "value")
+        self.bisect_button = W.Button(description="Bisect", icon="code-fork", layout=L(width="100px"),
+                                      tooltip="find a minimal set of enabled patterns for which the predicate holds")
+        self.bisect_button.on_click(lambda _b: self.bisect())
+        self.bisect_out = W.HTML()
+        self.culprits_off = W.Button(description="switch these off", layout=L(width="160px", display="none"))
+        self.culprits_off.on_click(lambda _b: self.toggle_patterns(self._culprits, False))
+        analyze_tab = W.VBox([
+            W.HTML("<b>Applicable patterns</b>: which patterns change this stage when applied alone"),
+            W.HBox([self.applicable_stage, self.applicable_button]), self.applicable_out,
+            W.HTML("<b>Bisect</b>: a minimal set of enabled patterns that makes the predicate hold"),
+            W.HBox([self.predicate, self.pred_op, self.pred_n, self.pred_device, self.bisect_button]),
+            self.bisect_out, self.culprits_off,
+        ])
+        self._show_predicate_params()
+
+        self.tabs = W.Tab(children=[diff_tab, passes_tab, run_tab, cost_tab, graph_tab, analyze_tab])
+        self.tabs.titles = _TABS
+        self.tabs.layout = L(flex="1 1 auto", min_width="0")
+        self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
+
+        self.python_box = W.HTML()
+        self.pipeline_box = W.HTML()
+        self._buttons = [self.run_button, self.compare_button, self.applicable_button, self.bisect_button,
+                         self.apply_pipeline, self.culprits_off]
+        self._root = W.VBox([
+            W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
+            W.HBox([self.header, self.status], layout=L(align_items="center")).add_class("wb-row"),
+            self.stage_error,
+            W.HBox([self.stage_list, self.tabs]).add_class("wb-row"),
+            self.python_box, self.pipeline_box,
+        ])
+        self._root.add_class("wb-panel")
+        self._show_python()
+
+    # -- the worker ----------------------------------------------------------------------------------
+    def _submit(self, label: str, python: str | None, work: Callable[[], None], *, busy: bool) -> None:
+        """Queue ``work`` on the worker thread; ``busy`` work disables the actions from now until it ends."""
+        if python:
+            self.python = python
+            self._show_python()
+        if busy:
+            self._set_busy(+1)
+        if self._executor is None:
+            self._job(label, work, busy)
+            return
+        self._futures = [f for f in self._futures if not f.done()]
+        self._futures.append(self._executor.submit(self._job, label, work, busy))
+
+    def _job(self, label: str, work: Callable[[], None], busy: bool) -> None:
+        stop = threading.Event()
+        started = time.perf_counter()
+        self._set_label(label)
+        if self._executor is not None:
+            threading.Thread(target=self._tick, args=(started, stop), daemon=True).start()
+        try:
+            work()
+        except Exception as e:  # shown in the panel: a notebook view never raises into the kernel
+            self.last_error = f"{self._label} failed: {_message(e)}"
+            self._show_status(error=self.last_error)
+        else:
+            self.last_error = None
+            self._show_status(done=f"{self._label}: {time.perf_counter() - started:.2f} s")
+        finally:
+            stop.set()
+            self._progress_note = ""
+            if busy:
+                self._set_busy(-1)
+
+    def _tick(self, started: float, stop: threading.Event) -> None:
+        while not stop.wait(0.5):
+            self._show_status(running=self._label, elapsed=time.perf_counter() - started)
+
+    def _set_label(self, label: str) -> None:
+        """What the running job says it does (a rebuild knows only once it starts)."""
+        self._label = label
+        self._show_status(running=label)
+
+    def _set_busy(self, step: int) -> None:
+        with self._busy_lock:
+            self._busy_jobs += step
+            busy = self._busy_jobs > 0
+            for b in self._buttons:
+                b.disabled = busy
+            self.patterns_view.busy = self.xla_view.busy = busy
+
+    def _show_status(self, *, running: str = "", elapsed: float = 0.0, done: str = "", error: str = "") -> None:
+        if running:
+            # No callback reports how far a pass pipeline, a pattern scan or a bisection is, so the
+            # bar is the browser's indeterminate one; what is known (elapsed time, runs) is text.
+            self.status.value = (f'<span class="wb-status wb-running"><progress class="wb-progress"></progress>'
+                                 f'{_esc(running)} &middot; {elapsed:.1f} s{_esc(self._progress_note)}</span>')
+        elif error:
+            head, _, rest = error.partition("\n")
+            more = f"<details><summary>details</summary><pre>{_esc(rest)}</pre></details>" if rest.strip() else ""
+            self.status.value = f'<div class="wb-status wb-error"><b>&#10006; {_esc(head)}</b>{more}</div>'
+        else:
+            self.status.value = f'<span class="wb-status wb-done">&#10003; {_esc(done)}</span>'
+
+    def _set_quietly(self, dropdown: W.Dropdown, value) -> None:
+        if value in dropdown.options:
+            with self._programmatic():
+                dropdown.value = value
+
+    @contextmanager
+    def _programmatic(self):
+        """Widget values set by the panel itself, not by the user: observers ignore them."""
+        self._local.quiet = True
+        try:
+            yield
+        finally:
+            self._local.quiet = False
+
+    def _quiet(self) -> bool:
+        return getattr(self._local, "quiet", False)
+
+    # -- events from the browser ---------------------------------------------------------------------
+    def _on_stage_msg(self, msg: dict) -> None:
+        if msg.get("type") == "pick" and msg.get("name"):
+            try:
+                self.pick(msg["name"], msg.get("side", "right"))
+            except Exception as e:  # a stage of an Exploration replaced meanwhile: say so, do not raise
+                self._show_status(error=_message(e))
+
+    def _on_pattern_msg(self, msg: dict) -> None:
+        if msg.get("type") == "toggle":
+            self.toggle_patterns(msg.get("names", []), bool(msg.get("on")))
+        elif msg.get("type") == "reset":
+            self.reset_patterns()
+
+    def _on_xla_msg(self, msg: dict) -> None:
+        if msg.get("type") == "toggle":
+            self.toggle_xla(msg.get("names", []), bool(msg.get("on")))
+        elif msg.get("type") == "reset":
+            self.reset_xla()
+
+    def _on_picker(self, side: str, value) -> None:
+        if self._quiet() or not value:
+            return
+        if side == "left":
+            self._left = value
+        else:
+            self._right = value
+        self._show_selection()
+
+    def _swap(self) -> None:
+        self._left, self._right = self._right, self._left
+        self._show_selection()
+
+    def _on_preset(self, change) -> None:
+        if self._quiet() or change["new"] == _CUSTOM:
+            return
+        self.pipeline_text.value = change["new"]
+        self.set_pipeline(change["new"])
+
+    def _on_tab(self) -> None:
+        title = _TABS[self.tabs.selected_index or 0]
+        if title == "Cost" and self._cost_key != (id(self._ex), self._right):
+            self.show_cost()
+        elif title == "Graph" and self._graph_key != (id(self._ex), self._right):
+            self.show_graph()
+
+    def _show_predicate_params(self) -> None:
+        wanted = actions.PREDICATES[self.predicate.value]
+        for key, widget in (("op", self.pred_op), ("n", self.pred_n), ("device", self.pred_device)):
+            widget.layout.display = "" if key in wanted else "none"
+
+    # -- showing an Exploration ----------------------------------------------------------------------
+    def _load(self) -> None:
+        self._show_exploration(self._ex)
+
+    def _rebuild(self, make: Callable[[], Action]) -> None:
+        """Queue a rebuild; ``make`` builds its Action on the worker, from the Exploration of that moment
+        (a reset queued behind a toggle resets what the toggle left)."""
+        def work():
+            act = make()
+            self.python = act.python
+            self._show_python()
+            self._set_label(act.label)
+            ex = act.call(self._ex)
+            self.history.append(act.python)
+            self._show_exploration(ex)
+
+        self._submit("rebuilding", None, work, busy=True)
+
+    def _show_exploration(self, ex: Exploration) -> None:
+        stages = ex.stages  # computes XLA's stages: the slow part, on the worker thread
+        names = [s.name for s in stages]
+        self._ex = ex
+        for p in ex.xla_passes:
+            if p not in self._xla_seen:
+                self._xla_seen.append(p)
+        if self._right not in names:
+            self._right = _default_right(ex, stages).name
+        if self._left not in names:
+            self._left = ex.stage(self._right).parent or names[0]
+        runnable = _runnable(stages)
+        with self._programmatic():
+            self.header.value = self._header_html(ex, stages)
+            self.stage_error.value = (f'<div class="wb-stage-error"><b>{_esc(ex.error.stage)} failed</b> '
+                                      f'(the stages before it are usable)<pre>{_esc(ex.error)}</pre></div>'
+                                      if ex.error else "")
+            self.stage_list.loading = ""
+            self.stage_list.stages = stage_rows(stages)
+            self.left_picker.options = names
+            self.right_picker.options = names
+            keep_run = self.run_stage.value
+            self.run_stage.options = runnable
+            default_run = ex.default_run_stage().name if runnable else None
+            self.run_stage.value = keep_run if keep_run in runnable else default_run
+            keep_cmp = [s for s in self.compare_stages.value if s in runnable]
+            self.compare_stages.options = runnable
+            default_cmp = [n for n in (ex.reference_stage().name, self.run_stage.value) if n in runnable]
+            self.compare_stages.value = tuple(keep_cmp or dict.fromkeys(default_cmp))
+            keep_app = self.applicable_stage.value
+            self.applicable_stage.options = runnable
+            default_app = ex.reference_stage().name if ex.reference_stage().name in runnable else None
+            self.applicable_stage.value = keep_app if keep_app in runnable else default_app
+            from ..execute import devices
+
+            ids = devices()["id"].tolist()
+            for dd in (self.device, self.pred_device):
+                keep = dd.value
+                dd.options = ids
+                dd.value = keep if keep in ids else (ex.spec.device if ex.spec.device in ids else ids[0])
+            self.preset.value = ex.spec.pipeline if ex.spec.pipeline in PRESETS else _CUSTOM
+            self.pipeline_text.value = ex.spec.pipeline
+        self._show_patterns(ex)
+        self._show_xla(ex)
+        self._show_pipeline_string(ex)
+        self._show_python()
+        self._show_selection(now=True)
+
+    def _header_html(self, ex: Exploration, stages: list[Stage]) -> str:
+        changed = sum(1 for s in stages if s.changed)
+        sel = ex.spec.selection
+        toggles = []
+        if sel.disabled:
+            toggles.append(f"{len(sel.disabled)} pattern{'s' * (len(sel.disabled) != 1)} off")
+        if sel.enabled:
+            toggles.append(f"{len(sel.enabled)} added")
+        off = actions.disabled_xla_passes(ex)
+        if off:
+            toggles.append(f"XLA off: {', '.join(off)}")
+        bits = [f"<b>{_esc(ex.spec.title)}</b>", f"pipeline <code>{_esc(ex.spec.pipeline[:60])}</code>",
+                f"{len(stages)} stages, {changed} changed", _esc(ex.spec.device)] + [_esc(t) for t in toggles]
+        return '<div class="wb-header">' + " &middot; ".join(bits) + "</div>"
+
+    def _pattern_catalog(self, ex: Exploration):
+        from ..catalog import patterns
+
+        options = ex.spec.selection.options
+        if self._catalog is None or self._catalog[0] != options:
+            df = patterns(**dataclasses.asdict(options))
+            items = [[n, g, bool(d)] for n, g, d in zip(df["name"], df["group"], df["default_enabled"])]
+            self._catalog = (options, items, {n for n, _, d in items if d})
+        return self._catalog[1], self._catalog[2]
+
+    def _show_patterns(self, ex: Exploration) -> None:
+        try:
+            items, default_on = self._pattern_catalog(ex)
+        except WorkbenchError as e:
+            self.patterns_view.message = str(e)
+            return
+        sel = ex.spec.selection
+        on = (default_on - sel.disabled) | sel.enabled
+        with self.patterns_view.hold_sync():
+            if self.patterns_view.items != items:
+                self.patterns_view.items = items
+            self.patterns_view.enabled = sorted(on)
+
+    def _show_xla(self, ex: Exploration) -> None:
+        off = actions.disabled_xla_passes(ex)
+        names = self._xla_seen + [p for p in off if p not in self._xla_seen]
+        with self.xla_view.hold_sync():
+            self.xla_view.items = [[n, "XLA HLO passes", True] for n in names]
+            self.xla_view.enabled = [n for n in names if n not in off]
+            self.xla_view.message = "" if names else "no XLA compile (a module without @main, or XLA failed)"
+
+    def _show_pipeline_string(self, ex: Exploration) -> None:
+        p = ex.pipeline_string
+        self.pipeline_box.value = (
+            '<details class="wb-pipeline"><summary><b>Pipeline string</b> '
+            f'(<code>{self.name}.pipeline_string</code>, {len(p):,} characters) for '
+            "<code>enzymexlamlir-opt --pass-pipeline='builtin.module(…)'</code></summary>"
+            f'<pre class="wb-copy">{_esc(p)}</pre></details>')
+
+    def _show_python(self) -> None:
+        n = self.name
+        line = self.python or f"{n}  # the Exploration this panel shows: {n}.stages, {n}.table()"
+        hist = ""
+        if self.history:
+            hist = ('<details><summary>the toggles so far, as code</summary><pre class="wb-copy">'
+                    + _esc("\n".join(self.history)) + "</pre></details>")
+        self.python_box.value = (f'<div class="wb-python"><span class="wb-python-label">Python</span>'
+                                 f'<pre class="wb-copy" title="click to select">{_esc(line)}</pre>{hist}</div>')
+
+    # -- the two stages ------------------------------------------------------------------------------
+    def _show_selection(self, now: bool = False) -> None:
+        """Show the picked pair everywhere; the diff is computed on the worker (now: already on it)."""
+        with self._programmatic():
+            self.left_picker.value = self._left
+            self.right_picker.value = self._right
+        with self.stage_list.hold_sync():
+            self.stage_list.left, self.stage_list.right = self._left, self._right
+        self._diff_token += 1
+        token = self._diff_token
+        python = f"{self.name}.diff({actions._lit(self._left)}, {actions._lit(self._right)})"
+        if now:
+            self._show_diff(token)
+        else:
+            self._submit(f"diff {self._left} → {self._right}", python, lambda: self._show_diff(token), busy=False)
+
+    def _show_diff(self, token: int) -> None:
+        if token != self._diff_token:
+            return  # the user picked another pair meanwhile
+        ex, a, b = self._ex, self._ex.stage(self._left), self._ex.stage(self._right)
+        failed = next((s for s in (b, a) if s.error), None)
+        if failed is not None:
+            self.diff_view.show_message(
+                f"stage {failed.name!r} failed, so it has no text to compare:\n\n{failed.error}")
+            self.ops_delta.value = ""
+        else:
+            d = ex.diff(a, b)
+            self.diff_view.show(d)
+            self.ops_delta.value = self._ops_delta_html(d)
+        if self.tabs.selected_index is not None:
+            self._on_tab()
+
+    @staticmethod
+    def _ops_delta_html(d: Diff) -> str:
+        if d.is_empty:
+            return '<div class="wb-delta">no change (up to SSA names and locations)</div>'
+        df = d.ops_delta()
+        if df.empty:
+            return '<div class="wb-delta">the same ops, rewired or with other attributes</div>'
+        chips = "".join(
+            f'<span class="wb-chip {"wb-up" if r.delta > 0 else "wb-down"}"><code>{_esc(r.op)}</code> '
+            f"{r.before}&rarr;{r.after} ({r.delta:+d})</span>"
+            for r in df.head(12).itertuples())
+        more = f" … {len(df) - 12} more" if len(df) > 12 else ""
+        return f'<div class="wb-delta">ops: {chips}{more}</div>'
+
+    # -- results -----------------------------------------------------------------------------------
+    def _show_run(self, r) -> None:
+        import jax
+
+        leaves = jax.tree_util.tree_flatten_with_path(r.outputs)[0]
+        checks = {c.path: c for c in (r.check.leaves if r.check else ())}
+        rows = []
+        for path, leaf in leaves:
+            key = jax.tree_util.keystr(path) or "output"
+            c = checks.get(key)
+            rows.append(f"<tr><td><code>{_esc(key)}</code></td><td>{_esc(tuple(getattr(leaf, 'shape', ())))}</td>"
+                        f"<td>{_esc(getattr(leaf, 'dtype', type(leaf).__name__))}</td>"
+                        + (f"<td>{c.max_abs:.3g}</td><td>{c.max_rel:.3g}</td><td>{c.tolerance:.3g}</td>"
+                           f"<td>{'passed' if c.passed else 'FAILED'}</td>" if c else "<td></td>" * 4) + "</tr>")
+        if r.check is None:
+            verdict = '<span class="wb-chip">not checked</span>'
+        else:
+            chip = ('<span class="wb-chip wb-pass">&#10003; passed</span>' if r.check.passed
+                    else '<span class="wb-chip wb-fail">&#10006; FAILED</span>')
+            verdict = (f"{chip} against <code>{_esc(r.check.reference)}</code> (max abs error "
+                       f"{r.check.max_abs:.3g}, max rel error {r.check.max_rel:.3g})")
+        t = r.timing
+        self.run_out.value = (
+            f'<div class="wb-result"><div><b>{_esc(r.stage)}</b> on <b>{_esc(r.device)}</b>: {verdict}</div>'
+            f"<div>time per call: median <b>{t.median * 1e3:.3f} ms</b> &middot; min {t.min * 1e3:.3f} ms "
+            f"&middot; IQR {t.iqr * 1e3:.3f} ms &middot; n={len(t.times)} (after one warm-up call)</div>"
+            '<table class="wb-table"><thead><tr><th>output</th><th>shape</th><th>dtype</th><th>max abs err</th>'
+            "<th>max rel err</th><th>tolerance</th><th>check</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table></div>")
+
+    def _show_compare(self, df) -> None:
+        self.compare_out.value = _table(df)
+
+    def _show_applicable(self, stage: str, df) -> None:
+        changed = df[df["changed"]]
+        errors = df[df["error"].notna() & (df["error"] != "")] if "error" in df else df.iloc[:0]
+        sel_on = set(self.patterns_view.enabled)
+        rows = "".join(
+            f"<tr><td><code>{_esc(r.name)}</code></td><td>{_esc(r.group)}</td><td>{r.seconds * 1e3:.1f}</td>"
+            f"<td>{'on' if r.name in sel_on else '<b>off</b>'}</td></tr>"
+            for r in changed.itertuples())
+        self.applicable_out.value = (
+            f'<div class="wb-result">{len(changed)} of {len(df)} patterns change '
+            f"<code>{_esc(stage)}</code> when applied alone"
+            + (f"; {len(errors)} failed on it" if len(errors) else "")
+            + ('<table class="wb-table"><thead><tr><th>pattern</th><th>group</th><th>ms</th>'
+               f"<th>in {self.name}'s pipeline</th></tr></thead><tbody>{rows}</tbody></table>" if rows else "")
+            + "</div>")
+
+    def _bisect_progress(self, runs: int, held: bool) -> None:
+        self._progress_note = f" · pipeline run {runs}: the predicate {'holds' if held else 'does not hold'}"
+
+    def _show_bisect(self, res) -> None:
+        self._culprits = list(res.patterns)
+        self.bisect_out.value = (
+            f'<div class="wb-result"><b>{len(res.patterns)} pattern{"s" * (len(res.patterns) != 1)}</b> '
+            f"make the predicate hold ({res.runs} pipeline runs, {res.seconds:.1f} s): "
+            + ", ".join(f"<code>{_esc(p)}</code>" for p in res.patterns)
+            + "<br>to switch them off: <code>"
+            + _esc(actions.toggle_patterns(self.name, res.patterns, False).python) + "</code></div>")
+        self.culprits_off.layout.display = "" if res.patterns else "none"
+
+    def _load_cost(self) -> None:
+        ex, right = self._ex, self._right
+        df = ex.cost()
+        cols = [c for c in ("stage", "group", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes",
+                            "temp_bytes", "seconds", "note") if c in df]
+        self.cost_table.value = "<b>Every stage</b> <code>{}.cost()</code>".format(self.name) + _table(df[cols])
+        fig = ex.plot_cost()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+        png = base64.b64encode(buf.getvalue()).decode()
+        self.cost_plot.outputs = ({"output_type": "display_data", "metadata": {},
+                                   "data": {"image/png": png, "text/plain": f"{self.name}.plot_cost()"}},)
+        st = ex.stage(right)
+        try:
+            ops = ex.cost(st)
+        except WorkbenchError as e:
+            self.op_costs.value = f"<b>Per op of {_esc(st.name)}</b>: {_esc(e)}"
+        else:
+            agg = (ops.groupby("op", as_index=False)
+                   .agg(count=("op", "size"), flops=("flops", "sum"), transcendentals=("transcendentals", "sum"),
+                        bytes=("bytes", "sum"))
+                   .sort_values(["flops", "bytes"], ascending=False))
+            self.op_costs.value = (f"<b>Per op of {_esc(st.name)}</b> <code>{self.name}.cost({actions._lit(st.name)})"
+                                   f"</code>, summed by op" + _table(agg))
+        self._cost_key = (id(ex), right)
+
+    def _load_graph(self) -> None:
+        ex, right = self._ex, self._right
+        self._graph_key = (id(ex), right)
+        try:
+            g = ex.graph(right)
+            svg = g.pipe(format="svg").decode()
+        except ImportError as e:
+            self.graph_out.value = f"<i>the graph view is not available: {_esc(e)}</i>"
+            return
+        except WorkbenchError as e:
+            self.graph_out.value = f"<i>{_esc(e)}</i>"
+            return
+        self.graph_out.value = f'<div class="wb-graph">{svg[svg.find("<svg"):]}</div>'

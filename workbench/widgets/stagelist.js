@@ -1,0 +1,59 @@
+// The stage list: one row per stage (group, state, time, lines), A/B markers for the diff's sides.
+// Clicks are sent to Python as {type: "pick", name, side}; Python sets left/right.
+
+const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+
+function render({ model, el }) {
+  el.classList.add("wbs");
+  el.innerHTML = `
+    <div class="wbs-head">
+      <label><input type="checkbox" class="wbs-hide"> hide unchanged</label>
+      <span class="wbs-count"></span>
+    </div>
+    <div class="wbs-list"></div>
+    <div class="wbs-hint">click: diff with its parent &middot; shift-click: left side</div>`;
+  const list = el.querySelector(".wbs-list");
+  const hide = el.querySelector(".wbs-hide");
+  const count = el.querySelector(".wbs-count");
+
+  function draw() {
+    const stages = model.get("stages");
+    const left = model.get("left"), right = model.get("right");
+    hide.checked = model.get("hide_unchanged");
+    const shown = stages.filter((s) => !hide.checked || s.state !== "unchanged" || s.name === left || s.name === right);
+    const changed = stages.filter((s) => s.state !== "unchanged").length;
+    count.textContent = stages.length ? `${changed} of ${stages.length} changed` : "";
+    let html = "";
+    let group = null;
+    for (const s of shown) {
+      if (s.group !== group) {
+        group = s.group;
+        html += `<div class="wbs-group g-${esc(group)}">${esc(group)}</div>`;
+      }
+      const side = s.name === left && s.name === right ? "AB" : s.name === left ? "A" : s.name === right ? "B" : "";
+      const ms = s.ms === null ? "" : s.ms < 10 ? s.ms.toFixed(1) + " ms" : Math.round(s.ms) + " ms";
+      const title = s.state === "error" ? s.error : `${s.name}: ${s.state}, ${s.lines} lines`;
+      html += `<div class="wbs-row g-${esc(s.group)} s-${s.state}${side ? " picked" : ""}" data-name="${esc(s.name)}" title="${esc(title)}">
+        <span class="wbs-side">${side}</span><span class="wbs-dot"></span>
+        <span class="wbs-name">${esc(s.name)}</span>
+        <span class="wbs-lines">${s.state === "error" ? "failed" : s.lines}</span>
+        <span class="wbs-ms">${ms}</span></div>`;
+    }
+    const loading = model.get("loading");
+    if (loading) html += `<div class="wbs-loading"><span class="wbs-spin"></span>${esc(loading)}</div>`;
+    list.innerHTML = html;
+  }
+
+  list.addEventListener("click", (e) => {
+    const row = e.target.closest(".wbs-row");
+    if (row) model.send({ type: "pick", name: row.dataset.name, side: e.shiftKey ? "left" : "right" });
+  });
+  hide.addEventListener("change", () => {
+    model.set("hide_unchanged", hide.checked);
+    model.save_changes();
+  });
+  for (const name of ["stages", "left", "right", "hide_unchanged", "loading"]) model.on("change:" + name, draw);
+  draw();
+}
+
+export default { render };
