@@ -118,9 +118,9 @@ def test_every_action_shows_its_line_of_python(ex):
     p.run(device="cpu:0", repeat=3)
     assert p.python == f'_hlo.run("{ex.default_run_stage().name}", device="cpu:0", repeat=3)'
     p.set_pipeline("only_enzyme")
-    assert p.python == '_hlo = wb.widgets.with_pipeline(_hlo, "only_enzyme")'
+    assert p.python == '_hlo = _hlo.with_pipeline("only_enzyme")'
     assert p.history == ['_hlo = _hlo.with_patterns(disable=["dot_transpose"])',
-                         '_hlo = wb.widgets.with_pipeline(_hlo, "only_enzyme")']
+                         '_hlo = _hlo.with_pipeline("only_enzyme")']
     # the history, pasted, gives the Exploration the panel shows
     ns = {"_hlo": ex, "wb": wb}
     for line in p.history:

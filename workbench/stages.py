@@ -163,6 +163,15 @@ class Exploration:
 
         return rebuild(self, disable=disable, enable=enable)
 
+    def with_pipeline(self, pipeline: str) -> "Exploration":
+        """A new Exploration with another MLIR pipeline (a preset name or a pipeline string); the traced
+        program, pattern toggles, XLA options and device stay. Steps that match earlier ones are cache hits."""
+        import dataclasses
+
+        from .build import _build
+
+        return _build(dataclasses.replace(self._spec, pipeline=pipeline))
+
     def with_xla(self, disable: Sequence[str] = (), enable: Sequence[str] = (), **options) -> "Exploration":
         """A new Exploration with XLA HLO passes switched off (or back on) and other XLA options set.
 

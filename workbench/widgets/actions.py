@@ -6,7 +6,6 @@ the call; the panel runs the call on its worker thread. Lines assume ``import wo
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -29,11 +28,8 @@ class Action:
 
 
 def with_pipeline(ex: Exploration, pipeline: str) -> Exploration:
-    """``ex`` with another MLIR pipeline (a preset name or a pipeline string); the traced function, the
-    pattern toggles, the XLA options and the device stay. Steps that match earlier ones are cache hits."""
-    from ..build import _build
-
-    return _build(dataclasses.replace(ex.spec, pipeline=pipeline))
+    """``ex.with_pipeline(pipeline)``, kept here for lines the panel printed before that method existed."""
+    return ex.with_pipeline(pipeline)
 
 
 def _lit(value) -> str:
@@ -86,7 +82,7 @@ def reset_xla(name: str, ex: Exploration) -> Action:
 
 
 def set_pipeline(name: str, pipeline: str) -> Action:
-    return Action(f"pipeline {pipeline}", f"{name} = wb.widgets.with_pipeline({name}, {_lit(pipeline)})",
+    return Action(f"pipeline {pipeline}", f"{name} = {name}.with_pipeline({_lit(pipeline)})",
                   lambda ex: with_pipeline(ex, pipeline))
 
 
