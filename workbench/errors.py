@@ -50,3 +50,8 @@ class StageError(WorkbenchError):
         if diagnostics.strip():
             msg += "\n  diagnostics:\n    " + "\n    ".join(diagnostics.strip().splitlines()[-30:])
         super().__init__(msg)
+
+
+class GraphUnavailableError(WorkbenchError, ValueError):
+    """A stage whose text is not a module the graph can be drawn from (a jaxpr, a backend dump,
+    a failed stage)."""
