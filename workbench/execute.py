@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import WorkbenchError
 from .exported import exported_for_text, swap_module
-from .trace import resolve_device
+from .trace import all_devices, resolve_device
 
 __all__ = ["devices", "RunResult", "Timing", "Check", "LeafCheck", "run_stage", "compare_outputs", "REFERENCE"]
 
@@ -33,15 +33,10 @@ def devices():
     import pandas as pd
 
     rows = []
-    for backend in ("cpu", "gpu", "tpu"):
-        try:
-            devs = jax.devices(backend)
-        except RuntimeError:
-            continue
-        for d in devs:
-            stats = d.memory_stats() if hasattr(d, "memory_stats") else None
-            rows.append({"id": f"{backend}:{d.id}", "platform": d.platform, "kind": d.device_kind,
-                         "memory": (stats or {}).get("bytes_limit"), "process": d.process_index})
+    for ident, d in all_devices():
+        stats = d.memory_stats() if hasattr(d, "memory_stats") else None
+        rows.append({"id": ident, "platform": d.platform, "kind": d.device_kind,
+                     "memory": (stats or {}).get("bytes_limit"), "process": d.process_index})
     return pd.DataFrame(rows, columns=["id", "platform", "kind", "memory", "process"])
 
 

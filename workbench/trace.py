@@ -31,16 +31,20 @@ class Traced:
     seconds_lower: float
 
 
-def device_ids() -> list[str]:
-    """Every device JAX sees, as "platform:id" (e.g. "cpu:0", "gpu:1")."""
+def all_devices() -> list[tuple[str, Any]]:
+    """Every device JAX sees with its id "platform:id" (e.g. "cpu:0", "gpu:1")."""
     out = []
     for backend in ("cpu", "gpu", "tpu"):
         try:
             devs = jax.devices(backend)
-        except RuntimeError:
+        except RuntimeError:  # no such backend on this machine
             continue
-        out += [f"{backend}:{d.id}" for d in devs]
+        out += [(f"{backend}:{d.id}", d) for d in devs]
     return out
+
+
+def device_ids() -> list[str]:
+    return [i for i, _ in all_devices()]
 
 
 def resolve_device(device: str | Any):
