@@ -23,7 +23,9 @@ class Stage:
 
     ``produced_by`` is the exact pass or pipeline string that made it from ``parent`` (pasteable into
     ``enzymexlamlir-opt --pass-pipeline=...`` for MLIR stages). ``seconds`` is None where the tool
-    that made it does not report a time (single XLA passes). ``error`` is set on a stage that failed;
+    that made it does not report a time (single XLA passes); an MLIR stage whose input text and pass
+were run before (in any Exploration of this session) shows the time measured then, since the pass
+is not run again. ``error`` is set on a stage that failed;
     its ``text`` is then empty.
     """
 
