@@ -214,3 +214,15 @@ def test_pattern_timing_by_group_and_by_pattern():
     assert list(groups.seconds) == sorted(groups.seconds, reverse=True)
     per = ex.pattern_timing("stablehlo", per_pattern=True, progress=False)
     assert len(per) == len(wb.patterns())
+
+
+def test_a_scan_isolates_a_crashing_request_and_keeps_going():
+    from workbench.worker import WorkerPool
+
+    pool = WorkerPool(2)
+    # chunks whose request kills the worker are split until each crasher stands alone
+    out = pool.map("crash", [["abort"], ["abort", "abort"]], lambda chunk: ("abort",))
+    assert sorted(kind for kind, _ in out) == ["crash", "crash", "crash"]
+    ok = pool.map("run_each", [["canonicalize"], ["cse"]], lambda chunk: ("module {\n}\n", chunk, False))
+    assert [kind for kind, _ in ok] == ["ok", "ok"]
+    assert sum(w.restarts for w in pool.workers) >= 1
