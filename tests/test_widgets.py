@@ -15,7 +15,7 @@ from IPython.utils.capture import capture_output
 import workbench as wb
 from workbench.diff import diff_texts
 from workbench.widgets import Panel, StageList, panel, with_pipeline
-from workbench.widgets.diffview import KINDS, aligned_rows
+from workbench.widgets.diffview import KINDS
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -89,7 +89,7 @@ def test_the_default_pair_is_the_first_changing_pass_and_its_parent(p):
 def test_the_diff_rows_are_the_structural_diffs_alignment(ex):
     a, b = ex["canonicalize#2"], ex["enzyme-hlo-patterns#1"]
     d = diff_texts(a.text, b.text)
-    rows = aligned_rows(d)
+    rows = d.rows()
     # every line of both sides appears once, in order
     assert [i for i, _, _ in rows if i >= 0] == list(range(len(d.before)))
     assert [j for _, j, _ in rows if j >= 0] == list(range(len(d.after)))

@@ -751,6 +751,14 @@ class Diff:
         """Each change, in before-line order; see :class:`Change`."""
         return list(self._changes)
 
+    def rows(self) -> list[tuple[int, int, str]]:
+        """The alignment, one row per displayed line: ``(before line, after line, kind)``, 0-based,
+        -1 where a side has no line; kind is equal, changed, deleted, inserted or moved (a moved
+        line appears twice: where it left and where it arrived)."""
+        kinds = {_EQ: "equal", _CHG: "changed", _DEL: "deleted", _INS: "inserted", _OUT: "moved", _IN: "moved"}
+        return [(i if tag not in (_INS, _IN) else -1, j if tag not in (_DEL, _OUT) else -1, kinds[tag])
+                for tag, i, j in self._script]
+
     def _hunk_lines(self) -> list[tuple[str, int, int]]:
         """(tag, before cursor, after cursor) per printed line, "-" lines before "+" lines."""
         out: list[tuple[str, int, int]] = []

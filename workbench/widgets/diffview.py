@@ -15,36 +15,13 @@ import traitlets
 
 from ..diff import Diff
 
-__all__ = ["DiffView", "KINDS", "aligned_rows"]
+__all__ = ["DiffView", "KINDS"]
 
 _HERE = pathlib.Path(__file__).parent
 
 # Row kinds, by their code in the ``rows`` array.
 KINDS = ("equal", "changed", "deleted", "inserted", "moved")
 _CODE = {k: i for i, k in enumerate(KINDS)}
-
-
-def aligned_rows(diff: Diff) -> list[tuple[int, int, str]]:
-    """The diff's rows as ``(before line, after line, kind)``, 0-based, -1 where a side has no line.
-
-    ``Diff`` exposes its alignment only through ``side_by_side()``'s HTML, so this reads the edit
-    script that method reads; rows are the same as its unfolded table.
-    """
-    rows: list[tuple[int, int, str]] = []
-    for tag, i, j in diff._script:
-        if tag == "=":
-            rows.append((i, j, "equal"))
-        elif tag == "~":
-            rows.append((i, j, "changed"))
-        elif tag == "-":
-            rows.append((i, -1, "deleted"))
-        elif tag == "+":
-            rows.append((-1, j, "inserted"))
-        elif tag == "<":
-            rows.append((i, -1, "moved"))
-        else:
-            rows.append((-1, j, "moved"))
-    return rows
 
 
 def _pack(rows: list[tuple[int, int, str]]) -> bytes:
@@ -78,7 +55,7 @@ class DiffView(anywidget.AnyWidget):
             self.before_name, self.after_name = diff.before_name, diff.after_name
             self.before = "\n".join(diff.before)
             self.after = "\n".join(diff.after)
-            self.rows = _pack(aligned_rows(diff))
+            self.rows = _pack(diff.rows())
 
     def show_message(self, text: str) -> None:
         """Replace the diff by a message (a failed stage, nothing to compare)."""
