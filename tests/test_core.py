@@ -158,7 +158,7 @@ def test_xla_stages_have_pass_names(attention):
     assert "HloModule" in ex["xla:optimized"].text
     no_alg = ex.with_xla(disable=["algsimp"])
     assert not any(n.startswith("xla:algsimp#") for n in no_alg.names)
-    assert no_alg._early == ex._early  # MLIR stages reused as they are
+    assert no_alg.pipeline_stages == ex.pipeline_stages  # MLIR stages reused as they are
 
 
 def test_xla_options_that_would_abort_are_refused(attention):

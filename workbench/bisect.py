@@ -137,8 +137,7 @@ def crashes(include_xla: bool = False) -> Predicate:
     """Holds when a pass crashes its worker, fails verification or raises (MLIR stages; XLA too on request)."""
 
     def pred(ex: Exploration) -> bool:
-        early = ex._error
-        return early is not None or (include_xla and ex.error is not None)
+        return ex.pipeline_error is not None or (include_xla and ex.error is not None)
 
     pred.__name__ = "crashes()"
     return pred
@@ -148,7 +147,7 @@ def slower_than(seconds: float) -> Predicate:
     """Holds when the MLIR pipeline's passes take longer than ``seconds`` in total."""
 
     def pred(ex: Exploration) -> bool:
-        return sum(s.seconds or 0.0 for s in ex._early if s.group == "mlir") > seconds
+        return sum(s.seconds or 0.0 for s in ex.pipeline_stages if s.group == "mlir") > seconds
 
     pred.__name__ = f"slower_than({seconds})"
     return pred
@@ -159,8 +158,7 @@ def op_count_above(name: str, n: int) -> Predicate:
     rx = re.compile(rf"(?<![\w.]){re.escape(name)}(?![\w.])")
 
     def pred(ex: Exploration) -> bool:
-        text = [s for s in ex._early if s.group in ("trace", "mlir") and not s.error][-1].text
-        return len(rx.findall(text)) > n
+        return len(rx.findall(ex.default_run_stage().text)) > n
 
     pred.__name__ = f"op_count_above({name!r}, {n})"
     return pred

@@ -55,12 +55,13 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
                 row.update(x)
             if err:
                 row["note"] = err
-        if s.name == "xla:optimized" and ex._xla is not None:
-            c = ex._xla.cost
+        xla_result = ex.xla_result
+        if s.name == "xla:optimized" and xla_result is not None:
+            c = xla_result.cost
             row.update(xla_flops=c.get("flops"), xla_transcendentals=c.get("transcendentals"),
                        xla_bytes=c.get("bytes accessed"), note="XLA's analysis after fusion")
-            row.update(ex._xla.memory)
-            row["seconds"] = ex._xla.seconds
+            row.update(xla_result.memory)
+            row["seconds"] = xla_result.seconds
         rows.append(row)
     base = ["stage", "group", "ops", "flops", "transcendentals", "bytes", "loop_multiplied", "flops_body_once",
             "xla_flops", "xla_transcendentals", "xla_bytes", "unknown_custom_calls", "seconds",

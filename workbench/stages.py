@@ -90,6 +90,23 @@ class Exploration:
         return list(self._early + self._late)
 
     @property
+    def pipeline_stages(self) -> list[Stage]:
+        """The trace and MLIR pipeline stages only: never starts the XLA compile."""
+        return list(self._early)
+
+    @property
+    def pipeline_error(self) -> StageError | None:
+        """The StageError of a failed MLIR pipeline stage (not XLA's), without compiling."""
+        return self._error
+
+    @property
+    def xla_result(self):
+        """What the XLA compile reported besides its stages (``workbench.xla.XlaResult``: passes seen,
+        XLA's cost and memory analysis, compile seconds), or None when XLA did not compile."""
+        self._ensure_late()
+        return self._xla
+
+    @property
     def names(self) -> list[str]:
         return [s.name for s in self.stages]
 
