@@ -110,17 +110,25 @@ def step_patterns(ex: Exploration, stage, max_steps: int = 200) -> Stepwise:
     stages = [current]
     counts: dict[str, int] = {}
     skipped: list[str] = []  # patterns that raised on this module: reported, not retried
+    order = {p: k for k, p in enumerate(by_pass)}
+    pool = default_pool()
     for _ in range(max_steps):
         candidates = [p for p, n in by_pass.items() if n not in skipped]
-        res, _ = runner.worker.call("run_each", current.text_with_locations, candidates, True, timeout=ex.spec.timeout)
-        skipped += [by_pass[r[0]] for r in res if r[3]]
-        hit = next((r for r in res if r[1]), None)
-        if hit is None:
+        # Each worker scans a contiguous share of the list and stops at its first hit; the earliest
+        # hit overall is then the first applicable pattern in list order, as a serial scan finds.
+        size = -(-len(candidates) // len(pool.workers))
+        shares = [candidates[i:i + size] for i in range(0, len(candidates), size)]
+        text = current.text_with_locations
+        raw = pool.map("run_each", shares, lambda c: (text, c, True), timeout=ex.spec.timeout)
+        skipped += [by_pass[item[0]] for kind, item in raw if kind != "ok" or item[3]]
+        hits = sorted((order[item[0]], item[0]) for kind, item in raw if kind == "ok" and item[1])
+        if not hits:
             break
-        name = by_pass[hit[0]]
+        pipeline = hits[0][1]
+        name = by_pass[pipeline]
         counts[name] = counts.get(name, 0) + 1
-        out = runner.run(f"pattern:{name}", current.text_with_locations, hit[0], timeout=ex.spec.timeout)
-        current = Stage(f"pattern:{name}#{counts[name]}", "mlir", strip_locations(out.text), hit[0], True,
+        out = runner.run(f"pattern:{name}", current.text_with_locations, pipeline, timeout=ex.spec.timeout)
+        current = Stage(f"pattern:{name}#{counts[name]}", "mlir", strip_locations(out.text), pipeline, True,
                         out.seconds, current.name, text_with_locations=out.text)
         stages.append(current)
     try:
