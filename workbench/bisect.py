@@ -47,7 +47,8 @@ def ddmin(items: list[str], holds: Callable[[list[str]], bool]) -> list[str]:
                 break
         else:
             for c in chunks:
-                rest = [x for x in current if x not in set(c)]
+                dropped = set(c)
+                rest = [x for x in current if x not in dropped]
                 if len(chunks) > 2 and holds(rest):
                     current, n = rest, max(n - 1, 2)
                     break

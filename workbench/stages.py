@@ -358,12 +358,11 @@ class Exploration:
 
     # -- display -----------------------------------------------------------------------------------
     def __repr__(self) -> str:
-        early = [s for s in self._early]
         n_late = "" if self._late is None else f" + {len(self._late)} XLA/backend"
         failed = self._error or (self._late_error if self._late is not None else None)
         err = f", FAILED at {failed.stage!r}" if failed else ""
         return (f"Exploration({self._spec.title!r}, pipeline={self._spec.pipeline!r}, "
-                f"{len(early)} trace/MLIR stages{n_late}{err})")
+                f"{len(self._early)} trace/MLIR stages{n_late}{err})")
 
     def _repr_html_(self) -> str:
         import html

@@ -127,4 +127,4 @@ def _shapes(args: tuple) -> str:
             return f"{np.dtype(a.dtype).name}{list(a.shape)}"
         return type(a).__name__
 
-    return "(" + ", ".join(str(jax.tree_util.tree_map(one, a)) if not _is_array_like(a) else one(a) for a in args) + ")"
+    return "(" + ", ".join(str(jax.tree_util.tree_map(one, a)) for a in args) + ")"
