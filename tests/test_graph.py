@@ -361,3 +361,99 @@ def test_hlo_pass_changes_are_filled(mlp_ex):
     nodes, _, graph = read_dot(stage_graph(stage, mlp_ex.parent_of(stage.name)))
     assert f"since {stage.parent!r}" in graph["label"]
     assert any(n.filled for n in nodes.values()) or "removed:" in graph["label"]
+
+
+# --- composites: a call of their decomposition ----------------------------------------------------
+
+
+def _composite_calls(nodes, edges, head):
+    """The composite nodes headed ``head``, each with the clusters its dashed decomposition edges reach."""
+    return [(n, [nodes[h].clusters[0] for t, h, a in edges if t == n.id and a.get("xlabel") == "decomposition"
+                 and a.get("style") == "dashed" and "lhead" in a])
+            for n in nodes.values() if n.head == head]
+
+
+def test_every_stage_of_a_top_k_program_draws_its_composite():
+    # jax.lax.top_k lowers to chlo.top_k, which becomes a stablehlo.composite "chlo.top_k" whose
+    # decomposition is a private function; every MLIR stage of the default pipeline holds it.
+    def f(x):
+        return jax.lax.top_k(x, 3)[0].sum()
+
+    ex = wb.explore(f, jnp.arange(10.0))
+    mlir = [s for s in ex.stages if s.group in ("trace", "mlir") and s.name != "jaxpr"]
+    assert len(mlir) > 10 and all('stablehlo.composite "chlo.top_k"' in s.text for s in mlir)
+    assert any(s.group == "mlir" for s in ex.changed())
+    for stage in mlir:
+        g = ex.graph(stage.name)
+        nodes, edges, graph = read_dot(g)
+        [(composite, called)] = _composite_calls(nodes, edges, "composite chlo.top_k")
+        assert composite.lines[1:] == ["f32[3]", "i32[3]"]
+        assert composite.clusters == ["func @main"]
+        assert called == ["func @chlo.top_k.impl"]
+        assert "decomposition = @chlo.top_k.impl" in composite.attrs["tooltip"]
+        # it feeds the reduce its values (#0), and reads the argument
+        assert [nodes[h].head for t, h, a in edges if t == composite.id and a.get("xlabel") == "#0"] == ["reduce"]
+        assert [nodes[t].lines for t, h, _ in edges if h == composite.id] == [["%arg0", "f32[10]"]]
+        assert {"sort", "slice"} <= {n.head for n in nodes.values() if n.clusters[:1] == ["func @chlo.top_k.impl"]}
+        if stage.group == "mlir" and not stage.changed:
+            assert not any(n.filled for n in nodes.values()), stage.name
+            assert "no op changed since" in graph["label"]
+    svg = svg_of(ex.graph(mlir[-1].name))
+    assert "composite chlo.top_k" in svg and "decomposition" in svg
+    for name in ("xla:before_optimizations", "xla:optimized"):
+        assert "<svg" in svg_of(ex.graph(name))
+
+
+def test_a_lax_composite_is_labelled_with_its_name_and_points_to_its_decomposition():
+    def f(x):
+        return jax.lax.composite(lambda x, *, alpha: jnp.sin(x) / jnp.cos(x) * alpha, name="my.tangent")(x, alpha=2.0)
+
+    ex = wb.explore(f, jnp.ones((4,)), pipeline="upstream")
+    for stage in (s for s in ex.stages if s.group in ("trace", "mlir") and s.name != "jaxpr"):
+        nodes, edges, _ = read_dot(stage_graph(stage, ex.parent_of(stage.name)))
+        [(composite, called)] = _composite_calls(nodes, edges, "composite my.tangent")
+        assert composite.lines[1:] == ["f32[4]"]
+        assert "composite_attributes = {alpha = 2.0" in composite.attrs["tooltip"]
+        [decomposition] = called
+        assert {"sine", "cosine", "divide"} <= {n.head for n in nodes.values() if n.clusters[:1] == [decomposition]}
+    assert "composite my.tangent" in svg_of(stage_graph(ex["stablehlo"]))
+
+
+def test_a_decomposition_with_many_composites_is_named_on_each_instead_of_linked():
+    sites = "\n".join(
+        f'    %{i + 1} = stablehlo.composite "my.double" %{i} {{decomposition = @double}} : (tensor<4xf32>) -> tensor<4xf32>'
+        for i in range(5)).replace("%0 ", "%arg0 ")
+    text = f'''module {{
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {{
+{sites}
+    return %5 : tensor<4xf32>
+  }}
+  func.func private @double(%arg0: tensor<4xf32>) -> tensor<4xf32> {{
+    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }}
+}}
+'''
+    ex = wb.explore_text(text, pipeline="canonicalize")
+    g = stage_graph(ex["input"])
+    nodes, edges, graph = read_dot(g)
+    composites = [n for n in nodes.values() if n.head == "composite my.double"]
+    assert [n.lines[1:] for n in composites] == [["f32[4]", "decomposition=@double"]] * 5
+    assert not [e for e in edges if "lhead" in e[2] and e[2].get("style") == "dashed"]
+    assert "no call edges to @double" in graph["label"]
+    svg_of(g)
+
+
+def test_an_op_reading_an_argument_is_not_filled_when_only_another_op_changed():
+    pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+    def f(x, y):
+        return jnp.tanh(x) + jnp.transpose(jnp.transpose(y))
+
+    ex = wb.explore(f, jnp.ones((4, 4)), jnp.ones((4, 4)))
+    stage = ex["enzyme-hlo-patterns#1"]
+    assert stage.changed
+    nodes, _, graph = read_dot(stage_graph(stage, ex.parent_of(stage.name)))
+    # the transposes went and add now reads %arg1; tanh(%arg0) is as it was
+    assert sorted(n.head for n in nodes.values() if n.filled) == ["add"]
+    assert "removed: transpose \u00d72" in graph["label"]

@@ -10,7 +10,8 @@ Debian's ``dot``.
   defines it (``#k`` names the result of a multi-result op). Function arguments and ``return`` are
   nodes of their own. Regions (while cond/body, reduce bodies, case branches) are clusters next to
   their op; when there are several functions each is a cluster, and a ``call`` points to its
-  callee's cluster.
+  callee's cluster. A ``stablehlo.composite`` (``composite chlo.top_k``) is drawn as a call of
+  its ``decomposition`` function, the edge labelled ``decomposition``.
 * XLA HLO stages (text starting with ``HloModule``) are read by a small parser of instruction
   lines, one cluster per computation. A fusion's (or call's) computation is drawn in place of the
   instruction, operands flowing into its parameters and its ROOT out to the users, as XLA's own
@@ -31,6 +32,7 @@ The picture is for reading; it promises no particular layout.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import re
@@ -173,6 +175,15 @@ def _many_callers(names) -> tuple[str, ...]:
 # MLIR
 
 
+def _op_name(op) -> str:
+    """The op's name (``stablehlo.add``), whether ``op`` is an ``ir.Operation`` or an ``OpView``.
+
+    Never ``op.name`` on what the bindings hand out: ``OpResult.owner`` and ``Block.owner`` are
+    OpViews, and an OpView whose op has a ``name`` attribute (``stablehlo.composite``; ``func.func``,
+    whose ``name`` is its ``sym_name``) answers ``.name`` with that attribute, not the op's name."""
+    return op.operation.name
+
+
 def _short_name(name: str) -> str:
     for prefix in ("stablehlo.", "mhlo.", "func."):
         if name.startswith(prefix):
@@ -255,8 +266,8 @@ def _scalar_text(attr) -> str:
 
 def _constant_label(op, result_types: list[str]) -> list[str]:
     """``constant 2.5`` for a splat, ``constant [1, 2, 3]`` for a few elements, else the type only."""
-    attrs = op.attributes
-    head = _short_name(op.name)
+    attrs = op.operation.attributes
+    head = _short_name(_op_name(op))
     value = attrs["value"] if "value" in attrs else None
     if value is None:
         return [head, *result_types]
@@ -274,11 +285,13 @@ def _constant_label(op, result_types: list[str]) -> list[str]:
 
 def _op_head(op) -> str:
     """The first label line: the short name and, for a few ops, the attribute that says most."""
-    name = op.name
-    attrs = op.attributes
+    name = _op_name(op)
+    attrs = op.operation.attributes
     short = _short_name(name)
     if name == "func.call" and "callee" in attrs:
         return f"call {attrs['callee']}"
+    if name == "stablehlo.composite" and "name" in attrs:
+        return f"composite {_clip(_string_value(attrs['name']), 40)}"
     if name.endswith("custom_call") and "call_target_name" in attrs:
         target = attrs["call_target_name"]
         return f"{short} @{_clip(getattr(target, 'value', str(target)), 40)}"
@@ -286,6 +299,24 @@ def _op_head(op) -> str:
         m = re.search(r"(\w+)>?\s*$", str(attrs["comparison_direction"]))
         return f"{short} {m.group(1).rstrip('>')}" if m else short
     return short
+
+
+def _string_value(attr) -> str:
+    """A StringAttr's or symbol reference's text (``chlo.top_k``, no quotes or ``@``), else as printed."""
+    value = getattr(attr, "value", None)
+    return value if isinstance(value, str) else str(attr)
+
+
+def _callee(op) -> tuple[str, str] | None:
+    """(callee symbol, edge label) of an op that calls a function: ``func.call``, and a
+    ``stablehlo.composite``, which is a call of its ``decomposition`` to whoever does not know it."""
+    name = _op_name(op)
+    attrs = op.operation.attributes
+    if name == "func.call" and "callee" in attrs:
+        return _string_value(attrs["callee"]), ""
+    if name == "stablehlo.composite" and "decomposition" in attrs:
+        return _string_value(attrs["decomposition"]), "decomposition"
+    return None
 
 
 _REGION_NAMES = {"while": ("cond", "body"), "if": ("true", "false"), "sort": ("comparator",)}
@@ -305,7 +336,7 @@ class _MlirReader:
         self._ids = itertools.count()
         self._defs: dict = {}  # ir.Value -> (node id, label of the edge it starts)
         self._uses: list[tuple] = []  # (ir.Value, user node id), resolved when everything is defined
-        self._calls: list[tuple[str, str, str]] = []  # (call node id, caller, callee symbol)
+        self._calls: list[tuple[str, str, str, str]] = []  # (call node id, caller, callee symbol, edge label)
         self._edges: list[_Edge] = []
         self._ops: Counter = Counter()
         self._callees: dict[str, Counter] = {}
@@ -314,7 +345,7 @@ class _MlirReader:
         return f"{prefix}{next(self._ids)}"
 
     def read(self, module) -> _Dataflow:
-        funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
+        funcs = [op.operation for op in module.body.operations if _op_name(op) == "func.func"]
         several = len(funcs) > 1
         items: list[_Item] = []
         clusters: dict[str, _Cluster] = {}
@@ -334,12 +365,18 @@ class _MlirReader:
             src = self._defs.get(value)
             if src is not None:
                 self._edges.append(_Edge(src[0], user, src[1]))
-        sites = Counter(callee for _, caller, callee in self._calls if caller != callee)
-        for node, caller, callee in self._calls:
+        sites = Counter(callee for _, caller, callee, _ in self._calls if caller != callee)
+        unlinked: dict[str, str] = {}  # composite node id -> its decomposition, named in its label
+        for node, caller, callee, label in self._calls:
             target = clusters.get(callee)
-            if (target is not None and target.anchor is not None and caller != callee
-                    and sites[callee] <= _MAX_CALL_EDGES):
-                self._edges.append(_Edge(node, target.anchor, lhead=target.id, style="dashed"))
+            if target is None or target.anchor is None or caller == callee:
+                continue
+            if sites[callee] <= _MAX_CALL_EDGES:
+                self._edges.append(_Edge(node, target.anchor, label, lhead=target.id, style="dashed"))
+            elif label:  # a call's label names its callee already; a composite's names the composite
+                unlinked[node] = f"{label}=@{callee}"
+        if unlinked:
+            items = _with_lines(items, unlinked)
         notes = _many_callers(f"@{name}" for name, n in sites.items() if name in clusters and n > _MAX_CALL_EDGES)
         return _Dataflow("mlir", tuple(items), tuple(self._edges), tuple(functions), notes)
 
@@ -354,9 +391,10 @@ class _MlirReader:
         return items
 
     def _op(self, op, function: str) -> list[_Item]:
+        op = op.operation
         nid = self._id()
         self._ops[function] += 1
-        name = op.name
+        name = _op_name(op)
         short = _short_name(name)
         results = list(op.results)
         result_types = [_type_label(r.type) for r in results]
@@ -375,10 +413,10 @@ class _MlirReader:
         else:
             kind = "op"
             label = [_op_head(op), *_results_label(result_types)]
-        if name == "func.call" and "callee" in attrs:
-            callee = attrs["callee"].value
-            self._calls.append((nid, function, callee))
-            self._callees[function][callee] += 1
+        call = _callee(op)
+        if call is not None:
+            self._calls.append((nid, function, *call))
+            self._callees[function][call[0]] += 1
         signature = (
             short,
             tuple(str(r.type) for r in results),
@@ -408,9 +446,24 @@ def _operand_origin(value) -> tuple:
     """What defines an operand, without naming it: names change whenever ops are added or removed."""
     from jaxlib.mlir import ir
 
-    if isinstance(value, ir.BlockArgument):
-        return ("arg", value.arg_number, value.owner.owner.name, str(value.type))
-    return (_short_name(value.owner.name), value.result_number, str(value.type))
+    owner = value.owner  # a Block for a block argument, else the defining op (an OpView)
+    if isinstance(owner, ir.Block):
+        parent = owner.owner  # the op holding the block's region: func.func, while, sort, ...
+        return ("arg", ir.BlockArgument(value).arg_number, _op_name(parent) if parent is not None else "",
+                str(value.type))
+    return (_short_name(_op_name(owner)), ir.OpResult(value).result_number, str(value.type))
+
+
+def _with_lines(items, extra: dict[str, str]) -> list[_Item]:
+    """``items`` with a line added to the label of each node named in ``extra`` (by id)."""
+    out: list[_Item] = []
+    for item in items:
+        if isinstance(item, _Cluster):
+            item = dataclasses.replace(item, items=tuple(_with_lines(item.items, extra)))
+        elif item.id in extra:
+            item = dataclasses.replace(item, label=(*item.label, extra[item.id]))
+        out.append(item)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------
