@@ -13,6 +13,7 @@ from typing import Callable
 
 from .catalog import PatternSelection, catalog, pattern_list
 from .errors import WorkbenchError
+from .progress import progress_bar
 from .stages import Exploration
 
 __all__ = ["BisectResult", "bisect", "ddmin", "miscompiles", "crashes", "slower_than", "op_count_above",
@@ -88,21 +89,14 @@ def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: boo
         p.split("<")[0].split("(")[0] for p in pattern_list(ex.spec.selection)]
     cache: dict[frozenset, bool] = {}
     log: list[tuple[int, bool]] = []
-    bar = None
-    if progress:
-        try:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(desc="bisect runs", leave=False)
-        except ImportError:
-            bar = None
+    bar = progress_bar(None, "bisect runs", progress)
 
     def holds(subset: list[str]) -> bool:
         key = frozenset(subset)
         if key not in cache:
             cache[key] = bool(predicate(with_enabled(ex, key)))
             log.append((len(key), cache[key]))
-            if bar:
+            if bar is not None:
                 bar.update(1)
         return cache[key]
 
@@ -114,7 +108,7 @@ def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: boo
                                  "(look at the upstream passes or XLA)")
         culprits = ddmin(names, holds)
     finally:
-        if bar:
+        if bar is not None:
             bar.close()
     return BisectResult(sorted(culprits), len(cache), time.perf_counter() - start, log, ex)
 

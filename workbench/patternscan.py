@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from .catalog import Pattern, catalog, pattern_list, patterns_pass
 from .errors import StageError, WorkbenchError
 from .irtext import strip_locations
+from .progress import progress_bar
 from .runner import default_runner
 from .stages import Exploration, Stage
 from .worker import default_pool
@@ -25,16 +26,6 @@ class ScanRow:
     changed: bool
     seconds: float
     error: str | None
-
-
-def _progress(total: int, desc: str, show: bool):
-    if not show:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=desc, leave=False)
 
 
 def _module_stage(ex: Exploration, stage) -> Stage:
@@ -53,13 +44,13 @@ def scan_patterns(ex: Exploration, stage, patterns: list[Pattern] | None = None,
     by_pass = {patterns_pass((p.spec,)): p for p in pats}
     passes = list(by_pass)
     chunks = [passes[i:i + chunk] for i in range(0, len(passes), chunk)]
-    bar = _progress(len(passes), f"patterns on {st.name}", progress)
+    bar = progress_bar(len(passes), f"patterns on {st.name}", progress)
     text = st.text  # locations do not change what a pattern does, and the module parses faster without
     try:
         raw = default_pool().map("run_each", chunks, lambda c: (text, c, False),
-                                 on_done=(bar.update if bar else None), timeout=ex.spec.timeout)
+                                 on_done=(bar.update if bar is not None else None), timeout=ex.spec.timeout)
     finally:
-        if bar:
+        if bar is not None:
             bar.close()
     rows = {}
     for kind, item in raw:
@@ -160,7 +151,13 @@ def pattern_timing(ex: Exploration, stage, per_pattern: bool = False, progress: 
             groups.setdefault(p.group, []).append(p.spec)
     by_pass = {patterns_pass(tuple(v)): k for k, v in groups.items()}
     text = st.text_with_locations or st.text
-    raw = default_pool().map("run_each", [[p] for p in by_pass], lambda c: (text, c, False), timeout=ex.spec.timeout)
+    bar = progress_bar(len(by_pass), f"pattern groups on {st.name}", progress)
+    try:
+        raw = default_pool().map("run_each", [[p] for p in by_pass], lambda c: (text, c, False),
+                                 on_done=(bar.update if bar is not None else None), timeout=ex.spec.timeout)
+    finally:
+        if bar is not None:
+            bar.close()
     rows = []
     for kind, item in raw:
         pipeline = item[0]
