@@ -74,6 +74,13 @@ class Call:
         return call, self.args + tuple(self.kwargs.values())
 
 
+def _static_option(values: list[str], magic: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for item in values for v in item.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"{magic}: --static takes argument positions such as '1' or '1,2'; got {values!r}") from None
+
+
 def _positional_names(fn: Callable, n: int) -> tuple[str, ...]:
     try:
         params = [p.name for p in inspect.signature(fn).parameters.values()
@@ -95,6 +102,9 @@ class HloMagics(Magics):
                               help="Enzyme-JaX patterns to switch on (comma-separated, repeatable)")
     @magic_arguments.argument("--xla-disable", action="append", default=[], metavar="PASS",
                               help="XLA HLO passes to skip (comma-separated, repeatable)")
+    @magic_arguments.argument("--static", action="append", default=[], metavar="I,J",
+                              help="positional arguments to treat as static, as jax.jit's static_argnums "
+                                   "(comma-separated, repeatable); a jitted function's own are honoured too")
     @magic_arguments.argument("-o", "--output", metavar="NAME",
                               help="also store the Exploration as NAME (it is always stored as _hlo)")
     @magic_arguments.argument("--stage", metavar="A", help="show stage A instead of the last MLIR stage")
@@ -129,7 +139,8 @@ class HloMagics(Magics):
         fn, args = call.positional()
         try:
             ex = explore(fn, *args, pipeline=opts.pipeline, disable=opts.disable, enable=opts.enable,
-                         device=opts.device, xla_disable=opts.xla_disable)
+                         device=opts.device, xla_disable=opts.xla_disable,
+                         static_argnums=_static_option(opts.static, magic))
         except WorkbenchError as e:
             raise UsageError(f"{magic}: {str(e).rstrip()}") from None
         self.shell.user_ns["_hlo"] = ex

@@ -6,6 +6,7 @@ since compiling is the slowest step and a user toggling patterns often looks at 
 """
 from __future__ import annotations
 
+import numbers
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -107,6 +108,13 @@ class Exploration:
         return self._xla
 
     @property
+    def warnings(self) -> list[str]:
+        """What the workbench noticed about the options without failing (an XLA pass name that XLA did
+        not report running, so disabling it has no effect). Computing them compiles with XLA."""
+        self._ensure_late()
+        return list(self._xla.warnings) if self._xla else []
+
+    @property
     def names(self) -> list[str]:
         return [s.name for s in self.stages]
 
@@ -134,10 +142,21 @@ class Exploration:
         return list(self._xla.passes) if self._xla else []
 
     def stage(self, key: str | int | Stage) -> Stage:
+        """One stage by name, position (negative counts from the end) or as a Stage; every lookup of
+        a stage (``ex[...]``, ``diff``, ``run``, ``cost``, ``graph``) comes here, and a key that names
+        no stage raises UnknownNameError with the closest names."""
         if isinstance(key, Stage):
             return key
-        if isinstance(key, int):
-            return self.stages[key]
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            key, stages = int(key), self.stages
+            if -len(stages) <= key < len(stages):
+                return stages[key]
+            raise UnknownNameError("stage index", str(key), [], known_note=(
+                f"this Exploration has {len(stages)} stages, so an index is 0 to {len(stages) - 1} "
+                f"(or -{len(stages)} to -1)"))
+        if not isinstance(key, str):
+            raise UnknownNameError("stage", repr(key), [], known_note=(
+                "a stage is picked by its name (see ex.names), its position, or a Stage"))
         for s in self._early:
             if s.name == key:
                 return s
@@ -254,15 +273,19 @@ class Exploration:
 
     def run(self, stage=None, device: str | None = None, repeat: int = 20, args=None, check: bool = True,
             reference: "Exploration | None" = None):
-        """Execute a stage on ``device`` (default: the one explored for) and check it against "stablehlo".
+        """Execute a stage on ``device`` (default: the one explored for) and check its numbers.
 
         Returns a RunResult: ``outputs`` (the user's pytree), ``timing`` (median/min/IQR of ``repeat``
-        calls after a warm-up, ``seconds`` the raw times) and ``check`` (max abs/rel error per leaf
-        against the reference stage, with a dtype-aware tolerance). ``reference`` checks against
-        another Exploration's unoptimized program instead (e.g. a hand-edited module from
+        calls after a warm-up, ``seconds`` the raw times) and ``check``. The check measures the
+        stage against the traced function evaluated in float64, next to the as-lowered program's
+        own error, and passes a stage that is not materially less accurate than the program as
+        lowered (the rule is in ``workbench.execute.check_outputs``). Where no float64 evaluation
+        exists (a module given as text, random numbers, explicit float32 inside), it compares with
+        "stablehlo" at a per-dtype tolerance, and ``check.note`` says why. ``reference`` checks
+        against another Exploration's program instead (e.g. a hand-edited module from
         ``explore_text`` against the function it came from), run on the same arguments.
         """
-        from .execute import RunResult, compare_outputs, run_stage
+        from .execute import RunResult, check_outputs, run_stage
 
         st = self.default_run_stage() if stage is None else self.stage(stage)
         device = device or self._spec.device
@@ -270,13 +293,9 @@ class Exploration:
         result_check = None
         if check:
             owner = reference or self
-            ref_name = owner.reference_stage().name
-            if owner is self and st.name == ref_name:
-                ref = outputs
-            else:
-                ref = owner._reference_outputs(ref_name, device, args)
-            label = ref_name if owner is self else f"{owner.spec.title}:{ref_name}"
-            result_check = compare_outputs(outputs, ref, label)
+            known = (st.name, outputs) if owner is self else None
+            result_check = check_outputs(outputs, owner._reference(device, args, known,
+                                                                   foreign=owner is not self))
         return RunResult(st.name, device, outputs, timing, result_check)
 
     def reference_stage(self) -> Stage:
@@ -285,13 +304,30 @@ class Exploration:
 
         return next((s for s in self._early if s.name == REFERENCE), self._early[0])
 
-    def _reference_outputs(self, ref_name: str, device: str, args):
-        from .execute import run_stage
+    def _reference(self, device: str, args, known=None, foreign: bool = False):
+        """The Reference for runs on ``device`` with ``args`` (None: the traced ones): the as-lowered
+        stage's outputs and the float64 evaluation, each computed once per trace, device and
+        argument values (shared by every Exploration derived from the same trace)."""
+        from .execute import Reference, args_key, float64_reference, run_stage
+        from .irtext import text_hash
 
-        key = (ref_name, device, id(args))
-        if key not in self._refs:
-            self._refs[key] = run_stage(self, self.stage(ref_name), device, 1, args)[0]
-        return self._refs[key]
+        ref = self.reference_stage()
+        traced = self._spec.traced
+        memo = traced.memo if traced is not None else self._refs
+        key = (device, "traced" if args is None else args_key(args))
+        low_key = ("lowered", text_hash(ref.text_with_locations or ref.text)) + key
+        if low_key not in memo:
+            if known is not None and known[0] == ref.name:
+                memo[low_key] = known[1]
+            else:
+                memo[low_key] = run_stage(self, ref, device, 1, args)[0]
+        wide_key = ("float64",) + key
+        if wide_key not in memo:
+            dynamic = traced.args if (traced is not None and args is None) else args
+            memo[wide_key] = float64_reference(traced, device, dynamic)
+        wide, note = memo[wide_key]
+        label = f"{self._spec.title}:{ref.name}" if foreign else ref.name
+        return Reference(label, memo[low_key], wide, note, self._spec.title)
 
     def compare(self, stages: Sequence = (), device: str | None = None, repeat: int = 20):
         """Run several stages and tabulate: stage, median ms, speed-up over the reference, check passed."""

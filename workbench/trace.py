@@ -6,8 +6,9 @@ and compiling a modified module later (swap its serialized module, then ``.call`
 from __future__ import annotations
 
 import os
+import re
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import jax
@@ -20,7 +21,12 @@ __all__ = ["Traced", "trace", "resolve_device", "device_ids"]
 
 @dataclass(frozen=True)
 class Traced:
-    """What tracing produced: texts for the first two stages and the Exported to run/compile later."""
+    """What tracing produced: texts for the first two stages and the Exported to run/compile later.
+
+    ``fn`` and ``all_args`` are kept so the function can be evaluated again in float64 as the
+    numeric check's reference; ``memo`` holds that reference and the as-lowered outputs once
+    computed, shared by every Exploration derived from this trace (toggles, bisect).
+    """
 
     jaxpr: str
     stablehlo: str  # with locations; stages show it without
@@ -29,6 +35,14 @@ class Traced:
     static_argnums: tuple[int, ...]
     seconds_jaxpr: float
     seconds_lower: float
+    fn: Callable | None = field(default=None, compare=False, repr=False)
+    all_args: tuple = field(default=(), compare=False, repr=False)  # every positional argument, static ones too
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def full_args(self, dynamic: tuple) -> tuple:
+        """The positional arguments with ``dynamic`` in place of the traced ones (static ones as given)."""
+        dynamic = list(dynamic)
+        return tuple(a if i in self.static_argnums else dynamic.pop(0) for i, a in enumerate(self.all_args))
 
 
 def all_devices() -> list[tuple[str, Any]]:
@@ -66,10 +80,31 @@ def _is_array_like(x) -> bool:
     return isinstance(x, (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct, bool, int, float, complex))
 
 
-def _static_argnums(args: tuple) -> tuple[int, ...]:
-    """Positional arguments whose leaves are not arrays become static, as ``jax.jit`` allows."""
+def jit_static_argnums(fn: Callable) -> tuple[int, ...]:
+    """The positional arguments a ``jax.jit``-wrapped function declares static (``static_argnums``, and
+    ``static_argnames`` resolved to positions by JAX); () for a plain function.
+
+    JAX keeps these on the jitted function's ``_jit_info``; there is no public accessor, so a JAX
+    without it gives () and the workbench's own rule (non-array arguments are static) applies.
+    """
+    info = getattr(fn, "_jit_info", None)
+    nums = getattr(info, "static_argnums", ()) or ()
+    return tuple(int(i) for i in nums)
+
+
+def _static_argnums(args: tuple, declared: tuple[int, ...] = ()) -> tuple[int, ...]:
+    """Positional arguments whose leaves are not arrays become static, as ``jax.jit`` allows; so do
+    the ``declared`` ones (a jitted function's own static arguments, or ``static_argnums``)."""
     static = []
     for i, a in enumerate(args):
+        if i in declared:
+            try:
+                hash(a)
+            except TypeError:
+                raise ArgumentError(f"argument {i} is declared static but its {type(a).__name__} value is not "
+                                    "hashable, as JAX requires of static arguments") from None
+            static.append(i)
+            continue
         leaves = jax.tree_util.tree_leaves(a)
         if all(_is_array_like(x) for x in leaves):
             continue
@@ -106,7 +141,8 @@ def trace(fn: Callable, args: tuple, *, platform: str = "cpu", static_argnums: t
     for i in static_argnums:
         if not -len(args) <= i < len(args):
             raise ArgumentError(f"static_argnums names argument {i}, but the call has {len(args)} arguments")
-    static = tuple(sorted(set(_static_argnums(args)) | {i % len(args) for i in static_argnums}))
+    declared = {i % len(args) for i in static_argnums} | {i for i in jit_static_argnums(fn) if i < len(args)}
+    static = _static_argnums(args, tuple(sorted(declared)))
     jitted = jax.jit(fn, static_argnums=static)
     name = getattr(fn, "__name__", type(fn).__name__)
     try:
@@ -116,9 +152,45 @@ def trace(fn: Callable, args: tuple, *, platform: str = "cpu", static_argnums: t
         exported = jax.export.export(jitted, platforms=[platform])(*args)
         t2 = time.perf_counter()
     except Exception as e:
-        raise TraceError(f"tracing {name}{_shapes(args)} failed:\n{user_frames(e)}") from None
+        hint = _concrete_value_hint(fn, args, static, e)
+        raise TraceError(f"tracing {name}{_shapes(args)} failed:\n{user_frames(e)}{hint}") from None
     dynamic = tuple(a for i, a in enumerate(args) if i not in static)
-    return Traced(str(jaxpr), exported.mlir_module(), exported, dynamic, static, t1 - t0, t2 - t1)
+    return Traced(str(jaxpr), exported.mlir_module(), exported, dynamic, static, t1 - t0, t2 - t1,
+                  fn=fn, all_args=tuple(args))
+
+
+_CONCRETE_ERRORS = tuple(getattr(jax.errors, n) for n in (
+    "ConcretizationTypeError", "TracerIntegerConversionError", "TracerBoolConversionError",
+    "TracerArrayConversionError") if hasattr(jax.errors, n))
+
+
+def _concrete_value_hint(fn: Callable, args: tuple, static: tuple[int, ...], exc: BaseException) -> str:
+    """For an error that needed a concrete value of a traced argument (``range(n)``, ``if x > 0``,
+    a shape from ``n``): which argument it was and how to make it static. Empty for other errors."""
+    message = str(exc)
+    if not (isinstance(exc, _CONCRETE_ERRORS) or "depends on the value of the argument" in message):
+        return ""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    named = re.findall(r"argument[s]? ((?:'?\w+'?(?:, | and )?)+)", message)
+    names = {n.strip("'") for group in named for n in re.split(r", | and ", group)}
+    positions = [i for i, p in enumerate(params[:len(args)]) if p in names]
+    if not positions:  # JAX did not say which: every traced Python number is a candidate
+        positions = [i for i, a in enumerate(args) if i not in static and isinstance(a, (bool, int, float))
+                     and not isinstance(a, np.generic)]
+    if not positions:
+        return ("\nThis error needs the concrete value of a traced array: compute it with jax.lax control flow "
+                "(jax.lax.cond, jax.lax.fori_loop) or pass that value as a Python number made static.")
+    which = ", ".join(f"argument {i}" + (f" ({params[i]!r})" if i < len(params) else "") for i in positions)
+    nums = "(" + ", ".join(map(str, positions)) + ("," if len(positions) == 1 else "") + ")"
+    name = getattr(fn, "__name__", "fn")
+    return (f"\n{name} needs the concrete value of {which}, which JAX traces as an array. Make it static: "
+            f"wb.explore({name}, ..., static_argnums={nums}), or %%hlo --static {','.join(map(str, positions))} "
+            "in a notebook.")
 
 
 def _shapes(args: tuple) -> str:

@@ -685,22 +685,27 @@ class Panel:
             c = checks.get(key)
             rows.append(f"<tr><td><code>{_esc(key)}</code></td><td>{_esc(tuple(getattr(leaf, 'shape', ())))}</td>"
                         f"<td>{_esc(getattr(leaf, 'dtype', type(leaf).__name__))}</td>"
-                        + (f"<td>{c.max_abs:.3g}</td><td>{c.max_rel:.3g}</td><td>{c.tolerance:.3g}</td>"
-                           f"<td>{'passed' if c.passed else 'FAILED'}</td>" if c else "<td></td>" * 4) + "</tr>")
+                        + (f"<td>{c.max_abs:.3g}</td>"
+                           f"<td>{'' if c.lowered_abs is None else format(c.lowered_abs, '.3g')}</td>"
+                           f"<td>{c.max_rel:.3g}</td><td>{c.tolerance:.3g}</td>"
+                           f"<td>{'passed' if c.passed else 'FAILED'}</td>" if c else "<td></td>" * 5) + "</tr>")
         if r.check is None:
             verdict = '<span class="wb-chip">not checked</span>'
         else:
             chip = ('<span class="wb-chip wb-pass">&#10003; passed</span>' if r.check.passed
                     else '<span class="wb-chip wb-fail">&#10006; FAILED</span>')
+            low = r.check.lowered_abs
+            lowered = "" if low is None else f", the program as lowered: {low:.3g}"
+            note = f'<div class="wb-note">{_esc(r.check.note)}</div>' if r.check.note else ""
             verdict = (f"{chip} against <code>{_esc(r.check.reference)}</code> (max abs error "
-                       f"{r.check.max_abs:.3g}, max rel error {r.check.max_rel:.3g})")
+                       f"{r.check.max_abs:.3g}{lowered}; max rel error {r.check.max_rel:.3g}){note}")
         t = r.timing
         self.run_out.value = (
             f'<div class="wb-result"><div><b>{_esc(r.stage)}</b> on <b>{_esc(r.device)}</b>: {verdict}</div>'
             f"<div>time per call: median <b>{t.median * 1e3:.3f} ms</b> &middot; min {t.min * 1e3:.3f} ms "
             f"&middot; IQR {t.iqr * 1e3:.3f} ms &middot; n={len(t.times)} (after one warm-up call)</div>"
             '<table class="wb-table"><thead><tr><th>output</th><th>shape</th><th>dtype</th><th>max abs err</th>'
-            "<th>max rel err</th><th>tolerance</th><th>check</th></tr></thead><tbody>"
+            "<th>as lowered</th><th>max rel err</th><th>tolerance</th><th>check</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table></div>")
 
     def _show_compare(self, df) -> None:
