@@ -1220,6 +1220,11 @@ def _lowered(text: str) -> Any:
 _HLO_CUSTOM_CALL = re.compile(r"\bcustom-call\(")
 
 
+def has_custom_calls(hlo_text: str) -> bool:
+    """Whether XLA HLO text holds a custom call, whose flops and bytes XLA's cost analysis counts as -1."""
+    return _HLO_CUSTOM_CALL.search(hlo_text) is not None
+
+
 def xla_cost(text: str) -> dict[str, float | None] | None:
     """XLA's HloCostAnalysis of the module on CPU, before any XLA optimization.
 
@@ -1234,16 +1239,16 @@ def xla_cost(text: str) -> dict[str, float | None] | None:
         hlo = lowered.as_text(dialect="hlo")
     except Exception:  # XLA reports unsupported modules with many exception types
         return None
-    has_custom_calls = _HLO_CUSTOM_CALL.search(hlo) is not None
+    custom = has_custom_calls(hlo)
     # The wrapper around the module returns several results as a tuple of its own; its pointer
     # table is the route's cost, not the module's.
     results = len(jax.tree.leaves(lowered.out_info))
     wrapper_bytes = _TUPLE_POINTER_BYTES * results if results > 1 else 0
     return {
-        "xla_flops": None if has_custom_calls else float(analysis.get("flops", 0.0)),
+        "xla_flops": None if custom else float(analysis.get("flops", 0.0)),
         "xla_transcendentals": float(analysis.get("transcendentals", 0.0)),
         "xla_bytes": (
-            None if has_custom_calls else float(analysis.get("bytes accessed", 0.0)) - wrapper_bytes
+            None if custom else float(analysis.get("bytes accessed", 0.0)) - wrapper_bytes
         ),
     }
 

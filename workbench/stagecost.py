@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from .cost import ModuleCost, module_cost, roofline, xla_cost
+from .cost import ModuleCost, has_custom_calls, module_cost, roofline, xla_cost
 from .irtext import text_hash
 
 __all__ = ["cost_table", "plot_cost"]
@@ -58,8 +58,10 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
         xla_result = ex.xla_result
         if s.name == "xla:optimized" and xla_result is not None:
             c = xla_result.cost
-            row.update(xla_flops=c.get("flops"), xla_transcendentals=c.get("transcendentals"),
-                       xla_bytes=c.get("bytes accessed"), note="XLA's analysis after fusion")
+            unknown = has_custom_calls(s.text)  # XLA sums -1 for each custom call into flops and bytes
+            row.update(xla_flops=None if unknown else c.get("flops"), xla_transcendentals=c.get("transcendentals"),
+                       xla_bytes=None if unknown else c.get("bytes accessed"),
+                       note="XLA's analysis after fusion" + ("; flops and bytes unknown: custom calls" if unknown else ""))
             row.update(xla_result.memory)
             row["seconds"] = xla_result.seconds
         rows.append(row)
