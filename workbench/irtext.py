@@ -15,6 +15,7 @@ __all__ = [
     "publish_functions",
     "public_functions",
     "text_hash",
+    "input_kind",
 ]
 
 
@@ -163,3 +164,34 @@ def publish_functions(text: str, names: set[str]) -> str:
         return m.group(0)
 
     return _FUNC_RE.sub(fix, text)
+
+
+# Lines that carry no program: MLIR comments, and Python comments or a shebang (a hash then a space,
+# a bang or nothing; MLIR's ``#name = ...`` attribute aliases are program).
+_BLANK_OR_COMMENT = re.compile(r"\s*(?://.*|#(?:[ \t!].*)?)?")
+_PYTHON_HEAD = re.compile(r"(?:async\s+def|def|class)\s+\w|import\s+\w|from\s+[\w.]+\s+import\b|@[\w.]+(?:\(.*\))?$|lambda\b")
+_MLIR_HEAD = re.compile(r"module\b|\"|[#!][\w$.-]+\s*=|%[\w$.-]+(?::\d+)?\s*=|[A-Za-z_][\w$]*\.[\w$.-]+")
+
+
+def input_kind(text: str) -> str:
+    """What kind of program text this is, from its first line that is not a comment.
+
+    ``"empty"`` (nothing or only whitespace and comments), ``"hlo"`` (XLA's HLO text: ``HloModule ...``,
+    or an ``ENTRY`` computation pasted without its header), ``"jaxpr"`` (``{ lambda ...``),
+    ``"python"`` (a ``def``, ``import``, decorator or ``lambda``), ``"mlir"`` (a ``module``, an op
+    name such as ``func.func``, a generic ``"op"`` or an attribute/type alias), else ``"unknown"``.
+    A guess from the text's head, for telling users what they passed; whether MLIR text is valid is
+    the parser's call.
+    """
+    head = next((line.strip() for line in text.splitlines() if not _BLANK_OR_COMMENT.fullmatch(line)), "")
+    if not head:
+        return "empty"
+    if head.startswith("HloModule") or re.search(r"^ENTRY\s+%?[\w.-]+", text, re.M):
+        return "hlo"
+    if re.match(r"\{\s*lambda\b", head):
+        return "jaxpr"
+    if _PYTHON_HEAD.match(head):
+        return "python"
+    if _MLIR_HEAD.match(head):
+        return "mlir"
+    return "unknown"

@@ -5,10 +5,11 @@ the stages from the first affected one are recomputed.
 """
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .errors import PipelineSyntaxError, StageError
+from .errors import MlirSyntaxError, PipelineSyntaxError, StageError
 from .irtext import public_functions, publish_functions, text_hash
 from .worker import PassFailure, Worker, WorkerCrash, WorkerTimeout, default_worker
 
@@ -28,19 +29,36 @@ class StepRunner:
         self.max_entries = max_entries
         self._cache: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
         self._checked: set[str] = set()
+        self._parsed: set[str] = set()  # hashes of texts that parsed
         self.hits = 0
         self.misses = 0
 
     def check_pipeline(self, pipeline: str) -> None:
-        """Ask the real pass registry whether ``pipeline`` parses, on an empty module."""
+        """Ask the real pass registry whether ``pipeline`` parses (see ``worker._check_pipeline``)."""
         if pipeline in self._checked:
             return
         try:
-            self.worker.call("run_pipeline", "module {\n}\n", pipeline)
+            self.worker.call("check_pipeline", pipeline)
         except PassFailure as e:
             detail = e.message.split(":", 1)[-1].strip()
             raise PipelineSyntaxError(f"the pipeline does not parse: {detail}") from None
         self._checked.add(pipeline)
+
+    def check_module(self, text: str) -> None:
+        """Parse ``text`` once with the parser the passes use; MlirSyntaxError with its line:col if it fails."""
+        key = text_hash(text)
+        if key in self._parsed:
+            return
+        try:
+            self.worker.call("parse_module", text)
+        except PassFailure as e:
+            raise _syntax_error(e.message + "\n" + e.diagnostics, text) from None
+        except (WorkerCrash, WorkerTimeout) as e:
+            raise MlirSyntaxError(f"parsing the module stopped its worker process ({e}); the worker was "
+                                  "restarted", tuple(e.diagnostics.strip().splitlines()[-30:])) from None
+        if len(self._parsed) >= self.max_entries:
+            self._parsed.clear()
+        self._parsed.add(key)
 
     def run(self, stage: str, text: str, pipeline: str, timeout: float | None = None) -> StepResult:
         key = (text_hash(text), pipeline)
@@ -52,20 +70,60 @@ class StepRunner:
         self.misses += 1
         public = public_functions(text)
         try:
-            (_, out), seconds = self.worker.call("run_pipeline", text, pipeline, timeout=timeout)
+            (entry, out), seconds = self.worker.call("run_pipeline", text, pipeline, timeout=timeout)
         except PassFailure as e:
-            raise StageError(stage, pipeline, e.message.splitlines()[0], e.message + "\n" + e.diagnostics) from None
+            raise StageError(stage, pipeline, _reason(e.message), e.message + "\n" + e.diagnostics) from None
         except WorkerCrash as e:
             raise StageError(stage, pipeline, f"the pass crashed its worker process (exit code {e.exitcode}); "
                              "the worker was restarted", e.diagnostics) from None
         except WorkerTimeout as e:
             raise StageError(stage, pipeline, f"the pass ran for more than {e.seconds:.0f} s and was stopped",
                              e.diagnostics) from None
-        out = publish_functions(out, public)
+        # Only the entry, which enzyme-ad's runner itself made private: any other visibility is the passes' doing.
+        out = publish_functions(out, public & {entry})
         self._cache[key] = (out, seconds)
         if len(self._cache) > self.max_entries:
             self._cache.popitem(last=False)
         return StepResult(out, seconds, False)
+
+
+def _reason(message: str) -> str:
+    """The line of a pass failure that says why: enzyme-ad heads a failure while running with
+    "Failed to parse pipeline" even when the pipeline parsed, then "Pipeline failed:" and the cause."""
+    lines = [l.strip() for l in message.splitlines() if l.strip()]
+    if "Pipeline failed:" in lines[:-1]:
+        return "pipeline failed: " + lines[lines.index("Pipeline failed:") + 1]
+    return lines[0] if lines else message
+
+
+# A parser diagnostic as enzyme-ad's runner logs it, ``loc("-":2:15): error: msg``, or as jaxlib's
+# MLIRError words it, ``error: "-":2:15: msg``.
+_DIAGNOSTIC = re.compile(r'^\s*(?:loc\("[^"]*":(\d+):(\d+)\):\s*(error|warning|note)|(error|warning|note):\s*"[^"]*":(\d+):(\d+)):\s*(.*)$',
+                         re.M)
+
+
+def _syntax_error(report: str, text: str) -> MlirSyntaxError:
+    """The MlirSyntaxError for a parser's ``report``: its diagnostics as ``line:col: severity: message``,
+    and the first error's source line with a caret under its column."""
+    seen: list[str] = []
+    first: tuple[int, int] | None = None
+    for m in _DIAGNOSTIC.finditer(report):
+        line, col, sev = (int(m[1]), int(m[2]), m[3]) if m[1] else (int(m[5]), int(m[6]), m[4])
+        d = f"{line}:{col}: {sev}: {m[7].strip()}"
+        if d not in seen:
+            seen.append(d)
+        if first is None and sev == "error":
+            first = (line, col)
+    if not seen:
+        last = next((l for l in reversed(report.strip().splitlines()) if l.strip()), "no diagnostics")
+        return MlirSyntaxError(f"the text does not parse as MLIR: {last.strip()}", (last.strip(),))
+    msg = "the text does not parse as MLIR:\n  " + "\n  ".join(seen[:10])
+    if first is not None:
+        lines = text.splitlines()
+        if 1 <= first[0] <= len(lines):
+            src = lines[first[0] - 1].expandtabs(1)
+            msg += f"\n  line {first[0]}:\n    {src}\n    {' ' * (first[1] - 1)}^"
+    return MlirSyntaxError(msg, tuple(seen), *(first or (None, None)))
 
 
 _DEFAULT: StepRunner | None = None

@@ -79,6 +79,52 @@ def _run_pipeline(text: str, pipeline: str) -> tuple[str, str]:
         return "main", module.operation.get_asm(enable_debug_info=True)
 
 
+_EMPTY_MODULE = "module {\n}\n"
+
+
+def _check_pipeline(pipeline: str) -> None:
+    """Raise if ``pipeline`` does not parse (an unregistered pass, a bad option, a bracket).
+
+    enzyme-ad parses a pipeline only on the way to running it, so it runs on an empty module; a
+    pipeline that parses but then fails there ("Pipeline failed", e.g. ``transform-interpreter``,
+    which needs the module's own ``@__transform_main``) is accepted: on the real module it may well
+    work, and if not its stage says why.
+    """
+    if enzyme_available():
+        from enzyme_ad.jax import enzyme_call
+
+        try:
+            enzyme_call.run_pass_pipeline([], _EMPTY_MODULE, pipeline)
+        except Exception as e:
+            if "Pipeline failed" not in str(e):
+                raise
+        return
+    from jax._src.interpreters import mlir as jmlir
+    from jaxlib.mlir import passmanager
+
+    with jmlir.make_ir_context():
+        passmanager.PassManager.parse(f"builtin.module({pipeline})")
+
+
+def _parse_module(text: str) -> None:
+    """Parse (and verify) ``text`` with the parser the passes will use; raise with its diagnostics.
+
+    With enzyme-ad, an empty pipeline through its runner: the cheapest call it has that parses
+    (parse, verify, print; the printed text is dropped here rather than sent back). Its diagnostics
+    go to stderr, i.e. the worker log, as ``loc("-":line:col): error: ...``.
+    """
+    if enzyme_available():
+        from enzyme_ad.jax import enzyme_call
+
+        enzyme_call.run_pass_pipeline([], text, "")
+        return
+    from jax._src.interpreters import mlir as jmlir
+    from jaxlib.mlir import ir
+
+    with jmlir.make_ir_context():
+        ir.Module.parse(text)
+
+
 def _transform_passes(args: tuple) -> tuple[str, str]:
     from enzyme_ad.jax import enzyme_call
 
@@ -119,7 +165,7 @@ def _run_each(text: str, pipelines: list[str], stop_at_first: bool) -> list[tupl
 
 
 _METHODS = {"run_pipeline": _run_pipeline, "transform_passes": _transform_passes, "crash": _crash,
-            "run_each": _run_each}
+            "run_each": _run_each, "check_pipeline": _check_pipeline, "parse_module": _parse_module}
 
 
 def _serve(conn: Connection) -> None:
@@ -219,7 +265,7 @@ class Worker:
                 self._proc = self._start()
             proc = self._proc
             offset = os.path.getsize(self.log_path)
-            if method in ("run_pipeline", "run_each"):
+            if method in ("run_pipeline", "run_each", "check_pipeline"):
                 self.executions += 1
             try:
                 proc.conn.send((method, args))
