@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-import examples
+from workbench import examples
 import workbench as wb
 from workbench import presets as pl
 from workbench.irtext import publish_functions, strip_locations
@@ -76,7 +76,9 @@ def test_enable_adds_a_pattern_that_is_off_by_default(attention):
     fn, args = attention
     ex = wb.explore(fn, *args, pipeline="canonicalize,enzyme-hlo-patterns", enable=["sum_to_conv"])
     assert "sum_to_conv" in mlir_stages(ex)[-1].produced_by
-    assert "sum_to_conv" not in wb.explore(fn, *args, pipeline="canonicalize,enzyme-hlo-patterns")[-1 - 0].produced_by
+    plain = wb.explore(fn, *args, pipeline="canonicalize,enzyme-hlo-patterns")
+    assert mlir_stages(plain)[-1].name == "enzyme-hlo-patterns#1"
+    assert "sum_to_conv" not in mlir_stages(plain)[-1].produced_by
 
 
 def test_pattern_catalog_comes_from_enzyme_ad():
@@ -268,7 +270,9 @@ def test_changed_keeps_only_stages_that_changed(attention):
     for s in ch:
         if s.parent and s.group == "mlir":
             assert s.text != ex[s.parent].text
-    assert ex[-1] is ex.stages[-1] or ex[-1] == ex.stages[-1]
+    # positions count as Python's do, and each lookup is by name, position or Stage alike
+    assert ex[-1].name == ex.names[len(ex) - 1] and ex[-len(ex)].name == "jaxpr"
+    assert ex[ch[0]] is ch[0] and ex.stage(ch[-1].name).name == ch[-1].name
 
 
 def test_diff_between_any_two_stages(attention):
@@ -294,3 +298,89 @@ def test_reactant_and_enzyme_ad_option_names_shape_the_pattern_list(attention):
     down = wb.explore(fn, *args, pipeline="enzyme-hlo-patterns", transpose_propagate="down", reshape_propagate="none")
     want = enzyme.optimization_passes(transpose_propagate="down", reshape_propagate="none")
     assert mlir_stages(down)[-1].produced_by.split("patterns=")[1].split("}")[0] == want.split("patterns=")[1].split("}")[0]
+
+
+def small(x, y):
+    return jnp.tanh(x @ y).sum(0)
+
+
+SMALL_ARGS = (jnp.ones((16, 16)), jnp.ones((16, 8)))
+
+
+def test_every_road_into_xla_options_is_one_validated_road():
+    by_kwarg = wb.explore(small, *SMALL_ARGS, xla_disable=["algsimp"])
+    by_option = wb.explore(small, *SMALL_ARGS, xla_options={"xla_disable_hlo_passes": "algsimp"})
+    by_list = wb.explore(small, *SMALL_ARGS, xla_options={"xla_disable_hlo_passes": ["algsimp"]})
+    by_toggle = wb.explore(small, *SMALL_ARGS).with_xla(disable=["algsimp"])
+    for ex in (by_kwarg, by_option, by_list, by_toggle):
+        assert dict(ex.spec.xla_options) == {"xla_disable_hlo_passes": "algsimp"}
+        assert "algsimp" not in ex.xla_passes and not any(n.startswith("xla:algsimp") for n in ex.names)
+    assert "algsimp" in wb.explore(small, *SMALL_ARGS).xla_passes
+    both = dict(ex.spec.xla_options) | {"xla_enable_hlo_passes_only": "cse"}
+    with pytest.raises(wb.XlaOptionError, match="cannot be given together"):
+        wb.explore(small, *SMALL_ARGS, xla_options=both)
+    with pytest.raises(wb.XlaOptionError, match="cannot be given together"):
+        wb.explore(small, *SMALL_ARGS, xla_disable=["algsimp"], xla_options={"xla_enable_hlo_passes_only": "cse"})
+    with pytest.raises(wb.XlaOptionError, match="cannot be given together"):
+        by_kwarg.with_xla(xla_enable_hlo_passes_only="cse")
+    merged = by_option.with_xla(disable=["cse"])
+    assert dict(merged.spec.xla_options)["xla_disable_hlo_passes"] == "algsimp,cse"
+    assert "xla_disable_hlo_passes" not in dict(merged.with_xla(enable=["algsimp", "cse"]).spec.xla_options)
+
+
+def test_an_xla_pass_that_did_not_run_is_named_with_the_closest_ones():
+    with pytest.warns(wb.XlaPassWarning, match=r"'algsimpp'.*no effect.*Closest passes it reported: algsimp"):
+        ex = wb.explore(small, *SMALL_ARGS, xla_disable=["algsimpp"])
+        assert ex.names[-1].startswith("backend:")  # the XLA stages are computed on first use
+    assert len(ex.warnings) == 1 and "algsimpp" in ex.warnings[0]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", wb.XlaPassWarning)
+        assert wb.explore(small, *SMALL_ARGS, xla_disable=["algsimp"]).warnings == []
+
+
+def test_every_stage_key_goes_through_one_lookup():
+    ex = wb.explore(small, *SMALL_ARGS, pipeline="canonicalize")
+    n = len(ex)
+    for bad in (999, -n - 1):
+        with pytest.raises(wb.UnknownNameError, match=f"{n} stages"):
+            ex.stage(bad)
+        with pytest.raises(wb.UnknownNameError):
+            ex.diff("jaxpr", bad)
+        with pytest.raises(wb.UnknownNameError):
+            ex[bad]
+    with pytest.raises(wb.UnknownNameError, match="did you mean 'canonicalize#1'"):
+        ex.diff("canonicalise#1", "stablehlo")
+    with pytest.raises(wb.UnknownNameError):
+        ex.run(3.5)
+    import numpy as np
+
+    assert ex[np.int64(1)].name == "stablehlo" and ex.diff("stablehlo", -1) is not None
+
+
+def test_a_jitted_functions_static_arguments_are_honoured():
+    def g(x, n, name):
+        return getattr(jnp, name)(x) * n
+
+    x = jnp.linspace(0.0, 1.0, 4)
+    for fn in (jax.jit(g, static_argnums=(1, 2)), jax.jit(g, static_argnames=("n", "name"))):
+        ex = wb.explore(fn, x, 3, "sin")
+        assert ex.spec.traced.static_argnums == (1, 2)
+        r = ex.run(repeat=1)
+        assert r.check.passed and jnp.allclose(r.outputs, jnp.sin(x) * 3)
+    plain = wb.explore(g, x, 3, "sin")  # a string is static by itself; a Python number stays traced
+    assert plain.spec.traced.static_argnums == (2,)
+    assert "tensor<i32>" in plain["stablehlo"].text.split("func.func public @main")[1].split("\n")[0]
+
+
+def test_a_concrete_value_error_names_the_argument_and_the_fix():
+    def repeat(x, n):
+        for _ in range(n):
+            x = x * 2
+        return x
+
+    with pytest.raises(wb.TraceError, match=r"argument 1 \('n'\).*static_argnums=\(1,\)"):
+        wb.explore(repeat, jnp.ones(3), 3)
+    ex = wb.explore(repeat, jnp.ones(3), 3, static_argnums=(1,))
+    assert jnp.all(ex.run(repeat=1).outputs == 8.0)

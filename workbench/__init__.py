@@ -4,8 +4,8 @@
     ex = wb.explore(f, x, y, pipeline="all")
     ex.stages, ex["stablehlo"], ex.changed(), ex.with_patterns(disable=["transpose_transpose"])
 """
-from .errors import (ArgumentError, PipelineSyntaxError, StageError, TraceError, UnknownNameError,
-                     WorkbenchError, XlaOptionError)
+from .errors import (ArgumentError, InputKindError, MlirSyntaxError, PipelineSyntaxError, StageError, TraceError,
+                     UnknownNameError, WorkbenchError, XlaOptionError, XlaPassWarning)
 from .bisect import crashes, miscompiles, op_count_above, slower_than
 from .build import explore, explore_text
 from .execute import devices
@@ -25,7 +25,7 @@ __all__ = [
     "explore", "explore_text", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
     "miscompiles", "crashes", "slower_than", "op_count_above",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
-    "XlaOptionError",
+    "XlaOptionError", "XlaPassWarning", "InputKindError", "MlirSyntaxError",
 ]
 __version__ = "0.1.0"
 

@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import jax
 
-from .errors import StageError, UnknownNameError, WorkbenchError
+from .errors import InputKindError, MlirSyntaxError, StageError, UnknownNameError, WorkbenchError, XlaPassWarning
 from .exported import exported_for_text, swap_module
-from .irtext import strip_locations, text_hash
+from .irtext import input_kind, strip_locations, text_hash
 from .catalog import PatternOptions, PatternSelection, catalog, pattern_list, patterns_pass
 from .presets import PRESETS, resolve
 from .runner import default_runner
@@ -95,23 +97,74 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
 def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
                  device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
                  timeout: float = 600.0, title: str = "text", **pattern_options) -> Exploration:
-    """Like ``explore`` for a module given as MLIR/StableHLO text (any functions; XLA stages need ``@main``)."""
+    """Like ``explore`` for a module given as MLIR/StableHLO text (any functions; XLA stages need ``@main``).
+
+    The text reaches the first pass exactly as given. Text that is not MLIR (empty, XLA HLO text, a
+    jaxpr, Python source) raises InputKindError, and MLIR that does not parse raises MlirSyntaxError
+    with the parser's line:col, both before any stage is made.
+    """
+    kind = _refuse_non_mlir(text)
     inline, options = _split_options(pattern_options)
     resolve_device(device)
     xla = _xla_options(xla_disable, (), xla_options or {})
     sel = _selection(options, disable, enable)
+    try:
+        default_runner().check_module(text)
+    except MlirSyntaxError as e:
+        if kind == "mlir":
+            raise
+        head = text.strip().splitlines()[0][:60]
+        raise MlirSyntaxError(f"the text does not look like MLIR (it starts with {head!r}), and {e}",
+                              e.diagnostics, e.line, e.column) from None
     return _build(Spec(title, pipeline, inline, sel, xla, device, timeout, text))
 
 
+_LOWERED = "StableHLO/MLIR text, e.g. from jax.jit(f).lower(*args).as_text()"
+_INSTEAD = {
+    "empty": "explore_text needs the text of an MLIR module; pass " + _LOWERED,
+    "hlo": ("this is XLA HLO text (it starts with 'HloModule' or has an ENTRY computation), not MLIR; jaxlib "
+            "cannot parse HLO text into a module, so explore the JAX function with wb.explore(f, *args), or "
+            "pass " + _LOWERED),
+    "jaxpr": ("this is a jaxpr ('{ lambda ...'), not MLIR; explore the function it came from with "
+              "wb.explore(f, *args), or pass " + _LOWERED),
+    "python": ("this looks like Python source, not MLIR; run it and explore the function with "
+               "wb.explore(f, *args), or pass " + _LOWERED),
+}
+
+
+def _refuse_non_mlir(text) -> str:
+    """The kind of ``text`` (``irtext.input_kind``) if it may be MLIR; InputKindError for the kinds that are not."""
+    if not isinstance(text, str):
+        raise InputKindError(type(text).__name__, f"explore_text takes MLIR text as a str, not "
+                             f"{type(text).__name__}; pass " + _LOWERED)
+    kind = input_kind(text)
+    if kind in _INSTEAD:
+        what = "empty" if not text else ("whitespace only" if not text.strip() else "comments only")
+        advice = f"the text is {what}; " + _INSTEAD[kind] if kind == "empty" else _INSTEAD[kind]
+        raise InputKindError(kind, advice)
+    return kind
+
+
 def _xla_options(disable, enable, options: dict, base: tuple = ()) -> tuple[tuple[str, str], ...]:
+    """The one road into XLA options: ``xla_disable=``/``xla_options=`` of explore, ``with_xla``, the
+    panel and the magic all come here. Passes to skip may be named in ``disable`` or in the options'
+    own ``xla_disable_hlo_passes`` (a string or a list); they are merged with those of ``base``, less
+    the ``enable``d ones, and the result is validated once (``check_options``)."""
+    options = dict(options)
     merged = dict(base)
-    off = set(_names(merged.get("xla_disable_hlo_passes", ""))) | _names(disable)
+    off = _names(merged.pop("xla_disable_hlo_passes", ""))
+    off |= _names(_option_names(options.pop("xla_disable_hlo_passes", ())))
+    off |= _names(disable)
     off -= _names(enable)
-    merged.update({k: (",".join(sorted(v)) if isinstance(v, (list, tuple, set)) else str(v)) for k, v in options.items()})
-    merged.pop("xla_disable_hlo_passes", None)
+    merged.update({k: (",".join(sorted(map(str, v))) if isinstance(v, (list, tuple, set, frozenset)) else str(v))
+                   for k, v in options.items()})
     if off:
         merged["xla_disable_hlo_passes"] = ",".join(sorted(off))
     return tuple(sorted(check_options(merged).items()))
+
+
+def _option_names(value) -> list[str]:
+    return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
 def _first_stages(spec: Spec) -> list[Stage]:
@@ -174,22 +227,9 @@ def _xla_stages(spec: Spec, last: Stage) -> tuple[list[Stage], StageError | None
     source = last.text_with_locations
     if spec.traced is None and "@main" not in source:
         return [], None, None
-    dev = resolve_device(spec.device)
-    key = (text_hash(source), spec.device, spec.xla_options)
     try:
-        if key in _XLA_CACHE:
-            result = _XLA_CACHE[key]
-            _XLA_CACHE.move_to_end(key)
-        else:
-            exported = (swap_module(spec.traced.exported, source) if spec.traced is not None
-                        else exported_for_text(source, dev.platform))
-            shardings = None
-            if spec.traced is not None and exported.nr_devices > 1:
-                shardings = [leaf.sharding for leaf in jax.tree_util.tree_leaves(spec.traced.args)]
-            result = compile_with_dumps(exported, dev, dict(spec.xla_options), shardings)
-            _XLA_CACHE[key] = result
-            if len(_XLA_CACHE) > 16:
-                _XLA_CACHE.popitem(last=False)
+        result = _compile(spec, source, spec.xla_options)
+        result = _check_disabled_passes(spec, source, result)
     except Exception as e:  # XLA's own rejection of the module or an option, kept as a failed stage
         err = StageError("xla:compile", f"XLA compile with options {dict(spec.xla_options)}",
                          f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", str(e))
@@ -203,6 +243,60 @@ def _xla_stages(spec: Spec, last: Stage) -> tuple[list[Stage], StageError | None
         seconds = result.seconds if xs.name == "xla:optimized" else None
         stages.append(Stage(xs.name, xs.group, xs.text, xs.produced_by, xs.text != p.text, seconds, p.name))
     return stages, None, result
+
+
+def _compile(spec: Spec, source: str, options: tuple[tuple[str, str], ...]):
+    """XLA's compile of ``source`` with per-pass dumps, cached by (module, device, options)."""
+    key = (text_hash(source), spec.device, options)
+    if key in _XLA_CACHE:
+        _XLA_CACHE.move_to_end(key)
+        return _XLA_CACHE[key]
+    dev = resolve_device(spec.device)
+    exported = (swap_module(spec.traced.exported, source) if spec.traced is not None
+                else exported_for_text(source, dev.platform))
+    shardings = None
+    if spec.traced is not None and exported.nr_devices > 1:
+        shardings = [leaf.sharding for leaf in jax.tree_util.tree_leaves(spec.traced.args)]
+    result = compile_with_dumps(exported, dev, dict(options), shardings)
+    _XLA_CACHE[key] = result
+    if len(_XLA_CACHE) > 16:
+        _XLA_CACHE.popitem(last=False)
+    return result
+
+
+_XLA_PASSES_SEEN: set[str] = set()  # every pass name any compile in this process reported
+
+
+def _check_disabled_passes(spec: Spec, source: str, result):
+    """Warn about each pass in ``xla_disable_hlo_passes`` that XLA did not report running.
+
+    XLA ignores names it does not know, and its dumps name only the passes that changed the module
+    (and the pass after each). A disabled pass is absent from its own compile's dumps, so a name
+    not seen before is looked up in the compile without the disables (one more compile, cached).
+    A name still unseen is misspelled, or a pass that does nothing to this module: either way the
+    disable has no effect, and the warning says so with the closest names XLA did report.
+    """
+    options = dict(spec.xla_options)
+    off = _names(options.get("xla_disable_hlo_passes", ""))
+    _XLA_PASSES_SEEN.update(result.passes)
+    if not off - _XLA_PASSES_SEEN:
+        return result
+    try:
+        base = _compile(spec, source, tuple((k, v) for k, v in spec.xla_options if k != "xla_disable_hlo_passes"))
+    except Exception:  # the check is advice: a module XLA rejects without the disables gets none
+        return result
+    _XLA_PASSES_SEEN.update(base.passes)
+    ran = list(dict.fromkeys(base.passes + result.passes))
+    notes = []
+    for name in sorted(off - _XLA_PASSES_SEEN):
+        close = difflib.get_close_matches(name, ran, n=5, cutoff=0.5)
+        hint = f" Closest passes it reported: {', '.join(close)}." if close else " ex.xla_passes lists those it reported."
+        notes.append(f"XLA did not report running a pass named {name!r} on this module, so disabling it has no "
+                     f"effect (XLA ignores names it does not know, and its dumps name the passes that change "
+                     f"the module).{hint}")
+    for note in notes:
+        warnings.warn(note, XlaPassWarning, stacklevel=2)
+    return dataclasses.replace(result, warnings=tuple(notes))
 
 
 def clear_caches() -> None:

@@ -11,11 +11,12 @@ class WorkbenchError(Exception):
 class UnknownNameError(WorkbenchError, KeyError):
     """A pattern, preset, stage or pass name that does not exist; suggests the closest ones."""
 
-    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]):
+    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...], known_note: str = ""):
         self.kind, self.name = kind, name
         self.suggestions = difflib.get_close_matches(name, list(known), n=5, cutoff=0.5)
         hint = f"; did you mean {', '.join(map(repr, self.suggestions))}?" if self.suggestions else ""
-        super().__init__(f"unknown {kind} {name!r}{hint}")
+        note = f": {known_note}" if known_note else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}{note}")
 
     def __str__(self) -> str:  # KeyError would otherwise print the repr of the message
         return self.args[0]
@@ -55,3 +56,34 @@ class StageError(WorkbenchError):
 class GraphUnavailableError(WorkbenchError, ValueError):
     """A stage whose text is not a module the graph can be drawn from (a jaxpr, a backend dump,
     a failed stage)."""
+
+
+class XlaPassWarning(UserWarning):
+    """A pass named in ``xla_disable_hlo_passes`` that XLA did not report running on this module.
+
+    XLA ignores names it does not know, so a misspelled pass would otherwise be skipped silently.
+    """
+
+
+class InputKindError(WorkbenchError, ValueError):
+    """Text given as a module that is not MLIR: empty, XLA HLO text, a jaxpr, Python source.
+
+    ``kind`` is what the text looks like (``irtext.input_kind``); the message says what to pass instead.
+    """
+
+    def __init__(self, kind: str, message: str):
+        self.kind = kind
+        super().__init__(message)
+
+
+class MlirSyntaxError(WorkbenchError, ValueError):
+    """MLIR text that the parser (enzyme-ad's, else jaxlib's) refuses, caught before any pass runs.
+
+    ``diagnostics`` are the parser's messages as ``"line:col: error: ..."``; ``line`` and ``column``
+    (1-based) locate the first error, or are None when the parser gave no position.
+    """
+
+    def __init__(self, message: str, diagnostics: tuple[str, ...] = (), line: int | None = None,
+                 column: int | None = None):
+        self.diagnostics, self.line, self.column = tuple(diagnostics), line, column
+        super().__init__(message)

@@ -37,6 +37,7 @@ class XlaResult:
     options: dict = field(default_factory=dict)
     cost: dict = field(default_factory=dict)  # XLA's HloCostAnalysis of the optimized module
     memory: dict = field(default_factory=dict)  # compiled memory analysis, bytes
+    warnings: tuple[str, ...] = ()  # what the workbench noticed about the options (an unknown pass name)
 
 
 def check_options(options: dict) -> dict:
