@@ -384,3 +384,21 @@ def test_a_concrete_value_error_names_the_argument_and_the_fix():
         wb.explore(repeat, jnp.ones(3), 3)
     ex = wb.explore(repeat, jnp.ones(3), 3, static_argnums=(1,))
     assert jnp.all(ex.run(repeat=1).outputs == 8.0)
+
+
+def test_the_worker_imports_the_same_workbench_whatever_the_current_directory(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    shadow = tmp_path / "workbench"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise SystemExit('a workbench from the current directory was imported')\n")
+    (shadow / "worker.py").write_text("raise SystemExit('a workbench from the current directory was imported')\n")
+    root = os.path.dirname(os.path.dirname(wb.__file__))
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import jax.numpy as jnp, workbench as wb\n"
+            "ex = wb.explore(lambda x: jnp.sin(x) * 2, jnp.ones(3), pipeline='canonicalize')\n"
+            "assert ex.error is None, ex.error\nprint(ex.names[2])\n") % root
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "canonicalize#1", r.stderr[-2000:]

@@ -219,9 +219,14 @@ class Worker:
     def _start(self) -> _Proc:
         parent_sock, child_sock = socket.socketpair()
         with open(self.log_path, "ab") as log:
+            # The worker imports the same workbench as this process, not one that happens to lie in
+            # the current directory: -P keeps the directory off sys.path, PYTHONPATH names ours.
+            here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
             process = subprocess.Popen(
-                [sys.executable, "-m", "workbench.worker", str(child_sock.fileno())],
+                [sys.executable, "-P", "-m", "workbench.worker", str(child_sock.fileno())],
                 pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                env={**os.environ, "PYTHONPATH": path},
             )
         child_sock.close()
         proc = _Proc(process, Connection(parent_sock.detach()))
