@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax
 import jax.numpy as jnp
 
-import examples.attention as att
+import workbench.examples.attention as att
 import workbench as wb
 from workbench.build import clear_caches
 

@@ -12,7 +12,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import examples
+from workbench import examples
 import workbench as wb
 import workbench.worker as worker
 

@@ -31,7 +31,7 @@ def test_default_is_a_report_on_a_builtin_example():
 def test_bad_input_is_a_clear_message():
     r = run("stages", "mlp", "--disable", "dot_transpos")
     assert r.returncode == 2 and "did you mean 'dot_transpose'" in r.stderr and "Traceback" not in r.stderr
-    r = run("stages", "examples/mlp.py:nope")
+    r = run("stages", "workbench/examples/mlp.py:nope")
     assert r.returncode != 0 and "has no function 'nope'" in r.stderr
     r = run("stages", "mlp", "--args", "f32[3,", )
     assert r.returncode != 0 and "DTYPE[DIMS]" in r.stderr

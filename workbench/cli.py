@@ -1,7 +1,7 @@
 """The ``hlo-workbench`` command: the workbench's views in a terminal.
 
-    hlo-workbench stages examples/mlp.py:fn --args "f32[64,64],f32[64,32]" --pipeline all --disable dot_transpose
-    hlo-workbench show examples/attention.py:fn --stage enzyme-hlo-patterns#1
+    hlo-workbench stages my_model.py:fn --args "f32[64,64],f32[64,32]" --pipeline all --disable dot_transpose
+    hlo-workbench show attention --stage enzyme-hlo-patterns#1   # a built-in example: attention, convnet, mlp, scan
     hlo-workbench report                # the default: a report on the built-in attention example
     hlo-workbench patterns --search transpose
     hlo-workbench pipelines
@@ -9,13 +9,15 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import os
 import re
 import sys
+from importlib import resources
 from pathlib import Path
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = "workbench.examples"  # the built-in programs live inside the package, so a wheel has them
 _DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16", "i64": "int64", "i32": "int32",
            "i16": "int16", "i8": "int8", "u8": "uint8", "u32": "uint32", "pred": "bool", "bool": "bool"}
 
@@ -46,35 +48,44 @@ def parse_args_spec(spec: str) -> tuple:
     return tuple(out)
 
 
+def builtin_examples() -> list[str]:
+    """The names of the built-in examples: the modules of ``workbench.examples``."""
+    return sorted(f.name[:-3] for f in resources.files(EXAMPLES).iterdir()
+                  if f.name.endswith(".py") and not f.name.startswith("_"))
+
+
 def load_target(target: str | None, args_spec: str | None):
     """``PATH.py:FUNC`` (or an example name) -> (fn, args, title)."""
     if target is None:
         target = "attention"
     if ":" not in target and not target.endswith(".py"):
-        path, func = EXAMPLES / f"{target}.py", "fn"
+        if target not in builtin_examples():
+            raise SystemExit(f"no such built-in example: {target} (built-in examples: {', '.join(builtin_examples())}"
+                             "; or give PATH.py:FUNC)")
+        mod, func, where, stem = importlib.import_module(f"{EXAMPLES}.{target}"), "fn", target, target
     else:
         path_s, _, func = target.partition(":")
         path, func = Path(path_s), func or "fn"
-    if not path.exists():
-        known = ", ".join(sorted(p.stem for p in EXAMPLES.glob("*.py") if not p.stem.startswith("_")))
-        raise SystemExit(f"no such file: {path} (built-in examples: {known})")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(path.parent))
+        if not path.exists():
+            raise SystemExit(f"no such file: {path} (built-in examples: {', '.join(builtin_examples())})")
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(path.parent))
+        try:
+            spec.loader.exec_module(mod)
+        finally:
+            sys.path.remove(str(path.parent))
+        where, stem = str(path), path.stem
     if not callable(getattr(mod, func, None)):
         names = [n for n, v in vars(mod).items() if callable(v) and not n.startswith("_")]
-        raise SystemExit(f"{path} has no function {func!r}; it defines: {', '.join(names)}")
+        raise SystemExit(f"{where} has no function {func!r}; it defines: {', '.join(names)}")
     if args_spec:
         args = parse_args_spec(args_spec)
     elif callable(getattr(mod, "args", None)):
         args = mod.args()
     else:
-        raise SystemExit(f"give --args for {path}:{func} (e.g. --args 'f32[64,64],f32[64,32]')")
-    return getattr(mod, func), args, f"{path.stem}:{func}"
+        raise SystemExit(f"give --args for {where}:{func} (e.g. --args 'f32[64,64],f32[64,32]')")
+    return getattr(mod, func), args, f"{stem}:{func}"
 
 
 def _explore(ns):

@@ -1,5 +1,8 @@
 """Small real programs used by the CLI's default run, the tests and the notebooks.
 
+They live inside the package (``workbench/examples/``), so an installed wheel has them:
+``hlo-workbench report attention``, ``from workbench import examples; examples.load("mlp")``.
+
 Each module defines ``fn`` (the function to explore) and ``args()`` (example arguments).
 """
 from __future__ import annotations
