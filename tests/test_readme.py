@@ -1,0 +1,76 @@
+"""README.md as a user meets it: every Python block runs as written, with its defaults, in a fresh
+process without a terminal; the notebook blocks run as cells of a real kernel; the command lines
+run as typed. A prelude defines only what the README leaves to the reader (``mlir_text``, and the
+``my.py`` that the CLI example names)."""
+import os
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("enzyme_ad.jax", reason="the README's examples use Enzyme-JaX patterns")
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+BIN = Path(sys.executable).parent
+
+PRELUDE = textwrap.dedent("""
+    import jax, jax.numpy as jnp
+    mlir_text = jax.jit(lambda a: jnp.exp(a) * 2.0 + jnp.exp(a)).lower(jnp.ones(4)).as_text()
+""")
+
+MY_PY = "import jax.numpy as jnp\n\n\ndef f(x, y):\n    return jnp.tanh((x @ y).T).sum(0)\n"
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", README, re.S | re.M)
+
+
+def command_lines() -> list[str]:
+    section = README.split("## On the command line", 1)[1].split("\n## ", 1)[0]
+    lines = [ln.strip() for ln in section.splitlines() if ln.startswith("    hlo-workbench")]
+    return [ln.split("  #", 1)[0].strip() for ln in lines]
+
+
+def test_the_readme_has_the_blocks_this_test_runs():
+    assert len(blocks("python")) >= 5 and len(blocks("ipython")) == 2 and len(command_lines()) >= 5
+
+
+def test_every_python_block_runs_as_written(tmp_path):
+    script = [PRELUDE]
+    for k, block in enumerate(blocks("python")):
+        script.append(f"print('-- README block {k + 1}', flush=True)\n{block}")
+    path = tmp_path / "readme_blocks.py"
+    path.write_text("\n".join(script))
+    r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=tmp_path,
+                       stdin=subprocess.DEVNULL, timeout=900, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "1"})
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
+    assert r.stdout.count("-- README block") == len(blocks("python"))
+
+
+def test_every_command_line_runs_as_typed(tmp_path):
+    (tmp_path / "my.py").write_text(MY_PY)
+    for line in command_lines():
+        argv = shlex.split(line)
+        assert argv[0] == "hlo-workbench"
+        r = subprocess.run([str(BIN / "hlo-workbench")] + argv[1:], capture_output=True, text=True, cwd=tmp_path,
+                           stdin=subprocess.DEVNULL, timeout=600)
+        assert r.returncode == 0, (line, r.stderr[-3000:])
+        assert r.stdout.strip(), line
+
+
+@pytest.mark.slow
+def test_the_notebook_blocks_run_in_a_kernel(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(b.rstrip("\n")) for b in blocks("ipython")])
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [o for c in nb.cells for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors
+    panel = nb.cells[1].outputs
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in panel)
