@@ -195,7 +195,9 @@ def test_run_shows_outputs_timing_and_the_check(p, ex):
     p.device.value = "cpu:0"
     p.run_button.click()
     out = p.run_out.value
-    assert "passed" in out and "against <code>stablehlo</code>" in out
+    # measured against the function in float64, next to the as-lowered program's own error
+    assert "passed" in out and "against <code>transposed_dot in float64</code>" in out
+    assert re.search(r"the program as lowered: [\d.e+-]+;", out) and "<th>as lowered</th>" in out
     assert re.search(r"median <b>[\d.]+ ms</b> &middot; min [\d.]+ ms &middot; IQR [\d.]+ ms &middot; n=20", out)
     assert "<td>(4, 16)</td><td>float32</td>" in out
     p.compare(["stablehlo", ex.default_run_stage().name])

@@ -151,6 +151,8 @@ def cmd_report(ns) -> int:
             print(keep[cols].to_string(index=False))
         r = ex.run(last, repeat=10)
         print(f"\n# Run on {r.device}: {r.timing!r}\n  {r.check!r}")
+        if r.check.note:
+            print(f"  (no float64 reference: {r.check.note})")
         print(f"\n# Final MLIR stage ({last.name}):\n")
         print(last.text)
     if ex.error:
