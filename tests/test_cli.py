@@ -42,3 +42,10 @@ def test_patterns_and_pipelines_listings():
     assert r.returncode == 0 and "transpose_transpose" in r.stdout
     r = run("pipelines")
     assert r.returncode == 0 and "only_enzyme" in r.stdout and "just_batch" in r.stdout
+
+
+def test_a_misspelled_xla_pass_is_a_warning_that_names_the_closest():
+    r = run("stages", "mlp", "--xla-disable", "algsimpp")
+    assert r.returncode == 0, r.stderr
+    assert "hlo-workbench: warning: XLA did not report running a pass named 'algsimpp'" in r.stderr
+    assert "Closest passes it reported: algsimp" in r.stderr and "build.py" not in r.stderr

@@ -265,6 +265,7 @@ def _compile(spec: Spec, source: str, options: tuple[tuple[str, str], ...]):
 
 
 _XLA_PASSES_SEEN: set[str] = set()  # every pass name any compile in this process reported
+_WARNED: dict = {}  # the warnings registry of _check_disabled_passes
 
 
 def _check_disabled_passes(spec: Spec, source: str, result):
@@ -294,8 +295,9 @@ def _check_disabled_passes(spec: Spec, source: str, result):
         notes.append(f"XLA did not report running a pass named {name!r} on this module, so disabling it has no "
                      f"effect (XLA ignores names it does not know, and its dumps name the passes that change "
                      f"the module).{hint}")
-    for note in notes:
-        warnings.warn(note, XlaPassWarning, stacklevel=2)
+    for note in notes:  # shown once per message, named for the option rather than for this line
+        warnings.warn_explicit(note, XlaPassWarning, "xla_disable_hlo_passes", 0, module="workbench.xla",
+                               registry=_WARNED)
     return dataclasses.replace(result, warnings=tuple(notes))
 
 

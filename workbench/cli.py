@@ -217,8 +217,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    return f"hlo-workbench: warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    warnings.formatwarning = _format_warning
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in {"stages", "report", "show", "patterns", "pipelines", "-h", "--help"}:
