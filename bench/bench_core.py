@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 import workbench.examples.attention as att
 import workbench as wb
-from workbench.build import clear_caches
+from workbench.pipeline.build import clear_caches
 
 
 def make(layers: int):

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from enzyme_ad.jax import enzyme_call
 
 import workbench as wb
-from workbench.diff import diff_texts
+from workbench.analysis.diff import diff_texts
 
 PIPELINE = "canonicalize,cse"
 

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from workbench import examples
 import workbench as wb
-import workbench.worker as worker
+import workbench.pipeline.worker as worker
 
 
 def main():

@@ -40,7 +40,7 @@ f(jnp.ones((8, 16)), jnp.ones((4, 8)))"""
 BIG_MODULE = """\
 import jax, jax.numpy as jnp
 import workbench as wb
-import workbench.widgets
+import workbench.views.widgets
 
 def mlp(ws, x):
     for w in ws:

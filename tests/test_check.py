@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.execute import compare_outputs
+from workbench.analysis.execute import compare_outputs
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 

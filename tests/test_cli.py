@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLI = [sys.executable, "-m", "workbench.cli"]
+CLI = [sys.executable, "-m", "workbench.views.cli"]
 
 
 def run(*args):

@@ -6,9 +6,9 @@ import pytest
 
 from workbench import examples
 import workbench as wb
-from workbench import presets as pl
-from workbench.irtext import publish_functions, strip_locations
-from workbench.runner import default_runner
+from workbench.pipeline import presets as pl
+from workbench.ir.text import publish_functions, strip_locations
+from workbench.pipeline.runner import default_runner
 
 enzyme = pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -139,7 +139,7 @@ def test_a_pass_that_runs_too_long_is_stopped_and_the_worker_restarts(attention)
 def test_a_crashed_worker_is_replaced():
     w = default_runner().worker
     restarts = w.restarts
-    from workbench.worker import WorkerCrash
+    from workbench.pipeline.worker import WorkerCrash
 
     with pytest.raises(WorkerCrash) as e:
         w.call("crash", "abort")

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import pandas as pd
 import pytest
 
-from workbench.cost import (
+from workbench.analysis.cost import (
     COLUMNS,
     KINDS,
     PEAKS,

@@ -1,4 +1,4 @@
-"""Behaviour of workbench.diff on IR produced by jax, Enzyme-JaX passes and XLA."""
+"""Behaviour of workbench.analysis.diff on IR produced by jax, Enzyme-JaX passes and XLA."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from workbench.diff import Change, Diff, diff_texts, normalize
-from workbench.diff import _myers  # the alignment core, checked against a textbook LCS
+from workbench.analysis.diff import Change, Diff, diff_texts, normalize
+from workbench.analysis.diff import _myers  # the alignment core, checked against a textbook LCS
 
 try:  # the diff needs no enzyme-ad; only the tests of Enzyme's own passes do
     from enzyme_ad.jax import enzyme_call

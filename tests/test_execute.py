@@ -128,8 +128,8 @@ def test_applicable_lists_exactly_the_patterns_that_change_the_stage():
     assert len(df) == len(wb.patterns()) and set(df[df.changed].name) == set(names)
     # each listed pattern really changes the module when enzyme-ad applies it alone
     src = ex["stablehlo"].text
-    from workbench.catalog import patterns_pass
-    from workbench.irtext import publish_functions, strip_locations
+    from workbench.pipeline.catalog import patterns_pass
+    from workbench.ir.text import publish_functions, strip_locations
 
     spec = wb.patterns().set_index("name").loc["involution_neg_simplify", "spec"]
     _, out = enzyme.enzyme_call.run_pass_pipeline([], src, patterns_pass((spec,)))
@@ -159,7 +159,7 @@ def test_bisect_finds_the_one_pattern_among_hundreds():
     no_neg = lambda e: "stablehlo.negate" not in e.default_run_stage().text
     # first, with enzyme-ad directly: every other pattern together leaves the double negation
     src = ex["stablehlo"].text_with_locations
-    from workbench.catalog import pattern_list, patterns_pass
+    from workbench.pipeline.catalog import pattern_list, patterns_pass
 
     everything_else = [s for s in pattern_list(ex.spec.selection) if not s.startswith("involution_neg_simplify")]
     _, out = enzyme.enzyme_call.run_pass_pipeline([], src, patterns_pass(tuple(everything_else)))
@@ -180,11 +180,9 @@ def test_bisect_result_is_one_minimal():
     ex = wb.explore(f, jnp.ones((3, 4)), jnp.ones((5, 3)), pipeline="enzyme-hlo-patterns")
     pred = lambda e: "stablehlo.transpose" not in e.default_run_stage().text
     b = ex.bisect(pred, progress=False)
-    from workbench.bisect import with_enabled
-
-    assert pred(with_enabled(ex, b.patterns))
+    assert pred(ex.with_only_patterns(b.patterns))
     for p in b.patterns:
-        assert not pred(with_enabled(ex, set(b.patterns) - {p}))
+        assert not pred(ex.with_only_patterns(set(b.patterns) - {p}))
 
 
 def test_builtin_predicates():
@@ -220,7 +218,7 @@ def test_pattern_timing_by_group_and_by_pattern():
 
 
 def test_a_scan_isolates_a_crashing_request_and_keeps_going():
-    from workbench.worker import WorkerPool
+    from workbench.pipeline.worker import WorkerPool
 
     pool = WorkerPool(2)
     # chunks whose request kills the worker are split until each crasher stands alone

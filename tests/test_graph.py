@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.graph import CHANGED_FILL, GraphUnavailableError, stage_graph
+from workbench.analysis.graph import CHANGED_FILL, GraphUnavailableError, stage_graph
 
 # --- reading the DOT source back ---------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import workbench as wb
-from workbench.magics import HloMagics
+from workbench.views.magics import HloMagics
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import pytest
 
 import workbench as wb
-from workbench.irtext import input_kind, public_functions, publish_functions, strip_locations
-from workbench.runner import default_runner
+from workbench.ir.text import input_kind, public_functions, publish_functions, strip_locations
+from workbench.pipeline.runner import default_runner
 
 # (a) a module carrying its own transform script: the payload's transpose that only moves a unit
 # dimension becomes a reshape (an Enzyme-JaX pattern), alongside MLIR's canonicalization patterns.
@@ -114,7 +114,7 @@ def agrees_with_enzyme_ad(text: str, pipeline: str) -> wb.Exploration:
     return ex
 
 
-enzyme_only = pytest.mark.skipif(not __import__("workbench.worker").worker.enzyme_available(),
+enzyme_only = pytest.mark.skipif(not __import__("workbench.pipeline.worker").pipeline.worker.enzyme_available(),
                                  reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
 

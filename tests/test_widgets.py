@@ -13,9 +13,9 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import workbench as wb
-from workbench.diff import diff_texts
-from workbench.widgets import Panel, StageList, panel, with_pipeline
-from workbench.widgets.diffview import KINDS
+from workbench.analysis.diff import diff_texts
+from workbench.views.widgets import Panel, StageList, panel, with_pipeline
+from workbench.views.widgets.diffview import KINDS
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 

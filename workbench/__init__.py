@@ -6,17 +6,17 @@
 """
 from .errors import (ArgumentError, InputKindError, MlirSyntaxError, PipelineSyntaxError, StageError, TraceError,
                      UnknownNameError, WorkbenchError, XlaOptionError, XlaPassWarning)
-from .bisect import crashes, miscompiles, op_count_above, slower_than
-from .build import explore, explore_text
-from .execute import devices
-from .catalog import patterns
-from .presets import pipelines
-from .stages import Exploration, Stage
+from .analysis.bisect import crashes, miscompiles, op_count_above, slower_than
+from .analysis.execute import devices
+from .exploration import Exploration, explore, explore_text
+from .pipeline.catalog import patterns
+from .pipeline.presets import pipelines
+from .stages import Stage
 
 
 def panel(ex, **kwargs):
     """The pass-toggle panel for an Exploration (ipywidgets; see ``workbench.widgets.panel``)."""
-    from .widgets import panel as make_panel
+    from .views.widgets import panel as make_panel
 
     return make_panel(ex, **kwargs)
 
@@ -31,5 +31,5 @@ __version__ = "0.1.0"
 
 
 def load_ipython_extension(ipython):
-    from .magics import load_ipython_extension as load
+    from .views.magics import load_ipython_extension as load
     load(ipython)

@@ -1,21 +1,17 @@
-"""The values a user holds: ``Stage`` (one program text in the pipeline) and ``Exploration`` (all of them).
-
-An Exploration is immutable: toggling a pattern or an XLA pass returns a new one, recomputed
-incrementally by ``explore.py``. XLA's stages are computed the first time something asks for them,
-since compiling is the slowest step and a user toggling patterns often looks at MLIR stages first.
+"""The values at the bottom of the workbench: ``Stage`` (one program text after one step), ``Spec``
+(everything that decides an Exploration's stages) and ``Traced`` (what tracing the user's function
+produced). Frozen, typed, and importing nothing from the layers above.
 """
 from __future__ import annotations
 
-import numbers
-import threading
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Literal
 
-from .errors import StageError, UnknownNameError
+from .options import PatternSelection
 
-__all__ = ["Stage", "Exploration"]
+__all__ = ["Stage", "StageKind", "Spec", "Traced"]
 
-GROUPS = ("trace", "mlir", "xla", "backend")
+StageKind = Literal["trace", "mlir", "xla", "backend"]  # a Stage's group: which tool made it
 
 
 @dataclass(frozen=True)
@@ -31,7 +27,7 @@ is not run again. ``error`` is set on a stage that failed;
     """
 
     name: str
-    group: str
+    group: StageKind
     text: str
     produced_by: str
     changed: bool
@@ -57,352 +53,45 @@ is not run again. ``error`` is set on a stage that failed;
         return f"<details open><summary><code>{head}</code></summary><pre>{body}</pre></details>"
 
 
-class Exploration:
-    """Every stage of one program through one pipeline, in order.
+@dataclass(frozen=True)
+class Spec:
+    """Everything that decides an Exploration's stages."""
 
-    ``ex.stages`` lists them all; ``ex["stablehlo"]``, ``ex[-1]`` and ``ex.stage("canonicalize#2")``
-    pick one; ``ex.changed()`` keeps those whose text differs from their parent. ``ex.error`` is the
-    StageError of a failed stage (the stages before it stay usable), or None.
+    title: str
+    pipeline: str = "all"
+    inline: bool = True
+    selection: PatternSelection = field(default_factory=PatternSelection)
+    xla_options: tuple[tuple[str, str], ...] = ()
+    device: str = "cpu:0"
+    timeout: float = 600.0
+    source: Any = field(default=None, compare=False, repr=False)  # a Traced, or the input text
+
+    @property
+    def traced(self) -> "Traced | None":
+        return self.source if isinstance(self.source, Traced) else None
+
+
+@dataclass(frozen=True)
+class Traced:
+    """What tracing produced: texts for the first two stages and the Exported to run/compile later.
+
+    ``fn`` and ``all_args`` are kept so the function can be evaluated again in float64 as the
+    numeric check's reference; ``memo`` holds that reference and the as-lowered outputs once
+    computed, shared by every Exploration derived from this trace (toggles, bisect).
     """
 
-    def __init__(self, *, spec, early: Sequence[Stage], error: StageError | None,
-                 late: Callable[[], tuple[list[Stage], StageError | None, object]] | None):
-        self._spec = spec
-        self._early = tuple(early)
-        self._error = error
-        self._late_fn = late
-        self._late: tuple[Stage, ...] | None = None if late else ()
-        self._late_error: StageError | None = None
-        self._xla = None  # the XlaResult: passes seen, XLA's cost and memory analysis of the compile
-        self._lock = threading.Lock()
-        self._refs: dict = {}
+    jaxpr: str
+    stablehlo: str  # with locations; stages show it without
+    exported: Any  # jax.export.Exported
+    args: tuple  # the dynamic arguments, flattened per positional argument as the user gave them
+    static_argnums: tuple[int, ...]
+    seconds_jaxpr: float
+    seconds_lower: float
+    fn: Callable | None = field(default=None, compare=False, repr=False)
+    all_args: tuple = field(default=(), compare=False, repr=False)  # every positional argument, static ones too
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
-    # -- computing ---------------------------------------------------------------------------------
-    def _ensure_late(self) -> None:
-        with self._lock:
-            if self._late is None:
-                stages, err, xla = self._late_fn()
-                self._late, self._late_error, self._xla = tuple(stages), err, xla
-
-    # -- reading -----------------------------------------------------------------------------------
-    @property
-    def stages(self) -> list[Stage]:
-        self._ensure_late()
-        return list(self._early + self._late)
-
-    @property
-    def pipeline_stages(self) -> list[Stage]:
-        """The trace and MLIR pipeline stages only: never starts the XLA compile."""
-        return list(self._early)
-
-    @property
-    def pipeline_error(self) -> StageError | None:
-        """The StageError of a failed MLIR pipeline stage (not XLA's), without compiling."""
-        return self._error
-
-    @property
-    def xla_result(self):
-        """What the XLA compile reported besides its stages (``workbench.xla.XlaResult``: passes seen,
-        XLA's cost and memory analysis, compile seconds), or None when XLA did not compile."""
-        self._ensure_late()
-        return self._xla
-
-    @property
-    def warnings(self) -> list[str]:
-        """What the workbench noticed about the options without failing (an XLA pass name that XLA did
-        not report running, so disabling it has no effect). Computing them compiles with XLA."""
-        self._ensure_late()
-        return list(self._xla.warnings) if self._xla else []
-
-    @property
-    def names(self) -> list[str]:
-        return [s.name for s in self.stages]
-
-    @property
-    def error(self) -> StageError | None:
-        if self._error is None:
-            self._ensure_late()
-            return self._late_error
-        return self._error
-
-    @property
-    def spec(self):
-        """The settings this Exploration was built with (pipeline, patterns, XLA options, device)."""
-        return self._spec
-
-    @property
-    def pipeline_string(self) -> str:
-        """The whole MLIR pipeline as one string, for ``enzymexlamlir-opt --pass-pipeline``."""
-        return ",".join(s.produced_by for s in self._early if s.group == "mlir" and not s.error)
-
-    @property
-    def xla_passes(self) -> list[str]:
-        """The HLO pass names XLA's dumps mentioned in the last compile (toggle them with ``with_xla``)."""
-        self._ensure_late()
-        return list(self._xla.passes) if self._xla else []
-
-    def stage(self, key: str | int | Stage) -> Stage:
-        """One stage by name, position (negative counts from the end) or as a Stage; every lookup of
-        a stage (``ex[...]``, ``diff``, ``run``, ``cost``, ``graph``) comes here, and a key that names
-        no stage raises UnknownNameError with the closest names."""
-        if isinstance(key, Stage):
-            return key
-        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
-            key, stages = int(key), self.stages
-            if -len(stages) <= key < len(stages):
-                return stages[key]
-            raise UnknownNameError("stage index", str(key), [], known_note=(
-                f"this Exploration has {len(stages)} stages, so an index is 0 to {len(stages) - 1} "
-                f"(or -{len(stages)} to -1)"))
-        if not isinstance(key, str):
-            raise UnknownNameError("stage", repr(key), [], known_note=(
-                "a stage is picked by its name (see ex.names), its position, or a Stage"))
-        for s in self._early:
-            if s.name == key:
-                return s
-        for s in self.stages:
-            if s.name == key:
-                return s
-        raise UnknownNameError("stage", key, self.names)
-
-    __getitem__ = stage
-
-    def __len__(self) -> int:
-        return len(self.stages)
-
-    def __iter__(self):
-        return iter(self.stages)
-
-    def changed(self) -> list[Stage]:
-        return [s for s in self.stages if s.changed or s.error]
-
-    def parent_of(self, key) -> Stage | None:
-        s = self.stage(key)
-        return self.stage(s.parent) if s.parent else None
-
-    def table(self):
-        """The stages as a pandas DataFrame (name, group, changed, lines, ms, error, produced_by)."""
-        import pandas as pd
-
-        return pd.DataFrame([
-            {"stage": s.name, "group": s.group, "changed": s.changed, "lines": s.lines,
-             "ms": None if s.seconds is None else round(s.seconds * 1e3, 2),
-             "error": s.error or "", "produced_by": s.produced_by}
-            for s in self.stages
-        ])
-
-    # -- deriving new explorations --------------------------------------------------------------------
-    def with_patterns(self, disable: Sequence[str] = (), enable: Sequence[str] = ()) -> "Exploration":
-        """A new Exploration with these patterns switched off/on on top of the current toggles.
-
-        Only the stages from the first one whose input or pass string changes are recomputed.
-        """
-        from .build import rebuild
-
-        return rebuild(self, disable=disable, enable=enable)
-
-    def with_pipeline(self, pipeline: str) -> "Exploration":
-        """A new Exploration with another MLIR pipeline (a preset name or a pipeline string); the traced
-        program, pattern toggles, XLA options and device stay. Steps that match earlier ones are cache hits."""
-        import dataclasses
-
-        from .build import _build
-
-        return _build(dataclasses.replace(self._spec, pipeline=pipeline))
-
-    def with_xla(self, disable: Sequence[str] = (), enable: Sequence[str] = (), **options) -> "Exploration":
-        """A new Exploration with XLA HLO passes switched off (or back on) and other XLA options set.
-
-        The MLIR stages are reused as they are; only XLA recompiles.
-        """
-        from .build import rebuild_xla
-
-        return rebuild_xla(self, disable=disable, enable=enable, options=options)
-
-    # -- comparing, costing, drawing ---------------------------------------------------------------
-    def diff(self, a, b=None):
-        """A structural diff of two stages (names, indices or Stage objects); with one argument, the
-        stage against its parent. SSA renumbering and locations are ignored; see ``Diff.unified()``,
-        ``.side_by_side()``, ``.ops_delta()``, ``.is_empty``."""
-        from .diff import diff_texts
-
-        if b is None:
-            new = self.stage(a)
-            old = self.parent_of(new)
-            if old is None:
-                raise UnknownNameError("parent stage", f"{new.name} (it has none)", self.names)
-        else:
-            old, new = self.stage(a), self.stage(b)
-        return diff_texts(old.text, new.text, old.name, new.name)
-
-    def cost(self, stage=None, device: str | None = None, dtype: str = "fp32"):
-        """Without ``stage``: one row per stage (ops, flops, transcendentals, bytes, XLA's numbers,
-        memory analysis, seconds; roofline times with ``device`` such as "H100"). With ``stage``: one
-        row per op of that stage."""
-        if stage is None:
-            from .stagecost import cost_table
-
-            return cost_table(self, device=device, dtype=dtype)
-        from .cost import op_costs
-
-        st = self.stage(stage)
-        if st.group not in ("trace", "mlir") or st.name == "jaxpr" or st.error:
-            raise UnknownNameError("MLIR module stage", st.name,
-                                   [s.name for s in self._early if s.name != "jaxpr" and not s.error])
-        return op_costs(st.text)
-
-    def plot_cost(self):
-        """A chart of ops, flops and bytes across the stages."""
-        from .stagecost import plot_cost
-
-        return plot_cost(self)
-
-    def graph(self, stage=None, max_ops: int = 400):
-        """The dataflow of a stage as a graphviz graph (SVG in notebooks); ops changed relative to the
-        parent stage are highlighted."""
-        from .graph import stage_graph
-
-        st = self.default_run_stage() if stage is None else self.stage(stage)
-        return stage_graph(st, self.parent_of(st), max_ops=max_ops)
-
-    # -- executing ---------------------------------------------------------------------------------
-    def default_run_stage(self) -> Stage:
-        """The last MLIR stage that succeeded (or the first module stage when the pipeline is empty)."""
-        runnable = [s for s in self._early if s.group in ("trace", "mlir") and not s.error and s.name != "jaxpr"]
-        return runnable[-1]
-
-    def run(self, stage=None, device: str | None = None, repeat: int = 20, args=None, check: bool = True,
-            reference: "Exploration | None" = None):
-        """Execute a stage on ``device`` (default: the one explored for) and check its numbers.
-
-        Returns a RunResult: ``outputs`` (the user's pytree), ``timing`` (median/min/IQR of ``repeat``
-        calls after a warm-up, ``seconds`` the raw times) and ``check``. The check measures the
-        stage against the traced function evaluated in float64, next to the as-lowered program's
-        own error, and passes a stage that is not materially less accurate than the program as
-        lowered (the rule is in ``workbench.execute.check_outputs``). Where no float64 evaluation
-        exists (a module given as text, random numbers, explicit float32 inside), it compares with
-        "stablehlo" at a per-dtype tolerance, and ``check.note`` says why. ``reference`` checks
-        against another Exploration's program instead (e.g. a hand-edited module from
-        ``explore_text`` against the function it came from), run on the same arguments.
-        """
-        from .execute import RunResult, check_outputs, run_stage
-
-        st = self.default_run_stage() if stage is None else self.stage(stage)
-        device = device or self._spec.device
-        outputs, timing = run_stage(self, st, device, repeat, args)
-        result_check = None
-        if check:
-            owner = reference or self
-            known = (st.name, outputs) if owner is self else None
-            result_check = check_outputs(outputs, owner._reference(device, args, known,
-                                                                   foreign=owner is not self))
-        return RunResult(st.name, device, outputs, timing, result_check)
-
-    def reference_stage(self) -> Stage:
-        """The unoptimized program every run is checked against: "stablehlo" (or "input" for text)."""
-        from .execute import REFERENCE
-
-        return next((s for s in self._early if s.name == REFERENCE), self._early[0])
-
-    def _reference(self, device: str, args, known=None, foreign: bool = False):
-        """The Reference for runs on ``device`` with ``args`` (None: the traced ones): the as-lowered
-        stage's outputs and the float64 evaluation, each computed once per trace, device and
-        argument values (shared by every Exploration derived from the same trace)."""
-        from .execute import Reference, args_key, float64_reference, run_stage
-        from .irtext import text_hash
-
-        ref = self.reference_stage()
-        traced = self._spec.traced
-        memo = traced.memo if traced is not None else self._refs
-        key = (device, "traced" if args is None else args_key(args))
-        low_key = ("lowered", text_hash(ref.text_with_locations or ref.text)) + key
-        if low_key not in memo:
-            if known is not None and known[0] == ref.name:
-                memo[low_key] = known[1]
-            else:
-                memo[low_key] = run_stage(self, ref, device, 1, args)[0]
-        wide_key = ("float64",) + key
-        if wide_key not in memo:
-            dynamic = traced.args if (traced is not None and args is None) else args
-            memo[wide_key] = float64_reference(traced, device, dynamic)
-        wide, note = memo[wide_key]
-        label = f"{self._spec.title}:{ref.name}" if foreign else ref.name
-        return Reference(label, memo[low_key], wide, note, self._spec.title)
-
-    def compare(self, stages: Sequence = (), device: str | None = None, repeat: int = 20):
-        """Run several stages and tabulate: stage, median ms, speed-up over the reference, check passed."""
-        import pandas as pd
-
-        from .execute import REFERENCE
-
-        names = [self.stage(s).name for s in stages] or [REFERENCE, self.default_run_stage().name]
-        rows, base = [], None
-        for name in names:
-            try:
-                r = self.run(name, device=device, repeat=repeat)
-            except Exception as e:  # one stage that cannot run must not hide the others
-                rows.append({"stage": name, "median_ms": None, "speedup": None, "check_passed": None,
-                             "max_rel_err": None, "error": str(e).splitlines()[0]})
-                continue
-            base = base or (r.timing.median if name == REFERENCE or not rows else None)
-            rows.append({"stage": name, "median_ms": r.timing.median * 1e3,
-                         "speedup": (base / r.timing.median) if base else None,
-                         "check_passed": r.check.passed, "max_rel_err": r.check.max_rel, "error": ""})
-        return pd.DataFrame(rows)
-
-    # -- patterns, one at a time ------------------------------------------------------------------
-    def applicable(self, stage=None, details: bool = False, progress: bool = True):
-        """The patterns that change ``stage`` (default: "stablehlo") when applied alone, in catalog order.
-
-        Every pattern of the catalog is tried on a copy of the module in the worker pool. With
-        ``details`` a DataFrame of every pattern (name, group, changed, seconds, error) instead.
-        """
-        import dataclasses
-
-        from .patternscan import scan_patterns
-
-        rows = scan_patterns(self, stage or "stablehlo", progress=progress)
-        if details:
-            import pandas as pd
-
-            return pd.DataFrame([dataclasses.asdict(r) for r in rows])
-        return [r.name for r in rows if r.changed]
-
-    def step(self, stage=None, max_steps: int = 200):
-        """An Exploration that applies one enabled pattern at a time to ``stage`` (default "stablehlo"),
-        the first applicable each step (stages ``pattern:<name>#k``), until none applies; its
-        ``matches_reference``/``difference`` compare the end with one greedy run of all the patterns."""
-        from .patternscan import step_patterns
-
-        return step_patterns(self, stage or "stablehlo", max_steps=max_steps)
-
-    def bisect(self, predicate, candidates=None, progress: bool = True):
-        """A 1-minimal set of enabled patterns for which ``predicate(exploration)`` holds (delta debugging).
-
-        Built-in predicates: ``wb.miscompiles(device)``, ``wb.crashes()``, ``wb.slower_than(s)``,
-        ``wb.op_count_above(op, n)``. Returns ``.patterns``, ``.runs`` and ``.diff``.
-        """
-        from .bisect import bisect
-
-        return bisect(self, predicate, candidates=candidates, progress=progress)
-
-    def pattern_timing(self, stage=None, per_pattern: bool = False, progress: bool = True):
-        """Seconds each pattern group (or each pattern) takes on ``stage``, slowest first."""
-        from .patternscan import pattern_timing
-
-        return pattern_timing(self, stage or "stablehlo", per_pattern=per_pattern, progress=progress)
-
-    # -- display -----------------------------------------------------------------------------------
-    def __repr__(self) -> str:
-        n_late = "" if self._late is None else f" + {len(self._late)} XLA/backend"
-        failed = self._error or (self._late_error if self._late is not None else None)
-        err = f", FAILED at {failed.stage!r}" if failed else ""
-        return (f"Exploration({self._spec.title!r}, pipeline={self._spec.pipeline!r}, "
-                f"{len(self._early)} trace/MLIR stages{n_late}{err})")
-
-    def _repr_html_(self) -> str:
-        import html
-
-        head = f"<p><code>{html.escape(repr(self))}</code></p>"
-        err = f"<pre style='color:#b00'>{html.escape(str(self.error))}</pre>" if self.error else ""
-        return head + err + self.table().to_html(index=False, escape=True)
+    def full_args(self, dynamic: tuple) -> tuple:
+        """The positional arguments with ``dynamic`` in place of the traced ones (static ones as given)."""
+        dynamic = list(dynamic)
+        return tuple(a if i in self.static_argnums else dynamic.pop(0) for i, a in enumerate(self.all_args))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import jax
 
-from .errors import XlaOptionError
+from ..errors import XlaOptionError
 
 __all__ = ["XlaStage", "XlaResult", "compile_with_dumps", "check_options"]
 

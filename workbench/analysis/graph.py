@@ -43,7 +43,7 @@ from typing import Union
 
 import graphviz
 
-from .errors import GraphUnavailableError
+from ..errors import GraphUnavailableError
 
 __all__ = ["stage_graph", "CHANGED_FILL", "GraphUnavailableError"]
 

@@ -17,9 +17,9 @@ from typing import Any, Literal
 import jax
 import numpy as np
 
-from .errors import WorkbenchError
-from .exported import exported_for_text, swap_module
-from .trace import all_devices, resolve_device
+from ..errors import WorkbenchError
+from ..pipeline.exported import exported_for_text, swap_module
+from ..pipeline.trace import all_devices, resolve_device
 
 __all__ = ["devices", "RunResult", "Timing", "Check", "LeafCheck", "Reference", "run_stage", "compare_outputs",
            "check_outputs", "float64_reference", "args_key", "REFERENCE"]

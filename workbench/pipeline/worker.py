@@ -144,7 +144,7 @@ def _run_each(text: str, pipelines: list[str], stop_at_first: bool) -> list[tupl
     Done inside the worker so that one request covers many pipelines (no round trip each).
     ``changed`` compares the outputs without locations, with the input's public functions public.
     """
-    from .irtext import public_functions, publish_functions, strip_locations
+    from ..ir.text import public_functions, publish_functions, strip_locations
 
     base, public = strip_locations(text), public_functions(text)
     same_as_input: set[str] = set()  # raw outputs already known to equal the input: most patterns do nothing
@@ -221,10 +221,10 @@ class Worker:
         with open(self.log_path, "ab") as log:
             # The worker imports the same workbench as this process, not one that happens to lie in
             # the current directory: -P keeps the directory off sys.path, PYTHONPATH names ours.
-            here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
             process = subprocess.Popen(
-                [sys.executable, "-P", "-m", "workbench.worker", str(child_sock.fileno())],
+                [sys.executable, "-P", "-m", "workbench.pipeline.worker", str(child_sock.fileno())],
                 pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 env={**os.environ, "PYTHONPATH": path},
             )

@@ -8,41 +8,15 @@ from __future__ import annotations
 import os
 import re
 import traceback
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import jax
 import numpy as np
 
-from .errors import ArgumentError, TraceError, UnknownNameError
+from ..errors import ArgumentError, TraceError, UnknownNameError
+from ..stages import Traced
 
 __all__ = ["Traced", "trace", "resolve_device", "device_ids"]
-
-
-@dataclass(frozen=True)
-class Traced:
-    """What tracing produced: texts for the first two stages and the Exported to run/compile later.
-
-    ``fn`` and ``all_args`` are kept so the function can be evaluated again in float64 as the
-    numeric check's reference; ``memo`` holds that reference and the as-lowered outputs once
-    computed, shared by every Exploration derived from this trace (toggles, bisect).
-    """
-
-    jaxpr: str
-    stablehlo: str  # with locations; stages show it without
-    exported: Any  # jax.export.Exported
-    args: tuple  # the dynamic arguments, flattened per positional argument as the user gave them
-    static_argnums: tuple[int, ...]
-    seconds_jaxpr: float
-    seconds_lower: float
-    fn: Callable | None = field(default=None, compare=False, repr=False)
-    all_args: tuple = field(default=(), compare=False, repr=False)  # every positional argument, static ones too
-    memo: dict = field(default_factory=dict, compare=False, repr=False)
-
-    def full_args(self, dynamic: tuple) -> tuple:
-        """The positional arguments with ``dynamic`` in place of the traced ones (static ones as given)."""
-        dynamic = list(dynamic)
-        return tuple(a if i in self.static_argnums else dynamic.pop(0) for i, a in enumerate(self.all_args))
 
 
 def all_devices() -> list[tuple[str, Any]]:
@@ -123,7 +97,8 @@ def _static_argnums(args: tuple, declared: tuple[int, ...] = ()) -> tuple[int, .
 def _our_dirs() -> tuple[str, ...]:
     import jaxlib
 
-    dirs = {os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__), os.path.dirname(__file__)}
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # all of workbench/
+    dirs = {os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__), package}
     return tuple(d + os.sep for d in dirs)
 
 

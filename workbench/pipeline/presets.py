@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import PipelineSyntaxError, UnknownNameError
-from .irtext import pass_name, split_pipeline
+from ..errors import PipelineSyntaxError, UnknownNameError
+from ..ir.text import pass_name, split_pipeline
 
 __all__ = ["Step", "Pipeline", "PRESETS", "preset", "parse_pipeline", "pipelines"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from .cost import ModuleCost, has_custom_calls, module_cost, roofline, xla_cost
-from .irtext import text_hash
+from ..ir.text import text_hash
 
 __all__ = ["cost_table", "plot_cost"]
 

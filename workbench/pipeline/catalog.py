@@ -12,83 +12,27 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from .errors import UnknownNameError, WorkbenchError
+from ..errors import UnknownNameError, WorkbenchError
+from ..options import PROPAGATE, PatternOptions, PatternSelection
 from .worker import default_worker, enzyme_available
 
-__all__ = ["PatternOptions", "Pattern", "catalog", "patterns", "pattern_list", "patterns_pass"]
-
-_PROPAGATE = {"none": 0, "up": 1, "down": 2}
+__all__ = ["PatternOptions", "PatternSelection", "Pattern", "catalog", "patterns", "pattern_list", "patterns_pass"]
 
 
-@dataclass(frozen=True)
-class PatternOptions:
-    """Options that shape the pattern list, named as in Reactant.jl's compile options.
-
-    Field order is not the C++ argument order; ``_args`` maps them.
-    """
-
-    no_nan: bool = False
-    all_finite: bool = False
-    transpose_propagate: str = "up"
-    reshape_propagate: str = "up"
-    max_constant_threshold: int = 1024
-    while_unroll_threshold: int = 4
-    dus_to_concat: bool = False
-    dus_slice_simplify: bool = True
-    sum_to_reducewindow: bool = False
-    sum_to_conv: bool = False
-    aggressive_sum_to_conv: bool = False
-    while_concat: bool = False
-    aggressive_propagation: bool = True
-    is_sharded: bool = False
-    raise_shlo_to_blas_lapack: bool = False
-    recognize_comms: bool = False
-    lower_comms: bool = False
-    structured_tensors_detection: bool = True
-    structured_tensors: bool = True
-    scatter_gather: bool = True
-    slice_to_batch: bool = False
-    reduce_slice_fusion: bool = True
-    concat_to_batch: bool = True
-    loop_raising: bool = True
-    licm: bool = True
-    loop_unswitch_threshold: int = 10
-    pad: bool = True
-    self_to_convolution: bool = False
-    dot_formation: bool = True
-    max_reused_const_prop_size: int = 1024
-
-    def __post_init__(self):
-        for name in ("transpose_propagate", "reshape_propagate"):
-            if getattr(self, name) not in _PROPAGATE:
-                raise WorkbenchError(f"{name} must be one of {sorted(_PROPAGATE)}, got {getattr(self, name)!r}")
-
-    def _args(self, excluded: tuple[str, ...] = ()) -> tuple:
-        return (
-            self.max_constant_threshold, self.while_unroll_threshold,
-            _PROPAGATE[self.reshape_propagate], _PROPAGATE[self.transpose_propagate],
-            self.no_nan, self.all_finite, self.dus_to_concat, self.dus_slice_simplify,
-            self.sum_to_reducewindow, self.sum_to_conv, self.aggressive_sum_to_conv, self.while_concat,
-            self.aggressive_propagation, self.is_sharded, self.raise_shlo_to_blas_lapack,
-            self.recognize_comms, self.lower_comms, self.structured_tensors_detection,
-            self.structured_tensors, self.scatter_gather, self.slice_to_batch,
-            self.reduce_slice_fusion, self.concat_to_batch, self.loop_raising, self.licm,
-            self.loop_unswitch_threshold, self.pad, self.self_to_convolution, self.dot_formation,
-            self.max_reused_const_prop_size, list(excluded),
-        )
-
-    @classmethod
-    def from_kwargs(cls, **kwargs) -> "PatternOptions":
-        """Options by their short names, or by enzyme-ad's ``optimization_passes`` keyword names
-        (``enable_licm_optimization_passes=False`` is ``licm=False``)."""
-        known = [f.name for f in dataclasses.fields(cls)]
-        out = {}
-        for k, v in kwargs.items():
-            name = re.sub(r"^enable_|(_like)?(_optimization)?_passes$", "", k)
-            if name not in known:
-                raise UnknownNameError("pattern option", k, known)
-            out[name] = v
-        return cls(**out)
+def _enzyme_args(options: PatternOptions, excluded: tuple[str, ...] = ()) -> tuple:
+    """The options in the order of enzyme-ad's ``get_transform_passes_list`` arguments."""
+    return (
+        options.max_constant_threshold, options.while_unroll_threshold,
+        PROPAGATE[options.reshape_propagate], PROPAGATE[options.transpose_propagate],
+        options.no_nan, options.all_finite, options.dus_to_concat, options.dus_slice_simplify,
+        options.sum_to_reducewindow, options.sum_to_conv, options.aggressive_sum_to_conv, options.while_concat,
+        options.aggressive_propagation, options.is_sharded, options.raise_shlo_to_blas_lapack,
+        options.recognize_comms, options.lower_comms, options.structured_tensors_detection,
+        options.structured_tensors, options.scatter_gather, options.slice_to_batch,
+        options.reduce_slice_fusion, options.concat_to_batch, options.loop_raising, options.licm,
+        options.loop_unswitch_threshold, options.pad, options.self_to_convolution, options.dot_formation,
+        options.max_reused_const_prop_size, list(excluded),
+    )
 
 
 # Which switch (and value) makes enzyme-ad add a pattern: the group names follow Reactant.jl's
@@ -152,7 +96,7 @@ def _specs(options: PatternOptions, excluded: tuple[str, ...] = ()) -> tuple[str
     if not enzyme_available():
         raise WorkbenchError("enzyme-ad is not installed (it ships for CPython 3.11 on x86-64 Linux): "
                              "Enzyme-JaX patterns are unavailable; upstream MLIR and XLA passes still work")
-    (main, _lower), _ = default_worker().call("transform_passes", options._args(excluded))
+    (main, _lower), _ = default_worker().call("transform_passes", _enzyme_args(options, excluded))
     return tuple(s for s in main.split(";") if s.strip())
 
 
@@ -205,25 +149,6 @@ def patterns(**options):
 
     rows = [dataclasses.asdict(p) for p in catalog(PatternOptions.from_kwargs(**options))]
     return pd.DataFrame(rows, columns=["name", "group", "default_enabled", "benefit", "parameters", "spec"])
-
-
-@dataclass(frozen=True)
-class PatternSelection:
-    """The user's toggles on top of the options' default list."""
-
-    options: PatternOptions = field(default_factory=PatternOptions)
-    disabled: frozenset[str] = frozenset()
-    enabled: frozenset[str] = frozenset()
-
-    def validate(self) -> None:
-        names = [p.name for p in catalog(self.options)]
-        known = set(names)
-        for n in sorted(self.disabled | self.enabled):
-            if n not in known:
-                raise UnknownNameError("pattern", n, names)
-        both = self.disabled & self.enabled
-        if both:
-            raise WorkbenchError(f"patterns both enabled and disabled: {sorted(both)}")
 
 
 def pattern_list(sel: PatternSelection, *, direction: str | None = None) -> tuple[str, ...]:

@@ -9,8 +9,8 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .errors import MlirSyntaxError, PipelineSyntaxError, StageError
-from .irtext import public_functions, publish_functions, text_hash
+from ..errors import MlirSyntaxError, PipelineSyntaxError, StageError
+from ..ir.text import public_functions, publish_functions, text_hash
 from .worker import PassFailure, Worker, WorkerCrash, WorkerTimeout, default_worker
 
 __all__ = ["StepResult", "StepRunner", "default_runner"]

@@ -9,30 +9,18 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, TYPE_CHECKING
 
-from .catalog import PatternSelection, catalog, pattern_list
-from .errors import WorkbenchError
+from ..pipeline.catalog import pattern_list
+from ..errors import WorkbenchError
 from .progress import progress_bar
-from .stages import Exploration
 
-__all__ = ["BisectResult", "bisect", "ddmin", "miscompiles", "crashes", "slower_than", "op_count_above",
-           "with_enabled"]
+if TYPE_CHECKING:  # the facade hands itself down; analysis never imports it
+    from ..exploration import Exploration
 
-Predicate = Callable[[Exploration], bool]
+__all__ = ["BisectResult", "bisect", "ddmin", "miscompiles", "crashes", "slower_than", "op_count_above"]
 
-
-def with_enabled(ex: Exploration, names) -> Exploration:
-    """``ex`` rebuilt with exactly ``names`` enabled among the patterns."""
-    import dataclasses
-
-    from .build import _build
-
-    options = ex.spec.selection.options
-    default_on = {p.name for p in catalog(options) if p.default_enabled}
-    names = set(names)
-    sel = PatternSelection(options, frozenset(default_on - names), frozenset(names - default_on))
-    return _build(dataclasses.replace(ex.spec, selection=sel))
+Predicate = Callable[["Exploration"], bool]
 
 
 def ddmin(items: list[str], holds: Callable[[list[str]], bool]) -> list[str]:
@@ -77,7 +65,7 @@ class BisectResult:
 
         ex = self._ex
         names = {p.split("<")[0].split("(")[0] for p in pattern_list(ex.spec.selection)}
-        without = with_enabled(ex, names - set(self.patterns))
+        without = ex.with_only_patterns(names - set(self.patterns))
         a = [s for s in without.stages if s.group == "mlir"][-1]
         b = [s for s in ex.stages if s.group == "mlir"][-1]
         return diff_texts(a.text, b.text, f"without {', '.join(self.patterns)}", "with all patterns")
@@ -94,7 +82,7 @@ def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: boo
     def holds(subset: list[str]) -> bool:
         key = frozenset(subset)
         if key not in cache:
-            cache[key] = bool(predicate(with_enabled(ex, key)))
+            cache[key] = bool(predicate(ex.with_only_patterns(key)))
             log.append((len(key), cache[key]))
             if bar is not None:
                 bar.update(1)

@@ -12,8 +12,8 @@ import re
 import jax
 import numpy as np
 
-from .errors import WorkbenchError
-from .irtext import publish_functions
+from ..errors import WorkbenchError
+from ..ir.text import publish_functions
 from .worker import PassFailure, default_worker, enzyme_available
 
 __all__ = ["prepare_for_jax", "module_bytecode", "swap_module", "exported_for_text", "main_signature"]

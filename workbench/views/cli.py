@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in {"stages", "report", "show", "patterns", "pipelines", "-h", "--help"}:
         argv = ["report"] + argv
     ns = parser.parse_args(argv)
-    from .errors import WorkbenchError
+    from ..errors import WorkbenchError
 
     try:
         return ns.func(ns)

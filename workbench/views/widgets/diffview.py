@@ -13,7 +13,7 @@ import sys
 import anywidget
 import traitlets
 
-from ..diff import Diff
+from ...analysis.diff import Diff
 
 __all__ = ["DiffView", "KINDS"]
 

@@ -11,7 +11,7 @@ from typing import Callable
 import anywidget
 import traitlets
 
-from ..stages import Stage
+from ...stages import Stage
 
 __all__ = ["StageList", "ToggleList", "stage_rows"]
 

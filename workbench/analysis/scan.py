@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .catalog import Pattern, catalog, pattern_list, patterns_pass
-from .errors import StageError, WorkbenchError
-from .irtext import strip_locations
+from ..pipeline.catalog import Pattern, catalog, pattern_list, patterns_pass
+from ..errors import StageError, WorkbenchError
+from ..ir.text import strip_locations
 from .progress import progress_bar
-from .runner import default_runner
-from .stages import Exploration, Stage
-from .worker import default_pool
+from ..pipeline.runner import default_runner
+from ..stages import Stage
+from ..pipeline.worker import default_pool
 
-__all__ = ["ScanRow", "scan_patterns", "step_patterns", "Stepwise", "pattern_timing"]
+if TYPE_CHECKING:  # the facade hands itself down; analysis never imports it
+    from ..exploration import Exploration
+
+__all__ = ["ScanRow", "StepRun", "scan_patterns", "step_patterns", "pattern_timing"]
 
 
 @dataclass(frozen=True)
@@ -65,33 +69,17 @@ def scan_patterns(ex: Exploration, stage, patterns: list[Pattern] | None = None,
     return [rows[p.name] for p in pats if p.name in rows]
 
 
-class Stepwise(Exploration):
-    """An Exploration whose stages apply one pattern at a time (``pattern:<name>#k``) until none applies.
+@dataclass(frozen=True)
+class StepRun:
+    """What stepping produced: the stages (the start, then ``pattern:<name>#k`` each), the stage one
+    greedy run of the whole list makes from the same start, and the patterns that raised."""
 
-    ``reference`` is the stage the whole pattern list makes from the same start in one greedy run;
-    ``matches_reference`` says whether stepping ended at the same module, ``difference`` shows how not.
-    """
-
-    def __init__(self, *, spec, early, reference: Stage, skipped: tuple[str, ...]):
-        super().__init__(spec=spec, early=early, error=None, late=None)
-        self.reference = reference
-        self.skipped = skipped
-
-    @property
-    def matches_reference(self) -> bool:
-        return self._early[-1].text == self.reference.text
-
-    @property
-    def difference(self):
-        from .diff import diff_texts
-
-        return diff_texts(self._early[-1].text, self.reference.text, self._early[-1].name, self.reference.name)
-
-    def applied(self) -> list[str]:
-        return [s.name.split(":", 1)[1].rsplit("#", 1)[0] for s in self._early[1:]]
+    stages: tuple[Stage, ...]
+    reference: Stage
+    skipped: tuple[str, ...]
 
 
-def step_patterns(ex: Exploration, stage, max_steps: int = 200) -> Stepwise:
+def step_patterns(ex: Exploration, stage, max_steps: int = 200) -> StepRun:
     """Apply the enabled patterns one at a time, the first applicable one each step, to a fixpoint."""
     st = _module_stage(ex, stage)
     specs = list(pattern_list(ex.spec.selection))
@@ -128,7 +116,7 @@ def step_patterns(ex: Exploration, stage, max_steps: int = 200) -> Stepwise:
                           strip_locations(full.text) != st.text, full.seconds, st.name, text_with_locations=full.text)
     except StageError as e:
         reference = Stage("all patterns", "mlir", "", e.produced_by, False, None, st.name, error=str(e))
-    return Stepwise(spec=ex.spec, early=stages, reference=reference, skipped=tuple(skipped))
+    return StepRun(tuple(stages), reference, tuple(skipped))
 
 
 def pattern_timing(ex: Exploration, stage, per_pattern: bool = False, progress: bool = True):

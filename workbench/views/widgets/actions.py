@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..stages import Exploration
+from ...exploration import Exploration
 
 __all__ = ["Action", "with_pipeline", "toggle_patterns", "reset_patterns", "toggle_xla", "reset_xla",
            "set_pipeline", "run", "compare", "applicable", "bisect", "predicate", "PREDICATES",
@@ -115,7 +115,7 @@ PREDICATES = {
 
 def predicate(kind: str, *, op: str = "", n: int = 0, device: str = "cpu:0") -> tuple[str, Callable]:
     """(the Python expression, the predicate) for one entry of PREDICATES."""
-    from ..bisect import crashes, miscompiles, op_count_above
+    from ...analysis.bisect import crashes, miscompiles, op_count_above
 
     if kind == "op_count_above(op, n)":
         return f"wb.op_count_above({_lit(op)}, {int(n)})", op_count_above(op, int(n))

@@ -98,7 +98,7 @@ from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from .exported import exported_for_text
+from ..pipeline.exported import exported_for_text
 
 __all__ = [
     "COLUMNS",

@@ -23,10 +23,11 @@ from typing import Callable
 
 import ipywidgets as W
 
-from ..diff import Diff
-from ..errors import WorkbenchError
-from ..presets import PRESETS
-from ..stages import Exploration, Stage
+from ...analysis.diff import Diff
+from ...errors import WorkbenchError
+from ...pipeline.presets import PRESETS
+from ...exploration import Exploration
+from ...stages import Stage
 from . import actions
 from .actions import Action
 from .diffview import DiffView
@@ -533,6 +534,8 @@ class Panel:
                                       f'(the stages before it are usable)<pre>{_esc(ex.error)}</pre></div>'
                                       if ex.error else "")
             self.stage_list.loading = ""
+            # the pair first: whoever sees the new stages sees which two are picked
+            self.stage_list.left, self.stage_list.right = self._left, self._right
             self.stage_list.stages = stage_rows(stages)
             self.left_picker.options = names
             self.right_picker.options = names
@@ -548,7 +551,7 @@ class Panel:
             self.applicable_stage.options = runnable
             default_app = ex.reference_stage().name if ex.reference_stage().name in runnable else None
             self.applicable_stage.value = keep_app if keep_app in runnable else default_app
-            from ..execute import devices
+            from ...analysis.execute import devices
 
             ids = devices()["id"].tolist()
             for dd in (self.device, self.pred_device):
@@ -579,7 +582,7 @@ class Panel:
         return '<div class="wb-header">' + " &middot; ".join(bits) + "</div>"
 
     def _pattern_catalog(self, ex: Exploration):
-        from ..catalog import patterns
+        from ...pipeline.catalog import patterns
 
         options = ex.spec.selection.options
         if self._catalog is None or self._catalog[0] != options:

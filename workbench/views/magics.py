@@ -28,10 +28,10 @@ from IPython.core import magic_arguments
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
-from .build import explore
-from .diff import diff_texts
-from .errors import WorkbenchError
-from .stages import Exploration, Stage
+from ..analysis.diff import diff_texts
+from ..errors import WorkbenchError
+from ..exploration import Exploration, explore
+from ..stages import Stage
 
 __all__ = ["HloMagics", "View", "text_view", "load_ipython_extension"]
 

@@ -1,4 +1,8 @@
-"""Build an Exploration: trace, run the MLIR pipeline step by step, then compile with XLA's dumps."""
+"""Build the stages of an Exploration: a Spec from the user's arguments, then the MLIR pipeline step
+by step (cached per step in the worker's runner), then XLA's per-pass dumps on first use.
+
+The result is a ``Built`` value; the ``Exploration`` facade (``workbench/exploration.py``) wraps it.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -10,36 +14,40 @@ from typing import Any, Callable, Sequence
 
 import jax
 
-from .errors import InputKindError, MlirSyntaxError, StageError, UnknownNameError, WorkbenchError, XlaPassWarning
+from ..errors import InputKindError, MlirSyntaxError, StageError, UnknownNameError, WorkbenchError, XlaPassWarning
 from .exported import exported_for_text, swap_module
-from .irtext import input_kind, strip_locations, text_hash
+from ..ir.text import input_kind, strip_locations, text_hash
 from .catalog import PatternOptions, PatternSelection, catalog, pattern_list, patterns_pass
 from .presets import PRESETS, resolve
 from .runner import default_runner
-from .stages import Exploration, Stage
-from .trace import Traced, resolve_device, trace
+from ..stages import Spec, Stage
+from .trace import resolve_device, trace
 from .worker import enzyme_available
 from .xla import check_options, compile_with_dumps
 
-__all__ = ["explore", "explore_text", "Spec"]
+__all__ = ["Built", "XlaStages", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
+           "with_xla_options", "rebuild_xla", "clear_caches"]
 
 
 @dataclass(frozen=True)
-class Spec:
-    """Everything that decides an Exploration's stages."""
+class XlaStages:
+    """What XLA's compile of the last MLIR stage gave: its stages, the error if XLA refused it, and
+    the XlaResult (passes seen, XLA's cost and memory analysis, warnings)."""
 
-    title: str
-    pipeline: str = "all"
-    inline: bool = True
-    selection: PatternSelection = field(default_factory=PatternSelection)
-    xla_options: tuple[tuple[str, str], ...] = ()
-    device: str = "cpu:0"
-    timeout: float = 600.0
-    source: Any = field(default=None, compare=False, repr=False)  # a Traced, or the input text
+    stages: tuple[Stage, ...]
+    error: StageError | None
+    result: Any
 
-    @property
-    def traced(self) -> Traced | None:
-        return self.source if isinstance(self.source, Traced) else None
+
+@dataclass(frozen=True)
+class Built:
+    """The stages of one Spec: the trace and MLIR stages, the failed one's error, and how to get the
+    XLA stages (None when the MLIR pipeline failed, so there is nothing to compile)."""
+
+    spec: Spec
+    early: tuple[Stage, ...]
+    error: StageError | None
+    late: Callable[[], XlaStages] | None
 
 
 def _split_options(options: dict) -> tuple[bool, PatternOptions]:
@@ -73,9 +81,10 @@ def _names(x: Sequence[str] | str) -> set[str]:
     return {n.strip() for item in x for n in item.split(",") if n.strip()}
 
 
-def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
-            device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
-            timeout: float = 600.0, static_argnums: Sequence[int] = (), **pattern_options) -> Exploration:
+def spec_for_function(fn: Callable, args: tuple, *, pipeline: str = "all", disable: Sequence[str] = (),
+                      enable: Sequence[str] = (), device: str = "cpu:0", xla_disable: Sequence[str] = (),
+                      xla_options: dict | None = None, timeout: float = 600.0, static_argnums: Sequence[int] = (),
+                      **pattern_options) -> Spec:
     """Trace ``fn(*args)`` and show the program after every stage of ``pipeline``.
 
     ``pipeline`` is a preset (see ``wb.pipelines()``) or any pass pipeline string. ``disable``/``enable``
@@ -91,12 +100,12 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
     sel = _selection(options, disable, enable)
     traced = trace(fn, args, platform=dev.platform, static_argnums=tuple(static_argnums))
     title = getattr(fn, "__name__", type(fn).__name__)
-    return _build(Spec(title, pipeline, inline, sel, xla, device, timeout, traced))
+    return Spec(title, pipeline, inline, sel, xla, device, timeout, traced)
 
 
-def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
-                 device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
-                 timeout: float = 600.0, title: str = "text", **pattern_options) -> Exploration:
+def spec_for_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
+                  device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
+                  timeout: float = 600.0, title: str = "text", **pattern_options) -> Spec:
     """Like ``explore`` for a module given as MLIR/StableHLO text (any functions; XLA stages need ``@main``).
 
     The text reaches the first pass exactly as given. Text that is not MLIR (empty, XLA HLO text, a
@@ -116,7 +125,7 @@ def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (
         head = text.strip().splitlines()[0][:60]
         raise MlirSyntaxError(f"the text does not look like MLIR (it starts with {head!r}), and {e}",
                               e.diagnostics, e.line, e.column) from None
-    return _build(Spec(title, pipeline, inline, sel, xla, device, timeout, text))
+    return Spec(title, pipeline, inline, sel, xla, device, timeout, text)
 
 
 _LOWERED = "StableHLO/MLIR text, e.g. from jax.jit(f).lower(*args).as_text()"
@@ -182,7 +191,7 @@ def _first_stages(spec: Spec) -> list[Stage]:
     ]
 
 
-def _build(spec: Spec) -> Exploration:
+def build(spec: Spec) -> Built:
     runner = default_runner()
     pipe = resolve(spec.pipeline, inline=spec.inline)
     sel = spec.selection
@@ -216,24 +225,25 @@ def _build(spec: Spec) -> Exploration:
         stages.append(Stage(name, "mlir", text, pass_string, text != parent.text, r.seconds, parent.name,
                             text_with_locations=r.text))
     late = None if error else (lambda: _xla_stages(spec, stages[-1]))
-    return Exploration(spec=spec, early=stages, error=error, late=late)
+    return Built(spec, tuple(stages), error, late)
 
 
 _XLA_CACHE: OrderedDict[tuple, Any] = OrderedDict()
 
 
-def _xla_stages(spec: Spec, last: Stage) -> tuple[list[Stage], StageError | None, Any]:
+def _xla_stages(spec: Spec, last: Stage) -> XlaStages:
     """XLA's stages for the last MLIR stage, the error if XLA refused it, and the XlaResult."""
     source = last.text_with_locations
     if spec.traced is None and "@main" not in source:
-        return [], None, None
+        return XlaStages((), None, None)
     try:
         result = _compile(spec, source, spec.xla_options)
         result = _check_disabled_passes(spec, source, result)
     except Exception as e:  # XLA's own rejection of the module or an option, kept as a failed stage
         err = StageError("xla:compile", f"XLA compile with options {dict(spec.xla_options)}",
                          f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", str(e))
-        return [Stage("xla:compile", "xla", "", err.produced_by, False, None, last.name, error=str(err))], err, None
+        return XlaStages((Stage("xla:compile", "xla", "", err.produced_by, False, None, last.name, error=str(err)),),
+                         err, None)
     stages: list[Stage] = []
     for xs in result.stages:
         if xs.group == "backend":
@@ -242,7 +252,7 @@ def _xla_stages(spec: Spec, last: Stage) -> tuple[list[Stage], StageError | None
             p = stages[-1] if stages else last
         seconds = result.seconds if xs.name == "xla:optimized" else None
         stages.append(Stage(xs.name, xs.group, xs.text, xs.produced_by, xs.text != p.text, seconds, p.name))
-    return stages, None, result
+    return XlaStages(tuple(stages), None, result)
 
 
 def _compile(spec: Spec, source: str, options: tuple[tuple[str, str], ...]):
@@ -296,7 +306,7 @@ def _check_disabled_passes(spec: Spec, source: str, result):
                      f"effect (XLA ignores names it does not know, and its dumps name the passes that change "
                      f"the module).{hint}")
     for note in notes:  # shown once per message, named for the option rather than for this line
-        warnings.warn_explicit(note, XlaPassWarning, "xla_disable_hlo_passes", 0, module="workbench.xla",
+        warnings.warn_explicit(note, XlaPassWarning, "xla_disable_hlo_passes", 0, module="workbench.pipeline.xla",
                                registry=_WARNED)
     return dataclasses.replace(result, warnings=tuple(notes))
 
@@ -308,14 +318,28 @@ def clear_caches() -> None:
     _XLA_CACHE.clear()
 
 
-def rebuild(ex: Exploration, disable: Sequence[str], enable: Sequence[str]) -> Exploration:
-    spec = ex.spec
+def with_toggles(spec: Spec, disable: Sequence[str], enable: Sequence[str]) -> Spec:
+    """``spec`` with these patterns switched off/on on top of its current toggles."""
     sel = _selection(spec.selection.options, disable, enable, base=spec.selection)
-    return _build(dataclasses.replace(spec, selection=sel))
+    return dataclasses.replace(spec, selection=sel)
 
 
-def rebuild_xla(ex: Exploration, disable: Sequence[str], enable: Sequence[str], options: dict) -> Exploration:
-    spec = dataclasses.replace(ex.spec, xla_options=_xla_options(disable, enable, options, ex.spec.xla_options))
-    early = ex._early
-    late = None if ex._error else (lambda: _xla_stages(spec, early[-1]))
-    return Exploration(spec=spec, early=early, error=ex._error, late=late)
+def with_exactly(spec: Spec, names) -> Spec:
+    """``spec`` with exactly ``names`` enabled among the patterns of its options' catalog."""
+    options = spec.selection.options
+    default_on = {p.name for p in catalog(options) if p.default_enabled}
+    names = set(names)
+    sel = PatternSelection(options, frozenset(default_on - names), frozenset(names - default_on))
+    return dataclasses.replace(spec, selection=sel)
+
+
+def with_xla_options(spec: Spec, disable: Sequence[str], enable: Sequence[str], options: dict) -> Spec:
+    """``spec`` with XLA passes switched off/on and other XLA options set, through the one validation."""
+    return dataclasses.replace(spec, xla_options=_xla_options(disable, enable, options, spec.xla_options))
+
+
+def rebuild_xla(built: Built, spec: Spec) -> Built:
+    """``built``'s trace and MLIR stages as they are, with XLA's stages for ``spec``'s XLA options."""
+    early = built.early
+    late = None if built.error else (lambda: _xla_stages(spec, early[-1]))
+    return Built(spec, early, built.error, late)

@@ -1,0 +1,403 @@
+"""The Exploration facade: what a user holds and calls. Each method is one call down, into the
+pipeline (to derive a new Exploration) or into analysis (to read this one).
+
+An Exploration is immutable: toggling a pattern or an XLA pass returns a new one, recomputed
+incrementally (the runner caches each step). XLA's stages are computed the first time something
+asks for them, since compiling is the slowest step and a user toggling patterns often looks at
+MLIR stages first.
+"""
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import threading
+from typing import Callable, Sequence
+
+from .analysis.bisect import bisect
+from .analysis.diff import diff_texts
+from .analysis.execute import REFERENCE, Reference, RunResult, args_key, check_outputs, float64_reference, run_stage
+from .analysis.graph import stage_graph
+from .analysis.cost import op_costs
+from .analysis.scan import StepRun, pattern_timing, scan_patterns, step_patterns
+from .analysis.stagecost import cost_table, plot_cost
+from .errors import StageError, UnknownNameError
+from .ir.text import text_hash
+from .pipeline.build import (Built, build, rebuild_xla, spec_for_function, spec_for_text, with_exactly, with_toggles,
+                             with_xla_options)
+from .stages import Spec, Stage
+
+__all__ = ["Exploration", "Stepwise", "explore", "explore_text"]
+
+
+def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
+            device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
+            timeout: float = 600.0, static_argnums: Sequence[int] = (), **pattern_options) -> "Exploration":
+    """Trace ``fn(*args)`` and show the program after every stage of ``pipeline``.
+
+    ``pipeline`` is a preset (see ``wb.pipelines()``) or any pass pipeline string. ``disable``/``enable``
+    toggle Enzyme-JaX patterns (see ``wb.patterns()``); ``pattern_options`` are Reactant's options
+    that shape the pattern list (``no_nan``, ``transpose_propagate``, ...; ``inline`` too).
+    ``xla_disable`` names XLA HLO passes to skip; ``xla_options`` are other XLA debug options (its
+    ``xla_disable_hlo_passes`` joins ``xla_disable``). Arguments JAX cannot trace (strings, None,
+    functions) are static; ``static_argnums`` makes others static too (a Python int that picks an
+    axis), and a jitted function's own ``static_argnums``/``static_argnames`` are honoured.
+    """
+    return Exploration(build(spec_for_function(
+        fn, args, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
+        xla_options=xla_options, timeout=timeout, static_argnums=static_argnums, **pattern_options)))
+
+
+def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
+                 device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
+                 timeout: float = 600.0, title: str = "text", **pattern_options) -> "Exploration":
+    """Like ``explore`` for a module given as MLIR/StableHLO text (any functions; XLA stages need ``@main``).
+
+    The text reaches the first pass exactly as given. Text that is not MLIR (empty, XLA HLO text, a
+    jaxpr, Python source) raises InputKindError, and MLIR that does not parse raises MlirSyntaxError
+    with the parser's line:col, both before any stage is made.
+    """
+    return Exploration(build(spec_for_text(
+        text, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
+        xla_options=xla_options, timeout=timeout, title=title, **pattern_options)))
+
+
+class Exploration:
+    """Every stage of one program through one pipeline, in order.
+
+    ``ex.stages`` lists them all; ``ex["stablehlo"]``, ``ex[-1]`` and ``ex.stage("canonicalize#2")``
+    pick one; ``ex.changed()`` keeps those whose text differs from their parent. ``ex.error`` is the
+    StageError of a failed stage (the stages before it stay usable), or None.
+    """
+
+    def __init__(self, built: Built):
+        self._built = built
+        self._spec = built.spec
+        self._early = tuple(built.early)
+        self._error = built.error
+        self._late_fn = built.late
+        self._late: tuple[Stage, ...] | None = None if built.late else ()
+        self._late_error: StageError | None = None
+        self._xla = None  # the XlaResult: passes seen, XLA's cost and memory analysis of the compile
+        self._lock = threading.Lock()
+        self._refs: dict = {}
+
+    # -- computing ---------------------------------------------------------------------------------
+    def _ensure_late(self) -> None:
+        with self._lock:
+            if self._late is None:
+                xla = self._late_fn()
+                self._late, self._late_error, self._xla = tuple(xla.stages), xla.error, xla.result
+
+    # -- reading -----------------------------------------------------------------------------------
+    @property
+    def stages(self) -> list[Stage]:
+        self._ensure_late()
+        return list(self._early + self._late)
+
+    @property
+    def pipeline_stages(self) -> list[Stage]:
+        """The trace and MLIR pipeline stages only: never starts the XLA compile."""
+        return list(self._early)
+
+    @property
+    def pipeline_error(self) -> StageError | None:
+        """The StageError of a failed MLIR pipeline stage (not XLA's), without compiling."""
+        return self._error
+
+    @property
+    def xla_result(self):
+        """What the XLA compile reported besides its stages (``workbench.xla.XlaResult``: passes seen,
+        XLA's cost and memory analysis, compile seconds), or None when XLA did not compile."""
+        self._ensure_late()
+        return self._xla
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the workbench noticed about the options without failing (an XLA pass name that XLA did
+        not report running, so disabling it has no effect). Computing them compiles with XLA."""
+        self._ensure_late()
+        return list(self._xla.warnings) if self._xla else []
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+    @property
+    def error(self) -> StageError | None:
+        if self._error is None:
+            self._ensure_late()
+            return self._late_error
+        return self._error
+
+    @property
+    def spec(self):
+        """The settings this Exploration was built with (pipeline, patterns, XLA options, device)."""
+        return self._spec
+
+    @property
+    def pipeline_string(self) -> str:
+        """The whole MLIR pipeline as one string, for ``enzymexlamlir-opt --pass-pipeline``."""
+        return ",".join(s.produced_by for s in self._early if s.group == "mlir" and not s.error)
+
+    @property
+    def xla_passes(self) -> list[str]:
+        """The HLO pass names XLA's dumps mentioned in the last compile (toggle them with ``with_xla``)."""
+        self._ensure_late()
+        return list(self._xla.passes) if self._xla else []
+
+    def stage(self, key: str | int | Stage) -> Stage:
+        """One stage by name, position (negative counts from the end) or as a Stage; every lookup of
+        a stage (``ex[...]``, ``diff``, ``run``, ``cost``, ``graph``) comes here, and a key that names
+        no stage raises UnknownNameError with the closest names."""
+        if isinstance(key, Stage):
+            return key
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            key, stages = int(key), self.stages
+            if -len(stages) <= key < len(stages):
+                return stages[key]
+            raise UnknownNameError("stage index", str(key), [], known_note=(
+                f"this Exploration has {len(stages)} stages, so an index is 0 to {len(stages) - 1} "
+                f"(or -{len(stages)} to -1)"))
+        if not isinstance(key, str):
+            raise UnknownNameError("stage", repr(key), [], known_note=(
+                "a stage is picked by its name (see ex.names), its position, or a Stage"))
+        for s in self._early:
+            if s.name == key:
+                return s
+        for s in self.stages:
+            if s.name == key:
+                return s
+        raise UnknownNameError("stage", key, self.names)
+
+    __getitem__ = stage
+
+    def __len__(self) -> int:
+        return len(self.stages)
+
+    def __iter__(self):
+        return iter(self.stages)
+
+    def changed(self) -> list[Stage]:
+        return [s for s in self.stages if s.changed or s.error]
+
+    def parent_of(self, key) -> Stage | None:
+        s = self.stage(key)
+        return self.stage(s.parent) if s.parent else None
+
+    def table(self):
+        """The stages as a pandas DataFrame (name, group, changed, lines, ms, error, produced_by)."""
+        import pandas as pd
+
+        return pd.DataFrame([
+            {"stage": s.name, "group": s.group, "changed": s.changed, "lines": s.lines,
+             "ms": None if s.seconds is None else round(s.seconds * 1e3, 2),
+             "error": s.error or "", "produced_by": s.produced_by}
+            for s in self.stages
+        ])
+
+    # -- deriving new explorations --------------------------------------------------------------------
+    def with_patterns(self, disable: Sequence[str] = (), enable: Sequence[str] = ()) -> "Exploration":
+        """A new Exploration with these patterns switched off/on on top of the current toggles.
+
+        Only the stages from the first one whose input or pass string changes are recomputed.
+        """
+        return Exploration(build(with_toggles(self._spec, disable, enable)))
+
+    def with_only_patterns(self, names: Sequence[str]) -> "Exploration":
+        """A new Exploration with exactly ``names`` enabled among the Enzyme-JaX patterns (every other
+        pattern off), as bisect builds its candidates; the rest of the settings stay."""
+        return Exploration(build(with_exactly(self._spec, names)))
+
+    def with_pipeline(self, pipeline: str) -> "Exploration":
+        """A new Exploration with another MLIR pipeline (a preset name or a pipeline string); the traced
+        program, pattern toggles, XLA options and device stay. Steps that match earlier ones are cache hits."""
+        return Exploration(build(dataclasses.replace(self._spec, pipeline=pipeline)))
+
+    def with_xla(self, disable: Sequence[str] = (), enable: Sequence[str] = (), **options) -> "Exploration":
+        """A new Exploration with XLA HLO passes switched off (or back on) and other XLA options set.
+
+        The MLIR stages are reused as they are; only XLA recompiles.
+        """
+        return Exploration(rebuild_xla(self._built, with_xla_options(self._spec, disable, enable, options)))
+
+    def diff(self, a, b=None):
+        """A structural diff of two stages (names, indices or Stage objects); with one argument, the
+        stage against its parent. SSA renumbering and locations are ignored; see ``Diff.unified()``,
+        ``.side_by_side()``, ``.ops_delta()``, ``.is_empty``."""
+        if b is None:
+            new = self.stage(a)
+            old = self.parent_of(new)
+            if old is None:
+                raise UnknownNameError("parent stage", f"{new.name} (it has none)", self.names)
+        else:
+            old, new = self.stage(a), self.stage(b)
+        return diff_texts(old.text, new.text, old.name, new.name)
+
+    def cost(self, stage=None, device: str | None = None, dtype: str = "fp32"):
+        """Without ``stage``: one row per stage (ops, flops, transcendentals, bytes, XLA's numbers,
+        memory analysis, seconds; roofline times with ``device`` such as "H100"). With ``stage``: one
+        row per op of that stage."""
+        if stage is None:
+            return cost_table(self, device=device, dtype=dtype)
+        st = self.stage(stage)
+        if st.group not in ("trace", "mlir") or st.name == "jaxpr" or st.error:
+            raise UnknownNameError("MLIR module stage", st.name,
+                                   [s.name for s in self._early if s.name != "jaxpr" and not s.error])
+        return op_costs(st.text)
+
+    def plot_cost(self):
+        """A chart of ops, flops and bytes across the stages."""
+        return plot_cost(self)
+
+    def graph(self, stage=None, max_ops: int = 400):
+        """The dataflow of a stage as a graphviz graph (SVG in notebooks); ops changed relative to the
+        parent stage are highlighted."""
+        st = self.default_run_stage() if stage is None else self.stage(stage)
+        return stage_graph(st, self.parent_of(st), max_ops=max_ops)
+
+    # -- executing ---------------------------------------------------------------------------------
+    def default_run_stage(self) -> Stage:
+        """The last MLIR stage that succeeded (or the first module stage when the pipeline is empty)."""
+        runnable = [s for s in self._early if s.group in ("trace", "mlir") and not s.error and s.name != "jaxpr"]
+        return runnable[-1]
+
+    def run(self, stage=None, device: str | None = None, repeat: int = 20, args=None, check: bool = True,
+            reference: "Exploration | None" = None):
+        """Execute a stage on ``device`` (default: the one explored for) and check its numbers.
+
+        Returns a RunResult: ``outputs`` (the user's pytree), ``timing`` (median/min/IQR of ``repeat``
+        calls after a warm-up, ``seconds`` the raw times) and ``check``. The check measures the
+        stage against the traced function evaluated in float64, next to the as-lowered program's
+        own error, and passes a stage that is not materially less accurate than the program as
+        lowered (the rule is in ``workbench.execute.check_outputs``). Where no float64 evaluation
+        exists (a module given as text, random numbers, explicit float32 inside), it compares with
+        "stablehlo" at a per-dtype tolerance, and ``check.note`` says why. ``reference`` checks
+        against another Exploration's program instead (e.g. a hand-edited module from
+        ``explore_text`` against the function it came from), run on the same arguments.
+        """
+        st = self.default_run_stage() if stage is None else self.stage(stage)
+        device = device or self._spec.device
+        outputs, timing = run_stage(self, st, device, repeat, args)
+        result_check = None
+        if check:
+            owner = reference or self
+            known = (st.name, outputs) if owner is self else None
+            result_check = check_outputs(outputs, owner._reference(device, args, known,
+                                                                   foreign=owner is not self))
+        return RunResult(st.name, device, outputs, timing, result_check)
+
+    def reference_stage(self) -> Stage:
+        """The unoptimized program every run is checked against: "stablehlo" (or "input" for text)."""
+        return next((s for s in self._early if s.name == REFERENCE), self._early[0])
+
+    def _reference(self, device: str, args, known=None, foreign: bool = False):
+        """The Reference for runs on ``device`` with ``args`` (None: the traced ones): the as-lowered
+        stage's outputs and the float64 evaluation, each computed once per trace, device and
+        argument values (shared by every Exploration derived from the same trace)."""
+        ref = self.reference_stage()
+        traced = self._spec.traced
+        memo = traced.memo if traced is not None else self._refs
+        key = (device, "traced" if args is None else args_key(args))
+        low_key = ("lowered", text_hash(ref.text_with_locations or ref.text)) + key
+        if low_key not in memo:
+            if known is not None and known[0] == ref.name:
+                memo[low_key] = known[1]
+            else:
+                memo[low_key] = run_stage(self, ref, device, 1, args)[0]
+        wide_key = ("float64",) + key
+        if wide_key not in memo:
+            dynamic = traced.args if (traced is not None and args is None) else args
+            memo[wide_key] = float64_reference(traced, device, dynamic)
+        wide, note = memo[wide_key]
+        label = f"{self._spec.title}:{ref.name}" if foreign else ref.name
+        return Reference(label, memo[low_key], wide, note, self._spec.title)
+
+    def compare(self, stages: Sequence = (), device: str | None = None, repeat: int = 20):
+        """Run several stages and tabulate: stage, median ms, speed-up over the reference, check passed."""
+        import pandas as pd
+
+        names = [self.stage(s).name for s in stages] or [REFERENCE, self.default_run_stage().name]
+        rows, base = [], None
+        for name in names:
+            try:
+                r = self.run(name, device=device, repeat=repeat)
+            except Exception as e:  # one stage that cannot run must not hide the others
+                rows.append({"stage": name, "median_ms": None, "speedup": None, "check_passed": None,
+                             "max_rel_err": None, "error": str(e).splitlines()[0]})
+                continue
+            base = base or (r.timing.median if name == REFERENCE or not rows else None)
+            rows.append({"stage": name, "median_ms": r.timing.median * 1e3,
+                         "speedup": (base / r.timing.median) if base else None,
+                         "check_passed": r.check.passed, "max_rel_err": r.check.max_rel, "error": ""})
+        return pd.DataFrame(rows)
+
+    # -- patterns, one at a time ------------------------------------------------------------------
+    def applicable(self, stage=None, details: bool = False, progress: bool = True):
+        """The patterns that change ``stage`` (default: "stablehlo") when applied alone, in catalog order.
+
+        Every pattern of the catalog is tried on a copy of the module in the worker pool. With
+        ``details`` a DataFrame of every pattern (name, group, changed, seconds, error) instead.
+        """
+        rows = scan_patterns(self, stage or "stablehlo", progress=progress)
+        if details:
+            import pandas as pd
+
+            return pd.DataFrame([dataclasses.asdict(r) for r in rows])
+        return [r.name for r in rows if r.changed]
+
+    def step(self, stage=None, max_steps: int = 200):
+        """An Exploration that applies one enabled pattern at a time to ``stage`` (default "stablehlo"),
+        the first applicable each step (stages ``pattern:<name>#k``), until none applies; its
+        ``matches_reference``/``difference`` compare the end with one greedy run of all the patterns."""
+        return Stepwise(self._built, step_patterns(self, stage or "stablehlo", max_steps=max_steps))
+
+    def bisect(self, predicate, candidates=None, progress: bool = True):
+        """A 1-minimal set of enabled patterns for which ``predicate(exploration)`` holds (delta debugging).
+
+        Built-in predicates: ``wb.miscompiles(device)``, ``wb.crashes()``, ``wb.slower_than(s)``,
+        ``wb.op_count_above(op, n)``. Returns ``.patterns``, ``.runs`` and ``.diff``.
+        """
+        return bisect(self, predicate, candidates=candidates, progress=progress)
+
+    def pattern_timing(self, stage=None, per_pattern: bool = False, progress: bool = True):
+        """Seconds each pattern group (or each pattern) takes on ``stage``, slowest first."""
+        return pattern_timing(self, stage or "stablehlo", per_pattern=per_pattern, progress=progress)
+
+    # -- display -----------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        n_late = "" if self._late is None else f" + {len(self._late)} XLA/backend"
+        failed = self._error or (self._late_error if self._late is not None else None)
+        err = f", FAILED at {failed.stage!r}" if failed else ""
+        return (f"Exploration({self._spec.title!r}, pipeline={self._spec.pipeline!r}, "
+                f"{len(self._early)} trace/MLIR stages{n_late}{err})")
+
+    def _repr_html_(self) -> str:
+        import html
+
+        head = f"<p><code>{html.escape(repr(self))}</code></p>"
+        err = f"<pre style='color:#b00'>{html.escape(str(self.error))}</pre>" if self.error else ""
+        return head + err + self.table().to_html(index=False, escape=True)
+
+
+class Stepwise(Exploration):
+    """An Exploration whose stages apply one pattern at a time (``pattern:<name>#k``) until none applies.
+
+    ``reference`` is the stage the whole pattern list makes from the same start in one greedy run;
+    ``matches_reference`` says whether stepping ended at the same module, ``difference`` shows how not.
+    """
+
+    def __init__(self, built: Built, run: StepRun):
+        super().__init__(Built(built.spec, run.stages, None, None))
+        self.reference = run.reference
+        self.skipped = run.skipped
+
+    @property
+    def matches_reference(self) -> bool:
+        return self._early[-1].text == self.reference.text
+
+    @property
+    def difference(self):
+        return diff_texts(self._early[-1].text, self.reference.text, self._early[-1].name, self.reference.name)
+
+    def applied(self) -> list[str]:
+        return [s.name.split(":", 1)[1].rsplit("#", 1)[0] for s in self._early[1:]]
