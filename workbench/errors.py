@@ -53,6 +53,10 @@ class StageError(WorkbenchError):
         super().__init__(msg)
 
 
+class ModuleParseError(WorkbenchError, ValueError):
+    """The text is not an MLIR module that jaxlib's MLIR can read."""
+
+
 class GraphUnavailableError(WorkbenchError, ValueError):
     """A stage whose text is not a module the graph can be drawn from (a jaxpr, a backend dump,
     a failed stage)."""

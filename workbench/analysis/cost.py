@@ -98,7 +98,8 @@ from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from ..pipeline.exported import exported_for_text
+from ..errors import ModuleParseError
+from ..pipeline.exported import exported_for_text, readable_module
 
 __all__ = [
     "COLUMNS",
@@ -143,93 +144,8 @@ COLUMNS = (
 )
 
 
-class ModuleParseError(ValueError):
-    """The text is not an MLIR module that jaxlib's MLIR can read."""
-
-
 # ---------------------------------------------------------------------------------------------------
 # Reading the text
-
-
-_ENZYMEXLA_ENTRY = re.compile(r"([{,])[ \t]*enzymexla\.[\w.$-]*")
-_ENZYMEXLA_NEXT_ENTRY = re.compile(r"[ \t]*enzymexla\.[\w.$-]*")
-
-
-def _value_end(text: str, pos: int) -> int:
-    """Index of the ``,`` or ``}`` that ends the attribute entry whose name ends at ``pos``."""
-    while pos < len(text) and text[pos] in " \t":
-        pos += 1
-    if pos >= len(text) or text[pos] != "=":
-        return pos  # a unit attribute: the name is the whole entry
-    depth = 0
-    i = pos + 1
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            i += 1
-            while i < len(text) and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif ch in "([{<":
-            depth += 1
-        elif ch == ">" and text[i - 1] == "-":
-            pass  # the arrow of a function type, not a closing bracket
-        elif ch in ")]}>":
-            if depth == 0:
-                return i
-            depth -= 1
-        elif ch == "," and depth == 0:
-            return i
-        i += 1
-    return i
-
-
-def _strip_enzymexla_attributes(text: str) -> str:
-    """The text without ``enzymexla.*`` entries in attribute dictionaries.
-
-    Enzyme-JaX annotates ops with facts (bounds, memory effects, symmetry) whose values jaxlib's MLIR
-    may not parse. They carry no cost, so they are dropped before parsing; ``enzymexla`` *ops* are
-    left alone.
-    """
-    pieces: list[str] = []
-    pos = 0
-    while (m := _ENZYMEXLA_ENTRY.search(text, pos)) is not None:
-        end = _value_end(text, m.end())
-        if m.group(1) == ",":
-            pieces.append(text[pos : m.start()])
-            pos = end
-            continue
-        # The entry opens the dictionary: keep the brace, and drop the comma after the entry
-        # together with any further enzymexla entries that would now open it.
-        pieces.append(text[pos : m.start() + 1])
-        while end < len(text) and text[end] == ",":
-            nxt = _ENZYMEXLA_NEXT_ENTRY.match(text, end + 1)
-            if nxt is None:
-                end += 1
-                break
-            end = _value_end(text, nxt.end())
-        pos = end
-    pieces.append(text[pos:])
-    return "".join(pieces)
-
-
-def _parse(text: str) -> ir.Module:
-    cleaned = _strip_enzymexla_attributes(text)
-    try:
-        return ir.Module.parse(cleaned, context=jax_mlir.make_ir_context())
-    except ir.MLIRError:
-        pass
-    # Ops of dialects jaxlib does not register (e.g. enzymexla.rotate) parse as opaque ops; their
-    # results are still typed, which is all the model needs to call them "other".
-    ctx = jax_mlir.make_ir_context()
-    ctx.allow_unregistered_dialects = True
-    try:
-        return ir.Module.parse(cleaned, context=ctx)
-    except ir.MLIRError as err:
-        raise ModuleParseError(
-            f"cannot parse the module even with unregistered dialects allowed: {err}. "
-            "Check that the text is one whole MLIR module (print it with the generic form if a "
-            "dialect's custom syntax is the problem)."
-        ) from err
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1113,7 +1029,7 @@ class _Walker:
 @functools.lru_cache(maxsize=16)
 def _walk(text: str) -> _Walk:
     """The costed rows of a module; cached because views ask for rows and totals of one stage."""
-    module = _parse(text)
+    module = readable_module(text)
     walker = _Walker(module)
     rows = walker.walk()
     ops = Counter(

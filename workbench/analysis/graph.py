@@ -4,7 +4,7 @@
 Digraph's own rich display (``_repr_mimebundle_``), and ``.pipe(format="svg")`` renders it with
 Debian's ``dot``.
 
-* MLIR / StableHLO stages are parsed with jaxlib's MLIR (``cost._parse``, which tolerates
+* MLIR / StableHLO stages are parsed with jaxlib's MLIR (``pipeline.exported.readable_module``, which tolerates
   Enzyme-JaX's attributes). Each op is a node labelled with its short name and result types
   (``dot_general`` / ``f32[64,32]``); each use of a value is an edge from the op or argument that
   defines it (``#k`` names the result of a multi-result op). Function arguments and ``return`` are
@@ -154,10 +154,11 @@ def _dataflow(text: str) -> _Dataflow:
     """The model of one stage's text; cached since a stage is drawn both as itself and as a parent."""
     if _kind(text) == "hlo":
         return _HloReader(text).read()
-    from .cost import ModuleParseError, _parse
+    from ..errors import ModuleParseError
+    from ..pipeline.exported import readable_module
 
     try:
-        module = _parse(text)
+        module = readable_module(text)
     except ModuleParseError as err:
         raise GraphUnavailableError(str(err)) from err
     return _MlirReader().read(module)

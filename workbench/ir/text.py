@@ -1,4 +1,4 @@
-"""Small, exact text utilities for MLIR modules and pass-pipeline strings.
+"""The one lexer for program text: strings, brackets, locations; pipeline strings; what kind of text it is.
 
 Everything here works on text because the modules we handle may carry dialects (``enzymexla``) that
 jaxlib's MLIR context cannot parse; parsing is left to the places that need a real IR object.
@@ -16,6 +16,8 @@ __all__ = [
     "public_functions",
     "text_hash",
     "input_kind",
+    "skip_string",
+    "skip_balanced",
 ]
 
 
@@ -23,7 +25,7 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _skip_string(text: str, i: int) -> int:
+def skip_string(text: str, i: int) -> int:
     """Index just past the string literal that starts at ``text[i] == '"'``."""
     i += 1
     n = len(text)
@@ -38,14 +40,14 @@ def _skip_string(text: str, i: int) -> int:
     return n
 
 
-def _skip_balanced(text: str, i: int) -> int:
+def skip_balanced(text: str, i: int) -> int:
     """Index just past the parenthesised group that starts at ``text[i] == '('``."""
     depth = 0
     n = len(text)
     while i < n:
         c = text[i]
         if c == '"':
-            i = _skip_string(text, i)
+            i = skip_string(text, i)
             continue
         if c == "(":
             depth += 1
@@ -81,10 +83,10 @@ def strip_locations(text: str) -> str:
         while i < n:
             c = line[i]
             if c == '"':
-                i = _skip_string(line, i)
+                i = skip_string(line, i)
                 continue
             if c == "l" and line.startswith("loc(", i) and (i == 0 or not (line[i - 1].isalnum() or line[i - 1] in "_.")):
-                end = _skip_balanced(line, i + 3)
+                end = skip_balanced(line, i + 3)
                 cut = i
                 while cut > start and line[cut - 1] == " ":
                     cut -= 1

@@ -12,33 +12,44 @@ import re
 import jax
 import numpy as np
 
-from ..errors import WorkbenchError
+from ..errors import ModuleParseError, WorkbenchError
+from ..ir.mlir import parse_module, strip_enzymexla_attributes
 from ..ir.text import publish_functions
 from .worker import PassFailure, default_worker, enzyme_available
 
-__all__ = ["prepare_for_jax", "module_bytecode", "swap_module", "exported_for_text", "main_signature"]
+__all__ = ["prepare_for_jax", "readable_module", "module_bytecode", "swap_module", "exported_for_text", "main_signature"]
 
 
-def prepare_for_jax(text: str) -> str:
-    """Text that jaxlib can parse: Enzyme's ``enzymexla.*`` attributes dropped by enzyme-ad's own
-    ``drop-unsupported-attributes`` pass, and ``@main`` public again."""
-    if "enzymexla" in text and enzyme_available():
-        try:
-            (_, text), _ = default_worker().call("run_pipeline", text, "drop-unsupported-attributes")
-        except PassFailure as e:
-            raise WorkbenchError(f"cannot prepare the module for JAX: {e.message}\n{e.diagnostics}") from None
-    return publish_functions(text, {"main"})
+def prepare_for_jax(text: str, publish: bool = True) -> str:
+    """Text that jaxlib can parse: Enzyme's ``enzymexla.*`` attributes dropped (by enzyme-ad's own
+    ``drop-unsupported-attributes`` pass, or by a text scrubber without enzyme-ad), and with
+    ``publish`` ``@main`` public again."""
+    if "enzymexla" in text:
+        if enzyme_available():
+            try:
+                (_, text), _ = default_worker().call("run_pipeline", text, "drop-unsupported-attributes")
+            except PassFailure as e:
+                raise WorkbenchError(f"cannot prepare the module for JAX: {e.message}\n{e.diagnostics}") from None
+        else:
+            text = strip_enzymexla_attributes(text)
+    return publish_functions(text, {"main"}) if publish else text
+
+
+def readable_module(text: str):
+    """A stage's text as a jaxlib module for readers (cost, graph): Enzyme's attributes dropped, ops
+    of dialects jaxlib does not register kept as opaque ops. ModuleParseError if it does not parse."""
+    try:
+        text = prepare_for_jax(text, publish=False)
+    except WorkbenchError:  # enzyme-ad cannot read the module (an unregistered dialect): the scrubber can
+        text = strip_enzymexla_attributes(text)
+    return parse_module(text)
 
 
 def _parse(text: str):
-    from jax._src.interpreters import mlir as jmlir
-    from jaxlib.mlir import ir
-
-    ctx = jmlir.make_ir_context()
     try:
-        return ir.Module.parse(text, context=ctx)
-    except Exception as e:  # jaxlib raises MLIRError with the parser's diagnostics
-        raise WorkbenchError(f"JAX's MLIR context cannot parse this module: {e}") from None
+        return parse_module(text, allow_unregistered=False)
+    except ModuleParseError as e:
+        raise WorkbenchError(str(e)) from None
 
 
 def module_bytecode(text: str) -> bytes:

@@ -1,0 +1,103 @@
+"""The one way into jaxlib's MLIR: parse module text with JAX's own context.
+
+Every reader of MLIR text that needs a real IR object (cost, graph, the route to ``jax.export``)
+comes here. Enzyme-JaX can leave ``enzymexla.*`` attributes that jaxlib's MLIR cannot parse; the
+pipeline drops them with enzyme-ad's own ``drop-unsupported-attributes`` pass before parsing
+(``pipeline.exported.prepare_for_jax``), and ``strip_enzymexla_attributes`` here is the text
+fallback for when enzyme-ad is missing.
+"""
+from __future__ import annotations
+
+import re
+
+from ..errors import ModuleParseError
+from .text import skip_string
+
+__all__ = ["parse_module", "strip_enzymexla_attributes", "ModuleParseError"]
+
+
+def parse_module(text: str, *, allow_unregistered: bool = True):
+    """``text`` as a ``jaxlib.mlir.ir.Module`` in a fresh JAX context; ModuleParseError if it does not parse.
+
+    With ``allow_unregistered``, ops of dialects jaxlib does not register (``enzymexla.rotate``)
+    parse as opaque ops whose results are still typed, which is all a reader of the dataflow needs;
+    without it, only what JAX itself can compile parses.
+    """
+    from jax._src.interpreters import mlir as jax_mlir
+    from jaxlib.mlir import ir
+
+    try:
+        return ir.Module.parse(text, context=jax_mlir.make_ir_context())
+    except ir.MLIRError as err:
+        if not allow_unregistered:
+            raise ModuleParseError(f"JAX's MLIR context cannot parse this module: {err}") from None
+    ctx = jax_mlir.make_ir_context()
+    ctx.allow_unregistered_dialects = True
+    try:
+        return ir.Module.parse(text, context=ctx)
+    except ir.MLIRError as err:
+        raise ModuleParseError(
+            f"cannot parse the module even with unregistered dialects allowed: {err}. "
+            "Check that the text is one whole MLIR module (print it with the generic form if a "
+            "dialect's custom syntax is the problem)."
+        ) from None
+
+
+_ENZYMEXLA_ENTRY = re.compile(r"([{,])[ \t]*enzymexla\.[\w.$-]*")
+_ENZYMEXLA_NEXT_ENTRY = re.compile(r"[ \t]*enzymexla\.[\w.$-]*")
+
+
+def _value_end(text: str, pos: int) -> int:
+    """Index of the ``,`` or ``}`` that ends the attribute entry whose name ends at ``pos``."""
+    while pos < len(text) and text[pos] in " \t":
+        pos += 1
+    if pos >= len(text) or text[pos] != "=":
+        return pos  # a unit attribute: the name is the whole entry
+    depth = 0
+    i = pos + 1
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            i = skip_string(text, i)
+            continue
+        if ch in "([{<":
+            depth += 1
+        elif ch == ">" and text[i - 1] == "-":
+            pass  # the arrow of a function type, not a closing bracket
+        elif ch in ")]}>":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return i
+        i += 1
+    return i
+
+
+def strip_enzymexla_attributes(text: str) -> str:
+    """The text without ``enzymexla.*`` entries in attribute dictionaries (``enzymexla`` *ops* stay).
+
+    The fallback for enzyme-ad's ``drop-unsupported-attributes`` when enzyme-ad is not installed:
+    Enzyme-JaX annotates ops with facts (bounds, memory effects, symmetry) whose values jaxlib's
+    MLIR may not parse, and they carry no cost or dataflow.
+    """
+    pieces: list[str] = []
+    pos = 0
+    while (m := _ENZYMEXLA_ENTRY.search(text, pos)) is not None:
+        end = _value_end(text, m.end())
+        if m.group(1) == ",":
+            pieces.append(text[pos : m.start()])
+            pos = end
+            continue
+        # The entry opens the dictionary: keep the brace, and drop the comma after the entry
+        # together with any further enzymexla entries that would now open it.
+        pieces.append(text[pos : m.start() + 1])
+        while end < len(text) and text[end] == ",":
+            nxt = _ENZYMEXLA_NEXT_ENTRY.match(text, end + 1)
+            if nxt is None:
+                end += 1
+                break
+            end = _value_end(text, nxt.end())
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces)
