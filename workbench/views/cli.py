@@ -17,6 +17,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from .text import stage_table
+
 EXAMPLES = "workbench.examples"  # the built-in programs live inside the package, so a wheel has them
 _DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16", "i64": "int64", "i32": "int32",
            "i16": "int16", "i8": "int8", "u8": "uint8", "u32": "uint32", "pred": "bool", "bool": "bool"}
@@ -89,31 +91,14 @@ def load_target(target: str | None, args_spec: str | None):
 
 
 def _explore(ns):
-    import workbench as wb
+    from ..exploration import explore
 
     fn, args, _ = load_target(ns.target, ns.args)
     opts = {}
     if ns.no_nan:
         opts["no_nan"] = True
-    return wb.explore(fn, *args, pipeline=ns.pipeline, disable=ns.disable or (), enable=ns.enable or (),
+    return explore(fn, *args, pipeline=ns.pipeline, disable=ns.disable or (), enable=ns.enable or (),
                       device=ns.device, xla_disable=ns.xla_disable or (), **opts)
-
-
-def stage_table(ex) -> str:
-    import pandas as pd
-
-    df = ex.table()
-    df["produced_by"] = [_short(p) for p in df["produced_by"]]
-    df["changed"] = ["yes" if c else "" for c in df["changed"]]
-    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
-        return df.to_string(index=False)
-
-
-def _short(p: str) -> str:
-    m = re.match(r"enzyme-hlo-generate-td\{patterns=([^}]*)\}", p)
-    if m:
-        return f"enzyme-hlo-generate-td{{patterns=<{len(m.group(1).split(';'))} patterns>}},transform-interpreter,..."
-    return p if len(p) <= 60 else p[:57] + "..."
 
 
 def cmd_stages(ns) -> int:
@@ -164,9 +149,9 @@ def cmd_report(ns) -> int:
 def cmd_patterns(ns) -> int:
     import pandas as pd
 
-    import workbench as wb
+    from ..pipeline.catalog import patterns
 
-    df = wb.patterns()
+    df = patterns()
     if ns.search:
         df = df[df["name"].str.contains(ns.search, regex=False)]
     if ns.group:
@@ -179,10 +164,10 @@ def cmd_patterns(ns) -> int:
 def cmd_pipelines(ns) -> int:
     import pandas as pd
 
-    import workbench as wb
+    from ..pipeline.presets import pipelines
 
     with pd.option_context("display.width", 200, "display.max_colwidth", 80):
-        print(wb.pipelines()[["name", "steps", "description"]].to_string(index=False))
+        print(pipelines()[["name", "steps", "description"]].to_string(index=False))
     return 0
 
 

@@ -299,7 +299,7 @@ def _widgets_render() -> bool:
 
 def text_view(ex: Exploration, view: View = View()) -> str:
     """The stage table, then the last MLIR stage's text (or the ``--stage``, or the ``--stage``/``--vs`` diff)."""
-    from .cli import stage_table
+    from .text import stage_table
 
     out = [f"{ex!r}\n", stage_table(ex), ""]
     if ex.error:

@@ -1,0 +1,72 @@
+"""The layout holds: layers import only downwards (import-linter's contract in pyproject.toml), no
+import cycles, no private name imported across modules, modules of one job and modest size."""
+import ast
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "workbench"
+MAX_LINES = 650
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def test_layers_import_only_downwards():
+    from importlinter.cli import lint_imports
+
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True) == 0
+    finally:
+        os.chdir(cwd)
+
+
+def test_no_import_cycles():
+    import grimp
+
+    graph = grimp.build_graph("workbench", exclude_type_checking_imports=True)
+    cycles = []
+    for importer in sorted(graph.modules):
+        if importer == "workbench":
+            continue  # the package root re-exports the public API: it sits above everything
+        for imported in graph.find_modules_directly_imported_by(importer):
+            if imported != "workbench" and graph.chain_exists(imported=importer, importer=imported):
+                cycles.append((importer, imported))
+    assert not cycles, cycles
+
+
+def test_no_private_name_is_imported_across_modules():
+    found = []
+    known = modules()
+    for name, path in known.items():
+        tree = ast.parse(path.read_text())
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            if not base.startswith("workbench"):
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{name} imports {base}.{alias.name}")
+    assert not found, found
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_modules_stay_small(name):
+    lines = modules()[name].read_text().count("\n")
+    assert lines <= MAX_LINES, f"{name} has {lines} lines: split it by job"

@@ -1,0 +1,25 @@
+"""Text renderings that more than one view prints (the CLI, the magics outside a notebook)."""
+from __future__ import annotations
+
+import re
+
+__all__ = ["stage_table", "short_pass"]
+
+
+def stage_table(ex) -> str:
+    """The stage table of an Exploration as plain text."""
+    import pandas as pd
+
+    df = ex.table()
+    df["produced_by"] = [short_pass(p) for p in df["produced_by"]]
+    df["changed"] = ["yes" if c else "" for c in df["changed"]]
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
+        return df.to_string(index=False)
+
+
+def short_pass(p: str) -> str:
+    """A pass string short enough for a table cell (a pattern list is shown by its length)."""
+    m = re.match(r"enzyme-hlo-generate-td\{patterns=([^}]*)\}", p)
+    if m:
+        return f"enzyme-hlo-generate-td{{patterns=<{len(m.group(1).split(';'))} patterns>}},transform-interpreter,..."
+    return p if len(p) <= 60 else p[:57] + "..."
