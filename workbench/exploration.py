@@ -240,9 +240,8 @@ class Exploration:
         if stage is None:
             return cost_table(self, device=device, dtype=dtype)
         st = self.stage(stage)
-        if st.group not in ("trace", "mlir") or st.name == "jaxpr" or st.error:
-            raise UnknownNameError("MLIR module stage", st.name,
-                                   [s.name for s in self._early if s.name != "jaxpr" and not s.error])
+        if not st.is_module:
+            raise UnknownNameError("MLIR module stage", st.name, [s.name for s in self._early if s.is_module])
         return op_costs(st.text)
 
     def plot_cost(self):
@@ -258,7 +257,7 @@ class Exploration:
     # -- executing ---------------------------------------------------------------------------------
     def default_run_stage(self) -> Stage:
         """The last MLIR stage that succeeded (or the first module stage when the pipeline is empty)."""
-        runnable = [s for s in self._early if s.group in ("trace", "mlir") and not s.error and s.name != "jaxpr"]
+        runnable = [s for s in self._early if s.is_module]
         return runnable[-1]
 
     def run(self, stage=None, device: str | None = None, repeat: int = 20, args=None, check: bool = True,

@@ -37,6 +37,13 @@ is not run again. ``error`` is set on a stage that failed;
     text_with_locations: str = field(default="", repr=False, compare=False)
 
     @property
+    def is_module(self) -> bool:
+        """Whether the text is an MLIR module that passes can run on, the cost model can read and JAX
+        can run: StableHLO as lowered, the text given, an MLIR pipeline stage; not the jaxpr, not
+        XLA's HLO or backend output, not a failed stage."""
+        return self.group in ("trace", "mlir") and self.name != "jaxpr" and not self.error
+
+    @property
     def lines(self) -> int:
         return self.text.count("\n") + (1 if self.text and not self.text.endswith("\n") else 0)
 
