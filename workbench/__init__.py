@@ -5,7 +5,7 @@
     ex.stages, ex["stablehlo"], ex.changed(), ex.with_patterns(disable=["transpose_transpose"])
 """
 from .errors import (ArgumentError, InputKindError, MlirSyntaxError, PipelineSyntaxError, StageError, TraceError,
-                     UnknownNameError, WorkbenchError, XlaOptionError, XlaPassWarning)
+                     UnknownNameError, UnknownPeakError, WorkbenchError, XlaOptionError, XlaPassWarning)
 from .analysis.bisect import crashes, miscompiles, op_count_above, slower_than
 from .analysis.execute import devices
 from .exploration import Exploration, explore, explore_text
@@ -25,7 +25,7 @@ __all__ = [
     "explore", "explore_text", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
     "miscompiles", "crashes", "slower_than", "op_count_above",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
-    "XlaOptionError", "XlaPassWarning", "InputKindError", "MlirSyntaxError",
+    "XlaOptionError", "XlaPassWarning", "UnknownPeakError", "InputKindError", "MlirSyntaxError",
 ]
 __version__ = "0.1.0"
 

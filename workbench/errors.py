@@ -91,3 +91,10 @@ class MlirSyntaxError(WorkbenchError, ValueError):
                  column: int | None = None):
         self.diagnostics, self.line, self.column = tuple(diagnostics), line, column
         super().__init__(message)
+
+
+class UnknownPeakError(UnknownNameError, ValueError):
+    """A device, or a dtype of a device, that the roofline has no peak rate for; suggests the closest.
+
+    Also a ValueError: it is a bad argument to ``roofline``.
+    """

@@ -17,9 +17,8 @@ from .analysis.bisect import bisect
 from .analysis.diff import diff_texts
 from .analysis.execute import REFERENCE, Reference, RunResult, args_key, check_outputs, float64_reference, run_stage
 from .analysis.graph import stage_graph
-from .analysis.cost import op_costs
+from .analysis.cost import cost_table, op_costs, plot_cost
 from .analysis.scan import StepRun, pattern_timing, scan_patterns, step_patterns
-from .analysis.stagecost import cost_table, plot_cost
 from .errors import StageError, UnknownNameError
 from .ir.text import text_hash
 from .pipeline.build import (Built, build, rebuild_xla, spec_for_function, spec_for_text, with_exactly, with_toggles,

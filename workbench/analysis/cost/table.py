@@ -1,16 +1,20 @@
 """Cost of every stage of an Exploration, as one table and one chart.
 
-The per-module numbers come from ``cost.py`` (the analytic model and XLA's HloCostAnalysis of each
-MLIR stage); XLA's own analysis of the optimized module and the compiled memory analysis come from
-the compile that produced the XLA stages. Results are cached by stage text, since most stages of a
+The per-module numbers come from ``model.py`` and ``xla.py`` (the analytic model and XLA's
+HloCostAnalysis of each MLIR stage); XLA's own analysis of the optimized module and the compiled
+memory analysis come from the compile that produced the XLA stages. Results are cached by stage text, since most stages of a
 pipeline leave the module unchanged.
 """
 from __future__ import annotations
 
 import functools
 
-from .cost import ModuleCost, has_custom_calls, module_cost, roofline, xla_cost
-from ..ir.text import text_hash
+import pandas as pd
+
+from ...ir.text import text_hash
+from .model import ModuleCost, module_cost
+from .peaks import roofline
+from .xla import has_custom_calls, xla_cost
 
 __all__ = ["cost_table", "plot_cost"]
 
@@ -32,9 +36,7 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
     """One row per stage: op counts (total and per dialect), analytic flops/transcendentals/bytes
     (loops multiplied by their trip counts where readable, ``loop_multiplied``), XLA's numbers for
     the same module (``xla_*``, loop bodies once), seconds; memory analysis on ``xla:optimized``;
-    with ``device`` (a key of ``cost.PEAKS``) roofline times too."""
-    import pandas as pd
-
+    with ``device`` (a key of ``PEAKS``) roofline times too."""
     rows = []
     dialects: set[str] = set()
     for s in ex.stages:

@@ -1,0 +1,204 @@
+"""Peak rates of devices and the roofline of a module's totals on one of them.
+
+The GPU peaks are spec-sheet numbers; the CPU's are measured on this machine by a micro-benchmark
+(under a second) the first time they are asked for, and cached by host name.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+
+from ...errors import UnknownPeakError
+from .model import ModuleCost
+
+__all__ = ["PEAKS", "DevicePeak", "Roofline", "cpu_peak", "roofline"]
+
+@dataclasses.dataclass(frozen=True)
+class DevicePeak:
+    """Peak arithmetic rates (flop/s, dense, per dtype) and memory bandwidth (bytes/s) of a device."""
+
+    device: str
+    flops_per_s: Mapping[str, float]
+    bytes_per_s: float
+    source: str
+
+
+_VENDOR = "vendor spec sheet"
+_GPU_PEAKS = {
+    # Dense (no structured sparsity) tensor-core rates; fp32 is the non-tensor-core FP32 rate.
+    "H100": DevicePeak(
+        "H100",
+        MappingProxyType({"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.4e12, "fp16": 989.4e12}),
+        3.35e12,
+        f"{_VENDOR}: NVIDIA H100 SXM5 datasheet (FP32 67 TFLOPS, dense TF32 494.7 / BF16 989.4 "
+        "TFLOPS, HBM3 3.35 TB/s)",
+    ),
+    "H200": DevicePeak(
+        "H200",
+        MappingProxyType({"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.4e12, "fp16": 989.4e12}),
+        4.8e12,
+        f"{_VENDOR}: NVIDIA H200 SXM datasheet (FP32 67 TFLOPS, dense TF32 494.7 / BF16 989.4 "
+        "TFLOPS, HBM3e 4.8 TB/s)",
+    ),
+    "A100": DevicePeak(
+        "A100",
+        MappingProxyType({"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12, "fp16": 312e12}),
+        2.039e12,
+        f"{_VENDOR}: NVIDIA A100 80GB SXM datasheet (FP32 19.5 TFLOPS, dense TF32 156 / BF16 312 "
+        "TFLOPS, HBM2e 2,039 GB/s)",
+    ),
+}
+
+
+def _cache_file() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "hlo-workbench" / "cpu_peak.json"
+
+
+def _best_seconds(fn: Callable[[], object], repeats: int) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _measure_cpu() -> DevicePeak:
+    # A float32 matmul large enough to reach BLAS's steady state but quick: ~0.27 GFLOP per call.
+    n = 512
+    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    b = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
+    a @ b  # warm-up: thread pool start and page faults
+    flops = 2 * n**3 / _best_seconds(lambda: a @ b, repeats=5)
+    # A copy of 64 MiB, well beyond the caches; a copy reads and writes every byte.
+    src = np.ones(16 * 2**20, dtype=np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    bandwidth = 2 * src.nbytes / _best_seconds(lambda: np.copyto(dst, src), repeats=5)
+    host = socket.gethostname()
+    day = datetime.date.today().isoformat()
+    return DevicePeak(
+        "cpu",
+        MappingProxyType({"fp32": flops}),
+        bandwidth,
+        f"measured by workbench.cost micro-benchmark on {host}, {day} "
+        "(numpy float32 512x512 matmul; 64 MiB array copy)",
+    )
+
+
+def cpu_peak(cache: Path | None = None) -> DevicePeak:
+    """This machine's peaks, measured once (under a second) and then read from a JSON cache.
+
+    The cache (``~/.cache/hlo-workbench/cpu_peak.json`` unless ``cache`` names another file) is
+    keyed by host name, so a home directory shared between machines re-measures on each.
+    """
+    path = cache or _cache_file()
+    host = socket.gethostname()
+    try:
+        stored = json.loads(path.read_text())
+        if stored.get("host") == host:
+            return DevicePeak(
+                "cpu",
+                MappingProxyType(dict(stored["flops_per_s"])),
+                float(stored["bytes_per_s"]),
+                str(stored["source"]),
+            )
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no cache yet, or an unreadable one: measure again
+    peak = _measure_cpu()
+    record = {
+        "host": host,
+        "flops_per_s": dict(peak.flops_per_s),
+        "bytes_per_s": peak.bytes_per_s,
+        "source": peak.source,
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=2))
+    except OSError:
+        pass  # a read-only home still gets the numbers, just not cached
+    return peak
+
+
+class _PeakTable(Mapping[str, DevicePeak]):
+    """The GPU spec-sheet peaks, plus "cpu", measured only when first looked up."""
+
+    def __init__(self) -> None:
+        self._cpu: DevicePeak | None = None
+
+    def __getitem__(self, device: str) -> DevicePeak:
+        if device == "cpu":
+            if self._cpu is None:
+                self._cpu = cpu_peak()
+            return self._cpu
+        return _GPU_PEAKS[device]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*_GPU_PEAKS, "cpu"])
+
+    def __len__(self) -> int:
+        return len(_GPU_PEAKS) + 1
+
+
+PEAKS: Mapping[str, DevicePeak] = _PeakTable()
+
+
+@dataclasses.dataclass(frozen=True)
+class Roofline:
+    """Lower bounds on run time from the flop count and the bytes moved, and which one binds."""
+
+    device: str
+    dtype: str
+    flops: int
+    bytes: int
+    peak_flops_per_s: float
+    peak_bytes_per_s: float
+    time_flops_s: float
+    time_bytes_s: float
+    bound: str
+    arithmetic_intensity: float
+    ridge_point: float
+    source: str
+
+
+def roofline(cost: ModuleCost, device: str = "H100", dtype: str = "fp32") -> Roofline:
+    """Roofline of a module's totals on ``device`` (a key of ``PEAKS``) at ``dtype``'s peak rate.
+
+    Transcendentals are not in the flop count (XLA keeps them apart), and unfused bytes overstate
+    the traffic of a fused program: the times are bounds for comparing stages, not predictions.
+    An unknown device or dtype raises UnknownPeakError with the closest names.
+    """
+    if device not in PEAKS:
+        raise UnknownPeakError("device", device, list(PEAKS), f"roofline has peaks for {', '.join(PEAKS)}")
+    peak = PEAKS[device]
+    if dtype not in peak.flops_per_s:
+        raise UnknownPeakError("dtype", dtype, list(peak.flops_per_s),
+                               f"{device} has peaks for {', '.join(peak.flops_per_s)}")
+    flops_rate = peak.flops_per_s[dtype]
+    time_flops = cost.flops / flops_rate
+    time_bytes = cost.bytes / peak.bytes_per_s
+    return Roofline(
+        device=device,
+        dtype=dtype,
+        flops=cost.flops,
+        bytes=cost.bytes,
+        peak_flops_per_s=flops_rate,
+        peak_bytes_per_s=peak.bytes_per_s,
+        time_flops_s=time_flops,
+        time_bytes_s=time_bytes,
+        bound="compute" if time_flops >= time_bytes else "memory",
+        arithmetic_intensity=cost.flops / cost.bytes if cost.bytes else math.inf,
+        ridge_point=flops_rate / peak.bytes_per_s,
+        source=peak.source,
+    )

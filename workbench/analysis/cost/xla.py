@@ -1,0 +1,77 @@
+"""What XLA itself says a module costs: its HloCostAnalysis, and the buffers of the compiled executable.
+
+Both run on CPU, through the module's ``jax.export`` route, so they need only jaxlib. The analytic
+model (``model.py``) is written to agree with ``xla_cost`` wherever the two count the same thing.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import jax
+
+from ...pipeline.exported import exported_for_text
+from .tensors import TUPLE_POINTER_BYTES
+
+__all__ = ["has_custom_calls", "memory_analysis", "xla_cost"]
+
+
+def _lowered(text: str) -> Any:
+    """``jax.jit(exported.call).lower(...)`` for an Exported that carries this module."""
+    exported = exported_for_text(text, "cpu")
+    flat = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in exported.in_avals]
+    args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
+    return jax.jit(exported.call).lower(*args, **kwargs)
+
+
+_HLO_CUSTOM_CALL = re.compile(r"\bcustom-call\(")
+
+
+def has_custom_calls(hlo_text: str) -> bool:
+    """Whether XLA HLO text holds a custom call, whose flops and bytes XLA's cost analysis counts as -1."""
+    return _HLO_CUSTOM_CALL.search(hlo_text) is not None
+
+
+def xla_cost(text: str) -> dict[str, float | None] | None:
+    """XLA's HloCostAnalysis of the module on CPU, before any XLA optimization.
+
+    Returns ``{"xla_flops", "xla_transcendentals", "xla_bytes"}``, or None when XLA cannot take the
+    module (no ``@main``, unparseable for XLA, shapes it cannot compile). XLA charges each custom call
+    -1 flops and -1 bytes and sums that in; when the module has custom calls those two totals are
+    therefore meaningless and reported as None. Loop bodies count once (see ``ModuleCost``).
+    """
+    try:
+        lowered = _lowered(text)
+        analysis = lowered.cost_analysis()
+        hlo = lowered.as_text(dialect="hlo")
+    except Exception:  # XLA reports unsupported modules with many exception types
+        return None
+    custom = has_custom_calls(hlo)
+    # The wrapper around the module returns several results as a tuple of its own; its pointer
+    # table is the route's cost, not the module's.
+    results = len(jax.tree.leaves(lowered.out_info))
+    wrapper_bytes = TUPLE_POINTER_BYTES * results if results > 1 else 0
+    return {
+        "xla_flops": None if custom else float(analysis.get("flops", 0.0)),
+        "xla_transcendentals": float(analysis.get("transcendentals", 0.0)),
+        "xla_bytes": (
+            None if custom else float(analysis.get("bytes accessed", 0.0)) - wrapper_bytes
+        ),
+    }
+
+
+def memory_analysis(text: str) -> dict[str, int] | None:
+    """Buffer sizes of the module compiled by XLA for CPU, or None when XLA cannot compile it."""
+    try:
+        stats = _lowered(text).compile().memory_analysis()
+    except Exception:  # XLA reports unsupported modules with many exception types
+        return None
+    if stats is None:
+        return None
+    return {
+        "argument_bytes": int(stats.argument_size_in_bytes),
+        "output_bytes": int(stats.output_size_in_bytes),
+        "temp_bytes": int(stats.temp_size_in_bytes),
+        "alias_bytes": int(stats.alias_size_in_bytes),
+        "generated_code_bytes": int(stats.generated_code_size_in_bytes),
+    }
