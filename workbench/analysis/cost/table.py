@@ -28,10 +28,6 @@ def _costs(key: str, text: str) -> tuple[ModuleCost | None, dict | None, str]:
     return mc, xla_cost(text), ""
 
 
-def _module_stage(s) -> bool:
-    return not s.error and (s.group == "mlir" or s.name in ("stablehlo", "input"))
-
-
 def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = True):
     """One row per stage: op counts (total and per dialect), analytic flops/transcendentals/bytes
     (loops multiplied by their trip counts where readable, ``loop_multiplied``), XLA's numbers for
@@ -41,7 +37,7 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
     dialects: set[str] = set()
     for s in ex.stages:
         row = {"stage": s.name, "group": s.group, "seconds": s.seconds}
-        if _module_stage(s):
+        if s.is_module:
             mc, x, err = _costs(text_hash(s.text), s.text)
             if mc is not None:
                 row.update(ops=mc.ops, flops=mc.flops, transcendentals=mc.transcendentals, bytes=mc.bytes,
