@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import pytest
 
 from workbench.analysis.diff import Change, Diff, diff_texts, normalize
-from workbench.analysis.diff import _myers  # the alignment core, checked against a textbook LCS
+from workbench.analysis.diff.align import myers as _myers  # the alignment core, checked against a textbook LCS
 
 try:  # the diff needs no enzyme-ad; only the tests of Enzyme's own passes do
     from enzyme_ad.jax import enzyme_call

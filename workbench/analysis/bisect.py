@@ -6,11 +6,11 @@ so one culprit among n patterns costs O(log n) pipeline runs, k culprits O(k log
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, TYPE_CHECKING
 
+from ..ir.ops import op_counts
 from ..pipeline.catalog import pattern_list
 from ..errors import WorkbenchError
 from .progress import progress_bar
@@ -137,11 +137,11 @@ def slower_than(seconds: float) -> Predicate:
 
 
 def op_count_above(name: str, n: int) -> Predicate:
-    """Holds when the last MLIR stage has more than ``n`` ops called ``name`` (e.g. "stablehlo.transpose")."""
-    rx = re.compile(rf"(?<![\w.]){re.escape(name)}(?![\w.])")
+    """Holds when the last MLIR stage has more than ``n`` ops called ``name`` (e.g. "stablehlo.transpose"),
+    counted by ``workbench.ir.ops.op_counts``: a name in a string or an attribute is not an op."""
 
     def pred(ex: Exploration) -> bool:
-        return len(rx.findall(ex.default_run_stage().text)) > n
+        return op_counts(ex.default_run_stage().text)[name] > n
 
     pred.__name__ = f"op_count_above({name!r}, {n})"
     return pred

@@ -18,6 +18,10 @@ __all__ = [
     "input_kind",
     "skip_string",
     "skip_balanced",
+    "skip_brackets",
+    "mask_strings",
+    "split_strings",
+    "word_at",
 ]
 
 
@@ -25,41 +29,96 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+_QUOTE_OR_ESCAPE = re.compile(r'["\\]')
+
+
 def skip_string(text: str, i: int) -> int:
     """Index just past the string literal that starts at ``text[i] == '"'``."""
     i += 1
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == '"':
-            return i + 1
-        i += 1
-    return n
+    while (m := _QUOTE_OR_ESCAPE.search(text, i)) is not None:
+        if m.group() == '"':
+            return m.end()
+        i = m.start() + 2  # a backslash escapes the next character, whatever it is
+    return len(text)
 
 
 def skip_balanced(text: str, i: int) -> int:
     """Index just past the parenthesised group that starts at ``text[i] == '('``."""
+    return _skip_group(text, i, "(", ")")
+
+
+def skip_brackets(text: str, i: int) -> int:
+    """Index just past the bracketed group that starts at ``text[i]``, one of ``([{``.
+
+    The three kinds nest in one another and any closer ends the innermost group, which is enough for
+    printed IR (XLA's shapes ``f32[8]{1,0:T(8,128)}``, attribute dictionaries); strings are skipped.
+    """
+    return _skip_group(text, i, "([{", ")]}")
+
+
+_GROUP_STOPS = {"(": re.compile(r'["()]'), "([{": re.compile(r'["()\[\]{}]')}
+
+
+def _skip_group(text: str, i: int, opens: str, closes: str) -> int:
     depth = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
+    stops = _GROUP_STOPS[opens]
+    while (m := stops.search(text, i)) is not None:
+        c, at = m.group(), m.start()
         if c == '"':
-            i = skip_string(text, i)
+            i = skip_string(text, at)
             continue
-        if c == "(":
+        if c in opens:
             depth += 1
-        elif c == ")":
+        else:
             depth -= 1
             if depth == 0:
-                return i + 1
-        i += 1
-    return n
+                return at + 1
+        i = at + 1
+    return len(text)
+
+
+def split_strings(text: str) -> list[str]:
+    """``text`` cut at its string literals: code, string, code, ..., code (odd indices are strings,
+    quotes included; a string left open runs to the end)."""
+    pieces: list[str] = []
+    i = 0
+    while (q := text.find('"', i)) >= 0:
+        end = skip_string(text, q)
+        pieces += [text[i:q], text[q:end]]
+        i = end
+    pieces.append(text[i:])
+    return pieces
+
+
+def mask_strings(text: str) -> str:
+    """``text`` with the inside of every string literal blanked out, its quotes and length kept.
+
+    Brackets, names and keywords in the result are code, never the contents of a string, and an
+    index into it is an index into ``text``.
+    """
+    if '"' not in text:
+        return text
+    pieces = split_strings(text)
+    for k in range(1, len(pieces), 2):
+        width = len(pieces[k])
+        pieces[k] = '"' + " " * (width - 2) + '"' if width > 1 else '"'
+    return "".join(pieces)
+
+
+_BARE_WORD = re.compile(r"[\w$.\-]+")
+
+
+def word_at(text: str, i: int) -> str | None:
+    """The value written at ``text[i]``: a string literal's contents (quotes off, escapes as
+    written) or a bare word of letters, digits and ``_$.-``; None if neither starts there."""
+    if text.startswith('"', i):
+        return text[i + 1:skip_string(text, i) - 1]
+    m = _BARE_WORD.match(text, i)
+    return m.group() if m else None
 
 
 _LOC_ALIAS = re.compile(r" loc\((?:#loc\d*|unknown)\)")
+_STRING_OR_LOC = re.compile(r'"|loc\(')
 
 
 def strip_locations(text: str) -> str:
@@ -79,13 +138,13 @@ def strip_locations(text: str) -> str:
             out.append(line.rstrip())
             continue
         pieces: list[str] = []
-        i, start, n = 0, 0, len(line)
-        while i < n:
-            c = line[i]
-            if c == '"':
+        i = start = 0
+        while (m := _STRING_OR_LOC.search(line, i)) is not None:
+            i = m.start()
+            if m.group() == '"':
                 i = skip_string(line, i)
                 continue
-            if c == "l" and line.startswith("loc(", i) and (i == 0 or not (line[i - 1].isalnum() or line[i - 1] in "_.")):
+            if i == 0 or not (line[i - 1].isalnum() or line[i - 1] in "_."):
                 end = skip_balanced(line, i + 3)
                 cut = i
                 while cut > start and line[cut - 1] == " ":

@@ -1,0 +1,302 @@
+"""The diff of two modules as a value, and what it shows: changes, rows, a unified patch,
+side-by-side HTML and the op counts that differ. ``compare.diff_texts`` builds it."""
+
+from __future__ import annotations
+
+import difflib
+import html
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Literal
+
+from ...ir.ops import op_counts
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Change", "ChangeKind", "Diff", "EQUAL", "CHANGED", "DELETED", "INSERTED", "MOVED_OUT", "MOVED_IN"]
+
+ChangeKind = Literal["delete", "insert", "replace", "move"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change between the normalized lines of ``Diff.before`` and ``Diff.after``.
+
+    Ranges are 0-based, half-open line indices. A ``"delete"`` has an empty ``after`` range (and an
+    ``"insert"`` an empty ``before`` range) placed where the lines were removed (added). A
+    ``"move"`` gives where the lines were (``before``) and where they are now (``after``).
+    """
+
+    kind: ChangeKind
+    before: range
+    after: range
+
+
+
+# Script step tags: aligned and equal / aligned but changed / deleted / inserted / moved away from
+# here / moved to here.
+EQUAL, CHANGED, DELETED, INSERTED, MOVED_OUT, MOVED_IN = "=", "~", "-", "+", "<", ">"
+_TOKEN = re.compile(r"%?[\w.$#\-]+|\s+|.")
+
+_CSS = """
+.wb-diff table{border-collapse:collapse;font-family:monospace;font-size:12px}
+.wb-diff th{text-align:left;padding:2px 6px;border-bottom:1px solid #999}
+.wb-diff td{padding:0 6px;white-space:pre;vertical-align:top}
+.wb-diff td.wb-diff-ln{color:#888;text-align:right;user-select:none}
+.wb-diff tr.wb-diff-deleted td.wb-diff-code{background:#fdd}
+.wb-diff tr.wb-diff-inserted td.wb-diff-code{background:#dfd}
+.wb-diff tr.wb-diff-changed td.wb-diff-code{background:#ffc}
+.wb-diff tr.wb-diff-moved td.wb-diff-code{background:#def}
+.wb-diff tr.wb-diff-skip td{color:#888;font-style:italic}
+.wb-diff span.wb-diff-tok{background:#fb6}
+"""
+
+
+def _unified_range(start: int, stop: int) -> str:
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start if length == 0 else start + 1},{length}"
+
+
+@dataclass(frozen=True)
+class Diff:
+    """The aligned, normalized difference between two versions of a module.
+
+    ``before`` is ``normalize(before_text)``; ``after`` is the after text normalized onto the
+    before module's value names (values with no counterpart get fresh numbers), so equal lines
+    are equal text. ``hlo`` says whether the texts are XLA HLO. Build it with :func:`diff_texts`.
+    """
+
+    before_name: str
+    after_name: str
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    hlo: bool
+    _script: tuple[tuple[str, int, int], ...] = field(repr=False)
+    _moves: tuple[tuple[int, int], ...] = field(repr=False)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when every line aligns with an equal line."""
+        return all(step[0] == EQUAL for step in self._script)
+
+    @cached_property
+    def _changes(self) -> tuple[Change, ...]:
+        changes: list[Change] = []
+        run: list[tuple[str, int, int]] = []
+
+        def close_run() -> None:
+            if not run:
+                return
+            bi = [i for tag, i, _ in run if tag != INSERTED]
+            aj = [j for tag, _, j in run if tag != DELETED]
+            i_at, j_at = run[0][1], run[0][2]
+            before = range(bi[0], bi[-1] + 1) if bi else range(i_at, i_at)
+            after = range(aj[0], aj[-1] + 1) if aj else range(j_at, j_at)
+            kind: ChangeKind = "replace" if bi and aj else ("delete" if bi else "insert")
+            changes.append(Change(kind, before, after))
+            run.clear()
+
+        for step in self._script:
+            if step[0] in (CHANGED, DELETED, INSERTED):
+                run.append(step)
+            else:
+                close_run()
+        close_run()
+        # Consecutive moved lines that stay consecutive are one move.
+        start = 0
+        moves = self._moves
+        for k in range(1, len(moves) + 1):
+            if k == len(moves) or moves[k] != (moves[k - 1][0] + 1, moves[k - 1][1] + 1):
+                (i0, j0), (i1, j1) = moves[start], moves[k - 1]
+                changes.append(Change("move", range(i0, i1 + 1), range(j0, j1 + 1)))
+                start = k
+        changes.sort(key=lambda c: (c.before.start, c.after.start))
+        return tuple(changes)
+
+    @property
+    def changes(self) -> list[Change]:
+        """Each change, in before-line order; see :class:`Change`."""
+        return list(self._changes)
+
+    def rows(self) -> list[tuple[int, int, str]]:
+        """The alignment, one row per displayed line: ``(before line, after line, kind)``, 0-based,
+        -1 where a side has no line; kind is equal, changed, deleted, inserted or moved (a moved
+        line appears twice: where it left and where it arrived)."""
+        kinds = {EQUAL: "equal", CHANGED: "changed", DELETED: "deleted", INSERTED: "inserted",
+                 MOVED_OUT: "moved", MOVED_IN: "moved"}
+        return [(-1 if tag in (INSERTED, MOVED_IN) else i, -1 if tag in (DELETED, MOVED_OUT) else j, kinds[tag])
+                for tag, i, j in self._script]
+
+    def _hunk_lines(self) -> list[tuple[str, int, int]]:
+        """(tag, before cursor, after cursor) per printed line, "-" lines before "+" lines."""
+        out: list[tuple[str, int, int]] = []
+        minus: list[tuple[str, int, int]] = []
+        plus: list[tuple[str, int, int]] = []
+        for tag, i, j in self._script:
+            if tag == EQUAL:
+                out.extend(minus)
+                out.extend(plus)
+                minus.clear()
+                plus.clear()
+                out.append((" ", i, j))
+                continue
+            if tag in (CHANGED, DELETED, MOVED_OUT):
+                minus.append(("-", i, j))
+            if tag in (CHANGED, INSERTED, MOVED_IN):
+                plus.append(("+", i if tag != CHANGED else i + 1, j))
+        out.extend(minus)
+        out.extend(plus)
+        return out
+
+    def unified(self, context: int = 3) -> str:
+        """``diff -u`` of the normalized texts (moves show as a deletion and an insertion).
+
+        Empty when there is no change.
+        """
+        lines = self._hunk_lines()
+        changed = [k for k, (tag, _, _) in enumerate(lines) if tag != " "]
+        if not changed:
+            return ""
+        out = [f"--- {self.before_name}\n", f"+++ {self.after_name}\n"]
+        groups: list[list[int]] = [[changed[0], changed[0]]]
+        for k in changed[1:]:
+            if k - groups[-1][1] > 2 * context:
+                groups.append([k, k])
+            else:
+                groups[-1][1] = k
+        before, after = self.before, self.after
+        for first, last in groups:
+            lo, hi = max(0, first - context), min(len(lines), last + context + 1)
+            hunk = lines[lo:hi]
+            n_before = sum(1 for tag, _, _ in hunk if tag != "+")
+            n_after = sum(1 for tag, _, _ in hunk if tag != "-")
+            i_start, j_start = hunk[0][1], hunk[0][2]
+            out.append(
+                f"@@ -{_unified_range(i_start, i_start + n_before)}"
+                f" +{_unified_range(j_start, j_start + n_after)} @@\n"
+            )
+            for tag, i, j in hunk:
+                text = after[j] if tag == "+" else before[i]
+                out.append(f"{tag}{text}\n")
+        return "".join(out)
+
+    def side_by_side(self, context: int | None = 3) -> str:
+        """HTML table of the two texts in aligned columns.
+
+        Rows are classed ``wb-diff-equal``, ``-changed``, ``-deleted``, ``-inserted`` and
+        ``-moved``; in changed rows the differing tokens are marked. Unchanged runs longer than
+        ``2 * context`` lines are folded (``context=None`` shows everything). All text is escaped.
+        """
+        esc = html.escape
+        rows: list[tuple[str, int, int]] = []  # (class, before index or -1, after index or -1)
+        for tag, i, j in self._script:
+            if tag == EQUAL:
+                rows.append(("equal", i, j))
+            elif tag == CHANGED:
+                rows.append(("changed", i, j))
+            elif tag == DELETED:
+                rows.append(("deleted", i, -1))
+            elif tag == INSERTED:
+                rows.append(("inserted", -1, j))
+            elif tag == MOVED_OUT:
+                rows.append(("moved", i, -1))
+            else:
+                rows.append(("moved", -1, j))
+        keep = [True] * len(rows)
+        if context is not None:
+            near = [False] * len(rows)
+            for k, row in enumerate(rows):
+                if row[0] != "equal":
+                    for t in range(max(0, k - context), min(len(rows), k + context + 1)):
+                        near[t] = True
+            keep = near
+        moved_to = {i: j for i, j in self._moves}
+        moved_from = {j: i for i, j in self._moves}
+        out = [
+            f'<div class="wb-diff"><style>{_CSS}</style><table>',
+            f'<thead><tr><th colspan="2">{esc(self.before_name)}</th>'
+            f'<th colspan="2">{esc(self.after_name)}</th></tr></thead><tbody>',
+        ]
+        if self.is_empty:
+            out.append('<tr class="wb-diff-skip"><td colspan="4">no changes</td></tr>')
+        skipped = 0
+        for k, (cls, i, j) in enumerate(rows):
+            if not keep[k]:
+                skipped += 1
+                continue
+            if skipped:
+                out.append(_skip_row(skipped))
+                skipped = 0
+            left = esc(self.before[i]) if i >= 0 else ""
+            right = esc(self.after[j]) if j >= 0 else ""
+            if cls == "changed":
+                left, right = _mark_tokens(self.before[i], self.after[j])
+            title = ""
+            if cls == "moved":
+                title = (
+                    f' title="moved to line {moved_to[i] + 1}"'
+                    if i >= 0
+                    else f' title="moved from line {moved_from[j] + 1}"'
+                )
+            out.append(
+                f'<tr class="wb-diff-{cls}"{title}>'
+                f'<td class="wb-diff-ln">{i + 1 if i >= 0 else ""}</td>'
+                f'<td class="wb-diff-code">{left}</td>'
+                f'<td class="wb-diff-ln">{j + 1 if j >= 0 else ""}</td>'
+                f'<td class="wb-diff-code">{right}</td></tr>'
+            )
+        if skipped:
+            out.append(_skip_row(skipped))
+        out.append("</tbody></table></div>")
+        return "".join(out)
+
+    def _repr_html_(self) -> str:
+        return self.side_by_side()
+
+    def ops_delta(self) -> pd.DataFrame:
+        """Op counts that differ: columns op, before, after, delta (after - before).
+
+        ``op`` is the MLIR op name (``stablehlo.add``, ``func.return``) or the HLO opcode
+        (``fusion``), counted as ``workbench.ir.ops.op_counts`` counts them. Sorted by ``|delta|``
+        descending, then name.
+        """
+        import pandas as pd
+
+        count_b = op_counts("\n".join(self.before))
+        count_a = op_counts("\n".join(self.after))
+        rows = [
+            (op, count_b[op], count_a[op], count_a[op] - count_b[op])
+            for op in sorted(count_b.keys() | count_a.keys())
+            if count_a[op] != count_b[op]
+        ]
+        rows.sort(key=lambda r: (-abs(r[3]), r[0]))
+        return pd.DataFrame(rows, columns=["op", "before", "after", "delta"]).astype(
+            {"before": "int64", "after": "int64", "delta": "int64"}
+        )
+
+
+def _skip_row(count: int) -> str:
+    return f'<tr class="wb-diff-skip"><td colspan="4">… {count} unchanged lines …</td></tr>'
+
+
+def _mark_tokens(old: str, new: str) -> tuple[str, str]:
+    """Escaped ``old`` and ``new`` with the tokens that differ wrapped in ``wb-diff-tok`` spans."""
+    ta, tb = _TOKEN.findall(old), _TOKEN.findall(new)
+    sm = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    left: list[str] = []
+    right: list[str] = []
+    for op, a0, a1, b0, b1 in sm.get_opcodes():
+        la, lb = html.escape("".join(ta[a0:a1])), html.escape("".join(tb[b0:b1]))
+        if op == "equal":
+            left.append(la)
+            right.append(lb)
+            continue
+        if la:
+            left.append(f'<span class="wb-diff-tok">{la}</span>')
+        if lb:
+            right.append(f'<span class="wb-diff-tok">{lb}</span>')
+    return "".join(left), "".join(right)

@@ -1,0 +1,41 @@
+"""Dataflow pictures of one stage: ops as nodes, SSA values as edges, regions as clusters.
+
+``stage_graph(stage, parent)`` returns a ``graphviz.Digraph``: notebooks show it as SVG through the
+Digraph's own rich display (``_repr_mimebundle_``), and ``.pipe(format="svg")`` renders it with
+Debian's ``dot``.
+
+* MLIR / StableHLO stages are parsed with jaxlib's MLIR (``pipeline.exported.readable_module``, which tolerates
+  Enzyme-JaX's attributes). Each op is a node labelled with its short name and result types
+  (``dot_general`` / ``f32[64,32]``); each use of a value is an edge from the op or argument that
+  defines it (``#k`` names the result of a multi-result op). Function arguments and ``return`` are
+  nodes of their own. Regions (while cond/body, reduce bodies, case branches) are clusters next to
+  their op; when there are several functions each is a cluster, and a ``call`` points to its
+  callee's cluster. A ``stablehlo.composite`` (``composite chlo.top_k``) is drawn as a call of
+  its ``decomposition`` function, the edge labelled ``decomposition``.
+* XLA HLO stages are read by ``workbench.ir.hlo``, one cluster per computation. A fusion's (or
+  call's) computation is drawn in place of the instruction, operands flowing into its parameters and
+  its ROOT out to the users, as XLA's own graph dumper draws fusions; while cond/body, reduce and
+  sort bodies and branches are clusters next to the instruction, with a dashed ``condition`` /
+  ``body`` / ``to_apply`` ... edge.
+* A callee with more than a few call sites gets no call edges (they would hide the dataflow); the
+  caption says so, and each call names its callee.
+* Ops that are new or changed relative to ``parent`` are filled with ``CHANGED_FILL``. An op's
+  signature is its name, result types, attributes and, for each operand, what defines it (the
+  defining op's name and result type, or the argument number); ops whose signature the parent does
+  not have (counting multiplicity) are the changed ones. Ops the parent had and this stage lacks
+  cannot be drawn; the caption counts them by name.
+* Constants bigger than a few elements show their type, never their payload; splats show the value.
+* A module with more than ``max_ops`` ops is drawn as one node per function (or computation) with
+  its op count, and the caption says how to draw every op.
+
+* Op counts, in the caption and per function in a collapsed graph, come from ``workbench.ir.ops``.
+
+The picture is for reading; it promises no particular layout. The modules: ``model`` (the drawn
+values), ``mlir`` and ``hlo`` (reading a stage into them), ``render`` (comparing and drawing).
+"""
+from __future__ import annotations
+
+from ...errors import GraphUnavailableError
+from .render import CHANGED_FILL, stage_graph
+
+__all__ = ["stage_graph", "CHANGED_FILL", "GraphUnavailableError"]
