@@ -138,6 +138,7 @@ def test_a_pass_that_runs_too_long_is_stopped_and_the_worker_restarts(attention)
 
 def test_a_crashed_worker_is_replaced():
     w = default_runner().worker
+    w.call("parse_module", "module {\n}\n")  # a live process first: an earlier test may have left it stopped
     restarts = w.restarts
     from workbench.pipeline.worker import WorkerCrash
 

@@ -223,7 +223,9 @@ def test_a_scan_isolates_a_crashing_request_and_keeps_going():
     pool = WorkerPool(2)
     # chunks whose request kills the worker are split until each crasher stands alone
     out = pool.map("crash", [["abort"], ["abort", "abort"]], lambda chunk: ("abort",))
-    assert sorted(kind for kind, _ in out) == ["crash", "crash", "crash"]
+    assert out.results == () and [f.kind for f in out.failures] == ["crash", "crash", "crash"]
+    assert all(f.item == "abort" for f in out.failures)
     ok = pool.map("run_each", [["canonicalize"], ["cse"]], lambda chunk: ("module {\n}\n", chunk, False))
-    assert [kind for kind, _ in ok] == ["ok", "ok"]
+    assert ok.failures == () and sorted(o.pipeline for o in ok.results) == ["canonicalize", "cse"]
+    assert not any(o.changed or o.error for o in ok.results)
     assert sum(w.restarts for w in pool.workers) >= 1

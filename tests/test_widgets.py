@@ -14,7 +14,7 @@ from IPython.utils.capture import capture_output
 
 import workbench as wb
 from workbench.analysis.diff import diff_texts
-from workbench.views.widgets import Panel, StageList, panel, with_pipeline
+from workbench.views.widgets import Panel, StageList, panel
 from workbench.views.widgets.diffview import KINDS
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
@@ -186,7 +186,7 @@ def test_a_preset_or_pipeline_string_rebuilds_keeping_the_stages_that_remain(p, 
     p.apply_pipeline.click()
     assert [s.name for s in p.ex.stages if s.group == "mlir"] == ["canonicalize#1", "cse#1"]
     assert p.preset.value == "(custom string)"
-    assert with_pipeline(ex, "canonicalize,cse").names == p.ex.names
+    assert ex.with_pipeline("canonicalize,cse").names == p.ex.names
 
 
 # -- running, costing, analysing --------------------------------------------------------------------------
@@ -238,6 +238,10 @@ def test_bisect_finds_the_patterns_that_form_a_dot_and_switches_them_off():
     # a predicate that does not hold with every pattern on is explained, not raised
     p.bisect("crashes()")
     assert "does not hold with all candidate patterns" in p.last_error and "wb-error" in p.status.value
+    # a predicate kind that does not exist is named, with the known ones
+    with pytest.raises(wb.UnknownNameError, match=r"unknown predicate 'crash\(\)'; did you mean 'crashes\(\)'"):
+        p.bisect("crash()")
+    assert p.predicate.value == "crashes()"
     p.close()
 
 

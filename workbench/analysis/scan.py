@@ -9,13 +9,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..pipeline.catalog import Pattern, catalog, pattern_list, patterns_pass
 from ..errors import StageError, WorkbenchError
-from ..ir.text import strip_locations
-from .progress import progress_bar
+from ..pipeline.build import failed_stage, stage_from_run, stage_name
+from ..pipeline.catalog import Pattern, catalog, pattern_list, patterns_pass
 from ..pipeline.runner import default_runner
+from ..pipeline.worker import ItemFailure, default_pool
 from ..stages import Stage
-from ..pipeline.worker import default_pool
+from .progress import progress_bar
 
 if TYPE_CHECKING:  # the facade hands itself down; analysis never imports it
     from ..exploration import Exploration
@@ -57,16 +57,17 @@ def scan_patterns(ex: Exploration, stage, patterns: list[Pattern] | None = None,
         if bar is not None:
             bar.close()
     rows = {}
-    for kind, item in raw:
-        if kind == "ok":
-            pipeline, changed, seconds, err = item
-            p = by_pass[pipeline]
-            rows[p.name] = ScanRow(p.name, p.group, changed, seconds, err)
-        else:
-            pipeline, diagnostics = item
-            p = by_pass[pipeline]
-            rows[p.name] = ScanRow(p.name, p.group, False, float("nan"), f"{kind}: {diagnostics.strip()[-300:]}")
+    for o in raw.results:
+        p = by_pass[o.pipeline]
+        rows[p.name] = ScanRow(p.name, p.group, o.changed, o.seconds, o.error)
+    for f in raw.failures:
+        p = by_pass[f.item]
+        rows[p.name] = ScanRow(p.name, p.group, False, float("nan"), _failure_note(f))
     return [rows[p.name] for p in pats if p.name in rows]
+
+
+def _failure_note(f: ItemFailure) -> str:
+    return f"{f.kind}: {f.diagnostics.strip()[-300:]}"
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,6 @@ def step_patterns(ex: Exploration, stage, max_steps: int = 200) -> StepRun:
     runner = default_runner()
     current = dataclasses.replace(st, parent=None, changed=False)
     stages = [current]
-    counts: dict[str, int] = {}
     skipped: list[str] = []  # patterns that raised on this module: reported, not retried
     order = {p: k for k, p in enumerate(by_pass)}
     pool = default_pool()
@@ -99,23 +99,21 @@ def step_patterns(ex: Exploration, stage, max_steps: int = 200) -> StepRun:
         shares = [candidates[i:i + size] for i in range(0, len(candidates), size)]
         text = current.text_with_locations
         raw = pool.map("run_each", shares, lambda c: (text, c, True), timeout=ex.spec.timeout)
-        skipped += [by_pass[item[0]] for kind, item in raw if kind != "ok" or item[3]]
-        hits = sorted((order[item[0]], item[0]) for kind, item in raw if kind == "ok" and item[1])
+        skipped += [by_pass[o.pipeline] for o in raw.results if o.error] + [by_pass[f.item] for f in raw.failures]
+        hits = [o.pipeline for o in raw.results if o.changed]
         if not hits:
             break
-        pipeline = hits[0][1]
-        name = by_pass[pipeline]
-        counts[name] = counts.get(name, 0) + 1
-        out = runner.run(f"pattern:{name}", current.text_with_locations, pipeline, timeout=ex.spec.timeout)
-        current = Stage(f"pattern:{name}#{counts[name]}", "mlir", strip_locations(out.text), pipeline, True,
-                        out.seconds, current.name, text_with_locations=out.text)
+        pipeline = min(hits, key=order.__getitem__)
+        base = f"pattern:{by_pass[pipeline]}"
+        out = runner.run(base, current.text_with_locations, pipeline, timeout=ex.spec.timeout)
+        current = stage_from_run(stage_name(base, stages), current, out, pipeline)
         stages.append(current)
+    everything = patterns_pass(tuple(specs))
     try:
-        full = runner.run("all patterns", st.text_with_locations, patterns_pass(tuple(specs)), timeout=ex.spec.timeout)
-        reference = Stage("all patterns", "mlir", strip_locations(full.text), patterns_pass(tuple(specs)),
-                          strip_locations(full.text) != st.text, full.seconds, st.name, text_with_locations=full.text)
+        full = runner.run("all patterns", st.text_with_locations, everything, timeout=ex.spec.timeout)
+        reference = stage_from_run("all patterns", st, full, everything)
     except StageError as e:
-        reference = Stage("all patterns", "mlir", "", e.produced_by, False, None, st.name, error=str(e))
+        reference = failed_stage("all patterns", st, everything, e)
     return StepRun(tuple(stages), reference, tuple(skipped))
 
 
@@ -146,14 +144,8 @@ def pattern_timing(ex: Exploration, stage, per_pattern: bool = False, progress: 
     finally:
         if bar is not None:
             bar.close()
-    rows = []
-    for kind, item in raw:
-        pipeline = item[0]
-        g = by_pass[pipeline]
-        if kind == "ok":
-            _, changed, seconds, err = item
-            rows.append({"group": g, "patterns": len(groups[g]), "seconds": seconds, "changed": changed, "error": err or ""})
-        else:
-            rows.append({"group": g, "patterns": len(groups[g]), "seconds": float("nan"), "changed": False,
-                         "error": f"{kind}: {item[1].strip()[-300:]}"})
+    rows = [{"group": by_pass[o.pipeline], "patterns": len(groups[by_pass[o.pipeline]]), "seconds": o.seconds,
+             "changed": o.changed, "error": o.error or ""} for o in raw.results]
+    rows += [{"group": by_pass[f.item], "patterns": len(groups[by_pass[f.item]]), "seconds": float("nan"),
+              "changed": False, "error": _failure_note(f)} for f in raw.failures]
     return pd.DataFrame(rows).sort_values("seconds", ascending=False, ignore_index=True)

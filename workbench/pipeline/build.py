@@ -19,14 +19,14 @@ from .exported import exported_for_text, swap_module
 from ..ir.text import input_kind, strip_locations, text_hash
 from .catalog import PatternOptions, PatternSelection, catalog, pattern_list, patterns_pass
 from .presets import PRESETS, resolve
-from .runner import default_runner
+from .runner import StepResult, default_runner
 from ..stages import Spec, Stage
 from .trace import resolve_device, trace
 from .worker import enzyme_available
 from .xla import check_options, compile_with_dumps
 
 __all__ = ["Built", "XlaStages", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
-           "with_xla_options", "rebuild_xla", "clear_caches"]
+           "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage"]
 
 
 @dataclass(frozen=True)
@@ -191,6 +191,24 @@ def _first_stages(spec: Spec) -> list[Stage]:
     ]
 
 
+def stage_name(base: str, earlier: Sequence[Stage]) -> str:
+    """``<base>#k`` for the k-th stage that ``base`` makes, counting those among ``earlier``."""
+    return f"{base}#{1 + sum(s.name.rpartition('#')[0] == base for s in earlier)}"
+
+
+def stage_from_run(name: str, parent: Stage, result: StepResult, pass_string: str) -> Stage:
+    """The MLIR stage that the runner's ``result`` of ``pass_string`` on ``parent`` is: shown without
+    locations, and changed when that text differs from the parent's."""
+    text = strip_locations(result.text)
+    return Stage(name, "mlir", text, pass_string, text != parent.text, result.seconds, parent.name,
+                 text_with_locations=result.text)
+
+
+def failed_stage(name: str, parent: Stage, pass_string: str, error: StageError) -> Stage:
+    """The MLIR stage that ``pass_string`` failed to make from ``parent``: no text, the error instead."""
+    return Stage(name, "mlir", "", pass_string, False, None, parent.name, error=str(error))
+
+
 def build(spec: Spec) -> Built:
     runner = default_runner()
     pipe = resolve(spec.pipeline, inline=spec.inline)
@@ -210,20 +228,15 @@ def build(spec: Spec) -> Built:
 
     stages = _first_stages(spec)
     error: StageError | None = None
-    counts: dict[str, int] = {}
     for base, pass_string in steps:
-        counts[base] = counts.get(base, 0) + 1
-        name = f"{base}#{counts[base]}"
-        parent = stages[-1]
+        name, parent = stage_name(base, stages), stages[-1]
         try:
             r = runner.run(name, parent.text_with_locations, pass_string, timeout=spec.timeout)
         except StageError as e:
             error = e
-            stages.append(Stage(name, "mlir", "", pass_string, False, None, parent.name, error=str(e)))
+            stages.append(failed_stage(name, parent, pass_string, e))
             break
-        text = strip_locations(r.text)
-        stages.append(Stage(name, "mlir", text, pass_string, text != parent.text, r.seconds, parent.name,
-                            text_with_locations=r.text))
+        stages.append(stage_from_run(name, parent, r, pass_string))
     late = None if error else (lambda: _xla_stages(spec, stages[-1]))
     return Built(spec, tuple(stages), error, late)
 

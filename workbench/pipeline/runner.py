@@ -5,6 +5,8 @@ the stages from the first affected one are recomputed.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -18,7 +20,10 @@ __all__ = ["StepResult", "StepRunner", "default_runner"]
 
 @dataclass(frozen=True)
 class StepResult:
-    text: str  # output with locations, entry functions public again
+    """One pipeline step's output: its text with locations (entry functions public again), the
+    seconds the pass took when it ran, and whether this answer came from the cache."""
+
+    text: str
     seconds: float
     cached: bool
 
@@ -27,7 +32,7 @@ class StepRunner:
     def __init__(self, worker: Worker | None = None, max_entries: int = 4096):
         self.worker = worker or default_worker()
         self.max_entries = max_entries
-        self._cache: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], StepResult] = OrderedDict()
         self._checked: set[str] = set()
         self._parsed: set[str] = set()  # hashes of texts that parsed
         self.hits = 0
@@ -65,8 +70,7 @@ class StepRunner:
         if key in self._cache:
             self._cache.move_to_end(key)
             self.hits += 1
-            out, seconds = self._cache[key]
-            return StepResult(out, seconds, True)
+            return dataclasses.replace(self._cache[key], cached=True)
         self.misses += 1
         public = public_functions(text)
         try:
@@ -80,11 +84,11 @@ class StepRunner:
             raise StageError(stage, pipeline, f"the pass ran for more than {e.seconds:.0f} s and was stopped",
                              e.diagnostics) from None
         # Only the entry, which enzyme-ad's runner itself made private: any other visibility is the passes' doing.
-        out = publish_functions(out, public & {entry})
-        self._cache[key] = (out, seconds)
+        result = StepResult(publish_functions(out, public & {entry}), seconds, False)
+        self._cache[key] = result
         if len(self._cache) > self.max_entries:
             self._cache.popitem(last=False)
-        return StepResult(out, seconds, False)
+        return result
 
 
 def _reason(message: str) -> str:
@@ -126,11 +130,7 @@ def _syntax_error(report: str, text: str) -> MlirSyntaxError:
     return MlirSyntaxError(msg, tuple(seen), *(first or (None, None)))
 
 
-_DEFAULT: StepRunner | None = None
-
-
+@functools.cache
 def default_runner() -> StepRunner:
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = StepRunner()
-    return _DEFAULT
+    """The process-wide runner, so every Exploration of a session shares its cache and warm worker."""
+    return StepRunner()

@@ -1,26 +1,33 @@
 """A warm worker process for Enzyme-JaX and MLIR pass pipelines.
 
 Passes are C++ code that can abort or loop forever; running them in a separate process keeps the
-notebook kernel alive. The worker is a fresh interpreter (``python -m workbench.worker``), never a
-fork: JAX and XLA are not fork-safe once initialised, and unlike multiprocessing's ``spawn`` it does
-not re-import the user's ``__main__``. It imports enzyme-ad once, and is restarted transparently after a crash. Its stderr goes
-to a log file so that the diagnostics a pass printed before dying can be shown to the user.
+notebook kernel alive. The worker is a fresh interpreter (``python -m workbench.pipeline.worker``),
+never a fork: JAX and XLA are not fork-safe once initialised, and unlike multiprocessing's ``spawn``
+it does not re-import the user's ``__main__``. It imports enzyme-ad once, and is restarted
+transparently after a crash. Its stderr goes to a log file so that the diagnostics a pass printed
+before dying can be shown to the user. A ``WorkerPool`` spreads many independent requests over a
+few workers.
 """
 from __future__ import annotations
 
 import atexit
+import functools
+import os
+import queue
 import socket
 import subprocess
-import os
 import sys
 import tempfile
 import threading
 import time
 import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from typing import Any, Callable, Literal, Sequence
 
-__all__ = ["Worker", "WorkerCrash", "WorkerTimeout", "PassFailure", "default_worker", "enzyme_available"]
+__all__ = ["Worker", "WorkerPool", "WorkerCrash", "WorkerTimeout", "PassFailure", "PassOutcome", "ItemFailure",
+           "PoolResult", "default_worker", "default_pool", "enzyme_available"]
 
 
 def enzyme_available() -> bool:
@@ -58,6 +65,36 @@ class WorkerTimeout(Exception):
     def __init__(self, seconds: float, diagnostics: str):
         super().__init__(f"no answer after {seconds:.0f} s")
         self.seconds, self.diagnostics = seconds, diagnostics
+
+
+@dataclass(frozen=True)
+class PassOutcome:
+    """One pipeline run alone by ``run_each``: whether it changed the module (compared without
+    locations), how long it took, and the error it raised, if any (then ``changed`` is False)."""
+
+    pipeline: str
+    changed: bool
+    seconds: float
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ItemFailure:
+    """One item of a ``WorkerPool.map`` whose request, with that item alone, crashed its worker or ran
+    past the time limit; ``diagnostics`` is what the worker printed meanwhile."""
+
+    kind: Literal["crash", "timeout"]
+    item: Any
+    diagnostics: str
+
+
+@dataclass(frozen=True)
+class PoolResult:
+    """What ``WorkerPool.map`` gave: the method's results for every chunk that succeeded (in the order
+    the chunks finished) and the items that stood alone and still crashed or timed out."""
+
+    results: tuple
+    failures: tuple[ItemFailure, ...]
 
 
 # ---- the worker side -------------------------------------------------------------------------
@@ -138,8 +175,9 @@ def _crash(kind: str) -> None:
     os.kill(os.getpid(), signal.SIGABRT if kind == "abort" else signal.SIGSEGV)
 
 
-def _run_each(text: str, pipelines: list[str], stop_at_first: bool) -> list[tuple[str, bool, float, str | None]]:
-    """Run each pipeline alone on ``text``: (pipeline, changed, seconds, error) for each.
+def _run_each(text: str, pipelines: list[str], stop_at_first: bool) -> list[PassOutcome]:
+    """Run each pipeline alone on ``text``: a PassOutcome for each (up to the first change, with
+    ``stop_at_first``).
 
     Done inside the worker so that one request covers many pipelines (no round trip each).
     ``changed`` compares the outputs without locations, with the input's public functions public.
@@ -158,7 +196,7 @@ def _run_each(text: str, pipelines: list[str], stop_at_first: bool) -> list[tupl
                 same_as_input.add(res)
         except Exception as e:
             changed, err = False, f"{type(e).__name__}: {e}"
-        out.append((pipeline, changed, time.perf_counter() - t, err))
+        out.append(PassOutcome(pipeline, changed, time.perf_counter() - t, err))
         if stop_at_first and changed:
             break
     return out
@@ -168,7 +206,8 @@ _METHODS = {"run_pipeline": _run_pipeline, "transform_passes": _transform_passes
             "run_each": _run_each, "check_pipeline": _check_pipeline, "parse_module": _parse_module}
 
 
-def _serve(conn: Connection) -> None:
+def serve(conn: Connection) -> None:
+    """The worker process's loop: answer requests on ``conn`` until the client closes it."""
     if enzyme_available():
         from enzyme_ad.jax import enzyme_call  # noqa: F401  -- pay the 485 MB import once, up front
     conn.send(("ready", None))
@@ -307,58 +346,51 @@ class WorkerPool:
         size = size or max(1, min(os.cpu_count() or 1, 4))
         self.workers = [default_worker()] + [Worker() for _ in range(size - 1)]
 
-    def map(self, method: str, items: list, make_args, on_done=None, timeout: float | None = None) -> list:
-        """Call ``method(*make_args(chunk))`` for each chunk of ``items`` on whichever worker is free.
+    def map(self, method: str, chunks: Sequence[Sequence], make_args: Callable[[Sequence], tuple],
+            on_done: Callable[[int], None] | None = None, timeout: float | None = None) -> PoolResult:
+        """Call ``method(*make_args(chunk))`` for each chunk on whichever worker is free; the method
+        returns one result per item of its chunk.
 
-        A chunk whose request crashes its worker is split in halves and retried, so one crashing
-        pattern is isolated and reported as ``("crash", item, diagnostics)`` instead of losing the scan.
-        ``on_done(n)`` is called with the number of items finished, for progress bars.
+        A chunk whose request crashes or times out its worker is run again as two halves, until the
+        item that does it stands alone and is reported as an ItemFailure instead of losing the scan.
+        ``on_done(n)`` hears of every ``n`` items finished, for progress bars.
         """
-        import queue
+        free: queue.SimpleQueue[Worker] = queue.SimpleQueue()
+        for w in self.workers:
+            free.put(w)
 
-        todo: queue.Queue = queue.Queue()
-        for chunk in items:
-            todo.put(chunk)
+        def request(chunk: Sequence):
+            worker = free.get()  # one thread per worker: there is always a free one
+            try:
+                return worker.call(method, *make_args(chunk), timeout=timeout)[0]
+            finally:
+                free.put(worker)
+
         results: list = []
-        pending = [len(items)]
-        lock = threading.Lock()
-
-        def serve(worker: Worker):
-            while True:
-                with lock:
-                    if pending[0] == 0:
-                        return
-                try:
-                    chunk = todo.get(timeout=0.05)
-                except queue.Empty:
-                    continue
-                try:
-                    res, _ = worker.call(method, *make_args(chunk), timeout=timeout)
-                    done = [("ok", r) for r in res]
-                    finished = len(chunk)
-                except (WorkerCrash, WorkerTimeout) as e:
-                    if len(chunk) > 1:
-                        half = len(chunk) // 2
-                        with lock:
-                            pending[0] += 2
-                        todo.put(chunk[:half])
-                        todo.put(chunk[half:])
-                        done, finished = [], 0
-                    else:
+        failures: list[ItemFailure] = []
+        with ThreadPoolExecutor(len(self.workers), thread_name_prefix="wb-pool") as executor:
+            pending: dict[Future, Sequence] = {executor.submit(request, c): c for c in chunks}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    chunk = pending.pop(future)
+                    try:
+                        results.extend(future.result())
+                    except (WorkerCrash, WorkerTimeout) as e:
+                        if len(chunk) > 1:
+                            half = len(chunk) // 2
+                            for part in (chunk[:half], chunk[half:]):
+                                pending[executor.submit(request, part)] = part
+                            continue
                         kind = "crash" if isinstance(e, WorkerCrash) else "timeout"
-                        done, finished = [(kind, (chunk[0], e.diagnostics))], 1
-                with lock:
-                    results.extend(done)
-                    pending[0] -= 1
-                if on_done and finished:
-                    on_done(finished)
-
-        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return results
+                        failures.append(ItemFailure(kind, chunk[0], e.diagnostics))
+                    except BaseException:
+                        for f in pending:
+                            f.cancel()
+                        raise
+                    if on_done:
+                        on_done(len(chunk))
+        return PoolResult(tuple(results), tuple(failures))
 
 
 _POOL: WorkerPool | None = None
@@ -371,16 +403,15 @@ def default_pool() -> WorkerPool:
     return _POOL
 
 
-_DEFAULT: Worker | None = None
-
-
+@functools.cache
 def default_worker() -> Worker:
     """The process-wide worker that explorations share (so its warm import is paid once)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = Worker()
-    return _DEFAULT
+    return Worker()
 
 
 if __name__ == "__main__":
-    _serve(Connection(int(sys.argv[1])))
+    # Serve from the module under its own name, not as __main__: results such as PassOutcome are
+    # pickled by their module's name, and the client knows them as workbench.pipeline.worker's.
+    from workbench.pipeline import worker
+
+    worker.serve(Connection(int(sys.argv[1])))

@@ -1,14 +1,13 @@
 """The notebook views of an Exploration: the pass-toggle panel and its parts.
 
     import workbench as wb
-    p = wb.widgets.panel(ex)          # or %%hlo in a notebook; p.ex is the Exploration shown now
+    p = wb.panel(ex)                  # or %%hlo in a notebook; p.ex is the Exploration shown now
 
 Views only read an Exploration and call its public methods (``with_patterns``, ``with_xla``, ``run``,
 ``diff``, ``cost``, ...). Every action shows its line of Python.
 """
-from .actions import with_pipeline
 from .diffview import DiffView
 from .lists import StageList, ToggleList
 from .panel import Panel, panel
 
-__all__ = ["panel", "Panel", "with_pipeline", "DiffView", "StageList", "ToggleList"]
+__all__ = ["panel", "Panel", "DiffView", "StageList", "ToggleList"]

@@ -10,10 +10,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ...errors import UnknownNameError
 from ...exploration import Exploration
 
-__all__ = ["Action", "with_pipeline", "toggle_patterns", "reset_patterns", "toggle_xla", "reset_xla",
-           "set_pipeline", "run", "compare", "applicable", "bisect", "predicate", "PREDICATES",
+__all__ = ["Action", "toggle_patterns", "reset_patterns", "toggle_xla", "reset_xla", "set_pipeline", "diff",
+           "cost", "graph", "run", "compare", "applicable", "bisect", "predicate", "predicate_params", "PREDICATES",
            "disabled_xla_passes"]
 
 
@@ -25,11 +26,6 @@ class Action:
     label: str
     python: str
     call: Callable[[Exploration], Any]
-
-
-def with_pipeline(ex: Exploration, pipeline: str) -> Exploration:
-    """``ex.with_pipeline(pipeline)``, kept here for lines the panel printed before that method existed."""
-    return ex.with_pipeline(pipeline)
 
 
 def _lit(value) -> str:
@@ -45,12 +41,17 @@ def _names(names: Sequence[str]) -> list[str]:
     return sorted(dict.fromkeys(names))
 
 
-def toggle_patterns(name: str, names: Sequence[str], on: bool) -> Action:
+def _toggle(name: str, names: Sequence[str], on: bool, method: str, noun: str, label_noun: str) -> Action:
+    """Switch ``names`` on or off with ``ex.<method>(enable=...|disable=...)``."""
     names = _names(names)
     key = "enable" if on else "disable"
-    shown = names[0] if len(names) == 1 else f"{len(names)} patterns"
-    return Action(f"{key} {shown}", f"{name} = {name}.with_patterns({key}={_lit(names)})",
-                  lambda ex: ex.with_patterns(**{key: names}))
+    shown = names[0] if len(names) == 1 else f"{len(names)} {noun}"
+    return Action(f"{key} {label_noun}{shown}", f"{name} = {name}.{method}({key}={_lit(names)})",
+                  lambda ex: getattr(ex, method)(**{key: names}))
+
+
+def toggle_patterns(name: str, names: Sequence[str], on: bool) -> Action:
+    return _toggle(name, names, on, "with_patterns", "patterns", "")
 
 
 def reset_patterns(name: str, ex: Exploration) -> Action:
@@ -68,11 +69,7 @@ def disabled_xla_passes(ex: Exploration) -> list[str]:
 
 
 def toggle_xla(name: str, names: Sequence[str], on: bool) -> Action:
-    names = _names(names)
-    key = "enable" if on else "disable"
-    shown = names[0] if len(names) == 1 else f"{len(names)} XLA passes"
-    return Action(f"{key} XLA pass {shown}", f"{name} = {name}.with_xla({key}={_lit(names)})",
-                  lambda ex: ex.with_xla(**{key: names}))
+    return _toggle(name, names, on, "with_xla", "XLA passes", "XLA pass ")
 
 
 def reset_xla(name: str, ex: Exploration) -> Action:
@@ -83,7 +80,23 @@ def reset_xla(name: str, ex: Exploration) -> Action:
 
 def set_pipeline(name: str, pipeline: str) -> Action:
     return Action(f"pipeline {pipeline}", f"{name} = {name}.with_pipeline({_lit(pipeline)})",
-                  lambda ex: with_pipeline(ex, pipeline))
+                  lambda ex: ex.with_pipeline(pipeline))
+
+
+def diff(name: str, left: str, right: str) -> Action:
+    return Action(f"diff {left} → {right}", f"{name}.diff({_lit(left)}, {_lit(right)})",
+                  lambda ex: ex.diff(left, right))
+
+
+def cost(name: str, stage: str | None = None) -> Action:
+    """Every stage's cost, or with ``stage`` that stage's cost per op."""
+    if stage is None:
+        return Action("costing every stage", f"{name}.cost()", lambda ex: ex.cost())
+    return Action(f"costing {stage} per op", f"{name}.cost({_lit(stage)})", lambda ex: ex.cost(stage))
+
+
+def graph(name: str, stage: str) -> Action:
+    return Action(f"drawing {stage}", f"{name}.graph({_lit(stage)})", lambda ex: ex.graph(stage))
 
 
 def run(name: str, stage: str, device: str, repeat: int) -> Action:
@@ -113,17 +126,23 @@ PREDICATES = {
 }
 
 
+def predicate_params(kind: str) -> tuple[str, ...]:
+    """The keyword arguments predicate ``kind`` takes; UnknownNameError for a kind not in PREDICATES."""
+    if kind not in PREDICATES:
+        raise UnknownNameError("predicate", kind, list(PREDICATES), f"one of {', '.join(PREDICATES)}")
+    return PREDICATES[kind]
+
+
 def predicate(kind: str, *, op: str = "", n: int = 0, device: str = "cpu:0") -> tuple[str, Callable]:
     """(the Python expression, the predicate) for one entry of PREDICATES."""
     from ...analysis.bisect import crashes, miscompiles, op_count_above
 
+    predicate_params(kind)
     if kind == "op_count_above(op, n)":
         return f"wb.op_count_above({_lit(op)}, {int(n)})", op_count_above(op, int(n))
     if kind == "crashes()":
         return "wb.crashes()", crashes()
-    if kind == "miscompiles(device)":
-        return f"wb.miscompiles({_lit(device)})", miscompiles(device)
-    raise ValueError(f"unknown predicate {kind!r}; one of {list(PREDICATES)}")
+    return f"wb.miscompiles({_lit(device)})", miscompiles(device)
 
 
 def bisect(name: str, kind: str, on_run: Callable[[int, bool], None] | None = None, **params) -> Action:

@@ -6,31 +6,29 @@ The panel is a view. It reads an Exploration and calls its public methods; a tog
 Exploration for a new one (``with_patterns``, ``with_xla``) and shows that. Work runs on one worker
 thread, so the notebook stays responsive and the panel says what runs and for how long; an error is
 shown in the panel, never raised into the notebook. Every action's line of Python is shown, ready to
-paste.
+paste. This module lays the widgets out and wires them to the actions; ``jobs`` runs the work,
+``html`` renders what it gives.
 """
 from __future__ import annotations
 
 import base64
 import dataclasses
-import html
 import io
 import pathlib
 import threading
-import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Callable
 
 import ipywidgets as W
 
-from ...analysis.diff import Diff
 from ...errors import WorkbenchError
-from ...pipeline.presets import PRESETS
 from ...exploration import Exploration
+from ...pipeline.presets import PRESETS
 from ...stages import Stage
-from . import actions
+from . import actions, html
 from .actions import Action
 from .diffview import DiffView
+from .jobs import Jobs
 from .lists import StageList, ToggleList, stage_rows
 
 __all__ = ["Panel", "panel"]
@@ -47,14 +45,6 @@ def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: 
     and its parent). ``panel.ex`` is the Exploration the panel shows now.
     """
     return Panel(ex, name=name, left=left, right=right)
-
-
-def _esc(x) -> str:
-    return html.escape(str(x))
-
-
-def _message(e: BaseException) -> str:
-    return str(e).strip() or type(e).__name__
 
 
 def _default_right(ex: Exploration, stages: list[Stage]) -> Stage:
@@ -74,20 +64,6 @@ def _runnable(stages: list[Stage]) -> list[str]:
     return [s.name for s in stages if s.group in ("trace", "mlir") and s.name != "jaxpr" and not s.error]
 
 
-def _table(df, floats: int = 3, max_rows: int = 200) -> str:
-    """A DataFrame as a compact HTML table: blanks for missing values, whole floats without ".0"."""
-    import pandas as pd
-
-    df = df.copy()
-    for c in df.columns:
-        values = df[c].dropna()
-        if df[c].dtype.kind == "f" and len(values) and (values == values.round()).all():
-            df[c] = df[c].astype("Int64")
-    df = df.astype(object).where(df.notna(), "")
-    with pd.option_context("display.max_rows", max_rows, "display.precision", floats):
-        return df.to_html(index=False, escape=True, classes="wb-table", border=0, max_rows=max_rows)
-
-
 class Panel:
     """The panel for one Exploration; see ``panel()``. Display it (it is the last value of a cell, or
     ``display(p)``); ``p.ex`` is the Exploration shown now, ``p.python`` the line of the last action."""
@@ -100,20 +76,14 @@ class Panel:
         self._right = right or ""
         self.python = ""
         self.history: list[str] = []  # the lines that changed the Exploration, in order
-        self.last_error: str | None = None
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="wb-panel") if background else None
-        self._futures: list[Future] = []
         self._local = threading.local()
         self._diff_token = 0
-        self._busy_jobs = 0  # queued or running jobs that keep the action buttons disabled
-        self._busy_lock = threading.Lock()
         self._xla_seen: list[str] = []
         self._catalog: tuple | None = None  # (options, items, default-on names)
         self._cost_key = self._graph_key = None
         self._culprits: list[str] = []
-        self._progress_note = ""
-        self._label = ""
         self._build()
+        self.jobs = Jobs(self.status, self._set_busy, background)
         self._submit("reading the stages", None, self._load, busy=True)
 
     # -- the Exploration shown ---------------------------------------------------------------------
@@ -130,6 +100,11 @@ class Panel:
         return self._right
 
     @property
+    def last_error(self) -> str | None:
+        """Why the last action failed, as the status line says it; None when it succeeded."""
+        return self.jobs.last_error
+
+    @property
     def widget(self) -> W.VBox:
         return self._root
 
@@ -143,18 +118,12 @@ class Panel:
 
     def wait(self, timeout: float | None = 600) -> "Panel":
         """Block until the panel's queued work is done (for scripts and tests)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            pending = [f for f in self._futures if not f.done()]
-            if not pending:
-                return self
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            pending[0].result(timeout=left)
+        self.jobs.wait(timeout)
+        return self
 
     def close(self) -> None:
         """Close the panel's widgets and stop its worker thread."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        self.jobs.shutdown()
 
         def close(w):
             for child in getattr(w, "children", ()):
@@ -222,12 +191,13 @@ class Panel:
     def bisect(self, kind: str | None = None, **params) -> None:
         """Bisect the enabled patterns for a predicate of ``actions.PREDICATES`` (params: op, n, device)."""
         if kind:
+            actions.predicate_params(kind)  # an unknown kind: UnknownNameError with the known ones
             self.predicate.value = kind
         for key, widget in (("op", self.pred_op), ("n", self.pred_n), ("device", self.pred_device)):
             if key in params:
                 widget.value = params[key]
         kind = self.predicate.value
-        wanted = actions.PREDICATES[kind]
+        wanted = actions.predicate_params(kind)
         values = {"op": self.pred_op.value, "n": int(self.pred_n.value), "device": self.pred_device.value}
         act = actions.bisect(self.name, kind, on_run=self._bisect_progress,
                              **{k: v for k, v in values.items() if k in wanted})
@@ -238,13 +208,14 @@ class Panel:
     def show_cost(self) -> None:
         """Fill the Cost tab: every stage's cost, the chart, the per-op cost of the right stage."""
         self._cost_key = (id(self._ex), self._right)
-        self._submit("costing every stage", f"{self.name}.cost()", self._load_cost, busy=False)
+        act = actions.cost(self.name)
+        self._submit(act.label, act.python, self._load_cost, busy=False)
 
     def show_graph(self) -> None:
         """Fill the Graph tab with the right stage's dataflow graph."""
         self._graph_key = (id(self._ex), self._right)
-        self._submit(f"drawing {self._right}", f"{self.name}.graph({actions._lit(self._right)})",
-                     self._load_graph, busy=False)
+        act = actions.graph(self.name, self._right)
+        self._submit(act.label, act.python, self._load_graph, busy=False)
 
     # -- building the widgets ----------------------------------------------------------------------
     def _build(self) -> None:
@@ -366,69 +337,19 @@ class Panel:
         self._root.add_class("wb-panel")
         self._show_python()
 
-    # -- the worker ----------------------------------------------------------------------------------
+    # -- the jobs ------------------------------------------------------------------------------------
     def _submit(self, label: str, python: str | None, work: Callable[[], None], *, busy: bool) -> None:
-        """Queue ``work`` on the worker thread; ``busy`` work disables the actions from now until it ends."""
+        """Queue ``work`` (see ``Jobs.submit``), showing ``python``, the line of what it does, first."""
         if python:
             self.python = python
             self._show_python()
-        if busy:
-            self._set_busy(+1)
-        if self._executor is None:
-            self._job(label, work, busy)
-            return
-        self._futures = [f for f in self._futures if not f.done()]
-        self._futures.append(self._executor.submit(self._job, label, work, busy))
+        self.jobs.submit(label, work, busy=busy)
 
-    def _job(self, label: str, work: Callable[[], None], busy: bool) -> None:
-        stop = threading.Event()
-        started = time.perf_counter()
-        self._set_label(label)
-        if self._executor is not None:
-            threading.Thread(target=self._tick, args=(started, stop), daemon=True).start()
-        try:
-            work()
-        except Exception as e:  # shown in the panel: a notebook view never raises into the kernel
-            self.last_error = f"{self._label} failed: {_message(e)}"
-            self._show_status(error=self.last_error)
-        else:
-            self.last_error = None
-            self._show_status(done=f"{self._label}: {time.perf_counter() - started:.2f} s")
-        finally:
-            stop.set()
-            self._progress_note = ""
-            if busy:
-                self._set_busy(-1)
-
-    def _tick(self, started: float, stop: threading.Event) -> None:
-        while not stop.wait(0.5):
-            self._show_status(running=self._label, elapsed=time.perf_counter() - started)
-
-    def _set_label(self, label: str) -> None:
-        """What the running job says it does (a rebuild knows only once it starts)."""
-        self._label = label
-        self._show_status(running=label)
-
-    def _set_busy(self, step: int) -> None:
-        with self._busy_lock:
-            self._busy_jobs += step
-            busy = self._busy_jobs > 0
-            for b in self._buttons:
-                b.disabled = busy
-            self.patterns_view.busy = self.xla_view.busy = busy
-
-    def _show_status(self, *, running: str = "", elapsed: float = 0.0, done: str = "", error: str = "") -> None:
-        if running:
-            # No callback reports how far a pass pipeline, a pattern scan or a bisection is, so the
-            # bar is the browser's indeterminate one; what is known (elapsed time, runs) is text.
-            self.status.value = (f'<span class="wb-status wb-running"><progress class="wb-progress"></progress>'
-                                 f'{_esc(running)} &middot; {elapsed:.1f} s{_esc(self._progress_note)}</span>')
-        elif error:
-            head, _, rest = error.partition("\n")
-            more = f"<details><summary>details</summary><pre>{_esc(rest)}</pre></details>" if rest.strip() else ""
-            self.status.value = f'<div class="wb-status wb-error"><b>&#10006; {_esc(head)}</b>{more}</div>'
-        else:
-            self.status.value = f'<span class="wb-status wb-done">&#10003; {_esc(done)}</span>'
+    def _set_busy(self, busy: bool) -> None:
+        """While busy work is queued or runs, the actions wait: their buttons and toggles are disabled."""
+        for b in self._buttons:
+            b.disabled = busy
+        self.patterns_view.busy = self.xla_view.busy = busy
 
     def _set_quietly(self, dropdown: W.Dropdown, value) -> None:
         if value in dropdown.options:
@@ -453,7 +374,7 @@ class Panel:
             try:
                 self.pick(msg["name"], msg.get("side", "right"))
             except Exception as e:  # a stage of an Exploration replaced meanwhile: say so, do not raise
-                self._show_status(error=_message(e))
+                self.jobs.show_error(e)
 
     def _on_pattern_msg(self, msg: dict) -> None:
         if msg.get("type") == "toggle":
@@ -494,7 +415,7 @@ class Panel:
             self.show_graph()
 
     def _show_predicate_params(self) -> None:
-        wanted = actions.PREDICATES[self.predicate.value]
+        wanted = actions.predicate_params(self.predicate.value)
         for key, widget in (("op", self.pred_op), ("n", self.pred_n), ("device", self.pred_device)):
             widget.layout.display = "" if key in wanted else "none"
 
@@ -509,7 +430,7 @@ class Panel:
             act = make()
             self.python = act.python
             self._show_python()
-            self._set_label(act.label)
+            self.jobs.relabel(act.label)
             ex = act.call(self._ex)
             self.history.append(act.python)
             self._show_exploration(ex)
@@ -529,10 +450,8 @@ class Panel:
             self._left = ex.stage(self._right).parent or names[0]
         runnable = _runnable(stages)
         with self._programmatic():
-            self.header.value = self._header_html(ex, stages)
-            self.stage_error.value = (f'<div class="wb-stage-error"><b>{_esc(ex.error.stage)} failed</b> '
-                                      f'(the stages before it are usable)<pre>{_esc(ex.error)}</pre></div>'
-                                      if ex.error else "")
+            self.header.value = html.header(ex, stages, actions.disabled_xla_passes(ex))
+            self.stage_error.value = html.stage_error(ex)
             self.stage_list.loading = ""
             # the pair first: whoever sees the new stages sees which two are picked
             self.stage_list.left, self.stage_list.right = self._left, self._right
@@ -566,21 +485,6 @@ class Panel:
         self._show_python()
         self._show_selection(now=True)
 
-    def _header_html(self, ex: Exploration, stages: list[Stage]) -> str:
-        changed = sum(1 for s in stages if s.changed)
-        sel = ex.spec.selection
-        toggles = []
-        if sel.disabled:
-            toggles.append(f"{len(sel.disabled)} pattern{'s' * (len(sel.disabled) != 1)} off")
-        if sel.enabled:
-            toggles.append(f"{len(sel.enabled)} added")
-        off = actions.disabled_xla_passes(ex)
-        if off:
-            toggles.append(f"XLA off: {', '.join(off)}")
-        bits = [f"<b>{_esc(ex.spec.title)}</b>", f"pipeline <code>{_esc(ex.spec.pipeline[:60])}</code>",
-                f"{len(stages)} stages, {changed} changed", _esc(ex.spec.device)] + [_esc(t) for t in toggles]
-        return '<div class="wb-header">' + " &middot; ".join(bits) + "</div>"
-
     def _pattern_catalog(self, ex: Exploration):
         from ...pipeline.catalog import patterns
 
@@ -613,22 +517,12 @@ class Panel:
             self.xla_view.message = "" if names else "no XLA compile (a module without @main, or XLA failed)"
 
     def _show_pipeline_string(self, ex: Exploration) -> None:
-        p = ex.pipeline_string
-        self.pipeline_box.value = (
-            '<details class="wb-pipeline"><summary><b>Pipeline string</b> '
-            f'(<code>{self.name}.pipeline_string</code>, {len(p):,} characters) for '
-            "<code>enzymexlamlir-opt --pass-pipeline='builtin.module(…)'</code></summary>"
-            f'<pre class="wb-copy">{_esc(p)}</pre></details>')
+        self.pipeline_box.value = html.pipeline_string(self.name, ex.pipeline_string)
 
     def _show_python(self) -> None:
         n = self.name
         line = self.python or f"{n}  # the Exploration this panel shows: {n}.stages, {n}.table()"
-        hist = ""
-        if self.history:
-            hist = ('<details><summary>the toggles so far, as code</summary><pre class="wb-copy">'
-                    + _esc("\n".join(self.history)) + "</pre></details>")
-        self.python_box.value = (f'<div class="wb-python"><span class="wb-python-label">Python</span>'
-                                 f'<pre class="wb-copy" title="click to select">{_esc(line)}</pre>{hist}</div>')
+        self.python_box.value = html.python_line(line, self.history)
 
     # -- the two stages ------------------------------------------------------------------------------
     def _show_selection(self, now: bool = False) -> None:
@@ -640,115 +534,52 @@ class Panel:
             self.stage_list.left, self.stage_list.right = self._left, self._right
         self._diff_token += 1
         token = self._diff_token
-        python = f"{self.name}.diff({actions._lit(self._left)}, {actions._lit(self._right)})"
         if now:
             self._show_diff(token)
         else:
-            self._submit(f"diff {self._left} → {self._right}", python, lambda: self._show_diff(token), busy=False)
+            act = actions.diff(self.name, self._left, self._right)
+            self._submit(act.label, act.python, lambda: self._show_diff(token), busy=False)
 
     def _show_diff(self, token: int) -> None:
         if token != self._diff_token:
             return  # the user picked another pair meanwhile
-        ex, a, b = self._ex, self._ex.stage(self._left), self._ex.stage(self._right)
+        ex, act = self._ex, actions.diff(self.name, self._left, self._right)
+        a, b = ex.stage(self._left), ex.stage(self._right)
         failed = next((s for s in (b, a) if s.error), None)
         if failed is not None:
             self.diff_view.show_message(
                 f"stage {failed.name!r} failed, so it has no text to compare:\n\n{failed.error}")
             self.ops_delta.value = ""
         else:
-            d = ex.diff(a, b)
+            d = act.call(ex)
             self.diff_view.show(d)
-            self.ops_delta.value = self._ops_delta_html(d)
+            self.ops_delta.value = html.ops_delta(d)
         if self.tabs.selected_index is not None:
             self._on_tab()
 
-    @staticmethod
-    def _ops_delta_html(d: Diff) -> str:
-        if d.is_empty:
-            return '<div class="wb-delta">no change (up to SSA names and locations)</div>'
-        df = d.ops_delta()
-        if df.empty:
-            return '<div class="wb-delta">the same ops, rewired or with other attributes</div>'
-        chips = "".join(
-            f'<span class="wb-chip {"wb-up" if r.delta > 0 else "wb-down"}"><code>{_esc(r.op)}</code> '
-            f"{r.before}&rarr;{r.after} ({r.delta:+d})</span>"
-            for r in df.head(12).itertuples())
-        more = f" … {len(df) - 12} more" if len(df) > 12 else ""
-        return f'<div class="wb-delta">ops: {chips}{more}</div>'
-
     # -- results -----------------------------------------------------------------------------------
     def _show_run(self, r) -> None:
-        import jax
-
-        leaves = jax.tree_util.tree_flatten_with_path(r.outputs)[0]
-        checks = {c.path: c for c in (r.check.leaves if r.check else ())}
-        rows = []
-        for path, leaf in leaves:
-            key = jax.tree_util.keystr(path) or "output"
-            c = checks.get(key)
-            rows.append(f"<tr><td><code>{_esc(key)}</code></td><td>{_esc(tuple(getattr(leaf, 'shape', ())))}</td>"
-                        f"<td>{_esc(getattr(leaf, 'dtype', type(leaf).__name__))}</td>"
-                        + (f"<td>{c.max_abs:.3g}</td>"
-                           f"<td>{'' if c.lowered_abs is None else format(c.lowered_abs, '.3g')}</td>"
-                           f"<td>{c.max_rel:.3g}</td><td>{c.tolerance:.3g}</td>"
-                           f"<td>{'passed' if c.passed else 'FAILED'}</td>" if c else "<td></td>" * 5) + "</tr>")
-        if r.check is None:
-            verdict = '<span class="wb-chip">not checked</span>'
-        else:
-            chip = ('<span class="wb-chip wb-pass">&#10003; passed</span>' if r.check.passed
-                    else '<span class="wb-chip wb-fail">&#10006; FAILED</span>')
-            low = r.check.lowered_abs
-            lowered = "" if low is None else f", the program as lowered: {low:.3g}"
-            note = f'<div class="wb-note">{_esc(r.check.note)}</div>' if r.check.note else ""
-            verdict = (f"{chip} against <code>{_esc(r.check.reference)}</code> (max abs error "
-                       f"{r.check.max_abs:.3g}{lowered}; max rel error {r.check.max_rel:.3g}){note}")
-        t = r.timing
-        self.run_out.value = (
-            f'<div class="wb-result"><div><b>{_esc(r.stage)}</b> on <b>{_esc(r.device)}</b>: {verdict}</div>'
-            f"<div>time per call: median <b>{t.median * 1e3:.3f} ms</b> &middot; min {t.min * 1e3:.3f} ms "
-            f"&middot; IQR {t.iqr * 1e3:.3f} ms &middot; n={len(t.times)} (after one warm-up call)</div>"
-            '<table class="wb-table"><thead><tr><th>output</th><th>shape</th><th>dtype</th><th>max abs err</th>'
-            "<th>as lowered</th><th>max rel err</th><th>tolerance</th><th>check</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table></div>")
+        self.run_out.value = html.run_result(r)
 
     def _show_compare(self, df) -> None:
-        self.compare_out.value = _table(df)
+        self.compare_out.value = html.table(df)
 
     def _show_applicable(self, stage: str, df) -> None:
-        changed = df[df["changed"]]
-        errors = df[df["error"].notna() & (df["error"] != "")] if "error" in df else df.iloc[:0]
-        sel_on = set(self.patterns_view.enabled)
-        rows = "".join(
-            f"<tr><td><code>{_esc(r.name)}</code></td><td>{_esc(r.group)}</td><td>{r.seconds * 1e3:.1f}</td>"
-            f"<td>{'on' if r.name in sel_on else '<b>off</b>'}</td></tr>"
-            for r in changed.itertuples())
-        self.applicable_out.value = (
-            f'<div class="wb-result">{len(changed)} of {len(df)} patterns change '
-            f"<code>{_esc(stage)}</code> when applied alone"
-            + (f"; {len(errors)} failed on it" if len(errors) else "")
-            + ('<table class="wb-table"><thead><tr><th>pattern</th><th>group</th><th>ms</th>'
-               f"<th>in {self.name}'s pipeline</th></tr></thead><tbody>{rows}</tbody></table>" if rows else "")
-            + "</div>")
+        self.applicable_out.value = html.applicable(self.name, stage, df, set(self.patterns_view.enabled))
 
     def _bisect_progress(self, runs: int, held: bool) -> None:
-        self._progress_note = f" · pipeline run {runs}: the predicate {'holds' if held else 'does not hold'}"
+        self.jobs.note = f" · pipeline run {runs}: the predicate {'holds' if held else 'does not hold'}"
 
     def _show_bisect(self, res) -> None:
         self._culprits = list(res.patterns)
-        self.bisect_out.value = (
-            f'<div class="wb-result"><b>{len(res.patterns)} pattern{"s" * (len(res.patterns) != 1)}</b> '
-            f"make the predicate hold ({res.runs} pipeline runs, {res.seconds:.1f} s): "
-            + ", ".join(f"<code>{_esc(p)}</code>" for p in res.patterns)
-            + "<br>to switch them off: <code>"
-            + _esc(actions.toggle_patterns(self.name, res.patterns, False).python) + "</code></div>")
+        switch_off = actions.toggle_patterns(self.name, res.patterns, False).python
+        self.bisect_out.value = html.bisect_result(res, switch_off)
         self.culprits_off.layout.display = "" if res.patterns else "none"
 
     def _load_cost(self) -> None:
         ex, right = self._ex, self._right
-        df = ex.cost()
-        cols = [c for c in ("stage", "group", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes",
-                            "temp_bytes", "seconds", "note") if c in df]
-        self.cost_table.value = "<b>Every stage</b> <code>{}.cost()</code>".format(self.name) + _table(df[cols])
+        every = actions.cost(self.name)
+        self.cost_table.value = html.stage_costs(every.python, every.call(ex))
         fig = ex.plot_cost()
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
@@ -756,29 +587,24 @@ class Panel:
         self.cost_plot.outputs = ({"output_type": "display_data", "metadata": {},
                                    "data": {"image/png": png, "text/plain": f"{self.name}.plot_cost()"}},)
         st = ex.stage(right)
+        per_op = actions.cost(self.name, st.name)
         try:
-            ops = ex.cost(st)
+            ops = per_op.call(ex)
         except WorkbenchError as e:
-            self.op_costs.value = f"<b>Per op of {_esc(st.name)}</b>: {_esc(e)}"
+            self.op_costs.value = html.op_costs_missing(st.name, e)
         else:
-            agg = (ops.groupby("op", as_index=False)
-                   .agg(count=("op", "size"), flops=("flops", "sum"), transcendentals=("transcendentals", "sum"),
-                        bytes=("bytes", "sum"))
-                   .sort_values(["flops", "bytes"], ascending=False))
-            self.op_costs.value = (f"<b>Per op of {_esc(st.name)}</b> <code>{self.name}.cost({actions._lit(st.name)})"
-                                   f"</code>, summed by op" + _table(agg))
+            self.op_costs.value = html.op_costs(st.name, per_op.python, ops)
         self._cost_key = (id(ex), right)
 
     def _load_graph(self) -> None:
         ex, right = self._ex, self._right
         self._graph_key = (id(ex), right)
         try:
-            g = ex.graph(right)
-            svg = g.pipe(format="svg").decode()
+            svg = actions.graph(self.name, right).call(ex).pipe(format="svg").decode()
         except ImportError as e:
-            self.graph_out.value = f"<i>the graph view is not available: {_esc(e)}</i>"
+            self.graph_out.value = html.graph_note(f"the graph view is not available: {e}")
             return
         except WorkbenchError as e:
-            self.graph_out.value = f"<i>{_esc(e)}</i>"
+            self.graph_out.value = html.graph_note(str(e))
             return
-        self.graph_out.value = f'<div class="wb-graph">{svg[svg.find("<svg"):]}</div>'
+        self.graph_out.value = html.graph(svg)
