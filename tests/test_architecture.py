@@ -34,13 +34,15 @@ def test_layers_import_only_downwards():
 def test_no_import_cycles():
     import grimp
 
-    graph = grimp.build_graph("workbench", exclude_type_checking_imports=True)
+    graph = grimp.build_graph("workbench", exclude_type_checking_imports=True, cache_dir=None)
     cycles = []
     for importer in sorted(graph.modules):
         if importer == "workbench":
             continue  # the package root re-exports the public API: it sits above everything
         for imported in graph.find_modules_directly_imported_by(importer):
-            if imported != "workbench" and graph.chain_exists(imported=importer, importer=imported):
+            if imported in ("workbench", importer):  # the worker's __main__ serves from its own module
+                continue
+            if graph.chain_exists(imported=importer, importer=imported):
                 cycles.append((importer, imported))
     assert not cycles, cycles
 

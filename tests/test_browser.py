@@ -52,7 +52,7 @@ text = jax.jit(jax.grad(mlp)).lower(ws, jnp.ones((4, 8))).as_text(debug_info=Fal
 big = wb.explore_text(text, pipeline="canonicalize,cse", title="mlp_grad")
 print("lines:", {s.name: s.lines for s in big.stages})"""
 
-BIG_PANEL = 'wb.widgets.panel(big, name="big", left="input", right="cse#1")'
+BIG_PANEL = 'wb.panel(big, name="big", left="input", right="cse#1")'
 
 
 # -- what the tests need: chromium, playwright, a JupyterLab server ------------------------------------
@@ -366,7 +366,7 @@ def test_a_50000_line_module_scrolls_in_the_diff_view(browser, lab, shots):
 
 def test_the_highlighter_and_the_change_marks_in_the_browser(browser):
     """The diff view's tokenizer, loaded from its file into a blank page: the text survives, classes fit."""
-    src = (ROOT / "workbench" / "widgets" / "diffview.js").read_text()
+    src = (ROOT / "workbench" / "views" / "widgets" / "diffview.js").read_text()
     page = browser.new_page()
     try:
         out = page.evaluate("""async (src) => {

@@ -15,7 +15,7 @@ from .stages import Stage
 
 
 def panel(ex, **kwargs):
-    """The pass-toggle panel for an Exploration (ipywidgets; see ``workbench.widgets.panel``)."""
+    """The pass-toggle panel for an Exploration (ipywidgets; see ``workbench.views.widgets.panel``)."""
     from .views.widgets import panel as make_panel
 
     return make_panel(ex, **kwargs)
