@@ -145,7 +145,7 @@ def test_a_crashed_worker_is_replaced():
     with pytest.raises(WorkerCrash) as e:
         w.call("crash", "abort")
     assert e.value.exitcode is not None and e.value.exitcode != 0
-    (name, _), _ = w.call("run_pipeline", "module {\n}\n", "canonicalize")
+    name = w.call("run_pipeline", "module {\n}\n", "canonicalize").value.entry
     assert w.restarts == restarts + 1
 
 

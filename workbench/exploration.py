@@ -23,7 +23,7 @@ from .errors import StageError, UnknownNameError
 from .ir.text import text_hash
 from .pipeline.build import (Built, build, rebuild_xla, spec_for_function, spec_for_text, with_exactly, with_toggles,
                              with_xla_options)
-from .stages import Spec, Stage
+from .stages import Stage
 
 __all__ = ["Exploration", "Stepwise", "explore", "explore_text"]
 

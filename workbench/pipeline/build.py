@@ -9,7 +9,7 @@ import dataclasses
 import difflib
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import jax
@@ -327,7 +327,7 @@ def _check_disabled_passes(spec: Spec, source: str, result):
 def clear_caches() -> None:
     """Forget cached pass results and XLA compiles (the worker stays warm)."""
     r = default_runner()
-    r._cache.clear()
+    r.clear()
     _XLA_CACHE.clear()
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ..errors import UnknownNameError, WorkbenchError
+from ..errors import WorkbenchError
 from ..options import PROPAGATE, PatternOptions, PatternSelection
 from .worker import default_worker, enzyme_available
 
@@ -96,8 +96,8 @@ def _specs(options: PatternOptions, excluded: tuple[str, ...] = ()) -> tuple[str
     if not enzyme_available():
         raise WorkbenchError("enzyme-ad is not installed (it ships for CPython 3.11 on x86-64 Linux): "
                              "Enzyme-JaX patterns are unavailable; upstream MLIR and XLA passes still work")
-    (main, _lower), _ = default_worker().call("transform_passes", _enzyme_args(options, excluded))
-    return tuple(s for s in main.split(";") if s.strip())
+    lists = default_worker().call("transform_passes", _enzyme_args(options, excluded)).value
+    return tuple(s for s in lists.main.split(";") if s.strip())
 
 
 def _base_options() -> PatternOptions:

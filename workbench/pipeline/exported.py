@@ -27,7 +27,7 @@ def prepare_for_jax(text: str, publish: bool = True) -> str:
     if "enzymexla" in text:
         if enzyme_available():
             try:
-                (_, text), _ = default_worker().call("run_pipeline", text, "drop-unsupported-attributes")
+                text = default_worker().call("run_pipeline", text, "drop-unsupported-attributes").value.text
             except PassFailure as e:
                 raise WorkbenchError(f"cannot prepare the module for JAX: {e.message}\n{e.diagnostics}") from None
         else:

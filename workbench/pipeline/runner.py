@@ -38,6 +38,10 @@ class StepRunner:
         self.hits = 0
         self.misses = 0
 
+    def clear(self) -> None:
+        """Forget every cached step (the worker stays warm)."""
+        self._cache.clear()
+
     def check_pipeline(self, pipeline: str) -> None:
         """Ask the real pass registry whether ``pipeline`` parses (see ``worker._check_pipeline``)."""
         if pipeline in self._checked:
@@ -74,7 +78,7 @@ class StepRunner:
         self.misses += 1
         public = public_functions(text)
         try:
-            (entry, out), seconds = self.worker.call("run_pipeline", text, pipeline, timeout=timeout)
+            reply = self.worker.call("run_pipeline", text, pipeline, timeout=timeout)
         except PassFailure as e:
             raise StageError(stage, pipeline, _reason(e.message), e.message + "\n" + e.diagnostics) from None
         except WorkerCrash as e:
@@ -84,7 +88,8 @@ class StepRunner:
             raise StageError(stage, pipeline, f"the pass ran for more than {e.seconds:.0f} s and was stopped",
                              e.diagnostics) from None
         # Only the entry, which enzyme-ad's runner itself made private: any other visibility is the passes' doing.
-        result = StepResult(publish_functions(out, public & {entry}), seconds, False)
+        out, entry = reply.value.text, reply.value.entry
+        result = StepResult(publish_functions(out, public & {entry}), reply.seconds, False)
         self._cache[key] = result
         if len(self._cache) > self.max_entries:
             self._cache.popitem(last=False)

@@ -97,23 +97,49 @@ class PoolResult:
     failures: tuple[ItemFailure, ...]
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A request's answer from the worker: the method's value and the seconds it took there."""
+
+    value: Any
+    seconds: float
+
+
+@dataclass(frozen=True)
+class PipelineOutput:
+    """A pipeline's output: the entry function's name (enzyme-ad's runner makes it private while it
+    works) and the module's text, with locations."""
+
+    entry: str
+    text: str
+
+
+@dataclass(frozen=True)
+class PatternLists:
+    """enzyme-ad's pattern lists for one set of options: the main list and the lowering list, each
+    as its ``;``-separated text."""
+
+    main: str
+    lower: str
+
+
 # ---- the worker side -------------------------------------------------------------------------
 
 
-def _run_pipeline(text: str, pipeline: str) -> tuple[str, str]:
-    """Run ``pipeline`` on ``text``; returns (entry function name, output text with locations)."""
+def _run_pipeline(text: str, pipeline: str) -> PipelineOutput:
+    """Run ``pipeline`` on ``text``: enzyme-ad's runner, or jaxlib's pass manager without enzyme-ad."""
     if enzyme_available():
         from enzyme_ad.jax import enzyme_call
 
-        return enzyme_call.run_pass_pipeline([], text, pipeline)
-    from jax._src.interpreters import mlir as jmlir
-    from jaxlib.mlir import ir, passmanager
+        return PipelineOutput(*enzyme_call.run_pass_pipeline([], text, pipeline))
+    from jaxlib.mlir import passmanager
 
-    ctx = jmlir.make_ir_context()
-    with ctx:
-        module = ir.Module.parse(text)
+    from ..ir.mlir import parse_module
+
+    module = parse_module(text, allow_unregistered=False)
+    with module.context:
         passmanager.PassManager.parse(f"builtin.module({pipeline})").run(module.operation)
-        return "main", module.operation.get_asm(enable_debug_info=True)
+        return PipelineOutput("main", module.operation.get_asm(enable_debug_info=True))
 
 
 _EMPTY_MODULE = "module {\n}\n"
@@ -155,17 +181,15 @@ def _parse_module(text: str) -> None:
 
         enzyme_call.run_pass_pipeline([], text, "")
         return
-    from jax._src.interpreters import mlir as jmlir
-    from jaxlib.mlir import ir
+    from ..ir.mlir import parse_module
 
-    with jmlir.make_ir_context():
-        ir.Module.parse(text)
+    parse_module(text, allow_unregistered=False)
 
 
-def _transform_passes(args: tuple) -> tuple[str, str]:
+def _transform_passes(args: tuple) -> PatternLists:
     from enzyme_ad.jax import enzyme_call
 
-    return enzyme_call.get_transform_passes_list(*args)
+    return PatternLists(*enzyme_call.get_transform_passes_list(*args))
 
 
 def _crash(kind: str) -> None:
@@ -190,7 +214,7 @@ def _run_each(text: str, pipelines: list[str], stop_at_first: bool) -> list[Pass
     for pipeline in pipelines:
         t = time.perf_counter()
         try:
-            _, res = _run_pipeline(text, pipeline)
+            res = _run_pipeline(text, pipeline).text
             changed, err = res not in same_as_input and strip_locations(publish_functions(res, public)) != base, None
             if not changed:
                 same_as_input.add(res)
@@ -295,7 +319,7 @@ class Worker:
         proc.conn.close()
 
     def call(self, method: str, *args, timeout: float | None = None):
-        """Run ``method(*args)`` in the worker; returns (result, seconds).
+        """Run ``method(*args)`` in the worker; returns its Reply (the value and the seconds it took).
 
         Raises PassFailure (the worker survives), WorkerCrash or WorkerTimeout (the worker is
         replaced by a fresh one on the next call).
@@ -329,7 +353,8 @@ class Worker:
             if status == "error":
                 message, _ = payload
                 raise PassFailure(message, self._log_since(offset))
-            return payload
+            value, seconds = payload
+            return Reply(value, seconds)
 
     def close(self) -> None:
         with self._lock:
@@ -362,7 +387,7 @@ class WorkerPool:
         def request(chunk: Sequence):
             worker = free.get()  # one thread per worker: there is always a free one
             try:
-                return worker.call(method, *make_args(chunk), timeout=timeout)[0]
+                return worker.call(method, *make_args(chunk), timeout=timeout).value
             finally:
                 free.put(worker)
 
