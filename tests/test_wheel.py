@@ -67,7 +67,7 @@ def build_wheel(tmp: Path) -> Path:
 def test_the_wheel_installs_into_a_fresh_venv_and_runs_a_builtin_example_from_any_folder(tmp_path):
     wheel = build_wheel(tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())
-    assets = [p.relative_to(ROOT).as_posix() for ext in ("*.js", "*.css") for p in (ROOT / "workbench/widgets").glob(ext)]
+    assets = [p.relative_to(ROOT).as_posix() for ext in ("*.js", "*.css") for p in (ROOT / "workbench/views/widgets").glob(ext)]
     examples = [p.relative_to(ROOT).as_posix() for p in (ROOT / "workbench/examples").glob("*.py")]
     assert any(a.endswith(".js") for a in assets) and any(a.endswith(".css") for a in assets)
     missing = {"workbench/examples/attention.py", *examples, *assets} - names
