@@ -34,7 +34,7 @@ class ScanRow:
 
 def _module_stage(ex: Exploration, stage) -> Stage:
     st = ex.stage(stage)
-    if st.error or st.group not in ("trace", "mlir") or st.name == "jaxpr":
+    if not st.is_module:
         raise WorkbenchError(f"stage {st.name!r} is not an MLIR module the patterns can run on; pick "
                              "'stablehlo' or an MLIR pipeline stage")
     return st

@@ -61,7 +61,7 @@ def _default_right(ex: Exploration, stages: list[Stage]) -> Stage:
 
 
 def _runnable(stages: list[Stage]) -> list[str]:
-    return [s.name for s in stages if s.group in ("trace", "mlir") and s.name != "jaxpr" and not s.error]
+    return [s.name for s in stages if s.is_module]
 
 
 class Panel:
