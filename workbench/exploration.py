@@ -40,10 +40,21 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
     ``xla_disable_hlo_passes`` joins ``xla_disable``). Arguments JAX cannot trace (strings, None,
     functions) are static; ``static_argnums`` makes others static too (a Python int that picks an
     axis), and a jitted function's own ``static_argnums``/``static_argnames`` are honoured.
+    When XLA passes are disabled, XLA compiles during the call, so that a pass name XLA did not run
+    is reported at once (``XlaPassWarning``, and ``ex.warnings``); otherwise XLA's stages are
+    computed the first time something reads them.
     """
-    return Exploration(build(spec_for_function(
+    return _xla_checked(Exploration(build(spec_for_function(
         fn, args, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
-        xla_options=xla_options, timeout=timeout, static_argnums=static_argnums, **pattern_options)))
+        xla_options=xla_options, timeout=timeout, static_argnums=static_argnums, **pattern_options))))
+
+
+def _xla_checked(ex: "Exploration") -> "Exploration":
+    """Compile at once when the call names XLA passes to skip, so that a name XLA did not run is
+    reported (XlaPassWarning) by the call that gave it, not later by whatever first reads a stage."""
+    if dict(ex.spec.xla_options).get("xla_disable_hlo_passes"):
+        ex.warnings  # noqa: B018 -- computing the XLA stages runs the check
+    return ex
 
 
 def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
@@ -55,9 +66,9 @@ def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (
     jaxpr, Python source) raises InputKindError, and MLIR that does not parse raises MlirSyntaxError
     with the parser's line:col, both before any stage is made.
     """
-    return Exploration(build(spec_for_text(
+    return _xla_checked(Exploration(build(spec_for_text(
         text, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
-        xla_options=xla_options, timeout=timeout, title=title, **pattern_options)))
+        xla_options=xla_options, timeout=timeout, title=title, **pattern_options))))
 
 
 class Exploration:
@@ -217,7 +228,7 @@ class Exploration:
 
         The MLIR stages are reused as they are; only XLA recompiles.
         """
-        return Exploration(rebuild_xla(self._built, with_xla_options(self._spec, disable, enable, options)))
+        return _xla_checked(Exploration(rebuild_xla(self._built, with_xla_options(self._spec, disable, enable, options))))
 
     def diff(self, a, b=None):
         """A structural diff of two stages (names, indices or Stage objects); with one argument, the
