@@ -131,3 +131,16 @@ def test_references_are_keyed_by_value_not_by_object_id():
     x[:] = 5.0  # same tuple object, other values: a reference cached by id would be stale
     r = ex.run(args=args, repeat=1)
     assert r.check.passed and np.asarray(r.outputs)[0] == 10.0
+
+
+def test_float64_outputs_have_no_wider_reference_and_say_so(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import jax\njax.config.update('jax_enable_x64', True)\n"
+            "import jax.numpy as jnp, workbench as wb\n"
+            "ex = wb.explore(lambda x: jnp.tanh(x @ x.T).sum(0), jnp.ones((8, 8), jnp.float64))\n"
+            "c = ex.run(repeat=1).check\nprint(c.kind, c.passed, c.leaves[0].dtype, '|', c.note)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("stage True float64 |") and "no wider dtype" in r.stdout
