@@ -21,15 +21,16 @@ from collections import Counter
 from collections.abc import Iterator
 
 from .hlo import read_hlo
-from .text import input_kind, mask_strings, skip_string, word_at
+from .text import OP_NAME, SSA_VALUE, VISIBILITY, input_kind, mask_strings, skip_string, word_at
 
 __all__ = ["op_counts", "op_counts_by_function"]
 
-_RESULTS = re.compile(r"[ \t]*(?:%[\w$.\-]+(?::\d+)?[ \t]*,[ \t]*)*%[\w$.\-]+(?::\d+)?[ \t]*=[ \t]*")
+_RESULT = rf"{SSA_VALUE}(?::\d+)?"
+_RESULTS = re.compile(rf"[ \t]*(?:{_RESULT}[ \t]*,[ \t]*)*{_RESULT}[ \t]*=[ \t]*")
 _INDENT = re.compile(r"[ \t]*")
-_NAME = re.compile(r"[A-Za-z_][\w$]*(?:\.[\w$]+)*")
+_NAME = re.compile(OP_NAME)
 _APPLIES = re.compile(r"\bapplies\s+([A-Za-z_][\w$]*(?:\.[\w$]+)+)")
-_SYMBOL = re.compile(r"\s+(?:(?:public|private|nested)\s+)?@")
+_SYMBOL = re.compile(rf"\s+(?:{VISIBILITY}\s+)?@")
 _GENERIC_SYMBOL = re.compile(r"\bsym_name\s*=\s*")
 
 

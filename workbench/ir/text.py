@@ -202,7 +202,15 @@ def pass_name(entry: str) -> str:
     return re.split(r"[{(]", entry, maxsplit=1)[0].strip()
 
 
-_FUNC_RE = re.compile(r"^(\s*func\.func\s+)(public\s+|private\s+|nested\s+)?@([\w$.\-]+)", re.M)
+# The pieces of MLIR's syntax that more than one reader matches, written once.
+SSA_VALUE = r"%[\w$.\-]+"
+"""An SSA value's name (``%0``, ``%arg1``, ``%cst_2``), without a result number (``#1``/``:2``)."""
+VISIBILITY = r"(?:public|private|nested)"
+"""A symbol's visibility keyword."""
+OP_NAME = r"[A-Za-z_][\w$]*(?:\.[\w$]+)*"
+"""An op's name: ``dialect.op`` (``stablehlo.add``) or a bare one (``return``)."""
+
+_FUNC_RE = re.compile(rf"^(\s*func\.func\s+)({VISIBILITY}\s+)?@([\w$.\-]+)", re.M)
 
 
 def public_functions(text: str) -> set[str]:

@@ -14,15 +14,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ...ir.hlo import NAME, read_header, read_instruction, strip_debug_info
-from ...ir.text import input_kind, split_strings, strip_locations
+from ...ir.text import SSA_VALUE, VISIBILITY, input_kind, split_strings, strip_locations
 
 __all__ = ["Module", "read_module", "normalize", "collector_paused"]
 
-_FUNC_VISIBILITY = re.compile(r"^(\s*func\.func) (?:public|private|nested) ")
-_MLIR_NAME = re.compile(r"(%[\w$.\-]+)")
+_FUNC_VISIBILITY = re.compile(rf"^(\s*func\.func) {VISIBILITY} ")
+_MLIR_NAME = re.compile(f"({SSA_VALUE})")
 _MLIR_RESULT_TAIL = re.compile(r"(?::\d+)?\s*=\s")
 # An op with a symbol name that opens a body: func.func @f(...) {, module @m {, ...
-_MLIR_SCOPE_START = re.compile(r"\s*[A-Za-z_][\w$.]*\s+(?:(?:public|private|nested)\s+)?@")
+_MLIR_SCOPE_START = re.compile(rf"\s*[A-Za-z_][\w$.]*\s+(?:{VISIBILITY}\s+)?@")
 
 # One HLO printer (compiler_ir('hlo')) writes names without "%", so every identifier is a
 # candidate and only known names are treated as values. An identifier followed by "(" is an opcode.

@@ -45,7 +45,7 @@ class StageList(_Messages):
     asks for it on the right and its parent on the left; shift-click asks for it on the left."""
 
     _esm = _HERE / "stagelist.js"
-    _css = _HERE / "stagelist.css"
+    _css = _HERE / "lists.css"
 
     stages = traitlets.List(traitlets.Dict()).tag(sync=True)
     left = traitlets.Unicode("").tag(sync=True)
@@ -64,7 +64,7 @@ class ToggleList(_Messages):
     ``enabled`` the names on now. Those that differ from their default are highlighted."""
 
     _esm = _HERE / "togglelist.js"
-    _css = _HERE / "togglelist.css"
+    _css = _HERE / "lists.css"
 
     items = traitlets.List().tag(sync=True)
     enabled = traitlets.List(traitlets.Unicode()).tag(sync=True)
