@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLI = [sys.executable, "-m", "workbench.views.cli"]
+CLI = [sys.executable, "-m", "workbench"]
 
 
 def run(*args):
@@ -49,3 +49,16 @@ def test_a_misspelled_xla_pass_is_a_warning_that_names_the_closest():
     assert r.returncode == 0, r.stderr
     assert "hlo-workbench: warning: XLA did not report running a pass named 'algsimpp'" in r.stderr
     assert "Closest passes it reported: algsimp" in r.stderr and "build.py" not in r.stderr
+
+
+def test_python_dash_m_workbench_is_the_command_and_a_closed_pipe_is_quiet():
+    r = subprocess.run(f"{sys.executable} -m workbench pipelines | head -1", shell=True, capture_output=True,
+                       text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "name" in r.stdout and "Traceback" not in r.stderr, r.stderr
+
+
+def test_the_panel_module_keeps_its_earlier_name():
+    import workbench as wb
+    import workbench.widgets
+
+    assert wb.widgets.panel is wb.views.widgets.panel and wb.widgets.Panel is wb.views.widgets.Panel

@@ -220,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return ns.func(ns)
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except WorkbenchError as e:
         print(f"hlo-workbench: {e}", file=sys.stderr)
         return 2
