@@ -278,7 +278,7 @@ class Exploration:
         calls after a warm-up, ``seconds`` the raw times) and ``check``. The check measures the
         stage against the traced function evaluated in float64, next to the as-lowered program's
         own error, and passes a stage that is not materially less accurate than the program as
-        lowered (the rule is in ``workbench.execute.check_outputs``). Where no float64 evaluation
+        lowered (the rule is in ``workbench.analysis.execute.check_outputs``). Where no float64 evaluation
         exists (a module given as text, random numbers, explicit float32 inside), it compares with
         "stablehlo" at a per-dtype tolerance, and ``check.note`` says why. ``reference`` checks
         against another Exploration's program instead (e.g. a hand-edited module from

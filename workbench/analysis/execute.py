@@ -175,6 +175,19 @@ class RunResult:
 
 _WIDE = {"float16": np.float64, "bfloat16": np.float64, "float32": np.float64, "float64": np.float64,
          "complex64": np.complex128, "complex128": np.complex128}
+# The dtypes a float64 evaluation is wider than, with their unit roundoff.
+_EPS = {"float16": float(np.finfo(np.float16).eps), "bfloat16": 2.0 ** -7,
+        "float32": float(np.finfo(np.float32).eps), "complex64": float(np.finfo(np.float32).eps)}
+
+
+def _dtype_name(dt) -> str | None:
+    """numpy's name of a dtype ("float32", "bfloat16"); None for none, or JAX's extended dtypes (PRNG keys)."""
+    if dt is None:
+        return None
+    try:
+        return str(np.dtype(dt))
+    except TypeError:
+        return None
 
 
 def _leaves(tree) -> list[tuple[str, np.ndarray]]:
@@ -250,10 +263,7 @@ def _float64_rule(name: str, g: np.ndarray, low: np.ndarray, ref: np.ndarray, dt
 def _float64_leaf(name: str, g: np.ndarray, low: np.ndarray, ref: np.ndarray, dtype: str) -> LeafCheck:
     wide = _WIDE[dtype]
     g, low, ref = g.astype(wide), low.astype(wide), ref.astype(wide)
-    eps = float(np.finfo(np.float32 if dtype in ("float32", "complex64") else
-                         (np.float64 if dtype in ("float64", "complex128") else np.float16)).eps)
-    if dtype == "bfloat16":
-        eps = 2.0 ** -7
+    eps = _EPS[dtype]
     finite = np.isfinite(g) & np.isfinite(low) & np.isfinite(ref)
     err_stage = float(np.max(np.abs(g - ref)[finite])) if finite.any() else 0.0
     err_lowered = float(np.max(np.abs(low - ref)[finite])) if finite.any() else 0.0
@@ -265,9 +275,9 @@ def _float64_leaf(name: str, g: np.ndarray, low: np.ndarray, ref: np.ndarray, dt
     # finite reference (a rewrite that avoids an overflow is more accurate, not wrong).
     special = ~finite
     if special.any():
-        fine = _same_class(g, low) & ~(np.isfinite(g) & np.isfinite(low) & ~np.isfinite(ref))
-        both_finite_no_ref = np.isfinite(g) & np.isfinite(low) & ~np.isfinite(ref)
-        fine |= both_finite_no_ref & (np.abs(g - low) <= _RTOL[dtype] * max(_scale(low), 1e-30))
+        both_finite = np.isfinite(g) & np.isfinite(low)  # on special elements: the reference is not finite
+        fine = (_same_class(g, low) & ~both_finite) | (
+            both_finite & (np.abs(g - low) <= _RTOL[dtype] * max(_scale(low), 1e-30)))
         fine |= np.isfinite(g) & np.isfinite(ref) & (np.abs(g - ref) <= tol)
         if not fine[special].all():
             ok, err_stage = False, float("inf")
@@ -310,7 +320,7 @@ def check_outputs(got, ref: Reference) -> Check:
         dtype = str(low.dtype)
         if g.shape != low.shape:
             out.append(LeafCheck(name, low.shape, dtype, float("inf"), float("inf"), 0.0, False))
-        elif dtype in _RTOL and w.shape == low.shape and dtype not in ("float64", "complex128"):
+        elif dtype in _EPS and w.shape == low.shape:
             out.append(_float64_rule(name, g, low, w, dtype))
         elif dtype in _RTOL:
             out.append(_dtype_rule(name, g, low, dtype))
@@ -350,16 +360,9 @@ def _why_not_wide(jaxpr) -> str:
             return ("the function draws random numbers, and with float64 enabled JAX draws different ones, "
                     "so a float64 evaluation is not the same computation")
         for v in eqn.outvars:
-            dt = getattr(getattr(v, "aval", None), "dtype", None)
-            if dt is None or not hasattr(dt, "itemsize"):
-                continue
-            try:
-                kind = np.dtype(dt).kind
-            except TypeError:  # extended dtypes (PRNG keys)
-                continue
-            if (kind == "f" and np.dtype(dt).itemsize < 8) or (kind == "c" and np.dtype(dt).itemsize < 16) or (
-                    kind == "V" and str(dt) == "bfloat16"):
-                narrow.add(str(dt))
+            name = _dtype_name(getattr(getattr(v, "aval", None), "dtype", None))
+            if name in _EPS:
+                narrow.add(name)
     if narrow:
         return (f"even with float64 enabled the function computes in {', '.join(sorted(narrow))} (explicit "
                 "dtypes), so there is no wider evaluation to compare with")
@@ -369,10 +372,7 @@ def _why_not_wide(jaxpr) -> str:
 def _upcast(leaf, device, sharded: bool):
     if not hasattr(leaf, "dtype") or not hasattr(leaf, "shape"):
         return leaf  # Python numbers: float64 under x64 by themselves
-    try:
-        dtype = str(np.dtype(leaf.dtype))
-    except TypeError:  # extended dtypes (typed PRNG keys) are not numbers to widen
-        return leaf
+    dtype = _dtype_name(leaf.dtype)  # None for typed PRNG keys: not numbers to widen
     if dtype not in _WIDE:
         return leaf
     value = np.asarray(leaf).astype(_WIDE[dtype])
@@ -386,9 +386,7 @@ def float64_reference(traced, device, dynamic_args) -> tuple[Any, str]:
     (outputs as numpy arrays, "") or (None, why there is none)."""
     if traced is None or traced.fn is None:
         return None, "the module was given as text, so there is no function to evaluate in float64"
-    narrow = [a for a in traced.exported.out_avals if str(np.dtype(a.dtype)) in _WIDE
-              and str(np.dtype(a.dtype)) not in ("float64", "complex128")]
-    if not narrow:
+    if not any(_dtype_name(a.dtype) in _EPS for a in traced.exported.out_avals):
         return None, ("no output is floating point narrower than float64, so there is no wider dtype to "
                       "evaluate the function in")
     full = traced.full_args(tuple(dynamic_args))
