@@ -52,7 +52,7 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
 def _xla_checked(ex: "Exploration") -> "Exploration":
     """Compile at once when the call names XLA passes to skip, so that a name XLA did not run is
     reported (XlaPassWarning) by the call that gave it, not later by whatever first reads a stage."""
-    if dict(ex.spec.xla_options).get("xla_disable_hlo_passes"):
+    if ex.spec.xla_disabled:
         ex.warnings  # noqa: B018 -- computing the XLA stages runs the check
     return ex
 

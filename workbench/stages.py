@@ -77,6 +77,12 @@ class Spec:
     def traced(self) -> "Traced | None":
         return self.source if isinstance(self.source, Traced) else None
 
+    @property
+    def xla_disabled(self) -> tuple[str, ...]:
+        """The XLA HLO passes this spec skips (its ``xla_disable_hlo_passes``), sorted."""
+        value = dict(self.xla_options).get("xla_disable_hlo_passes", "")
+        return tuple(sorted(p for p in value.split(",") if p))
+
 
 @dataclass(frozen=True)
 class Traced:

@@ -76,24 +76,17 @@ def _selection(options: PatternOptions, disable: Sequence[str], enable: Sequence
 
 
 def _names(x: Sequence[str] | str) -> set[str]:
+    """Names given as one comma-separated string or as a sequence of them."""
     if isinstance(x, str):
         x = [x]
-    return {n.strip() for item in x for n in item.split(",") if n.strip()}
+    return {n.strip() for item in x for n in str(item).split(",") if n.strip()}
 
 
 def spec_for_function(fn: Callable, args: tuple, *, pipeline: str = "all", disable: Sequence[str] = (),
                       enable: Sequence[str] = (), device: str = "cpu:0", xla_disable: Sequence[str] = (),
                       xla_options: dict | None = None, timeout: float = 600.0, static_argnums: Sequence[int] = (),
                       **pattern_options) -> Spec:
-    """Trace ``fn(*args)`` and show the program after every stage of ``pipeline``.
-
-    ``pipeline`` is a preset (see ``wb.pipelines()``) or any pass pipeline string. ``disable``/``enable``
-    toggle Enzyme-JaX patterns (see ``wb.patterns()``); ``pattern_options`` are Reactant's options
-    that shape the pattern list (``no_nan``, ``transpose_propagate``, ...; ``inline`` too).
-    ``xla_disable`` names XLA HLO passes to skip; ``xla_options`` are other XLA debug options.
-    Non-array arguments are treated as static where JAX allows; ``static_argnums`` makes others
-    static too (e.g. a Python int that picks an axis).
-    """
+    """The Spec for ``explore(fn, *args, ...)``: options checked, patterns resolved, ``fn`` traced."""
     inline, options = _split_options(pattern_options)
     dev = resolve_device(device)
     xla = _xla_options(xla_disable, (), xla_options or {})
@@ -106,12 +99,8 @@ def spec_for_function(fn: Callable, args: tuple, *, pipeline: str = "all", disab
 def spec_for_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
                   device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
                   timeout: float = 600.0, title: str = "text", **pattern_options) -> Spec:
-    """Like ``explore`` for a module given as MLIR/StableHLO text (any functions; XLA stages need ``@main``).
-
-    The text reaches the first pass exactly as given. Text that is not MLIR (empty, XLA HLO text, a
-    jaxpr, Python source) raises InputKindError, and MLIR that does not parse raises MlirSyntaxError
-    with the parser's line:col, both before any stage is made.
-    """
+    """The Spec for ``explore_text(text, ...)``: text that is not MLIR refused (InputKindError), MLIR
+    that does not parse refused with its line:col (MlirSyntaxError), before any stage is made."""
     kind = _refuse_non_mlir(text)
     inline, options = _split_options(pattern_options)
     resolve_device(device)
@@ -142,7 +131,7 @@ _INSTEAD = {
 
 
 def _refuse_non_mlir(text) -> str:
-    """The kind of ``text`` (``irtext.input_kind``) if it may be MLIR; InputKindError for the kinds that are not."""
+    """The kind of ``text`` (``ir.text.input_kind``) if it may be MLIR; InputKindError for the kinds that are not."""
     if not isinstance(text, str):
         raise InputKindError(type(text).__name__, f"explore_text takes MLIR text as a str, not "
                              f"{type(text).__name__}; pass " + _LOWERED)
@@ -162,7 +151,7 @@ def _xla_options(disable, enable, options: dict, base: tuple = ()) -> tuple[tupl
     options = dict(options)
     merged = dict(base)
     off = _names(merged.pop("xla_disable_hlo_passes", ""))
-    off |= _names(_option_names(options.pop("xla_disable_hlo_passes", ())))
+    off |= _names(options.pop("xla_disable_hlo_passes", ()))
     off |= _names(disable)
     off -= _names(enable)
     merged.update({k: (",".join(sorted(map(str, v))) if isinstance(v, (list, tuple, set, frozenset)) else str(v))
@@ -170,10 +159,6 @@ def _xla_options(disable, enable, options: dict, base: tuple = ()) -> tuple[tupl
     if off:
         merged["xla_disable_hlo_passes"] = ",".join(sorted(off))
     return tuple(sorted(check_options(merged).items()))
-
-
-def _option_names(value) -> list[str]:
-    return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
 def _first_stages(spec: Spec) -> list[Stage]:
@@ -300,8 +285,7 @@ def _check_disabled_passes(spec: Spec, source: str, result):
     A name still unseen is misspelled, or a pass that does nothing to this module: either way the
     disable has no effect, and the warning says so with the closest names XLA did report.
     """
-    options = dict(spec.xla_options)
-    off = _names(options.get("xla_disable_hlo_passes", ""))
+    off = set(spec.xla_disabled)
     _XLA_PASSES_SEEN.update(result.passes)
     if not off - _XLA_PASSES_SEEN:
         return result

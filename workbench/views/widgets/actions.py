@@ -14,8 +14,7 @@ from ...errors import UnknownNameError
 from ...exploration import Exploration
 
 __all__ = ["Action", "toggle_patterns", "reset_patterns", "toggle_xla", "reset_xla", "set_pipeline", "diff",
-           "cost", "graph", "run", "compare", "applicable", "bisect", "predicate", "predicate_params", "PREDICATES",
-           "disabled_xla_passes"]
+           "cost", "graph", "run", "compare", "applicable", "bisect", "predicate", "predicate_params", "PREDICATES"]
 
 
 @dataclass(frozen=True)
@@ -63,17 +62,12 @@ def reset_patterns(name: str, ex: Exploration) -> Action:
                   lambda e: e.with_patterns(enable=on, disable=off))
 
 
-def disabled_xla_passes(ex: Exploration) -> list[str]:
-    value = dict(ex.spec.xla_options).get("xla_disable_hlo_passes", "")
-    return sorted(p for p in value.split(",") if p)
-
-
 def toggle_xla(name: str, names: Sequence[str], on: bool) -> Action:
     return _toggle(name, names, on, "with_xla", "XLA passes", "XLA pass ")
 
 
 def reset_xla(name: str, ex: Exploration) -> Action:
-    on = disabled_xla_passes(ex)
+    on = list(ex.spec.xla_disabled)
     return Action("re-enable every XLA pass", f"{name} = {name}.with_xla(enable={_lit(on)})",
                   lambda e: e.with_xla(enable=on))
 

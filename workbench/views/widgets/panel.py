@@ -450,7 +450,7 @@ class Panel:
             self._left = ex.stage(self._right).parent or names[0]
         runnable = _runnable(stages)
         with self._programmatic():
-            self.header.value = html.header(ex, stages, actions.disabled_xla_passes(ex))
+            self.header.value = html.header(ex, stages, list(ex.spec.xla_disabled))
             self.stage_error.value = html.stage_error(ex)
             self.stage_list.loading = ""
             # the pair first: whoever sees the new stages sees which two are picked
@@ -509,7 +509,7 @@ class Panel:
             self.patterns_view.enabled = sorted(on)
 
     def _show_xla(self, ex: Exploration) -> None:
-        off = actions.disabled_xla_passes(ex)
+        off = ex.spec.xla_disabled
         names = self._xla_seen + [p for p in off if p not in self._xla_seen]
         with self.xla_view.hold_sync():
             self.xla_view.items = [[n, "XLA HLO passes", True] for n in names]
