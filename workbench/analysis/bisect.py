@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, TYPE_CHECKING
 
 from ..ir.ops import op_counts
-from ..pipeline.catalog import pattern_list
+from ..pipeline.catalog import pattern_list, pattern_name
 from ..errors import WorkbenchError
 from .progress import progress_bar
 
@@ -64,7 +64,7 @@ class BisectResult:
         from .diff import diff_texts
 
         ex = self._ex
-        names = {p.split("<")[0].split("(")[0] for p in pattern_list(ex.spec.selection)}
+        names = {pattern_name(p) for p in pattern_list(ex.spec.selection)}
         without = ex.with_only_patterns(names - set(self.patterns))
         a = [s for s in without.stages if s.group == "mlir"][-1]
         b = [s for s in ex.stages if s.group == "mlir"][-1]
@@ -74,7 +74,7 @@ class BisectResult:
 def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: bool = True) -> BisectResult:
     start = time.perf_counter()
     names = list(candidates) if candidates is not None else [
-        p.split("<")[0].split("(")[0] for p in pattern_list(ex.spec.selection)]
+        pattern_name(p) for p in pattern_list(ex.spec.selection)]
     cache: dict[frozenset, bool] = {}
     log: list[tuple[int, bool]] = []
     bar = progress_bar(None, "bisect runs", progress)

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from ..errors import StageError, WorkbenchError
 from ..pipeline.build import failed_stage, stage_from_run, stage_name
-from ..pipeline.catalog import Pattern, catalog, pattern_list, patterns_pass
+from ..pipeline.catalog import Pattern, catalog, pattern_list, pattern_name, patterns_pass
 from ..pipeline.runner import default_runner
-from ..pipeline.worker import ItemFailure, default_pool
+from ..pipeline.worker import ItemFailure, PoolResult, default_pool
 from ..stages import Stage
 from .progress import progress_bar
 
@@ -48,14 +48,8 @@ def scan_patterns(ex: Exploration, stage, patterns: list[Pattern] | None = None,
     by_pass = {patterns_pass((p.spec,)): p for p in pats}
     passes = list(by_pass)
     chunks = [passes[i:i + chunk] for i in range(0, len(passes), chunk)]
-    bar = progress_bar(len(passes), f"patterns on {st.name}", progress)
     text = st.text  # locations do not change what a pattern does, and the module parses faster without
-    try:
-        raw = default_pool().map("run_each", chunks, lambda c: (text, c, False),
-                                 on_done=(bar.update if bar is not None else None), timeout=ex.spec.timeout)
-    finally:
-        if bar is not None:
-            bar.close()
+    raw = _run_each(text, chunks, f"patterns on {st.name}", progress, ex.spec.timeout)
     rows = {}
     for o in raw.results:
         p = by_pass[o.pipeline]
@@ -64,6 +58,17 @@ def scan_patterns(ex: Exploration, stage, patterns: list[Pattern] | None = None,
         p = by_pass[f.item]
         rows[p.name] = ScanRow(p.name, p.group, False, float("nan"), _failure_note(f))
     return [rows[p.name] for p in pats if p.name in rows]
+
+
+def _run_each(text: str, chunks: list[list[str]], desc: str, progress: bool, timeout: float) -> PoolResult:
+    """Each pipeline of ``chunks`` alone on ``text`` over the worker pool, with a progress bar."""
+    bar = progress_bar(sum(len(c) for c in chunks), desc, progress)
+    try:
+        return default_pool().map("run_each", chunks, lambda c: (text, c, False),
+                                  on_done=(bar.update if bar is not None else None), timeout=timeout)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _failure_note(f: ItemFailure) -> str:
@@ -84,7 +89,7 @@ def step_patterns(ex: Exploration, stage, max_steps: int = 200) -> StepRun:
     """Apply the enabled patterns one at a time, the first applicable one each step, to a fixpoint."""
     st = _module_stage(ex, stage)
     specs = list(pattern_list(ex.spec.selection))
-    by_pass = {patterns_pass((s,)): s.split("<")[0].split("(")[0] for s in specs}
+    by_pass = {patterns_pass((s,)): pattern_name(s) for s in specs}
     runner = default_runner()
     current = dataclasses.replace(st, parent=None, changed=False)
     stages = [current]
@@ -137,13 +142,7 @@ def pattern_timing(ex: Exploration, stage, per_pattern: bool = False, progress: 
             groups.setdefault(p.group, []).append(p.spec)
     by_pass = {patterns_pass(tuple(v)): k for k, v in groups.items()}
     text = st.text_with_locations or st.text
-    bar = progress_bar(len(by_pass), f"pattern groups on {st.name}", progress)
-    try:
-        raw = default_pool().map("run_each", [[p] for p in by_pass], lambda c: (text, c, False),
-                                 on_done=(bar.update if bar is not None else None), timeout=ex.spec.timeout)
-    finally:
-        if bar is not None:
-            bar.close()
+    raw = _run_each(text, [[p] for p in by_pass], f"pattern groups on {st.name}", progress, ex.spec.timeout)
     rows = [{"group": by_pass[o.pipeline], "patterns": len(groups[by_pass[o.pipeline]]), "seconds": o.seconds,
              "changed": o.changed, "error": o.error or ""} for o in raw.results]
     rows += [{"group": by_pass[f.item], "patterns": len(groups[by_pass[f.item]]), "seconds": float("nan"),

@@ -16,7 +16,8 @@ from ..errors import WorkbenchError
 from ..options import PROPAGATE, PatternOptions, PatternSelection
 from .worker import default_worker, enzyme_available
 
-__all__ = ["PatternOptions", "PatternSelection", "Pattern", "catalog", "patterns", "pattern_list", "patterns_pass"]
+__all__ = ["PatternOptions", "PatternSelection", "Pattern", "catalog", "patterns", "pattern_list", "pattern_name",
+           "patterns_pass"]
 
 
 def _enzyme_args(options: PatternOptions, excluded: tuple[str, ...] = ()) -> tuple:
@@ -165,6 +166,11 @@ def pattern_list(sel: PatternSelection, *, direction: str | None = None) -> tupl
     extra = {p.name: p.spec for p in catalog(opts)}
     specs += [extra[n] for n in sorted(sel.enabled) if n not in present]
     return tuple(specs)
+
+
+def pattern_name(spec: str) -> str:
+    """The name of one ``patterns=`` entry: ``"transpose_transpose<16>"`` -> ``"transpose_transpose"``."""
+    return _parse_spec(spec)[0]
 
 
 def patterns_pass(specs: tuple[str, ...]) -> str:

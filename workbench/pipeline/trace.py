@@ -71,20 +71,15 @@ def _static_argnums(args: tuple, declared: tuple[int, ...] = ()) -> tuple[int, .
     the ``declared`` ones (a jitted function's own static arguments, or ``static_argnums``)."""
     static = []
     for i, a in enumerate(args):
-        if i in declared:
-            try:
-                hash(a)
-            except TypeError:
-                raise ArgumentError(f"argument {i} is declared static but its {type(a).__name__} value is not "
-                                    "hashable, as JAX requires of static arguments") from None
-            static.append(i)
-            continue
         leaves = jax.tree_util.tree_leaves(a)
-        if all(_is_array_like(x) for x in leaves):
+        if i not in declared and all(_is_array_like(x) for x in leaves):
             continue
         try:
             hash(a)
         except TypeError:
+            if i in declared:
+                raise ArgumentError(f"argument {i} is declared static but its {type(a).__name__} value is not "
+                                    "hashable, as JAX requires of static arguments") from None
             bad = next(x for x in leaves if not _is_array_like(x))
             raise ArgumentError(
                 f"argument {i} holds a {type(bad).__name__}, which is neither an array nor hashable: JAX can "
@@ -161,10 +156,9 @@ def _concrete_value_hint(fn: Callable, args: tuple, static: tuple[int, ...], exc
         return ("\nThis error needs the concrete value of a traced array: compute it with jax.lax control flow "
                 "(jax.lax.cond, jax.lax.fori_loop) or pass that value as a Python number made static.")
     which = ", ".join(f"argument {i}" + (f" ({params[i]!r})" if i < len(params) else "") for i in positions)
-    nums = "(" + ", ".join(map(str, positions)) + ("," if len(positions) == 1 else "") + ")"
     name = getattr(fn, "__name__", "fn")
     return (f"\n{name} needs the concrete value of {which}, which JAX traces as an array. Make it static: "
-            f"wb.explore({name}, ..., static_argnums={nums}), or %%hlo --static {','.join(map(str, positions))} "
+            f"wb.explore({name}, ..., static_argnums={tuple(positions)}), or %%hlo --static {','.join(map(str, positions))} "
             "in a notebook.")
 
 
