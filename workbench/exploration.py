@@ -17,7 +17,7 @@ from .analysis.bisect import bisect
 from .analysis.diff import diff_texts
 from .analysis.execute import REFERENCE, Reference, RunResult, args_key, check_outputs, float64_reference, run_stage
 from .analysis.graph import stage_graph
-from .analysis.cost import cost_table, op_costs, plot_cost
+from .analysis.cost import cost_table, hlo_op_costs, op_costs, plot_cost
 from .analysis.scan import StepRun, pattern_timing, scan_patterns, step_patterns
 from .errors import StageError, UnknownNameError
 from .ir.text import text_hash
@@ -246,12 +246,20 @@ class Exploration:
     def cost(self, stage=None, device: str | None = None, dtype: str = "fp32"):
         """Without ``stage``: one row per stage (ops, flops, transcendentals, bytes, XLA's numbers,
         memory analysis, seconds; roofline times with ``device`` such as "H100"). With ``stage``: one
-        row per op of that stage."""
+        row per op of that stage -- the analytic model's for an MLIR stage, XLA's own HloCostAnalysis
+        per instruction for an XLA HLO stage (``xla:...``)."""
         if stage is None:
             return cost_table(self, device=device, dtype=dtype)
         st = self.stage(stage)
+        if st.group == "xla" and not st.error:
+            return hlo_op_costs(st.text)
         if not st.is_module:
-            raise UnknownNameError("MLIR module stage", st.name, [s.name for s in self._early if s.is_module])
+            costed = [s.name for s in self.stages if s.is_module or (s.group == "xla" and not s.error)]
+            what = ("failed" if st.error else "a jaxpr" if st.name == "jaxpr"
+                    else "backend output, not a module" if st.group == "backend" else "not a module")
+            raise UnknownNameError("stage with a per-op cost", st.name, costed, known_note=(
+                f"{st.name} is {what}; per-op costs exist for MLIR stages (the analytic model) and XLA HLO "
+                f"stages (XLA's HloCostAnalysis), e.g. {', '.join(costed[:3] + costed[-2:])}"))
         return op_costs(st.text)
 
     def plot_cost(self):

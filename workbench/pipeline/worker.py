@@ -226,7 +226,28 @@ def _run_each(text: str, pipelines: list[str], stop_at_first: bool) -> list[Pass
     return out
 
 
-_METHODS = {"run_pipeline": _run_pipeline, "transform_passes": _transform_passes, "crash": _crash,
+def _hlo_costs(items: list[tuple[Any, str]]) -> list[tuple[Any, dict | str]]:
+    """XLA's HloCostAnalysis (on the CPU client) of each ``(key, HLO text)``: ``(key, its dict)``, or
+    ``(key, the error)`` for a text XLA's HLO parser or the analysis refuses. In the worker, because a
+    module put together by the workbench (one instruction with its operands as parameters) can hit a
+    failed CHECK in XLA, which ends the process."""
+    import jax
+    from jax._src.lib import _jax
+    from jaxlib import _hlo
+
+    client = jax.devices("cpu")[0].client
+    out: list[tuple[Any, dict | str]] = []
+    for key, text in items:
+        try:
+            module = _hlo.hlo_module_from_text(text)
+            out.append((key, dict(_jax.hlo_module_cost_analysis(client, module))))
+        except Exception as e:  # XLA's parser and analysis raise several types
+            out.append((key, f"{type(e).__name__}: {str(e).strip()}"))
+    return out
+
+
+_METHODS = {"run_pipeline": _run_pipeline, "hlo_costs": _hlo_costs, "transform_passes": _transform_passes,
+            "crash": _crash,
             "run_each": _run_each, "check_pipeline": _check_pipeline, "parse_module": _parse_module}
 
 

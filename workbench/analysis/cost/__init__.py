@@ -7,17 +7,20 @@ The input is one stage of a pipeline as MLIR text (StableHLO as JAX lowers it, o
 * ``module_cost(text)`` -- the totals as a frozen ``ModuleCost``.
 * ``xla_cost(text)`` / ``memory_analysis(text)`` -- what XLA itself says: its ``HloCostAnalysis`` of
   this module's unoptimized HLO on CPU, and the buffer sizes of the compiled CPU executable.
+* ``hlo_op_costs(text)`` / ``hlo_module_cost(text)`` -- the same for XLA's HLO stages, per instruction
+  and in total, by XLA's own HloCostAnalysis (each instruction analysed alone, in the worker).
 * ``roofline(mc, device)`` -- lower-bound run times from the peak rates in ``PEAKS``.
 * ``cost_table(ex)`` / ``plot_cost(ex)`` -- all of that for every stage of an Exploration.
 
 The modules, bottom up: ``tensors`` (shapes and attributes an op's cost is read from), ``xla`` (XLA's
-own numbers), ``rules`` (the cost of one op: the counting conventions), ``rewrites`` (what XLA's
+own numbers), ``hlo`` (XLA's numbers per HLO instruction), ``rules`` (the cost of one op: the counting conventions), ``rewrites`` (what XLA's
 import folds and drops first), ``loops`` (while-loop trip counts), ``model`` (the walk over a module,
 and where it still differs from XLA), ``peaks`` (peak rates and the roofline), ``table`` (per stage).
 """
 from __future__ import annotations
 
 from ...errors import ModuleParseError
+from .hlo import HLO_COLUMNS, hlo_module_cost, hlo_module_costs, hlo_op_costs
 from .model import COLUMNS, KINDS, ModuleCost, module_cost, op_costs
 from .peaks import PEAKS, DevicePeak, Roofline, cpu_peak, roofline
 from .table import cost_table, plot_cost
@@ -25,6 +28,7 @@ from .xla import has_custom_calls, memory_analysis, xla_cost
 
 __all__ = [
     "COLUMNS",
+    "HLO_COLUMNS",
     "KINDS",
     "PEAKS",
     "DevicePeak",
@@ -34,6 +38,9 @@ __all__ = [
     "cost_table",
     "cpu_peak",
     "has_custom_calls",
+    "hlo_module_cost",
+    "hlo_module_costs",
+    "hlo_op_costs",
     "memory_analysis",
     "module_cost",
     "op_costs",

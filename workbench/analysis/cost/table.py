@@ -1,7 +1,8 @@
 """Cost of every stage of an Exploration, as one table and one chart.
 
 The per-module numbers come from ``model.py`` and ``xla.py`` (the analytic model and XLA's
-HloCostAnalysis of each MLIR stage); XLA's own analysis of the optimized module and the compiled
+HloCostAnalysis of each MLIR stage) and ``hlo.py`` (XLA's HloCostAnalysis of each HLO pass's
+module); XLA's own analysis of the optimized module and the compiled
 memory analysis come from the compile that produced the XLA stages. Results are cached by stage text, since most stages of a
 pipeline leave the module unchanged.
 """
@@ -12,6 +13,7 @@ import functools
 import pandas as pd
 
 from ...ir.text import text_hash
+from .hlo import hlo_module_costs
 from .model import ModuleCost, module_cost
 from .peaks import roofline
 from .xla import has_custom_calls, xla_cost
@@ -35,6 +37,7 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
     with ``device`` (a key of ``PEAKS``) roofline times too."""
     rows = []
     dialects: set[str] = set()
+    hlo = _hlo_costs([s for s in ex.stages if s.group == "xla" and not s.error]) if xla else {}
     for s in ex.stages:
         row = {"stage": s.name, "group": s.group, "seconds": s.seconds}
         if s.is_module:
@@ -53,6 +56,16 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
                 row.update(x)
             if err:
                 row["note"] = err
+        elif s.name in hlo:
+            a = hlo[s.name]
+            if isinstance(a, str):
+                row["note"] = a
+            else:
+                unknown = has_custom_calls(s.text)
+                row.update(xla_flops=None if unknown else a.get("flops", 0.0),
+                           xla_transcendentals=a.get("transcendentals", 0.0),
+                           xla_bytes=None if unknown else a.get("bytes accessed", 0.0),
+                           note="XLA's analysis of this HLO" + ("; flops and bytes unknown: custom calls" if unknown else ""))
         xla_result = ex.xla_result
         if s.name == "xla:optimized" and xla_result is not None:
             c = xla_result.cost
@@ -77,6 +90,20 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
     for c in ints:
         df[c] = df[c].astype("Int64")
     return df[cols]
+
+
+def _hlo_costs(stages) -> dict:
+    """XLA's analysis of each HLO stage, by name; stages with the same text are analysed once."""
+    texts = list(dict.fromkeys(s.text for s in stages))
+    if not texts:
+        return {}
+    by_text = dict(zip(texts, _hlo_cached(tuple(texts))))
+    return {s.name: by_text[s.text] for s in stages}
+
+
+@functools.lru_cache(maxsize=32)
+def _hlo_cached(texts: tuple[str, ...]) -> tuple:
+    return tuple(hlo_module_costs(list(texts)))
 
 
 def plot_cost(ex):

@@ -183,7 +183,14 @@ def stage_costs(python: str, df) -> str:
 
 
 def op_costs(stage: str, python: str, ops) -> str:
-    """``Exploration.cost(stage)``, one row per op, summed by op kind, costliest first."""
+    """``Exploration.cost(stage)``: an HLO stage's instructions costliest first (XLA's own analysis of
+    each), an MLIR stage's ops summed by op kind."""
+    if "computation" in ops:  # an XLA HLO stage: one row per instruction, as XLA costs it
+        top = ops.sort_values(["flops", "bytes"], ascending=False, na_position="first").head(100)
+        more = f" (the costliest 100 of {len(ops)})" if len(ops) > 100 else ""
+        return (f"<b>Per instruction of {esc(stage)}</b> <code>{esc(python)}</code>: XLA's HloCostAnalysis of each "
+                f"instruction alone (a fusion is one kernel, a loop body counts once){more}"
+                + table(top[["name", "op", "shape", "flops", "transcendentals", "bytes", "note"]]))
     agg = (ops.groupby("op", as_index=False)
            .agg(count=("op", "size"), flops=("flops", "sum"), transcendentals=("transcendentals", "sum"),
                 bytes=("bytes", "sum"))

@@ -1,0 +1,170 @@
+"""What XLA says each instruction of an HLO stage costs: its own HloCostAnalysis, one instruction at a time.
+
+jaxlib reports HloCostAnalysis for a whole module only. To get it per instruction, each instruction of
+the entry computation is put alone into a module of its own: its operands become parameters of the
+same shapes, and the computations it calls (a fusion's fused computation, a reduce's reducer, a while
+loop's body) come along. XLA parses that module and analyses it; a ``call`` is opened up and its
+callee's instructions are costed instead, so an unoptimized module (whose entry is one call) shows
+its real ops. HloCostAnalysis adds up over instructions, so the rows sum to XLA's total for the
+whole module (``hlo_module_cost``), which the tests check.
+
+XLA's HLO parser and analysis run in the worker process: a module put together this way can fail a
+CHECK inside XLA, which would end the kernel. An instruction that does is reported in its row.
+"""
+from __future__ import annotations
+
+import functools
+
+import pandas as pd
+
+from ...errors import ModuleParseError
+from ...ir.hlo import Computation, HloModule, Instruction, drop_attribute, read_hlo, strip_debug_info
+from ...ir.text import text_hash
+from ...pipeline.worker import default_pool
+
+__all__ = ["HLO_COLUMNS", "hlo_op_costs", "hlo_module_cost", "hlo_module_costs"]
+
+HLO_COLUMNS = ("computation", "name", "op", "shape", "flops", "transcendentals", "bytes", "note")
+
+# A call's callee runs in its place: its instructions are the rows.
+_OPENED = ("call",)
+
+
+def _line(ins: Instruction, root: bool | None = None) -> str:
+    attrs = drop_attribute(drop_attribute(ins.attributes, "metadata"), "control-predecessors")
+    head = "ROOT " if (ins.root if root is None else root) else ""
+    return f"  {head}%{ins.name} = {ins.shape} {ins.opcode}({ins.operands})" + (f", {attrs}" if attrs else "")
+
+
+def _computation_text(c: Computation) -> str:
+    return f"%{c.name} {{\n" + "\n".join(_line(i) for i in c.instructions) + "\n}"
+
+
+class _Module:
+    """The parsed HLO text, with what building one-instruction modules needs."""
+
+    def __init__(self, text: str):
+        self.hlo: HloModule = read_hlo(strip_debug_info(text))
+        if self.hlo.entry is None:
+            raise ModuleParseError("this is not XLA HLO text: it has no ENTRY computation")
+        self.by_name = {c.name: c for c in self.hlo.computations}
+        self.callees: dict[tuple[str, str], list[str]] = {}  # (computation, instruction) -> callees
+        self.calls_of: dict[str, list[str]] = {}
+        for call in self.hlo.calls:
+            self.callees.setdefault((call.caller, call.instruction.name), []).append(call.callee)
+            self.calls_of.setdefault(call.caller, []).append(call.callee)
+
+    def reachable(self, names: list[str]) -> set[str]:
+        seen: set[str] = set()
+        todo = list(names)
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo.extend(self.calls_of.get(n, ()))
+        return seen
+
+    def alone(self, comp: Computation, ins: Instruction) -> str:
+        """A module whose entry computes ``ins`` from parameters shaped like its operands."""
+        shapes = {i.name: i.shape for i in comp.instructions}
+        operands = [o for o in dict.fromkeys(ins.operand_names) if o in shapes]
+        params = [f"  %{o} = {shapes[o]} parameter({k})" for k, o in enumerate(operands)]
+        need = self.reachable(self.callees.get((comp.name, ins.name), []))
+        called = [_computation_text(c) for c in self.hlo.computations if c.name in need]
+        entry = "ENTRY %one_instruction {\n" + "\n".join(params + [_line(ins, root=True)]) + "\n}"
+        return "HloModule one_instruction\n\n" + "\n\n".join(called + [entry]) + "\n"
+
+    def rows(self) -> list[tuple[Computation, Instruction]]:
+        """The instructions to cost, in order: the entry's, with calls opened up."""
+        out: list[tuple[Computation, Instruction]] = []
+
+        def walk(comp: Computation, depth: int) -> None:
+            for ins in comp.instructions:
+                if ins.opcode == "parameter":
+                    continue
+                callees = self.callees.get((comp.name, ins.name), [])
+                if ins.opcode in _OPENED and len(callees) == 1 and depth < 64:
+                    walk(self.by_name[callees[0]], depth + 1)
+                else:
+                    out.append((comp, ins))
+
+        walk(self.hlo.entry, 0)
+        return out
+
+
+def _analyse(texts: list[str]) -> list[dict | str]:
+    """XLA's analysis of each text in the worker: its dict, or why it failed (a crash included)."""
+    items = list(enumerate(texts))
+    result = default_pool().map("hlo_costs", [items], make_args=lambda chunk: (list(chunk),))
+    out: list[dict | str] = [""] * len(texts)
+    for key, value in result.results:
+        out[key] = value
+    for f in result.failures:
+        last = f.diagnostics.strip().splitlines()[-1:] or [""]
+        out[f.item[0]] = f"XLA's cost analysis {'crashed' if f.kind == 'crash' else 'timed out'} on it {last[0]}".strip()
+    return out
+
+
+def _count(value: float | None) -> int | None:
+    """XLA's float count as an integer; XLA writes -1 for what it cannot cost (custom calls)."""
+    if value is None or value < 0:
+        return None
+    return int(round(value))
+
+
+@functools.lru_cache(maxsize=64)
+def _op_costs(_key: str, text: str) -> pd.DataFrame:
+    module = _Module(text)
+    pairs = module.rows()
+    analyses = _analyse([module.alone(c, i) for c, i in pairs])
+    rows = []
+    for (comp, ins), a in zip(pairs, analyses):
+        row = {"computation": comp.name, "name": ins.name, "op": ins.opcode, "shape": ins.shape}
+        if isinstance(a, str):
+            row.update(flops=None, transcendentals=None, bytes=None, note=a)
+        else:
+            flops, trans, nbytes = (a.get(k, 0.0) for k in ("flops", "transcendentals", "bytes accessed"))
+            unknown = flops < 0 or nbytes < 0
+            row.update(flops=_count(flops), transcendentals=_count(trans), bytes=_count(nbytes),
+                       note="XLA cannot cost it (custom call)" if unknown else _note(module, comp, ins))
+        rows.append(row)
+    df = pd.DataFrame(rows, columns=list(HLO_COLUMNS))
+    for c in ("flops", "transcendentals", "bytes"):
+        df[c] = pd.array(df[c].tolist(), dtype="Int64")
+    return df
+
+
+def _note(module: _Module, comp: Computation, ins: Instruction) -> str:
+    callees = module.callees.get((comp.name, ins.name), [])
+    if ins.opcode == "fusion" and callees:
+        fused = module.by_name[callees[0]]
+        kind = next((p.split("=", 1)[1] for p in ins.attributes.split(", ") if p.startswith("kind=")), "")
+        return f"{kind + ' ' if kind else ''}fusion of {sum(i.opcode != 'parameter' for i in fused.instructions)} ops"
+    if ins.opcode == "while":
+        return "loop body counted once, as XLA does"
+    return ""
+
+
+def hlo_op_costs(text: str) -> pd.DataFrame:
+    """One row per instruction of an HLO module's entry computation (calls opened up), costed by XLA's
+    own HloCostAnalysis on CPU: ``computation, name, op, shape, flops, transcendentals, bytes, note``.
+
+    A fusion is one row (one kernel), a while loop one row with its body counted once. Unknown
+    costs (custom calls, an instruction XLA refused to analyse alone) are ``<NA>`` with the reason
+    in ``note``. Raises ModuleParseError for text that is not HLO.
+    """
+    return _op_costs(text_hash(text), text).copy()
+
+
+def hlo_module_costs(texts: list[str]) -> list[dict[str, float] | str]:
+    """XLA's HloCostAnalysis of each whole HLO module on CPU, in one request to the worker: a dict
+    (``flops``, ``transcendentals``, ``bytes accessed`` and XLA's other keys), or why XLA could not."""
+    return _analyse([strip_debug_info(t) for t in texts])
+
+
+def hlo_module_cost(text: str) -> dict[str, float]:
+    """``hlo_module_costs`` of one module; ModuleParseError when XLA cannot take it."""
+    (a,) = hlo_module_costs([text])
+    if isinstance(a, str):
+        raise ModuleParseError(f"XLA cannot read this HLO module: {a}")
+    return a
