@@ -404,3 +404,52 @@ def test_the_worker_imports_the_same_workbench_whatever_the_current_directory(tm
             "assert ex.error is None, ex.error\nprint(ex.names[2])\n") % root
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "canonicalize#1", r.stderr[-2000:]
+
+
+def test_the_repr_counts_the_stages_that_len_and_the_table_count():
+    ex = wb.explore(small, *SMALL_ARGS, pipeline="canonicalize,cse")
+    n_early = len(ex.pipeline_stages)
+    assert repr(ex) == f"Exploration('small', pipeline='canonicalize,cse', {n_early} stages so far; XLA stages on demand)"
+    fresh = wb.explore(small, *SMALL_ARGS, pipeline="canonicalize,cse")
+    page = fresh._repr_html_()  # a notebook's view: its header counts the rows of its table
+    assert f"{len(fresh)} stages: {n_early} trace/MLIR" in page and page.count("<tr>") == len(fresh)
+    n, n_late = len(ex), len([s for s in ex.stages if s.group in ("xla", "backend")])
+    assert n_late > 0 and len(ex.table()) == n
+    assert repr(ex) == (f"Exploration('small', pipeline='canonicalize,cse', {n} stages: {n_early} trace/MLIR "
+                        f"+ {n_late} XLA/backend)")
+    failed = wb.explore(small, *SMALL_ARGS, pipeline="canonicalize,one-shot-bufferize")
+    assert failed.error is not None and f"{len(failed)} stages, no XLA stages, FAILED at " in repr(failed)
+
+
+def test_an_unknown_stage_name_lists_the_stages_or_the_closest_ones():
+    ex = wb.explore(small, *SMALL_ARGS, pipeline="canonicalize")
+    with pytest.raises(KeyError) as caught:  # the type users catch: UnknownNameError is a KeyError
+        ex.stage("nope")
+    assert isinstance(caught.value, wb.UnknownNameError)
+    assert str(caught.value) == "unknown stage 'nope': the stages are " + ", ".join(ex.names)
+    assert "xla:optimized" in str(caught.value)
+    with pytest.raises(wb.UnknownNameError, match=r"unknown stage 'canonicalize#2'; did you mean 'canonicalize#1'\?$"):
+        ex["canonicalize#2"]
+
+
+def test_stepping_a_module_no_pattern_applies_to_says_so():
+    ex = wb.explore(jnp.sin, jnp.ones((4,)), pipeline="none")
+    seen = []
+    s = ex.step(progress=False, on_progress=lambda done, total: seen.append((done, total)))
+    assert s.applied() == [] and s.names == ["stablehlo"] and seen == [(0, None)]
+    assert repr(s) == "Stepwise('sin', no pattern applies to 'stablehlo')"
+    assert "no pattern applies to &#x27;stablehlo&#x27;" in s._repr_html_()
+    assert "XLA/backend" not in repr(s)
+
+
+def test_stepping_reports_each_step_and_the_end():
+    def f(x, y):
+        return (x.T @ y.T).T + 1.0
+
+    ex = wb.explore(f, jnp.ones((8, 4)), jnp.ones((6, 8)), pipeline="none")
+    seen = []
+    s = ex.step(progress=False, on_progress=lambda done, total: seen.append((done, total)))
+    applied = s.applied()
+    assert applied and seen == [(k, None) for k in range(len(applied) + 1)]
+    assert repr(s).startswith(f"Stepwise('f', {len(applied)} steps from 'stablehlo': {applied[0]}")
+    assert ("ends where one greedy run" in repr(s)) == s.matches_reference

@@ -195,6 +195,7 @@ def test_builtin_predicates():
     n = ex.default_run_stage().text.count("stablehlo.dot_general")
     assert wb.op_count_above("stablehlo.dot_general", n - 1)(ex)
     assert not wb.op_count_above("stablehlo.dot_general", n)(ex)
+    assert wb.op_count_at_most("stablehlo.dot_general", n)(ex) and not wb.op_count_at_most("stablehlo.dot_general", n - 1)(ex)
 
 
 def test_a_pattern_set_whose_pipeline_fails_is_reported_and_the_process_survives():

@@ -4,6 +4,7 @@ import re
 
 import jax.numpy as jnp
 import pytest
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
@@ -165,10 +166,31 @@ def test_a_last_line_that_is_not_a_call(shell):
 def test_a_function_that_fails_to_trace_shows_the_users_frames(shell):
     result, out = run(shell, "%%hlo\ndef bad(x):\n    return jnp.sum(x, axis=(1, 2, 3))\nbad(jnp.ones((3, 4)))\n")
     assert not result.success
-    assert "tracing bad(float32[3, 4]) failed" in out
+    assert "hlo-workbench: tracing failed: bad(float32[3, 4]) raised ValueError" in out
     assert "return jnp.sum(x, axis=(1, 2, 3))" in out  # the user's own line
     assert "out of bounds" in out
     assert "workbench/" not in out and "jax/_src" not in out
+    assert_shell_still_works(shell)
+
+
+def test_a_trace_failure_is_not_a_usage_error_and_numbers_lines_as_the_cell_shows_them(shell):
+    # line 1 is the %%hlo line; the failing line is line 5 of the cell, the def on line 4
+    cell = "%%hlo -p none\nimport math\n\ndef bad2(x, n):\n    return x.reshape(n)\nbad2(jnp.ones((3, 4)), 5)\n"
+    result, out = run(shell, cell)
+    assert not result.success and isinstance(result.error_in_exec, UsageError)  # still one, for code catching it
+    assert out.startswith("hlo-workbench: tracing failed: bad2(float32[3, 4], int) raised TypeError\n"), out
+    assert "UsageError" not in out
+    frame = re.search(r"Cell In\[\d+\], line (\d+), in bad2\n +return x.reshape\(n\)", out)
+    assert frame and frame.group(1) == "5", out
+    assert re.search(r"tracing the function bad2 at Cell In\[\d+\], line 4\b", out), out  # JAX's own message
+    assert "ipython-input" not in out and "static_argnums=(1,)" in out and "--static 1" in out
+    # the cell's own code: the traceback's line numbers and the lines it quotes are the cell's
+    result, out = run(shell, "%%hlo\nq = 1\nq = undefined_name + 1\nf(q)\n")
+    assert not result.success
+    assert re.search(r"Cell In\[\d+\], line 3\n +1 %%hlo\n +2 q = 1\n-+> 3 q = undefined_name \+ 1", out), out
+    # a syntax error is located on the line the cell shows it
+    result, out = run(shell, "%%hlo\nx1 = 1\nx2 = )\nf(x1)\n")
+    assert not result.success and re.search(r"Cell In\[\d+\], line 3\n +x2 = \)", out), out
     assert_shell_still_works(shell)
 
 
@@ -176,6 +198,7 @@ def test_an_error_in_the_cells_own_code_shows_its_traceback(shell):
     result, out = run(shell, "%%hlo\nq = undefined_name + 1\nf(q)\n")
     assert not result.success
     assert "NameError" in out and "q = undefined_name + 1" in out and "nothing was traced" in out
+    assert "hlo-workbench: the cell's code raised NameError" in out and "UsageError" not in out
     assert "workbench/" not in out
     result, out = run(shell, "%hlo f(x, undefined_arg)")
     assert not result.success and "undefined_arg" in out and "workbench/" not in out

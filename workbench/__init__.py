@@ -6,7 +6,7 @@
 """
 from .errors import (ArgumentError, InputKindError, MlirSyntaxError, PipelineSyntaxError, StageError, TraceError,
                      UnknownNameError, UnknownPeakError, WorkbenchError, XlaOptionError, XlaPassWarning)
-from .analysis.bisect import crashes, miscompiles, op_count_above, slower_than
+from .analysis.bisect import crashes, miscompiles, op_count_above, op_count_at_most, slower_than
 from .analysis.execute import devices
 from .exploration import Exploration, explore, explore_text
 from .pipeline.catalog import patterns
@@ -23,7 +23,7 @@ def panel(ex, **kwargs):
 
 __all__ = [
     "explore", "explore_text", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
-    "miscompiles", "crashes", "slower_than", "op_count_above",
+    "miscompiles", "crashes", "slower_than", "op_count_above", "op_count_at_most",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
     "XlaOptionError", "XlaPassWarning", "UnknownPeakError", "InputKindError", "MlirSyntaxError",
 ]

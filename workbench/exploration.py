@@ -71,6 +71,16 @@ def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (
         xla_options=xla_options, timeout=timeout, title=title, **pattern_options))))
 
 
+def _unknown_stage(name: str, names: Sequence[str], kind: str = "stage") -> UnknownNameError:
+    """The error for a stage name that is not there: the closest names when some are close, else
+    every name (the error is the UnknownNameError, a KeyError, that lookups have always raised)."""
+    names = list(names)
+    err = UnknownNameError(kind, name, names)
+    if err.suggestions or not names:
+        return err
+    return UnknownNameError(kind, name, names, known_note=f"the {kind}s are {', '.join(names)}")
+
+
 class Exploration:
     """Every stage of one program through one pipeline, in order.
 
@@ -177,7 +187,7 @@ class Exploration:
         for s in self.stages:
             if s.name == key:
                 return s
-        raise UnknownNameError("stage", key, self.names)
+        raise _unknown_stage(key, self.names)
 
     __getitem__ = stage
 
@@ -195,12 +205,13 @@ class Exploration:
         return self.stage(s.parent) if s.parent else None
 
     def table(self):
-        """The stages as a pandas DataFrame (name, group, changed, lines, ms, error, produced_by)."""
+        """The stages as a pandas DataFrame (name, group, changed, lines, ms, cached, error, produced_by);
+        ``cached``: the step was served from a cache, so ``ms`` is the time of its first run."""
         import pandas as pd
 
         return pd.DataFrame([
             {"stage": s.name, "group": s.group, "changed": s.changed, "lines": s.lines,
-             "ms": None if s.seconds is None else round(s.seconds * 1e3, 2),
+             "ms": None if s.seconds is None else round(s.seconds * 1e3, 2), "cached": s.cached,
              "error": s.error or "", "produced_by": s.produced_by}
             for s in self.stages
         ])
@@ -349,51 +360,68 @@ class Exploration:
         return pd.DataFrame(rows)
 
     # -- patterns, one at a time ------------------------------------------------------------------
-    def applicable(self, stage=None, details: bool = False, progress: bool = True):
+    def applicable(self, stage=None, details: bool = False, progress: bool = True, on_progress=None):
         """The patterns that change ``stage`` (default: "stablehlo") when applied alone, in catalog order.
 
         Every pattern of the catalog is tried on a copy of the module in the worker pool. With
         ``details`` a DataFrame of every pattern (name, group, changed, seconds, error) instead.
+        ``progress`` draws a bar in a notebook or a terminal (never in a log); ``on_progress(done,
+        total)`` hears the patterns tried so far, as the long calls' callbacks do.
         """
-        rows = scan_patterns(self, stage or "stablehlo", progress=progress)
+        rows = scan_patterns(self, stage or "stablehlo", progress=progress, on_progress=on_progress)
         if details:
             import pandas as pd
 
             return pd.DataFrame([dataclasses.asdict(r) for r in rows])
         return [r.name for r in rows if r.changed]
 
-    def step(self, stage=None, max_steps: int = 200):
+    def step(self, stage=None, max_steps: int = 200, progress: bool = True, on_progress=None):
         """An Exploration that applies one enabled pattern at a time to ``stage`` (default "stablehlo"),
         the first applicable each step (stages ``pattern:<name>#k``), until none applies; its
-        ``matches_reference``/``difference`` compare the end with one greedy run of all the patterns."""
-        return Stepwise(self._built, step_patterns(self, stage or "stablehlo", max_steps=max_steps))
+        ``matches_reference``/``difference`` compare the end with one greedy run of all the patterns.
+        ``on_progress(steps, None)`` hears each step (how many there will be is not known)."""
+        return Stepwise(self._built, step_patterns(self, stage or "stablehlo", max_steps=max_steps,
+                                                   progress=progress, on_progress=on_progress))
 
-    def bisect(self, predicate, candidates=None, progress: bool = True):
+    def bisect(self, predicate, candidates=None, progress: bool = True, on_progress=None):
         """A 1-minimal set of enabled patterns for which ``predicate(exploration)`` holds (delta debugging).
 
         Built-in predicates: ``wb.miscompiles(device)``, ``wb.crashes()``, ``wb.slower_than(s)``,
         ``wb.op_count_above(op, n)``. Returns ``.patterns``, ``.runs`` and ``.diff``.
+        ``on_progress(runs, None)`` hears each pipeline run (how many there will be is not known).
         """
-        return bisect(self, predicate, candidates=candidates, progress=progress)
+        return bisect(self, predicate, candidates=candidates, progress=progress, on_progress=on_progress)
 
-    def pattern_timing(self, stage=None, per_pattern: bool = False, progress: bool = True):
-        """Seconds each pattern group (or each pattern) takes on ``stage``, slowest first."""
-        return pattern_timing(self, stage or "stablehlo", per_pattern=per_pattern, progress=progress)
+    def pattern_timing(self, stage=None, per_pattern: bool = False, progress: bool = True, on_progress=None):
+        """Seconds each pattern group (or each pattern) takes on ``stage``, slowest first;
+        ``on_progress(done, total)`` counts the groups (or patterns) run."""
+        return pattern_timing(self, stage or "stablehlo", per_pattern=per_pattern, progress=progress,
+                              on_progress=on_progress)
 
     # -- display -----------------------------------------------------------------------------------
     def __repr__(self) -> str:
-        n_late = "" if self._late is None else f" + {len(self._late)} XLA/backend"
         failed = self._error or (self._late_error if self._late is not None else None)
         err = f", FAILED at {failed.stage!r}" if failed else ""
-        return (f"Exploration({self._spec.title!r}, pipeline={self._spec.pipeline!r}, "
-                f"{len(self._early)} trace/MLIR stages{n_late}{err})")
+        return (f"{type(self).__name__}({self._spec.title!r}, pipeline={self._spec.pipeline!r}, "
+                f"{self._count()}{err})")
+
+    def _count(self) -> str:
+        """How many stages there are, counted as ``len(ex)`` and ``ex.table()`` count them once XLA
+        has compiled; before that, how many exist so far (reading ``ex.stages`` compiles)."""
+        n = len(self._early)
+        if self._late is None:
+            return f"{n} stage{'s' * (n != 1)} so far; XLA stages on demand"
+        if self._late_fn is None:  # the MLIR pipeline failed: XLA never compiles
+            return f"{n} stage{'s' * (n != 1)}, no XLA stages"
+        return f"{n + len(self._late)} stages: {n} trace/MLIR + {len(self._late)} XLA/backend"
 
     def _repr_html_(self) -> str:
         import html
 
+        table = self.table().to_html(index=False, escape=True)  # first: the header then counts its rows
         head = f"<p><code>{html.escape(repr(self))}</code></p>"
         err = f"<pre style='color:#b00'>{html.escape(str(self.error))}</pre>" if self.error else ""
-        return head + err + self.table().to_html(index=False, escape=True)
+        return head + err + table
 
 
 class Stepwise(Exploration):
@@ -418,3 +446,27 @@ class Stepwise(Exploration):
 
     def applied(self) -> list[str]:
         return [s.name.split(":", 1)[1].rsplit("#", 1)[0] for s in self._early[1:]]
+
+    @property
+    def summary(self) -> str:
+        """What stepping did, in words: the patterns applied (or that none applies), whether the end
+        is where one greedy run of the whole list ends, and the patterns that raised."""
+        start, applied = self._early[0].name, self.applied()
+        if not applied:
+            text = f"no pattern applies to {start!r}"
+        else:
+            distinct = list(dict.fromkeys(applied))
+            shown = ", ".join(distinct[:4]) + (f", ... ({len(distinct)} distinct)" if len(distinct) > 4 else "")
+            text = (f"{len(applied)} step{'s' * (len(applied) != 1)} from {start!r}: {shown}; "
+                    + ("ends where one greedy run of all the patterns ends" if self.matches_reference
+                       else "ends elsewhere than one greedy run of all the patterns (see .difference)"))
+        if self.reference.error:
+            text += "; the greedy run of all the patterns failed (see .reference.error)"
+        elif not applied and not self.matches_reference:
+            text += ", yet one greedy run of all the patterns changes it (see .difference)"
+        if self.skipped:
+            text += f"; {len(self.skipped)} pattern{'s' * (len(self.skipped) != 1)} raised and were skipped (.skipped)"
+        return text
+
+    def __repr__(self) -> str:
+        return f"Stepwise({self._spec.title!r}, {self.summary})"

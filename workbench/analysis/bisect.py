@@ -13,12 +13,13 @@ from typing import Callable, TYPE_CHECKING
 from ..ir.ops import op_counts
 from ..pipeline.catalog import pattern_list, pattern_name
 from ..errors import WorkbenchError
-from .progress import progress_bar
+from .progress import OnProgress, Progress
 
 if TYPE_CHECKING:  # the facade hands itself down; analysis never imports it
     from ..exploration import Exploration
 
-__all__ = ["BisectResult", "bisect", "ddmin", "miscompiles", "crashes", "slower_than", "op_count_above"]
+__all__ = ["BisectResult", "bisect", "ddmin", "miscompiles", "crashes", "slower_than", "op_count_above",
+           "op_count_at_most"]
 
 Predicate = Callable[["Exploration"], bool]
 
@@ -71,21 +72,23 @@ class BisectResult:
         return diff_texts(a.text, b.text, f"without {', '.join(self.patterns)}", "with all patterns")
 
 
-def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: bool = True) -> BisectResult:
+def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: bool = True,
+           on_progress: OnProgress | None = None) -> BisectResult:
+    """ddmin over ``candidates`` (default: the enabled patterns), one pipeline run per subset tried.
+    How many runs a search takes is not known in advance: ``on_progress(runs, None)`` hears each."""
     start = time.perf_counter()
     names = list(candidates) if candidates is not None else [
         pattern_name(p) for p in pattern_list(ex.spec.selection)]
     cache: dict[frozenset, bool] = {}
     log: list[tuple[int, bool]] = []
-    bar = progress_bar(None, "bisect runs", progress)
+    bar = Progress(None, "bisect runs", progress, on_progress, unit="run")
 
     def holds(subset: list[str]) -> bool:
         key = frozenset(subset)
         if key not in cache:
             cache[key] = bool(predicate(ex.with_only_patterns(key)))
             log.append((len(key), cache[key]))
-            if bar is not None:
-                bar.update(1)
+            bar.update(1)
         return cache[key]
 
     try:
@@ -96,8 +99,7 @@ def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: boo
                                  "(look at the upstream passes or XLA)")
         culprits = ddmin(names, holds)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     return BisectResult(sorted(culprits), len(cache), time.perf_counter() - start, log, ex)
 
 
@@ -144,4 +146,16 @@ def op_count_above(name: str, n: int) -> Predicate:
         return op_counts(ex.default_run_stage().text)[name] > n
 
     pred.__name__ = f"op_count_above({name!r}, {n})"
+    return pred
+
+
+def op_count_at_most(name: str, n: int) -> Predicate:
+    """Holds when the last MLIR stage has at most ``n`` ops called ``name``: which patterns remove an op
+    (the opposite of ``op_count_above``)."""
+    above = op_count_above(name, n)
+
+    def pred(ex: Exploration) -> bool:
+        return not above(ex)
+
+    pred.__name__ = f"op_count_at_most({name!r}, {n})"
     return pred

@@ -120,8 +120,9 @@ def cmd_report(ns) -> int:
     import pandas as pd
 
     ex = _explore(ns)
+    table = stage_table(ex)  # first: it computes every stage, so the header counts the table's rows
     print(f"# {ex!r}\n")
-    print(stage_table(ex))
+    print(table)
     mlir = [s for s in ex.stages if s.group == "mlir" and not s.error]
     if mlir:
         first, last = ex.reference_stage(), mlir[-1]
@@ -152,13 +153,42 @@ def cmd_patterns(ns) -> int:
     from ..pipeline.catalog import patterns
 
     df = patterns()
-    if ns.search:
-        df = df[df["name"].str.contains(ns.search, regex=False)]
-    if ns.group:
+    if ns.groups:
+        print(_group_counts(df).to_string(index=False))
+        return 0
+    if ns.group is not None and ns.group not in set(df["group"]):
+        raise _unknown_group(ns.group, df)
+    if ns.group is not None:
         df = df[df["group"] == ns.group]
+    if ns.search:
+        df = df[df["name"].str.contains(ns.search, case=False, regex=False)]
+    if not len(df):
+        where = f"of group {ns.group!r} " if ns.group is not None else ""
+        print(f"no pattern {where}matches --search {ns.search!r} (a part of a pattern's name, in any case; "
+              "hlo-workbench patterns lists them all, --groups the groups)")
+        return 0
     with pd.option_context("display.max_rows", None, "display.width", 200):
         print(df[["name", "group", "default_enabled", "benefit", "parameters"]].to_string(index=False))
     return 0
+
+
+def _group_counts(df):
+    """One row per pattern group: how many patterns it has and how many are on by default."""
+    counts = df.groupby("group").agg(patterns=("name", "size"), enabled_by_default=("default_enabled", "sum"))
+    return counts.reset_index().sort_values(["patterns", "group"], ascending=[False, True], ignore_index=True)
+
+
+def _unknown_group(name: str, df):
+    import difflib
+
+    from ..errors import UnknownNameError
+
+    counts = _group_counts(df)
+    close = difflib.get_close_matches(name, list(counts["group"]), n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
+    listed = ", ".join(f"{g!r} ({n})" for g, n in zip(counts["group"], counts["patterns"]))
+    return UnknownNameError("pattern group", name, [], known_note=f"{hint}the groups (with their pattern counts) "
+                            f"are {listed}")
 
 
 def cmd_pipelines(ns) -> int:
@@ -172,17 +202,24 @@ def cmd_pipelines(ns) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hlo-workbench", description="Look inside array compilers, stage by stage.")
-    sub = p.add_subparsers(dest="command")
+    p = argparse.ArgumentParser(prog="hlo-workbench", description="Look inside array compilers, stage by stage.",
+                                epilog="hlo-workbench COMMAND --help says what each command takes.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", help="what to do (default: report)")
 
     def explore_args(sp):
         sp.add_argument("target", nargs="?", help="PATH.py:FUNC, or a built-in example name (default: attention)")
-        sp.add_argument("--args", help="argument shapes, e.g. 'f32[64,64],f32[64,32]' (default: the module's args())")
-        sp.add_argument("-p", "--pipeline", default="all", help="preset name or pass pipeline string")
-        sp.add_argument("--disable", action="append", help="patterns to switch off (comma-separated, repeatable)")
-        sp.add_argument("--enable", action="append", help="patterns to switch on")
-        sp.add_argument("--xla-disable", action="append", help="XLA HLO passes to switch off")
-        sp.add_argument("-d", "--device", default="cpu:0")
+        sp.add_argument("--args", metavar="SHAPES", help="argument shapes, e.g. 'f32[64,64],f32[64,32]', as "
+                        "random arrays (dtypes: " + ", ".join(_DTYPES) + "; default: the module's args())")
+        sp.add_argument("-p", "--pipeline", default="all", help="a preset (hlo-workbench pipelines lists them) "
+                        "or a pass pipeline string; default: all")
+        sp.add_argument("--disable", action="append", metavar="P1,P2", help="Enzyme-JaX patterns to switch off "
+                        "(comma-separated, repeatable; hlo-workbench patterns lists them)")
+        sp.add_argument("--enable", action="append", metavar="P1,P2",
+                        help="Enzyme-JaX patterns to switch on (comma-separated, repeatable)")
+        sp.add_argument("--xla-disable", action="append", metavar="PASS",
+                        help="XLA HLO passes to switch off (comma-separated, repeatable)")
+        sp.add_argument("-d", "--device", default="cpu:0", help="the device to lower, compile and run for, "
+                        "as jax names it: cpu:0, gpu:0, ...; default: cpu:0")
         sp.add_argument("--no-nan", action="store_true", help="assume no NaNs (Reactant's no_nan)")
 
     for name, fn, help_ in (("stages", cmd_stages, "print the stage table"),
@@ -192,10 +229,15 @@ def build_parser() -> argparse.ArgumentParser:
         explore_args(sp)
         sp.set_defaults(func=fn)
         if name == "show":
-            sp.add_argument("--stage", required=True)
-    sp = sub.add_parser("patterns", help="list the Enzyme-JaX patterns")
-    sp.add_argument("--search")
-    sp.add_argument("--group")
+            sp.add_argument("--stage", required=True, metavar="NAME", help="the stage to print, by name: "
+                            "jaxpr, stablehlo, an MLIR pass such as enzyme-hlo-patterns#1, an XLA pass such as "
+                            "xla:optimized (hlo-workbench stages TARGET lists them)")
+    sp = sub.add_parser("patterns", help="list the Enzyme-JaX patterns (or their groups)")
+    sp.add_argument("--search", metavar="TEXT", help="only the patterns whose name contains TEXT (in any case)")
+    sp.add_argument("--group", metavar="NAME", help="only the patterns of one group, e.g. base, const-prop, "
+                    "'transpose up' (quote a name with a space); --groups lists the groups")
+    sp.add_argument("--groups", action="store_true", help="list the pattern groups, with how many patterns each "
+                    "has and how many of those are on by default")
     sp.set_defaults(func=cmd_patterns)
     sp = sub.add_parser("pipelines", help="list the pipeline presets")
     sp.set_defaults(func=cmd_pipelines)

@@ -29,7 +29,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
 from ..analysis.diff import diff_texts
-from ..errors import WorkbenchError
+from ..errors import ArgumentError, TraceError, WorkbenchError
 from ..exploration import Exploration, explore
 from ..stages import Stage
 
@@ -72,6 +72,43 @@ class Call:
         call.__signature__ = inspect.Signature(
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in _positional_names(fn, n) + names])
         return call, self.args + tuple(self.kwargs.values())
+
+
+class MagicFailure(UsageError):
+    """The user's code failed under the magic. Still a UsageError for code that catches those, but
+    shown as ``hlo-workbench: ...``, not as IPython's "UsageError"."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows these lines instead of a traceback
+        return str(self).splitlines()
+
+
+class TraceFailed(MagicFailure):
+    """The user's function did not trace: ``hlo-workbench: tracing failed: ...`` with the user's frames."""
+
+
+class CellFailed(MagicFailure):
+    """The cell's own code (before the traced call) raised; its traceback is shown above."""
+
+
+def _trace_failure(shell, e: WorkbenchError) -> str:
+    """The message of a trace failure: what failed and why, then the user's frames, each cell named
+    as IPython names it in tracebacks ("Cell In[5], line 3"), lines numbered as the cell shows them."""
+    text = str(e).rstrip()
+    m = re.match(r"tracing (.+?) failed:\n", text)
+    if m:
+        cause = e.__context__  # TraceError is raised "from None": the cause stays as the context
+        raised = f" raised {type(cause).__name__}" if cause is not None else ""
+        text = f"tracing failed: {m.group(1)}{raised}\n{text[m.end():]}"
+    else:
+        text = f"tracing failed: {text}"
+
+    def cell(name: str, line: str) -> str | None:
+        label = shell.compile.format_code_name(name) if hasattr(shell.compile, "format_code_name") else None
+        return f"{label[0]} {label[1]}, line {line}" if label else None
+
+    text = re.sub(r'File "([^"]+)", line (\d+)', lambda k: cell(*k.groups()) or k.group(0), text)
+    text = re.sub(r"(?<=\bat )(\S+?):(\d+)\b", lambda k: cell(*k.groups()) or k.group(0), text)
+    return f"hlo-workbench: {text}"
 
 
 def _static_option(values: list[str], magic: str) -> tuple[int, ...]:
@@ -134,13 +171,15 @@ class HloMagics(Magics):
                 raise UsageError(f"%%hlo takes options on its first line and the call on the cell's last line; "
                                  f"got {' '.join(opts.call)!r} on the first line")
             view = _view(opts, magic)
-            call = self._run_cell_body(cell)
+            call = self._run_cell_body(cell, line)
 
         fn, args = call.positional()
         try:
             ex = explore(fn, *args, pipeline=opts.pipeline, disable=opts.disable, enable=opts.enable,
                          device=opts.device, xla_disable=opts.xla_disable,
                          static_argnums=_static_option(opts.static, magic))
+        except (TraceError, ArgumentError) as e:
+            raise TraceFailed(_trace_failure(self.shell, e)) from None
         except WorkbenchError as e:
             raise UsageError(f"{magic}: {str(e).rstrip()}") from None
         self.shell.user_ns["_hlo"] = ex
@@ -152,19 +191,23 @@ class HloMagics(Magics):
             raise UsageError(f"{magic}: {e} (the Exploration is stored as _hlo)") from None
 
     # -- running the user's code -------------------------------------------------------------------
-    def _run_cell_body(self, cell: str) -> Call:
-        """Run all but the last statement in the user's namespace; evaluate the last one's parts."""
+    def _run_cell_body(self, cell: str, line: str = "") -> Call:
+        """Run all but the last statement in the user's namespace; evaluate the last one's parts.
+
+        The body is numbered as the cell shows it: line 1 is the ``%%hlo`` line, so the body starts on
+        line 2 in tracebacks, in JAX's messages and in the source lines they quote."""
         shell = self.shell
         code = shell.transform_cell(cell)
-        filename = shell.compile.cache(code, _cell_number(shell), raw_code=cell)
+        first = f"%%hlo {line}".rstrip()
+        filename = shell.compile.cache(f"{first}\n{code}", _cell_number(shell), raw_code=f"{first}\n{cell}")
         try:
-            tree = shell.compile.ast_parse(code, filename=filename)
+            tree = shell.compile.ast_parse("\n" + code, filename=filename)  # the blank line stands for the first
         except SyntaxError:
             shell.showsyntaxerror(filename)
             raise UsageError("%%hlo: the cell does not parse (see above); nothing was traced") from None
         if not tree.body:
             raise UsageError(f"%%hlo: the cell is empty; its last line must be the call to trace, e.g. {_CALL_EXAMPLE}")
-        call = _as_call(tree.body[-1], code, "%%hlo")
+        call = _as_call(tree.body[-1], "\n" + code, "%%hlo")
         body = shell.transform_ast(ast.Module(body=tree.body[:-1], type_ignores=[]))
         self._run_user(lambda: exec(shell.compile(body, filename, "exec"), shell.user_global_ns, shell.user_ns),
                        "%%hlo")
@@ -189,7 +232,8 @@ class HloMagics(Magics):
             # Skip this frame and the thunk's, so the traceback starts in the user's cell.
             tb = e.__traceback__.tb_next
             self.shell.showtraceback((type(e), e, tb.tb_next if tb is not None else None))
-            raise UsageError(f"{magic}: the code raised {type(e).__name__} (see above); nothing was traced") from None
+            raise CellFailed(f"hlo-workbench: the cell's code raised {type(e).__name__} (see above); "
+                             "nothing was traced") from None
 
 
 # -- parsing -----------------------------------------------------------------------------------------
@@ -264,14 +308,16 @@ def _show_panel(ex: Exploration, view: View, name: str = "_hlo") -> None:
 
     In a kernel whose front end can render widgets (Jupyter), the pass-toggle panel, with
     ``--stage A`` on the right (its parent on the left) or ``--stage A --vs B`` as the pair; its Python
-    lines act on ``name``. Elsewhere (a terminal IPython) and with ``--no-panel``, the text view.
+    lines act on ``name``, and ``name`` and ``_hlo`` in the user's namespace follow its toggles.
+    Elsewhere (a terminal IPython) and with ``--no-panel``, the text view.
     """
     if not (view.panel and _widgets_render()):
         print(text_view(ex, view), end="")
         return
+    from IPython import get_ipython
     from IPython.display import display
 
-    from .widgets import panel
+    from .widgets import Panel
 
     left = right = None
     if view.stage:
@@ -279,7 +325,7 @@ def _show_panel(ex: Exploration, view: View, name: str = "_hlo") -> None:
         left = ex.stage(view.stage).parent
         if view.vs:
             left, right = right, ex.stage(view.vs).name
-    display(panel(ex, name=name, left=left, right=right))
+    display(Panel(ex, name=name, left=left, right=right, bind=get_ipython().user_ns, bind_names=(name, "_hlo")))
 
 
 def _widgets_render() -> bool:
@@ -301,7 +347,8 @@ def text_view(ex: Exploration, view: View = View()) -> str:
     """The stage table, then the last MLIR stage's text (or the ``--stage``, or the ``--stage``/``--vs`` diff)."""
     from .text import stage_table
 
-    out = [f"{ex!r}\n", stage_table(ex), ""]
+    table = stage_table(ex)  # first: it computes every stage, so the header counts what the table shows
+    out = [f"{ex!r}\n", table, ""]
     if ex.error:
         out += [f"{ex.error}", "(the stages before it are usable: _hlo[...])", ""]
     if view.stage and view.vs:

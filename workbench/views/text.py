@@ -13,6 +13,7 @@ def stage_table(ex) -> str:
     df = ex.table()
     df["produced_by"] = [short_pass(p) for p in df["produced_by"]]
     df["changed"] = ["yes" if c else "" for c in df["changed"]]
+    df["cached"] = ["yes" if c else "" for c in df["cached"]]  # ms then is the first run's time
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
         return df.to_string(index=False)
 

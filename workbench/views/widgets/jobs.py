@@ -35,12 +35,15 @@ class Jobs:
         self.status = status
         self.label = ""  # what the running job says it does
         self.note = ""  # what the running job has said of its progress, shown after the time
+        self.done: int | None = None  # how much of the running job's work is done, of ``total``
+        self.total: int | None = None  # (None: the job has not said, or cannot know)
         self.last_error: str | None = None  # the last job's failure, None when it succeeded
         self._on_busy = on_busy
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="wb-panel") if background else None
         self._futures: list[Future] = []
         self._busy = 0  # queued or running busy jobs
         self._busy_lock = threading.Lock()
+        self._started = time.perf_counter()  # when the running job started
 
     def submit(self, label: str, work: Callable[[], None], *, busy: bool) -> None:
         """Queue ``work``; ``busy`` work counts as busy from now until it ends."""
@@ -55,7 +58,13 @@ class Jobs:
     def relabel(self, label: str) -> None:
         """What the running job does, once it knows (a rebuild learns its action only when it starts)."""
         self.label = label
-        self.status.value = html.running(label, 0.0, self.note)
+        self.status.value = html.running(label, 0.0, self.note, self.done, self.total)
+
+    def progress(self, done: int, total: int | None) -> None:
+        """The running job's ``on_progress(done, total)``: the status line shows a determinate bar and
+        "done/total" when ``total`` is known (the next tick redraws it with the time)."""
+        self.done, self.total = done, total
+        self.status.value = html.running(self.label, time.perf_counter() - self._started, self.note, done, total)
 
     def show_error(self, e: BaseException) -> None:
         """An error outside any job (a click on a stage that is gone), shown the same way."""
@@ -78,7 +87,8 @@ class Jobs:
 
     def _run(self, label: str, work: Callable[[], None], busy: bool) -> None:
         stop = threading.Event()
-        started = time.perf_counter()
+        started = self._started = time.perf_counter()
+        self.done = self.total = None
         self.relabel(label)
         if self._executor is not None:
             threading.Thread(target=self._tick, args=(started, stop), daemon=True).start()
@@ -93,12 +103,14 @@ class Jobs:
         finally:
             stop.set()
             self.note = ""
+            self.done = self.total = None
             if busy:
                 self._count_busy(-1)
 
     def _tick(self, started: float, stop: threading.Event) -> None:
         while not stop.wait(0.5):
-            self.status.value = html.running(self.label, time.perf_counter() - started, self.note)
+            self.status.value = html.running(self.label, time.perf_counter() - started, self.note, self.done,
+                                             self.total)
 
     def _count_busy(self, step: int) -> None:
         with self._busy_lock:
