@@ -198,7 +198,8 @@ def test_run_shows_outputs_timing_and_the_check(p, ex):
     # measured against the function in float64, next to the as-lowered program's own error
     assert "passed" in out and "against <code>transposed_dot in float64</code>" in out
     assert re.search(r"the program as lowered: [\d.e+-]+;", out) and "<th>as lowered</th>" in out
-    assert re.search(r"median <b>[\d.]+ ms</b> &middot; min [\d.]+ ms &middot; IQR [\d.]+ ms &middot; n=20", out)
+    number = r"[\d.]+(?:e[+-]\d+)?"  # html.num: scientific below 1e-3
+    assert re.search(rf"median <b>{number} ms</b> &middot; min {number} ms &middot; IQR {number} ms &middot; n=20", out)
     assert "<td>(4, 16)</td><td>float32</td>" in out
     p.compare(["stablehlo", ex.default_run_stage().name])
     assert "speedup" in p.compare_out.value and p.compare_out.value.count("True") == 2
@@ -210,12 +211,14 @@ def test_cost_and_graph_tabs_fill_when_opened(p):
     assert p.cost_plot.outputs[0]["data"]["image/png"]
     assert "stablehlo.dot_general" in p.op_costs.value
     p.tabs.selected_index = 4  # Graph
-    assert "<svg" in p.graph_out.value or "not available" in p.graph_out.value
+    graph = p.graph_view  # the right stage's dataflow: graphviz's SVG, without the XML prologue
+    assert graph.message == "" and graph.svg.startswith("<svg") and "dot_general" in graph.svg
+    assert graph.focus == "" and len(graph.nodes) >= 4
 
 
 def test_applicable_patterns(p):
     p.find_applicable("stablehlo")
-    out = p.applicable_out.value
+    out = p.analyze.applicable_out.value
     assert "<code>dot_transpose</code>" in out and "patterns change <code>stablehlo</code> when applied alone" in out
     assert p.python == 'ex.applicable("stablehlo", details=True)'
 
@@ -229,10 +232,11 @@ def test_bisect_finds_the_patterns_that_form_a_dot_and_switches_them_off():
     p.bisect("op_count_above(op, n)", op="stablehlo.dot_general", n=0)
     assert p.last_error is None, p.last_error
     assert p.python == 'ex.bisect(wb.op_count_above("stablehlo.dot_general", 0))'
-    culprits = p._culprits
-    assert culprits and all(f"<code>{c}</code>" in p.bisect_out.value for c in culprits)
-    assert p.culprits_off.layout.display == ""
-    p.culprits_off.click()
+    tab = p.analyze
+    culprits = tab.culprits
+    assert culprits and all(f"<code>{c}</code>" in tab.bisect_out.value for c in culprits)
+    assert tab.culprits_off.layout.display == ""
+    tab.culprits_off.click()
     assert p.ex.spec.selection.disabled == set(culprits)
     assert "stablehlo.dot_general" not in last_mlir(p.ex).text
     # a predicate that does not hold with every pattern on is explained, not raised
@@ -241,7 +245,7 @@ def test_bisect_finds_the_patterns_that_form_a_dot_and_switches_them_off():
     # a predicate kind that does not exist is named, with the known ones
     with pytest.raises(wb.UnknownNameError, match=r"unknown predicate 'crash\(\)'; did you mean 'crashes\(\)'"):
         p.bisect("crash()")
-    assert p.predicate.value == "crashes()"
+    assert tab.predicate.value == "crashes()"
     p.close()
 
 
@@ -335,3 +339,230 @@ def test_panel_function_names_the_variable(ex):
     p.wait()
     assert p.python == 'mine = mine.with_xla(disable=["algsimp"])' and p.last_error is None
     p.close()
+
+
+# -- issue 10: the state follows the panel -----------------------------------------------------------------
+def test_the_magics_variables_follow_the_panels_toggles():
+    from workbench.views.widgets import ToggleList
+    from ipywidgets import widget_serialization
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "workbench")
+    shell.run_cell("import jax.numpy as jnp")
+    cell = "%%hlo -o tt\ndef tt(x):\n    return jnp.transpose(jnp.transpose(x)) + 1\ntt(jnp.ones((4, 8)))\n"
+    shell.kernel = object()  # what a Jupyter kernel's shell has: the magic shows the panel
+    try:
+        with capture_output() as cap:
+            assert shell.run_cell(cell).success
+        model_id = cap.outputs[0].data["application/vnd.jupyter.widget-view+json"]["model_id"]
+        root = widget_serialization["from_json"]("IPY_MODEL_" + model_id, None)
+        toggles = next(w for w in descendants(root) if isinstance(w, ToggleList) and w.noun == "pattern")
+        p = toggles.handler.__self__.wait()  # the Panel that the patterns list reports to
+        first = shell.user_ns["tt"]
+        assert shell.user_ns["_hlo"] is first and p.ex is first
+        assert "<code>tt</code> and <code>_hlo</code> follow this panel" in p.python_box.value
+        send(toggles, type="toggle", names=["transpose_transpose"], on=False)
+        p.wait()
+        assert p.last_error is None, p.last_error
+        new = shell.user_ns["tt"]
+        assert new is p.ex and new is not first and shell.user_ns["_hlo"] is new
+        assert new.spec.selection.disabled == {"transpose_transpose"}
+        assert last_mlir(new).text.count("stablehlo.transpose") > last_mlir(first).text.count("stablehlo.transpose")
+        # what the user runs next is the program the panel shows
+        shell.run_cell("after = tt.default_run_stage().text")
+        assert shell.user_ns["after"] == last_mlir(p.ex).text
+        # a failed action rebinds nothing
+        p.set_pipeline("canonicalize,not-a-pass")
+        p.wait()
+        assert "not-a-pass" in p.last_error and shell.user_ns["tt"] is new and shell.user_ns["_hlo"] is new
+        # a name the user bound to something else since is left alone; the others still follow
+        shell.run_cell("tt = 42")
+        send(toggles, type="toggle", names=["transpose_transpose"], on=True)
+        p.wait()
+        assert shell.user_ns["tt"] == 42 and shell.user_ns["_hlo"] is p.ex
+        assert p.ex.spec.selection.disabled == frozenset()
+        p.close()
+    finally:
+        del shell.kernel
+
+
+def test_panel_rebinds_a_name_only_when_given_a_namespace(ex):
+    ns = {"mine": ex}
+    p = panel(ex, name="mine", bind=ns).wait()
+    p.toggle_xla(["algsimp"], False)
+    p.wait()
+    assert p.last_error is None and ns["mine"] is p.ex and p.ex is not ex
+    assert "<code>mine</code> follows this panel" in p.python_box.value
+    p.close()
+    q = Panel(ex, name="mine", background=False)  # no namespace: no variable changes
+    q.toggle_xla(["algsimp"], False)
+    assert q.bound == () and q.ex is not ex
+    assert "<code>mine</code> stays the Exploration the panel started from" in q.python_box.value
+    assert "bind=globals()" in q.python_box.value
+    q.close()
+
+
+# -- issue 10: honest numbers ----------------------------------------------------------------------------
+def test_numbers_are_written_with_three_digits_and_small_ones_in_scientific_notation():
+    from workbench.views.widgets import html
+
+    assert [html.num(x) for x in (3.06e-07, 0.0, 0.87, 12.345, 1234.5, 7, 2_500_000, -4.2e-05, float("nan"))] == \
+        ["3.06e-07", "0", "0.870", "12.3", "1234", "7", "2.50e+06", "-4.20e-05", ""]
+
+    def noisy(x, y):
+        return jnp.tanh(x @ y).sum(0)
+
+    import jax
+
+    x = jax.random.normal(jax.random.PRNGKey(0), (32, 32))
+    e = wb.explore(noisy, x, x, pipeline="canonicalize,cse")
+    p = Panel(e, background=False)
+    p.run("cse#1", device="cpu:0", repeat=2)
+    p.compare(["stablehlo", "cse#1"], device="cpu:0")
+    df = e.compare(["stablehlo", "cse#1"], device="cpu:0", repeat=2)
+    err = df["max_rel_err"].iloc[0]
+    assert 0 < err < 1e-3  # float32 rounding against the float64 reference
+    cells = re.findall(r"<td>([^<]*)</td>", p.compare_out.value)
+    assert html.num(err) in cells and "0.0" not in cells and "0.000" not in cells
+    assert re.search(r"max rel error \d\.\d\de-\d\d\)", p.run_out.value)
+    p.close()
+
+
+def test_steps_served_from_the_cache_are_marked_cached():
+    from workbench.pipeline.build import clear_caches
+    from workbench.views.text import stage_table
+    from workbench.views.widgets import html as wb_html
+
+    def scaled(x):
+        return x * 3.0 + 1.0
+
+    clear_caches()  # this process's step cache: the first run of each step is measured here
+    e = wb.explore(scaled, jnp.ones((4, 4)), pipeline="canonicalize,canonicalize,cse,cse")
+    st = {s.name: s for s in e.stages}
+    assert not st["canonicalize#1"].cached and not st["cse#1"].cached
+    # a repeat on an unchanged module has the same input and pass: served from the cache, first time reused
+    for first, again in (("canonicalize#1", "canonicalize#2"), ("cse#1", "cse#2")):
+        assert st[again].cached == (not st[first].changed)
+        if st[again].cached:
+            assert st[again].seconds == st[first].seconds and "(cached)" in repr(st[again])
+    assert any(s.cached for s in e.stages) and not st["xla:optimized"].cached
+    table = e.table()
+    assert list(table["cached"]) == [s.cached for s in e.stages]
+    assert "cached" in stage_table(e).splitlines()[0]
+    # a toggle recomputes only what it affects: the steps before the patterns are served, and XLA's
+    # compile of an unchanged final module too
+    t = wb.explore(transposed_dot, jnp.ones((8, 16)), jnp.ones((4, 8)), pipeline="canonicalize,cse,enzyme-hlo-patterns")
+    assert not t["xla:optimized"].cached  # XLA's stages are made on first use: t's first
+    t2 = t.with_patterns(disable=["pad_simplify"])  # a pattern that does nothing to this program
+    assert last_mlir(t2).text == last_mlir(t).text
+    assert t2["canonicalize#1"].cached and t2["cse#1"].cached and not t2["enzyme-hlo-patterns#1"].cached
+    assert t2["xla:optimized"].cached and t2["xla:optimized"].seconds == t["xla:optimized"].seconds
+    p = Panel(t2, background=False)
+    rows = {r["name"]: r for r in p.stage_list.stages}
+    assert rows["cse#1"]["cached"] and not rows["enzyme-hlo-patterns#1"]["cached"]
+    assert rows["cse#1"]["time"] == f"{wb_html.num(t2['cse#1'].seconds * 1e3)} ms (cached)"
+    assert rows["enzyme-hlo-patterns#1"]["time"].endswith(" ms")
+    p.tabs.selected_index = 3  # Cost: the seconds of cached stages say so
+
+    def row(stage):
+        return re.search(rf"<tr>(?:(?!</tr>).)*<td>{re.escape(stage)}</td>(?:(?!</tr>).)*</tr>", p.cost_table.value,
+                         re.S)[0]
+
+    assert re.search(r"<td>[\d.e+-]+ \(cached\)</td>", row("cse#1"))
+    assert "(cached)" not in row("enzyme-hlo-patterns#1")
+    p.close()
+
+
+# -- issue 10: bisect in the Analyze tab ------------------------------------------------------------------
+def test_bisect_shows_its_culprits_runs_and_failures_in_the_tab(ex):
+    p = Panel(ex, background=False)
+    tab = p.analyze
+    # the proposed predicate holds with every pattern and not with none: the transposes the patterns remove
+    assert (tab.predicate.value, tab.pred_op.value, tab.pred_n.value) == \
+        ("op_count_at_most(op, n)", "stablehlo.transpose", 0)
+    assert "the patterns remove 3 <code>stablehlo.transpose</code>" in tab.predicate_note.value
+    p.bisect()
+    assert p.last_error is None, p.last_error
+    line = 'ex.bisect(wb.op_count_at_most("stablehlo.transpose", 0))'
+    assert p.python == line
+    out = tab.bisect_out.value
+    n = len(tab.culprits)
+    assert n >= 1 and f"<b>{n} pattern{'s' * (n != 1)}</b> make{'s' * (n == 1)} " in out
+    assert "<th>pattern</th><th>group</th>" in out and "<td>base</td>" in out
+    assert re.search(r"what they do together, on the last MLIR stage: .*<code>stablehlo.transpose</code> \d&rarr;0", out)
+    assert out.count("<td>holds</td>") + out.count("<td>does not hold</td>") == int(re.search(r"\((\d+) pipeline runs", out)[1])
+    # the line it shows, pasted, finds the same patterns
+    ns = {"ex": ex, "wb": wb}
+    assert exec(f"res = {line}", ns) is None and ns["res"].patterns == tab.culprits
+    # nothing to bisect: said in the tab, with the predicate and the runs, and in the status line
+    p.bisect("op_count_above(op, n)", op="stablehlo.dot_general", n=0)
+    out = tab.bisect_out.value
+    assert "holds with no pattern enabled" in p.last_error and "Nothing bisected" in out
+    assert "holds with no pattern enabled" in out and "wb.op_count_above(&quot;stablehlo.dot_general&quot;, 0)" in out
+    assert "<td>every enabled pattern</td><td>holds</td>" in out and "<td>no pattern</td><td>holds</td>" in out
+    p.bisect("crashes()")
+    assert "does not hold with all candidate patterns" in tab.bisect_out.value
+    assert tab.culprits == [] and tab.culprits_off.layout.display == "none"
+    # a predicate the user chose stays through a toggle; the proposal follows the program otherwise
+    p.bisect("op_count_above(op, n)", op="stablehlo.dot_general", n=3)
+    p.toggle_patterns(["dot_transpose"], False)
+    assert (tab.predicate.value, tab.pred_op.value, tab.pred_n.value) == \
+        ("op_count_above(op, n)", "stablehlo.dot_general", 3)
+    from workbench.ir.ops import op_counts
+
+    q = Panel(p.ex, background=False)
+    left = op_counts(p.ex.default_run_stage().text)["stablehlo.transpose"]
+    assert 0 < left < 3 and (q.analyze.pred_op.value, q.analyze.pred_n.value) == ("stablehlo.transpose", left)
+    p.close()
+    q.close()
+
+
+# -- issue 10: patterns under a pipeline that does not apply them ----------------------------------------
+def test_the_passes_tab_says_patterns_do_nothing_without_a_patterns_step(p):
+    assert p.patterns_note.layout.display == "none" and p.patterns_view.message == ""
+    p.set_pipeline("upstream")
+    assert "has no enzyme-hlo-patterns step" in p.patterns_view.message and "no effect" in p.patterns_view.message
+    assert p.patterns_note.layout.display == "" and "<code>upstream</code>" in p.patterns_unused.value
+    offered = [b.description for b in p.pattern_presets]
+    assert "all" in offered and "upstream" not in offered and "only_enzyme" not in offered
+    assert "applies no Enzyme-JaX patterns" in p.analyze.predicate_note.value  # nor is there anything to bisect
+    from workbench.pipeline.presets import preset
+
+    assert all(any(s.kind == "patterns" for s in preset(n).steps) for n in offered)
+    # toggling there really changes no stage
+    before = [s.text for s in p.ex.pipeline_stages]
+    send(p.patterns_view, type="toggle", names=["transpose_transpose"], on=False)
+    assert [s.text for s in p.ex.pipeline_stages] == before
+    next(b for b in p.pattern_presets if b.description == "all").click()
+    assert p.ex.spec.pipeline == "all" and "enzyme-hlo-patterns#1" in p.ex.names
+    assert p.patterns_note.layout.display == "none" and p.patterns_view.message == ""
+
+
+# -- issue 10: the group checkbox ------------------------------------------------------------------------
+def test_a_mixed_group_click_clears_it_and_big_changes_ask_first(p, ex):
+    items = p.patterns_view.items
+    base = [n for n, g, _ in items if g == "base"]
+    send(p.patterns_view, type="toggle", names=["dot_transpose"], on=False)  # base is now mixed
+    mixed = p.ex
+    send(p.patterns_view, type="group", group="base")
+    assert p.patterns_view.confirm == f"switch {len(base) - 1} patterns off (group base)?"
+    assert p.ex is mixed  # nothing applied before the answer
+    send(p.patterns_view, type="no")
+    assert p.patterns_view.confirm == "" and p.ex is mixed
+    send(p.patterns_view, type="group", group="base")
+    send(p.patterns_view, type="yes")
+    assert p.patterns_view.confirm == "" and p.last_error is None
+    assert set(base) <= p.ex.spec.selection.disabled and not set(base) & set(p.patterns_view.enabled)
+    # a group with every switch off goes on; a small change applies at once
+    down = [n for n, g, _ in items if g == "transpose down"]
+    assert 0 < len(down) <= 50 and not set(down) & set(p.patterns_view.enabled)
+    send(p.patterns_view, type="group", group="transpose down")
+    assert p.patterns_view.confirm == "" and set(down) <= set(p.patterns_view.enabled)
+    send(p.patterns_view, type="group", group="transpose down")  # full: off again
+    assert not set(down) & set(p.patterns_view.enabled)
+    # reset asks too when it would switch more than 50
+    send(p.patterns_view, type="reset")
+    assert p.patterns_view.confirm == f"reset {len(base)} patterns to their defaults?"
+    send(p.patterns_view, type="yes")
+    assert p.patterns_view.changed_from_default() == [] and p.ex.spec.selection.disabled == frozenset()
+    assert (p.patterns_view.nouns, p.xla_view.nouns) == ("patterns", "XLA passes")

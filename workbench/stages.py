@@ -20,10 +20,11 @@ class Stage:
 
     ``produced_by`` is the exact pass or pipeline string that made it from ``parent`` (pasteable into
     ``enzymexlamlir-opt --pass-pipeline=...`` for MLIR stages). ``seconds`` is None where the tool
-    that made it does not report a time (single XLA passes); an MLIR stage whose input text and pass
-were run before (in any Exploration of this session) shows the time measured then, since the pass
-is not run again. ``error`` is set on a stage that failed;
-    its ``text`` is then empty.
+    that made it does not report a time (single XLA passes). ``cached`` is True when the step was
+    served from a cache instead of run: an MLIR stage whose input text and pass ran before (in any
+    Exploration of this session), or ``xla:optimized`` of a module XLA compiled before; its
+    ``seconds`` is then the time measured on that first run, not a new measurement. ``error`` is
+    set on a stage that failed; its ``text`` is then empty.
     """
 
     name: str
@@ -35,6 +36,7 @@ is not run again. ``error`` is set on a stage that failed;
     parent: str | None
     error: str | None = None
     text_with_locations: str = field(default="", repr=False, compare=False)
+    cached: bool = field(default=False, compare=False)
 
     @property
     def is_module(self) -> bool:
@@ -49,7 +51,7 @@ is not run again. ``error`` is set on a stage that failed;
 
     def __repr__(self) -> str:
         state = "ERROR" if self.error else ("changed" if self.changed else "unchanged")
-        t = "" if self.seconds is None else f", {self.seconds * 1e3:.1f} ms"
+        t = "" if self.seconds is None else f", {self.seconds * 1e3:.1f} ms" + (" (cached)" * self.cached)
         return f"Stage({self.name!r}, {self.group}, {state}, {self.lines} lines{t})"
 
     def _repr_html_(self) -> str:

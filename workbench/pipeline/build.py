@@ -183,10 +183,10 @@ def stage_name(base: str, earlier: Sequence[Stage]) -> str:
 
 def stage_from_run(name: str, parent: Stage, result: StepResult, pass_string: str) -> Stage:
     """The MLIR stage that the runner's ``result`` of ``pass_string`` on ``parent`` is: shown without
-    locations, and changed when that text differs from the parent's."""
+    locations, changed when that text differs from the parent's, cached when the runner served it."""
     text = strip_locations(result.text)
     return Stage(name, "mlir", text, pass_string, text != parent.text, result.seconds, parent.name,
-                 text_with_locations=result.text)
+                 text_with_locations=result.text, cached=result.cached)
 
 
 def failed_stage(name: str, parent: Stage, pass_string: str, error: StageError) -> Stage:
@@ -235,6 +235,7 @@ def _xla_stages(spec: Spec, last: Stage) -> XlaStages:
     if spec.traced is None and "@main" not in source:
         return XlaStages((), None, None)
     try:
+        cached = _xla_key(spec, source, spec.xla_options) in _XLA_CACHE  # its seconds are the first compile's
         result = _compile(spec, source, spec.xla_options)
         result = _check_disabled_passes(spec, source, result)
     except Exception as e:  # XLA's own rejection of the module or an option, kept as a failed stage
@@ -248,14 +249,19 @@ def _xla_stages(spec: Spec, last: Stage) -> XlaStages:
             p = next((s for s in stages if s.name == "xla:optimized"), last)
         else:
             p = stages[-1] if stages else last
-        seconds = result.seconds if xs.name == "xla:optimized" else None
-        stages.append(Stage(xs.name, xs.group, xs.text, xs.produced_by, xs.text != p.text, seconds, p.name))
+        timed = xs.name == "xla:optimized"
+        stages.append(Stage(xs.name, xs.group, xs.text, xs.produced_by, xs.text != p.text,
+                            result.seconds if timed else None, p.name, cached=timed and cached))
     return XlaStages(tuple(stages), None, result)
+
+
+def _xla_key(spec: Spec, source: str, options: tuple[tuple[str, str], ...]) -> tuple:
+    return (text_hash(source), spec.device, options)
 
 
 def _compile(spec: Spec, source: str, options: tuple[tuple[str, str], ...]):
     """XLA's compile of ``source`` with per-pass dumps, cached by (module, device, options)."""
-    key = (text_hash(source), spec.device, options)
+    key = _xla_key(spec, source, options)
     if key in _XLA_CACHE:
         _XLA_CACHE.move_to_end(key)
         return _XLA_CACHE[key]

@@ -106,15 +106,16 @@ def compare(name: str, stages: Sequence[str], device: str, repeat: int) -> Actio
                   lambda ex: ex.compare(stages, device=device, repeat=repeat))
 
 
-def applicable(name: str, stage: str) -> Action:
+def applicable(name: str, stage: str, on_progress: Callable[[int, int | None], None] | None = None) -> Action:
     return Action(f"try every pattern alone on {stage}",
                   f"{name}.applicable({_lit(stage)}, details=True)",
-                  lambda ex: ex.applicable(stage, details=True, progress=False))
+                  lambda ex: ex.applicable(stage, details=True, progress=False, on_progress=on_progress))
 
 
 # The predicates a bisection can look for; the keyword arguments each one takes from the panel.
 PREDICATES = {
     "op_count_above(op, n)": ("op", "n"),
+    "op_count_at_most(op, n)": ("op", "n"),
     "crashes()": (),
     "miscompiles(device)": ("device",),
 }
@@ -129,17 +130,20 @@ def predicate_params(kind: str) -> tuple[str, ...]:
 
 def predicate(kind: str, *, op: str = "", n: int = 0, device: str = "cpu:0") -> tuple[str, Callable]:
     """(the Python expression, the predicate) for one entry of PREDICATES."""
-    from ...analysis.bisect import crashes, miscompiles, op_count_above
+    from ...analysis.bisect import crashes, miscompiles, op_count_above, op_count_at_most
 
     predicate_params(kind)
     if kind == "op_count_above(op, n)":
         return f"wb.op_count_above({_lit(op)}, {int(n)})", op_count_above(op, int(n))
+    if kind == "op_count_at_most(op, n)":
+        return f"wb.op_count_at_most({_lit(op)}, {int(n)})", op_count_at_most(op, int(n))
     if kind == "crashes()":
         return "wb.crashes()", crashes()
     return f"wb.miscompiles({_lit(device)})", miscompiles(device)
 
 
-def bisect(name: str, kind: str, on_run: Callable[[int, bool], None] | None = None, **params) -> Action:
+def bisect(name: str, kind: str, on_run: Callable[[int, bool], None] | None = None,
+           on_progress: Callable[[int, int | None], None] | None = None, **params) -> Action:
     """Bisect the enabled patterns for ``kind``; ``on_run(runs, held)`` hears of every pipeline run."""
     expr, pred = predicate(kind, **params)
     runs = [0]
@@ -152,4 +156,4 @@ def bisect(name: str, kind: str, on_run: Callable[[int, bool], None] | None = No
         return held
 
     return Action(f"bisect the patterns for {expr}", f"{name}.bisect({expr})",
-                  lambda ex: ex.bisect(counted, progress=False))
+                  lambda ex: ex.bisect(counted, progress=False, on_progress=on_progress))

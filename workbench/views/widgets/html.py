@@ -4,16 +4,18 @@ with every piece of text escaped. The class names are those of ``panel.css``.
 """
 from __future__ import annotations
 
+import math
+import numbers
 from html import escape
-from typing import Sequence
+from typing import Collection, Sequence
 
 from ...analysis.diff import Diff
 from ...exploration import Exploration
 from ...stages import Stage
 
-__all__ = ["esc", "table", "running", "failed", "done", "header", "stage_error", "pipeline_string", "python_line",
-           "ops_delta", "run_result", "applicable", "bisect_result", "stage_costs", "op_costs", "op_costs_missing",
-           "graph", "graph_note"]
+__all__ = ["esc", "num", "cell", "table", "running", "failed", "done", "header", "stage_error", "pipeline_string",
+           "python_line", "patterns_unused", "ops_delta", "run_result", "stage_costs", "op_costs",
+           "op_costs_missing"]
 
 # the columns of ``Exploration.cost()`` the Cost tab shows, in this order
 _COST_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes",
@@ -24,26 +26,57 @@ def esc(x) -> str:
     return escape(str(x))
 
 
-def table(df, floats: int = 3, max_rows: int = 200) -> str:
-    """A DataFrame as a compact HTML table: blanks for missing values, whole floats without ".0"."""
+def num(x, digits: int = 3) -> str:
+    """A number as the panel writes it: ``digits`` significant digits, scientific notation when
+    |x| < 1e-3 or |x| >= 1e6 (so 3.06e-07 never reads 0.0), whole numbers without a fraction, exact 0 as 0."""
+    if isinstance(x, bool):
+        return str(x)
+    x = float(x)
+    if math.isnan(x):
+        return ""
+    if x == 0:
+        return "0"
+    if math.isinf(x) or not 1e-3 <= abs(x) < 1e6:
+        return f"{x:.{digits - 1}e}"
+    if x.is_integer():
+        return str(int(x))
+    return f"{x:.{max(0, digits - 1 - math.floor(math.log10(abs(x))))}f}"
+
+
+def cell(v, digits: int = 3) -> str:
+    """One table cell: numbers through ``num``, booleans as True/False, missing values blank."""
     import pandas as pd
 
+    if v is None or (not isinstance(v, (str, bytes)) and pd.api.types.is_scalar(v) and pd.isna(v)):
+        return ""
+    if isinstance(v, numbers.Number) and not isinstance(v, (bool, complex)):
+        import numpy as np
+
+        return str(bool(v)) if isinstance(v, np.bool_) else num(v, digits)
+    return str(v)
+
+
+def table(df, floats: int = 3, max_rows: int = 200) -> str:
+    """A DataFrame as a compact HTML table: every number through ``num`` (``floats`` significant
+    digits), blanks for missing values."""
     df = df.copy()
     for c in df.columns:
-        values = df[c].dropna()
-        if df[c].dtype.kind == "f" and len(values) and (values == values.round()).all():
-            df[c] = df[c].astype("Int64")
-    df = df.astype(object).where(df.notna(), "")
-    with pd.option_context("display.max_rows", max_rows, "display.precision", floats):
-        return df.to_html(index=False, escape=True, classes="wb-table", border=0, max_rows=max_rows)
+        df[c] = [cell(v, floats) for v in df[c]]
+    return df.to_html(index=False, escape=True, classes="wb-table", border=0, max_rows=max_rows)
 
 
 # -- the status line -------------------------------------------------------------------------------
-def running(label: str, elapsed: float, note: str = "") -> str:
-    # No callback reports how far a pass pipeline, a pattern scan or a bisection is, so the bar is
-    # the browser's indeterminate one; what is known (elapsed time, runs) is text.
-    return (f'<span class="wb-status wb-running"><progress class="wb-progress"></progress>'
-            f'{esc(label)} &middot; {elapsed:.1f} s{esc(note)}</span>')
+def running(label: str, elapsed: float, note: str = "", done: int | None = None, total: int | None = None) -> str:
+    """A running job: a determinate bar and "done/total" when the job reports both (a pattern scan),
+    else the browser's indeterminate bar (a pass pipeline, a bisection, whose length is unknown)."""
+    if done is not None and total:
+        done = min(max(int(done), 0), int(total))
+        bar = f'<progress class="wb-progress" value="{done}" max="{int(total)}"></progress>'
+        count = f" &middot; {done}/{int(total)}"
+    else:
+        bar, count = '<progress class="wb-progress"></progress>', ""
+    return (f'<span class="wb-status wb-running">{bar}'
+            f'{esc(label)}{count} &middot; {elapsed:.1f} s{esc(note)}</span>')
 
 
 def failed(message: str) -> str:
@@ -89,14 +122,30 @@ def pipeline_string(name: str, pipeline: str) -> str:
             f'<pre class="wb-copy">{esc(pipeline)}</pre></details>')
 
 
-def python_line(line: str, history: Sequence[str]) -> str:
-    """The line of the last action, ready to copy, and the toggles so far folded under it."""
+def python_line(line: str, history: Sequence[str], bound: Sequence[str] = (), name: str = "ex") -> str:
+    """The line of the last action, ready to copy, the toggles so far folded under it, and which
+    variables follow the panel (``bound``; none: ``name`` stays what the panel started from)."""
     hist = ""
     if history:
         hist = ('<details><summary>the toggles so far, as code</summary><pre class="wb-copy">'
                 + esc("\n".join(history)) + "</pre></details>")
+    if bound:
+        names = " and ".join(f"<code>{esc(b)}</code>" for b in bound)
+        follow = (f"{names} follow{'s' * (len(bound) == 1)} this panel: after each toggle, "
+                  f"{'they are' if len(bound) > 1 else 'it is'} the Exploration shown")
+    else:
+        follow = (f"<code>{esc(name)}</code> stays the Exploration the panel started from (paste the lines to "
+                  f"follow it, or make the panel with <code>wb.panel({esc(name)}, bind=globals())</code>)")
     return (f'<div class="wb-python"><span class="wb-python-label">Python</span>'
-            f'<pre class="wb-copy" title="click to select">{esc(line)}</pre>{hist}</div>')
+            f'<pre class="wb-copy" title="click to select">{esc(line)}</pre>'
+            f'<span class="wb-note wb-follow">{follow}</span>{hist}</div>')
+
+
+def patterns_unused(pipeline: str) -> str:
+    """Why the pattern switches do nothing under ``pipeline``, above the presets that apply patterns."""
+    return (f'<div class="wb-note"><b>No effect here:</b> the pipeline <code>{esc(pipeline)}</code> has no '
+            "<code>enzyme-hlo-patterns</code> step, so switching the patterns below changes none of its "
+            "stages. These presets apply them:</div>")
 
 
 def ops_delta(d: Diff) -> str:
@@ -127,9 +176,9 @@ def run_result(r) -> str:
         c = checks.get(key)
         rows.append(f"<tr><td><code>{esc(key)}</code></td><td>{esc(tuple(getattr(leaf, 'shape', ())))}</td>"
                     f"<td>{esc(getattr(leaf, 'dtype', type(leaf).__name__))}</td>"
-                    + (f"<td>{c.max_abs:.3g}</td>"
-                       f"<td>{'' if c.lowered_abs is None else format(c.lowered_abs, '.3g')}</td>"
-                       f"<td>{c.max_rel:.3g}</td><td>{c.tolerance:.3g}</td>"
+                    + (f"<td>{num(c.max_abs)}</td>"
+                       f"<td>{'' if c.lowered_abs is None else num(c.lowered_abs)}</td>"
+                       f"<td>{num(c.max_rel)}</td><td>{num(c.tolerance)}</td>"
                        f"<td>{'passed' if c.passed else 'FAILED'}</td>" if c else "<td></td>" * 5) + "</tr>")
     if r.check is None:
         verdict = '<span class="wb-chip">not checked</span>'
@@ -137,49 +186,28 @@ def run_result(r) -> str:
         chip = ('<span class="wb-chip wb-pass">&#10003; passed</span>' if r.check.passed
                 else '<span class="wb-chip wb-fail">&#10006; FAILED</span>')
         low = r.check.lowered_abs
-        lowered = "" if low is None else f", the program as lowered: {low:.3g}"
+        lowered = "" if low is None else f", the program as lowered: {num(low)}"
         note = f'<div class="wb-note">{esc(r.check.note)}</div>' if r.check.note else ""
         verdict = (f"{chip} against <code>{esc(r.check.reference)}</code> (max abs error "
-                   f"{r.check.max_abs:.3g}{lowered}; max rel error {r.check.max_rel:.3g}){note}")
+                   f"{num(r.check.max_abs)}{lowered}; max rel error {num(r.check.max_rel)}){note}")
     t = r.timing
     return (f'<div class="wb-result"><div><b>{esc(r.stage)}</b> on <b>{esc(r.device)}</b>: {verdict}</div>'
-            f"<div>time per call: median <b>{t.median * 1e3:.3f} ms</b> &middot; min {t.min * 1e3:.3f} ms "
-            f"&middot; IQR {t.iqr * 1e3:.3f} ms &middot; n={len(t.times)} (after one warm-up call)</div>"
+            f"<div>time per call: median <b>{num(t.median * 1e3)} ms</b> &middot; min {num(t.min * 1e3)} ms "
+            f"&middot; IQR {num(t.iqr * 1e3)} ms &middot; n={len(t.times)} (after one warm-up call)</div>"
             '<table class="wb-table"><thead><tr><th>output</th><th>shape</th><th>dtype</th><th>max abs err</th>'
             "<th>as lowered</th><th>max rel err</th><th>tolerance</th><th>check</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table></div>")
 
 
-def applicable(name: str, stage: str, df, enabled: set[str]) -> str:
-    """``Exploration.applicable(stage, details=True)``: the patterns that change the stage, and
-    whether each is in ``name``'s pipeline (``enabled``)."""
-    changed = df[df["changed"]]
-    errors = df[df["error"].notna() & (df["error"] != "")] if "error" in df else df.iloc[:0]
-    rows = "".join(
-        f"<tr><td><code>{esc(r.name)}</code></td><td>{esc(r.group)}</td><td>{r.seconds * 1e3:.1f}</td>"
-        f"<td>{'on' if r.name in enabled else '<b>off</b>'}</td></tr>"
-        for r in changed.itertuples())
-    return (f'<div class="wb-result">{len(changed)} of {len(df)} patterns change '
-            f"<code>{esc(stage)}</code> when applied alone"
-            + (f"; {len(errors)} failed on it" if len(errors) else "")
-            + ('<table class="wb-table"><thead><tr><th>pattern</th><th>group</th><th>ms</th>'
-               f"<th>in {name}'s pipeline</th></tr></thead><tbody>{rows}</tbody></table>" if rows else "")
-            + "</div>")
-
-
-def bisect_result(res, switch_off: str) -> str:
-    """A bisection's patterns, its runs and time, and ``switch_off``, the line that disables them."""
-    n = len(res.patterns)
-    return (f'<div class="wb-result"><b>{n} pattern{"s" * (n != 1)}</b> '
-            f"make the predicate hold ({res.runs} pipeline runs, {res.seconds:.1f} s): "
-            + ", ".join(f"<code>{esc(p)}</code>" for p in res.patterns)
-            + "<br>to switch them off: <code>" + esc(switch_off) + "</code></div>")
-
-
-def stage_costs(python: str, df) -> str:
-    """``Exploration.cost()``, every stage, in the columns the Cost tab shows."""
+def stage_costs(python: str, df, cached: Collection[str] = ()) -> str:
+    """``Exploration.cost()``, every stage, in the columns the Cost tab shows; the seconds of the
+    ``cached`` stages (served from a cache, so timed on their first run) say so."""
     cols = [c for c in _COST_COLUMNS if c in df]
-    return f"<b>Every stage</b> <code>{python}</code>" + table(df[cols])
+    df = df[cols].copy()
+    if "seconds" in df and "stage" in df:
+        df["seconds"] = [cell(t) + (" (cached)" if st in cached and cell(t) else "")
+                         for st, t in zip(df["stage"], df["seconds"])]
+    return f"<b>Every stage</b> <code>{python}</code>" + table(df)
 
 
 def op_costs(stage: str, python: str, ops) -> str:
@@ -200,12 +228,3 @@ def op_costs(stage: str, python: str, ops) -> str:
 
 def op_costs_missing(stage: str, why: BaseException) -> str:
     return f"<b>Per op of {esc(stage)}</b>: {esc(why)}"
-
-
-def graph(svg: str) -> str:
-    """Graphviz's SVG, from its ``<svg`` element on (the XML prologue and doctype dropped)."""
-    return f'<div class="wb-graph">{svg[svg.find("<svg"):]}</div>'
-
-
-def graph_note(message: str) -> str:
-    return f"<i>{esc(message)}</i>"

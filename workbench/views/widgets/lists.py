@@ -12,17 +12,21 @@ import anywidget
 import traitlets
 
 from ...stages import Stage
+from .html import num
 
-__all__ = ["StageList", "ToggleList", "stage_rows"]
+__all__ = ["StageList", "ToggleList", "stage_rows", "CONFIRM_OVER"]
 
 _HERE = pathlib.Path(__file__).parent
+CONFIRM_OVER = 50  # a click that would switch more names than this asks first
 
 
 def stage_rows(stages: list[Stage]) -> list[dict]:
-    """What the stage list shows of each stage."""
+    """What the stage list shows of each stage; ``time`` as written (``html.num``), marked cached when
+    the step was served from the cache (its ms are then those of the step's first run)."""
     return [{"name": s.name, "group": s.group, "parent": s.parent,
              "state": "error" if s.error else ("changed" if s.changed else "unchanged"),
-             "ms": None if s.seconds is None else round(s.seconds * 1e3, 2), "lines": s.lines,
+             "ms": None if s.seconds is None else round(s.seconds * 1e3, 2), "cached": s.cached, "lines": s.lines,
+             "time": "" if s.seconds is None else f"{num(s.seconds * 1e3)} ms" + " (cached)" * s.cached,
              "error": (s.error or "").splitlines()[0] if s.error else ""}
             for s in stages]
 
@@ -42,7 +46,8 @@ class _Messages(anywidget.AnyWidget):
 
 class StageList(_Messages):
     """Every stage with its group, time, lines and state (changed, unchanged, failed). Clicking a stage
-    asks for it on the right and its parent on the left; shift-click asks for it on the left."""
+    asks for it on the right and its parent on the left; shift-click asks for it on the left. ``fold``
+    folds it to a strip, as its button does."""
 
     _esm = _HERE / "stagelist.js"
     _css = _HERE / "lists.css"
@@ -52,6 +57,8 @@ class StageList(_Messages):
     right = traitlets.Unicode("").tag(sync=True)
     hide_unchanged = traitlets.Bool(False).tag(sync=True)
     loading = traitlets.Unicode("").tag(sync=True)
+    # "folded": a narrow strip; "open"; "auto": folded while the panel is narrower than 1000 px
+    fold = traitlets.Enum(("auto", "folded", "open"), "auto").tag(sync=True)
 
     def visible(self) -> list[str]:
         """The names the list shows now (the hide-unchanged filter keeps the two picked stages)."""
@@ -61,7 +68,12 @@ class StageList(_Messages):
 
 class ToggleList(_Messages):
     """Named switches in groups, with client-side search: ``items`` are ``[name, group, on by default]``,
-    ``enabled`` the names on now. Those that differ from their default are highlighted."""
+    ``enabled`` the names on now. Those that differ from their default are highlighted.
+
+    A group's checkbox follows the tri-state convention: a group with every switch off goes on, a
+    mixed or full one goes off. A click (or a reset) that would switch more than ``CONFIRM_OVER``
+    names asks first: ``confirm`` holds the question the browser shows inline with yes/no, and the
+    handler hears the toggle only after yes."""
 
     _esm = _HERE / "togglelist.js"
     _css = _HERE / "lists.css"
@@ -69,9 +81,66 @@ class ToggleList(_Messages):
     items = traitlets.List().tag(sync=True)
     enabled = traitlets.List(traitlets.Unicode()).tag(sync=True)
     noun = traitlets.Unicode("pattern").tag(sync=True)
+    nouns = traitlets.Unicode("patterns").tag(sync=True)  # the plural, for counts and the search box
     busy = traitlets.Bool(False).tag(sync=True)
     message = traitlets.Unicode("").tag(sync=True)
+    confirm = traitlets.Unicode("").tag(sync=True)  # the question waiting for yes/no, "" when none
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._pending: dict | None = None  # the message that yes sends on
 
     def changed_from_default(self) -> list[str]:
         on = set(self.enabled)
         return [name for name, _group, default in self.items if (name in on) != bool(default)]
+
+    @traitlets.observe("items")
+    def _drop_question(self, _change) -> None:
+        """Other switches: a question about the old ones is moot."""
+        self._pending, self.confirm = None, ""
+
+    def group_click(self, group: str) -> None:
+        """A click on ``group``'s checkbox: all off -> on; mixed or all on -> off (asking when many)."""
+        names = [n for n, g, _d in self.items if g == group]
+        if not names:
+            return
+        on = set(self.enabled)
+        turn_on = not any(n in on for n in names)
+        change = [n for n in names if (n in on) != turn_on]
+        what = f"switch {self._count(len(change))} {'on' if turn_on else 'off'}"
+        self._ask(what + f" (group {group})", {"type": "toggle", "names": change, "on": turn_on, "group": group})
+
+    def reset_click(self) -> None:
+        """The reset button: every switch back to its default (asking when many differ)."""
+        n = len(self.changed_from_default())
+        self._ask(f"reset {self._count(n)} to their defaults", {"type": "reset"}, n)
+
+    def _count(self, n: int) -> str:
+        return f"{n} {self.noun if n == 1 else self.nouns}"
+
+    def _ask(self, question: str, msg: dict, n: int | None = None) -> None:
+        n = len(msg.get("names", ())) if n is None else n
+        if n > CONFIRM_OVER:
+            self._pending, self.confirm = msg, question + "?"
+        else:
+            self._pending, self.confirm = None, ""
+            self._forward(msg)
+
+    def _forward(self, msg: dict) -> None:
+        if self.handler is not None:
+            self.handler(msg)
+
+    def _receive(self, _widget, content, _buffers) -> None:
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        if kind == "group":
+            self.group_click(str(content.get("group", "")))
+        elif kind == "reset":
+            self.reset_click()
+        elif kind in ("yes", "no"):
+            msg, self._pending, self.confirm = self._pending, None, ""
+            if kind == "yes" and msg is not None:
+                self._forward(msg)
+        else:
+            self._forward(content)

@@ -1,5 +1,7 @@
 // Named switches in groups (the ~580 Enzyme-JaX patterns, XLA's passes), with search in the browser.
-// Clicks go to Python as {type: "toggle", names, on} or {type: "reset"}; Python sets `enabled`.
+// Clicks go to Python as {type: "toggle", names, on}, {type: "group", group} or {type: "reset"}; Python
+// decides (a group click follows the tri-state convention), sets `enabled`, and may set `confirm`, a
+// question shown inline whose yes/no goes back as {type: "yes"} / {type: "no"}.
 
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
@@ -12,6 +14,8 @@ function render({ model, el }) {
       <button class="wbt-reset" title="every switch back to its default">reset</button>
     </div>
     <div class="wbt-count"></div>
+    <div class="wbt-confirm"><span class="wbt-question"></span>
+      <button class="wbt-yes">yes</button><button class="wbt-no">no</button></div>
     <div class="wbt-list"></div>`;
   const search = el.querySelector(".wbt-search");
   const only = el.querySelector(".wbt-only");
@@ -25,8 +29,8 @@ function render({ model, el }) {
       if (!groups.has(group)) groups.set(group, []);
       groups.get(group).push([name, !!def]);
     }
-    const noun = model.get("noun");
-    search.placeholder = `search ${model.get("items").length} ${noun}${noun.endsWith("s") ? "es" : "s"}`;
+    const n = model.get("items").length;
+    search.placeholder = `search ${n} ${n === 1 ? model.get("noun") : model.get("nouns")}`;
   }
 
   function draw() {
@@ -71,13 +75,16 @@ function render({ model, el }) {
     list.scrollTop = scroll;
     for (const box of list.querySelectorAll(".wbt-gcheck")) box.indeterminate = box.dataset.state === "some";
     el.classList.toggle("wbt-busy", model.get("busy"));
+    const question = model.get("confirm");
+    el.querySelector(".wbt-question").textContent = question;
+    el.classList.toggle("wbt-asking", question !== "");
   }
 
   list.addEventListener("change", (e) => {
     const box = e.target;
     if (box.classList.contains("wbt-gcheck")) {
-      const group = box.closest(".wbt-group").dataset.group;
-      model.send({ type: "toggle", names: groups.get(group).map(([n]) => n), on: box.checked, group });
+      model.send({ type: "group", group: box.closest(".wbt-group").dataset.group });
+      draw(); // the box shows the model's state until Python answers
     } else {
       const item = box.closest(".wbt-item");
       if (item) model.send({ type: "toggle", names: [item.dataset.name], on: box.checked });
@@ -92,13 +99,15 @@ function render({ model, el }) {
     draw();
   });
   el.querySelector(".wbt-reset").addEventListener("click", () => model.send({ type: "reset" }));
+  el.querySelector(".wbt-yes").addEventListener("click", () => model.send({ type: "yes" }));
+  el.querySelector(".wbt-no").addEventListener("click", () => model.send({ type: "no" }));
   search.addEventListener("input", draw);
   only.addEventListener("change", draw);
   model.on("change:items", () => {
     index();
     draw();
   });
-  for (const name of ["enabled", "busy", "message"]) model.on("change:" + name, draw);
+  for (const name of ["enabled", "busy", "message", "confirm"]) model.on("change:" + name, draw);
   index();
   draw();
 }
