@@ -54,6 +54,29 @@ print("lines:", {s.name: s.lines for s in big.stages})"""
 
 BIG_PANEL = 'wb.panel(big, name="big", left="input", right="cse#1")'
 
+# An MLP's gradient: cse merges repeated ops, so "cse#1" against "canonicalize#1" has changed lines.
+MLP_GRAD = """\
+%%hlo -o ex
+def loss(ws, x):
+    for w in ws:
+        x = jnp.tanh(x @ w)
+    return (x ** 2).sum()
+jax.grad(loss)([jnp.full((16, 16), 0.01) for _ in range(3)], jnp.ones((4, 16)))"""
+
+# A graph of a few hundred ops: a 30-layer MLP's gradient as lowered (306 StableHLO ops).
+GRAPH_PANEL = """\
+import jax, jax.numpy as jnp
+import workbench as wb
+
+def loss(ws, x):
+    for w in ws:
+        x = jnp.tanh(x @ w)
+    return (x ** 2).sum()
+
+deep = wb.explore(jax.grad(loss), [jnp.full((16, 16), 0.01) for _ in range(30)], jnp.ones((4, 16)),
+                  pipeline="canonicalize")
+wb.panel(deep, name="deep", right="stablehlo")"""
+
 
 # -- what the tests need: chromium, playwright, a JupyterLab server ------------------------------------
 def _apt_install(package: str) -> None:
@@ -108,6 +131,9 @@ def lab(tmp_path_factory):
     root.mkdir()
     _notebook(root / "test.ipynb", "%load_ext workbench\nimport jax.numpy as jnp", TRANSPOSES)
     _notebook(root / "big.ipynb", BIG_MODULE, BIG_PANEL)
+    _notebook(root / "widths.ipynb", "%load_ext workbench\nimport jax, jax.numpy as jnp", MLP_GRAD)
+    _notebook(root / "graph.ipynb", GRAPH_PANEL)
+    _notebook(root / "analyze.ipynb", "%load_ext workbench\nimport jax.numpy as jnp", TRANSPOSES)
     settings = home / "settings"
     # no "official Jupyter news?" toast over the panel
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
@@ -173,8 +199,8 @@ def shots(tmp_path):
     return save
 
 
-def open_notebook(browser, lab, name: str):
-    page = browser.new_page(viewport={"width": 1500, "height": 1250})
+def open_notebook(browser, lab, name: str, width: int = 1500):
+    page = browser.new_page(viewport={"width": width, "height": 1250})
     page.set_default_timeout(60_000)
     page.goto(f"{lab['base']}/lab/tree/{name}?reset&token={lab['token']}")  # reset: only this notebook open
     page.locator(".jp-NotebookPanel:visible .jp-Cell").first.wait_for()
@@ -198,6 +224,12 @@ def pane_text(panel, side: str) -> str:
     return panel.locator(f".wbd-{side} .wbd-rows").inner_text()
 
 
+def side_by_side(panel) -> None:
+    """Pick the diff's side-by-side layout, as a user does (auto may choose unified at this width)."""
+    panel.locator(".wbd-mode").first.select_option("split")
+    panel.locator('.wbd[data-mode="split"]').first.wait_for()
+
+
 # -- the tests ---------------------------------------------------------------------------------------------
 def test_the_panel_in_jupyterlab(browser, lab, shots):
     page = open_notebook(browser, lab, "test.ipynb")
@@ -210,6 +242,7 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
         assert names[:2] == ["jaxpr", "stablehlo"] and "enzyme-hlo-patterns#1" in names and "xla:optimized" in names
         assert panel.locator(".wbs-row.s-changed").count() >= 3 and panel.locator(".wbs-row.s-unchanged").count() >= 3
         page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')")
+        side_by_side(panel)
 
         # pick two stages: the first pattern stage on the right, "stablehlo" on the left (shift-click)
         panel.locator('.wbs-row[data-name="xla:optimized"]').click()
@@ -269,7 +302,7 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
         assert "flops" in panel.locator(".wb-table:visible").first.inner_text()
         shots(panel, "panel_cost")
         tab(panel, "Graph")
-        panel.locator(".wb-graph svg, .widget-html:has-text('not available')").first.wait_for(timeout=60_000)
+        panel.locator(".wbg svg, .wbg-msg:has-text('not available')").first.wait_for(timeout=60_000)
         shots(panel, "panel_graph")
 
         # which patterns apply to stablehlo: a progress indicator while the scan runs, then the list
@@ -297,6 +330,7 @@ def test_a_50000_line_module_scrolls_in_the_diff_view(browser, lab, shots):
         cell_to_rows = time.perf_counter() - start
         rows = int(view.get_attribute("data-rows"))
         browser_ms = float(view.get_attribute("data-render-ms"))
+        side_by_side(page.locator(".wb-panel").first)
         assert view.locator(".wbd-l .wbd-row").count() < 200  # virtualized: only the rows in view
         assert "input" in view.locator(".wbd-head-l").inner_text()
 
@@ -403,3 +437,374 @@ def test_the_highlighter_and_the_change_marks_in_the_browser(browser):
     assert marked.index("h-mark") > marked.index("stablehlo.dot_general") and marked.count("h-ssa h-mark") == 2
     assert "h-mark" not in marked[marked.index("contracting_dims"):]
     assert "<script>" not in out["escaped"] and "&lt;script&gt; &amp; y" in out["escaped"]
+
+
+def test_bisect_in_the_analyze_tab_and_the_tri_state_group_switch(browser, lab, shots):
+    import re
+
+    page = open_notebook(browser, lab, "analyze.ipynb")
+    try:
+        run_cell(page, 0)
+        run_cell(page, 1)
+        panel = page.locator(".wb-panel")
+        panel.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=180_000)
+        page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')")
+        # a repeated pass on an unchanged module: its time is the first run's, and says so
+        assert "(cached)" in panel.locator(".wbs-row .wbs-ms.wbs-cached").first.inner_text()
+
+        # bisect with the proposed predicate: the culprits, their runs and the predicate in the tab's body
+        tab(panel, "Analyze")
+        note = panel.locator(".wb-note", has_text="Proposed:")
+        assert "the patterns remove 3 stablehlo.transpose" in note.inner_text()
+        panel.locator("button.widget-button:visible", has_text="Bisect").click()
+        result = panel.locator(".wb-result", has_text="pipeline runs")
+        result.wait_for(timeout=180_000)
+        text = result.inner_text()
+        assert "wb.op_count_at_most(\"stablehlo.transpose\", 0)" in text and "hold (" in text
+        assert "pattern\tgroup\tparameters" in result.locator(".wb-table").first.inner_text()
+        assert "base" in result.locator(".wb-table").first.inner_text()
+        assert re.search(r"\b1 pattern makes|\b\d+ patterns make ", text)
+        result.locator("summary", has_text="the pipeline runs").click()
+        assert result.locator(".wb-runs tr", has_text="holds").count() >= 1
+        assert panel.locator("button.widget-button:visible", has_text="switch these off").count() == 1
+        shots(panel, "panel_bisect")
+
+        # the Passes tab: the search boxes hold their placeholders, reset stays on one line
+        tab(panel, "Passes")
+        lists = panel.locator(".wbt")
+        fits = lists.evaluate_all("""els => els.map(el => {
+            const input = el.querySelector('.wbt-search'), reset = el.querySelector('.wbt-reset');
+            const ctx = document.createElement('canvas').getContext('2d');
+            const style = getComputedStyle(input);
+            ctx.font = `${style.fontSize} ${style.fontFamily}`;
+            const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+            const r = document.createRange();
+            r.selectNodeContents(reset);
+            return {placeholder: input.placeholder, fits: ctx.measureText(input.placeholder).width <= room,
+                    resetLines: r.getClientRects().length};
+        })""")
+        assert [f["placeholder"].split()[-1] for f in fits] == ["patterns", "passes"], fits
+        assert all(f["fits"] and f["resetLines"] == 1 for f in fits), fits
+
+        # make the base group mixed (one pattern off), then click its checkbox: it asks to clear it
+        patterns = lists.first
+        search = patterns.locator(".wbt-search")
+        search.fill("dot_transpose")
+        patterns.locator('.wbt-item[data-name="dot_transpose"] input').click()
+        panel.locator(".wb-header", has_text="1 pattern off").wait_for(timeout=120_000)
+        search.fill("")
+        box = patterns.locator('.wbt-group[data-group="base"] .wbt-gcheck')
+        page.wait_for_function("document.querySelector('.wbt-group[data-group=\"base\"] .wbt-gcheck')?.indeterminate")
+        box.click()
+        question = patterns.locator(".wbt-confirm")
+        question.wait_for(state="visible")
+        assert question.locator(".wbt-question").inner_text() == "switch 300 patterns off (group base)?"
+        assert box.evaluate("b => b.indeterminate && !b.checked")  # nothing applied yet
+        shots(patterns, "panel_group_confirm")
+        question.locator(".wbt-no").click()
+        question.wait_for(state="hidden")
+        assert "1 pattern off" in panel.locator(".wb-header").inner_text()
+        box.click()
+        question.locator(".wbt-yes").click()
+        panel.locator(".wb-header", has_text="301 patterns off").wait_for(timeout=120_000)
+        page.wait_for_function("(() => { const b = document.querySelector('.wbt-group[data-group=\"base\"] "
+                               ".wbt-gcheck'); return b && !b.checked && !b.indeterminate; })()")
+        assert "0/301 on" in patterns.locator('.wbt-group[data-group="base"] .wbt-gcount').inner_text()
+        assert "with_patterns(disable=[" in panel.locator(".wb-python pre").first.inner_text()
+    finally:
+        page.close()
+
+
+# -- the panel at laptop widths, and a graph to navigate ---------------------------------------------------
+# What the panel's layout looks like in the page: the panel's and its output area's boxes, each tab label,
+# each visible diff pane (how many code characters it shows), the diff's layout and the stage list's fold.
+LAYOUT = """panel => {
+    const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const view = panel.querySelector('.wbd');
+    const panes = [...view.querySelectorAll('.wbd-pane')].filter(p => p.clientWidth > 0).map(p => {
+        const probe = document.createElement('div');  // the code font's character width, in this pane
+        probe.className = 'wbd-row';
+        probe.style.cssText = 'position: absolute; visibility: hidden';
+        probe.innerHTML = '<span class="wbd-code">' + 'x'.repeat(100) + '</span>';
+        p.querySelector('.wbd-rows').appendChild(probe);
+        const charW = probe.firstChild.getBoundingClientRect().width / 100;
+        probe.remove();
+        const code = p.querySelector('.wbd-row .wbd-code');  // where the code starts: after the gutter
+        const gutter = code.getBoundingClientRect().left - p.getBoundingClientRect().left + p.scrollLeft;
+        return {pane: p.className, width: p.clientWidth, gutter, charW, chars: (p.clientWidth - gutter) / charW};
+    });
+    const tabs = [...panel.querySelectorAll('.lm-TabBar-tab')].map(t => {
+        const label = t.querySelector('.lm-TabBar-tabLabel');
+        return {text: label.textContent, scroll: label.scrollWidth, client: label.clientWidth, box: box(t)};
+    });
+    const list = panel.querySelector('.wbs');
+    return {panel: box(panel), output: box(panel.closest('.jp-OutputArea-output') || panel.parentElement),
+            tabbar: box(panel.querySelector('.lm-TabBar')), tabs, panes, mode: view.dataset.mode,
+            folded: list.dataset.folded === '1', list: list.getBoundingClientRect().width,
+            pos: panel.querySelector('.wbd-pos').getBoundingClientRect().height};
+}"""
+
+
+def settle(page) -> None:
+    """A few frames: JupyterLab lays out after a resize, then the ResizeObservers run."""
+    page.evaluate("() => new Promise(r => { let n = 4; const f = () => --n ? requestAnimationFrame(f) : r(); f(); })")
+
+
+def check_layout(panel, width: int, chars: int = 80) -> dict:
+    """Tab labels whole, the B picker and swap inside the panel, every visible diff pane ``chars`` wide."""
+    m = panel.evaluate(LAYOUT)
+    print(f"{width} px: panel {m['panel'][2] - m['panel'][0]:.0f} px, stage list {m['list']:.0f} px, "
+          f"diff {m['mode']}, panes " + ", ".join(f"{p['width']} px = {p['chars']:.0f} chars" for p in m["panes"]))
+    cut = [t for t in m["tabs"] if t["scroll"] > t["client"] or t["box"][2] > m["tabbar"][2] + 1]
+    assert not cut, (width, cut)
+    assert m["panel"][2] <= m["output"][2] + 1, (width, m["panel"], m["output"])  # the panel fits its output area
+    outer = m["panel"]
+    for what in (panel.locator(".widget-dropdown:has(label:text-is('B'))"), panel.locator("button.widget-button",
+                                                                                          has_text="swap")):
+        b = what.first.bounding_box()
+        assert outer[0] - 1 <= b["x"] and b["x"] + b["width"] <= outer[2] + 1, (width, b, outer)
+        assert outer[1] - 1 <= b["y"] and b["y"] + b["height"] <= outer[3] + 1, (width, b, outer)
+    assert m["pos"] <= 20, (width, m["pos"])  # "change k of n" on one line
+    assert m["panes"] and all(p["chars"] >= chars for p in m["panes"]), (width, m["panes"])
+    return m
+
+
+def test_the_panel_at_laptop_widths(browser, lab, shots):
+    page = open_notebook(browser, lab, "widths.ipynb", width=1920)
+    try:
+        run_cell(page, 0)
+        run_cell(page, 1)
+        panel = page.locator(".wb-panel")
+        panel.locator('.wbs-row[data-name="cse#1"]').wait_for(timeout=180_000)
+        page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')")
+        panel.locator('.wbs-row[data-name="cse#1"]').click()  # against its parent: lines cse changed
+        panel.locator(".wbd-head-r", has_text="cse#1").wait_for()
+        panel.locator(".wbd-head-l", has_text="canonicalize#1").wait_for()
+
+        # wide: the stage list open, side by side; narrow: the list folded, unified (both chosen by width)
+        for width in (1920, 1280, 1000):
+            page.set_viewport_size({"width": width, "height": 1250})
+            settle(page)
+            if width == 1920:
+                page.wait_for_function("document.querySelector('.wbs').dataset.folded === '0' && "
+                                       "document.querySelector('.wbd').dataset.mode === 'split'")
+            if width == 1000:
+                page.wait_for_function("document.querySelector('.wbs').dataset.folded === '1' && "
+                                       "document.querySelector('.wbd').dataset.mode === 'unified'")
+            check_layout(panel, width)
+            shots(page, f"panel_{width}")
+        page.set_viewport_size({"width": 1100, "height": 1250})
+        page.keyboard.press("Control+b")  # the file browser open, as users have it
+        page.locator(".jp-FileBrowser").first.wait_for(state="visible")
+        settle(page)
+        page.wait_for_function("document.querySelector('.wbs').dataset.folded === '1'")
+        check_layout(panel, 1100, chars=60)  # the notebook is 850 px wide: one pane, 60+ characters
+        shots(page, "panel_1100_filebrowser")
+
+        # unified: every row once, a changed line as a "-" row (before's number) then a "+" row (after's)
+        view = panel.locator(".wbd")
+        unified = view.locator(".wbd-u .wbd-row")
+        changed = int(view.locator(".wbd-stats .k-changed").inner_text().strip("~ changed"))
+        assert changed == 3 and unified.count() == int(view.get_attribute("data-rows")) + changed
+        minus = view.locator(".wbd-u .wbd-row.k-changed.u-minus").first
+        plus = minus.locator("xpath=following-sibling::div[1]")
+        assert "u-plus" in plus.get_attribute("class") and "k-changed" in plus.get_attribute("class")
+        before_no, after_no = minus.locator(".wbd-n").all_inner_texts(), plus.locator(".wbd-n").all_inner_texts()
+        assert before_no[0].isdigit() and before_no[1] == "" and after_no[0] == "" and after_no[1].isdigit()
+        assert minus.locator(".wbd-sign").inner_text() == "-" and plus.locator(".wbd-sign").inner_text() == "+"
+        marked = minus.locator(".h-mark").all_inner_texts(), plus.locator(".h-mark").all_inner_texts()
+        assert marked[0] and marked[1] and marked[0] != marked[1]
+        assert minus.locator(".wbd-code").inner_text() != plus.locator(".wbd-code").inner_text()
+
+        # a line wider than the pane shows whole in its title when hovered; one that fits has none
+        fits = unified.evaluate_all("""rows => rows.map(r => {
+            const code = r.querySelector('.wbd-code');
+            return code ? code.getBoundingClientRect().right <= r.closest('.wbd-pane').getBoundingClientRect().right
+                        : null;
+        })""")
+        long, short = fits.index(False), fits.index(True)
+        unified.nth(long).hover(position={"x": 200, "y": 9})
+        assert unified.nth(long).get_attribute("title") == unified.nth(long).locator(".wbd-code").inner_text()
+        unified.nth(short).hover(position={"x": 100, "y": 9})
+        assert unified.nth(short).get_attribute("title") is None
+
+        # the user's choices win over the width: side by side here, the stage list unfolded and folded again
+        view.locator(".wbd-mode").select_option("split")
+        panel.locator('.wbd[data-mode="split"]').wait_for()
+        assert view.locator(".wbd-u").is_hidden() and view.locator(".wbd-l .wbd-row").count() > 30
+        view.locator(".wbd-mode").select_option("auto")
+        panel.locator('.wbd[data-mode="unified"]').wait_for()
+        assert "auto (unified)" in view.locator(".wbd-mode option[value=auto]").inner_text()
+        strip = panel.locator(".wbs").bounding_box()["width"]
+        panel.locator(".wbs-unfold").click()
+        page.wait_for_function("document.querySelector('.wbs').dataset.folded === '0'")
+        assert strip < 40 < panel.locator(".wbs").bounding_box()["width"]
+        panel.locator('.wbs-row[data-name="enzyme-hlo-patterns#1"]').click()
+        panel.locator(".wbd-head-r", has_text="enzyme-hlo-patterns#1").wait_for()
+        panel.locator(".wbs-foldbtn").click()
+        page.wait_for_function("document.querySelector('.wbs').dataset.folded === '1'")
+        shots(panel, "panel_unified_folded")
+    finally:
+        page.close()
+
+
+def _within(edges: list[tuple[str, str]], start: str, k: int) -> set[str]:
+    """The nodes within k edges of start, edges followed either way."""
+    seen, frontier = {start}, {start}
+    for _ in range(k):
+        frontier = {b for a, b in edges if a in frontier} | {a for a, b in edges if b in frontier}
+        frontier -= seen
+        seen |= frontier
+    return seen
+
+
+def test_the_graph_tab_fits_zooms_pans_and_focuses_a_big_graph(browser, lab, shots):
+    import xml.etree.ElementTree as ET
+
+    page = open_notebook(browser, lab, "graph.ipynb")
+    try:
+        run_cell(page, 0)
+        panel = page.locator(".wb-panel")
+        panel.locator('.wbs-row.picked[data-name="stablehlo"]').wait_for(timeout=300_000)
+        page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')", timeout=300_000)
+        tab(panel, "Graph")
+        view = panel.locator(".wbg")
+        view.locator(".wbg-view svg").wait_for(timeout=180_000)
+        state = """el => { const v = el.querySelector('.wbg-view'), s = v.querySelector('svg'), r = s.getBoundingClientRect();
+            return {scale: +el.dataset.scale, nodes: +el.dataset.nodes, shown: +el.dataset.shown, svgW: r.width,
+                    svgH: r.height, viewW: v.clientWidth, viewH: v.clientHeight, left: v.scrollLeft, top: v.scrollTop,
+                    drawn: [...s.querySelectorAll('g.node')].filter(g => g.getBoundingClientRect().width > 0)
+                           .map(g => g.querySelector('title').textContent),
+                    edges: [...s.querySelectorAll('g.edge')].map(g => g.getBoundingClientRect())
+                           .filter(r => r.width + r.height > 0).map(r => [r.left, r.top, r.right, r.bottom]),
+                    view: (b => [b.left, b.top, b.right, b.bottom])(v.getBoundingClientRect())}; }"""
+        fit = view.evaluate(state)
+        assert fit["nodes"] > 300 and len(fit["drawn"]) == fit["nodes"] == fit["shown"]
+        assert fit["scale"] < 0.5 and abs(fit["svgW"] - fit["viewW"]) <= 3  # fitted to the width
+        assert "stablehlo: 306 ops" in view.locator("svg").inner_html()
+        shots(panel, "panel_graph_fit")
+
+        # zoom: the button, then ctrl + wheel over the graph; then drag to pan
+        view.locator(".wbg-in").click()
+        zoomed = view.evaluate(state)
+        assert zoomed["scale"] == pytest.approx(fit["scale"] * 1.25, rel=1e-3)
+        assert zoomed["svgW"] == pytest.approx(fit["svgW"] * 1.25, rel=1e-2)
+        box = view.locator(".wbg-view").bounding_box()
+        cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(cx, cy)
+        page.keyboard.down("Control")
+        page.mouse.wheel(0, -400)
+        page.keyboard.up("Control")
+        page.wait_for_function(f"+document.querySelector('.wbg').dataset.scale > {zoomed['scale'] * 1.5}")
+        wheeled = view.evaluate(state)
+        page.mouse.move(cx, cy)
+        page.mouse.down()
+        page.mouse.move(cx - 150, cy - 120, steps=6)
+        page.mouse.up()
+        panned = view.evaluate(state)
+        assert panned["left"] - wheeled["left"] == pytest.approx(150, abs=3)
+        assert panned["top"] - wheeled["top"] == pytest.approx(120, abs=3)
+        assert panned["shown"] == fit["nodes"]  # a drag is not a click: nothing focused
+
+        view.locator(".wbg-fit").click()
+        assert view.evaluate(state)["scale"] == pytest.approx(fit["scale"], rel=1e-3)
+
+        # click a node in view: only its 2-hop neighbourhood is drawn, laid out anew and fitted into the view
+        svg = ET.fromstring(view.locator(".wbg-view svg").evaluate("s => new XMLSerializer().serializeToString(s)"))
+        ns = "{http://www.w3.org/2000/svg}"
+        edges = [tuple(g.find(ns + "title").text.split("->")) for g in svg.iter(ns + "g") if g.get("class") == "edge"]
+        target = view.evaluate("""el => {
+            const v = el.querySelector('.wbg-view').getBoundingClientRect();
+            for (const g of el.querySelectorAll('g.node')) {
+                const r = g.getBoundingClientRect(), label = g.textContent;
+                if (label.includes('dot_general') && r.left > v.left && r.right < v.right && r.top > v.top && r.bottom < v.bottom)
+                    return {name: g.querySelector('title').textContent, x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2};
+            }
+        }""")
+        page.mouse.click(target["x"], target["y"])
+        page.wait_for_function(f"+document.querySelector('.wbg').dataset.shown < {fit['nodes']}")
+        focused = view.evaluate(state)
+        hood = _within(edges, target["name"], 2)
+        assert set(focused["drawn"]) == hood and 2 < len(hood) < 40 and focused["shown"] == len(hood)
+        # the edges among them, each between the nodes' new places: inside the view
+        assert len(focused["edges"]) == sum(a in hood and b in hood for a, b in edges)
+        x0, y0, x1, y1 = focused["view"]
+        assert all(x0 - 1 <= e[0] and e[2] <= x1 + 1 and y0 - 1 <= e[1] and e[3] <= y1 + 1 for e in focused["edges"])
+        assert focused["scale"] >= 0.5  # readable: the neighbourhood is compact, not spread over the graph
+        assert view.locator(".wbg-focus title").text_content() == target["name"]
+        assert focused["svgW"] <= focused["viewW"] + 1 and focused["svgH"] <= focused["viewH"] + 1
+        assert f"of {fit['nodes']} nodes within 2 hops" in view.locator(".wbg-info").inner_text()
+        shots(panel, "panel_graph_focus")
+        view.locator(".wbg-hops").fill("1")
+        view.locator(".wbg-hops").press("Enter")
+        page.wait_for_function(f"+document.querySelector('.wbg').dataset.shown < {focused['shown']}")
+        assert set(view.evaluate(state)["drawn"]) == _within(edges, target["name"], 1)
+
+        # back to the whole graph, fitted to the width again
+        view.locator(".wbg-all").click()
+        page.wait_for_function(f"+document.querySelector('.wbg').dataset.shown === {fit['nodes']}")
+        back = view.evaluate(state)
+        assert len(back["drawn"]) == fit["nodes"] and back["scale"] == pytest.approx(fit["scale"], rel=1e-3)
+        assert view.locator(".wbg-all").is_disabled()
+    finally:
+        page.close()
+
+
+def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(browser):
+    """The pure parts of the diff and graph views, loaded from their files: a real graphviz SVG's nodes and
+    edges read back, neighbourhoods by hops, unified rows from an alignment, the auto layout by width."""
+    import graphviz
+
+    g = graphviz.Digraph()
+    for a, b in (("a", "b"), ("b", "c"), ("c", "d"), ("e", "c"), ("d", "f")):
+        g.edge(a, b)
+    svg = g.pipe(format="svg").decode()
+    widgets = ROOT / "workbench" / "views" / "widgets"
+    page = browser.new_page()
+    try:
+        out = page.evaluate("""async ([diffSrc, graphSrc, svg]) => {
+            const load = (src) => import(URL.createObjectURL(new Blob([src], {type: 'text/javascript'})));
+            const diff = await load(diffSrc), graph = await load(graphSrc);
+            const host = document.createElement('div');
+            host.innerHTML = svg.slice(svg.indexOf('<svg'));
+            document.body.appendChild(host);
+            const read = graph.readGraph(host.querySelector('svg'));
+            const hood = (s, k) => [...graph.neighbourhood(read.edges, s, k)].sort();
+            // rows: equal, changed, deleted, inserted, moved out, equal; "changes only" folds nothing here
+            const rows = Int32Array.from([0, 0, 0, 1, 1, 1, 2, -1, 2, -1, 2, 3, 3, -1, 4, 4, 3, 0]);
+            const vis = Int32Array.from([0, 1, 2, 3, 4, 5]);
+            const folded = Int32Array.from([0, 1, -3, 5]);  // a fold standing for three rows
+            const rowsOf = (d) => Array.from(d);
+            return {
+                nodes: [...read.nodes.keys()].sort(), edges: read.edges.map(([a, b]) => a + '>' + b),
+                c1: hood('c', 1), c2: hood('c', 2), f0: hood('f', 0),
+                split: rowsOf(diff.displayRows(rows, vis, false)), unified: rowsOf(diff.displayRows(rows, vis, true)),
+                foldedU: rowsOf(diff.displayRows(rows, folded, true)),
+                modes: [1920, 1400, 1200, 900].map(w => diff.chooseMode('auto', w, 7.2, 72)),
+                fixed: [diff.chooseMode('split', 500, 7.2, 72), diff.chooseMode('unified', 3000, 7.2, 72),
+                        diff.chooseMode('auto', 0, 0, 0)],
+                // graphviz's rows at y 0, 500 and 5000: kept in order, the space between left out
+                layout: [...graph.compactLayout([
+                    {name: 'low', x: 900, y: 5000, w: 60, h: 20}, {name: 'right', x: 800, y: 0, w: 40, h: 20},
+                    {name: 'left', x: 100, y: 0, w: 40, h: 20}, {name: 'mid', x: 300, y: 500, w: 80, h: 30},
+                ], 40, 20)].sort(),
+                down: graph.route([0, 0, 40, 20], [0, 100, 40, 20], 7),
+                up: graph.route([0, 100, 40, 20], [50, 0, 40, 20], 7),
+            };
+        }""", [(widgets / "diffview.js").read_text(), (widgets / "graphview.js").read_text(), svg])
+    finally:
+        page.close()
+    assert out["nodes"] == list("abcdef") and sorted(out["edges"]) == ["a>b", "b>c", "c>d", "d>f", "e>c"]
+    assert out["c1"] == list("bcde") and out["c2"] == list("abcdef") and out["f0"] == ["f"]
+    assert out["split"] == [0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0]
+    # the changed row as a "-" then a "+" row, deleted / moved-out "-" only, inserted "+" only
+    assert out["unified"] == [0, 0, 1, 1, 1, 2, 2, 1, 3, 2, 4, 1, 5, 0]
+    assert out["foldedU"] == [0, 0, 1, 1, 1, 2, 2, 0, 3, 0]
+    # (width - ruler) / 2 - border - gutter >= 80 characters of 7.2 px: side by side from 1317 px
+    assert out["modes"] == ["split", "split", "unified", "unified"]
+    assert out["fixed"] == ["split", "unified", None]
+    assert out["layout"] == [["left", [-30, 10]], ["low", [0, 140]], ["mid", [0, 75]], ["right", [30, 10]]]
+    # an edge leaves the tail's bottom (top when the head is higher) and its arrowhead ends on the head
+    assert out["down"]["d"].startswith("M0,10 ") and out["down"]["d"].endswith(" 0,83")
+    assert out["down"]["points"].startswith("0,90 ")
+    assert out["up"]["d"].startswith("M0,90 ") and out["up"]["points"].startswith("50,10 ")

@@ -1,12 +1,17 @@
-// Side-by-side diff of two stages, virtualized: only the rows in view are in the DOM.
+// The diff of two stages, virtualized: only the rows in view are in the DOM. Side by side (two
+// panes scrolled together) or unified (one pane: deleted and inserted lines interleaved, both line
+// numbers, a changed line as a -/+ pair); "auto" picks unified when a side-by-side pane would show
+// fewer than MIN_CHARS characters of code.
 // Model: before/after (normalized texts), rows (int32 triples: before line, after line, kind code;
-// -1 = no line on that side), before_name/after_name, message, height.
+// -1 = no line on that side), before_name/after_name, message, height, mode (auto | split | unified).
 
 const ROW_H = 18; // px; must match .wbd-row in diffview.css
 const OVERSCAN = 40; // rows painted above and below the viewport; scrolling within them repaints nothing
 const MAX_CHARS = 4000; // longer lines are cut (dense constants can be megabytes)
 const CONTEXT = 3; // unchanged lines kept around changes in "changes only"
 const KINDS = ["equal", "changed", "deleted", "inserted", "moved"];
+const MIN_CHARS = 80; // "auto" shows side by side only when each pane shows this many characters
+const TITLE_CHARS = 3000; // the hover title of a line cut by the pane's width shows this much of it
 const RULER = { 1: "#c4a000", 2: "#cc0000", 3: "#4e9a06", 4: "#75507b" };
 
 // ---- highlighting: MLIR / StableHLO / XLA HLO lines -> [text, class] tokens -----------------------
@@ -112,6 +117,40 @@ function visibleRows(rows, foldEqual) {
   return Int32Array.from(out);
 }
 
+// The rows painted, as pairs (index into `vis`, part): part 0 shows both sides (side by side, or an
+// unchanged line or a fold in unified), 1 the before line only ("-"), 2 the after line only ("+").
+// In unified a changed row becomes a "-" row followed by a "+" row.
+export function displayRows(rows, vis, unified) {
+  const out = new Int32Array(2 * (unified ? 2 * vis.length : vis.length));
+  let d = 0;
+  for (let v = 0; v < vis.length; v++) {
+    const k = vis[v];
+    if (!unified || k < 0 || rows[3 * k + 2] === 0) {
+      out[d++] = v;
+      out[d++] = 0;
+      continue;
+    }
+    if (rows[3 * k] >= 0) {
+      out[d++] = v;
+      out[d++] = 1;
+    }
+    if (rows[3 * k + 1] >= 0) {
+      out[d++] = v;
+      out[d++] = 2;
+    }
+  }
+  return out.slice(0, d);
+}
+
+// The layout to show: the chosen one, or for "auto" side by side when each of the two panes of a
+// body `width` px wide shows at least MIN_CHARS characters after its line-number `gutter`.
+export function chooseMode(mode, width, charW, gutter, ruler = 10) {
+  if (mode === "split" || mode === "unified") return mode;
+  if (!width || !charW) return null; // not laid out yet: keep what is shown
+  const paneChars = ((width - ruler) / 2 - 1 - gutter) / charW;
+  return paneChars >= MIN_CHARS ? "split" : "unified";
+}
+
 function render({ model, el }) {
   el.classList.add("wbd");
   el.tabIndex = 0;
@@ -119,33 +158,47 @@ function render({ model, el }) {
     <div class="wbd-bar">
       <span class="wbd-stats"></span>
       <span class="wbd-spacer"></span>
-      <label class="wbd-foldlabel"><input type="checkbox" class="wbd-fold"> changes only</label>
-      <button class="wbd-prev" title="previous change (p)">&#9650; prev</button>
-      <button class="wbd-next" title="next change (n)">&#9660; next change</button>
-      <span class="wbd-pos"></span>
+      <span class="wbd-tools">
+        <select class="wbd-mode" title="side by side, or one pane with the deleted and inserted lines interleaved; auto: unified when a side-by-side pane would show fewer than ${MIN_CHARS} characters">
+          <option value="auto">auto</option><option value="split">side by side</option><option value="unified">unified</option>
+        </select>
+        <label class="wbd-foldlabel"><input type="checkbox" class="wbd-fold"> changes only</label>
+        <button class="wbd-prev" title="previous change (p)">&#9650; prev</button>
+        <button class="wbd-next" title="next change (n)">&#9660; next change</button>
+        <span class="wbd-pos"></span>
+      </span>
     </div>
     <div class="wbd-heads"><div class="wbd-head wbd-head-l"></div><div class="wbd-head wbd-head-r"></div><div class="wbd-ruler-head"></div></div>
     <div class="wbd-body">
       <div class="wbd-pane wbd-l"><div class="wbd-sizer"></div><div class="wbd-rows"></div></div>
       <div class="wbd-pane wbd-r"><div class="wbd-sizer"></div><div class="wbd-rows"></div></div>
+      <div class="wbd-pane wbd-u"><div class="wbd-sizer"></div><div class="wbd-rows"></div></div>
       <canvas class="wbd-ruler" title="where the changes are; click to jump"></canvas>
     </div>
     <div class="wbd-msg"></div>`;
   const $ = (s) => el.querySelector(s);
   const body = $(".wbd-body");
-  const panes = [$(".wbd-l"), $(".wbd-r")];
+  const panes = [$(".wbd-l"), $(".wbd-r"), $(".wbd-u")]; // before, after, and the unified pane
   const blocks = panes.map((p) => p.querySelector(".wbd-rows"));
   const sizers = panes.map((p) => p.querySelector(".wbd-sizer"));
   const ruler = $(".wbd-ruler");
   const fold = $(".wbd-fold");
+  const modeSelect = $(".wbd-mode");
 
   let B = [], A = [], rows = new Int32Array(0), vis = new Int32Array(0), starts = [];
+  let disp = new Int32Array(0); // displayRows(): what each painted row shows
+  let unified = false; // the layout shown now
   let cache = new Map(); // "side:line" -> highlighted tokens
   let painted = [-1, -1];
   let raf = 0;
-  let charW = 0;
+  let charW = 0, gutter = 0, gutterU = 0; // px: a code character, the line-number gutters
   let maxChars = 0;
   let loadStarted = 0; // performance.now() of the last load, until its first paint
+  el.dataset.mode = "split";
+
+  const count = () => disp.length / 2;
+  const main = () => panes[unified ? 2 : 0]; // the pane whose scrolling the others follow
+  const shownPanes = () => (unified ? [2] : [0, 1]);
 
   const tokens = (side, line) => {
     const key = side + line;
@@ -191,33 +244,76 @@ function render({ model, el }) {
     const summary = parts.length ? ": " + parts.join(" ") : ": no changes";
     $(".wbd-stats").innerHTML = msg ? "" : `${n.toLocaleString("en-US")} rows` + summary;
     relayout(!samePair);
+    applyMode();
   }
 
   function relayout(toTop) {
     vis = visibleRows(rows, fold.checked);
+    index(toTop);
+  }
+
+  // The painted rows of the layout shown, where the changes start, the panes' heights.
+  function index(toTop) {
+    disp = displayRows(rows, vis, unified);
     starts = [];
     let prev = 0;
-    for (let v = 0; v < vis.length; v++) {
-      const kind = vis[v] >= 0 ? rows[3 * vis[v] + 2] : 0;
-      if (kind !== 0 && prev === 0) starts.push(v);
+    for (let d = 0; d < count(); d++) {
+      const k = vis[disp[2 * d]];
+      const kind = k >= 0 ? rows[3 * k + 2] : 0;
+      if (kind !== 0 && prev === 0) starts.push(d);
       prev = kind;
     }
-    for (const s of sizers) s.style.height = vis.length * ROW_H + "px";
+    for (const s of sizers) s.style.height = count() * ROW_H + "px";
     if (toTop) for (const p of panes) p.scrollTop = p.scrollLeft = 0;
     painted = [-1, -1];
     schedule();
     drawRuler();
   }
 
+  // The first painted row that shows vis[v] (or what follows it).
+  function displayIndex(v) {
+    let lo = 0, hi = count();
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (disp[2 * mid] < v) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  // Side by side or unified, as the mode says (auto: by the width); the row at the top stays there.
+  function applyMode() {
+    const mode = model.get("mode");
+    const shown = chooseMode(mode, body.clientWidth, charW, gutter);
+    modeSelect.value = mode;
+    if (shown !== null && (shown === "unified") !== unified) {
+      const pane = main();
+      const topV = count() ? disp[2 * Math.min(count() - 1, Math.floor(pane.scrollTop / ROW_H))] : 0;
+      const left = pane.scrollLeft;
+      unified = shown === "unified";
+      el.dataset.mode = shown;
+      el.classList.toggle("wbd-unified", unified);
+      index(false);
+      for (const s of shownPanes()) {
+        panes[s].scrollTop = displayIndex(topV) * ROW_H;
+        panes[s].scrollLeft = left;
+      }
+    }
+    modeSelect.options[0].textContent = `auto (${unified ? "unified" : "side by side"})`;
+  }
+
   function measure() {
-    if (charW || !body.clientHeight) return;
-    const probe = document.createElement("span");
-    probe.className = "wbd-code";
-    probe.style.position = "absolute";
-    probe.style.visibility = "hidden";
-    probe.textContent = "x".repeat(100);
-    blocks[0].appendChild(probe);
-    charW = probe.getBoundingClientRect().width / 100;
+    if (charW || !body.clientWidth) return;
+    const probe = document.createElement("div");
+    probe.style.cssText = "position: absolute; visibility: hidden; left: 0; top: 0";
+    probe.innerHTML = `<div class="wbd-row"><span class="wbd-ln">1</span><span class="wbd-code">${"x".repeat(100)}</span></div>` +
+      `<div class="wbd-row"><span class="wbd-ln wbd-ln2"><span class="wbd-n">1</span><span class="wbd-n">1</span><span class="wbd-sign">+</span></span><span class="wbd-code">x</span></div>`;
+    body.appendChild(probe);
+    const [split, one] = probe.querySelectorAll(".wbd-code");
+    const box = probe.getBoundingClientRect();
+    charW = split.getBoundingClientRect().width / 100;
+    gutter = split.getBoundingClientRect().left - box.left;
+    gutterU = one.getBoundingClientRect().left - box.left;
     probe.remove();
   }
 
@@ -225,28 +321,41 @@ function render({ model, el }) {
     if (line < 0) return `<div class="wbd-row wbd-none k-${KINDS[kind]}"><span class="wbd-ln"></span></div>`;
     const t = tokens(side, line);
     const code = marks ? toHtml(t, marks[0], marks[1]) : toHtml(t);
-    return `<div class="wbd-row k-${KINDS[kind]}"><span class="wbd-ln">${line + 1}</span><span class="wbd-code">${code}</span></div>`;
+    return `<div class="wbd-row k-${KINDS[kind]}" data-t="${side}${line}"><span class="wbd-ln">${line + 1}</span><span class="wbd-code">${code}</span></div>`;
+  }
+
+  // One unified row: both line numbers, the sign, and the before (part 1) or after text.
+  function unifiedRowHtml(i, j, kind, part, marks) {
+    const side = part === 1 ? "b" : "a";
+    const line = part === 1 ? i : j;
+    const t = tokens(side, line);
+    const code = marks ? toHtml(t, marks[0], marks[1]) : toHtml(t);
+    const [cls, sign] = part === 1 ? [" u-minus", "-"] : part === 2 ? [" u-plus", "+"] : ["", " "];
+    return `<div class="wbd-row k-${KINDS[kind]}${cls}" data-t="${side}${line}"><span class="wbd-ln wbd-ln2">` +
+      `<span class="wbd-n">${part === 2 ? "" : i + 1}</span><span class="wbd-n">${part === 1 ? "" : j + 1}</span>` +
+      `<span class="wbd-sign">${sign}</span></span><span class="wbd-code">${code}</span></div>`;
   }
 
   function paint() {
     raf = 0;
     measure();
-    const top = panes[0].scrollTop;
-    const height = panes[0].clientHeight || 600;
+    const pane = main();
+    const top = pane.scrollTop;
+    const height = pane.clientHeight || 600;
     updatePos(top);
+    const n = count();
     const inView = Math.max(0, Math.floor(top / ROW_H));
-    const inViewEnd = Math.min(vis.length, Math.ceil((top + height) / ROW_H));
+    const inViewEnd = Math.min(n, Math.ceil((top + height) / ROW_H));
     if (painted[0] >= 0 && inView >= painted[0] && inViewEnd <= painted[1]) return;
     const first = Math.max(0, inView - OVERSCAN);
-    const last = Math.min(vis.length, inViewEnd + OVERSCAN);
+    const last = Math.min(n, inViewEnd + OVERSCAN);
     painted = [first, last];
-    let left = "", right = "";
-    for (let v = first; v < last; v++) {
-      const k = vis[v];
+    const html = ["", "", ""];
+    for (let d = first; d < last; d++) {
+      const v = disp[2 * d], part = disp[2 * d + 1], k = vis[v];
       if (k < 0) {
         const f = `<div class="wbd-row wbd-folded" data-v="${v}">&hellip; ${-k} unchanged lines &hellip;</div>`;
-        left += f;
-        right += f;
+        for (const s of shownPanes()) html[s] += f;
         continue;
       }
       const i = rows[3 * k], j = rows[3 * k + 1], kind = rows[3 * k + 2];
@@ -256,16 +365,19 @@ function render({ model, el }) {
         mb = [from, toB];
         ma = [from, toA];
       }
-      left += rowHtml("b", i, kind, mb);
-      right += rowHtml("a", j, kind, ma);
+      if (unified) html[2] += unifiedRowHtml(i, j, kind, part, part === 1 ? mb : ma);
+      else {
+        html[0] += rowHtml("b", i, kind, mb);
+        html[1] += rowHtml("a", j, kind, ma);
+      }
     }
-    const width = charW ? Math.ceil(maxChars * charW) + 80 : 0;
-    blocks.forEach((b, s) => {
-      b.style.top = first * ROW_H + "px";
-      b.style.minWidth = width ? width + "px" : "";
-      b.innerHTML = s ? right : left;
-    });
-    for (const s of sizers) s.style.width = width ? width + "px" : "";
+    const width = charW ? Math.ceil(maxChars * charW) + (unified ? gutterU : gutter) + 24 : 0;
+    for (const s of shownPanes()) {
+      blocks[s].style.top = first * ROW_H + "px";
+      blocks[s].style.minWidth = width ? width + "px" : "";
+      blocks[s].innerHTML = html[s];
+      sizers[s].style.width = width ? width + "px" : "";
+    }
     if (loadStarted) {
       // What a load costs in the browser (split, index, first paint), for the browser tests to read.
       el.dataset.renderMs = (performance.now() - loadStarted).toFixed(1);
@@ -286,24 +398,26 @@ function render({ model, el }) {
     ruler.height = h * dpr;
     const ctx = ruler.getContext("2d");
     ctx.clearRect(0, 0, ruler.width, ruler.height);
-    if (!vis.length) return;
-    const scale = (h * dpr) / vis.length;
-    for (let v = 0; v < vis.length; v++) {
-      if (vis[v] < 0) continue;
-      const kind = rows[3 * vis[v] + 2];
+    const n = count();
+    if (!n) return;
+    const scale = (h * dpr) / n;
+    for (let d = 0; d < n; d++) {
+      const k = vis[disp[2 * d]];
+      if (k < 0) continue;
+      const kind = rows[3 * k + 2];
       if (!kind) continue;
       ctx.fillStyle = RULER[kind];
-      ctx.fillRect(0, Math.floor(v * scale), ruler.width, Math.max(2 * dpr, Math.ceil(scale)));
+      ctx.fillRect(0, Math.floor(d * scale), ruler.width, Math.max(2 * dpr, Math.ceil(scale)));
     }
   }
 
-  function scrollToRow(v) {
-    panes[0].scrollTop = Math.max(0, (v - 3) * ROW_H);
+  function scrollToRow(d) {
+    main().scrollTop = Math.max(0, (d - 3) * ROW_H);
     schedule();
   }
 
   // The row a change is scrolled to sits 3 rows below the top.
-  function current(top = panes[0].scrollTop) {
+  function current(top = main().scrollTop) {
     return Math.floor(top / ROW_H) + 3;
   }
 
@@ -329,20 +443,24 @@ function render({ model, el }) {
     scrollToRow(target);
   }
 
-  // Scrolling one pane scrolls the other to the same place.
+  // Scrolling one side scrolls the other to the same place.
   panes.forEach((p, s) => {
-    const other = panes[1 - s];
+    const other = s < 2 ? panes[1 - s] : null;
     p.addEventListener("scroll", () => {
-      if (other.scrollTop !== p.scrollTop) other.scrollTop = p.scrollTop;
-      if (other.scrollLeft !== p.scrollLeft) other.scrollLeft = p.scrollLeft;
+      if (other && other.scrollTop !== p.scrollTop) other.scrollTop = p.scrollTop;
+      if (other && other.scrollLeft !== p.scrollLeft) other.scrollLeft = p.scrollLeft;
       schedule();
     }, { passive: true });
   });
   $(".wbd-next").addEventListener("click", () => next(1));
   $(".wbd-prev").addEventListener("click", () => next(-1));
   fold.addEventListener("change", () => relayout(true));
+  modeSelect.addEventListener("change", () => {
+    model.set("mode", modeSelect.value);
+    model.save_changes();
+  });
   el.addEventListener("keydown", (e) => {
-    if (e.target.tagName === "INPUT") return;
+    if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT") return;
     if (e.key === "n" || e.key === "p") {
       next(e.key === "n" ? 1 : -1);
       e.preventDefault();
@@ -351,7 +469,7 @@ function render({ model, el }) {
   });
   ruler.addEventListener("click", (e) => {
     const r = ruler.getBoundingClientRect();
-    scrollToRow(Math.floor(((e.clientY - r.top) / r.height) * vis.length));
+    scrollToRow(Math.floor(((e.clientY - r.top) / r.height) * count()));
   });
   body.addEventListener("click", (e) => {
     const f = e.target.closest(".wbd-folded");
@@ -360,7 +478,17 @@ function render({ model, el }) {
     const start = v > 0 ? vis[v - 1] + 1 : 0; // the first folded row
     fold.checked = false;
     relayout(false);
-    scrollToRow(start);
+    scrollToRow(displayIndex(start)); // unfolded, vis[k] is row k
+  });
+  // A line wider than its pane shows whole in the row's title (set on the first hover).
+  body.addEventListener("mouseover", (e) => {
+    const row = e.target.closest(".wbd-row[data-t]");
+    if (!row || row.dataset.titled) return;
+    row.dataset.titled = "1";
+    const text = (row.dataset.t[0] === "b" ? B : A)[Number(row.dataset.t.slice(1))] ?? "";
+    const room = charW ? (row.closest(".wbd-pane").clientWidth - (unified ? gutterU : gutter)) / charW : 0;
+    if (text.length <= room) return;
+    row.title = text.length > TITLE_CHARS ? text.slice(0, TITLE_CHARS) + ` … (${text.length - TITLE_CHARS} more characters)` : text;
   });
 
   const applyHeight = () => {
@@ -368,6 +496,8 @@ function render({ model, el }) {
   };
   applyHeight();
   const resize = new ResizeObserver(() => {
+    measure();
+    applyMode();
     painted = [-1, -1];
     schedule();
     drawRuler();
@@ -386,6 +516,7 @@ function render({ model, el }) {
   };
   for (const name of ["rows", "before", "after", "message", "before_name", "after_name"]) model.on("change:" + name, reload);
   model.on("change:height", applyHeight);
+  model.on("change:mode", applyMode);
   load();
   return () => {
     resize.disconnect();

@@ -1,8 +1,12 @@
-"""The side-by-side diff of two stages, virtualized in the browser so a 50,000-line module scrolls.
+"""The diff of two stages, side by side or unified, virtualized in the browser so a 50,000-line
+module scrolls.
 
 Python sends the two normalized texts once and the alignment as a compact int32 array of
 ``(before line, after line, kind)`` triples (-1 for "no line on this side"); the browser splits the
-texts, and paints and highlights only the rows in view.
+texts, and paints and highlights only the rows in view. ``mode`` is the layout: "split" (two panes
+scrolled together), "unified" (one pane, deleted and inserted lines interleaved with both line
+numbers, a changed line as a -/+ pair), or "auto": unified while a side-by-side pane would show
+fewer than 80 characters of code, measured on the view's own width in the browser.
 """
 from __future__ import annotations
 
@@ -15,13 +19,14 @@ import traitlets
 
 from ...analysis.diff import Diff
 
-__all__ = ["DiffView", "KINDS"]
+__all__ = ["DiffView", "KINDS", "MODES"]
 
 _HERE = pathlib.Path(__file__).parent
 
 # Row kinds, by their code in the ``rows`` array.
 KINDS = ("equal", "changed", "deleted", "inserted", "moved")
 _CODE = {k: i for i, k in enumerate(KINDS)}
+MODES = ("auto", "split", "unified")
 
 
 def _pack(rows: list[tuple[int, int, str]]) -> bytes:
@@ -34,8 +39,9 @@ def _pack(rows: list[tuple[int, int, str]]) -> bytes:
 
 
 class DiffView(anywidget.AnyWidget):
-    """Two stages side by side: synchronized scrolling, MLIR/HLO highlighting, next/previous change,
-    an overview ruler of where the changes are, and a "changes only" fold."""
+    """Two stages side by side or unified (``mode``): synchronized scrolling, MLIR/HLO highlighting,
+    next/previous change, an overview ruler of where the changes are, a "changes only" fold, and a
+    line cut by the pane's width shown whole when hovered."""
 
     _esm = _HERE / "diffview.js"
     _css = _HERE / "diffview.css"
@@ -47,6 +53,7 @@ class DiffView(anywidget.AnyWidget):
     rows = traitlets.Bytes(b"").tag(sync=True)
     message = traitlets.Unicode("").tag(sync=True)
     height = traitlets.Int(560).tag(sync=True)
+    mode = traitlets.Enum(MODES, "auto").tag(sync=True)
 
     def show(self, diff: Diff) -> None:
         """Display ``diff`` (a ``workbench.diff.Diff``)."""

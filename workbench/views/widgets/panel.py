@@ -17,17 +17,19 @@ import io
 import pathlib
 import threading
 from contextlib import contextmanager
-from typing import Callable
+from typing import Callable, MutableMapping, Sequence
 
 import ipywidgets as W
 
 from ...errors import WorkbenchError
 from ...exploration import Exploration
-from ...pipeline.presets import PRESETS
+from ...pipeline.presets import PRESETS, preset, resolve
 from ...stages import Stage
 from . import actions, html
 from .actions import Action
+from .analyze import AnalyzeTab
 from .diffview import DiffView
+from .graphview import GraphView
 from .jobs import Jobs
 from .lists import StageList, ToggleList, stage_rows
 
@@ -38,13 +40,20 @@ _CUSTOM = "(custom string)"
 _TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Analyze")
 
 
-def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None) -> "Panel":
+def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None,
+          bind: MutableMapping | None = None) -> "Panel":
     """The pass-toggle panel for ``ex``; ``name`` is the variable the Python lines it shows act on.
 
     ``left``/``right`` pick the two stages to diff (default: the first stage that changed the module
-    and its parent). ``panel.ex`` is the Exploration the panel shows now.
+    and its parent). ``panel.ex`` is the Exploration the panel shows now. With ``bind`` (a namespace,
+    e.g. ``globals()``), ``bind[name]`` follows the panel: each toggle that gives a new Exploration
+    rebinds it there. Without it the panel changes no variable.
     """
-    return Panel(ex, name=name, left=left, right=right)
+    return Panel(ex, name=name, left=left, right=right, bind=bind)
+
+
+# the presets whose pipeline applies the Enzyme-JaX patterns (an enzyme-hlo-patterns step)
+_WITH_PATTERNS = tuple(n for n in PRESETS if any(st.kind == "patterns" for st in preset(n).steps))
 
 
 def _default_right(ex: Exploration, stages: list[Stage]) -> Stage:
@@ -66,11 +75,17 @@ def _runnable(stages: list[Stage]) -> list[str]:
 
 class Panel:
     """The panel for one Exploration; see ``panel()``. Display it (it is the last value of a cell, or
-    ``display(p)``); ``p.ex`` is the Exploration shown now, ``p.python`` the line of the last action."""
+    ``display(p)``); ``p.ex`` is the Exploration shown now, ``p.python`` the line of the last action.
+
+    With ``bind``, a namespace, the names ``bind_names`` (default: ``name``) there follow the panel:
+    after each action that gives a new Exploration, those still holding the one before are rebound
+    to the new one (a name the user has bound to something else since is left alone)."""
 
     def __init__(self, ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None,
-                 background: bool = True):
+                 background: bool = True, bind: MutableMapping | None = None, bind_names: Sequence[str] = ()):
         self.name = name
+        self._bind = bind
+        self.bound = tuple(dict.fromkeys(bind_names or (name,))) if bind is not None else ()
         self._ex = ex
         self._left = left or ""
         self._right = right or ""
@@ -81,7 +96,6 @@ class Panel:
         self._xla_seen: list[str] = []
         self._catalog: tuple | None = None  # (options, items, default-on names)
         self._cost_key = self._graph_key = None
-        self._culprits: list[str] = []
         self._build()
         self.jobs = Jobs(self.status, self._set_busy, background)
         self._submit("reading the stages", None, self._load, busy=True)
@@ -180,30 +194,13 @@ class Panel:
         self._submit(act.label, act.python, lambda: self._show_compare(act.call(self._ex)), busy=True)
 
     def find_applicable(self, stage: str | None = None) -> None:
-        """Try every pattern of the catalog alone on a stage; list those that change it."""
-        stage = stage or self.applicable_stage.value
-        self._set_quietly(self.applicable_stage, stage)
-        act = actions.applicable(self.name, stage)
-        self.applicable_out.value = ""
-        self._submit(act.label + " (in the worker pool)", act.python,
-                     lambda: self._show_applicable(stage, act.call(self._ex)), busy=True)
+        """Try every pattern of the catalog alone on a stage; list those that change it (Analyze tab)."""
+        self.analyze.find_applicable(stage)
 
     def bisect(self, kind: str | None = None, **params) -> None:
-        """Bisect the enabled patterns for a predicate of ``actions.PREDICATES`` (params: op, n, device)."""
-        if kind:
-            actions.predicate_params(kind)  # an unknown kind: UnknownNameError with the known ones
-            self.predicate.value = kind
-        for key, widget in (("op", self.pred_op), ("n", self.pred_n), ("device", self.pred_device)):
-            if key in params:
-                widget.value = params[key]
-        kind = self.predicate.value
-        wanted = actions.predicate_params(kind)
-        values = {"op": self.pred_op.value, "n": int(self.pred_n.value), "device": self.pred_device.value}
-        act = actions.bisect(self.name, kind, on_run=self._bisect_progress,
-                             **{k: v for k, v in values.items() if k in wanted})
-        self.bisect_out.value = ""
-        self.culprits_off.layout.display = "none"
-        self._submit(act.label, act.python, lambda: self._show_bisect(act.call(self._ex)), busy=True)
+        """Bisect the enabled patterns for a predicate of ``actions.PREDICATES`` (params: op, n, device);
+        the result, or why there was nothing to bisect, is shown in the Analyze tab."""
+        self.analyze.bisect(kind, **params)
 
     def show_cost(self) -> None:
         """Fill the Cost tab: every stage's cost, the chart, the per-op cost of the right stage."""
@@ -224,21 +221,23 @@ class Panel:
         self.header = W.HTML(layout=L(flex="1 1 auto"))
         self.status = W.HTML(layout=L(flex="0 1 auto"))
         self.stage_error = W.HTML()
-        self.stage_list = StageList(layout=L(width="340px", flex="none", max_height="800px"))
+        self.stage_list = StageList(layout=L(flex="none", max_height="800px"))  # width: lists.css (it folds)
         self.stage_list.handler = self._on_stage_msg
         self.stage_list.loading = "reading the stages…"
 
         # Diff
-        self.left_picker = W.Dropdown(description="A", layout=L(width="320px"), style=short)
-        self.right_picker = W.Dropdown(description="B", layout=L(width="320px"), style=short)
-        self.swap = W.Button(description="swap", icon="exchange", layout=L(width="90px"),
+        picker = dict(width="auto", flex="1 1 240px", min_width="150px", max_width="420px")  # they share a row
+        self.left_picker = W.Dropdown(description="A", layout=L(**picker), style=short)
+        self.right_picker = W.Dropdown(description="B", layout=L(**picker), style=short)
+        self.swap = W.Button(description="swap", icon="exchange", layout=L(width="90px", flex="none"),
                              tooltip="put B on the left and A on the right")
         self.ops_delta = W.HTML()
         self.diff_view = DiffView()
         for picker, side in ((self.left_picker, "left"), (self.right_picker, "right")):
             picker.observe(lambda ch, side=side: self._on_picker(side, ch["new"]), "value")
         self.swap.on_click(lambda _b: self._swap())
-        diff_tab = W.VBox([W.HBox([self.left_picker, self.swap, self.right_picker]), self.ops_delta, self.diff_view])
+        pickers = W.HBox([self.left_picker, self.swap, self.right_picker], layout=L(flex_flow="row wrap"))
+        diff_tab = W.VBox([pickers.add_class("wb-row"), self.ops_delta, self.diff_view])
 
         # Passes
         self.preset = W.Dropdown(options=list(PRESETS) + [_CUSTOM], description="pipeline", layout=L(width="260px"),
@@ -249,12 +248,20 @@ class Panel:
                                        tooltip="rebuild with this pipeline")
         self.preset.observe(self._on_preset, "value")
         self.apply_pipeline.on_click(lambda _b: self.set_pipeline(self.pipeline_text.value))
-        self.patterns_view = ToggleList(noun="pattern")
+        self.patterns_view = ToggleList(noun="pattern", nouns="patterns")
         self.patterns_view.handler = self._on_pattern_msg
-        self.xla_view = ToggleList(noun="XLA pass")
+        self.xla_view = ToggleList(noun="XLA pass", nouns="XLA passes")
         self.xla_view.handler = self._on_xla_msg
+        # shown when the pipeline has no enzyme-hlo-patterns step: the presets that have one
+        self.patterns_unused = W.HTML()
+        self.pattern_presets = [W.Button(description=n, tooltip=f"rebuild with the preset {n!r}",
+                                         layout=L(width="auto")) for n in _WITH_PATTERNS]
+        for b in self.pattern_presets:
+            b.on_click(lambda b: self.set_pipeline(b.description))
+        self.patterns_note = W.VBox([self.patterns_unused, W.HBox(self.pattern_presets).add_class("wb-row")],
+                                    layout=L(display="none"))
         passes_tab = W.VBox([
-            W.HBox([self.preset, self.pipeline_text, self.apply_pipeline]),
+            W.HBox([self.preset, self.pipeline_text, self.apply_pipeline]), self.patterns_note,
             W.HBox([W.VBox([W.HTML('<div class="wb-caption"><b>Enzyme-JaX rewrite patterns</b>: applied '
                                    "greedily in every <code>enzyme-hlo-patterns</code> stage</div>"),
                             self.patterns_view], layout=L(flex="3 1 0", min_width="0")),
@@ -287,46 +294,25 @@ class Panel:
         self.cost_plot = W.Output()
         self.op_costs = W.HTML(layout=L(max_height="300px", overflow="auto"))
         cost_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs])
-        self.graph_out = W.HTML(layout=L(max_height="640px", overflow="auto"))
-        graph_tab = W.VBox([self.graph_out])
+        self.graph_view = GraphView()
+        graph_tab = W.VBox([self.graph_view])
 
-        # Analyze
-        self.applicable_stage = W.Dropdown(description="stage", layout=L(width="330px"), style=short)
-        self.applicable_button = W.Button(description="Find applicable patterns", icon="search",
-                                          layout=L(width="210px"),
-                                          tooltip="apply every pattern of the catalog alone to this stage")
-        self.applicable_button.on_click(lambda _b: self.find_applicable())
-        self.applicable_out = W.HTML()
-        self.predicate = W.Dropdown(options=list(actions.PREDICATES), description="predicate", layout=L(width="290px"),
-                                    style=short)
-        self.pred_op = W.Text(value="stablehlo.transpose", description="op", layout=L(width="260px"), style=short)
-        self.pred_n = W.IntText(value=0, description="n", layout=L(width="120px"), style=short)
-        self.pred_device = W.Dropdown(description="device", layout=L(width="200px"), style=short)
-        self.predicate.observe(lambda _ch: self._show_predicate_params(), "value")
-        self.bisect_button = W.Button(description="Bisect", icon="code-fork", layout=L(width="100px"),
-                                      tooltip="find a minimal set of enabled patterns for which the predicate holds")
-        self.bisect_button.on_click(lambda _b: self.bisect())
-        self.bisect_out = W.HTML()
-        self.culprits_off = W.Button(description="switch these off", layout=L(width="160px", display="none"))
-        self.culprits_off.on_click(lambda _b: self.toggle_patterns(self._culprits, False))
-        analyze_tab = W.VBox([
-            W.HTML("<b>Applicable patterns</b>: which patterns change this stage when applied alone"),
-            W.HBox([self.applicable_stage, self.applicable_button]), self.applicable_out,
-            W.HTML("<b>Bisect</b>: a minimal set of enabled patterns that makes the predicate hold"),
-            W.HBox([self.predicate, self.pred_op, self.pred_n, self.pred_device, self.bisect_button]),
-            self.bisect_out, self.culprits_off,
-        ])
-        self._show_predicate_params()
+        # Analyze (its own module): the jobs exist once _build is done, hence the lambdas
+        self.analyze = AnalyzeTab(self.name, lambda: self._ex, self._submit,
+                                  lambda text: setattr(self.jobs, "note", text),
+                                  lambda done, total: self.jobs.progress(done, total),
+                                  lambda: set(self.patterns_view.enabled),
+                                  lambda names: self.toggle_patterns(names, False))
 
-        self.tabs = W.Tab(children=[diff_tab, passes_tab, run_tab, cost_tab, graph_tab, analyze_tab])
+        self.tabs = W.Tab(children=[diff_tab, passes_tab, run_tab, cost_tab, graph_tab, self.analyze.widget])
         self.tabs.titles = _TABS
         self.tabs.layout = L(flex="1 1 auto", min_width="0")
         self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
 
         self.python_box = W.HTML()
         self.pipeline_box = W.HTML()
-        self._buttons = [self.run_button, self.compare_button, self.applicable_button, self.bisect_button,
-                         self.apply_pipeline, self.culprits_off]
+        self._buttons = [self.run_button, self.compare_button, self.apply_pipeline, *self.analyze.buttons,
+                         *self.pattern_presets]
         self._root = W.VBox([
             W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
             W.HBox([self.header, self.status], layout=L(align_items="center")).add_class("wb-row"),
@@ -414,11 +400,6 @@ class Panel:
         elif title == "Graph" and self._graph_key != (id(self._ex), self._right):
             self.show_graph()
 
-    def _show_predicate_params(self) -> None:
-        wanted = actions.predicate_params(self.predicate.value)
-        for key, widget in (("op", self.pred_op), ("n", self.pred_n), ("device", self.pred_device)):
-            widget.layout.display = "" if key in wanted else "none"
-
     # -- showing an Exploration ----------------------------------------------------------------------
     def _load(self) -> None:
         self._show_exploration(self._ex)
@@ -440,7 +421,8 @@ class Panel:
     def _show_exploration(self, ex: Exploration) -> None:
         stages = ex.stages  # computes XLA's stages: the slow part, on the worker thread
         names = [s.name for s in stages]
-        self._ex = ex
+        before, self._ex = self._ex, ex
+        self._follow(before, ex)
         for p in ex.xla_passes:
             if p not in self._xla_seen:
                 self._xla_seen.append(p)
@@ -466,17 +448,13 @@ class Panel:
             self.compare_stages.options = runnable
             default_cmp = [n for n in (ex.reference_stage().name, self.run_stage.value) if n in runnable]
             self.compare_stages.value = tuple(keep_cmp or dict.fromkeys(default_cmp))
-            keep_app = self.applicable_stage.value
-            self.applicable_stage.options = runnable
-            default_app = ex.reference_stage().name if ex.reference_stage().name in runnable else None
-            self.applicable_stage.value = keep_app if keep_app in runnable else default_app
             from ...analysis.execute import devices
 
             ids = devices()["id"].tolist()
-            for dd in (self.device, self.pred_device):
-                keep = dd.value
-                dd.options = ids
-                dd.value = keep if keep in ids else (ex.spec.device if ex.spec.device in ids else ids[0])
+            keep = self.device.value
+            self.device.options = ids
+            self.device.value = keep if keep in ids else (ex.spec.device if ex.spec.device in ids else ids[0])
+            self.analyze.show(ex, runnable, ids)
             self.preset.value = ex.spec.pipeline if ex.spec.pipeline in PRESETS else _CUSTOM
             self.pipeline_text.value = ex.spec.pipeline
         self._show_patterns(ex)
@@ -495,6 +473,14 @@ class Panel:
             self._catalog = (options, items, {n for n, _, d in items if d})
         return self._catalog[1], self._catalog[2]
 
+    def _follow(self, before: Exploration, ex: Exploration) -> None:
+        """Rebind the bound names that still hold ``before`` to ``ex`` (see ``Panel``)."""
+        if self._bind is None or ex is before:
+            return
+        for n in self.bound:
+            if self._bind.get(n) is before:
+                self._bind[n] = ex
+
     def _show_patterns(self, ex: Exploration) -> None:
         try:
             items, default_on = self._pattern_catalog(ex)
@@ -503,10 +489,16 @@ class Panel:
             return
         sel = ex.spec.selection
         on = (default_on - sel.disabled) | sel.enabled
+        used = any(st.kind == "patterns" for st in resolve(ex.spec.pipeline, inline=ex.spec.inline).steps)
         with self.patterns_view.hold_sync():
             if self.patterns_view.items != items:
                 self.patterns_view.items = items
             self.patterns_view.enabled = sorted(on)
+            self.patterns_view.message = "" if used else (
+                f"the pipeline {ex.spec.pipeline!r} has no enzyme-hlo-patterns step: switching patterns has no "
+                "effect on its stages")
+        self.patterns_unused.value = "" if used else html.patterns_unused(ex.spec.pipeline)
+        self.patterns_note.layout.display = "none" if used else ""
 
     def _show_xla(self, ex: Exploration) -> None:
         off = ex.spec.xla_disabled
@@ -521,8 +513,8 @@ class Panel:
 
     def _show_python(self) -> None:
         n = self.name
-        line = self.python or f"{n}  # the Exploration this panel shows: {n}.stages, {n}.table()"
-        self.python_box.value = html.python_line(line, self.history)
+        self.python_box.value = html.python_line(self.python or f"{n}.stages, {n}.table()", self.history,
+                                                 self.bound, n)
 
     # -- the two stages ------------------------------------------------------------------------------
     def _show_selection(self, now: bool = False) -> None:
@@ -564,22 +556,10 @@ class Panel:
     def _show_compare(self, df) -> None:
         self.compare_out.value = html.table(df)
 
-    def _show_applicable(self, stage: str, df) -> None:
-        self.applicable_out.value = html.applicable(self.name, stage, df, set(self.patterns_view.enabled))
-
-    def _bisect_progress(self, runs: int, held: bool) -> None:
-        self.jobs.note = f" · pipeline run {runs}: the predicate {'holds' if held else 'does not hold'}"
-
-    def _show_bisect(self, res) -> None:
-        self._culprits = list(res.patterns)
-        switch_off = actions.toggle_patterns(self.name, res.patterns, False).python
-        self.bisect_out.value = html.bisect_result(res, switch_off)
-        self.culprits_off.layout.display = "" if res.patterns else "none"
-
     def _load_cost(self) -> None:
         ex, right = self._ex, self._right
         every = actions.cost(self.name)
-        self.cost_table.value = html.stage_costs(every.python, every.call(ex))
+        self.cost_table.value = html.stage_costs(every.python, every.call(ex), {s.name for s in ex.stages if s.cached})
         fig = ex.plot_cost()
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
@@ -602,9 +582,9 @@ class Panel:
         try:
             svg = actions.graph(self.name, right).call(ex).pipe(format="svg").decode()
         except ImportError as e:
-            self.graph_out.value = html.graph_note(f"the graph view is not available: {e}")
+            self.graph_view.show_message(f"the graph view is not available: {e}")
             return
         except WorkbenchError as e:
-            self.graph_out.value = html.graph_note(str(e))
+            self.graph_view.show_message(str(e))
             return
-        self.graph_out.value = html.graph(svg)
+        self.graph_view.show(svg)

@@ -1,12 +1,18 @@
 // The stage list: one row per stage (group, state, time, lines), A/B markers for the diff's sides.
 // Clicks are sent to Python as {type: "pick", name, side}; Python sets left/right.
+// The list folds to a narrow strip (the diff gets the width): by its button, or by itself ("fold":
+// "auto") while the panel it sits in is narrower than FOLD_BELOW px, measured on the panel itself.
+
+const FOLD_BELOW = 1000;
 
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
 function render({ model, el }) {
   el.classList.add("wbs");
   el.innerHTML = `
+    <button class="wbs-unfold" title="show the stage list">&raquo;<span class="wbs-strip-label">stages</span></button>
     <div class="wbs-head">
+      <button class="wbs-foldbtn" title="fold the stage list to a strip (the diff gets the width)">&laquo;</button>
       <label><input type="checkbox" class="wbs-hide"> hide unchanged</label>
       <span class="wbs-count"></span>
     </div>
@@ -31,13 +37,13 @@ function render({ model, el }) {
         html += `<div class="wbs-group g-${esc(group)}">${esc(group)}</div>`;
       }
       const side = s.name === left && s.name === right ? "AB" : s.name === left ? "A" : s.name === right ? "B" : "";
-      const ms = s.ms === null ? "" : s.ms < 10 ? s.ms.toFixed(1) + " ms" : Math.round(s.ms) + " ms";
+      const ms = s.time || ""; // written in Python; "(cached)": the time of the step's first run, not measured now
       const title = s.state === "error" ? s.error : `${s.name}: ${s.state}, ${s.lines} lines`;
       html += `<div class="wbs-row g-${esc(s.group)} s-${s.state}${side ? " picked" : ""}" data-name="${esc(s.name)}" title="${esc(title)}">
         <span class="wbs-side">${side}</span><span class="wbs-dot"></span>
         <span class="wbs-name">${esc(s.name)}</span>
         <span class="wbs-lines">${s.state === "error" ? "failed" : s.lines}</span>
-        <span class="wbs-ms">${ms}</span></div>`;
+        <span class="wbs-ms${s.cached ? " wbs-cached" : ""}">${ms}</span></div>`;
     }
     const loading = model.get("loading");
     if (loading) html += `<div class="wbs-loading"><span class="wbs-spin"></span>${esc(loading)}</div>`;
@@ -54,6 +60,35 @@ function render({ model, el }) {
   });
   for (const name of ["stages", "left", "right", "hide_unchanged", "loading"]) model.on("change:" + name, draw);
   draw();
+
+  // Folding: the width of the panel (or of whatever holds the list) decides in "auto".
+  let room = 0;
+  const applyFold = () => {
+    const fold = model.get("fold");
+    const folded = fold === "folded" || (fold === "auto" && room > 0 && room < FOLD_BELOW);
+    el.classList.toggle("wbs-folded", folded);
+    el.dataset.folded = folded ? "1" : "0";
+  };
+  const setFold = (folded) => {
+    model.set("fold", folded ? "folded" : "open");
+    model.save_changes();
+  };
+  el.querySelector(".wbs-foldbtn").addEventListener("click", () => setFold(true));
+  el.querySelector(".wbs-unfold").addEventListener("click", () => setFold(false));
+  model.on("change:fold", applyFold);
+  let host = null;
+  const sizes = new ResizeObserver(() => {
+    const outer = el.closest(".wb-panel") || el.parentElement;
+    if (outer && outer !== host) {
+      host = outer;
+      sizes.observe(host); // the list is in the page now: watch what holds it
+    }
+    room = host ? host.clientWidth : 0;
+    applyFold();
+  });
+  sizes.observe(el);
+  applyFold();
+  return () => sizes.disconnect();
 }
 
 export default { render };

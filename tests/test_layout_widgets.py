@@ -1,0 +1,73 @@
+"""The panel's navigable views on the Python side: the graph view holding graphviz's SVG of a real
+stage, focus and hops as state Python can set and check, the diff view's layout mode and the stage
+list's fold. What they do in a browser is in test_browser.py."""
+import xml.etree.ElementTree as ET
+
+import jax
+import jax.numpy as jnp
+import pytest
+import traitlets
+
+import workbench as wb
+from workbench.errors import UnknownNameError
+from workbench.views.widgets import DiffView, StageList
+from workbench.views.widgets.graphview import GraphView
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def loss(ws, x):
+    for w in ws:
+        x = jnp.tanh(x @ w)
+    return (x ** 2).sum()
+
+
+@pytest.fixture(scope="module")
+def svg():
+    ex = wb.explore(jax.grad(loss), [jnp.full((8, 8), 0.01)] * 2, jnp.ones((4, 8)), pipeline="canonicalize")
+    return ex.graph("stablehlo").pipe(format="svg").decode()
+
+
+def test_the_graph_view_holds_the_svg_and_names_its_nodes(svg):
+    assert svg.startswith("<?xml")  # graphviz's prologue and doctype, which the view drops
+    g = GraphView()
+    g.show(svg)
+    assert g.svg.startswith("<svg") and g.svg.rstrip().endswith("</svg>") and g.message == ""
+    root = ET.fromstring(g.svg)
+    titles = [n.find(SVG + "title").text for n in root.iter(SVG + "g") if n.get("class") == "node"]
+    assert g.nodes == titles and len(titles) > 10
+    ops = [t.text for t in root.iter(SVG + "text")]
+    assert "dot_general" in ops and "tanh" in ops
+
+
+def test_focus_and_hops_are_checked_and_a_new_graph_shows_all_of_it(svg):
+    g = GraphView()
+    g.show(svg)
+    node = g.nodes[5]
+    g.focus_on(node, hops=3)
+    assert (g.focus, g.hops) == (node, 3)
+    with pytest.raises(UnknownNameError, match=r"unknown graph node 'n99999'.*GraphView.nodes \(n0 \.\.\. n"):
+        g.focus_on("n99999")
+    assert g.focus == node  # a refused name changes nothing
+    with pytest.raises(traitlets.TraitError, match="hops must be between 1 and 20"):
+        g.hops = 0
+    g.show(svg)  # another graph: the whole of it
+    assert g.focus == ""
+    g.show_message("stage 'jaxpr' is not an MLIR or HLO module")
+    assert g.svg == "" and g.nodes == [] and "jaxpr" in g.message
+    with pytest.raises(ValueError, match="not an SVG document"):
+        g.show("digraph { a -> b }")
+
+
+def test_the_diff_layout_and_the_stage_list_fold_name_their_choices():
+    d = DiffView()
+    assert d.mode == "auto"
+    d.mode = "unified"
+    with pytest.raises(traitlets.TraitError, match=r"\['auto', 'split', 'unified'\]"):
+        d.mode = "wide"
+    assert d.mode == "unified"
+    s = StageList()
+    assert s.fold == "auto"
+    s.fold = "folded"
+    with pytest.raises(traitlets.TraitError, match=r"\['auto', 'folded', 'open'\]"):
+        s.fold = "closed"
