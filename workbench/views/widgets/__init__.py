@@ -7,7 +7,8 @@ Views only read an Exploration and call its public methods (``with_patterns``, `
 ``diff``, ``cost``, ...). Every action shows its line of Python.
 """
 from .diffview import DiffView
+from .graphview import GraphView
 from .lists import StageList, ToggleList
 from .panel import Panel, panel
 
-__all__ = ["panel", "Panel", "DiffView", "StageList", "ToggleList"]
+__all__ = ["panel", "Panel", "DiffView", "GraphView", "StageList", "ToggleList"]
