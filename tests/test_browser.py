@@ -134,6 +134,7 @@ def lab(tmp_path_factory):
     _notebook(root / "widths.ipynb", "%load_ext workbench\nimport jax, jax.numpy as jnp", MLP_GRAD)
     _notebook(root / "graph.ipynb", GRAPH_PANEL)
     _notebook(root / "analyze.ipynb", "%load_ext workbench\nimport jax.numpy as jnp", TRANSPOSES)
+    _notebook(root / "speculative.ipynb", "%load_ext workbench\nimport workbench.examples.attention as att", ATTENTION)
     settings = home / "settings"
     # no "official Jupyter news?" toast over the panel
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
@@ -235,9 +236,15 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
     page = open_notebook(browser, lab, "test.ipynb")
     try:
         run_cell(page, 0)
+        page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(0).locator(".jp-InputPrompt", has_text="[1]").wait_for()
+        start = time.perf_counter()  # the first %%hlo of a fresh kernel: Shift+Enter to the panel's rows
         run_cell(page, 1)
         panel = page.locator(".wb-panel")
+        panel.locator(".wbs-row").first.wait_for(timeout=180_000)
+        to_rows = time.perf_counter() - start
         panel.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=180_000)
+        print(f"\nfirst %%hlo in a fresh kernel: Shift+Enter -> panel with its stage rows {to_rows:.2f} s, "
+              f"-> XLA's stages {time.perf_counter() - start:.2f} s")
         names = panel.locator(".wbs-row").evaluate_all("rows => rows.map(r => r.dataset.name)")
         assert names[:2] == ["jaxpr", "stablehlo"] and "enzyme-hlo-patterns#1" in names and "xla:optimized" in names
         assert panel.locator(".wbs-row.s-changed").count() >= 3 and panel.locator(".wbs-row.s-unchanged").count() >= 3
@@ -808,3 +815,67 @@ def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(brow
     assert out["down"]["d"].startswith("M0,10 ") and out["down"]["d"].endswith(" 0,83")
     assert out["down"]["points"].startswith("0,90 ")
     assert out["up"]["d"].startswith("M0,90 ") and out["up"]["points"].startswith("50,10 ")
+
+
+# -- XLA compiling in the background: the MLIR stages first ------------------------------------------------
+# A transformer block's gradient: its XLA compile takes about a second, its toggled MLIR stages a tenth of that.
+ATTENTION = """\
+%%hlo -o ex
+p, x = att.args(seq=48)
+att.fn(p, x)"""
+
+# Every change the panel's DOM goes through, recorded in the page: the stage rows, the "compiling XLA"
+# marker, the status line and the header (which says what is toggled, so whose stages these are).
+RECORD = """() => {
+    const panel = document.querySelector('.wb-panel');
+    window.wbSeen = [];
+    const snap = () => window.wbSeen.push({
+        t: performance.now(), pending: !!panel.querySelector('.wbs-pending'),
+        status: [...panel.querySelectorAll('.wb-status')].map(e => e.textContent).join(' '),
+        header: panel.querySelector('.wb-header')?.textContent || '',
+        rows: [...panel.querySelectorAll('.wbs-row')].map(r => [r.dataset.name,
+               r.querySelector('.wbs-lines').textContent, /\\bg-(xla|backend)\\b/.test(r.className)])});
+    new MutationObserver(snap).observe(panel, {subtree: true, childList: true, characterData: true});
+    window.wbClick = performance.now();
+}"""
+
+
+def test_a_toggle_shows_the_mlir_stages_while_xla_compiles_then_its_xla_stages(browser, lab, shots):
+    page = open_notebook(browser, lab, "speculative.ipynb")
+    try:
+        run_cell(page, 0)
+        run_cell(page, 1)
+        panel = page.locator(".wb-panel")
+        panel.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=300_000)
+        page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')", timeout=300_000)
+        assert panel.locator(".wbs-pending").count() == 0
+        tab(panel, "Passes")
+        panel.locator(".wbt-search").first.fill("dot_transpose")
+        box = panel.locator('.wbt-item[data-name="dot_transpose"] input').first
+        page.evaluate(RECORD)
+        box.click()
+        page.wait_for_function("window.wbSeen.some(s => s.pending || s.header.includes('1 pattern off'))",
+                               timeout=120_000)
+        if panel.locator(".wbs-pending").count():  # still compiling: how the panel looks meanwhile
+            shots(panel, "panel_compiling_xla")
+        arrived = ("(s, i, all) => !s.pending && s.rows.some(r => r[0] === 'xla:optimized') "
+                   "&& all.slice(0, i).some(w => w.pending)")
+        page.wait_for_function(f"window.wbSeen.some({arrived})", timeout=300_000)
+        seen, click = page.evaluate("() => [window.wbSeen, window.wbClick]")
+        waiting = [s for s in seen if s["pending"]]
+        assert waiting, "the toggled Exploration was never shown while XLA compiled"
+        first = waiting[0]
+        final = next(s for s in seen if s["t"] > first["t"] and not s["pending"]
+                     and any(r[0] == "xla:optimized" for r in s["rows"]))
+        assert "1 pattern off" in first["header"] and "1 pattern off" in final["header"]
+        # the new MLIR stages, before any XLA stage: the same rows (names and lines) as once XLA's arrived
+        assert first["rows"] and not any(late for _, _, late in first["rows"])
+        assert [r for r in final["rows"] if not r[2]] == first["rows"]
+        assert any("compiling XLA" in s["status"] for s in waiting)
+        assert all(not s["pending"] for s in seen if s["t"] >= final["t"])
+        assert "compiling XLA" not in panel.locator(".wb-status").first.inner_text()
+        print(f"\ntoggle dot_transpose on a transformer block's gradient: click -> its MLIR stages "
+              f"{(first['t'] - click) / 1e3:.2f} s (XLA compiling), -> its XLA stages "
+              f"{(final['t'] - click) / 1e3:.2f} s")
+    finally:
+        page.close()

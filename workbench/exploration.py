@@ -2,15 +2,17 @@
 pipeline (to derive a new Exploration) or into analysis (to read this one).
 
 An Exploration is immutable: toggling a pattern or an XLA pass returns a new one, recomputed
-incrementally (the runner caches each step). XLA's stages are computed the first time something
-asks for them, since compiling is the slowest step and a user toggling patterns often looks at
-MLIR stages first.
+incrementally (the runner caches each step). XLA's compile, the slowest step, starts in the
+background as soon as ``explore`` or a toggle has the final MLIR module (``ex.xla_ready()``,
+``ex.xla_future()``); reading the XLA stages waits for the rest of that compile, so a user
+toggling patterns sees the MLIR stages first.
 """
 from __future__ import annotations
 
 import dataclasses
 import numbers
 import threading
+from concurrent.futures import Future
 from typing import Callable, Sequence
 
 from .analysis.bisect import bisect
@@ -22,7 +24,7 @@ from .analysis.scan import StepRun, pattern_timing, scan_patterns, step_patterns
 from .errors import StageError, UnknownNameError
 from .ir.text import text_hash
 from .pipeline.build import (Built, build, rebuild_xla, spec_for_function, spec_for_text, with_exactly, with_toggles,
-                             with_xla_options)
+                             with_xla_options, xla_passes_known)
 from .stages import Stage
 
 __all__ = ["Exploration", "Stepwise", "explore", "explore_text"]
@@ -40,9 +42,9 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
     ``xla_disable_hlo_passes`` joins ``xla_disable``). Arguments JAX cannot trace (strings, None,
     functions) are static; ``static_argnums`` makes others static too (a Python int that picks an
     axis), and a jitted function's own ``static_argnums``/``static_argnames`` are honoured.
-    When XLA passes are disabled, XLA compiles during the call, so that a pass name XLA did not run
-    is reported at once (``XlaPassWarning``, and ``ex.warnings``); otherwise XLA's stages are
-    computed the first time something reads them.
+    XLA's compile starts in the background when the call returns; reading the XLA stages waits for
+    it. When XLA passes are disabled that no compile has reported yet, the call waits for it, so
+    that a pass name XLA did not run is reported at once (``XlaPassWarning``, and ``ex.warnings``).
     """
     return _xla_checked(Exploration(build(spec_for_function(
         fn, args, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
@@ -50,9 +52,14 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
 
 
 def _xla_checked(ex: "Exploration") -> "Exploration":
-    """Compile at once when the call names XLA passes to skip, so that a name XLA did not run is
-    reported (XlaPassWarning) by the call that gave it, not later by whatever first reads a stage."""
-    if ex.spec.xla_disabled:
+    """Start XLA's compile in the background, and wait for it when the call names XLA passes to skip
+    that no compile has reported, so that a name XLA did not run is reported (XlaPassWarning) by
+    the call that gave it, not later by whatever first reads a stage (a name reported before cannot
+    draw the warning)."""
+    start = getattr(ex._late_fn, "start", None)
+    if start is not None:
+        start()
+    if ex.spec.xla_disabled and not xla_passes_known(ex.spec.xla_disabled):
         ex.warnings  # noqa: B018 -- computing the XLA stages runs the check
     return ex
 
@@ -107,6 +114,27 @@ class Exploration:
             if self._late is None:
                 xla = self._late_fn()
                 self._late, self._late_error, self._xla = tuple(xla.stages), xla.error, xla.result
+
+    def xla_ready(self) -> bool:
+        """Whether the XLA stages can be read without waiting for XLA: computed already, compiled (or
+        failed) in the background, or none to make (the MLIR pipeline failed; text without @main)."""
+        if self._late is not None:
+            return True
+        ready = getattr(self._late_fn, "ready", None)
+        return ready() if ready is not None else False
+
+    def xla_future(self) -> Future:
+        """A new Future, done (result None) when the XLA stages can be read without waiting (a failed
+        compile too: the stage says why), starting the compile if it is not under way. While it is
+        pending, no newer Exploration's compile cancels this one's; ``cancel()`` it when its stages
+        are no longer wanted. Callbacks run on XLA's compile thread: hand work on from them (the
+        panel queues a job) rather than read the stages there."""
+        watch = getattr(self._late_fn, "watch", None)
+        if watch is not None and self._late is None:
+            return watch()
+        done: Future = Future()
+        done.set_result(None)
+        return done
 
     # -- reading -----------------------------------------------------------------------------------
     @property
@@ -222,7 +250,7 @@ class Exploration:
 
         Only the stages from the first one whose input or pass string changes are recomputed.
         """
-        return Exploration(build(with_toggles(self._spec, disable, enable)))
+        return _xla_checked(Exploration(build(with_toggles(self._spec, disable, enable))))
 
     def with_only_patterns(self, names: Sequence[str]) -> "Exploration":
         """A new Exploration with exactly ``names`` enabled among the Enzyme-JaX patterns (every other
@@ -232,7 +260,7 @@ class Exploration:
     def with_pipeline(self, pipeline: str) -> "Exploration":
         """A new Exploration with another MLIR pipeline (a preset name or a pipeline string); the traced
         program, pattern toggles, XLA options and device stay. Steps that match earlier ones are cache hits."""
-        return Exploration(build(dataclasses.replace(self._spec, pipeline=pipeline)))
+        return _xla_checked(Exploration(build(dataclasses.replace(self._spec, pipeline=pipeline))))
 
     def with_xla(self, disable: Sequence[str] = (), enable: Sequence[str] = (), **options) -> "Exploration":
         """A new Exploration with XLA HLO passes switched off (or back on) and other XLA options set.
@@ -360,28 +388,37 @@ class Exploration:
         return pd.DataFrame(rows)
 
     # -- patterns, one at a time ------------------------------------------------------------------
-    def applicable(self, stage=None, details: bool = False, progress: bool = True, on_progress=None):
+    def applicable(self, stage=None, details: bool = False, progress: bool = True, on_progress=None,
+                   exact: bool = False):
         """The patterns that change ``stage`` (default: "stablehlo") when applied alone, in catalog order.
 
-        Every pattern of the catalog is tried on a copy of the module in the worker pool. With
-        ``details`` a DataFrame of every pattern (name, group, changed, seconds, error) instead.
-        ``progress`` draws a bar in a notebook or a terminal (never in a log); ``on_progress(done,
-        total)`` hears the patterns tried so far, as the long calls' callbacks do.
+        Every pattern of the catalog is asked, on copies of the module in the worker pool: by group
+        testing (batches of patterns in one run each; only batches that change the module are split,
+        down to single patterns), or with ``exact`` one run per pattern. Both give the same answer
+        unless a pattern's match depends on what the compared text does not show (locations, the
+        order of a value's uses); ``workbench.analysis.scan`` says why. With ``details`` a DataFrame
+        of every pattern (name, group, changed, seconds, error, batch): ``batch`` is 1 for a pattern
+        that ran alone (every one that applies or fails), with its own ``seconds``; otherwise the size
+        of the unchanged batch that decided it, and ``seconds`` is NaN. ``progress`` draws a bar in a
+        notebook or a terminal (never in a log); ``on_progress(done, total)`` hears the patterns
+        decided so far, as the long calls' callbacks do.
         """
-        rows = scan_patterns(self, stage or "stablehlo", progress=progress, on_progress=on_progress)
+        rows = scan_patterns(self, stage or "stablehlo", progress=progress, on_progress=on_progress, exact=exact)
         if details:
             import pandas as pd
 
             return pd.DataFrame([dataclasses.asdict(r) for r in rows])
         return [r.name for r in rows if r.changed]
 
-    def step(self, stage=None, max_steps: int = 200, progress: bool = True, on_progress=None):
+    def step(self, stage=None, max_steps: int = 200, progress: bool = True, on_progress=None, exact: bool = False):
         """An Exploration that applies one enabled pattern at a time to ``stage`` (default "stablehlo"),
-        the first applicable each step (stages ``pattern:<name>#k``), until none applies; its
-        ``matches_reference``/``difference`` compare the end with one greedy run of all the patterns.
-        ``on_progress(steps, None)`` hears each step (how many there will be is not known)."""
+        the first applicable each step in list order (stages ``pattern:<name>#k``), until none applies;
+        its ``matches_reference``/``difference`` compare the end with one greedy run of all the patterns.
+        The first applicable pattern is found by group testing, or with ``exact`` by running the
+        patterns alone (as ``applicable`` does). ``on_progress(steps, None)`` hears each step (how
+        many there will be is not known)."""
         return Stepwise(self._built, step_patterns(self, stage or "stablehlo", max_steps=max_steps,
-                                                   progress=progress, on_progress=on_progress))
+                                                   progress=progress, on_progress=on_progress, exact=exact))
 
     def bisect(self, predicate, candidates=None, progress: bool = True, on_progress=None):
         """A 1-minimal set of enabled patterns for which ``predicate(exploration)`` holds (delta debugging).
@@ -393,8 +430,8 @@ class Exploration:
         return bisect(self, predicate, candidates=candidates, progress=progress, on_progress=on_progress)
 
     def pattern_timing(self, stage=None, per_pattern: bool = False, progress: bool = True, on_progress=None):
-        """Seconds each pattern group (or each pattern) takes on ``stage``, slowest first;
-        ``on_progress(done, total)`` counts the groups (or patterns) run."""
+        """Seconds each pattern group (or each pattern, every one run alone) takes on ``stage``,
+        slowest first; ``on_progress(done, total)`` counts the groups (or patterns) run."""
         return pattern_timing(self, stage or "stablehlo", per_pattern=per_pattern, progress=progress,
                               on_progress=on_progress)
 

@@ -1,14 +1,18 @@
 """Build the stages of an Exploration: a Spec from the user's arguments, then the MLIR pipeline step
-by step (cached per step in the worker's runner), then XLA's per-pass dumps on first use.
+by step (cached per step in the worker's runner), then XLA's per-pass dumps: compiled on a
+background thread as soon as an Exploration starts it, or on first use.
 
 The result is a ``Built`` value; the ``Exploration`` facade (``workbench/exploration.py``) wraps it.
 """
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import difflib
+import threading
 import warnings
 from collections import OrderedDict
+from concurrent.futures import Future, InvalidStateError, wait as futures_wait
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -26,7 +30,8 @@ from .worker import enzyme_available
 from .xla import check_options, compile_with_dumps
 
 __all__ = ["Built", "XlaStages", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
-           "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage"]
+           "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
+           "LateXla", "xla_compiles", "xla_passes_known"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,7 @@ class XlaStages:
 @dataclass(frozen=True)
 class Built:
     """The stages of one Spec: the trace and MLIR stages, the failed one's error, and how to get the
-    XLA stages (None when the MLIR pipeline failed, so there is nothing to compile)."""
+    XLA stages (a LateXla; None when the MLIR pipeline failed, so there is nothing to compile)."""
 
     spec: Spec
     early: tuple[Stage, ...]
@@ -183,10 +188,17 @@ def stage_name(base: str, earlier: Sequence[Stage]) -> str:
 
 def stage_from_run(name: str, parent: Stage, result: StepResult, pass_string: str) -> Stage:
     """The MLIR stage that the runner's ``result`` of ``pass_string`` on ``parent`` is: shown without
-    locations, changed when that text differs from the parent's, cached when the runner served it."""
-    text = strip_locations(result.text)
+    locations, changed when that text differs from the parent's, cached when the runner served it.
+    An unchanged stage holds its parent's text objects rather than copies of them."""
+    with_locations = result.text
+    if parent.text_with_locations and with_locations == parent.text_with_locations:  # `is`, mostly: see StepRunner.run
+        with_locations, text = parent.text_with_locations, parent.text
+    else:
+        text = strip_locations(with_locations)
+        if text == parent.text:
+            text = parent.text
     return Stage(name, "mlir", text, pass_string, text != parent.text, result.seconds, parent.name,
-                 text_with_locations=result.text, cached=result.cached)
+                 text_with_locations=with_locations, cached=result.cached)
 
 
 def failed_stage(name: str, parent: Stage, pass_string: str, error: StageError) -> Stage:
@@ -222,21 +234,128 @@ def build(spec: Spec) -> Built:
             stages.append(failed_stage(name, parent, pass_string, e))
             break
         stages.append(stage_from_run(name, parent, r, pass_string))
-    late = None if error else (lambda: _xla_stages(spec, stages[-1]))
-    return Built(spec, tuple(stages), error, late)
+    return Built(spec, tuple(stages), error, None if error else LateXla(spec, stages[-1]))
 
 
-_XLA_CACHE: OrderedDict[tuple, Any] = OrderedDict()
+# -- XLA: one compile per (module, device, options), on one background thread -------------------------
+# A compile is an entry of _XLA_CACHE whose Future the thread fulfils; a speculative start (LateXla.start,
+# after each explore/toggle) and a request for the stages (LateXla.__call__) find the same entry, so a
+# module is never compiled twice. Entries nobody waits for are cancelled while queued when a newer
+# compile of the same program supersedes them, or when more than _SPECULATIVE_MAX of them queue up. A
+# running XLA compile cannot be interrupted: a superseded one runs to its end and is cached like any.
+# One thread, so compiles never overlap (each one switches JAX's persistent cache off and on again).
 
 
-def _xla_stages(spec: Spec, last: Stage) -> XlaStages:
-    """XLA's stages for the last MLIR stage, the error if XLA refused it, and the XlaResult."""
+@dataclass(eq=False)
+class _Compile:
+    key: tuple
+    program: Any  # what "the same program" is for superseding: the Traced's id, or the text's hash
+    owner: Any  # the LateXla that asked first: any other is served from the cache
+    job: Callable[[], Any]
+    future: Future = dataclasses.field(default_factory=Future)
+    waiters: int = 0  # threads waiting for it and Futures watching it (LateXla.watch): never cancelled
+
+
+_XLA_LOCK = threading.Condition()  # guards everything below (an RLock inside: callbacks may re-enter)
+_XLA_CACHE: OrderedDict[tuple, _Compile] = OrderedDict()  # queued, running and finished compiles
+_XLA_QUEUE: list[_Compile] = []
+_XLA_RUNNING: list[_Compile] = []
+_XLA_KEEP = 16  # finished compiles kept
+_SPECULATIVE_MAX = 2  # queued compiles that nobody waits for, at most
+_XLA_THREAD: threading.Thread | None = None
+_XLA_COUNT = [0]  # compiles run in this process (xla_compiles())
+
+
+class LateXla:
+    """How an Exploration gets its XLA stages (``Built.late``): ``start()`` begins XLA's compile of the
+    last MLIR stage in the background, ``ready()`` says whether calling would wait for XLA,
+    ``watch()`` gives a Future done when it would not, and calling gives the XlaStages, waiting for
+    the compile (or running it) as needed. All of them use the same cache entry."""
+
+    def __init__(self, spec: Spec, last: Stage):
+        self.spec, self.last = spec, last
+        self.compiles = spec.traced is not None or "@main" in last.text_with_locations
+
+    def __call__(self) -> XlaStages:
+        return _xla_stages(self.spec, self.last, owner=self)
+
+    def _key_args(self):
+        return self.spec, self.last.text_with_locations, self.spec.xla_options
+
+    def start(self) -> None:
+        """Queue the compile unless it is cached or queued already; older queued compiles of the same
+        program that nobody waits for are cancelled (superseded)."""
+        if self.compiles:
+            with _XLA_LOCK:
+                _entry(*self._key_args(), owner=self, speculative=True)
+
+    def ready(self) -> bool:
+        """Whether the XLA stages can be had without waiting for a compile (also when it failed)."""
+        if not self.compiles:
+            return True
+        with _XLA_LOCK:
+            e = _XLA_CACHE.get(_xla_key(*self._key_args()))
+            return e is not None and e.future.done()
+
+    def watch(self) -> Future:
+        """A new Future, done (result None) when the XLA stages can be had without waiting. While it is
+        pending the compile is never cancelled for a newer one; ``cancel()`` it when the stages are no
+        longer wanted (a queued compile that nobody else waits for is then cancelled too). Its
+        callbacks run on the compile thread: they should hand work on, not read the stages there."""
+        mine: Future = Future()
+        if not self.compiles:
+            mine.set_result(None)
+            return mine
+        with _XLA_LOCK:
+            e = _entry(*self._key_args(), owner=self)
+            e.waiters += 1
+        held = [True]
+
+        def release() -> bool:  # under _XLA_LOCK: the first of arrival and withdrawal lets go
+            if held[0]:
+                held[0] = False
+                e.waiters -= 1
+                return True
+            return False
+
+        def arrived(f: Future) -> None:
+            with _XLA_LOCK:
+                release()
+            try:
+                mine.cancel() if f.cancelled() else mine.set_result(None)
+            except InvalidStateError:  # withdrawn meanwhile
+                pass
+
+        def withdrawn(f: Future) -> None:
+            if f.cancelled():
+                with _XLA_LOCK:
+                    if release() and e.waiters == 0 and e in _XLA_QUEUE:
+                        _cancel(e)
+
+        mine.add_done_callback(withdrawn)
+        e.future.add_done_callback(arrived)
+        return mine
+
+
+def xla_compiles() -> int:
+    """How many XLA compiles (with per-pass dumps) this process has run."""
+    return _XLA_COUNT[0]
+
+
+def xla_passes_known(names) -> bool:
+    """Whether every name in ``names`` is an HLO pass that some compile in this process reported, so
+    that disabling it cannot draw the unknown-pass warning of ``_check_disabled_passes``."""
+    return set(names) <= _XLA_PASSES_SEEN
+
+
+def _xla_stages(spec: Spec, last: Stage, owner: Any = None) -> XlaStages:
+    """XLA's stages for the last MLIR stage, the error if XLA refused it, and the XlaResult; a compile
+    that ``owner`` did not ask for first is served from the cache (its seconds those of that compile)."""
     source = last.text_with_locations
     if spec.traced is None and "@main" not in source:
         return XlaStages((), None, None)
     try:
-        cached = _xla_key(spec, source, spec.xla_options) in _XLA_CACHE  # its seconds are the first compile's
-        result = _compile(spec, source, spec.xla_options)
+        result, cached = _compile(spec, source, spec.xla_options, owner)
         result = _check_disabled_passes(spec, source, result)
     except Exception as e:  # XLA's own rejection of the module or an option, kept as a failed stage
         err = StageError("xla:compile", f"XLA compile with options {dict(spec.xla_options)}",
@@ -259,23 +378,129 @@ def _xla_key(spec: Spec, source: str, options: tuple[tuple[str, str], ...]) -> t
     return (text_hash(source), spec.device, options)
 
 
-def _compile(spec: Spec, source: str, options: tuple[tuple[str, str], ...]):
-    """XLA's compile of ``source`` with per-pass dumps, cached by (module, device, options)."""
+def _compile(spec: Spec, source: str, options: tuple[tuple[str, str], ...], owner: Any = None):
+    """XLA's compile of ``source`` with per-pass dumps, cached by (module, device, options): the entry's
+    result, waiting for it when it is queued or running (ahead of the compiles nobody waits for).
+    Returns (result, whether someone other than ``owner`` asked for it first)."""
+    with _XLA_LOCK:
+        e = _entry(spec, source, options, owner=owner)
+        e.waiters += 1
+        # asked on the compile thread itself (in a callback): waiting would wait forever, so run it here
+        inline = threading.current_thread() is _XLA_THREAD and _take(e)
+    try:
+        if inline:
+            _run(e)
+        result = e.future.result()
+    finally:
+        with _XLA_LOCK:
+            e.waiters -= 1
+    return result, owner is None or e.owner is not owner
+
+
+def _entry(spec: Spec, source: str, options, owner: Any = None, speculative: bool = False) -> _Compile:
+    """The live entry of this compile, queued anew if there is none (under _XLA_LOCK). A speculative
+    new one cancels the queued compiles of the same program that nobody waits for, and the oldest
+    others beyond _SPECULATIVE_MAX."""
+    global _XLA_THREAD
     key = _xla_key(spec, source, options)
-    if key in _XLA_CACHE:
+    e = _XLA_CACHE.get(key)
+    if e is not None:
         _XLA_CACHE.move_to_end(key)
-        return _XLA_CACHE[key]
+        return e
+    program = id(spec.traced) if spec.traced is not None else text_hash(spec.source)  # the job holds spec.traced
+    x64 = bool(jax.config.jax_enable_x64)  # the asker's, maybe set by `with jax.enable_x64()` (thread-local)
+    e = _Compile(key, program, owner, lambda: _compile_now(spec, source, options, x64))
+    if speculative:
+        for q in [q for q in _XLA_QUEUE if q.waiters == 0 and q.program == program]:
+            _cancel(q)
+        idle = [q for q in _XLA_QUEUE if q.waiters == 0]
+        for q in idle[: max(0, len(idle) + 1 - _SPECULATIVE_MAX)]:
+            _cancel(q)
+    _XLA_CACHE[key] = e
+    _XLA_QUEUE.append(e)
+    if _XLA_THREAD is None:
+        _XLA_THREAD = threading.Thread(target=_xla_worker, name="wb-xla", daemon=True)
+        _XLA_THREAD.start()
+    _XLA_LOCK.notify_all()
+    return e
+
+
+def _cancel(e: _Compile) -> None:
+    """Drop a queued compile (under _XLA_LOCK): out of the queue and the cache, its Future cancelled."""
+    _XLA_QUEUE.remove(e)
+    if _XLA_CACHE.get(e.key) is e:
+        del _XLA_CACHE[e.key]
+    e.future.cancel()
+
+
+def _take(e: _Compile) -> bool:
+    """Take a queued compile to run it now (under _XLA_LOCK); False when it is not queued."""
+    if e not in _XLA_QUEUE:
+        return False
+    _XLA_QUEUE.remove(e)
+    if not e.future.set_running_or_notify_cancel():
+        return False
+    _XLA_RUNNING.append(e)
+    return True
+
+
+def _xla_worker() -> None:
+    """The compile thread: the first queued compile that someone waits for, else the oldest queued one."""
+    while True:
+        with _XLA_LOCK:
+            while not _XLA_QUEUE:
+                _XLA_LOCK.wait()
+            e = next((q for q in _XLA_QUEUE if q.waiters), _XLA_QUEUE[0])
+            if not _take(e):
+                continue
+        _run(e)
+
+
+def _run(e: _Compile) -> None:
+    """Run a taken compile; XLA's refusal is its result too (whoever asks sees the failed stage)."""
+    try:
+        result, error = e.job(), None
+    except BaseException as exc:  # noqa: BLE001 -- handed to whoever asks, as the compile's outcome
+        result, error = None, exc
+    with _XLA_LOCK:
+        _XLA_RUNNING.remove(e)
+        done = [k for k, q in _XLA_CACHE.items() if q.future.done()]  # forget the oldest finished ones
+        for k in done[: max(0, len(done) + 1 - _XLA_KEEP)]:
+            del _XLA_CACHE[k]
+    if error is not None:
+        e.future.set_exception(error)
+    else:
+        e.future.set_result(result)
+
+
+def _compile_now(spec: Spec, source: str, options: tuple[tuple[str, str], ...], x64: bool):
+    """One XLA compile of ``source`` with per-pass dumps (into a directory of its own), on the compile
+    thread, with 64-bit types as the thread that asked for it had them."""
+    _XLA_COUNT[0] += 1
+    with jax.enable_x64(x64):
+        return _compile_exported(spec, source, options)
+
+
+def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], ...]):
     dev = resolve_device(spec.device)
     exported = (swap_module(spec.traced.exported, source) if spec.traced is not None
                 else exported_for_text(source, dev.platform))
     shardings = None
     if spec.traced is not None and exported.nr_devices > 1:
         shardings = [leaf.sharding for leaf in jax.tree_util.tree_leaves(spec.traced.args)]
-    result = compile_with_dumps(exported, dev, dict(options), shardings)
-    _XLA_CACHE[key] = result
-    if len(_XLA_CACHE) > 16:
-        _XLA_CACHE.popitem(last=False)
-    return result
+    return compile_with_dumps(exported, dev, dict(options), shardings)
+
+
+def _at_exit() -> None:
+    """Leave no compile queued at exit, and let the running one end (XLA cannot be stopped mid-compile)."""
+    with _XLA_LOCK:
+        for e in list(_XLA_QUEUE):
+            _cancel(e)
+        running = [e.future for e in _XLA_RUNNING]
+    futures_wait(running, timeout=600)
+
+
+atexit.register(_at_exit)
 
 
 _XLA_PASSES_SEEN: set[str] = set()  # every pass name any compile in this process reported
@@ -296,7 +521,7 @@ def _check_disabled_passes(spec: Spec, source: str, result):
     if not off - _XLA_PASSES_SEEN:
         return result
     try:
-        base = _compile(spec, source, tuple((k, v) for k, v in spec.xla_options if k != "xla_disable_hlo_passes"))
+        base, _ = _compile(spec, source, tuple((k, v) for k, v in spec.xla_options if k != "xla_disable_hlo_passes"))
     except Exception:  # the check is advice: a module XLA rejects without the disables gets none
         return result
     _XLA_PASSES_SEEN.update(base.passes)
@@ -315,10 +540,16 @@ def _check_disabled_passes(spec: Spec, source: str, result):
 
 
 def clear_caches() -> None:
-    """Forget cached pass results and XLA compiles (the worker stays warm)."""
+    """Forget cached pass results and XLA compiles (the worker stays warm): queued compiles that
+    nobody waits for are cancelled, and a running one is waited for, so none runs on afterwards."""
     r = default_runner()
     r.clear()
-    _XLA_CACHE.clear()
+    with _XLA_LOCK:
+        for e in [e for e in _XLA_QUEUE if e.waiters == 0]:
+            _cancel(e)
+        _XLA_CACHE.clear()
+        running = [e.future for e in _XLA_RUNNING]
+    futures_wait(running)
 
 
 def with_toggles(spec: Spec, disable: Sequence[str], enable: Sequence[str]) -> Spec:
@@ -343,6 +574,4 @@ def with_xla_options(spec: Spec, disable: Sequence[str], enable: Sequence[str], 
 
 def rebuild_xla(built: Built, spec: Spec) -> Built:
     """``built``'s trace and MLIR stages as they are, with XLA's stages for ``spec``'s XLA options."""
-    early = built.early
-    late = None if built.error else (lambda: _xla_stages(spec, early[-1]))
-    return Built(spec, early, built.error, late)
+    return Built(spec, built.early, built.error, None if built.error else LateXla(spec, built.early[-1]))

@@ -13,8 +13,8 @@ from ...analysis.diff import Diff
 from ...exploration import Exploration
 from ...stages import Stage
 
-__all__ = ["esc", "num", "cell", "table", "running", "failed", "done", "header", "stage_error", "pipeline_string",
-           "python_line", "patterns_unused", "ops_delta", "run_result", "stage_costs", "op_costs",
+__all__ = ["esc", "num", "cell", "table", "running", "failed", "done", "awaiting", "header", "stage_error",
+           "pipeline_string", "python_line", "patterns_unused", "ops_delta", "run_result", "stage_costs", "op_costs",
            "op_costs_missing"]
 
 # the columns of ``Exploration.cost()`` the Cost tab shows, in this order
@@ -90,9 +90,17 @@ def done(text: str) -> str:
     return f'<span class="wb-status wb-done">&#10003; {esc(text)}</span>'
 
 
+def awaiting(label: str, elapsed: float, before: str = "") -> str:
+    """What the panel waits for outside its queue (XLA compiling in the background), after ``before``,
+    the markup of how the last job ended."""
+    return (f'{before} <span class="wb-status wb-running wb-awaiting"><progress class="wb-progress"></progress>'
+            f'{esc(label)}&hellip; {elapsed:.1f} s</span>')
+
+
 # -- the Exploration shown -------------------------------------------------------------------------
-def header(ex: Exploration, stages: Sequence[Stage], xla_off: Sequence[str]) -> str:
-    """One line: title, pipeline, stage counts, device, and what is toggled off or added."""
+def header(ex: Exploration, stages: Sequence[Stage], xla_off: Sequence[str], compiling: bool = False) -> str:
+    """One line: title, pipeline, stage counts (so far, while XLA compiles), device, and what is toggled
+    off or added."""
     changed = sum(1 for s in stages if s.changed)
     sel = ex.spec.selection
     toggles = []
@@ -103,16 +111,19 @@ def header(ex: Exploration, stages: Sequence[Stage], xla_off: Sequence[str]) -> 
     if xla_off:
         toggles.append(f"XLA off: {', '.join(xla_off)}")
     bits = [f"<b>{esc(ex.spec.title)}</b>", f"pipeline <code>{esc(ex.spec.pipeline[:60])}</code>",
-            f"{len(stages)} stages, {changed} changed", esc(ex.spec.device)] + [esc(t) for t in toggles]
+            f"{len(stages)} stages{' so far' * compiling}, {changed} changed", esc(ex.spec.device)]
+    bits += [esc(t) for t in toggles] + ["compiling XLA&hellip;"] * compiling
     return '<div class="wb-header">' + " &middot; ".join(bits) + "</div>"
 
 
-def stage_error(ex: Exploration) -> str:
-    """The Exploration's failed stage, if any, with its error (empty when none failed)."""
-    if not ex.error:
+def stage_error(ex: Exploration, compiling: bool = False) -> str:
+    """The Exploration's failed stage, if any, with its error (empty when none failed); while XLA
+    compiles, only a failed MLIR stage (the XLA stages' error is not known yet)."""
+    error = ex.pipeline_error if compiling else ex.error
+    if not error:
         return ""
-    return (f'<div class="wb-stage-error"><b>{esc(ex.error.stage)} failed</b> '
-            f'(the stages before it are usable)<pre>{esc(ex.error)}</pre></div>')
+    return (f'<div class="wb-stage-error"><b>{esc(error.stage)} failed</b> '
+            f'(the stages before it are usable)<pre>{esc(error)}</pre></div>')
 
 
 def pipeline_string(name: str, pipeline: str) -> str:

@@ -4,12 +4,17 @@ says what runs, for how long, and how it ended.
 A rebuild, a run or a scan can take seconds to minutes; on the worker thread the notebook stays
 responsive meanwhile. A job that raises is shown in the status line and kept in ``last_error``,
 never raised into the kernel: a notebook view must not break the cell that made it.
+
+Work that waits for something outside the panel (XLA's compile in the background) is the second
+kind: ``after(future, label, work)`` holds no place in the queue while it waits; the status line
+says what it waits for whenever no job runs, and ``work`` joins the queue once the future is done.
 """
 from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait as wait_futures
+from dataclasses import dataclass, field
 from typing import Callable
 
 import ipywidgets as W
@@ -17,6 +22,14 @@ import ipywidgets as W
 from . import html
 
 __all__ = ["Jobs"]
+
+
+@dataclass(eq=False)
+class _Awaiting:
+    future: Future
+    label: str
+    started: float
+    handled: threading.Event = field(default_factory=threading.Event)  # its work queued, or dropped
 
 
 def _message(e: BaseException) -> str:
@@ -44,6 +57,54 @@ class Jobs:
         self._busy = 0  # queued or running busy jobs
         self._busy_lock = threading.Lock()
         self._started = time.perf_counter()  # when the running job started
+        self._running = False
+        self._awaiting: _Awaiting | None = None  # what after() waits for
+        self._last_status = ""  # how the last job ended (markup), kept in the status line while awaiting
+
+    @property
+    def background(self) -> bool:
+        """Whether the jobs run on the worker thread (else at once, on the caller's thread)."""
+        return self._executor is not None
+
+    @property
+    def awaiting(self) -> str:
+        """What the panel waits for outside the queue (``after``), "" when nothing."""
+        a = self._awaiting
+        return a.label if a is not None else ""
+
+    def after(self, future: Future, label: str, work: Callable[[], None], then: str = "") -> None:
+        """Queue ``work`` (not busy, labelled ``then``) once ``future`` is done, holding no place in the
+        queue meanwhile; until then the status line says ``label`` and for how long, whenever no job
+        runs. A newer ``after`` replaces this one (its work is then dropped), and so does a cancelled
+        ``future``. Without ``background``, wait for ``future`` here and run ``work`` at once."""
+        if self._executor is None:
+            wait_futures([future])
+            if not future.cancelled():
+                self._run(then or label, work, False)
+            return
+        a = _Awaiting(future, label, time.perf_counter())
+        with self._busy_lock:
+            old, self._awaiting = self._awaiting, a
+        if old is not None:
+            old.handled.set()
+        if not self._running:
+            self._show_awaiting(a)
+        threading.Thread(target=self._tick_awaiting, args=(a,), daemon=True).start()
+
+        def arrived(f: Future) -> None:
+            try:
+                if self._awaiting is a and not f.cancelled():
+                    waited = f"{time.perf_counter() - a.started:.1f} s waited"
+                    self.submit(f"{then or label} ({waited})", work, busy=False)
+            except RuntimeError:  # shut down meanwhile: the panel is closed
+                pass
+            finally:
+                with self._busy_lock:
+                    if self._awaiting is a:
+                        self._awaiting = None
+                a.handled.set()
+
+        future.add_done_callback(arrived)
 
     def submit(self, label: str, work: Callable[[], None], *, busy: bool) -> None:
         """Queue ``work``; ``busy`` work counts as busy from now until it ends."""
@@ -52,8 +113,9 @@ class Jobs:
         if self._executor is None:
             self._run(label, work, busy)
             return
-        self._futures = [f for f in self._futures if not f.done()]
-        self._futures.append(self._executor.submit(self._run, label, work, busy))
+        with self._busy_lock:  # after()'s work is submitted from another thread
+            self._futures = [f for f in self._futures if not f.done()]
+            self._futures.append(self._executor.submit(self._run, label, work, busy))
 
     def relabel(self, label: str) -> None:
         """What the running job does, once it knows (a rebuild learns its action only when it starts)."""
@@ -70,18 +132,26 @@ class Jobs:
         """An error outside any job (a click on a stage that is gone), shown the same way."""
         self.status.value = html.failed(_message(e))
 
-    def wait(self, timeout: float | None = 600) -> None:
-        """Block until every queued job has ended (TimeoutError after ``timeout`` seconds)."""
+    def wait(self, timeout: float | None = 600, awaiting: bool = True) -> None:
+        """Block until every queued job has ended, and with ``awaiting`` what ``after`` waits for and
+        the work it queues then (TimeoutError after ``timeout`` seconds)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             pending = [f for f in self._futures if not f.done()]
-            if not pending:
+            outside = self._awaiting if awaiting else None
+            if not pending and outside is None:
                 return
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            pending[0].result(timeout=left)
+            if pending:
+                pending[0].result(timeout=left)
+            elif not outside.handled.wait(left):  # its work is queued before it counts as handled
+                raise TimeoutError(f"still waiting: {outside.label}")
 
     def shutdown(self) -> None:
-        """Drop the queued jobs and let the worker thread end after the running one."""
+        """Drop the queued jobs and what ``after`` waits for; the worker thread ends after the running job."""
+        a, self._awaiting = self._awaiting, None
+        if a is not None:
+            a.handled.set()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
@@ -89,6 +159,7 @@ class Jobs:
         stop = threading.Event()
         started = self._started = time.perf_counter()
         self.done = self.total = None
+        self._running = True
         self.relabel(label)
         if self._executor is not None:
             threading.Thread(target=self._tick, args=(started, stop), daemon=True).start()
@@ -96,11 +167,14 @@ class Jobs:
             work()
         except Exception as e:  # shown in the panel: a notebook view never raises into the kernel
             self.last_error = f"{self.label} failed: {_message(e)}"
-            self.status.value = html.failed(self.last_error)
+            self.status.value = self._last_status = html.failed(self.last_error)
         else:
             self.last_error = None
-            self.status.value = html.done(f"{self.label}: {time.perf_counter() - started:.2f} s")
+            self.status.value = self._last_status = html.done(f"{self.label}: {time.perf_counter() - started:.2f} s")
         finally:
+            self._running = False
+            if self._awaiting is not None:
+                self._show_awaiting(self._awaiting)
             stop.set()
             self.note = ""
             self.done = self.total = None
@@ -111,6 +185,14 @@ class Jobs:
         while not stop.wait(0.5):
             self.status.value = html.running(self.label, time.perf_counter() - started, self.note, self.done,
                                              self.total)
+
+    def _show_awaiting(self, a: "_Awaiting") -> None:
+        if self._awaiting is a and not self._running:
+            self.status.value = html.awaiting(a.label, time.perf_counter() - a.started, self._last_status)
+
+    def _tick_awaiting(self, a: "_Awaiting") -> None:
+        while not a.handled.wait(0.5):
+            self._show_awaiting(a)
 
     def _count_busy(self, step: int) -> None:
         with self._busy_lock:

@@ -47,7 +47,8 @@ class _Messages(anywidget.AnyWidget):
 class StageList(_Messages):
     """Every stage with its group, time, lines and state (changed, unchanged, failed). Clicking a stage
     asks for it on the right and its parent on the left; shift-click asks for it on the left. ``fold``
-    folds it to a strip, as its button does."""
+    folds it to a strip, as its button does. ``pending`` names a group still on its way (XLA's
+    stages while XLA compiles), shown as its marker with ``loading``'s spinner."""
 
     _esm = _HERE / "stagelist.js"
     _css = _HERE / "lists.css"
@@ -56,7 +57,8 @@ class StageList(_Messages):
     left = traitlets.Unicode("").tag(sync=True)
     right = traitlets.Unicode("").tag(sync=True)
     hide_unchanged = traitlets.Bool(False).tag(sync=True)
-    loading = traitlets.Unicode("").tag(sync=True)
+    loading = traitlets.Unicode("").tag(sync=True)  # a spinner row with this text after the rows
+    pending = traitlets.Unicode("").tag(sync=True)  # the group on its way ("xla" while XLA compiles)
     # "folded": a narrow strip; "open"; "auto": folded while the panel is narrower than 1000 px
     fold = traitlets.Enum(("auto", "folded", "open"), "auto").tag(sync=True)
 

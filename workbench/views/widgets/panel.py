@@ -5,9 +5,11 @@ applicable patterns, bisect).
 The panel is a view. It reads an Exploration and calls its public methods; a toggle asks the
 Exploration for a new one (``with_patterns``, ``with_xla``) and shows that. Work runs on one worker
 thread, so the notebook stays responsive and the panel says what runs and for how long; an error is
-shown in the panel, never raised into the notebook. Every action's line of Python is shown, ready to
-paste. This module lays the widgets out and wires them to the actions; ``jobs`` runs the work,
-``html`` renders what it gives.
+shown in the panel, never raised into the notebook. A new Exploration's MLIR stages show at once and
+its XLA stages when XLA's compile (started in the background by the toggle) ends: that wait holds
+no place in the queue, and stages that arrive for an Exploration no longer shown are dropped. Every
+action's line of Python is shown, ready to paste. This module lays the widgets out and wires them to
+the actions; ``jobs`` runs the work, ``html`` renders what it gives.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import dataclasses
 import io
 import pathlib
 import threading
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Callable, MutableMapping, Sequence
 
@@ -32,6 +35,7 @@ from .diffview import DiffView
 from .graphview import GraphView
 from .jobs import Jobs
 from .lists import StageList, ToggleList, stage_rows
+from .pending import SoFar, late_name
 
 __all__ = ["Panel", "panel"]
 
@@ -96,6 +100,10 @@ class Panel:
         self._xla_seen: list[str] = []
         self._catalog: tuple | None = None  # (options, items, default-on names)
         self._cost_key = self._graph_key = None
+        self._pending = False  # the XLA stages of the Exploration shown are on their way
+        self._xla_watch: Future | None = None  # ex.xla_future() of the Exploration shown, while pending
+        self._auto_right = False  # the right stage was the panel's choice while XLA compiled
+        self._diffed: tuple | None = None  # (Exploration, left, right) the diff view shows
         self._build()
         self.jobs = Jobs(self.status, self._set_busy, background)
         self._submit("reading the stages", None, self._load, busy=True)
@@ -130,13 +138,15 @@ class Panel:
         bundle["text/plain"] = f"pass-toggle panel for {self._ex!r}"
         return bundle
 
-    def wait(self, timeout: float | None = 600) -> "Panel":
-        """Block until the panel's queued work is done (for scripts and tests)."""
-        self.jobs.wait(timeout)
+    def wait(self, timeout: float | None = 600, xla: bool = True) -> "Panel":
+        """Block until the panel's queued work is done (for scripts and tests), and with ``xla`` until
+        the XLA stages on their way are shown too."""
+        self.jobs.wait(timeout, awaiting=xla)
         return self
 
     def close(self) -> None:
         """Close the panel's widgets and stop its worker thread."""
+        self._watch(None)
         self.jobs.shutdown()
 
         def close(w):
@@ -204,13 +214,13 @@ class Panel:
 
     def show_cost(self) -> None:
         """Fill the Cost tab: every stage's cost, the chart, the per-op cost of the right stage."""
-        self._cost_key = (id(self._ex), self._right)
+        self._cost_key = self._key()
         act = actions.cost(self.name)
         self._submit(act.label, act.python, self._load_cost, busy=False)
 
     def show_graph(self) -> None:
         """Fill the Graph tab with the right stage's dataflow graph."""
-        self._graph_key = (id(self._ex), self._right)
+        self._graph_key = self._key(graph=True)
         act = actions.graph(self.name, self._right)
         self._submit(act.label, act.python, self._load_graph, busy=False)
 
@@ -395,10 +405,15 @@ class Panel:
 
     def _on_tab(self) -> None:
         title = _TABS[self.tabs.selected_index or 0]
-        if title == "Cost" and self._cost_key != (id(self._ex), self._right):
+        if title == "Cost" and self._cost_key != self._key():
             self.show_cost()
-        elif title == "Graph" and self._graph_key != (id(self._ex), self._right):
+        elif title == "Graph" and self._graph_key != self._key(graph=True):
             self.show_graph()
+
+    def _key(self, graph: bool = False) -> tuple:
+        """What the Cost (Graph) tab shows: the Exploration, the right stage, and whether XLA's stages
+        (the right stage, for the graph) were still on their way: when they arrive, it fills anew."""
+        return id(self._ex), self._right, self._pending and (not graph or late_name(self._right))
 
     # -- showing an Exploration ----------------------------------------------------------------------
     def _load(self) -> None:
@@ -419,25 +434,34 @@ class Panel:
         self._submit("rebuilding", None, work, busy=True)
 
     def _show_exploration(self, ex: Exploration) -> None:
-        stages = ex.stages  # computes XLA's stages: the slow part, on the worker thread
+        """Show ``ex``: in the background, its MLIR stages now and its XLA stages when XLA's compile ends
+        (``_watch``, then this again); without it, every stage at once (waiting for XLA)."""
+        pending = self.jobs.background and not ex.xla_ready()
+        stages = ex.pipeline_stages if pending else ex.stages  # ex.stages: XLA's, ready or waited for
         names = [s.name for s in stages]
-        before, self._ex = self._ex, ex
+        before, self._ex, self._pending = self._ex, ex, pending
         self._follow(before, ex)
-        for p in ex.xla_passes:
+        self._watch(ex if pending else None)
+        for p in [] if pending else ex.xla_passes:
             if p not in self._xla_seen:
                 self._xla_seen.append(p)
-        if self._right not in names:
-            self._right = _default_right(ex, stages).name
-        if self._left not in names:
-            self._left = ex.stage(self._right).parent or names[0]
+        kept = set(names) | ({n for n in (self._left, self._right) if late_name(n)} if pending else set())
+        if self._right not in kept or (self._auto_right and not pending and any(s.error for s in stages)):
+            self._right = _default_right(ex, stages).name  # a failed XLA compile is shown, as it was picked
+            self._auto_right = pending
+        if self._left not in kept:
+            right = next((s for s in stages if s.name == self._right), None)
+            self._left = (right.parent if right else names[-1]) or names[0]
         runnable = _runnable(stages)
         with self._programmatic():
-            self.header.value = html.header(ex, stages, list(ex.spec.xla_disabled))
-            self.stage_error.value = html.stage_error(ex)
-            self.stage_list.loading = ""
-            # the pair first: whoever sees the new stages sees which two are picked
-            self.stage_list.left, self.stage_list.right = self._left, self._right
-            self.stage_list.stages = stage_rows(stages)
+            self.header.value = html.header(ex, stages, list(ex.spec.xla_disabled), pending)
+            self.stage_error.value = html.stage_error(ex, pending)
+            with self.stage_list.hold_sync():  # one message: never new rows with the old marker, or back
+                self.stage_list.loading = "compiling XLA…" if pending else ""
+                self.stage_list.pending = "xla" if pending else ""
+                # the pair first: whoever sees the new stages sees which two are picked
+                self.stage_list.left, self.stage_list.right = self._left, self._right
+                self.stage_list.stages = stage_rows(stages)
             self.left_picker.options = names
             self.right_picker.options = names
             keep_run = self.run_stage.value
@@ -461,7 +485,19 @@ class Panel:
         self._show_xla(ex)
         self._show_pipeline_string(ex)
         self._show_python()
-        self._show_selection(now=True)
+        # the diff anew unless it shows this pair of this Exploration already (XLA's stages arrived)
+        self._show_selection(now=True, diff=self._diffed != (ex, self._left, self._right))
+
+    def _watch(self, ex: Exploration | None) -> None:
+        """Wait, off the queue, for ``ex``'s XLA compile, then show its stages if ``ex`` is still the one
+        shown; the Exploration watched before is let go (its compile, if only queued, is cancelled)."""
+        old, self._xla_watch = self._xla_watch, None
+        if old is not None:
+            old.cancel()
+        if ex is not None:
+            self._xla_watch = watch = ex.xla_future()
+            self.jobs.after(watch, "compiling XLA", lambda: self._ex is ex and self._show_exploration(ex),
+                            then="showing the XLA stages")
 
     def _pattern_catalog(self, ex: Exploration):
         from ...pipeline.catalog import patterns
@@ -506,7 +542,9 @@ class Panel:
         with self.xla_view.hold_sync():
             self.xla_view.items = [[n, "XLA HLO passes", True] for n in names]
             self.xla_view.enabled = [n for n in names if n not in off]
-            self.xla_view.message = "" if names else "no XLA compile (a module without @main, or XLA failed)"
+            self.xla_view.message = "" if names else ("XLA is compiling: its passes are listed when it ends"
+                                                      if self._pending else
+                                                      "no XLA compile (a module without @main, or XLA failed)")
 
     def _show_pipeline_string(self, ex: Exploration) -> None:
         self.pipeline_box.value = html.pipeline_string(self.name, ex.pipeline_string)
@@ -517,13 +555,19 @@ class Panel:
                                                  self.bound, n)
 
     # -- the two stages ------------------------------------------------------------------------------
-    def _show_selection(self, now: bool = False) -> None:
-        """Show the picked pair everywhere; the diff is computed on the worker (now: already on it)."""
-        with self._programmatic():
-            self.left_picker.value = self._left
-            self.right_picker.value = self._right
+    def _show_selection(self, now: bool = False, diff: bool = True) -> None:
+        """Show the picked pair everywhere; the diff is computed on the worker (now: already on it);
+        without ``diff`` it stays as it is (the tabs still fill)."""
+        self._auto_right = self._auto_right and now  # the user's pick (not now) is the user's
+        with self._programmatic():  # a picked XLA stage whose compile is under way: in no picker yet
+            self.left_picker.value = self._left if self._left in self.left_picker.options else None
+            self.right_picker.value = self._right if self._right in self.right_picker.options else None
         with self.stage_list.hold_sync():
             self.stage_list.left, self.stage_list.right = self._left, self._right
+        if not diff:
+            if self.tabs.selected_index is not None:
+                self._on_tab()
+            return
         self._diff_token += 1
         token = self._diff_token
         if now:
@@ -536,9 +580,14 @@ class Panel:
         if token != self._diff_token:
             return  # the user picked another pair meanwhile
         ex, act = self._ex, actions.diff(self.name, self._left, self._right)
-        a, b = ex.stage(self._left), ex.stage(self._right)
-        failed = next((s for s in (b, a) if s.error), None)
-        if failed is not None:
+        waiting = [n for n in (self._right, self._left) if self._pending and late_name(n)]
+        a, b = (None, None) if waiting else (ex.stage(self._left), ex.stage(self._right))
+        failed = next((s for s in (b, a) if s is not None and s.error), None)
+        self._diffed = None if waiting else (ex, self._left, self._right)
+        if waiting:
+            self.diff_view.show_message(f"XLA is compiling: stage {waiting[0]!r} shows when its stages arrive")
+            self.ops_delta.value = ""
+        elif failed is not None:
             self.diff_view.show_message(
                 f"stage {failed.name!r} failed, so it has no text to compare:\n\n{failed.error}")
             self.ops_delta.value = ""
@@ -557,28 +606,34 @@ class Panel:
         self.compare_out.value = html.table(df)
 
     def _load_cost(self) -> None:
-        ex, right = self._ex, self._right
+        key, ex, right = self._key(), self._ex, self._right
+        src = SoFar(ex) if self._pending else ex  # while XLA compiles: the trace and MLIR stages
         every = actions.cost(self.name)
-        self.cost_table.value = html.stage_costs(every.python, every.call(ex), {s.name for s in ex.stages if s.cached})
-        fig = ex.plot_cost()
+        cached = {s.name for s in src.stages if s.cached}
+        self.cost_table.value = html.stage_costs(every.python, every.call(src), cached)
+        if self._pending:
+            self.cost_table.value += '<div class="wb-note">XLA is compiling: its stages\' rows come with them</div>'
+        fig = src.plot_cost()
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
         png = base64.b64encode(buf.getvalue()).decode()
         self.cost_plot.outputs = ({"output_type": "display_data", "metadata": {},
                                    "data": {"image/png": png, "text/plain": f"{self.name}.plot_cost()"}},)
-        st = ex.stage(right)
-        per_op = actions.cost(self.name, st.name)
+        per_op = actions.cost(self.name, right)
         try:
-            ops = per_op.call(ex)
+            ops = per_op.call(src)
         except WorkbenchError as e:
-            self.op_costs.value = html.op_costs_missing(st.name, e)
+            self.op_costs.value = html.op_costs_missing(right, e)
         else:
-            self.op_costs.value = html.op_costs(st.name, per_op.python, ops)
-        self._cost_key = (id(ex), right)
+            self.op_costs.value = html.op_costs(right, per_op.python, ops)
+        self._cost_key = key
 
     def _load_graph(self) -> None:
         ex, right = self._ex, self._right
-        self._graph_key = (id(ex), right)
+        self._graph_key = self._key(graph=True)
+        if self._pending and late_name(right):
+            self.graph_view.show_message(f"XLA is compiling: stage {right!r} is drawn when its stages arrive")
+            return
         try:
             svg = actions.graph(self.name, right).call(ex).pipe(format="svg").decode()
         except ImportError as e:

@@ -1,5 +1,7 @@
 // The stage list: one row per stage (group, state, time, lines), A/B markers for the diff's sides.
 // Clicks are sent to Python as {type: "pick", name, side}; Python sets left/right.
+// "pending" names a group on its way (XLA compiling in the background): drawn as its group marker
+// with a spinner and the "loading" text, where its rows will be.
 // The list folds to a narrow strip (the diff gets the width): by its button, or by itself ("fold":
 // "auto") while the panel it sits in is narrower than FOLD_BELOW px, measured on the panel itself.
 
@@ -45,8 +47,10 @@ function render({ model, el }) {
         <span class="wbs-lines">${s.state === "error" ? "failed" : s.lines}</span>
         <span class="wbs-ms${s.cached ? " wbs-cached" : ""}">${ms}</span></div>`;
     }
-    const loading = model.get("loading");
-    if (loading) html += `<div class="wbs-loading"><span class="wbs-spin"></span>${esc(loading)}</div>`;
+    const loading = model.get("loading"), pending = model.get("pending");
+    if (pending) html += `<div class="wbs-group g-${esc(pending)} wbs-pending">${esc(pending)}</div>`;
+    const row = pending ? "wbs-loading wbs-pending-row" : "wbs-loading";
+    if (loading) html += `<div class="${row}"><span class="wbs-spin"></span>${esc(loading)}</div>`;
     list.innerHTML = html;
   }
 
@@ -58,7 +62,9 @@ function render({ model, el }) {
     model.set("hide_unchanged", hide.checked);
     model.save_changes();
   });
-  for (const name of ["stages", "left", "right", "hide_unchanged", "loading"]) model.on("change:" + name, draw);
+  for (const name of ["stages", "left", "right", "hide_unchanged", "loading", "pending"]) {
+    model.on("change:" + name, draw);
+  }
   draw();
 
   // Folding: the width of the panel (or of whatever holds the list) decides in "auto".

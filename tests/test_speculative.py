@@ -1,0 +1,237 @@
+"""XLA's compile in the background: explore and every toggle start it as soon as the final MLIR
+module is known; reading the XLA stages waits for that compile (never a second one); a newer toggle
+supersedes compiles still queued; a failure is the failed stage, as ever; the panel shows the MLIR
+stages at once and the XLA stages when they arrive, and never those of an Exploration it has left.
+
+Compiles are counted with ``build.xla_compiles()``. To make compiles queue up deterministically, a
+test holds XLA's one compile thread: a callback of a finished compile runs on that thread and
+waits on an Event (callbacks of ``ex.xla_future()`` run there, as its docstring says).
+"""
+import itertools
+import threading
+import time
+from contextlib import contextmanager
+
+import jax.numpy as jnp
+import pytest
+
+import workbench as wb
+from workbench.pipeline.build import xla_compiles
+from workbench.views.widgets import Panel
+from workbench.views.widgets.lists import stage_rows
+
+pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+_FRESH = itertools.count(1)
+
+
+def fresh_scale():
+    """A function whose module no compile of this process has seen (its constant is new)."""
+    k = float(next(_FRESH)) + 0.5
+
+    def scaled(x, y):
+        return jnp.dot(x.T, y.T).T * k
+
+    return scaled
+
+
+ARGS = (jnp.ones((8, 16)), jnp.ones((4, 8)))
+
+
+def until(condition, timeout=300.0):
+    """Poll ``condition`` (never starts anything) until it holds; fails after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.02)
+
+
+@contextmanager
+def compile_thread_held():
+    """Hold XLA's compile thread: compiles started meanwhile stay queued until the block ends."""
+    gate, held = threading.Event(), threading.Event()
+    holder = wb.explore(fresh_scale(), *ARGS, pipeline="canonicalize")
+
+    def hold(_f):
+        if threading.current_thread().name == "wb-xla":
+            held.set()
+            gate.wait(300)
+
+    holder.xla_future().add_done_callback(hold)
+    try:
+        assert held.wait(300), "the holder's compile never ran on the compile thread"
+        yield
+    finally:
+        gate.set()
+
+
+def xla_names(ex):
+    return [s.name for s in ex.stages if s.group in ("xla", "backend")]
+
+
+# -- the Exploration -------------------------------------------------------------------------------------
+def test_explore_starts_the_compile_and_the_stages_come_from_it():
+    before = xla_compiles()
+    ex = wb.explore(fresh_scale(), *ARGS)
+    until(ex.xla_ready)  # nothing here asks for the stages: the compile explore started ends
+    assert xla_compiles() == before + 1
+    stages = ex.stages  # served by that compile: no second one
+    assert xla_compiles() == before + 1
+    assert "xla:optimized" in [s.name for s in stages] and not ex["xla:optimized"].cached
+    assert ex.error is None and ex.xla_future().done()
+    # a toggle that leaves the final module as it is: the same compile serves it, marked cached
+    same = ex.with_patterns(disable=["pad_simplify"])
+    assert same.pipeline_stages[-1].text == ex.pipeline_stages[-1].text
+    assert same.xla_ready() and same["xla:optimized"].cached and xla_compiles() == before + 1
+    # one that changes it: its own compile, started by the toggle, then read
+    other = ex.with_patterns(disable=["dot_transpose"])
+    assert other.pipeline_stages[-1].text != ex.pipeline_stages[-1].text
+    other.xla_future().result(300)
+    assert xla_compiles() == before + 2 and len(xla_names(other)) > 3 and xla_compiles() == before + 2
+    assert ex.xla_result is not None and other.xla_result is not ex.xla_result
+
+
+def test_a_newer_toggle_cancels_the_queued_compile_and_reading_the_old_one_compiles_it():
+    ex = wb.explore(fresh_scale(), *ARGS)
+    ex.stages
+    a, b = [p for p in ex.xla_passes if p in ("algsimp", "batch-dot-simplification", "reshape-decomposer")][:2]
+    with compile_thread_held():
+        before = xla_compiles()
+        first = ex.with_xla(disable=[a])  # queued behind the held thread (a pass already reported: no wait)
+        second = ex.with_xla(disable=[b])  # the same program's newer compile: the first one is dropped
+        watched = second.xla_future()  # someone watches the second: no newer compile cancels it
+        others = [wb.explore(fresh_scale(), *ARGS, pipeline="canonicalize") for _ in range(3)]
+    watched.result(300)
+    assert watched.done() and not watched.cancelled()
+    until(lambda: others[-1].xla_ready())
+    # at most two queued compiles that nobody waits for: the oldest of the three others was dropped
+    assert not others[0].xla_ready() and not first.xla_ready()
+    assert xla_compiles() == before + 3  # second, others[1], others[2]
+    assert a in first.spec.xla_disabled and not any(n.startswith(f"xla:{a}#") for n in xla_names(first))
+    assert xla_compiles() == before + 4  # reading the first compiled it then, on demand
+    assert xla_names(second) and xla_compiles() == before + 4
+
+
+def test_a_watched_compile_goes_ahead_of_queued_ones_nobody_waits_for():
+    hold_again, held_again = threading.Event(), threading.Event()
+
+    def hold(_f):
+        if threading.current_thread().name == "wb-xla":
+            held_again.set()
+            hold_again.wait(300)
+
+    with compile_thread_held():
+        early = wb.explore(fresh_scale(), *ARGS, pipeline="canonicalize")
+        late = wb.explore(fresh_scale(), *ARGS, pipeline="canonicalize")
+        late.xla_future().add_done_callback(hold)  # watched (as the panel watches): it goes first
+    try:
+        assert held_again.wait(300)
+        assert late.xla_ready() and not early.xla_ready()  # queued before `late`, compiled after it
+        assert "xla:optimized" in late.names
+    finally:
+        hold_again.set()
+    until(early.xla_ready)
+    assert "xla:optimized" in early.names
+
+
+def test_a_failed_background_compile_is_the_failed_stage():
+    with compile_thread_held():
+        before = xla_compiles()
+        bad = wb.explore(fresh_scale(), *ARGS, pipeline="canonicalize", xla_options={"xla_no_such_flag": "1"})
+        p = Panel(bad)
+        p.wait(xla=False)
+        assert p.stage_list.pending == "xla" and p.stage_error.value == "" and p.right == "canonicalize#1"
+    try:
+        p.wait()  # the compile fails in the background: the panel shows the failed stage, picked
+        rows = {r["name"]: r["state"] for r in p.stage_list.stages}
+        assert rows["xla:compile"] == "error" and p.stage_list.pending == "" and p.last_error is None
+        assert "xla:compile failed" in p.stage_error.value and p.right == "xla:compile"
+        assert "has no text to compare" in p.diff_view.message
+    finally:
+        p.close()
+    assert xla_compiles() == before + 1
+    assert bad.error.stage == "xla:compile" and "xla_no_such_flag" in str(bad.error)
+    assert bad["xla:compile"].error and bad["canonicalize#1"].text and xla_compiles() == before + 1
+    # options that make XLA abort are refused before any compile, as ever
+    with pytest.raises(wb.XlaOptionError, match="cannot be given together"):
+        bad.with_xla(disable=["algsimp"], xla_enable_hlo_passes_only="cse")
+    assert xla_compiles() == before + 1
+
+
+def test_the_background_compile_has_64_bit_types_when_the_explore_had_them():
+    import jax
+
+    with jax.enable_x64(True):  # thread-local: the compile thread does not have it by itself
+        ex = wb.explore(lambda x: jnp.sin(x) * 2.0, jnp.ones(3, jnp.float64), pipeline="canonicalize")
+    ex.xla_future().result(300)
+    assert "f64" in ex["stablehlo"].text and ex.error is None and "f64" in ex["xla:optimized"].text
+
+
+# -- the panel ---------------------------------------------------------------------------------------------
+def test_the_panel_shows_the_mlir_stages_while_xla_compiles_then_the_xla_stages():
+    with compile_thread_held():
+        ex = wb.explore(fresh_scale(), *ARGS)
+        p = Panel(ex)
+        try:
+            p.wait(xla=False)  # the queue is done; XLA's stages are still on their way
+            rows = [r["name"] for r in p.stage_list.stages]
+            assert rows == [s.name for s in ex.pipeline_stages]
+            assert p.stage_list.pending == "xla" and "compiling XLA" in p.stage_list.loading
+            assert "compiling XLA" in p.status.value and p.jobs.awaiting == "compiling XLA"
+            assert "so far" in p.header.value and p.last_error is None
+            # Diff, Run and Cost on MLIR stages meanwhile
+            p.pick("enzyme-hlo-patterns#1")
+            pair = (p.left, p.right)
+            p.run(stage="stablehlo", repeat=2)
+            p.tabs.selected_index = 3  # Cost
+            p.wait(xla=False)
+            assert p.last_error is None, p.last_error
+            assert p.diff_view.row_count > 0 and "stablehlo.transpose" in p.ops_delta.value
+            assert pair == (ex["enzyme-hlo-patterns#1"].parent, "enzyme-hlo-patterns#1")
+            assert "passed" in p.run_out.value
+            assert "XLA is compiling" in p.cost_table.value and "xla:optimized" not in p.cost_table.value
+            assert not ex.xla_ready()
+        except BaseException:
+            p.close()
+            raise
+    try:
+        p.wait()
+        assert [r["name"] for r in p.stage_list.stages] == ex.names and p.stage_list.pending == ""
+        assert "compiling XLA" not in p.status.value and "so far" not in p.header.value
+        assert "xla:optimized" in p.cost_table.value  # the Cost tab filled anew with XLA's rows
+        assert "algsimp" in [n for n, _, _ in p.xla_view.items]
+        assert (p.left, p.right) == pair  # the pick stays
+    finally:
+        p.close()
+
+
+def test_a_superseded_toggle_never_shows_the_old_modules_xla_stages():
+    ex = wb.explore(fresh_scale(), *ARGS)
+    p = Panel(ex)
+    shown = []  # every stage list the panel showed, with the Exploration it showed then
+    try:
+        p.wait()
+        p.stage_list.observe(lambda ch: shown.append((p.ex, ch["new"])), "stages")
+        with compile_thread_held():
+            p.toggle_patterns(["dot_transpose"], False)  # A: its compile queues behind the held thread
+            p.wait(xla=False)
+            a = p.ex
+            assert a is not ex and p.stage_list.pending == "xla"
+            gate = threading.Event()
+            p._submit("holding", None, gate.wait, busy=True)  # the panel's queue waits...
+            p.toggle_patterns(["transpose_dot_reorder"], False)  # ...with B's rebuild queued behind it
+        try:
+            a.xla_future().result(300)  # A's compile ends: its stages' job is queued after B's rebuild
+        finally:
+            gate.set()
+        p.wait()
+        b = p.ex
+        assert b is not a and b.spec.selection.disabled == {"dot_transpose", "transpose_dot_reorder"}
+        assert b.pipeline_stages[-1].text != a.pipeline_stages[-1].text
+        assert [r["name"] for r in p.stage_list.stages] == b.names and p.last_error is None
+        with_xla = [(who, rows) for who, rows in shown if any(r["group"] == "xla" for r in rows)]
+        assert with_xla and all(who is b for who, _ in with_xla)
+        assert all(rows == stage_rows(b.stages) for _, rows in with_xla)
+        assert any(who is a for who, _ in shown)  # A's MLIR stages were shown, its XLA stages never
+    finally:
+        p.close()
