@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -199,24 +200,40 @@ def _crash(kind: str) -> None:
     os.kill(os.getpid(), signal.SIGABRT if kind == "abort" else signal.SIGSEGV)
 
 
+_INPUT_FACTS: dict[str, tuple[str, set[str], set[str]]] = {}  # the last input of run_each only
+
+
+def _input_facts(text: str) -> tuple[str, set[str], set[str]]:
+    """``text`` without locations, its public functions, and the raw outputs known to equal it."""
+    facts = _INPUT_FACTS.get(text)
+    if facts is None:
+        from ..ir.text import public_functions, strip_locations
+
+        _INPUT_FACTS.clear()
+        facts = _INPUT_FACTS[text] = (strip_locations(text), public_functions(text), set())
+    return facts
+
+
 def _run_each(text: str, pipelines: list[str], stop_at_first: bool) -> list[PassOutcome]:
     """Run each pipeline alone on ``text``: a PassOutcome for each (up to the first change, with
     ``stop_at_first``).
 
     Done inside the worker so that one request covers many pipelines (no round trip each).
     ``changed`` compares the outputs without locations, with the input's public functions public.
+    What is known of the input (its text without locations, its public functions, the raw outputs
+    already found equal to it) is kept for the next request on the same text: a group-tested scan
+    sends the same module with one batch at a time, and most batches give the same raw output.
     """
-    from ..ir.text import public_functions, publish_functions, strip_locations
+    from ..ir.text import publish_functions, strip_locations
 
-    base, public = strip_locations(text), public_functions(text)
-    same_as_input: set[str] = set()  # raw outputs already known to equal the input: most patterns do nothing
+    base, public, same_as_input = _input_facts(text)
     out = []
     for pipeline in pipelines:
         t = time.perf_counter()
         try:
             res = _run_pipeline(text, pipeline).text
             changed, err = res not in same_as_input and strip_locations(publish_functions(res, public)) != base, None
-            if not changed:
+            if not changed and len(same_as_input) < 16:
                 same_as_input.add(res)
         except Exception as e:
             changed, err = False, f"{type(e).__name__}: {e}"
@@ -377,6 +394,13 @@ class Worker:
             value, seconds = payload
             return Reply(value, seconds)
 
+    @property
+    def pid(self) -> int | None:
+        """The process id of the worker process while it runs (for benchmarks reading its memory); None
+        before the first request and after a crash or ``close``."""
+        proc = self._proc
+        return proc.process.pid if proc is not None and proc.alive() else None
+
     def close(self) -> None:
         with self._lock:
             if self._proc is not None:
@@ -437,6 +461,50 @@ class WorkerPool:
                     if on_done:
                         on_done(len(chunk))
         return PoolResult(tuple(results), tuple(failures))
+
+    def work(self, method: str, tasks: Sequence, make_args: Callable[[Any], tuple],
+             on_result: Callable[[Any, Any, Exception | None], Sequence],
+             timeout: Callable[[Any], float | None] | float | None = None) -> None:
+        """Call ``method(*make_args(task))`` for each task on whichever worker is free, and for the
+        tasks the answers ask for: ``on_result(task, value, error)`` hears each answer in the calling
+        thread (``error`` is the PassFailure, WorkerCrash or WorkerTimeout the request raised, then
+        ``value`` is None) and returns the tasks to run next, which go ahead of those still waiting
+        (depth first). ``timeout`` is seconds, or a function of the task. Returns when no task is left.
+
+        Unlike ``map``, nothing is split or retried here: the caller decides what a crash means.
+        """
+        waiting = deque(tasks)
+        free: queue.SimpleQueue[Worker] = queue.SimpleQueue()
+        for w in self.workers:
+            free.put(w)
+
+        def request(task):
+            worker = free.get()  # never more requests in flight than workers: there is always a free one
+            try:
+                limit = timeout(task) if callable(timeout) else timeout
+                return worker.call(method, *make_args(task), timeout=limit).value
+            finally:
+                free.put(worker)
+
+        pending: dict[Future, Any] = {}
+        with ThreadPoolExecutor(len(self.workers), thread_name_prefix="wb-pool") as executor:
+            try:
+                while waiting or pending:
+                    while waiting and len(pending) < len(self.workers):
+                        task = waiting.popleft()
+                        pending[executor.submit(request, task)] = task
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        task = pending.pop(future)
+                        try:
+                            value, error = future.result(), None
+                        except (PassFailure, WorkerCrash, WorkerTimeout) as e:
+                            value, error = None, e
+                        waiting.extendleft(reversed(list(on_result(task, value, error) or ())))
+            except BaseException:
+                for f in pending:
+                    f.cancel()
+                raise
 
 
 _POOL: WorkerPool | None = None
