@@ -121,41 +121,69 @@ _LOC_ALIAS = re.compile(r" loc\((?:#loc\d*|unknown)\)")
 _STRING_OR_LOC = re.compile(r'"|loc\(')
 
 
+# Characters that make ``str.splitlines`` break, or ``str.rstrip`` strip, where ``split("\n")`` and
+# ``rstrip(" \t")`` would not: text without any of them takes strip_locations' whole-text path.
+_ODD_SPACE = re.compile("[\r\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+
+def _odd_spaces(text: str) -> bool:
+    if text.isascii():  # a flag of the string: then a few memchr scans beat the regex's
+        return any(c in text for c in "\r\x0b\x0c\x1c\x1d\x1e\x1f")
+    return _ODD_SPACE.search(text) is not None
+
+
 def strip_locations(text: str) -> str:
     """Remove every ``loc(...)`` annotation and ``#loc`` alias line from MLIR text.
 
     Locations are debug information: two stages that differ only in them compute the same thing, and
     users read the program faster without them. String literals are skipped, so an attribute that
-    happens to contain ``loc(`` is kept intact.
+    happens to contain ``loc(`` is kept intact. Lines lose their trailing whitespace.
     """
-    out: list[str] = []
-    for line in text.splitlines():
-        if line.startswith("#loc"):
+    if _odd_spaces(text):  # rare line breaks or spaces: line by line, as splitlines cuts them
+        out = [_strip_line(line) for line in text.splitlines() if not line.startswith("#loc")]
+        return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+    # The same, a whole text at a time: the alias form is cut by one regex pass, and only the lines
+    # still holding "loc(" (inline locations, or "loc(" in a string) go through the scanner.
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    body = "\n".join([line for line in lines if not line.startswith("#loc")])
+    if "loc(" in body:
+        body = _LOC_ALIAS.sub("", body)
+    if " \n" in body or "\t\n" in body or body.endswith((" ", "\t")):
+        body = "\n".join([line.rstrip(" \t") for line in body.split("\n")])
+    if "loc(" in body:
+        body = "\n".join([_scan_line(line) if "loc(" in line else line for line in body.split("\n")])
+    return body + ("\n" if text.endswith("\n") else "")
+
+
+def _strip_line(line: str) -> str:
+    """One line of ``strip_locations``: its ``loc(...)`` groups (and the spaces before them) cut."""
+    if "loc(" in line:
+        line = _LOC_ALIAS.sub("", line)  # the common form, cheaply; the scanner handles the rest
+    return _scan_line(line) if "loc(" in line else line.rstrip()
+
+
+def _scan_line(line: str) -> str:
+    """``line`` with each ``loc(...)`` group outside string literals cut, and its trailing spaces."""
+    pieces: list[str] = []
+    i = start = 0
+    while (m := _STRING_OR_LOC.search(line, i)) is not None:
+        i = m.start()
+        if m.group() == '"':
+            i = skip_string(line, i)
             continue
-        if "loc(" in line:
-            line = _LOC_ALIAS.sub("", line)  # the common form, cheaply; the scanner handles the rest
-        if "loc(" not in line:
-            out.append(line.rstrip())
+        if i == 0 or not (line[i - 1].isalnum() or line[i - 1] in "_."):
+            end = skip_balanced(line, i + 3)
+            cut = i
+            while cut > start and line[cut - 1] == " ":
+                cut -= 1
+            pieces.append(line[start:cut])
+            i = start = end
             continue
-        pieces: list[str] = []
-        i = start = 0
-        while (m := _STRING_OR_LOC.search(line, i)) is not None:
-            i = m.start()
-            if m.group() == '"':
-                i = skip_string(line, i)
-                continue
-            if i == 0 or not (line[i - 1].isalnum() or line[i - 1] in "_."):
-                end = skip_balanced(line, i + 3)
-                cut = i
-                while cut > start and line[cut - 1] == " ":
-                    cut -= 1
-                pieces.append(line[start:cut])
-                i = start = end
-                continue
-            i += 1
-        pieces.append(line[start:])
-        out.append("".join(pieces).rstrip())
-    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+        i += 1
+    pieces.append(line[start:])
+    return "".join(pieces).rstrip()
 
 
 def split_pipeline(pipeline: str) -> list[str]:
@@ -210,29 +238,39 @@ VISIBILITY = r"(?:public|private|nested)"
 OP_NAME = r"[A-Za-z_][\w$]*(?:\.[\w$]+)*"
 """An op's name: ``dialect.op`` (``stablehlo.add``) or a bare one (``return``)."""
 
-_FUNC_RE = re.compile(rf"^(\s*func\.func\s+)({VISIBILITY}\s+)?@([\w$.\-]+)", re.M)
+# ``func.func [visibility] @name`` where only whitespace precedes it on its line. Found by its
+# literal head (a fast search) rather than from every line start, then checked for that whitespace.
+_FUNC_HEAD = re.compile(rf"func\.func\s+({VISIBILITY}\s+)?@([\w$.\-]+)")
+_SPACES = re.compile(r"\s*")
+
+
+def _function_heads(text: str):
+    """The ``_FUNC_HEAD`` matches that open a line (after any whitespace): one per function."""
+    for m in _FUNC_HEAD.finditer(text):
+        if _SPACES.fullmatch(text, text.rfind("\n", 0, m.start()) + 1, m.start()):
+            yield m
 
 
 def public_functions(text: str) -> set[str]:
     """Names of the functions that are public (no visibility keyword means public in MLIR)."""
-    return {m.group(3) for m in _FUNC_RE.finditer(text) if (m.group(2) or "public").strip() == "public"}
+    return {m.group(2) for m in _function_heads(text) if (m.group(1) or "public").strip() == "public"}
 
 
 def publish_functions(text: str, names: set[str]) -> str:
-    """Make the named functions public again.
+    """Make the named functions public again (``text`` itself when none of them is private).
 
     Enzyme-JaX's pipeline runner marks the entry function private while it works; the entry must be
     public for XLA and for comparing stages, so we restore the visibility the input had.
     """
     if not names:
         return text
-
-    def fix(m: re.Match) -> str:
-        if m.group(3) in names and (m.group(2) or "").strip() == "private":
-            return f"{m.group(1)}public @{m.group(3)}"
-        return m.group(0)
-
-    return _FUNC_RE.sub(fix, text)
+    pieces: list[str] = []
+    at = 0
+    for m in _function_heads(text):
+        if m.group(2) in names and (m.group(1) or "").strip() == "private":
+            pieces += [text[at:m.start(1)], "public "]
+            at = m.end(1)
+    return "".join(pieces) + text[at:] if pieces else text
 
 
 # Lines that carry no program: MLIR comments, and Python comments or a shebang (a hash then a space,
@@ -252,10 +290,15 @@ def input_kind(text: str) -> str:
     A guess from the text's head, for telling users what they passed; whether MLIR text is valid is
     the parser's call.
     """
-    head = next((line.strip() for line in text.splitlines() if not _BLANK_OR_COMMENT.fullmatch(line)), "")
+    # The head is nearly always in the first few lines: look there before splitting the whole text
+    # (a line the cut may have shortened is not looked at).
+    lines = text[:4096].splitlines()[: None if len(text) <= 4096 else -1]
+    head = next((line.strip() for line in lines if not _BLANK_OR_COMMENT.fullmatch(line)), "")
+    if not head and len(text) > 4096:
+        head = next((line.strip() for line in text.splitlines() if not _BLANK_OR_COMMENT.fullmatch(line)), "")
     if not head:
         return "empty"
-    if head.startswith("HloModule") or re.search(r"^ENTRY\s+%?[\w.-]+", text, re.M):
+    if head.startswith("HloModule") or ("ENTRY" in text and re.search(r"^ENTRY\s+%?[\w.-]+", text, re.M)):
         return "hlo"
     if re.match(r"\{\s*lambda\b", head):
         return "jaxpr"

@@ -89,7 +89,10 @@ class StepRunner:
                              e.diagnostics) from None
         # Only the entry, which enzyme-ad's runner itself made private: any other visibility is the passes' doing.
         out, entry = reply.value.text, reply.value.entry
-        result = StepResult(publish_functions(out, public & {entry}), reply.seconds, False)
+        out = publish_functions(out, public & {entry})
+        if out == text:  # the pass changed nothing: hand back the input itself, which its stage then shares
+            out = text
+        result = StepResult(out, reply.seconds, False)
         self._cache[key] = result
         if len(self._cache) > self.max_entries:
             self._cache.popitem(last=False)

@@ -3,6 +3,8 @@
 XLA writes the HLO module after every pass that changed it when ``xla_dump_hlo_pass_re=.*`` is set;
 we compile once into a fresh directory and turn those files into stages, in XLA's order. The
 persistent compilation cache is switched off for this compile because a cache hit writes no dumps.
+XLA's cost and memory analyses of the executable, and removing the dump files, run on a thread of
+their own after the dumps are read: the stages never wait for them, reading ``cost``/``memory`` does.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import re
 import shutil
 import tempfile
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import jax
@@ -35,9 +38,21 @@ class XlaResult:
     passes: tuple[str, ...]  # every HLO pass name XLA's dumps mention, in first-seen order
     seconds: float
     options: dict = field(default_factory=dict)
-    cost: dict = field(default_factory=dict)  # XLA's HloCostAnalysis of the optimized module
-    memory: dict = field(default_factory=dict)  # compiled memory analysis, bytes
+    analyses: Future | None = field(default=None, repr=False, compare=False)  # of (cost, memory), see below
     warnings: tuple[str, ...] = ()  # what the workbench noticed about the options (an unknown pass name)
+
+    @property
+    def cost(self) -> dict:
+        """XLA's HloCostAnalysis of the optimized module (waits for the analysis thread)."""
+        return self.analyses.result()[0] if self.analyses is not None else {}
+
+    @property
+    def memory(self) -> dict:
+        """XLA's memory analysis of the executable, bytes (waits for the analysis thread)."""
+        return self.analyses.result()[1] if self.analyses is not None else {}
+
+
+_AFTER = ThreadPoolExecutor(1, thread_name_prefix="wb-xla-after")  # analyses and clean-up after a compile
 
 
 def check_options(options: dict) -> dict:
@@ -94,16 +109,20 @@ def _parse_dumps(d: str) -> tuple[list[XlaStage], list[str]]:
             if p and p not in ("pipeline-start", "pipeline-end") and p not in passes:
                 passes.append(p)
         text = _read(os.path.join(d, f))
-        if after in ("pipeline-start", "pipeline-end") or text == last:
-            last = text
+        if text == last:  # unchanged: keep the text object already held (a stage's, mostly)
             continue
         last = text
+        if after in ("pipeline-start", "pipeline-end"):
+            continue
         counts[after] = counts.get(after, 0) + 1
         stages.append(XlaStage(f"xla:{after}#{counts[after]}", "xla", text,
                                f"XLA pipeline {pipeline!r}, pass {after!r} (toggle with xla_disable_hlo_passes={after})"))
     opt = next((f for f in files if f.endswith("_after_optimizations.txt")), None)
     if opt:
-        stages.append(XlaStage("xla:optimized", "xla", _read(os.path.join(d, opt)), "XLA: the optimized HLO module"))
+        text = _read(os.path.join(d, opt))
+        if stages and text == stages[-1].text:
+            text = stages[-1].text  # the last pass's module as it was: one object for both stages
+        stages.append(XlaStage("xla:optimized", "xla", text, "XLA: the optimized HLO module"))
     for suffix, name, what in (
         (".ir-no-opt.ll", "backend:llvm-ir", "LLVM IR before LLVM's optimizations"),
         (".ir-with-opt.ll", "backend:llvm-ir-opt", "LLVM IR after LLVM's optimizations"),
@@ -151,7 +170,7 @@ def compile_with_dumps(exported, device, options: dict | None = None, shardings=
 
     opts = check_options(dict(options or {}))
     d = tempfile.mkdtemp(prefix="hlo-workbench-xla-")
-    try:
+    try:  # the files are removed on the analysis thread: the result holds their texts
         compiler_options = {"xla_dump_to": d, "xla_dump_hlo_pass_re": ".*", "xla_dump_hlo_as_text": True, **opts}
         shardings = shardings or [SingleDeviceSharding(device)] * len(exported.in_avals)
         flat = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sh) for a, sh in zip(exported.in_avals, shardings)]
@@ -161,6 +180,8 @@ def compile_with_dumps(exported, device, options: dict | None = None, shardings=
             compiled = jax.jit(exported.call).lower(*args, **kwargs).compile(compiler_options=compiler_options)
         seconds = time.perf_counter() - t0
         stages, passes = _parse_dumps(d)
-        return XlaResult(tuple(stages), tuple(passes), seconds, opts, _cost(compiled), _memory(compiled))
+        # the thread drops ``compiled`` once both analyses are done, so no executable outlives them
+        analyses = _AFTER.submit(lambda: (_cost(compiled), _memory(compiled)))
+        return XlaResult(tuple(stages), tuple(passes), seconds, opts, analyses)
     finally:
-        shutil.rmtree(d, ignore_errors=True)
+        _AFTER.submit(shutil.rmtree, d, ignore_errors=True)
