@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from itertools import compress, islice
+from operator import lt, ne
 
-from .normalize import Module
+from .model import Module
 
 __all__ = ["Aligner", "myers"]
 
@@ -18,20 +20,38 @@ _CONTENT, _MAPPED, _TEMPLATE = 1, 2, 3
 # Myers is O((N+M)·D): cap D, and (N+M)·D, so that one pathological gap cannot stall the diff.
 _MYERS_MAX_EDITS = 400
 _MYERS_BUDGET = 2_000_000
+_ONE = (1).__eq__
+
+
+def _unique(keys: Sequence[Hashable]) -> set[Hashable]:
+    """The keys that occur exactly once."""
+    counts = Counter(keys)
+    return set(compress(counts, map(_ONE, counts.values())))
+
+
+def _scope_ranges(scopes: list[int]) -> dict[int, tuple[int, int]] | None:
+    """Each function's lines as a range ``(start, stop)``, or None if a function's lines are not
+    one run (the readers make runs; this does not count on it)."""
+    n = len(scopes)
+    starts = [0, *compress(range(1, n), map(ne, islice(scopes, 1, None), scopes))] if n else []
+    ranges = {scopes[k]: (k, stop) for k, stop in zip(starts, [*starts[1:], n])}
+    return ranges if len(ranges) == len(starts) else None
 
 
 def _unique_lcs(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int, int]]:
     """Patience anchors: the longest increasing run of keys occurring once in ``a`` and ``b``."""
-    ca, cb = Counter(a), Counter(b)
-    unique = {k for k, c in ca.items() if c == 1 and cb.get(k) == 1}
+    unique = _unique(a) & _unique(b)
     if not unique:
         return []
-    pos_a = {k: i for i, k in enumerate(a) if k in unique}
-    cand = [(pos_a[k], j) for j, k in enumerate(b) if k in unique]
+    pos_a = dict(zip(a, range(len(a))))  # the last position of each key: the only one of a unique key
+    js = list(compress(range(len(b)), map(unique.__contains__, b)))
+    xs = list(map(pos_a.__getitem__, map(b.__getitem__, js)))
+    if all(map(lt, xs, islice(xs, 1, None))):
+        return list(zip(xs, js))  # already increasing: the run is all of them
     tails: list[int] = []  # smallest a-index ending an increasing run of each length
-    tail_at: list[int] = []  # index into cand of that run's end
-    back = [-1] * len(cand)
-    for idx, (i, _) in enumerate(cand):
+    tail_at: list[int] = []  # index into xs of that run's end
+    back = [-1] * len(xs)
+    for idx, i in enumerate(xs):
         p = bisect.bisect_left(tails, i)
         if p == len(tails):
             tails.append(i)
@@ -43,7 +63,7 @@ def _unique_lcs(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int,
     out = []
     idx = tail_at[-1]
     while idx >= 0:
-        out.append(cand[idx])
+        out.append((xs[idx], js[idx]))
         idx = back[idx]
     out.reverse()
     return out
@@ -109,64 +129,92 @@ class Aligner:
         self.scope_pair: dict[int, int] = {0: 0}
         self.scope_taken: set[int] = {0}
         self._pair_scopes()
+        self._match = self._matcher()
 
     def _pair_scopes(self) -> None:
         """Pair functions by the majority of their lines with a unique, shared content key."""
         kb, ka = self.b.keys, self.a.keys
-        cb, ca = Counter(kb), Counter(ka)
-        where_b = {k: i for i, k in enumerate(kb) if cb[k] == 1 and ca.get(k) == 1}
-        votes: Counter[tuple[int, int]] = Counter()
-        for j, k in enumerate(ka):
-            i = where_b.get(k)
-            if i is not None:
-                votes[(self.a.scopes[j], self.b.scopes[i])] += 1
+        shared = _unique(kb) & _unique(ka)
+        in_b, in_a = _scope_ranges(self.b.scopes), _scope_ranges(self.a.scopes)
+        if in_b is not None and in_a is not None and len(in_b) * len(in_a) <= 64:
+            # A few functions, each a run of lines: count the shared keys of each pair of them.
+            keys_b = {sb: shared.intersection(kb[i0:i1]) for sb, (i0, i1) in in_b.items()}
+            keys_a = {sa: shared.intersection(ka[j0:j1]) for sa, (j0, j1) in in_a.items()}
+            votes = Counter({(sa, sb): n for sa, ks in keys_a.items() for sb, kt in keys_b.items()
+                             if (n := len(ks & kt))})
+        else:
+            scope_b = dict(zip(kb, self.b.scopes))  # a unique key's function
+            scope_a = dict(zip(ka, self.a.scopes))
+            votes = Counter(zip(map(scope_a.__getitem__, shared), map(scope_b.__getitem__, shared)))
         for (sa, sb), _ in sorted(votes.items(), key=lambda kv: (-kv[1], kv[0])):
             if sa not in self.scope_pair and sb not in self.scope_taken:
                 self.scope_pair[sa] = sb
                 self.scope_taken.add(sb)
 
-    def map_value(self, va: int, vb: int) -> None:
-        a, b = self.a, self.b
-        if self.amap[va] >= 0 or self.taken[vb] or a.v_line[va] < 0 or b.v_line[vb] < 0:
-            return
-        if a.v_prefix[va] != b.v_prefix[vb]:
-            return  # keep names honest: an "add" is never printed under a "multiply"'s name
-        sa, sb = a.v_scope[va], b.v_scope[vb]
-        paired = self.scope_pair.get(sa)
-        if paired is None:
-            if sb in self.scope_taken:
-                return
-            self.scope_pair[sa] = sb
-            self.scope_taken.add(sb)
-        elif paired != sb:
-            return
-        self.amap[va] = vb
-        self.taken[vb] = True
-
     def map_line(self, i: int, j: int, *, uses: bool) -> None:
         """Pair the values of aligned lines: always what they define, their operands if ``uses``."""
-        a_line, b_line = self.a.v_line, self.b.v_line
-        for va, vb in zip(self.a.refs[j], self.b.refs[i]):
-            if uses or (a_line[va] == j and b_line[vb] == i):
-                self.map_value(va, vb)
+        self._match(i, j, uses, False)
 
-    def _consistent(self, i: int, j: int) -> bool:
-        """False if the values the two lines define are already paired with other values."""
-        a_line, b_line, amap, taken = self.a.v_line, self.b.v_line, self.amap, self.taken
-        for va, vb in zip(self.a.refs[j], self.b.refs[i]):
-            if a_line[va] == j and b_line[vb] == i:
-                mapped = amap[va]
-                if mapped != vb and (mapped >= 0 or taken[vb]):
-                    return False
-        return True
+    def _matcher(self) -> Callable[[int, int, bool, bool], bool]:
+        """``match(i, j, uses, align)`` pairs the values of line ``i`` (before) and line ``j``
+        (after): those they define, and those they use too if ``uses``; a value is left alone if it
+        is paired already, is defined nowhere, has another kind of name or lives in a function
+        paired otherwise. With ``align`` it first checks the lines against the pairing found so far
+        (as ``consistent`` does): if they agree it aligns them, else it does nothing and says False.
+        """
+        a, b = self.a, self.b
+        a_refs, b_refs, a_line, b_line = a.refs, b.refs, a.v_line, b.v_line
+        a_prefix, b_prefix, a_scope, b_scope = a.v_prefix, b.v_prefix, a.v_scope, b.v_scope
+        amap, taken, scope_pair, scope_taken = self.amap, self.taken, self.scope_pair, self.scope_taken
+        add_pair = self.pairs.append
 
-    def _match(self, level: int, i: int, j: int) -> bool:
-        """Align lines ``i`` and ``j`` unless that contradicts the value pairing found so far."""
-        if not self._consistent(i, j):
-            return False
-        self.pairs.append((i, j))
-        self.map_line(i, j, uses=level != _TEMPLATE)
-        return True
+        def match(i: int, j: int, uses: bool, align: bool) -> bool:
+            ra, rb = a_refs[j], b_refs[i]
+            if align:
+                for va, vb in zip(ra, rb):  # consistent(i, j)
+                    if a_line[va] == j and b_line[vb] == i:
+                        mapped = amap[va]
+                        if mapped != vb and (mapped >= 0 or taken[vb]):
+                            return False
+                add_pair((i, j))
+            for va, vb in zip(ra, rb):
+                if amap[va] >= 0 or taken[vb]:
+                    continue
+                la, lb = a_line[va], b_line[vb]
+                if la < 0 or lb < 0 or not (uses or (la == j and lb == i)):
+                    continue
+                if a_prefix[va] != b_prefix[vb]:
+                    continue  # keep names honest: an "add" is never printed under a "multiply"'s name
+                sa, sb = a_scope[va], b_scope[vb]
+                paired = scope_pair.get(sa)
+                if paired is None:
+                    if sb in scope_taken:
+                        continue
+                    scope_pair[sa] = sb
+                    scope_taken.add(sb)
+                elif paired != sb:
+                    continue
+                amap[va] = vb
+                taken[vb] = True
+            return True
+
+        return match
+
+    def _checker(self) -> Callable[[int, int], bool]:
+        """``consistent(i, j)``: False if the values that line ``i`` (before) and line ``j`` (after)
+        define are already paired with other values."""
+        a_refs, b_refs, a_line, b_line = self.a.refs, self.b.refs, self.a.v_line, self.b.v_line
+        amap, taken = self.amap, self.taken
+
+        def consistent(i: int, j: int) -> bool:
+            for va, vb in zip(a_refs[j], b_refs[i]):
+                if a_line[va] == j and b_line[vb] == i:
+                    mapped = amap[va]
+                    if mapped != vb and (mapped >= 0 or taken[vb]):
+                        return False
+            return True
+
+        return consistent
 
     def _keys(self, level: int, i0: int, i1: int, j0: int, j1: int) -> tuple[list, list]:
         b, a = self.b, self.a
@@ -188,46 +236,65 @@ class Aligner:
         return kb, ka
 
     def run(self) -> list[tuple[int, int]]:
-        # A stack, popped left to right, so values are mapped roughly in definition order.
+        """The aligned line pairs ``(before line, after line)``, in order.
+
+        Ranges are worked on from a stack, popped left to right, so values are mapped roughly in
+        definition order. In a range, the lines whose keys agree from the start, then from the
+        end, are aligned; in what is left, the patience anchors (from the second round on, if
+        there are none, Myers' matches), and the gaps between them go on the stack: for the same
+        round after patience anchors, for the next one after Myers'.
+        """
+        match, consistent = self._match, self._checker()
+        fixed = {_CONTENT: (self.b.keys, self.a.keys), _TEMPLATE: (self.b.fmts, self.a.fmts)}
         stack = [(_CONTENT, 0, len(self.b.fmts), 0, len(self.a.fmts))]
         while stack:
-            self._align_range(*stack.pop(), stack)
+            level, i0, i1, j0, j1 = stack.pop()
+            uses = level != _TEMPLATE
+            if level == _MAPPED:  # keys of the value pairing as it stands now, for this range
+                kb, ka = self._keys(level, i0, i1, j0, j1)
+                ob, oa = i0, j0
+            else:
+                kb, ka = fixed[level]
+                ob = oa = 0
+            # Lines whose keys agree from the start, then from the end.
+            i, j = i0, j0
+            while i < i1 and j < j1 and kb[i - ob] == ka[j - oa] and match(i, j, uses, True):
+                i += 1
+                j += 1
+            e, f = i1, j1
+            while e > i and f > j and kb[e - 1 - ob] == ka[f - 1 - oa] and consistent(e - 1, f - 1):
+                e -= 1
+                f -= 1
+            for t in range(e, i1):
+                match(t, f + t - e, uses, True)
+            if i == e or j == f:
+                continue
+            i0, i1, j0, j1 = i, e, j, f
+            kb, ka = kb[i0 - ob : i1 - ob], ka[j0 - oa : j1 - oa]
+            anchors = _unique_lcs(kb, ka)
+            between = level  # the round that handles the gaps between anchors
+            if not anchors and level != _CONTENT:
+                # Myers' matches are final for this key; what lies between them goes one round down.
+                max_d = min(_MYERS_MAX_EDITS, _MYERS_BUDGET // (len(kb) + len(ka)))
+                anchors = myers(kb, ka, max_d) or []
+                between = level + 1
+            anchors = [(x, y) for x, y in anchors if match(i0 + x, j0 + y, uses, True)]
+            if not anchors:
+                if level < _TEMPLATE:
+                    stack.append((level + 1, i0, i1, j0, j1))
+                continue
+            if between > _TEMPLATE:
+                continue
+            gaps = []
+            pi, pj = i0, j0
+            for x, y in anchors:
+                x += i0
+                y += j0
+                if pi < x and pj < y:
+                    gaps.append((between, pi, x, pj, y))
+                pi, pj = x + 1, y + 1
+            if pi < i1 and pj < j1:
+                gaps.append((between, pi, i1, pj, j1))
+            stack.extend(reversed(gaps))
         self.pairs.sort()
         return self.pairs
-
-    def _align_range(self, level: int, i0: int, i1: int, j0: int, j1: int, stack: list) -> None:
-        kb, ka = self._keys(level, i0, i1, j0, j1)
-        n, m = i1 - i0, j1 - j0
-        p = 0
-        while p < n and p < m and kb[p] == ka[p] and self._match(level, i0 + p, j0 + p):
-            p += 1
-        s = 0
-        while s < n - p and s < m - p and kb[n - 1 - s] == ka[m - 1 - s]:
-            if not self._consistent(i1 - 1 - s, j1 - 1 - s):
-                break
-            s += 1
-        for t in range(s, 0, -1):
-            self._match(level, i1 - t, j1 - t)
-        i0, i1, j0, j1 = i0 + p, i1 - s, j0 + p, j1 - s
-        if i0 == i1 or j0 == j1:
-            return
-        kb, ka = kb[p : n - s], ka[p : m - s]
-        anchors = _unique_lcs(kb, ka)
-        between = level  # the round that handles the gaps between anchors
-        if not anchors and level != _CONTENT:
-            # Myers' matches are final for this key; what lies between them goes one round down.
-            max_d = min(_MYERS_MAX_EDITS, _MYERS_BUDGET // (len(kb) + len(ka)))
-            anchors = myers(kb, ka, max_d) or []
-            between = level + 1
-        anchors = [(x, y) for x, y in anchors if self._match(level, i0 + x, j0 + y)]
-        if not anchors:
-            if level < _TEMPLATE:
-                stack.append((level + 1, i0, i1, j0, j1))
-            return
-        gaps = []
-        pi, pj = i0, j0
-        for x, y in anchors + [(i1 - i0, j1 - j0)]:
-            if pi < i0 + x and pj < j0 + y and between <= _TEMPLATE:
-                gaps.append((between, pi, i0 + x, pj, j0 + y))
-            pi, pj = i0 + x + 1, j0 + y + 1
-        stack.extend(reversed(gaps))

@@ -4,8 +4,10 @@ counterparts, find the moves, and write the edit script a ``Diff`` shows."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from itertools import chain, compress, repeat
+from operator import ne, sub
 
-from ...ir.text import input_kind
 from .align import Aligner
 from .normalize import collector_paused, read_module
 from .result import CHANGED, DELETED, EQUAL, INSERTED, MOVED_IN, MOVED_OUT, Diff
@@ -13,28 +15,33 @@ from .result import CHANGED, DELETED, EQUAL, INSERTED, MOVED_IN, MOVED_OUT, Diff
 __all__ = ["diff_texts"]
 
 _HAS_WORD = re.compile(r"\w")
+_UNPAIRED = (-1).__eq__
+_TAG = {True: EQUAL, False: CHANGED}
 
 
 def _after_names(aligner: Aligner) -> list[str]:
     """After-values' names: their before counterpart's, else a number past the before module's."""
     b, a = aligner.b, aligner.a
-    next_number: dict[tuple[int, str], int] = {}
-    for scope, family, number in zip(b.v_scope, b.v_family, b.v_number):
-        key = (scope, family)
-        if next_number.get(key, 0) <= number:
-            next_number[key] = number + 1
-    names = list(a.v_name)
-    for va, vb in enumerate(aligner.amap):
-        if vb >= 0:
-            names[va] = b.v_name[vb]
-            continue
+    amap = aligner.amap
+    names = list(map([*b.v_name, ""].__getitem__, amap))  # -1 reads the ""
+    fresh: list[tuple[int, tuple[int, str]]] = []
+    for va in compress(range(len(amap)), map(_UNPAIRED, amap)):
+        names[va] = a.v_name[va]
         if a.v_line[va] < 0:
             continue  # never defined: keeps its printed name
         sb = aligner.scope_pair.get(a.v_scope[va])
         if sb is None:
             continue  # a function with no counterpart keeps its own numbering
-        key = (sb, a.v_family[va])
-        number = next_number.get(key, 0)
+        fresh.append((va, (sb, a.v_family[va])))
+    if not fresh:
+        return names
+    wanted = {key for _, key in fresh}
+    next_number = dict.fromkeys(wanted, 0)
+    for key, number in zip(zip(b.v_scope, b.v_family), b.v_number):
+        if key in wanted and next_number[key] <= number:
+            next_number[key] = number + 1
+    for va, key in fresh:
+        number = next_number[key]
         next_number[key] = number + 1
         names[va] = f"{a.v_prefix[va]}{number}"
     return names
@@ -48,58 +55,74 @@ def diff_texts(
         return _diff(before_text, after_text, before_name, after_name)
 
 
+def _unmatched(n: int, pairs_side: list[int]) -> list[int]:
+    """The indices below ``n`` that are not in ``pairs_side``, in order."""
+    return sorted(set(range(n)).difference(pairs_side))
+
+
 def _diff(before_text: str, after_text: str, before_name: str, after_name: str) -> Diff:
     b, a = read_module(before_text), read_module(after_text)
     aligner = Aligner(b, a)
     pairs = aligner.run()
-    matched_b = [False] * len(b.fmts)
-    matched_a = [False] * len(a.fmts)
-    for i, j in pairs:
-        matched_b[i] = matched_a[j] = True
+    nb, na = len(b.fmts), len(a.fmts)
+    bi, aj = (list(side) for side in zip(*pairs)) if pairs else ([], [])
+    free_b, free_a = _unmatched(nb, bi), _unmatched(na, aj)
     # Moved ops: same content key; pairing them also pairs their values before naming.
     waiting: dict[int, list[int]] = {}
-    for i in range(len(b.fmts) - 1, -1, -1):
-        if not matched_b[i] and _HAS_WORD.search(b.fmts[i]):
+    for i in reversed(free_b):
+        if _HAS_WORD.search(b.fmts[i]):
             waiting.setdefault(b.keys[i], []).append(i)
     candidates: list[tuple[int, int]] = []
-    for j in range(len(a.fmts)):
-        if not matched_a[j] and (stack := waiting.get(a.keys[j])):
+    for j in free_a:
+        if stack := waiting.get(a.keys[j]):
             i = stack.pop()
             candidates.append((i, j))
             aligner.map_line(i, j, uses=True)
-    before = b.render(b.v_name)
+    before = b.lines
     after = a.render(_after_names(aligner))
     moves = [(i, j) for i, j in candidates if before[i] == after[j]]
     moved_b = {i for i, _ in moves}
     moved_a = {j for _, j in moves}
     by_text: dict[str, list[int]] = {}
-    for i in range(len(before) - 1, -1, -1):
-        if not matched_b[i] and i not in moved_b and _HAS_WORD.search(before[i]):
+    for i in reversed(free_b):
+        if i not in moved_b and _HAS_WORD.search(before[i]):
             by_text.setdefault(before[i], []).append(i)
-    for j in range(len(after)):
-        if not matched_a[j] and j not in moved_a and (stack := by_text.get(after[j])):
+    for j in free_a:
+        if j not in moved_a and (stack := by_text.get(after[j])):
             i = stack.pop()
             moves.append((i, j))
             moved_b.add(i)
             moved_a.add(j)
     moves.sort()
-
-    script: list[tuple[str, int, int]] = []
-    i = j = 0
-    for pi, pj in pairs + [(len(before), len(after))]:
-        for ii in range(i, pi):
-            script.append((MOVED_OUT if ii in moved_b else DELETED, ii, j))
-        for jj in range(j, pj):
-            script.append((MOVED_IN if jj in moved_a else INSERTED, pi, jj))
-        if pi < len(before):
-            script.append((EQUAL if before[pi] == after[pj] else CHANGED, pi, pj))
-        i, j = pi + 1, pj + 1
     return Diff(
         before_name=before_name,
         after_name=after_name,
-        before=tuple(before),
+        before=before,
         after=tuple(after),
-        hlo="hlo" in (input_kind(before_text), input_kind(after_text)),
-        _script=tuple(script),
+        hlo=b.hlo or a.hlo,
+        _script=_script(before, after, bi, aj, moved_b, moved_a),
         _moves=tuple(moves),
     )
+
+
+def _script(
+    before: Sequence[str], after: Sequence[str], bi: list[int], aj: list[int], moved_b: set[int], moved_a: set[int]
+) -> tuple[tuple[str, int, int], ...]:
+    """The edit script: per aligned pair an equal or changed step, and before each pair the
+    deleted (or moved away) lines and inserted (or moved in) lines since the previous pair."""
+    aligned = list(zip(map(_TAG.__getitem__, map(str.__eq__, map(before.__getitem__, bi), map(after.__getitem__, aj))), bi, aj))
+    # The pairs that do not follow their predecessor on both sides have lines before them.
+    jumps = compress(range(len(bi)), map(ne, map(sub, bi, chain((-1,), bi)), repeat(1)))
+    jumps_a = compress(range(len(aj)), map(ne, map(sub, aj, chain((-1,), aj)), repeat(1)))
+    script: list[tuple[str, int, int]] = []
+    done = 0  # steps of ``aligned`` copied so far
+    i = j = 0
+    for k in [*sorted({*jumps, *jumps_a}), len(bi)]:
+        script += aligned[done:k]
+        if k:
+            i, j = bi[k - 1] + 1, aj[k - 1] + 1
+        pi, pj = (bi[k], aj[k]) if k < len(bi) else (len(before), len(after))
+        script += [(MOVED_OUT if ii in moved_b else DELETED, ii, j) for ii in range(i, pi)]
+        script += [(MOVED_IN if jj in moved_a else INSERTED, pi, jj) for jj in range(j, pj)]
+        done = k
+    return tuple(script)

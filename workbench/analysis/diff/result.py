@@ -6,8 +6,10 @@ from __future__ import annotations
 import difflib
 import html
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import itemgetter
 from typing import TYPE_CHECKING, Literal
 
 from ...ir.ops import op_counts
@@ -39,6 +41,7 @@ class Change:
 # here / moved to here.
 EQUAL, CHANGED, DELETED, INSERTED, MOVED_OUT, MOVED_IN = "=", "~", "-", "+", "<", ">"
 _TOKEN = re.compile(r"%?[\w.$#\-]+|\s+|.")
+_NOT_EQUAL = re.compile(f"[^{EQUAL}]+")
 
 _CSS = """
 .wb-diff table{border-collapse:collapse;font-family:monospace;font-size:12px}
@@ -81,7 +84,7 @@ class Diff:
     @property
     def is_empty(self) -> bool:
         """True when every line aligns with an equal line."""
-        return all(step[0] == EQUAL for step in self._script)
+        return not _NOT_EQUAL.search(self._tags)
 
     @cached_property
     def _changes(self) -> tuple[Change, ...]:
@@ -131,12 +134,13 @@ class Diff:
         return [(-1 if tag in (INSERTED, MOVED_IN) else i, -1 if tag in (DELETED, MOVED_OUT) else j, kinds[tag])
                 for tag, i, j in self._script]
 
-    def _hunk_lines(self) -> list[tuple[str, int, int]]:
+    @staticmethod
+    def _hunk_lines(steps: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
         """(tag, before cursor, after cursor) per printed line, "-" lines before "+" lines."""
         out: list[tuple[str, int, int]] = []
         minus: list[tuple[str, int, int]] = []
         plus: list[tuple[str, int, int]] = []
-        for tag, i, j in self._script:
+        for tag, i, j in steps:
             if tag == EQUAL:
                 out.extend(minus)
                 out.extend(plus)
@@ -152,26 +156,64 @@ class Diff:
         out.extend(plus)
         return out
 
+    @cached_property
+    def _tags(self) -> str:
+        """The script's step tags as one string."""
+        return "".join(map(itemgetter(0), self._script))
+
     def unified(self, context: int = 3) -> str:
         """``diff -u`` of the normalized texts (moves show as a deletion and an insertion).
 
         Empty when there is no change.
         """
-        lines = self._hunk_lines()
+        # Printed lines: one per equal step, and per run of other steps its "-" lines, then its
+        # "+" lines (a changed step is one of each). Only the runs and their context are printed.
+        tags = self._tags
+        runs = [m.span() for m in _NOT_EQUAL.finditer(tags)]
+        if not runs:
+            return ""
+        if context < 1:
+            return self._unified_by_lines(context)
+        groups: list[list[int]] = []  # [first line, last line, first step, end step]
+        doubled = 0  # changed steps so far: each prints two lines
+        for start, end in runs:
+            first = start + doubled
+            doubled += tags.count(CHANGED, start, end)
+            last = end + doubled - 1
+            if groups and first - groups[-1][1] <= 2 * context:
+                groups[-1][1], groups[-1][3] = last, end
+            else:
+                groups.append([first, last, start, end])
+        n_lines = len(tags) + doubled
+        hunks = []
+        for first, last, start, end in groups:
+            lo, hi = max(0, first - context), min(n_lines, last + context + 1)
+            # Its context lines are equal steps: the next run is more than 2 * context lines away.
+            hunks.append(self._hunk_lines(self._script[start - (first - lo) : end + (hi - last - 1)]))
+        return self._patch(hunks)
+
+    def _unified_by_lines(self, context: int) -> str:
+        """``unified`` with hunks of printed lines rather than of runs (for ``context < 1``)."""
+        lines = self._hunk_lines(self._script)
         changed = [k for k, (tag, _, _) in enumerate(lines) if tag != " "]
         if not changed:
             return ""
-        out = [f"--- {self.before_name}\n", f"+++ {self.after_name}\n"]
         groups: list[list[int]] = [[changed[0], changed[0]]]
         for k in changed[1:]:
             if k - groups[-1][1] > 2 * context:
                 groups.append([k, k])
             else:
                 groups[-1][1] = k
-        before, after = self.before, self.after
+        hunks = []
         for first, last in groups:
             lo, hi = max(0, first - context), min(len(lines), last + context + 1)
-            hunk = lines[lo:hi]
+            hunks.append(lines[lo:hi])
+        return self._patch(hunks)
+
+    def _patch(self, hunks: list[list[tuple[str, int, int]]]) -> str:
+        out = [f"--- {self.before_name}\n", f"+++ {self.after_name}\n"]
+        before, after = self.before, self.after
+        for hunk in hunks:
             n_before = sum(1 for tag, _, _ in hunk if tag != "+")
             n_after = sum(1 for tag, _, _ in hunk if tag != "-")
             i_start, j_start = hunk[0][1], hunk[0][2]
