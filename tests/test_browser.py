@@ -217,6 +217,18 @@ def run_cell(page, index: int) -> None:
     page.keyboard.press("Shift+Enter")
 
 
+def show_panel(page, timeout: int = 180_000, status_timeout: int | None = None):
+    """Run the notebook's first two cells (set-up, then the %%hlo cell) and wait until the panel lists
+    the XLA stages and its status line says the last job ended; the panel's locator."""
+    run_cell(page, 0)
+    run_cell(page, 1)
+    panel = page.locator(".wb-panel")
+    panel.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=timeout)
+    page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')",
+                           **({} if status_timeout is None else {"timeout": status_timeout}))
+    return panel
+
+
 def tab(panel, title: str) -> None:
     panel.locator(".lm-TabBar-tab", has_text=title).first.click()
 
@@ -451,11 +463,7 @@ def test_bisect_in_the_analyze_tab_and_the_tri_state_group_switch(browser, lab, 
 
     page = open_notebook(browser, lab, "analyze.ipynb")
     try:
-        run_cell(page, 0)
-        run_cell(page, 1)
-        panel = page.locator(".wb-panel")
-        panel.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=180_000)
-        page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')")
+        panel = show_panel(page)
         # a repeated pass on an unchanged module: its time is the first run's, and says so
         assert "(cached)" in panel.locator(".wbs-row .wbs-ms.wbs-cached").first.inner_text()
 
@@ -843,11 +851,7 @@ RECORD = """() => {
 def test_a_toggle_shows_the_mlir_stages_while_xla_compiles_then_its_xla_stages(browser, lab, shots):
     page = open_notebook(browser, lab, "speculative.ipynb")
     try:
-        run_cell(page, 0)
-        run_cell(page, 1)
-        panel = page.locator(".wb-panel")
-        panel.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=300_000)
-        page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')", timeout=300_000)
+        panel = show_panel(page, timeout=300_000, status_timeout=300_000)
         assert panel.locator(".wbs-pending").count() == 0
         tab(panel, "Passes")
         panel.locator(".wbt-search").first.fill("dot_transpose")
