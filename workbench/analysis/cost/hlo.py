@@ -18,7 +18,8 @@ import functools
 import pandas as pd
 
 from ...errors import ModuleParseError
-from ...ir.hlo import Computation, HloModule, Instruction, drop_attribute, read_hlo, strip_debug_info
+from ...ir.hlo import (Computation, HloModule, Instruction, attribute_value, drop_attribute, read_hlo,
+                       strip_debug_info)
 from ...ir.text import text_hash
 from ...pipeline.worker import default_pool
 
@@ -138,7 +139,7 @@ def _note(module: _Module, comp: Computation, ins: Instruction) -> str:
     callees = module.callees.get((comp.name, ins.name), [])
     if ins.opcode == "fusion" and callees:
         fused = module.by_name[callees[0]]
-        kind = next((p.split("=", 1)[1] for p in ins.attributes.split(", ") if p.startswith("kind=")), "")
+        kind = attribute_value(ins.attributes, "kind") or ""
         return f"{kind + ' ' if kind else ''}fusion of {sum(i.opcode != 'parameter' for i in fused.instructions)} ops"
     if ins.opcode == "while":
         return "loop body counted once, as XLA does"
