@@ -10,11 +10,16 @@ the worker pool warm and the two ways interleaved (medians of --repeat rounds):
               seconds per step (the search, the application, the greedy reference run at the end),
               and the steps must be the same
 
+and the floor of a scan that asks a batch only "does this change the module": at least
+log2(C(patterns, applying)) runs (each answer is one bit), each at least as long as the empty pattern
+list's run (enzyme-ad parsing and printing the module), spread over the workers.
+
 Targets on a quiet machine: applicable <= 1.0 s at ~300 lines, <= 1.5 s at ~700 lines; step <= 0.2 s
 per step.
 Run:  .venv/bin/python bench/bench_patterns.py [--repeat 3] [--steps 200] [--step-repeat 1]
 """
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -28,6 +33,7 @@ import jax.numpy as jnp
 import workbench as wb
 from workbench import examples
 from workbench.analysis.scan import scan, step_patterns
+from workbench.pipeline.catalog import patterns_pass
 from workbench.pipeline.worker import default_pool
 
 
@@ -110,9 +116,12 @@ def main():
         lines = ex["stablehlo"].lines
         scans = {"group": [], "exact": []}
         steps = {"group": [], "exact": []}
+        empty_run = []  # enzyme-ad's time for the empty pattern list on this module: a run's least
         for _ in range(a.repeat):
             for way in scans:  # interleaved, so that a busy moment hits both
                 scans[way].append(timed(lambda: scan(ex, "stablehlo", exact=way == "exact", progress=False)))
+            empty_run.append(pool.workers[0].call("run_each", ex["stablehlo"].text, [patterns_pass(())], False
+                                                  ).value[0].seconds)
         for _ in range(a.step_repeat):
             for way in steps:
                 steps[way].append(timed(lambda: step_patterns(ex, "stablehlo", max_steps=a.steps, progress=False,
@@ -125,6 +134,11 @@ def main():
         print(f"  applicable  group {med['group']:.2f} s ({runs['group']} runs)   exact {med['exact']:.2f} s "
               f"({runs['exact']} runs)   exact / group = {med['exact'] / med['group']:.1f}   runs ratio "
               f"{runs['exact'] / runs['group']:.1f}   same answer: {answers['group'] == answers['exact']}")
+        least = math.ceil(math.log2(math.comb(len(wb.patterns()), found))) if found else 1
+        run = statistics.median(empty_run)
+        print(f"  floor       {least * run / len(pool.workers):.2f} s = at least {least} runs x {run * 1e3:.1f} ms "
+              f"(the empty pattern list's run) / {len(pool.workers)} workers;  group / floor = "
+              f"{med['group'] / (least * run / len(pool.workers)):.1f}")
         n = {w: len(v[0][1].stages) - 1 for w, v in steps.items()}
         per = {w: statistics.median(t for t, _ in v) / max(n[w], 1) for w, v in steps.items()}
         same = [s.text for s in steps["group"][0][1].stages] == [s.text for s in steps["exact"][0][1].stages]

@@ -21,7 +21,7 @@ import jax
 
 from ..errors import XlaOptionError
 
-__all__ = ["XlaStage", "XlaResult", "compile_with_dumps", "check_options"]
+__all__ = ["XlaStage", "XlaResult", "compile_with_dumps", "check_options", "dump_options"]
 
 
 @dataclass(frozen=True)
@@ -158,6 +158,11 @@ def _memory(compiled) -> dict:
             "generated_code_bytes": int(m.generated_code_size_in_bytes)}
 
 
+def dump_options(directory: str) -> dict:
+    """The compiler options that make XLA write its per-pass dumps into ``directory``."""
+    return {"xla_dump_to": directory, "xla_dump_hlo_pass_re": ".*", "xla_dump_hlo_as_text": True}
+
+
 def compile_with_dumps(exported, device, options: dict | None = None, shardings=None) -> XlaResult:
     """Compile ``exported`` for ``device`` with per-pass dumps; returns the stages XLA produced.
 
@@ -171,7 +176,7 @@ def compile_with_dumps(exported, device, options: dict | None = None, shardings=
     opts = check_options(dict(options or {}))
     d = tempfile.mkdtemp(prefix="hlo-workbench-xla-")
     try:  # the files are removed on the analysis thread: the result holds their texts
-        compiler_options = {"xla_dump_to": d, "xla_dump_hlo_pass_re": ".*", "xla_dump_hlo_as_text": True, **opts}
+        compiler_options = {**dump_options(d), **opts}
         shardings = shardings or [SingleDeviceSharding(device)] * len(exported.in_avals)
         flat = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sh) for a, sh in zip(exported.in_avals, shardings)]
         args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
