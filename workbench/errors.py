@@ -98,3 +98,18 @@ class UnknownPeakError(UnknownNameError, ValueError):
 
     Also a ValueError: it is a bad argument to ``roofline``.
     """
+
+
+class SavedFileError(WorkbenchError, ValueError):
+    """A saved exploration (.hlox) that cannot be read: missing, not a .hlox, corrupt or truncated,
+    or written by a newer workbench. Nothing was overwritten; ``path`` is the file."""
+
+    def __init__(self, path, message: str):
+        self.path = str(path)
+        super().__init__(f"{self.path}: {message}")
+
+
+class ReproducerError(WorkbenchError, ValueError):
+    """A reproducer folder that cannot be written as asked: a predicate without a standalone form
+    (a custom function rather than one of the built-in predicates), a stage that is not an MLIR
+    pipeline stage, or a module that cannot be run on its own."""

@@ -104,6 +104,9 @@ def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: boo
 
 
 # ---- built-in predicates ---------------------------------------------------------------------
+#
+# Each carries ``recipe``: a JSON-able description of what it checks (its ``kind`` and arguments),
+# from which ``ex.reproducer`` writes a standalone script that decides the same question.
 
 
 def miscompiles(device: str | None = None, repeat: int = 1) -> Predicate:
@@ -115,6 +118,7 @@ def miscompiles(device: str | None = None, repeat: int = 1) -> Predicate:
         return not ex.run(device=device, repeat=repeat).check.passed
 
     pred.__name__ = f"miscompiles({device!r})"
+    pred.recipe = {"kind": "miscompiles", "device": device, "repeat": repeat}
     return pred
 
 
@@ -125,6 +129,7 @@ def crashes(include_xla: bool = False) -> Predicate:
         return ex.pipeline_error is not None or (include_xla and ex.error is not None)
 
     pred.__name__ = "crashes()"
+    pred.recipe = {"kind": "crashes", "include_xla": bool(include_xla)}
     return pred
 
 
@@ -135,6 +140,7 @@ def slower_than(seconds: float) -> Predicate:
         return sum(s.seconds or 0.0 for s in ex.pipeline_stages if s.group == "mlir") > seconds
 
     pred.__name__ = f"slower_than({seconds})"
+    pred.recipe = {"kind": "slower_than", "seconds": float(seconds)}
     return pred
 
 
@@ -146,6 +152,7 @@ def op_count_above(name: str, n: int) -> Predicate:
         return op_counts(ex.default_run_stage().text)[name] > n
 
     pred.__name__ = f"op_count_above({name!r}, {n})"
+    pred.recipe = {"kind": "op_count_above", "name": name, "n": n}
     return pred
 
 
@@ -158,4 +165,5 @@ def op_count_at_most(name: str, n: int) -> Predicate:
         return not above(ex)
 
     pred.__name__ = f"op_count_at_most({name!r}, {n})"
+    pred.recipe = {"kind": "op_count_at_most", "name": name, "n": n}
     return pred

@@ -1,0 +1,271 @@
+"""A reproducer folder for a bug report: the module before a stage, the pass string from that stage
+on, the example inputs, ``repro.py`` (it decides a predicate with enzyme-ad and jax alone, never
+importing the workbench) and a README with the command lines and versions.
+
+The predicate must be a built-in one (``analysis.bisect``): each carries a ``recipe`` (kind and
+arguments) that ``repro.py`` encodes standalone. A custom function has no such form and is refused
+with ReproducerError, never replaced by something else.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from ..errors import ReproducerError, WorkbenchError
+from ..ir.ops import op_counts
+from ..ir.text import publish_functions
+from ..pipeline.exported import exported_for_text, main_signature
+from ..pipeline.trace import resolve_device
+from .execute import example_args
+
+__all__ = ["write_reproducer", "KINDS", "TOLERANCES"]
+
+KINDS = ("miscompiles", "crashes", "op_count_above", "op_count_at_most", "slower_than")
+# repro.py's miscompile tolerance, relative to an output's largest finite magnitude: the per-dtype
+# rule of ``execute.compare_outputs`` (tests keep the two tables equal).
+TOLERANCES = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2, "complex64": 1e-4,
+              "complex128": 1e-9}
+_NATIVE = set("?bhilqBHILQefdgFD")  # numpy dtype characters np.save stores as they are
+
+
+def write_reproducer(ex, directory, stage=None, predicate=None) -> Path:
+    """Write the folder (created if needed, its files replaced) and return its path. ``input.mlir`` is
+    the module of ``stage``'s parent, ``pipeline.txt`` the passes from ``stage`` (an MLIR stage) on.
+    Without ``stage``: where the predicate starts to hold, when cheap to find -- the failed stage for
+    ``crashes``, the first changed stage failing the numeric check for ``miscompiles`` (one ``ex.run``
+    per changed stage; they join ``ex.runs``), the first stage satisfying an op count -- else (also
+    for ``slower_than`` and no predicate) the first MLIR stage. The README says which and why."""
+    recipe, described = _recipe(ex, predicate)
+    mlir = [s for s in ex.pipeline_stages if s.group == "mlir"]
+    if not mlir:
+        raise ReproducerError("this Exploration has no MLIR pipeline stage: there is no pass to reproduce")
+    if stage is None:
+        chosen, why = _default_stage(ex, mlir, recipe)
+    else:
+        chosen = ex.stage(stage)
+        if chosen.group != "mlir":
+            raise ReproducerError(f"stage {chosen.name!r} is a {chosen.group} stage; a reproducer starts at an MLIR "
+                                  f"pipeline stage: {', '.join(s.name for s in mlir)}")
+        why = f"{chosen.name!r} was named by the caller"
+    later = mlir[mlir.index(chosen):]
+    parent = ex.stage(chosen.parent)
+    text = publish_functions(parent.text_with_locations or parent.text, {"main"})
+    pipeline = ",".join(s.produced_by for s in later)
+    inputs, args = _inputs(ex, text, recipe)
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "input.mlir").write_text(text)
+    (out / "pipeline.txt").write_text(pipeline + "\n")
+    (out / "inputs.npz").unlink(missing_ok=True)
+    if inputs:
+        np.savez(out / "inputs.npz", **{i["name"]: a for i, a in zip(inputs, args)})
+    config = {"stage": chosen.name, "parent": parent.name, "device": (recipe or {}).get("device") or ex.spec.device,
+              "predicate": recipe, "predicate_text": described, "inputs": inputs, "timeout": float(ex.spec.timeout),
+              "versions": _versions()}
+    literal = json.dumps(config, indent=1)
+    literal = f"r'''{literal}'''" if "'''" not in literal else repr(literal)
+    script = _SCRIPT_FILE.read_text().replace("__CONFIG__", literal).replace("__RTOL__", repr(TOLERANCES))
+    (out / "repro.py").write_text(script)
+    (out / "README.md").write_text(_readme(ex, chosen, parent, later, pipeline, config, why,
+                                           _workbench_verdict(ex, predicate)))
+    return out
+
+
+def _recipe(ex, predicate) -> tuple[dict | None, str]:
+    if predicate is None:
+        return None, "none given"
+    recipe = getattr(predicate, "recipe", None)
+    if not isinstance(recipe, dict) or recipe.get("kind") not in KINDS:
+        name = getattr(predicate, "__name__", type(predicate).__name__)
+        raise ReproducerError(
+            f"the predicate {name} has no standalone form, so repro.py cannot decide it without the workbench. "
+            "The predicates a reproducer can encode are wb.miscompiles(device), wb.crashes(include_xla=...), "
+            "wb.op_count_above(op, n), wb.op_count_at_most(op, n) and wb.slower_than(seconds); pass one of "
+            "them, or predicate=None for a script that prints the outputs' differences.")
+    recipe = dict(recipe)
+    if recipe["kind"] == "miscompiles":
+        recipe["device"] = recipe.get("device") or ex.spec.device
+    if recipe["kind"] == "slower_than":
+        recipe.setdefault("repeat", 3)
+    described = getattr(predicate, "__name__", recipe["kind"])
+    return recipe, (f"miscompiles({recipe['device']!r})" if recipe["kind"] == "miscompiles" else described)
+
+
+def _default_stage(ex, mlir, recipe):
+    """The stage where the predicate starts to hold, when cheap to find; else the first MLIR stage."""
+    kind = (recipe or {}).get("kind")
+    first = mlir[0]
+    if kind == "crashes" and ex.pipeline_error is not None:
+        failed = next((s for s in mlir if s.name == ex.pipeline_error.stage), first)
+        return failed, f"{failed.name!r} is the stage that failed (stage=None with crashes)"
+    if kind == "miscompiles":
+        for s in mlir:
+            if s.error:
+                break
+            if not s.changed:
+                continue  # the same module as its parent: the same verdict
+            try:
+                passed = ex.run(s.name, device=recipe["device"], repeat=1).check.passed
+            except WorkbenchError:
+                break
+            if not passed:
+                return s, (f"{s.name!r} is the first MLIR stage whose outputs fail the workbench's numeric check on "
+                           f"{recipe['device']} (stage=None with miscompiles; its parent passes)")
+        return first, "no MLIR stage failed the numeric check, so the reproducer starts at the first MLIR stage"
+    if kind in ("op_count_above", "op_count_at_most"):
+        def holds(s):
+            count = op_counts(s.text)[recipe["name"]]
+            return count > recipe["n"] if kind == "op_count_above" else count <= recipe["n"]
+
+        found = next((s for s in mlir if not s.error and holds(s)), None)
+        if found is not None:
+            return found, f"{found.name!r} is the first MLIR stage whose text satisfies {kind} (stage=None)"
+        return first, f"no MLIR stage satisfies {kind}, so the reproducer starts at the first MLIR stage"
+    return first, "stage=None: the reproducer starts at the first MLIR stage (the whole pipeline)"
+
+
+def _flat_arguments(ex, text):
+    """The arguments of the module's @main, in its order: the traced leaves that the module kept
+    (typed PRNG keys as their raw data), or the seeded example arguments for a text exploration."""
+    traced = ex.spec.traced
+    if traced is None:
+        return jax.tree_util.tree_leaves(example_args(exported_for_text(text, resolve_device(ex.spec.device).platform)))
+    leaves = jax.tree_util.tree_leaves(traced.args)
+    leaves = [jax.random.key_data(x) if jax.dtypes.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.extended)
+              else x for x in leaves]
+    return [leaves[i] for i in traced.exported.module_kept_var_idx]
+
+
+def _inputs(ex, text, recipe):
+    """(what repro.py reads from inputs.npz, the arrays as stored); none when @main cannot run."""
+    runs = recipe is None or recipe["kind"] == "miscompiles"
+    traced = ex.spec.traced
+    if runs and traced is not None and traced.exported.nr_devices > 1:
+        raise ReproducerError("the module is sharded over several devices; repro.py runs single-device modules "
+                              "only (crashes, op counts and slower_than need no run and work on it)")
+    try:
+        ins, _ = main_signature(text)
+        arrays = [np.asarray(a) for a in _flat_arguments(ex, text)]
+    except WorkbenchError as e:
+        if recipe is not None and recipe["kind"] == "miscompiles":
+            raise ReproducerError(f"input.mlir cannot run, so miscompiles cannot be checked: {e}") from None
+        return [], []
+    got = [(a.shape, a.dtype) for a in arrays]
+    if got != [(tuple(i.shape), np.dtype(i.dtype)) for i in ins]:
+        raise ReproducerError(f"the example arguments {got} do not match @main's arguments {ins}")
+    inputs, stored = [], []
+    for k, a in enumerate(arrays):
+        native = a.dtype.char in _NATIVE
+        inputs.append({"name": f"arg{k}", "dtype": str(a.dtype), "shape": list(a.shape),
+                       "stored_as": str(a.dtype) if native else f"uint{8 * a.dtype.itemsize}"})
+        stored.append(a if native else a.view(f"uint{8 * a.dtype.itemsize}"))
+    return inputs, stored
+
+
+def _versions() -> dict:
+    from importlib import metadata
+
+    found = {(d.metadata["Name"] or "").lower().replace("_", "-"): d.version for d in metadata.distributions()}
+    out = {name: found.get(name, "not installed") for name in ("jax", "jaxlib", "enzyme-ad")}
+    return {**out, "python": sys.version.split()[0], "platform": platform.platform(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def _workbench_verdict(ex, predicate) -> str:
+    if predicate is None:
+        return "no predicate was given"
+    try:
+        return f"the workbench's {predicate.__name__} {'held' if predicate(ex) else 'did not hold'} on this Exploration"
+    except Exception as e:  # the verdict is information for the README, not a reason to fail
+        return f"the workbench's predicate raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def _explain(config, ex, later) -> str:
+    recipe, device = config["predicate"], config["device"]
+    kind = (recipe or {}).get("kind")
+    if kind == "miscompiles":
+        rows = "\n".join(f"| {d} | {t:g} |" for d, t in TOLERANCES.items())
+        return (f"**miscompiles** on `{device}`: `repro.py` runs `input.mlir` and the pipeline's output with JAX on "
+                "the arguments in `inputs.npz` and compares them output by output. FAIL when an element is NaN (or "
+                "another special value) where `input.mlir` gives a number or the other way round, when an integer or "
+                "boolean element differs, or when a floating element differs by more than "
+                "`rtol(dtype) * max|output of input.mlir|` (its largest finite magnitude):\n\n| dtype | rtol |\n"
+                f"| --- | --- |\n{rows}\n| other floating types (float8) | 0.25 |\n\nThe workbench's own check measures "
+                "each stage against the traced function evaluated in float64; this script compares with `input.mlir`, "
+                "the module before the failing stage. A pipeline that fails is not a miscompile (PASS; see crashes).")
+    if kind == "crashes":
+        xla = " then compiles its output with XLA (FAIL also when that fails or dies)," if recipe["include_xla"] else ""
+        return (f"**crashes**: `repro.py` runs the pipeline in a child process (`sys.executable`),{xla} and prints "
+                "FAIL when the pipeline raises (a pass error, a failed verification), dies (an abort, a segfault) or "
+                f"runs for more than {config['timeout']:.0f} s.")
+    if kind in ("op_count_above", "op_count_at_most"):
+        relation = "more than" if kind == "op_count_above" else "at most"
+        return (f"**{kind}**: FAIL when the pipeline's output has {relation} {recipe['n']} ops named "
+                f"`{recipe['name']}`, counted at op position (a name in a string, an attribute or a type is no op).")
+    if kind == "slower_than":
+        replayed = {s.name for s in later}
+        before = sum(s.seconds or 0.0 for s in ex.pipeline_stages if s.group == "mlir" and s.name not in replayed)
+        return (f"**slower_than**: FAIL when the pipeline takes more than {recipe['seconds']} s (the best of "
+                f"{recipe['repeat']} runs in a child process). The workbench's predicate sums the pass times of the "
+                f"whole MLIR pipeline; {before:.3f} s of them were spent before this stage, in passes not replayed here.")
+    return ("No predicate was given: `repro.py` runs the pipeline and both modules on `inputs.npz` and prints each "
+            "output's largest difference (exit code 0: nothing to decide).")
+
+
+def _readme(ex, chosen, parent, later, pipeline, config, why, verdict) -> str:
+    v = config["versions"]
+    rows = "\n".join(f"| {k} | {v[k]} |" for k in ("jax", "jaxlib", "enzyme-ad", "python", "platform", "date"))
+    command = "enzymexlamlir-opt input.mlir --pass-pipeline=" + shlex.quote(f"builtin.module({pipeline})")
+    literal = (f"\n{command}" if len(command) <= 2000 else
+               f"\n# the same with pipeline.txt written out is a {len(command)}-character line")
+    inputs = ", ".join(f"`{i['name']}` {i['dtype']}{i['shape']}" for i in config["inputs"]) or "none (no runnable @main)"
+    return f"""# Reproducer: {ex.spec.title} at stage `{chosen.name}`
+
+Written by hlo-workbench on {v['date']}. It starts at stage `{chosen.name}` (pass
+`{chosen.produced_by[:120]}{'...' if len(chosen.produced_by) > 120 else ''}`): {why}.
+When written, {verdict}.
+
+| file | what |
+| --- | --- |
+| `input.mlir` | the module before `{chosen.name}`: stage `{parent.name}`, with locations, `@main` public |
+| `pipeline.txt` | the {len(later)} pass strings from `{chosen.name}` on, joined with commas |
+| `inputs.npz` | the arguments of `@main` in its order: {inputs} |
+| `repro.py` | decides the predicate with jax, jaxlib, numpy and enzyme-ad alone |
+
+## Run it
+
+```sh
+python repro.py            # last line: FAIL (exit 1: the bug reproduces), PASS (exit 0), ERROR (exit 2)
+python repro.py --device cpu:0 --output output.mlir
+```
+
+With the Enzyme-JaX driver (`pipeline.txt` holds the same string):
+
+```sh
+enzymexlamlir-opt input.mlir --pass-pipeline="builtin.module($(cat pipeline.txt))"{literal}
+```
+
+## What the predicate checks
+
+Predicate: `{config['predicate_text']}`. FAIL means the predicate holds, i.e. the bug reproduces.
+
+{_explain(config, ex, later)}
+
+## Versions
+
+| | |
+| --- | --- |
+{rows}
+"""
+
+
+# ---- repro.py: repro_script.py, standalone (jax, jaxlib, numpy, enzyme-ad), copied with its two
+# placeholders filled in: __CONFIG__ (the folder's settings, a JSON literal) and __RTOL__ (TOLERANCES).
+_SCRIPT_FILE = Path(__file__).with_name("repro_script.py")
