@@ -4,11 +4,11 @@
     ex = wb.explore(f, x, y, pipeline="all")
     ex.stages, ex["stablehlo"], ex.changed(), ex.with_patterns(disable=["transpose_transpose"])
 """
-from .errors import (ArgumentError, InputKindError, MlirSyntaxError, PipelineSyntaxError, StageError, TraceError,
-                     UnknownNameError, UnknownPeakError, WorkbenchError, XlaOptionError, XlaPassWarning)
+from .errors import (ArgumentError, InputKindError, MlirSyntaxError, PipelineSyntaxError, SavedFileError, StageError,
+                     TraceError, UnknownNameError, UnknownPeakError, WorkbenchError, XlaOptionError, XlaPassWarning)
 from .analysis.bisect import crashes, miscompiles, op_count_above, op_count_at_most, slower_than
 from .analysis.execute import devices
-from .exploration import Exploration, explore, explore_text
+from .exploration import Exploration, explore, explore_text, load
 from .pipeline.catalog import patterns
 from .pipeline.presets import pipelines
 from .stages import Stage
@@ -22,10 +22,11 @@ def panel(ex, **kwargs):
 
 
 __all__ = [
-    "explore", "explore_text", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
+    "explore", "explore_text", "load", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
     "miscompiles", "crashes", "slower_than", "op_count_above", "op_count_at_most",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
     "XlaOptionError", "XlaPassWarning", "UnknownPeakError", "InputKindError", "MlirSyntaxError",
+    "SavedFileError",
 ]
 __version__ = "0.1.0"
 

@@ -17,17 +17,21 @@ from typing import Callable, Sequence
 
 from .analysis.bisect import bisect
 from .analysis.diff import diff_texts
-from .analysis.execute import REFERENCE, Reference, RunResult, args_key, check_outputs, float64_reference, run_stage
+from .analysis.execute import (REFERENCE, Check, LeafCheck, Reference, RunResult, Timing, args_key, check_outputs,
+                               float64_reference, run_stage)
 from .analysis.graph import stage_graph
+from .analysis.report import write_report
+from .analysis.reproducer import write_reproducer
 from .analysis.cost import cost_table, hlo_op_costs, op_costs, plot_cost
 from .analysis.scan import StepRun, pattern_timing, scan_patterns, step_patterns
 from .errors import StageError, UnknownNameError
 from .ir.text import text_hash
+from .pipeline.saved import load_exploration, save_exploration
 from .pipeline.build import (Built, build, rebuild_xla, spec_for_function, spec_for_text, with_exactly, with_toggles,
                              with_xla_options, xla_passes_known)
 from .stages import Stage
 
-__all__ = ["Exploration", "Stepwise", "explore", "explore_text"]
+__all__ = ["Exploration", "Stepwise", "explore", "explore_text", "load"]
 
 
 def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
@@ -78,6 +82,26 @@ def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (
         xla_options=xla_options, timeout=timeout, title=title, **pattern_options))))
 
 
+def load(path) -> "Exploration":
+    """The Exploration saved in ``path`` (a ``.hlox`` file from ``ex.save``): its stages, diffs, costs,
+    graphs and saved runs work at once, without running a pass or compiling; ``with_patterns``,
+    ``with_pipeline`` and ``with_xla`` recompute from the saved input module (where enzyme-ad is
+    installed, for Enzyme-JaX patterns), and ``run`` runs a stage on the saved arguments (when they
+    were saved with ``arrays=True``; otherwise on seeded random ones of the saved shapes).
+    Raises SavedFileError for a file that is missing, not a .hlox, from a newer workbench, corrupt
+    or truncated; nothing is written."""
+    built, runs, _ = load_exploration(path)
+    made = []
+    for r in runs:
+        check = r.get("check")
+        if check is not None:
+            leaves = tuple(LeafCheck(**{**leaf, "shape": tuple(leaf["shape"])}) for leaf in check.pop("leaves"))
+            check = Check(leaves=leaves, **check)
+        outputs = tuple(r["output_arrays"]) if r.get("output_arrays") is not None else None
+        made.append(RunResult(r["stage"], r["device"], outputs, Timing(tuple(r["times"])), check))
+    return Exploration(dataclasses.replace(built, runs=tuple(made)))
+
+
 def _unknown_stage(name: str, names: Sequence[str], kind: str = "stage") -> UnknownNameError:
     """The error for a stage name that is not there: the closest names when some are close, else
     every name (the error is the UnknownNameError, a KeyError, that lookups have always raised)."""
@@ -107,6 +131,7 @@ class Exploration:
         self._xla = None  # the XlaResult: passes seen, XLA's cost and memory analysis of the compile
         self._lock = threading.Lock()
         self._refs: dict = {}
+        self._runs: list = list(getattr(built, "runs", ()))
 
     # -- computing ---------------------------------------------------------------------------------
     def _ensure_late(self) -> None:
@@ -340,7 +365,9 @@ class Exploration:
             known = (st.name, outputs) if owner is self else None
             result_check = check_outputs(outputs, owner._reference(device, args, known,
                                                                    foreign=owner is not self))
-        return RunResult(st.name, device, outputs, timing, result_check)
+        result = RunResult(st.name, device, outputs, timing, result_check)
+        self._runs.append(result)
+        return result
 
     def reference_stage(self) -> Stage:
         """The unoptimized program every run is checked against: "stablehlo" (or "input" for text)."""
@@ -434,6 +461,34 @@ class Exploration:
         slowest first; ``on_progress(done, total)`` counts the groups (or patterns) run."""
         return pattern_timing(self, stage or "stablehlo", per_pattern=per_pattern, progress=progress,
                               on_progress=on_progress)
+
+    # -- saving and sharing --------------------------------------------------------------------------
+    def save(self, path, arrays: bool = False):
+        """Write this Exploration to ``path`` (a ``.hlox`` file: a zip of JSON and the stage texts,
+        never code): every stage, the spec, XLA's passes and analyses, the runs made so far and the
+        example arguments' shapes and dtypes (their values too with ``arrays``). ``wb.load`` reads
+        it back. Written to a temporary file and renamed, so a crash mid-save leaves an older file
+        whole. Returns the path."""
+        return save_exploration(self, path, arrays=arrays)
+
+    def report(self, path, graph=None):
+        """Write one self-contained HTML file (no network access, JS and CSS inlined) with the
+        header, the stage table, the diff viewer with stage pickers, the cost table and plot, the
+        graph of stage ``graph`` (default: the last MLIR stage) and the runs made so far. Returns
+        the path."""
+        return write_report(self, path, graph=None if graph is None else self.stage(graph).name)
+
+    def reproducer(self, directory, stage=None, predicate=None):
+        """Write a folder a compiler engineer can attach to a bug report: the module before
+        ``stage``, the pass string from ``stage`` on, the inputs, and ``repro.py``, which runs it
+        with enzyme-ad and jax alone and prints PASS or FAIL for ``predicate``. Returns the folder."""
+        return write_reproducer(self, directory, stage=stage, predicate=predicate)
+
+    @property
+    def runs(self) -> list:
+        """The RunResults of the ``run`` calls made on this Exploration, oldest first (kept with
+        ``save``; a loaded Exploration has those it was saved with)."""
+        return list(self._runs)
 
     # -- display -----------------------------------------------------------------------------------
     def __repr__(self) -> str:

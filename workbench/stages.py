@@ -9,7 +9,7 @@ from typing import Any, Callable, Literal
 
 from .options import PatternSelection
 
-__all__ = ["Stage", "StageKind", "Spec", "Traced"]
+__all__ = ["Stage", "StageKind", "Spec", "Traced", "Loaded"]
 
 StageKind = Literal["trace", "mlir", "xla", "backend"]  # a Stage's group: which tool made it
 
@@ -73,11 +73,25 @@ class Spec:
     xla_options: tuple[tuple[str, str], ...] = ()
     device: str = "cpu:0"
     timeout: float = 600.0
-    source: Any = field(default=None, compare=False, repr=False)  # a Traced, or the input text
+    source: Any = field(default=None, compare=False, repr=False)  # a Traced, the input text, or a Loaded
 
     @property
     def traced(self) -> "Traced | None":
         return self.source if isinstance(self.source, Traced) else None
+
+    @property
+    def loaded(self) -> "Loaded | None":
+        """What a saved exploration (``wb.load``) holds of its trace, or None."""
+        return self.source if isinstance(self.source, Loaded) else None
+
+    @property
+    def input_text(self) -> str:
+        """The module the MLIR pipeline starts from, with locations (StableHLO as lowered, or the text given)."""
+        if isinstance(self.source, Traced):
+            return self.source.stablehlo
+        if isinstance(self.source, Loaded):
+            return self.source.text
+        return self.source
 
     @property
     def xla_disabled(self) -> tuple[str, ...]:
@@ -110,3 +124,19 @@ class Traced:
         """The positional arguments with ``dynamic`` in place of the traced ones (static ones as given)."""
         dynamic = list(dynamic)
         return tuple(a if i in self.static_argnums else dynamic.pop(0) for i, a in enumerate(self.all_args))
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What a saved exploration (``.hlox``) holds in place of a trace: its first stages as saved
+    (``jaxpr`` and ``stablehlo``, or ``input`` for text), the module the MLIR pipeline starts from
+    (with locations), the example arguments' shapes and dtypes (flattened, in the module's argument
+    order), and their values when they were saved (``arrays``; else ``args`` is empty).
+    ``saved_by`` is the versions and date the file records; ``path`` the file it came from."""
+
+    first: tuple[Stage, ...]
+    text: str
+    avals: tuple[tuple[tuple[int, ...], str], ...]
+    args: tuple = field(default=(), compare=False, repr=False)
+    saved_by: dict = field(default_factory=dict, compare=False)
+    path: str = ""

@@ -468,8 +468,13 @@ def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None) -> 
     """Call the stage's module ``repeat`` times after a warm-up; returns (outputs, timing)."""
     exported = runnable_exported(ex, stage)
     if args is None:
-        traced = ex.spec.traced
-        args = traced.args if traced is not None else example_args(exported)
+        traced, loaded = ex.spec.traced, ex.spec.loaded
+        if traced is not None:
+            args = traced.args
+        elif loaded is not None and loaded.args:  # saved with its arrays: the values it was explored with
+            args = loaded.args
+        else:
+            args = example_args(exported)
     dev = resolve_device(device)
     if exported.nr_devices == 1 and dev.platform not in exported.platforms:
         raise WorkbenchError(f"stage {stage.name!r} was lowered for {exported.platforms}, not {dev.platform}: "

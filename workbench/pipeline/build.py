@@ -53,6 +53,7 @@ class Built:
     early: tuple[Stage, ...]
     error: StageError | None
     late: Callable[[], XlaStages] | None
+    runs: tuple = ()  # RunResults made before (a saved exploration's)
 
 
 def _split_options(options: dict) -> tuple[bool, PatternOptions]:
@@ -167,6 +168,8 @@ def _xla_options(disable, enable, options: dict, base: tuple = ()) -> tuple[tupl
 
 
 def _first_stages(spec: Spec) -> list[Stage]:
+    if spec.loaded is not None:  # a saved exploration: its first stages as they were saved
+        return list(spec.loaded.first)
     t = spec.traced
     if t is None:
         text = spec.source
@@ -407,7 +410,7 @@ def _entry(spec: Spec, source: str, options, owner: Any = None, speculative: boo
     if e is not None:
         _XLA_CACHE.move_to_end(key)
         return e
-    program = id(spec.traced) if spec.traced is not None else text_hash(spec.source)  # the job holds spec.traced
+    program = id(spec.traced) if spec.traced is not None else text_hash(spec.input_text)  # the job holds spec.traced
     x64 = bool(jax.config.jax_enable_x64)  # the asker's, maybe set by `with jax.enable_x64()` (thread-local)
     e = _Compile(key, program, owner, lambda: _compile_now(spec, source, options, x64))
     if speculative:

@@ -1,0 +1,211 @@
+"""Saved explorations (.hlox): ex.save and wb.load, on real programs; bad files give clear errors."""
+import json
+import os
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench import examples
+from workbench.errors import SavedFileError
+from workbench.pipeline import saved
+from workbench.pipeline.build import xla_compiles
+from workbench.pipeline.runner import default_runner
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+
+
+@pytest.fixture(scope="module")
+def attention():
+    fn, args = examples.load("attention")
+    ex = wb.explore(fn, *args)
+    ex.run(repeat=2)
+    return ex
+
+
+@pytest.fixture(scope="module")
+def saved_file(attention, tmp_path_factory):
+    return attention.save(tmp_path_factory.mktemp("saved") / "attn.hlox", arrays=True)
+
+
+def test_a_loaded_exploration_has_every_stage_and_needs_no_pass_nor_compile(attention, saved_file):
+    compiles, misses = xla_compiles(), default_runner().misses
+    ex = wb.load(saved_file)
+    assert ex.names == attention.names
+    for a, b in zip(attention.stages, ex.stages):
+        assert (a.group, a.text, a.produced_by, a.changed, a.parent, a.error) == \
+               (b.group, b.text, b.produced_by, b.changed, b.parent, b.error), a.name
+        assert a.text_with_locations == b.text_with_locations, a.name
+    # an unchanged stage holds its parent's text object, as in the live Exploration
+    for s in ex.stages:
+        if s.parent and not s.changed and s.text:
+            assert s.text is ex[s.parent].text
+    last = ex.default_run_stage()
+    assert not ex.diff("stablehlo", last).is_empty
+    assert ex.diff("stablehlo", last).ops_delta().equals(attention.diff("stablehlo", last.name).ops_delta())
+    assert ex.cost().ops.tolist() == attention.cost().ops.tolist()
+    assert ex.cost("xla:optimized").shape[0] > 0
+    assert "digraph" in ex.graph(last).source
+    assert ex.xla_passes == attention.xla_passes
+    assert ex.xla_result.cost == attention.xla_result.cost and ex.xla_result.memory == attention.xla_result.memory
+    assert xla_compiles() == compiles and default_runner().misses == misses
+
+
+def test_runs_and_arguments_come_back(attention, saved_file):
+    ex = wb.load(saved_file)
+    (before,), (after,) = attention.runs, ex.runs
+    assert (after.stage, after.device, after.timing.times) == (before.stage, before.device, before.timing.times)
+    assert after.check.passed == before.check.passed and after.check.kind == before.check.kind
+    assert after.check.leaves[0].max_abs == before.check.leaves[0].max_abs
+    import jax
+
+    for x, y in zip(jax.tree_util.tree_leaves(before.outputs), after.outputs):
+        np.testing.assert_array_equal(np.asarray(x), y)
+    # run again on the saved arguments: the same numbers as the live Exploration's run
+    again = ex.run(repeat=1)
+    for x, y in zip(jax.tree_util.tree_leaves(before.outputs), jax.tree_util.tree_leaves(again.outputs)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-6, atol=1e-7)
+    assert again.check.passed and len(ex.runs) == 2
+
+
+def test_toggles_recompute_from_the_saved_input(attention, saved_file):
+    ex = wb.load(saved_file)
+    live = attention.with_patterns(disable=["dot_transpose"])
+    again = ex.with_patterns(disable=["dot_transpose"])
+    assert again.default_run_stage().text == live.default_run_stage().text
+    assert [s.name for s in again.pipeline_stages] == [s.name for s in live.pipeline_stages]
+    assert again.stage("jaxpr").text == attention.stage("jaxpr").text
+    xla = ex.with_xla(disable=["algsimp"])
+    assert xla["xla:optimized"].text and "algsimp" in xla.spec.xla_disabled
+
+
+def test_the_manifest_holds_enough_to_rerun(attention, saved_file):
+    with zipfile.ZipFile(saved_file) as z:
+        assert sorted(z.namelist()) == ["arrays.npz", "manifest.json", "texts.zst"]
+        m = json.loads(z.read("manifest.json"))
+        with np.load(__import__("io").BytesIO(z.read("arrays.npz")), allow_pickle=False) as npz:
+            assert len([k for k in npz.files if k.startswith("arg")]) == len(m["args"])
+    assert m["format"] == saved.FORMAT and m["kind"] == saved.KIND
+    assert {"workbench", "jax", "jaxlib", "enzyme-ad", "python", "date"} <= set(m["saved_by"])
+    assert m["spec"]["pipeline"] == "all" and m["spec"]["device"] == "cpu:0"
+    assert m["spec"]["pattern_options"]["no_nan"] is False
+    assert m["args"][0]["dtype"] == "float32" and m["args"][0]["shape"]
+    assert m["input"] == next(r["located"] for r in m["stages"] if r["name"] == "stablehlo")
+
+
+def test_without_arrays_the_shapes_remain_and_a_run_uses_seeded_ones(attention, tmp_path):
+    path = attention.save(tmp_path / "a.hlox")
+    with zipfile.ZipFile(path) as z:
+        assert "arrays.npz" not in z.namelist()
+    ex = wb.load(path)
+    assert ex.runs[0].outputs is None and ex.runs[0].check.passed
+    r = ex.run(repeat=1)
+    assert r.check.passed and r.check.kind == "stage"  # no function to evaluate in float64: vs "stablehlo"
+
+
+def test_a_text_exploration_and_a_failed_one_round_trip(tmp_path):
+    text = ('func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n'
+            '  %0 = stablehlo.add %a, %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n')
+    ex = wb.explore_text(text, pipeline="canonicalize,cse")
+    back = wb.load(ex.save(tmp_path / "t.hlox"))
+    assert back.names == ex.names and back["input"].text == ex["input"].text
+    assert back.with_pipeline("canonicalize").names[:2] == ["input", "canonicalize#1"]
+    # a pipeline whose pass fails: the failed stage and its error come back, nothing after it
+    bad = wb.explore_text(text, pipeline="canonicalize,enzyme-hlo-generate-td{patterns=no_such_pattern},cse")
+    assert bad.error is not None
+    back = wb.load(bad.save(tmp_path / "bad.hlox"))
+    assert back.names == bad.names and back.error.stage == bad.error.stage
+    assert back.pipeline_error.reason == bad.pipeline_error.reason
+
+
+def test_a_saved_file_saved_again_is_the_same(saved_file, tmp_path):
+    ex = wb.load(saved_file)
+    again = wb.load(ex.save(tmp_path / "again.hlox", arrays=True))
+    assert [(s.name, s.text, s.text_with_locations) for s in again.stages] == \
+           [(s.name, s.text, s.text_with_locations) for s in ex.stages]
+    assert len(again.runs) == len(ex.runs)
+
+
+# -- bad files -------------------------------------------------------------------------------------
+def _refused(path, *words):
+    before = path.read_bytes() if path.is_file() else None
+    with pytest.raises(SavedFileError) as e:
+        wb.load(path)
+    for w in words:
+        assert w in str(e.value), str(e.value)
+    assert str(path) in str(e.value)
+    if before is not None:
+        assert path.read_bytes() == before  # never overwritten
+    return e.value
+
+
+def test_bad_files_are_refused_clearly(saved_file, tmp_path):
+    _refused(tmp_path / "missing.hlox", "no such file")
+    (tmp_path / "notes.hlox").write_text("just some text\n")
+    _refused(tmp_path / "notes.hlox", "not a saved exploration", "not a zip")
+    (tmp_path / "empty.hlox").write_bytes(b"")
+    _refused(tmp_path / "empty.hlox", "empty")
+    data = saved_file.read_bytes()
+    (tmp_path / "cut.hlox").write_bytes(data[: len(data) // 2])
+    _refused(tmp_path / "cut.hlox", "truncated")
+    with zipfile.ZipFile(saved_file) as z:
+        info = z.getinfo("texts.zst")
+        start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    flipped = bytearray(data)
+    flipped[start + info.compress_size // 2] ^= 0xFF
+    (tmp_path / "flipped.hlox").write_bytes(bytes(flipped))
+    _refused(tmp_path / "flipped.hlox", "corrupt")
+    with zipfile.ZipFile(tmp_path / "other.hlox", "w") as z:
+        z.writestr("data.json", "{}")
+    _refused(tmp_path / "other.hlox", "no manifest.json")
+
+
+def test_a_file_from_a_newer_workbench_says_so(saved_file, tmp_path):
+    newer = tmp_path / "newer.hlox"
+    with zipfile.ZipFile(saved_file) as src, zipfile.ZipFile(newer, "w") as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            if name == "manifest.json":
+                m = json.loads(data)
+                m["format"], m["saved_by"]["workbench"] = saved.FORMAT + 1, "9.0"
+                data = json.dumps(m)
+            dst.writestr(name, data)
+    err = _refused(newer, "format 2", "upgrade hlo-workbench", "9.0")
+    assert "reads format 1" in str(err)
+
+
+def test_a_crash_mid_save_leaves_the_old_file_whole(attention, saved_file, tmp_path, monkeypatch):
+    path = tmp_path / "keep.hlox"
+    path.write_bytes(saved_file.read_bytes())
+    before = path.read_bytes()
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt  # the user stops the kernel while the arrays are written
+
+    monkeypatch.setattr(np, "savez", boom)
+    with pytest.raises(KeyboardInterrupt):
+        attention.save(path, arrays=True)
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["keep.hlox"]  # no temporary file left behind
+    assert wb.load(path).names == attention.names
+
+
+def test_saving_into_a_folder_path_or_a_missing_folder_is_refused(attention, tmp_path):
+    with pytest.raises(SavedFileError, match="is a folder"):
+        attention.save(tmp_path)
+    with pytest.raises(SavedFileError, match="does not exist"):
+        attention.save(tmp_path / "no" / "such" / "a.hlox")
+
+
+def test_the_file_is_small_on_a_3_layer_block(tmp_path):
+    import bench_core
+
+    fn, args = bench_core.make(3)
+    ex = wb.explore(fn, *args)
+    path = ex.save(tmp_path / "block.hlox")
+    total = sum(len(s.text.encode()) for s in ex.stages)
+    ratio = path.stat().st_size / total
+    print(f"3-layer block: {total / 1e6:.2f} MB of stage texts -> {path.stat().st_size / 1e3:.0f} kB ({ratio:.3f})")
+    assert ratio <= 0.3

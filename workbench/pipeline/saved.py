@@ -1,0 +1,363 @@
+"""Saved explorations: the ``.hlox`` file, written by ``ex.save(path)`` and read by ``wb.load(path)``.
+
+A ``.hlox`` file is a zip archive holding data only -- no pickle, no code (the texts' member is
+stored, as it is compressed already; the others are deflated):
+
+    manifest.json   format, what wrote it (workbench, jax, jaxlib, enzyme-ad, Python, date), the spec
+                    (pipeline, pattern options and toggles, XLA options, device), one entry per stage
+                    (name, group, pass string, parent, changed, seconds, cached, error, and the hashes
+                    of its text and of its text with locations), XLA's passes and analyses, the runs
+                    made so far, the example arguments' shapes and dtypes, and where each distinct
+                    text lies in ``texts.zst``
+    texts.zst       one zstd frame: every distinct text once, concatenated as UTF-8. An unchanged
+                    stage names its parent's text, and one frame with long-distance matching lets a
+                    pass's module refer to the last pass's (consecutive XLA stages differ in few lines)
+    arrays.npz      with ``save(..., arrays=True)``: the example arguments (``arg0``, ``arg1``, ... in
+                    the module's argument order) and each run's outputs (``run0_0``, ...); numpy's own
+                    format, read with ``allow_pickle=False``
+
+Reading checks everything before it builds anything: the zip's CRCs, the manifest's format (a file
+from a newer workbench says so), and the SHA-256 of every text. Saving writes a temporary file in the
+same folder and renames it over the target, so a crash mid-save leaves the old file whole.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import io
+import json
+import os
+import platform
+import sys
+import tempfile
+import zipfile
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from ..errors import SavedFileError, StageError
+from ..options import PatternOptions, PatternSelection
+from ..stages import Loaded, Spec, Stage
+from .build import Built, XlaStages
+from .xla import XlaResult
+
+__all__ = ["FORMAT", "SUFFIX", "save_exploration", "load_exploration", "versions"]
+
+FORMAT = 1  # the manifest's "format": bump it when a reader of this version could misread a new file
+SUFFIX = ".hlox"
+KIND = "hlo-workbench exploration"
+_ZSTD_LEVEL = 9  # measured on a 3-layer block's 8 MB of stage texts: 0.02-0.03 of their size in ~0.05 s
+
+
+def versions() -> dict:
+    """The versions a saved file records: workbench, jax, jaxlib, enzyme-ad (None if absent), Python."""
+    from importlib import metadata
+
+    def version(dist: str) -> str | None:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {"workbench": version("hlo-workbench"), "jax": version("jax"), "jaxlib": version("jaxlib"),
+            "enzyme-ad": version("enzyme-ad"), "python": platform.python_version(), "platform": sys.platform}
+
+
+# -- writing ------------------------------------------------------------------------------------------
+class _Texts:
+    """The distinct texts of a file, each once, keyed by content hash."""
+
+    def __init__(self) -> None:
+        self.order: list[tuple[str, bytes]] = []
+        self.seen: dict[str, str] = {}  # id-free: by hash
+
+    def add(self, text: str) -> str | None:
+        if not text:
+            return None
+        data = text.encode("utf-8", "surrogatepass")
+        h = hashlib.sha256(data).hexdigest()
+        if h not in self.seen:
+            self.seen[h] = h
+            self.order.append((h, data))
+        return h
+
+    def blob(self) -> tuple[bytes, list[dict]]:
+        index, at = [], 0
+        for h, data in self.order:
+            index.append({"sha256": h, "offset": at, "length": len(data)})
+            at += len(data)
+        return b"".join(d for _, d in self.order), index
+
+
+def _spec_json(spec: Spec) -> dict:
+    sel = spec.selection
+    return {"title": spec.title, "pipeline": spec.pipeline, "inline": spec.inline,
+            "pattern_options": dataclasses.asdict(sel.options), "disabled": sorted(sel.disabled),
+            "enabled": sorted(sel.enabled), "xla_options": [list(kv) for kv in spec.xla_options],
+            "device": spec.device, "timeout": spec.timeout,
+            "source": "function" if spec.traced is not None else "saved" if spec.loaded is not None else "text"}
+
+
+def _error_json(e: StageError | None) -> dict | None:
+    return None if e is None else {"stage": e.stage, "produced_by": e.produced_by, "reason": e.reason,
+                                   "diagnostics": e.diagnostics}
+
+
+def _avals(ex) -> list[dict]:
+    """The example arguments' shapes and dtypes, flattened in the module's argument order."""
+    spec = ex.spec
+    if spec.traced is not None:
+        avals = spec.traced.exported.in_avals
+        return [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in avals]
+    if spec.loaded is not None:
+        return [{"shape": list(s), "dtype": d} for s, d in spec.loaded.avals]
+    from .exported import main_signature
+
+    try:
+        ins, _ = main_signature(spec.input_text)
+    except Exception:  # noqa: BLE001 -- text without a @main the signature can be read from: no arguments known
+        return []
+    return [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in ins]
+
+
+def _arg_values(ex) -> list:
+    import jax
+    import numpy as np
+
+    spec = ex.spec
+    if spec.traced is not None:
+        return [np.asarray(x) for x in jax.tree_util.tree_leaves(spec.traced.args)]
+    if spec.loaded is not None:
+        return [np.asarray(x) for x in spec.loaded.args]
+    return []
+
+
+def _run_json(r, k: int, arrays: dict | None) -> dict:
+    out = {"stage": r.stage, "device": r.device, "times": list(r.timing.times),
+           "check": None if r.check is None else dataclasses.asdict(r.check)}
+    if arrays is not None and r.outputs is not None:
+        import jax
+        import numpy as np
+
+        leaves = jax.tree_util.tree_leaves(r.outputs)
+        for i, leaf in enumerate(leaves):
+            arrays[f"run{k}_{i}"] = np.asarray(leaf)
+        out["outputs"] = len(leaves)
+    return out
+
+
+def _xla_json(ex) -> dict | None:
+    r = ex.xla_result
+    if r is None:
+        return None
+    return {"passes": list(r.passes), "seconds": r.seconds, "options": dict(r.options), "cost": r.cost,
+            "memory": r.memory, "warnings": list(r.warnings)}
+
+
+def save_exploration(ex, path, arrays: bool = False) -> Path:
+    """Write ``ex`` to ``path`` as a ``.hlox`` file (see the module docstring); returns the path.
+
+    Every stage is computed first (XLA's too). Nothing touches ``path`` until the whole file is
+    written: it is written next to it under a temporary name, then renamed over it."""
+    import zstandard
+
+    path = Path(path)
+    if path.is_dir():
+        raise SavedFileError(path, "is a folder; give the path of the .hlox file to write")
+    stages = ex.stages  # computes XLA's stages: "every stage"
+    texts = _Texts()
+    rows = []
+    for s in stages:
+        rows.append({"name": s.name, "group": s.group, "produced_by": s.produced_by, "changed": s.changed,
+                     "seconds": s.seconds, "parent": s.parent, "error": s.error, "cached": s.cached,
+                     "text": texts.add(s.text),
+                     "located": texts.add(s.text_with_locations) if s.text_with_locations != s.text else None})
+    input_hash = texts.add(ex.spec.input_text)
+    blob, index = texts.blob()
+    params = zstandard.ZstdCompressionParameters.from_level(_ZSTD_LEVEL, enable_ldm=True,
+                                                             window_log=max(20, min(27, len(blob).bit_length())))
+    packed = zstandard.ZstdCompressor(compression_params=params).compress(blob)
+    array_data: dict | None = {} if arrays else None
+    manifest = {
+        "format": FORMAT, "kind": KIND, "saved_by": {**versions(), "date": datetime.datetime.now(
+            datetime.timezone.utc).isoformat(timespec="seconds")},
+        "spec": _spec_json(ex.spec), "early": len(ex.pipeline_stages), "stages": rows, "input": input_hash,
+        "pipeline_error": _error_json(ex.pipeline_error),
+        "xla_error": _error_json(ex.error) if ex.pipeline_error is None else None,
+        "xla": _xla_json(ex), "args": _avals(ex), "arrays": bool(arrays),
+        "runs": [_run_json(r, k, array_data) for k, r in enumerate(ex.runs)],
+        "texts": index, "texts_bytes": len(blob), "texts_sha256": hashlib.sha256(blob).hexdigest(),
+    }
+    if arrays:
+        for i, a in enumerate(_arg_values(ex)):
+            array_data[f"arg{i}"] = a
+    return _write_atomically(path, manifest, packed, array_data)
+
+
+def _write_atomically(path: Path, manifest: dict, packed: bytes, array_data: dict | None) -> Path:
+    import numpy as np
+
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise SavedFileError(path, f"cannot save: the folder {str(folder)!r} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise SavedFileError(path, f"cannot save into {str(folder)!r}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
+                # the manifest repeats the long pattern-list pass strings: deflate takes them down
+                z.writestr("manifest.json", json.dumps(manifest, separators=(",", ":"), allow_nan=True),
+                           compress_type=zipfile.ZIP_DEFLATED)
+                z.writestr("texts.zst", packed)
+                if array_data is not None:
+                    buf = io.BytesIO()
+                    np.savez(buf, **array_data)
+                    z.writestr("arrays.npz", buf.getvalue(), compress_type=zipfile.ZIP_DEFLATED)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+# -- reading ------------------------------------------------------------------------------------------
+def _open(path: Path) -> tuple[dict, zipfile.ZipFile]:
+    if not path.exists():
+        raise SavedFileError(path, "no such file")
+    if path.is_dir():
+        raise SavedFileError(path, "is a folder, not a saved exploration (.hlox)")
+    if not zipfile.is_zipfile(path):
+        with open(path, "rb") as f:
+            head = f.read(4)
+        why = "it is empty" if not head else ("it looks truncated (a zip's start without its end)"
+                                             if head.startswith(b"PK") else "it is not a zip archive")
+        raise SavedFileError(path, f"not a saved exploration (.hlox): {why}")
+    try:
+        z = zipfile.ZipFile(path)
+        manifest = json.loads(z.read("manifest.json"))
+    except KeyError:
+        raise SavedFileError(path, "not a saved exploration (.hlox): the zip has no manifest.json") from None
+    except (zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError) as e:
+        raise SavedFileError(path, f"corrupt or truncated: the manifest cannot be read ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
+        raise SavedFileError(path, "not a saved exploration (.hlox): its manifest is not an hlo-workbench one")
+    fmt = manifest.get("format")
+    if not isinstance(fmt, int):
+        raise SavedFileError(path, f"corrupt: the manifest's format is {fmt!r}")
+    if fmt > FORMAT:
+        by = (manifest.get("saved_by") or {}).get("workbench", "a newer version")
+        raise SavedFileError(path, f"written by hlo-workbench {by} in file format {fmt}; this hlo-workbench reads "
+                             f"format {FORMAT} and older: upgrade hlo-workbench to open it")
+    return manifest, z
+
+
+def _texts(path: Path, z: zipfile.ZipFile, manifest: dict) -> dict[str, str]:
+    import zstandard
+
+    try:
+        packed = z.read("texts.zst")
+        blob = zstandard.ZstdDecompressor().decompress(packed, max_output_size=int(manifest["texts_bytes"]))
+    except KeyError as e:
+        raise SavedFileError(path, f"corrupt: {e} is missing") from None
+    except (zipfile.BadZipFile, zstandard.ZstdError, OSError, EOFError, ValueError) as e:
+        raise SavedFileError(path, f"corrupt or truncated: the stage texts cannot be read ({e})") from None
+    if len(blob) != manifest["texts_bytes"] or hashlib.sha256(blob).hexdigest() != manifest["texts_sha256"]:
+        raise SavedFileError(path, "corrupt: the stage texts do not match their checksum")
+    out: dict[str, str] = {}
+    for t in manifest["texts"]:
+        data = blob[t["offset"]: t["offset"] + t["length"]]
+        if hashlib.sha256(data).hexdigest() != t["sha256"]:
+            raise SavedFileError(path, "corrupt: a stage text does not match its checksum")
+        out[t["sha256"]] = data.decode("utf-8", "surrogatepass")
+    return out
+
+
+def _arrays(path: Path, z: zipfile.ZipFile) -> dict:
+    import numpy as np
+
+    try:
+        with np.load(io.BytesIO(z.read("arrays.npz")), allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except KeyError:
+        raise SavedFileError(path, "corrupt: the manifest says arrays were saved, but arrays.npz is missing") from None
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+        raise SavedFileError(path, f"corrupt or truncated: the saved arrays cannot be read ({e})") from None
+
+
+def _error(e: dict | None) -> StageError | None:
+    return None if e is None else StageError(e["stage"], e["produced_by"], e["reason"], e.get("diagnostics", ""))
+
+
+def _spec(d: dict, loaded: Loaded) -> Spec:
+    options = PatternOptions(**d["pattern_options"])
+    sel = PatternSelection(options, frozenset(d["disabled"]), frozenset(d["enabled"]))
+    return Spec(d["title"], d["pipeline"], bool(d["inline"]), sel, tuple((k, v) for k, v in d["xla_options"]),
+                d["device"], float(d["timeout"]), loaded)
+
+
+class SavedXla:
+    """The XLA stages of a saved exploration, as they were saved (``Built.late``): never compiles."""
+
+    def __init__(self, stages: tuple[Stage, ...], error: StageError | None, result: XlaResult | None):
+        self.value = XlaStages(stages, error, result)
+
+    def __call__(self) -> XlaStages:
+        return self.value
+
+    def ready(self) -> bool:
+        return True
+
+
+def _xla_result(d: dict | None, stages: tuple[Stage, ...]) -> XlaResult | None:
+    if d is None:
+        return None
+    done: Future = Future()
+    done.set_result((dict(d.get("cost") or {}), dict(d.get("memory") or {})))
+    return XlaResult(tuple(stages), tuple(d.get("passes") or ()), float(d.get("seconds") or 0.0),
+                     dict(d.get("options") or {}), done, tuple(d.get("warnings") or ()))
+
+
+def load_exploration(path) -> tuple[Built, list[dict], dict]:
+    """Read a ``.hlox`` file: (the Built to make an Exploration of, the saved runs as dicts with their
+    output arrays, the manifest). SavedFileError, before anything is built, for a file that is
+    missing, not a .hlox, from a newer workbench, corrupt or truncated."""
+    path = Path(path)
+    manifest, z = _open(path)
+    with z:
+        try:
+            texts = _texts(path, z, manifest)
+            arrays = _arrays(path, z) if manifest.get("arrays") else {}
+            stages = []
+            for r in manifest["stages"]:
+                text = texts[r["text"]] if r["text"] else ""
+                located = texts[r["located"]] if r.get("located") else (text if r["group"] in ("trace", "mlir")
+                                                                         and r["name"] != "jaxpr" else "")
+                stages.append(Stage(r["name"], r["group"], text, r["produced_by"], bool(r["changed"]), r["seconds"],
+                                    r["parent"], r["error"], text_with_locations=located, cached=bool(r["cached"])))
+            early, late = tuple(stages[: manifest["early"]]), tuple(stages[manifest["early"]:])
+            first = tuple(s for s in early if s.group == "trace")
+            input_text = texts[manifest["input"]] if manifest.get("input") else (first[-1].text_with_locations
+                                                                                if first else "")
+            avals = tuple((tuple(a["shape"]), a["dtype"]) for a in manifest["args"])
+            args = tuple(arrays[f"arg{i}"] for i in range(len(avals))) if manifest.get("arrays") else ()
+            loaded = Loaded(first, input_text, avals, args, dict(manifest.get("saved_by") or {}), str(path))
+            spec = _spec(manifest["spec"], loaded)
+            pipeline_error = _error(manifest.get("pipeline_error"))
+            xla_error = _error(manifest.get("xla_error"))
+            result = _xla_result(manifest.get("xla"), late)
+            runs = [{**r, "output_arrays": [arrays[f"run{k}_{i}"] for i in range(r.get("outputs", 0))]
+                     if manifest.get("arrays") else None} for k, r in enumerate(manifest.get("runs") or [])]
+        except SavedFileError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise SavedFileError(path, f"corrupt: the manifest lacks or garbles {e}") from None
+    late_fn = None if pipeline_error is not None else SavedXla(late, xla_error, result)
+    return Built(spec, early, pipeline_error, late_fn), runs, manifest
