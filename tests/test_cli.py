@@ -1,6 +1,10 @@
 """The hlo-workbench command on real programs."""
 import argparse
+import glob
+import importlib.util
 import os
+import shlex
+import shutil
 import re
 import subprocess
 import sys
@@ -13,8 +17,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = [sys.executable, "-m", "workbench"]
 
 
-def run(*args):
-    return subprocess.run(CLI + list(args), capture_output=True, text=True, cwd=ROOT, timeout=600)
+def run(*args, input=None):
+    return subprocess.run(CLI + list(args), capture_output=True, text=True, cwd=ROOT, timeout=600, input=input)
 
 
 def test_stages_with_shapes(tmp_path):
@@ -89,7 +93,7 @@ def test_every_option_of_every_command_has_a_help_line():
                for path, action in walk(build_parser(), []) if not action.help or action.help == argparse.SUPPRESS]
     assert not missing, f"options without a help line: {missing}"
     commands = {p[0] for p, _ in walk(build_parser(), []) if p}
-    assert commands == {"stages", "report", "show", "patterns", "pipelines"}
+    assert commands == {"stages", "report", "show", "patterns", "pipelines", "diff", "opt", "open"}
 
 
 def test_patterns_groups_lists_the_groups_with_counts(capsys):
@@ -138,3 +142,287 @@ def test_show_an_unknown_stage_lists_the_stages():
     assert "enzyme-hlo-patterns#1" in message and "xla:optimized" in message
     r = run("show", "mlp", "--stage", "enzyme-hlo-patterns#9")
     assert r.returncode == 2 and "; did you mean 'enzyme-hlo-patterns#3'" in r.stderr
+
+
+# -- diff, opt and open: the commands that work on files ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def attention_files(tmp_path_factory):
+    """The built-in attention example explored once: some of its stages written to files, and the
+    exploration saved as a .hlox."""
+    import workbench as wb
+    from workbench import examples
+
+    fn, args = examples.load("attention")
+    ex = wb.explore(fn, *args)
+    d = tmp_path_factory.mktemp("attention")
+    files = {"dir": d, "ex": ex}
+    for key, stage, with_locations in (("stablehlo", "stablehlo", False), ("stablehlo_loc", "stablehlo", True),
+                                       ("inline", "inline#1", False), ("patterns", "enzyme-hlo-patterns#1", False),
+                                       ("hlo_before", "xla:before_optimizations", False),
+                                       ("hlo_optimized", "xla:optimized", False), ("jaxpr", "jaxpr", False)):
+        s = ex[stage]
+        path = d / f"{key}.{'hlo' if s.group == 'xla' else 'txt' if key == 'jaxpr' else 'mlir'}"
+        path.write_text(s.text_with_locations if with_locations else s.text)
+        files[key] = str(path)
+    files["hlox"] = str(d / "attn.hlox")
+    ex.save(files["hlox"])
+    return files
+
+
+def _summary_ops(stdout: str) -> dict[str, tuple[int, int]]:
+    line = stdout.rstrip("\n").splitlines()[-1]
+    assert line.startswith("summary: "), line
+    return {op: (int(b), int(a)) for op, b, a in re.findall(r"([\w.-]+) (\d+) -> (\d+) \([+-]\d+\)", line)}
+
+
+def test_diff_of_two_mlir_stages_shows_what_the_pass_did(attention_files):
+    f, ex = attention_files, attention_files["ex"]
+    r = run("diff", f["stablehlo"], f["inline"])
+    assert r.returncode == 1 and r.stderr == "", r.stderr  # like diff(1): 1 when the modules differ
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"--- {f['stablehlo']}" and lines[1] == f"+++ {f['inline']}" and lines[2].startswith("@@ ")
+    # inline#1 inlined the calls: the call sites and the callees' definitions are deleted, no call added
+    assert any(l.startswith("-") and "call @" in l for l in lines)
+    assert any(l.startswith("-") and re.match(r"-\s*func\.func (private )?@", l) for l in lines)
+    assert not any(l.startswith("+") and "call @" in l for l in lines)
+    expected = ex.diff("stablehlo", "inline#1").ops_delta()
+    ops = _summary_ops(r.stdout)
+    assert ops["func.call"][1] == 0 and ops["func.call"][0] > 0
+    assert ops == {op: (b, a) for op, b, a, _ in expected.itertuples(index=False)}
+    removed = -expected["delta"][expected["delta"] < 0].sum()
+    assert f"summary: {removed} ops removed" in r.stdout
+    # a later stage: the Enzyme-JaX patterns removed broadcasts
+    r = run("diff", f["inline"], f["patterns"], "-U", "0")
+    assert r.returncode == 1, r.stderr
+    b, a = _summary_ops(r.stdout)["stablehlo.broadcast_in_dim"]
+    assert a < b and not any(l.startswith(" ") for l in r.stdout.splitlines())  # no context lines with -U 0
+
+
+def test_diff_ignores_locations_and_value_names(attention_files, tmp_path):
+    f = attention_files
+    r = run("diff", f["stablehlo"], f["stablehlo_loc"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == (f"{f['stablehlo']} and {f['stablehlo_loc']} are the same module "
+                                "(up to value names, numbering and locations)")
+    a, b = tmp_path / "a.mlir", tmp_path / "b.mlir"
+    a.write_text(FOLDABLE)
+    b.write_text(FOLDABLE.replace("%c ", "%lhs ").replace("%c,", "%lhs,").replace("%0", "%sum").replace("%1", "%7"))
+    assert b.read_text() != a.read_text()
+    assert run("diff", str(a), str(b)).returncode == 0
+    b.write_text(FOLDABLE.replace("arith.addf", "arith.mulf"))
+    r = run("diff", str(a), str(b))
+    assert r.returncode == 1 and "\n-    %2 = arith.addf %0, %1 : tensor<2xf32>\n" in r.stdout  # names normalized
+    assert "\n+    %2 = arith.mulf %0, %1 : tensor<2xf32>\n" in r.stdout
+    assert r.stdout.endswith("\nsummary: 1 op removed, 1 added: arith.addf 1 -> 0 (-1), arith.mulf 0 -> 1 (+1); "
+                             "1 line deleted, 1 inserted, 0 changed, 0 moved\n")
+
+
+def test_diff_of_two_hlo_files(attention_files):
+    f = attention_files
+    r = run("diff", f["hlo_before"], f["hlo_optimized"])
+    assert r.returncode == 1, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"--- {f['hlo_before']}" and lines[1] == f"+++ {f['hlo_optimized']}"
+    assert any(l.startswith("+") and " fusion(" in l for l in lines)
+    assert not any("metadata=" in l for l in lines)  # HLO metadata is ignored
+    ops = _summary_ops(r.stdout)
+    assert ops["fusion"][0] == 0 and ops["fusion"][1] > 0
+    delta = f["ex"].diff("xla:before_optimizations", "xla:optimized").ops_delta()
+    assert ops == {op: (b, a) for op, b, a, _ in delta.head(12).itertuples(index=False)}
+
+
+def test_diff_of_different_kinds_or_missing_files_is_trouble(attention_files, tmp_path):
+    f = attention_files
+    r = run("diff", f["stablehlo"], f["hlo_optimized"])
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.startswith("hlo-workbench: cannot diff these files: ")
+    assert f"{f['stablehlo']} is MLIR" in r.stderr and f"{f['hlo_optimized']} is XLA HLO text" in r.stderr
+    py = tmp_path / "m.py"
+    py.write_text("import jax\n\ndef f(x):\n    return x\n")
+    r = run("diff", f["jaxpr"], str(py))
+    assert r.returncode == 2 and f"{f['jaxpr']} is a jaxpr" in r.stderr and f"{py} is Python source" in r.stderr
+    r = run("diff", f["stablehlo"], str(tmp_path / "missing.mlir"))
+    assert r.returncode == 2 and r.stderr.strip() == f"hlo-workbench: no such file: {tmp_path / 'missing.mlir'}"
+
+
+FOLDABLE = """\
+module {
+  func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+    %c = arith.constant dense<1.0> : tensor<2xf32>
+    %d = arith.constant dense<2.0> : tensor<2xf32>
+    %0 = arith.addf %c, %d : tensor<2xf32>
+    %1 = stablehlo.multiply %arg0, %0 : tensor<2xf32>
+    return %1 : tensor<2xf32>
+  }
+}
+"""
+
+# A lit-style test: its RUN line is what the test runs (with %s the file itself), its CHECK lines what FileCheck checks.
+FILECHECK_TEST = """\
+// RUN: hlo-workbench opt %s --pass-pipeline='builtin.module(canonicalize)' | filecheck %s
+// CHECK-LABEL: func.func public @main(
+// CHECK-NOT: arith.addf
+// CHECK: %[[SUM:.+]] = arith.constant dense<3.000000e+00> : tensor<2xf32>
+// CHECK-NEXT: %[[OUT:.+]] = stablehlo.multiply %arg0, %[[SUM]] : tensor<2xf32>
+// CHECK-NEXT: return %[[OUT]] : tensor<2xf32>
+// CHECK-NOT: loc(
+""" + FOLDABLE
+
+
+def _filecheck() -> str:
+    """The FileCheck to run: the filecheck package (a FileCheck port) if installed, else LLVM's own
+    (Debian's llvm-*-tools); neither is on PyPI's offline mirror here, so the test skips without them."""
+    if importlib.util.find_spec("filecheck") is not None:
+        return f"{shlex.quote(sys.executable)} -m filecheck"
+    llvm = shutil.which("FileCheck") or next(iter(sorted(glob.glob("/usr/bin/FileCheck-*"), reverse=True)), None)
+    if llvm is None:
+        pytest.skip("no FileCheck: install the filecheck package or Debian's llvm-14-tools")
+    return llvm
+
+
+def test_opt_canonicalize_in_a_lit_filecheck_pipeline(tmp_path):
+    test = tmp_path / "fold.mlir"
+    test.write_text(FILECHECK_TEST)
+    run_line = FILECHECK_TEST.splitlines()[0].removeprefix("// RUN: ")
+    command = (run_line.replace("%s", shlex.quote(str(test))).replace("hlo-workbench", " ".join(map(shlex.quote, CLI)))
+               .replace("filecheck", _filecheck()))
+    r = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # the same checks fail on the module as given (no pass run): the CHECK lines do check something
+    unfolded = command.replace("--pass-pipeline='builtin.module(canonicalize)'", "")
+    r = subprocess.run(["bash", "-o", "pipefail", "-c", unfolded], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 1, r.stdout + r.stderr
+
+
+def test_opt_prints_only_the_module_reads_stdin_and_writes_files(tmp_path):
+    src = tmp_path / "in.mlir"
+    src.write_text(FOLDABLE)
+    r = run("opt", str(src), "--pass-pipeline=canonicalize,cse")  # a bare list
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("module {\n  func.func public @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n")
+    assert "arith.addf" not in r.stdout and "arith.constant dense<3.000000e+00>" in r.stdout
+    assert "loc(" not in r.stdout and "private" not in r.stdout
+    r2 = run("opt", "-", "--pass-pipeline", "builtin.module(canonicalize,cse)", input=FOLDABLE)
+    assert r2.returncode == 0 and r2.stdout == r.stdout, r2.stderr
+    r = run("opt", "-", "--pass-pipeline=canonicalize", "--mlir-print-debuginfo", input=FOLDABLE)
+    assert r.returncode == 0 and 'loc("-":5:10)' in r.stdout and "#loc" in r.stdout, r.stderr
+    out = tmp_path / "out.mlir"
+    r = run("opt", str(src), "--pass-pipeline=canonicalize", "-o", str(out))
+    assert r.returncode == 0 and r.stdout == "" and "arith.constant dense<3.000000e+00>" in out.read_text()
+    r = run("opt", str(src))  # no pipeline: parsed, verified and printed as it is
+    assert r.returncode == 0 and "arith.addf" in r.stdout and "func.func public @main" in r.stdout
+
+
+@pytest.mark.parametrize("pipeline", ["builtin.module(canonicalize,no-such-pass)", "canonicalize,(cse",
+                                      "canonicalize{max-iterations=x}"])
+def test_opt_with_a_bad_pipeline_says_what_the_api_says(tmp_path, pipeline):
+    import workbench as wb
+
+    with pytest.raises(wb.PipelineSyntaxError) as api:
+        wb.explore_text(FOLDABLE, pipeline=pipeline)
+    src = tmp_path / "in.mlir"
+    src.write_text(FOLDABLE)
+    r = run("opt", str(src), f"--pass-pipeline={pipeline}")
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr == f"hlo-workbench: {api.value}\n"
+
+
+def test_opt_refuses_a_module_that_does_not_parse_and_reports_a_failing_pass(attention_files, tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(FOLDABLE.replace("arith.addf", "stablehlo.bogus"))
+    r = run("opt", str(bad), "--pass-pipeline=canonicalize")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("hlo-workbench: the text does not parse as MLIR:\n  5:10: error: ") and "line 5:" in r.stderr
+    r = run("opt", str(bad.with_name("missing.mlir")))
+    assert r.returncode == 2 and "no such file" in r.stderr
+    r = run("opt", attention_files["hlo_optimized"], "--pass-pipeline=canonicalize")
+    assert r.returncode == 2 and "is XLA HLO text, not MLIR" in r.stderr
+    # a pass that fails on this module (it has no @__transform_main): exit 1, its diagnostics on stderr
+    r = run("opt", "-", "--pass-pipeline=transform-interpreter", input=FOLDABLE)
+    assert r.returncode == 1 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.startswith("hlo-workbench: pipeline failed: ") and "__transform_main" in r.stderr
+
+
+def test_opt_runs_enzyme_passes(tmp_path):
+    from workbench.pipeline.worker import enzyme_available
+
+    if not enzyme_available():
+        pytest.skip("enzyme-ad is not installed")
+    src = tmp_path / "in.mlir"
+    src.write_text(FOLDABLE.replace("arith.constant", "stablehlo.constant").replace("arith.addf", "stablehlo.add"))
+    r = run("opt", str(src), "--pass-pipeline=builtin.module(canonicalize)")
+    assert r.returncode == 0 and "stablehlo.add" in r.stdout  # canonicalize does not fold StableHLO's add here
+    r = run("opt", str(src), "--pass-pipeline=builtin.module(canonicalize,enzyme-hlo-opt)")
+    assert r.returncode == 0, r.stderr
+    assert "stablehlo.add" not in r.stdout and "stablehlo.constant dense<3.000000e+00> : tensor<2xf32>" in r.stdout
+    assert "func.func public @main" in r.stdout
+    # the workbench's own step name: Enzyme-JaX's default pattern list, applied once
+    r = run("opt", str(src), "--pass-pipeline=enzyme-hlo-patterns")
+    assert r.returncode == 0 and "stablehlo.add" not in r.stdout and "dense<3.000000e+00>" in r.stdout, r.stderr
+
+
+def test_open_prints_the_stage_table_and_stages_of_a_saved_exploration(attention_files, tmp_path):
+    import workbench as wb
+    from workbench.views.text import stage_table
+
+    path = attention_files["hlox"]
+    r = run("open", path)
+    assert r.returncode == 0, r.stderr
+    saved = wb.load(path)
+    assert r.stdout == stage_table(saved) + "\n"
+    rows = r.stdout.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == attention_files["ex"].names
+    r = run("open", path, "--stage", "enzyme-hlo-patterns#1")
+    assert r.returncode == 0 and r.stdout == attention_files["ex"]["enzyme-hlo-patterns#1"].text + "\n"
+    r = run("open", path, "--stage", "enzyme-hlo-patterns#9")
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.startswith("hlo-workbench: unknown stage 'enzyme-hlo-patterns#9'; did you mean "
+                               "'enzyme-hlo-patterns#3'")
+
+
+def test_open_a_missing_or_broken_file_is_a_clear_message(attention_files, tmp_path):
+    r = run("open", str(tmp_path / "nope.hlox"))
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"hlo-workbench: {tmp_path / 'nope.hlox'}: ")
+    cut = tmp_path / "cut.hlox"
+    data = open(attention_files["hlox"], "rb").read()
+    cut.write_bytes(data[: len(data) // 2])
+    r = run("open", str(cut))
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"hlo-workbench: {cut}: ")
+
+
+def test_save_open_write_a_stage_diff_and_html_as_a_user_chains_them(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("import jax.numpy as jnp\n\ndef f(x, y):\n    return jnp.tanh((x @ y).T).sum(0)\n")
+    saved = tmp_path / "f.hlox"
+    r = run("stages", f"{src}:f", "--args", "f32[64,64],f32[64,32]", "--save", str(saved))
+    assert r.returncode == 0 and saved.is_file() and f"saved the exploration to {saved}" in r.stderr, r.stderr
+    a, b = tmp_path / "a.mlir", tmp_path / "b.mlir"
+    r = run("open", str(saved), "--stage", "stablehlo", "-o", str(a))
+    assert r.returncode == 0 and f"to {a}" in r.stdout and "stablehlo.dot_general" in a.read_text()
+    r = run("open", str(saved), "--stage", "enzyme-hlo-patterns#1", "-o", str(b))
+    assert r.returncode == 0, r.stderr
+    page = tmp_path / "d.html"
+    r = run("diff", str(a), str(b), "--html", str(page))
+    assert r.returncode == 1 and "summary:" in r.stdout and f"to {page}" in r.stdout, r.stderr
+    text = page.read_text()
+    assert 'id="wb-diff"' in text and "stablehlo.transpose" in text and "https://" not in text
+    import workbench as wb
+
+    ex = wb.load(saved)
+    assert ex.stage("stablehlo").text == a.read_text()
+
+
+def test_report_html_writes_the_offline_report(tmp_path):
+    out = tmp_path / "r.html"
+    r = run("report", "mlp", "--html", str(out), "--save", str(tmp_path / "m.hlox"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"# HTML report: {out}" in r.stdout
+    page = out.read_text()
+    assert "hlo-workbench report" in page and "xla:optimized" in page and 'section id="runs"><h2>Runs (1)' in page
+    import workbench as wb
+
+    assert wb.load(tmp_path / "m.hlox").runs  # the report command's run is saved with it

@@ -5,6 +5,9 @@
     hlo-workbench report                # the default: a report on the built-in attention example
     hlo-workbench patterns --search transpose
     hlo-workbench pipelines
+    hlo-workbench diff before.mlir after.mlir   # structural diff of two MLIR (or two XLA HLO) files: exit 0 same, 1 differ
+    hlo-workbench opt in.mlir --pass-pipeline='builtin.module(canonicalize,enzyme-hlo-opt)'   # like mlir-opt
+    hlo-workbench open attn.hlox --stage xla:optimized   # a saved exploration (ex.save): its stage table, or a stage
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from .cli_files import FILE_COMMANDS, add_file_commands
 from .text import stage_table
 
 EXAMPLES = "workbench.examples"  # the built-in programs live inside the package, so a wheel has them
@@ -101,9 +105,17 @@ def _explore(ns):
                       device=ns.device, xla_disable=ns.xla_disable or (), **opts)
 
 
+def _saved(ns, ex) -> None:
+    """With ``--save FILE.hlox``, write the exploration (after the command's own work: its runs too)."""
+    if getattr(ns, "save", None):
+        path = ex.save(ns.save)
+        print(f"hlo-workbench: saved the exploration to {path} (hlo-workbench open {path})", file=sys.stderr)
+
+
 def cmd_stages(ns) -> int:
     ex = _explore(ns)
     print(stage_table(ex))
+    _saved(ns, ex)
     if ex.error:
         print(f"\n{ex.error}", file=sys.stderr)
         return 1
@@ -113,6 +125,7 @@ def cmd_stages(ns) -> int:
 def cmd_show(ns) -> int:
     ex = _explore(ns)
     print(ex.stage(ns.stage).error or ex.stage(ns.stage).text)
+    _saved(ns, ex)
     return 0
 
 
@@ -141,6 +154,9 @@ def cmd_report(ns) -> int:
             print(f"  (no float64 reference: {r.check.note})")
         print(f"\n# Final MLIR stage ({last.name}):\n")
         print(last.text)
+    if ns.html:
+        print(f"\n# HTML report: {ex.report(ns.html)}")
+    _saved(ns, ex)
     if ex.error:
         print(f"\n{ex.error}", file=sys.stderr)
         return 1
@@ -221,6 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("-d", "--device", default="cpu:0", help="the device to lower, compile and run for, "
                         "as jax names it: cpu:0, gpu:0, ...; default: cpu:0")
         sp.add_argument("--no-nan", action="store_true", help="assume no NaNs (Reactant's no_nan)")
+        sp.add_argument("--save", metavar="FILE.hlox", help="also save the exploration (every stage, the "
+                        "settings; 'hlo-workbench open FILE.hlox' and wb.load read it)")
 
     for name, fn, help_ in (("stages", cmd_stages, "print the stage table"),
                             ("report", cmd_report, "stage table and final module (the default command)"),
@@ -228,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_)
         explore_args(sp)
         sp.set_defaults(func=fn)
+        if name == "report":
+            sp.add_argument("--html", metavar="OUT.html", help="also write the report as one self-contained HTML "
+                            "file (no network needed: the stage table, the diff viewer, costs, a graph, the run)")
         if name == "show":
             sp.add_argument("--stage", required=True, metavar="NAME", help="the stage to print, by name: "
                             "jaxpr, stablehlo, an MLIR pass such as enzyme-hlo-patterns#1, an XLA pass such as "
@@ -241,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_patterns)
     sp = sub.add_parser("pipelines", help="list the pipeline presets")
     sp.set_defaults(func=cmd_pipelines)
+    add_file_commands(sub)
     return p
 
 
@@ -255,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = _format_warning
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in {"stages", "report", "show", "patterns", "pipelines", "-h", "--help"}:
+    if not argv or argv[0] not in {"stages", "report", "show", "patterns", "pipelines", *FILE_COMMANDS, "-h", "--help"}:
         argv = ["report"] + argv
     ns = parser.parse_args(argv)
     from ..errors import WorkbenchError

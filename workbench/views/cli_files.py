@@ -1,0 +1,252 @@
+"""The ``hlo-workbench`` commands that work on files rather than on a traced program:
+
+    hlo-workbench diff before.mlir after.mlir      # structural diff of two MLIR (or two XLA HLO) modules
+    hlo-workbench opt in.mlir --pass-pipeline='builtin.module(canonicalize,enzyme-hlo-opt)'
+    hlo-workbench open attn.hlox --stage xla:optimized   # a saved exploration
+
+``cli.py`` registers them (``add_file_commands``) next to the commands that explore a function.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import StageError, WorkbenchError
+from ..ir.text import input_kind, strip_locations
+from .text import stage_table
+
+__all__ = ["FILE_COMMANDS", "add_file_commands", "cmd_diff", "cmd_opt", "cmd_open"]
+
+FILE_COMMANDS = ("diff", "opt", "open")
+
+# What each ``ir.text.input_kind`` is called in a message.
+_KIND_NAMES = {"mlir": "MLIR", "hlo": "XLA HLO text", "jaxpr": "a jaxpr", "python": "Python source",
+               "empty": "empty (or only comments)", "unknown": "neither MLIR nor XLA HLO text"}
+
+
+def _read(path: str) -> str:
+    """The text of ``path`` (``-``: standard input); a WorkbenchError that says why it cannot be read."""
+    if path == "-":
+        return sys.stdin.read()
+    p = Path(path)
+    if not p.exists():
+        raise WorkbenchError(f"no such file: {path}")
+    if p.is_dir():
+        raise WorkbenchError(f"{path} is a folder, not a file")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise WorkbenchError(f"{path} is not a text file (it is not UTF-8): give MLIR or XLA HLO text") from None
+    except OSError as e:
+        raise WorkbenchError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _label(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+# -- diff -------------------------------------------------------------------------------------------------
+
+
+def cmd_diff(ns) -> int:
+    from ..analysis.diff import diff_texts
+
+    if ns.before == "-" and ns.after == "-":
+        raise WorkbenchError("only one of the two files can be '-' (standard input)")
+    texts = [_read(ns.before), _read(ns.after)]
+    names = [_label(ns.before), _label(ns.after)]
+    kinds = [input_kind(t) for t in texts]
+    if kinds[0] != kinds[1] or kinds[0] not in ("mlir", "hlo"):
+        described = " and ".join(f"{n} is {_KIND_NAMES[k]}" for n, k in zip(names, kinds))
+        raise WorkbenchError(f"cannot diff these files: {described}; diff compares two modules of one kind, "
+                             "both MLIR (StableHLO and friends) or both XLA HLO text")
+    d = diff_texts(texts[0], texts[1], names[0], names[1])
+    if ns.html:
+        from ..analysis.report import write_diff_page
+
+        path = write_diff_page(texts[0], texts[1], names[0], names[1], ns.html)
+        print(f"wrote the diff viewer of {names[0]} -> {names[1]} to {path} (one file, opens offline)")
+    if d.is_empty:
+        print(f"{names[0]} and {names[1]} are the same module (up to value names, numbering and locations)")
+        return 0
+    sys.stdout.write(d.unified(context=ns.context))
+    print(_summary(d))
+    return 1
+
+
+_SUMMARY_OPS = 12  # op kinds the summary line names, largest changes first
+
+
+def _summary(d) -> str:
+    """One line: how many ops the diff removes and adds (by op name), and how many lines."""
+    delta = d.ops_delta()
+    removed = int(-delta["delta"][delta["delta"] < 0].sum())
+    added = int(delta["delta"][delta["delta"] > 0].sum())
+    kinds = [kind for _, _, kind in d.rows()]
+    n = kinds.count("deleted")
+    lines = (f"{n} line{'s' * (n != 1)} deleted, {kinds.count('inserted')} inserted, "
+             f"{kinds.count('changed')} changed, {kinds.count('moved') // 2} moved")
+    if not len(delta):
+        return f"summary: no op count changed; {lines}"
+    rows = list(delta.itertuples(index=False))
+    per_op = ", ".join(f"{op} {b} -> {a} ({dl:+d})" for op, b, a, dl in rows[:_SUMMARY_OPS])
+    if len(rows) > _SUMMARY_OPS:
+        per_op += f" and {len(rows) - _SUMMARY_OPS} more op kinds"
+    return f"summary: {removed} op{'s' * (removed != 1)} removed, {added} added: {per_op}; {lines}"
+
+
+# -- opt --------------------------------------------------------------------------------------------------
+
+
+def _pipeline_string(pipeline: str) -> str:
+    """The pipeline as the runner gets it: the API's reading of a custom pipeline string
+    (``presets.parse_pipeline``: a ``builtin.module(...)`` wrapper unwrapped, brackets checked, the
+    workbench's ``enzyme-hlo-patterns`` step filled in with Enzyme-JaX's default pattern list), then
+    checked against the real pass registry (``StepRunner.check_pipeline``), as ``explore_text`` does;
+    PipelineSyntaxError if it does not parse."""
+    from ..pipeline.presets import parse_pipeline
+    from ..pipeline.runner import default_runner
+
+    steps = parse_pipeline(pipeline).steps
+    texts = []
+    for step in steps:
+        if step.kind != "patterns":
+            texts.append(step.text)
+            continue
+        from ..options import PatternOptions, PatternSelection
+        from ..pipeline.catalog import pattern_list, patterns_pass
+        from ..pipeline.worker import enzyme_available
+
+        if not enzyme_available():
+            raise WorkbenchError("the pipeline applies Enzyme-JaX patterns (enzyme-hlo-patterns), but enzyme-ad "
+                                 "is not installed (it ships for CPython 3.11 on x86-64 Linux)")
+        texts.append(patterns_pass(pattern_list(PatternSelection(PatternOptions()), direction=step.direction)))
+    text = ",".join(texts)
+    if text:
+        default_runner().check_pipeline(text)
+    return text
+
+
+def cmd_opt(ns) -> int:
+    from ..pipeline.runner import default_runner
+
+    text = _read(ns.input)
+    kind = input_kind(text)
+    if kind in ("hlo", "jaxpr", "python", "empty"):
+        raise WorkbenchError(f"{_label(ns.input)} is {_KIND_NAMES[kind]}, not MLIR: opt runs MLIR passes on an "
+                             "MLIR/StableHLO module, e.g. the text of jax.jit(f).lower(*args).as_text() or a stage "
+                             "that hlo-workbench show prints")
+    pipeline = _pipeline_string(ns.pass_pipeline or "")
+    runner = default_runner()
+    runner.check_module(text)  # MlirSyntaxError with the parser's line:col
+    try:
+        result = runner.run("opt", text, pipeline, timeout=ns.timeout)
+    except StageError as e:
+        print(f"hlo-workbench: {e.reason}\n  pass pipeline: {pipeline}", file=sys.stderr)
+        if e.diagnostics.strip():
+            print(e.diagnostics.rstrip(), file=sys.stderr)
+        return 1
+    out = result.text if ns.mlir_print_debuginfo else strip_locations(result.text)
+    if not out.endswith("\n"):
+        out += "\n"
+    if ns.output in (None, "-"):
+        sys.stdout.write(out)
+    else:
+        try:
+            Path(ns.output).write_text(out, encoding="utf-8")
+        except OSError as e:
+            raise WorkbenchError(f"cannot write {ns.output}: {e.strerror or e}") from None
+    return 0
+
+
+# -- open -------------------------------------------------------------------------------------------------
+
+
+def cmd_open(ns) -> int:
+    import workbench
+
+    ex = workbench.load(ns.path)
+    if ns.stage is None:
+        print(stage_table(ex))
+        if ex.error:
+            print(f"\n(the saved exploration has a failed stage)\n{ex.error}", file=sys.stderr)
+        return 0
+    stage = ex.stage(ns.stage)  # UnknownNameError, with the closest names, for one that is not there
+    if stage.error:
+        print(f"hlo-workbench: stage {stage.name!r} failed when the exploration was made:\n{stage.error}",
+              file=sys.stderr)
+        return 1
+    if ns.output:
+        Path(ns.output).write_text(stage.text)
+        print(f"wrote stage {stage.name!r} ({stage.lines} lines) to {ns.output}")
+        return 0
+    print(stage.text)
+    return 0
+
+
+# -- the parsers ------------------------------------------------------------------------------------------
+
+_DIFF_HELP = """\
+Structural diff of two modules, both MLIR (StableHLO, Enzyme-JaX output) or both XLA HLO text (as
+'hlo-workbench show TARGET --stage xla:optimized' prints it). Locations, HLO metadata and SSA value
+names are ignored: values are matched by what they compute, so a pass that only renumbers shows no
+change. Prints the unified diff of the normalized texts, then a summary line of the op counts that
+changed.
+
+exit status: 0 the modules are the same (up to names and locations), 1 they differ,
+2 trouble (a missing file, files of different kinds, text that is neither MLIR nor HLO)."""
+
+_OPT_HELP = """\
+Run an MLIR pass pipeline on a module, like mlir-opt / enzymexlamlir-opt, through the workbench's
+worker process (the engine explore_text uses: Enzyme-JaX and upstream MLIR passes; a pass that
+crashes is reported, the command survives). Only the resulting module goes to stdout, diagnostics
+to stderr, so it fits lit/FileCheck:  hlo-workbench opt %s --pass-pipeline=canonicalize | filecheck %s
+The module's public functions stay public (Enzyme's runner makes @main private while it works).
+
+exit status: 0 the pipeline ran, 1 a pass failed (its diagnostics on stderr),
+2 trouble (a missing file, a pipeline or module that does not parse, text that is not MLIR)."""
+
+_OPEN_HELP = """\
+Read a saved exploration (a .hlox file from ex.save(path)) without running a pass or compiling:
+print its stage table (as 'hlo-workbench stages' does), or with --stage one stage's text.
+
+exit status: 0 done, 1 the --stage asked for failed when the exploration was made,
+2 trouble (a missing, corrupt, truncated or newer-version file, an unknown stage)."""
+
+
+def add_file_commands(sub) -> None:
+    """Add the diff, opt and open commands to the subparsers ``sub`` of the hlo-workbench parser."""
+    raw = argparse.RawDescriptionHelpFormatter
+    sp = sub.add_parser("diff", help="structural diff of two MLIR or two XLA HLO files (exit 0 same, 1 differ)",
+                        description=_DIFF_HELP, formatter_class=raw)
+    sp.add_argument("before", metavar="BEFORE", help="the first module's file (MLIR or XLA HLO text; - for stdin)")
+    sp.add_argument("after", metavar="AFTER", help="the second module's file, of the same kind as BEFORE")
+    sp.add_argument("-U", "--context", type=int, default=3, metavar="N",
+                    help="unchanged lines to show around each change (default: 3)")
+    sp.add_argument("--html", metavar="OUT.html", help="also write the diff as one self-contained HTML page "
+                    "(the panel's diff viewer, side by side or unified; no network needed)")
+    sp.set_defaults(func=cmd_diff)
+
+    sp = sub.add_parser("opt", help="run a pass pipeline on an MLIR file and print the result (like mlir-opt)",
+                        description=_OPT_HELP, formatter_class=raw)
+    sp.add_argument("input", metavar="INPUT", help="the MLIR/StableHLO module's file, or - for stdin")
+    sp.add_argument("--pass-pipeline", metavar="PIPELINE", default="",
+                    help="the passes to run: 'builtin.module(canonicalize,enzyme-hlo-opt)' or a bare list "
+                         "'canonicalize,cse'; enzyme-hlo-patterns stands for Enzyme-JaX's default pattern list "
+                         "(default: none, so the module is parsed, verified and printed)")
+    sp.add_argument("-o", "--output", metavar="FILE", help="write the resulting module to FILE (default: stdout)")
+    sp.add_argument("--mlir-print-debuginfo", action="store_true",
+                    help="keep the locations (loc(...)) in the printed module, as mlir-opt's flag of that name")
+    sp.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                    help="stop the pipeline after this long, as a failed pass (default: 600)")
+    sp.set_defaults(func=cmd_opt)
+
+    sp = sub.add_parser("open", help="the stage table (or one stage) of a saved exploration (.hlox)",
+                        description=_OPEN_HELP, formatter_class=raw)
+    sp.add_argument("path", metavar="FILE.hlox", help="a saved exploration, written by ex.save(path)")
+    sp.add_argument("--stage", metavar="NAME", help="print this stage's text instead of the table, e.g. "
+                    "stablehlo, enzyme-hlo-patterns#1, xla:optimized (the table lists the names)")
+    sp.add_argument("-o", "--output", metavar="FILE", help="with --stage: write the stage's text to FILE "
+                    "(e.g. to diff or opt it) instead of printing it")
+    sp.set_defaults(func=cmd_open)
