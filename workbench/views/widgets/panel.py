@@ -31,6 +31,7 @@ from ...stages import Stage
 from . import actions, html
 from .actions import Action
 from .analyze import AnalyzeTab
+from .bundle import default_right, exploration_bundle
 from .diffview import DiffView
 from .graphview import GraphView
 from .jobs import Jobs
@@ -58,19 +59,6 @@ def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: 
 
 # the presets whose pipeline applies the Enzyme-JaX patterns (an enzyme-hlo-patterns step)
 _WITH_PATTERNS = tuple(n for n in PRESETS if any(st.kind == "patterns" for st in preset(n).steps))
-
-
-def _default_right(ex: Exploration, stages: list[Stage]) -> Stage:
-    """The stage a user most likely wants to see first: a failed one, else the first MLIR stage that
-    changed the module, else the last MLIR stage, else the last stage."""
-    for s in stages:
-        if s.error:
-            return s
-    mlir = [s for s in stages if s.group == "mlir"]
-    for s in mlir:
-        if s.changed:
-            return s
-    return mlir[-1] if mlir else stages[-1]
 
 
 def _runnable(stages: list[Stage]) -> list[str]:
@@ -131,11 +119,16 @@ class Panel:
         return self._root
 
     def _repr_mimebundle_(self, **kwargs):
+        """The widget's view, and what a saved notebook keeps of the panel (``bundle``: the stages and
+        the pair shown, for a front end without the kernel's widgets)."""
         bundle = self._root._repr_mimebundle_(**kwargs)
         if isinstance(bundle, tuple):
             bundle = bundle[0]
-        bundle = dict(bundle)
-        bundle["text/plain"] = f"pass-toggle panel for {self._ex!r}"
+        try:
+            saved = exploration_bundle(self._ex, self._left, self._right)
+        except Exception as e:  # the saved form must never keep the panel from showing
+            saved = {"text/html": html.failed(f"the saved view of this panel failed: {e}")}
+        bundle = {**saved, **bundle, "text/plain": f"pass-toggle panel for {self._ex!r}"}
         return bundle
 
     def wait(self, timeout: float | None = 600, xla: bool = True) -> "Panel":
@@ -447,7 +440,7 @@ class Panel:
                 self._xla_seen.append(p)
         kept = set(names) | ({n for n in (self._left, self._right) if late_name(n)} if pending else set())
         if self._right not in kept or (self._auto_right and not pending and any(s.error for s in stages)):
-            self._right = _default_right(ex, stages).name  # a failed XLA compile is shown, as it was picked
+            self._right = default_right(stages).name  # a failed XLA compile is shown, as it was picked
             self._auto_right = pending
         if self._left not in kept:
             right = next((s for s in stages if s.name == self._right), None)

@@ -1,0 +1,242 @@
+"""What a ``%%hlo`` output keeps in a saved notebook: the MIME bundle next to the panel's widget view,
+read from a real IPython shell's published display data and from a notebook executed by nbclient."""
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import jaxlib
+import nbformat
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+import workbench as wb
+from workbench.views.widgets import Panel
+from workbench.views.widgets import bundle as B
+
+pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+TRANSPOSES = """\
+%%hlo -o tb
+def tb(x, y):
+    return jnp.dot(x.T, y.T).T
+tb(jnp.ones((8, 16)), jnp.ones((4, 8)))
+"""
+
+# A real module of 60,005 lines (60,000 ops), with a string attribute that is markup; no @main, so no
+# XLA stages: its MLIR stages are the subject.
+BIG = """\
+import workbench as wb
+_lines = ['module attributes {wb.note = "<script>alert(1)</script>"} {',
+          '  func.func @big(%arg0: tensor<4xf32>) -> tensor<4xf32> {',
+          '    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>']
+_lines += [f'    %{i} = stablehlo.multiply %{i - 1}, %arg0 : tensor<4xf32>' for i in range(1, 60000)]
+_lines += ['    return %59999 : tensor<4xf32>', '  }', '}']
+big = wb.explore_text("\\n".join(_lines) + "\\n", pipeline="canonicalize", title="big<&>")
+"""
+
+
+@pytest.fixture(scope="module")
+def shell():
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "workbench")
+    ip.run_cell("import jax.numpy as jnp\nimport workbench as wb\nfrom IPython.display import display")
+    ip.kernel = object()  # what a Jupyter kernel's shell has: the magic shows the panel
+    try:
+        yield ip
+    finally:
+        del ip.kernel
+
+
+def published(shell, cell):
+    """Run ``cell``; the data of every display it published."""
+    with capture_output() as cap:
+        result = shell.run_cell(cell)
+    assert result.success, cap.stdout + cap.stderr
+    return [o.data for o in cap.outputs]
+
+
+def panel_of(data) -> Panel:
+    """The Panel behind a published widget view (its patterns list reports to it)."""
+    from ipywidgets import widget_serialization
+
+    from workbench.views.widgets import ToggleList
+
+    root = widget_serialization["from_json"]("IPY_MODEL_" + data[WIDGET]["model_id"], None)
+    stack = [root]
+    while stack:
+        w = stack.pop()
+        if isinstance(w, ToggleList):
+            return w.handler.__self__
+        stack.extend(getattr(w, "children", ()))
+    raise AssertionError("no panel")
+
+
+def records(df):
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+            for row in df.to_dict("records")]
+
+
+@pytest.fixture(scope="module")
+def big(shell):
+    shell.run_cell(BIG)
+    return shell.user_ns["big"]
+
+
+# -- the %%hlo output ---------------------------------------------------------------------------------------
+def test_the_hlo_output_carries_the_stage_table_and_the_texts_shown(shell):
+    (data,) = published(shell, TRANSPOSES)
+    ex = shell.user_ns["tb"]
+    assert set(data) == {WIDGET, B.MIME, "text/html", "text/plain"}  # one output: the panel and its saved form
+    assert data["text/plain"].startswith("pass-toggle panel for Exploration('tb'")
+    saved = data[B.MIME]
+    json.dumps(saved)  # JSON all through, as the notebook stores it
+    assert saved["format"] == 1 and saved["title"] == "tb" and saved["pipeline"] == "all"
+    assert saved["device"] == "cpu:0" and saved["error"] is None
+    assert saved["versions"]["jax"] == jax.__version__ and saved["versions"]["jaxlib"] == jaxlib.__version__
+    assert saved["versions"]["hlo-workbench"] == wb.__version__ and "enzyme-ad" in saved["versions"]
+    # XLA's compile of this small program ends within the bundle's wait: every stage is listed
+    assert saved["complete"], "XLA's stages did not arrive within the bundle's wait"
+    assert [r["stage"] for r in saved["stages"]] == ex.names
+    assert "xla:optimized" in ex.names and "enzyme-hlo-patterns#1" in ex.names
+    rows = [{c: r[c] for c in B.COLUMNS} for r in saved["stages"]]
+    assert rows == records(ex.table())  # the columns and values of ex.table()
+    assert [r["parent"] for r in saved["stages"]] == [s.parent for s in ex.stages]
+    # the pair the panel shows first: the first stage that changed the module, and its parent
+    p = panel_of(data).wait()
+    assert saved["shown"] == {"left": "canonicalize#2", "right": "enzyme-hlo-patterns#1"} == \
+        {"left": p.left, "right": p.right}
+    for name in ("canonicalize#2", "enzyme-hlo-patterns#1"):
+        entry = saved["texts"][name]
+        assert entry["text"] == ex[name].text and entry["state"] == "ok" and not entry["cut"]
+        assert entry["lines"] == entry["kept_lines"] == ex[name].lines
+    assert set(saved["texts"]) == {"canonicalize#2", "enzyme-hlo-patterns#1"}
+    assert saved["texts"]["canonicalize#2"]["text"].count("stablehlo.transpose") == 3
+    assert "stablehlo.dot_general" in saved["texts"]["enzyme-hlo-patterns#1"]["text"]
+    assert saved["ops_delta"] == [{"op": "stablehlo.transpose", "before": 3, "after": 0, "delta": -3}]
+    assert saved["ops_delta"] == ex.diff("canonicalize#2", "enzyme-hlo-patterns#1").ops_delta().to_dict("records")
+    # the static summary: the pair, its diff's beginning, every stage in the table
+    page = data["text/html"]
+    assert "<b>canonicalize#2</b> &rarr; B <b>enzyme-hlo-patterns#1</b>" in page
+    assert "<code>stablehlo.transpose</code> 3&rarr;0 (-3)" in page
+    assert "+++ enzyme-hlo-patterns#1" in page and "-    %0 = stablehlo.transpose %arg0" in page
+    assert all(f">{name}<" in page or f"<b>{name}</b>" in page for name in ex.names)
+    assert "&lt;4x16xf32&gt;" in page and "<4x16xf32>" not in page  # the IR is escaped
+    p.close()
+
+
+def test_stage_and_vs_options_pick_the_pair_the_bundle_keeps(shell):
+    (data,) = published(shell, TRANSPOSES.replace("-o tb", "-o tb --stage stablehlo --vs xla:optimized"))
+    saved, ex = data[B.MIME], shell.user_ns["tb"]
+    assert saved["shown"] == {"left": "stablehlo", "right": "xla:optimized"}
+    assert saved["texts"]["xla:optimized"]["text"] == ex["xla:optimized"].text
+    assert "HloModule" in saved["texts"]["xla:optimized"]["text"]
+    assert "shown: A <b>stablehlo</b> &rarr; B <b>xla:optimized</b>" in data["text/html"]
+    panel_of(data).close()
+
+
+def test_a_60000_line_text_is_cut_to_the_cap_and_says_so(shell, big):
+    (data,) = published(shell, 'display(wb.panel(big, name="big", left="input", right="canonicalize#1"))')
+    saved = data[B.MIME]
+    assert saved["complete"] and [r["stage"] for r in saved["stages"]] == big.names == ["input", "canonicalize#1"]
+    assert [r["lines"] for r in saved["stages"]] == [60005, 60005]
+    for name in ("input", "canonicalize#1"):
+        entry, whole = saved["texts"][name], big[name].text
+        kept = entry["text"]
+        assert entry["cut"] and entry["lines"] == 60005 and 0 < entry["kept_lines"] < 60005
+        assert len(kept.encode()) <= B.TEXT_BYTES == 200_000
+        assert whole.startswith(kept) and kept.endswith("\n") and kept.count("\n") == entry["kept_lines"]
+        next_line = whole[len(kept):].split("\n", 1)[0] + "\n"
+        assert len((kept + next_line).encode()) > B.TEXT_BYTES  # as many whole lines as fit
+        assert f"the first {entry['kept_lines']:,} of 60,005 lines are kept" in entry["note"]
+    assert len(json.dumps(saved, ensure_ascii=False).encode()) <= B.TOTAL_BYTES
+    page = data["text/html"]
+    assert "cut: the first" in page and "60,005 lines" in page
+    # markup in the IR and in the title is text, never markup
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script" not in page
+    assert "big&lt;&amp;&gt;" in page and "big<&>" not in page
+    assert "<script>" in saved["texts"]["input"]["text"]  # the JSON keeps the text as it is
+    panel_of(data).close()
+
+
+def test_the_whole_bundle_stays_within_its_total(big, monkeypatch):
+    monkeypatch.setattr(B, "TOTAL_BYTES", 150_000)
+    saved = B.exploration_json(big, "input", "canonicalize#1")
+    size = len(json.dumps(saved, ensure_ascii=False).encode())
+    assert size <= 150_000
+    kept = [saved["texts"][n]["kept_lines"] for n in ("input", "canonicalize#1")]
+    assert all(0 < k < 60005 for k in kept) and size > 100_000  # the texts share what the rest leaves
+    assert all(big[n].text.startswith(saved["texts"][n]["text"]) for n in ("input", "canonicalize#1"))
+
+
+def test_a_redisplayed_panel_saves_what_it_shows_now():
+    def td(x, y):
+        return jnp.dot(x.T, y.T).T
+
+    ex = wb.explore(td, jnp.ones((8, 16)), jnp.ones((4, 8)))
+    p = Panel(ex, background=False)
+    try:
+        p.toggle_patterns(["dot_transpose"], False)
+        p.pick("xla:optimized")
+        saved = p._repr_mimebundle_()[B.MIME]
+        assert saved["toggles"]["patterns_disabled"] == ["dot_transpose"]
+        assert saved["shown"] == {"left": p.left, "right": "xla:optimized"} and p.left == ex["xla:optimized"].parent
+        assert saved["texts"]["xla:optimized"]["text"] == p.ex["xla:optimized"].text
+        assert [r["stage"] for r in saved["stages"]] == p.ex.names
+        assert "patterns off: dot_transpose" in p._repr_mimebundle_()["text/html"]
+    finally:
+        p.close()
+
+
+def test_a_failed_stage_is_saved_with_its_error():
+    from html import escape
+
+    def tf(x):
+        return jnp.transpose(x) * 2
+
+    ex = wb.explore(tf, jnp.ones((4, 8)), pipeline="canonicalize,cse,one-shot-bufferize")
+    bundle = B.exploration_bundle(ex)
+    saved = bundle[B.MIME]
+    assert ex.error.stage == "one-shot-bufferize#1"
+    assert saved["error"]["stage"] == "one-shot-bufferize#1" and saved["error"]["message"] == str(ex.error)
+    assert saved["shown"] == {"left": "cse#1", "right": "one-shot-bufferize#1"}  # as the panel picks it
+    entry = saved["texts"]["one-shot-bufferize#1"]
+    assert entry["state"] == "failed" and entry["text"] == "" and ex["one-shot-bufferize#1"].error in entry["note"]
+    assert saved["texts"]["cse#1"]["text"] == ex["cse#1"].text and saved["complete"]
+    first = str(ex.error).splitlines()[0]
+    assert escape(first) in bundle["text/html"] and "one-shot-bufferize#1</b>, 0 lines" in bundle["text/html"]
+
+
+# -- a notebook, executed and saved -------------------------------------------------------------------------
+@pytest.mark.slow
+def test_an_executed_notebook_keeps_the_bundle(tmp_path):
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext workbench\nimport jax.numpy as jnp"),
+                nbformat.v4.new_code_cell(TRANSPOSES.rstrip())]
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    path = tmp_path / "saved.ipynb"
+    nbformat.write(nb, path)
+    saved_nb = nbformat.read(path, as_version=4)
+    (output,) = saved_nb.cells[1].outputs
+    assert output.output_type == "display_data"
+    data = output.data
+    assert set(data) >= {WIDGET, B.MIME, "text/html", "text/plain"}
+    saved = data[B.MIME]
+    names = [r["stage"] for r in saved["stages"]]
+    assert saved["format"] == 1 and saved["complete"]
+    assert names[:2] == ["jaxpr", "stablehlo"] and "enzyme-hlo-patterns#1" in names and names[-1].startswith("backend:")
+    assert "xla:optimized" in names and all(set(r) == set(B.COLUMNS) | {"parent"} for r in saved["stages"])
+    assert "stablehlo.dot_general" in saved["texts"][saved["shown"]["right"]]["text"]
+    assert 'class="hlo-workbench-saved"' in data["text/html"] and "xla:optimized" in data["text/html"]
+    # JupyterLab saves a notebook without the widgets' state (its default): nbconvert, nbviewer's
+    # renderer, then has no state for the view and shows the summary
+    saved_nb.metadata.pop("widgets", None)
+    body, _ = HTMLExporter().from_notebook_node(saved_nb)
+    assert 'class="hlo-workbench-saved"' in body and WIDGET not in body

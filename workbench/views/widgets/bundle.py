@@ -1,0 +1,297 @@
+"""What a ``%%hlo`` output keeps in a saved notebook: a MIME bundle of the Exploration as shown.
+
+    {"application/vnd.hlo-workbench.exploration+json": {...}, "text/html": "...", "text/plain": "..."}
+
+The JSON (``format`` 1) holds the title, pipeline, device and toggles, the versions of the tools
+that made the stages, the stage table (the columns of ``Exploration.table()``, and each stage's
+parent), the names of the two stages shown (``shown``: left and right of the diff), their texts
+and the ops delta between them. Each text is cut at a line boundary to ``TEXT_BYTES`` (UTF-8) and
+the whole JSON to about ``TOTAL_BYTES``; a text entry says whether it was cut (``cut``,
+``kept_lines`` of ``lines``, a ``note``), and its ``state`` (ok, failed, or missing: an XLA stage
+still compiling). ``text/html`` is a static summary that reads without JavaScript (GitHub,
+nbviewer and nbconvert, an untrusted notebook): the pair with its ops delta and the beginning of
+its diff (of the texts, for big ones), then the stage table; every piece of IR in it is escaped.
+``text/plain`` is one line. A bundle waits up to ``XLA_WAIT`` seconds for XLA's stages (compiling
+in the background); after that it lists the trace and MLIR stages and says so (``complete``).
+
+How the panel carries it, as tried in JupyterLab 4.6 with ipywidgets 8.1 (chromium, playwright):
+``Panel._repr_mimebundle_`` returns the widget's view (``application/vnd.jupyter.widget-view+json``)
+with these keys in the same output. JupyterLab ranks the widget renderer first, so a live kernel
+shows the panel and never the summary; nbconvert/nbviewer skip a widget view whose state the
+notebook does not hold and render ``text/html``; JupyterLab reopening the notebook without the
+kernel says "Error displaying widget: model not found" until an extension renders the JSON.
+The bundle is the panel as the cell showed it: it is not updated after the panel's toggles. An
+``update_display`` of the output did reach the saved notebook, but JupyterLab then re-renders the
+output, and the widget renderer builds a new view of the panel each time: after every toggle the
+pattern search box was empty again and its groups folded (whatever a view holds of its own is
+lost, the diff's scroll position too). A toggled state is saved by running the cell with the
+toggles as options (``--disable``, ``--xla-disable``).
+"""
+from __future__ import annotations
+
+import json
+from concurrent.futures import CancelledError, TimeoutError
+from html import escape
+from importlib import metadata
+from typing import Any, Sequence
+
+from ...exploration import Exploration
+from ...ir.ops import op_counts
+from ...stages import Stage
+from ..text import short_pass
+
+__all__ = ["MIME", "FORMAT", "TEXT_BYTES", "TOTAL_BYTES", "default_right", "exploration_bundle", "exploration_json",
+           "summary_html", "cut_text"]
+
+MIME = "application/vnd.hlo-workbench.exploration+json"
+FORMAT = 1
+TEXT_BYTES = 200_000  # per stage text, UTF-8
+TOTAL_BYTES = 1_000_000  # the whole JSON, about: the texts give way (the table's cells are cut to CELL_CHARS)
+CELL_CHARS = 16_000  # a pass string or an error in the stage table (a pattern list is about 12,000)
+COLUMNS = ("stage", "group", "changed", "lines", "ms", "cached", "error", "produced_by")  # Exploration.table()'s
+PREVIEW_LINES = 80  # lines of diff (or of each text) in text/html
+PREVIEW_LINE_CHARS = 300
+DIFF_LINES = 20_000  # bigger texts: text/html shows their beginnings, not a diff (it would cost seconds)
+XLA_WAIT = 0.3  # seconds a bundle waits for XLA's stages: the panel must not wait for a long compile
+_VERSIONS = ("hlo-workbench", "jax", "jaxlib", "enzyme-ad")  # distributions
+
+
+def default_right(stages: Sequence[Stage]) -> Stage:
+    """The stage a user most likely wants to see first: a failed one, else the first MLIR stage that
+    changed the module, else the last MLIR stage, else the last stage (the panel's first pick)."""
+    for s in stages:
+        if s.error:
+            return s
+    mlir = [s for s in stages if s.group == "mlir"]
+    for s in mlir:
+        if s.changed:
+            return s
+    return mlir[-1] if mlir else stages[-1]
+
+
+def _pair(stages: Sequence[Stage], left: str | None, right: str | None) -> tuple[str, str]:
+    names = [s.name for s in stages]
+    if not right:
+        right = default_right(stages).name
+    if not left:
+        parent = next((s.parent for s in stages if s.name == right), None)
+        left = parent or names[0]
+    return left, right
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for dist in _VERSIONS:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue  # enzyme-ad is optional (and a source tree on sys.path is no installed distribution)
+    return out
+
+
+def cut_text(text: str, limit: int) -> tuple[str, int, int]:
+    """``text`` cut after its last whole line that ends within ``limit`` UTF-8 bytes:
+    (the kept text, lines kept, lines in all, counted as ``Stage.lines`` counts them). A text within
+    the limit comes back whole."""
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    if len(text) <= limit // 4 or len(text.encode()) <= limit:
+        return text, len(lines), len(lines)
+    size = kept = 0
+    for line in lines:
+        size += len(line.encode())
+        if size > limit:
+            break
+        kept += 1
+    return "".join(lines[:kept]), kept, len(lines)
+
+
+def _cell(value: str, limit: int = CELL_CHARS) -> str:
+    return value if len(value) <= limit else f"{value[:limit]}… (cut: {len(value):,} characters in all)"
+
+
+def _row(s: Stage) -> dict[str, Any]:
+    """A row of ``Exploration.table()`` (and the stage's parent), in JSON types."""
+    return {"stage": s.name, "group": s.group, "changed": bool(s.changed), "lines": s.lines,
+            "ms": None if s.seconds is None else round(s.seconds * 1e3, 2), "cached": bool(s.cached),
+            "error": _cell(s.error or ""), "produced_by": _cell(s.produced_by), "parent": s.parent}
+
+
+def _text_entry(s: Stage | None, name: str, limit: int) -> dict[str, Any]:
+    if s is None:
+        return {"stage": name, "state": "missing", "text": "", "lines": 0, "kept_lines": 0, "cut": False,
+                "note": "XLA was compiling when this was saved: the stage has no text here"}
+    if s.error:
+        return {"stage": name, "state": "failed", "text": "", "lines": 0, "kept_lines": 0, "cut": False,
+                "note": f"the stage failed: {_cell(s.error)}"}
+    text, kept, lines = cut_text(s.text, limit)
+    cut = kept < lines
+    note = (f"cut: the first {kept:,} of {lines:,} lines are kept ({limit // 1000:,} kB per text in a saved "
+            "notebook)") if cut else ""
+    return {"stage": name, "state": "ok", "text": text, "lines": lines, "kept_lines": kept, "cut": cut, "note": note}
+
+
+def _ops_delta(a: Stage | None, b: Stage | None) -> list[dict[str, Any]]:
+    """The ops whose count differs from ``a`` to ``b``, as ``Diff.ops_delta()`` counts them."""
+    if a is None or b is None or a.error or b.error:
+        return []
+    before, after = op_counts(a.text), op_counts(b.text)
+    rows = [{"op": op, "before": before[op], "after": after[op], "delta": after[op] - before[op]}
+            for op in sorted(before.keys() | after.keys()) if before[op] != after[op]]
+    rows.sort(key=lambda r: (-abs(r["delta"]), r["op"]))
+    return rows
+
+
+def _xla_within(ex: Exploration, wait: float) -> bool:
+    """Whether ``ex``'s XLA stages can be read within ``wait`` seconds (its compile runs in the
+    background); the wait is withdrawn after that, the compile goes on for whoever else waits."""
+    if ex.xla_ready() or wait <= 0:
+        return ex.xla_ready()
+    watch = ex.xla_future()
+    try:
+        watch.result(timeout=wait)
+    except (TimeoutError, CancelledError):
+        watch.cancel()
+    return ex.xla_ready()
+
+
+def exploration_json(ex: Exploration, left: str | None = None, right: str | None = None,
+                     stages: Sequence[Stage] | None = None, wait: float = XLA_WAIT) -> dict[str, Any]:
+    """The bundle's JSON for ``ex`` with ``left`` and ``right`` shown (empty: the pair the panel shows
+    first). ``stages``: those to list (default: every stage if XLA's are ready within ``wait``
+    seconds, else the trace and MLIR stages: a slow compile does not hold the panel up)."""
+    complete = stages is not None or _xla_within(ex, wait)
+    stages = list(stages if stages is not None else ex.stages if complete else ex.pipeline_stages)
+    left, right = _pair(stages, left, right)
+    by_name = {s.name: s for s in stages}
+    error = ex.error if complete else ex.pipeline_error
+    spec = ex.spec
+    data: dict[str, Any] = {
+        "format": FORMAT,
+        "title": spec.title,
+        "pipeline": spec.pipeline,
+        "device": spec.device,
+        "toggles": {"patterns_disabled": sorted(spec.selection.disabled),
+                    "patterns_enabled": sorted(spec.selection.enabled), "xla_disabled": list(spec.xla_disabled)},
+        "versions": _versions(),
+        "complete": complete,
+        "error": None if error is None else {"stage": error.stage, "message": _cell(str(error))},
+        "columns": list(COLUMNS) + ["parent"],
+        "stages": [_row(s) for s in stages],
+        "shown": {"left": left, "right": right},
+        "ops_delta": _ops_delta(by_name.get(left), by_name.get(right)),
+        "caps": {"text_bytes": TEXT_BYTES, "total_bytes": TOTAL_BYTES},
+        "texts": {},
+    }
+    names = list(dict.fromkeys((left, right)))
+    limit = TEXT_BYTES
+    while True:  # the texts share what the rest leaves of TOTAL_BYTES (JSON escapes count too)
+        data["texts"] = {n: _text_entry(by_name.get(n), n, limit) for n in names}
+        size = len(json.dumps(data, ensure_ascii=False).encode())
+        if size <= TOTAL_BYTES or limit == 0:
+            return data
+        limit = max(0, int(limit * TOTAL_BYTES / size) - 1000)
+
+
+# -- text/html ---------------------------------------------------------------------------------------
+_STYLE = {"-": "color:#b31d28;background:#ffeef0", "+": "color:#22863a;background:#e6ffed", "@": "color:#6f42c1"}
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= PREVIEW_LINE_CHARS else line[:PREVIEW_LINE_CHARS] + " …"
+
+
+def _pre(lines: Sequence[str], more: int, marked: bool = False) -> str:
+    out = []
+    for line in lines:
+        style = _STYLE.get(line[:1]) if marked and not line.startswith(("---", "+++")) else None
+        body = escape(_clip(line))
+        out.append(f'<span style="{style}">{body}</span>' if style else body)
+    tail = f"\n… {more:,} more lines (the saved JSON has the texts; the live panel the whole diff)" if more else ""
+    return ('<pre style="max-height:32em;overflow:auto;font-family:monospace;font-size:12px;line-height:1.35;'
+            'margin:4px 0">'
+            + "\n".join(out) + escape(tail) + "</pre>")
+
+
+def _preview(data: dict[str, Any], texts: dict[str, str]) -> str:
+    """The beginning of the diff of the pair shown (unified, as ``Diff.unified()``), or of their texts.
+    ``texts``: the whole texts of the stages shown that have one."""
+    left, right = data["shown"]["left"], data["shown"]["right"]
+    if left != right and left in texts and right in texts and \
+            max(data["texts"][n]["lines"] for n in (left, right)) <= DIFF_LINES:
+        from ...analysis.diff import diff_texts
+
+        unified = diff_texts(texts[left], texts[right], left, right).unified()
+        if not unified:
+            return f"<div>stages <b>{escape(left)}</b> and <b>{escape(right)}</b> have the same text</div>"
+        lines = unified.splitlines()
+        return (f"<div><b>diff</b> {escape(left)} &rarr; {escape(right)} (SSA names and locations ignored)</div>"
+                + _pre(lines[:PREVIEW_LINES], max(0, len(lines) - PREVIEW_LINES), marked=True))
+    out = []
+    for name in dict.fromkeys((left, right)):
+        entry = data["texts"][name]
+        note = f" <i>({escape(entry['note'])})</i>" if entry["note"] else ""
+        lines = entry["text"].splitlines()[:PREVIEW_LINES]
+        out.append(f"<div><b>{escape(name)}</b>, {entry['lines']:,} lines{note}</div>"
+                   + (_pre(lines, max(0, entry["lines"] - len(lines))) if lines else ""))
+    return "".join(out)
+
+
+def _table(rows: Sequence[dict[str, Any]], shown: dict[str, str]) -> str:
+    head = "".join(f'<th style="text-align:left;padding:1px 8px">{c}</th>' for c in COLUMNS)
+    body = []
+    for r in rows:
+        mark = " &larr; B" if r["stage"] == shown["right"] else " &larr; A" if r["stage"] == shown["left"] else ""
+        cells = [f"<b>{escape(r['stage'])}</b>{mark}" if mark else escape(r["stage"]), escape(r["group"]),
+                 "yes" if r["changed"] else "", str(r["lines"]), "" if r["ms"] is None else f"{r['ms']:g}",
+                 "yes" if r["cached"] else "", escape(r["error"].splitlines()[0][:200] if r["error"] else ""),
+                 f"<code>{escape(short_pass(r['produced_by']))}</code>"]
+        body.append("<tr>" + "".join(f'<td style="text-align:left;padding:1px 8px">{c}</td>' for c in cells) + "</tr>")
+    return f'<table style="font-size:12px"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None) -> str:
+    """The static summary of a bundle's JSON; ``texts``: the whole texts of the stages shown that have
+    one, for the diff (default: the JSON's texts)."""
+    if texts is None:
+        texts = {n: e["text"] for n, e in data["texts"].items() if e["state"] == "ok"}
+    rows, shown = data["stages"], data["shown"]
+    changed = sum(1 for r in rows if r["changed"])
+    toggles = data["toggles"]
+    bits = [f"<b>{escape(data['title'])}</b>", f"pipeline <code>{escape(data['pipeline'][:80])}</code>",
+            f"{len(rows)} stages{'' if data['complete'] else ' (XLA was still compiling: its stages are not listed)'}"
+            f", {changed} changed", escape(data["device"])]
+    if toggles["patterns_disabled"]:
+        bits.append("patterns off: " + escape(", ".join(toggles["patterns_disabled"])))
+    if toggles["patterns_enabled"]:
+        bits.append("patterns added: " + escape(", ".join(toggles["patterns_enabled"])))
+    if toggles["xla_disabled"]:
+        bits.append("XLA off: " + escape(", ".join(toggles["xla_disabled"])))
+    error = (f'<pre style="color:#b00;white-space:pre-wrap">{escape(data["error"]["message"][:2000])}</pre>'
+             if data["error"] else "")
+    delta = ", ".join(f"<code>{escape(r['op'])}</code> {r['before']}&rarr;{r['after']} ({r['delta']:+d})"
+                      for r in data["ops_delta"][:12])
+    more = f" … {len(data['ops_delta']) - 12} more" if len(data["ops_delta"]) > 12 else ""
+    versions = ", ".join(f"{escape(k)} {escape(v)}" for k, v in data["versions"].items())
+    return (f'<div class="hlo-workbench-saved" data-format="{data["format"]}">'
+            f'<div>hlo-workbench &middot; {" &middot; ".join(bits)}</div>{error}'
+            f"<div>shown: A <b>{escape(shown['left'])}</b> &rarr; B <b>{escape(shown['right'])}</b>"
+            + (f" &middot; ops: {delta}{more}" if delta else "") + "</div>"
+            + _preview(data, texts)
+            + f"<details><summary>the stage table ({len(rows)} stages)</summary>{_table(rows, shown)}</details>"
+            f'<div style="font-size:11px;color:#666">saved view of the pass-toggle panel ({versions}); '
+            "run the cell for the live panel</div></div>")
+
+
+def exploration_bundle(ex: Exploration, left: str | None = None, right: str | None = None,
+                       stages: Sequence[Stage] | None = None, wait: float = XLA_WAIT) -> dict[str, Any]:
+    """The MIME bundle of ``ex`` with ``left`` and ``right`` shown: the JSON (see ``exploration_json``),
+    ``text/html`` (``summary_html``) and ``text/plain``."""
+    data = exploration_json(ex, left, right, stages, wait)
+    texts = {}
+    for n, entry in data["texts"].items():
+        if entry["state"] == "ok":
+            texts[n] = ex.stage(n).text if entry["cut"] else entry["text"]
+    shown = data["shown"]
+    return {MIME: data, "text/html": summary_html(data, texts),
+            "text/plain": f"{ex!r}; shown: {shown['left']} -> {shown['right']}"}
