@@ -228,3 +228,45 @@ def test_bad_options_are_short_messages(shell):
         assert not result.success and message in out, out
         assert "Traceback" not in out
     assert_shell_still_works(shell)
+
+
+# -- %%mlir: the cell is the module ------------------------------------------------------------------
+MODULE = """\
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = stablehlo.transpose %x, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %1 = stablehlo.transpose %0, dims = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %2 = stablehlo.add %1, %x : tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}
+"""
+
+
+def test_mlir_cell_magic_explores_the_cells_text_with_the_same_options(shell):
+    assert "mlir" in shell.magics_manager.magics["cell"]
+    for option in ("-p PIPELINE", "--disable", "--xla-disable", "-o NAME", "--stage", "--vs", "--no-panel"):
+        assert option in HloMagics.mlir.__doc__
+    result, out = run(shell, "%%mlir -p all -o m --no-panel\n" + MODULE)
+    assert result.success, out
+    ex = shell.user_ns["m"]
+    assert shell.user_ns["_hlo"] is ex and ex.names[0] == "input" and ex["input"].text.count("transpose") == 2
+    last = [s for s in ex.stages if s.group == "mlir"][-1]
+    assert "stablehlo.transpose" not in last.text  # the patterns cancel the two transposes
+    assert "xla:optimized" in ex.names and "# " + last.name in out
+    # the same toggles as %%hlo reach explore_text: with the pattern that cancels them off, they stay
+    off = [p for p in wb.explore_text(MODULE).applicable("input") if "transpose" in p]
+    result, out = run(shell, f"%%mlir -p all --disable {','.join(off)} -o kept --no-panel\n" + MODULE)
+    assert result.success, out
+    kept = [s for s in shell.user_ns["kept"].stages if s.group == "mlir"][-1]
+    assert "stablehlo.transpose" in kept.text
+    result, out = run(shell, "%%mlir -p none --stage input --no-panel\n" + MODULE)
+    assert result.success and "# input" in out and "stablehlo.transpose" in out
+
+
+def test_mlir_cell_magic_answers_bad_text_and_keeps_the_shell(shell):
+    shell.user_ns.pop("_hlo", None)
+    result, out = run(shell, "%%mlir --no-panel\nHloModule m\nENTRY e { ROOT p = f32[] parameter(0) }\n")
+    assert not result.success and "hlo-workbench: %%mlir:" in out and "XLA HLO text" in out
+    result, out = run(shell, "%%mlir --no-panel\nfunc.func @main() {\n  %0 = stablehlo.bogus\n}\n")
+    assert not result.success and "2:8: error" in out and "line 2 of the module is line 3 of the cell" in out
+    assert "_hlo" not in shell.user_ns
+    assert_shell_still_works(shell)

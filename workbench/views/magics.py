@@ -1,4 +1,5 @@
-"""The ``%%hlo`` and ``%hlo`` magics: explore a function from a notebook cell, like Reactant.jl's ``@code_hlo``.
+"""The ``%%hlo`` and ``%hlo`` magics: explore a function from a notebook cell, like Reactant.jl's ``@code_hlo``;
+and ``%%mlir``: explore the module a cell holds as text.
 
     %load_ext workbench
 
@@ -26,11 +27,11 @@ from typing import Any, Callable
 
 from IPython.core import magic_arguments
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class, no_var_expand
 
 from ..analysis.diff import diff_texts
-from ..errors import ArgumentError, TraceError, WorkbenchError
-from ..exploration import Exploration, explore
+from ..errors import ArgumentError, MlirSyntaxError, TraceError, WorkbenchError
+from ..exploration import Exploration, explore, explore_text
 from ..stages import Stage
 
 __all__ = ["HloMagics", "View", "text_view", "load_ipython_extension"]
@@ -127,26 +128,44 @@ def _positional_names(fn: Callable, n: int) -> tuple[str, ...]:
     return tuple(params[i] if i < len(params) else f"arg{i}" for i in range(n))
 
 
+def _shared_options(fn):
+    """The options %%hlo and %%mlir both take (the pipeline, toggles, device, output name and view)."""
+    for add in reversed([
+        magic_arguments.argument("-p", "--pipeline", default="all",
+                                 help="a preset (see wb.pipelines()) or a pass pipeline string; default: all"),
+        magic_arguments.argument("-d", "--device", default="cpu:0",
+                                 help="the device to lower and compile for; default: cpu:0"),
+        magic_arguments.argument("--disable", action="append", default=[], metavar="P1,P2",
+                                 help="Enzyme-JaX patterns to switch off (comma-separated, repeatable)"),
+        magic_arguments.argument("--enable", action="append", default=[], metavar="P",
+                                 help="Enzyme-JaX patterns to switch on (comma-separated, repeatable)"),
+        magic_arguments.argument("--xla-disable", action="append", default=[], metavar="PASS",
+                                 help="XLA HLO passes to skip (comma-separated, repeatable)"),
+    ]):
+        fn = add(fn)
+    return fn
+
+
+def _view_options(fn):
+    for add in reversed([
+        magic_arguments.argument("-o", "--output", metavar="NAME",
+                                 help="also store the Exploration as NAME (it is always stored as _hlo)"),
+        magic_arguments.argument("--stage", metavar="A", help="show stage A instead of the last MLIR stage"),
+        magic_arguments.argument("--vs", metavar="B", help="with --stage A: show the diff from stage A to stage B"),
+        magic_arguments.argument("--no-panel", action="store_true", help="print the stage table and text, no panel"),
+    ]):
+        fn = add(fn)
+    return fn
+
+
 @magics_class
 class HloMagics(Magics):
     @magic_arguments.magic_arguments()
-    @magic_arguments.argument("-p", "--pipeline", default="all",
-                              help="a preset (see wb.pipelines()) or a pass pipeline string; default: all")
-    @magic_arguments.argument("-d", "--device", default="cpu:0", help="the device to lower and compile for; default: cpu:0")
-    @magic_arguments.argument("--disable", action="append", default=[], metavar="P1,P2",
-                              help="Enzyme-JaX patterns to switch off (comma-separated, repeatable)")
-    @magic_arguments.argument("--enable", action="append", default=[], metavar="P",
-                              help="Enzyme-JaX patterns to switch on (comma-separated, repeatable)")
-    @magic_arguments.argument("--xla-disable", action="append", default=[], metavar="PASS",
-                              help="XLA HLO passes to skip (comma-separated, repeatable)")
+    @_shared_options
     @magic_arguments.argument("--static", action="append", default=[], metavar="I,J",
                               help="positional arguments to treat as static, as jax.jit's static_argnums "
                                    "(comma-separated, repeatable); a jitted function's own are honoured too")
-    @magic_arguments.argument("-o", "--output", metavar="NAME",
-                              help="also store the Exploration as NAME (it is always stored as _hlo)")
-    @magic_arguments.argument("--stage", metavar="A", help="show stage A instead of the last MLIR stage")
-    @magic_arguments.argument("--vs", metavar="B", help="with --stage A: show the diff from stage A to stage B")
-    @magic_arguments.argument("--no-panel", action="store_true", help="print the stage table and text, no panel")
+    @_view_options
     @magic_arguments.argument("call", nargs="*", help=f"(line magic only) the call to trace, e.g. {_CALL_EXAMPLE}")
     @no_var_expand
     @line_cell_magic
@@ -189,6 +208,40 @@ class HloMagics(Magics):
             _show_panel(ex, view, opts.output or "_hlo")
         except WorkbenchError as e:
             raise UsageError(f"{magic}: {e} (the Exploration is stored as _hlo)") from None
+
+    @magic_arguments.magic_arguments()
+    @_shared_options
+    @_view_options
+    @no_var_expand
+    @cell_magic
+    def mlir(self, line: str, cell: str):
+        """Show an MLIR / StableHLO module, the cell's text, after every stage: each MLIR pass, then XLA.
+
+        The cell body is the module's text exactly as written (for instance
+        ``jax.jit(f).lower(x).as_text()``); it reaches the first pass as given, through
+        ``wb.explore_text`` with the same options as ``%%hlo``. XLA's stages need a ``@main``; the
+        panel's runs use seeded random inputs of its argument shapes. The Exploration is stored as
+        ``_hlo`` (and as NAME with ``-o NAME``). Text that is not MLIR, or MLIR that does not parse,
+        is answered with what is wrong and where (line:col), and nothing is stored.
+        """
+        opts = _parse_options(self.mlir.parser, line, "%%mlir")
+        view = _view(opts, "%%mlir")
+        try:
+            ex = explore_text(cell, pipeline=opts.pipeline, disable=opts.disable, enable=opts.enable,
+                              device=opts.device, xla_disable=opts.xla_disable,
+                              title=f"%%mlir cell {_cell_number(self.shell)}")
+        except WorkbenchError as e:
+            where = ""
+            if isinstance(e, MlirSyntaxError) and e.line:  # the cell shows the %%mlir line as its line 1
+                where = f"\n(line {e.line} of the module is line {e.line + 1} of the cell)"
+            raise MagicFailure(f"hlo-workbench: %%mlir: {str(e).rstrip()}{where}") from None
+        self.shell.user_ns["_hlo"] = ex
+        if opts.output:
+            self.shell.user_ns[opts.output] = ex
+        try:
+            _show_panel(ex, view, opts.output or "_hlo")
+        except WorkbenchError as e:
+            raise UsageError(f"%%mlir: {e} (the Exploration is stored as _hlo)") from None
 
     # -- running the user's code -------------------------------------------------------------------
     def _run_cell_body(self, cell: str, line: str = "") -> Call:
@@ -364,7 +417,7 @@ def text_view(ex: Exploration, view: View = View()) -> str:
 
 def _last_mlir(ex: Exploration) -> Stage:
     mlir = [s for s in ex.stages if s.group == "mlir" and not s.error]
-    return mlir[-1] if mlir else ex["stablehlo"]
+    return mlir[-1] if mlir else ex.reference_stage()  # "stablehlo", or "input" for %%mlir
 
 
 def _diff(a: Stage, b: Stage) -> str:
