@@ -419,7 +419,7 @@ def test_a_50000_line_module_scrolls_in_the_diff_view(browser, lab, shots):
 
 def test_the_highlighter_and_the_change_marks_in_the_browser(browser):
     """The diff view's tokenizer, loaded from its file into a blank page: the text survives, classes fit."""
-    src = (ROOT / "workbench" / "views" / "widgets" / "diffview.js").read_text()
+    src = (ROOT / "workbench" / "assets" / "diffview.js").read_text()
     page = browser.new_page()
     try:
         out = page.evaluate("""async (src) => {
@@ -806,7 +806,7 @@ def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(brow
                 down: graph.route([0, 0, 40, 20], [0, 100, 40, 20], 7),
                 up: graph.route([0, 100, 40, 20], [50, 0, 40, 20], 7),
             };
-        }""", [(widgets / "diffview.js").read_text(), (widgets / "graphview.js").read_text(), svg])
+        }""", [(ROOT / "workbench" / "assets" / "diffview.js").read_text(), (widgets / "graphview.js").read_text(), svg])
     finally:
         page.close()
     assert out["nodes"] == list("abcdef") and sorted(out["edges"]) == ["a>b", "b>c", "c>d", "d>f", "e>c"]

@@ -6,7 +6,7 @@ module, by its hash, and the blob it imports). Static HTML, readable with JavaSc
 header (title, pipeline, device, versions), the stage table (a failed stage with its error), the
 cost table and chart (inline SVG), the graph of one stage (inline SVG from graphviz's ``dot``) and
 the runs made so far with their checks. With JavaScript on, the panel's own diff viewer
-(``views/widgets/diffview.js``, read here as a data file, never imported) shows any two stages
+(``assets/diffview.js``, the one copy the DiffView widget loads too) shows any two stages
 picked in two menus.
 
 Stage texts are never written as markup: they travel as gzip + base64 inside a non-executed
@@ -47,7 +47,7 @@ __all__ = ["render_report", "write_report", "render_diff_page", "write_diff_page
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 _ASSETS = _PACKAGE / "assets"  # the report's own page script and style
-_VIEWER = _PACKAGE / "views" / "widgets"  # diffview.js / .css, shared with the panel's DiffView widget
+_VIEWER = _ASSETS  # diffview.js / .css: the panel's DiffView widget loads the same files
 _KINDS = {"equal": 0, "changed": 1, "deleted": 2, "inserted": 3, "moved": 4}  # diffview.js's row kind codes
 _COST_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes",
                  "temp_bytes", "seconds", "note")

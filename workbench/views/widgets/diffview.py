@@ -22,6 +22,7 @@ from ...analysis.diff import Diff
 __all__ = ["DiffView", "KINDS", "MODES"]
 
 _HERE = pathlib.Path(__file__).parent
+_ASSETS = _HERE.parent.parent / "assets"  # the front-end code the panel, the report and the extension share
 
 # Row kinds, by their code in the ``rows`` array.
 KINDS = ("equal", "changed", "deleted", "inserted", "moved")
@@ -43,8 +44,8 @@ class DiffView(anywidget.AnyWidget):
     next/previous change, an overview ruler of where the changes are, a "changes only" fold, and a
     line cut by the pane's width shown whole when hovered."""
 
-    _esm = _HERE / "diffview.js"
-    _css = _HERE / "diffview.css"
+    _esm = _ASSETS / "diffview.js"  # one copy, shared with the offline report (analysis/report.py)
+    _css = _ASSETS / "diffview.css"
 
     before_name = traitlets.Unicode("").tag(sync=True)
     after_name = traitlets.Unicode("").tag(sync=True)
