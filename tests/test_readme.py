@@ -37,7 +37,7 @@ def command_lines() -> list[str]:
 
 
 def test_the_readme_has_the_blocks_this_test_runs():
-    assert len(blocks("python")) >= 5 and len(blocks("ipython")) == 2 and len(command_lines()) >= 5
+    assert len(blocks("python")) >= 5 and len(blocks("ipython")) == 3 and len(command_lines()) >= 5
 
 
 def test_every_python_block_runs_as_written(tmp_path):
@@ -73,5 +73,10 @@ def test_the_notebook_blocks_run_in_a_kernel(tmp_path):
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [o for c in nb.cells for o in c.outputs if o.output_type == "error"]
     assert not errors, errors
-    panel = nb.cells[1].outputs
-    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in panel)
+    for cell in nb.cells[1:]:  # %%hlo and %%mlir: a panel each, with the bundle a saved notebook keeps
+        data = [o.get("data", {}) for o in cell.outputs]
+        assert any("application/vnd.jupyter.widget-view+json" in d for d in data), cell.source
+        assert any("application/vnd.hlo-workbench.exploration+json" in d for d in data), cell.source
+    mlir = next(d for o in nb.cells[2].outputs if "application/vnd.hlo-workbench.exploration+json" in (d := o.get("data", {})))
+    names = [row["stage"] for row in mlir["application/vnd.hlo-workbench.exploration+json"]["stages"]]
+    assert names[0] == "input" and "enzyme-hlo-patterns#1" in names
