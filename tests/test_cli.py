@@ -426,3 +426,17 @@ def test_report_html_writes_the_offline_report(tmp_path):
     import workbench as wb
 
     assert wb.load(tmp_path / "m.hlox").runs  # the report command's run is saved with it
+
+
+def test_opt_is_wb_opt_and_takes_a_lone_pass_name(tmp_path):
+    import workbench as wb
+    from workbench.ir.text import strip_locations
+
+    src = tmp_path / "fold.mlir"
+    src.write_text(FOLDABLE)
+    api = strip_locations(wb.opt(FOLDABLE, "sccp"))
+    assert "dense<3.000000e+00>" in api and "arith.addf" not in api  # sccp folds 1 + 2
+    r = run("opt", str(src), "--pass-pipeline=sccp")
+    assert r.returncode == 0 and r.stdout.strip() == api.strip(), r.stderr
+    with pytest.raises(wb.PipelineSyntaxError, match="sccpp"):
+        wb.opt(FOLDABLE, "sccpp")

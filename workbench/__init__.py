@@ -8,7 +8,7 @@ from .errors import (ArgumentError, InputKindError, MlirSyntaxError, PipelineSyn
                      TraceError, UnknownNameError, UnknownPeakError, WorkbenchError, XlaOptionError, XlaPassWarning)
 from .analysis.bisect import crashes, miscompiles, op_count_above, op_count_at_most, slower_than
 from .analysis.execute import devices
-from .exploration import Exploration, explore, explore_text, load
+from .exploration import Exploration, explore, explore_text, load, opt
 from .pipeline.catalog import patterns
 from .pipeline.presets import pipelines
 from .stages import Stage
@@ -22,7 +22,7 @@ def panel(ex, **kwargs):
 
 
 __all__ = [
-    "explore", "explore_text", "load", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
+    "explore", "explore_text", "load", "opt", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
     "miscompiles", "crashes", "slower_than", "op_count_above", "op_count_at_most",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
     "XlaOptionError", "XlaPassWarning", "UnknownPeakError", "InputKindError", "MlirSyntaxError",

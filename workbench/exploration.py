@@ -27,11 +27,11 @@ from .analysis.scan import StepRun, pattern_timing, scan_patterns, step_patterns
 from .errors import StageError, UnknownNameError
 from .ir.text import text_hash
 from .pipeline.saved import load_exploration, save_exploration
-from .pipeline.build import (Built, build, rebuild_xla, spec_for_function, spec_for_text, with_exactly, with_toggles,
+from .pipeline.build import (Built, build, rebuild_xla, run_passes, spec_for_function, spec_for_text, with_exactly, with_toggles,
                              with_xla_options, xla_passes_known)
 from .stages import Stage
 
-__all__ = ["Exploration", "Stepwise", "explore", "explore_text", "load"]
+__all__ = ["Exploration", "Stepwise", "explore", "explore_text", "load", "opt"]
 
 
 def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
@@ -80,6 +80,14 @@ def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (
     return _xla_checked(Exploration(build(spec_for_text(
         text, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
         xla_options=xla_options, timeout=timeout, title=title, **pattern_options))))
+
+
+def opt(text: str, pipeline: str, timeout: float = 600.0) -> str:
+    """Run ``pipeline`` (a preset or a pass pipeline string, ``builtin.module(...)`` or not) on the
+    module ``text`` in one go, as ``enzymexlamlir-opt --pass-pipeline`` does, and return the result
+    with locations; ``hlo-workbench opt`` prints it. MlirSyntaxError, PipelineSyntaxError or
+    StageError (a pass failed or crashed its worker) say what went wrong."""
+    return run_passes(text, pipeline, timeout=timeout)
 
 
 def load(path) -> "Exploration":

@@ -262,7 +262,7 @@ def compare_modules(result, device, strict):
         return "FAIL", f"the output has {len(got)} results, input.mlir {len(want)}"
     rows = []
     for name, w, g in zip(names, want, got):
-        ok, err, tol, detail = check_leaf(w, g)
+        ok, err, _tol, detail = check_leaf(w, g)
         rows.append((ok, err, f"{name} {w.dtype}{list(w.shape)}", detail))
         print(f"  {rows[-1][2]}: {'ok' if ok else 'WRONG'}, {detail}")
     if not strict:

@@ -31,7 +31,7 @@ from .xla import check_options, compile_with_dumps
 
 __all__ = ["Built", "XlaStages", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
            "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
-           "LateXla", "xla_compiles", "xla_passes_known"]
+           "LateXla", "xla_compiles", "xla_passes_known", "run_passes"]
 
 
 @dataclass(frozen=True)
@@ -209,10 +209,11 @@ def failed_stage(name: str, parent: Stage, pass_string: str, error: StageError) 
     return Stage(name, "mlir", "", pass_string, False, None, parent.name, error=str(error))
 
 
-def build(spec: Spec) -> Built:
-    runner = default_runner()
-    pipe = resolve(spec.pipeline, inline=spec.inline)
-    sel = spec.selection
+def _steps(pipeline: str, selection: PatternSelection, inline: bool = True) -> list[tuple[str, str]]:
+    """(base name, pass string) of each top-level step of ``pipeline`` (a preset or a pipeline string,
+    ``builtin.module(...)`` or not), pattern steps spelled out with ``selection``'s list; a custom
+    string is checked against the real pass registry (PipelineSyntaxError if it does not parse)."""
+    pipe = resolve(pipeline, inline=inline)
     steps = []
     for step in pipe.steps:
         if step.kind == "patterns":
@@ -220,11 +221,30 @@ def build(spec: Spec) -> Built:
                 raise WorkbenchError("this pipeline applies Enzyme-JaX patterns, but enzyme-ad is not installed "
                                      "(it ships for CPython 3.11 on x86-64 Linux); use pipeline='upstream' or a "
                                      "custom string of upstream passes such as 'canonicalize,cse'")
-            steps.append((step.base_name, patterns_pass(pattern_list(sel, direction=step.direction))))
+            steps.append((step.base_name, patterns_pass(pattern_list(selection, direction=step.direction))))
         else:
             steps.append((step.base_name, step.text))
-    if steps and spec.pipeline not in PRESETS:
-        runner.check_pipeline(",".join(p for _, p in steps))
+    if steps and pipeline not in PRESETS:
+        default_runner().check_pipeline(",".join(p for _, p in steps))
+    return steps
+
+
+def run_passes(text: str, pipeline: str, timeout: float = 600.0) -> str:
+    """``pipeline`` run on the module ``text`` in one go, as ``enzymexlamlir-opt --pass-pipeline`` runs
+    it (not a stage per pass): the result with locations and its public functions public. The text
+    is parsed first (MlirSyntaxError with line:col) and the pipeline checked (PipelineSyntaxError); a
+    pass that fails raises StageError("opt", ...). An empty pipeline parses, verifies and prints."""
+    runner = default_runner()
+    runner.check_module(text)
+    if pipeline.strip() and pipeline not in PRESETS and not pipeline.strip().startswith("builtin.module("):
+        pipeline = f"builtin.module({pipeline})"  # so a lone pass name ("sccp") reads as a pass, not a preset
+    steps = _steps(pipeline, PatternSelection(PatternOptions())) if pipeline.strip() else []
+    return runner.run("opt", text, ",".join(p for _, p in steps), timeout=timeout).text
+
+
+def build(spec: Spec) -> Built:
+    runner = default_runner()
+    steps = _steps(spec.pipeline, spec.selection, inline=spec.inline)
 
     stages = _first_stages(spec)
     error: StageError | None = None

@@ -34,7 +34,6 @@ import tempfile
 import zipfile
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
 
 from ..errors import SavedFileError, StageError
 from ..options import PatternOptions, PatternSelection

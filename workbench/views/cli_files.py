@@ -99,37 +99,8 @@ def _summary(d) -> str:
 # -- opt --------------------------------------------------------------------------------------------------
 
 
-def _pipeline_string(pipeline: str) -> str:
-    """The pipeline as the runner gets it: the API's reading of a custom pipeline string
-    (``presets.parse_pipeline``: a ``builtin.module(...)`` wrapper unwrapped, brackets checked, the
-    workbench's ``enzyme-hlo-patterns`` step filled in with Enzyme-JaX's default pattern list), then
-    checked against the real pass registry (``StepRunner.check_pipeline``), as ``explore_text`` does;
-    PipelineSyntaxError if it does not parse."""
-    from ..pipeline.presets import parse_pipeline
-    from ..pipeline.runner import default_runner
-
-    steps = parse_pipeline(pipeline).steps
-    texts = []
-    for step in steps:
-        if step.kind != "patterns":
-            texts.append(step.text)
-            continue
-        from ..options import PatternOptions, PatternSelection
-        from ..pipeline.catalog import pattern_list, patterns_pass
-        from ..pipeline.worker import enzyme_available
-
-        if not enzyme_available():
-            raise WorkbenchError("the pipeline applies Enzyme-JaX patterns (enzyme-hlo-patterns), but enzyme-ad "
-                                 "is not installed (it ships for CPython 3.11 on x86-64 Linux)")
-        texts.append(patterns_pass(pattern_list(PatternSelection(PatternOptions()), direction=step.direction)))
-    text = ",".join(texts)
-    if text:
-        default_runner().check_pipeline(text)
-    return text
-
-
 def cmd_opt(ns) -> int:
-    from ..pipeline.runner import default_runner
+    from ..exploration import opt
 
     text = _read(ns.input)
     kind = input_kind(text)
@@ -137,17 +108,14 @@ def cmd_opt(ns) -> int:
         raise WorkbenchError(f"{_label(ns.input)} is {_KIND_NAMES[kind]}, not MLIR: opt runs MLIR passes on an "
                              "MLIR/StableHLO module, e.g. the text of jax.jit(f).lower(*args).as_text() or a stage "
                              "that hlo-workbench show prints")
-    pipeline = _pipeline_string(ns.pass_pipeline or "")
-    runner = default_runner()
-    runner.check_module(text)  # MlirSyntaxError with the parser's line:col
-    try:
-        result = runner.run("opt", text, pipeline, timeout=ns.timeout)
+    try:  # MlirSyntaxError (line:col) and PipelineSyntaxError go up: exit 2, as for the API
+        result = opt(text, ns.pass_pipeline or "", timeout=ns.timeout)
     except StageError as e:
-        print(f"hlo-workbench: {e.reason}\n  pass pipeline: {pipeline}", file=sys.stderr)
+        print(f"hlo-workbench: {e.reason}\n  pass pipeline: {e.produced_by[:300]}", file=sys.stderr)
         if e.diagnostics.strip():
             print(e.diagnostics.rstrip(), file=sys.stderr)
         return 1
-    out = result.text if ns.mlir_print_debuginfo else strip_locations(result.text)
+    out = result if ns.mlir_print_debuginfo else strip_locations(result)
     if not out.endswith("\n"):
         out += "\n"
     if ns.output in (None, "-"):

@@ -259,8 +259,8 @@ def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None) -> s
     changed = sum(1 for r in rows if r["changed"])
     toggles = data["toggles"]
     bits = [f"<b>{escape(data['title'])}</b>", f"pipeline <code>{escape(data['pipeline'][:80])}</code>",
-            f"{len(rows)} stages{'' if data['complete'] else ' (XLA was still compiling: its stages are not listed)'}"
-            f", {changed} changed", escape(data["device"])]
+            (f"{len(rows)} stages{'' if data['complete'] else ' (XLA was still compiling: its stages are not listed)'}"
+             f", {changed} changed"), escape(data["device"])]
     if toggles["patterns_disabled"]:
         bits.append("patterns off: " + escape(", ".join(toggles["patterns_disabled"])))
     if toggles["patterns_enabled"]:
