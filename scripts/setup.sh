@@ -34,6 +34,42 @@ if [[ ! -x .venv/bin/python ]]; then
   echo "[setup] creating .venv with $PY"
   "$PY" -m venv .venv
 fi
+
+# The JupyterLab extension (extensions/hlo-workbench-lab), built before the package is installed: the
+# package ships the built extension (pyproject.toml's data-files). Node.js and npm from Debian when
+# missing; `npm ci` from the committed package-lock.json when node_modules is missing or older than the
+# lock; a build when a source is newer than the last build. Any failure stops the setup.
+ext=extensions/hlo-workbench-lab
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  echo "[setup] installing Node.js and npm from Debian (the JupyterLab extension is built with them)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+if ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)'; then
+  echo "[setup] Node.js $(node --version) is too old to build the JupyterLab extension: 18 or newer is needed" >&2
+  exit 1
+fi
+if ! .venv/bin/python -c "import jupyterlab" 2>/dev/null; then  # the build needs JupyterLab's core package
+  echo "[setup] installing JupyterLab into .venv (the extension is built against it)"
+  .venv/bin/python -m pip install -q jupyterlab 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -c "import jupyterlab"
+fi
+if [[ ! -f $ext/node_modules/.package-lock.json || $ext/package-lock.json -nt $ext/node_modules/.package-lock.json ]]; then
+  echo "[setup] npm ci in $ext"
+  (cd "$ext" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+built=$ext/labextension/package.json
+ext_changed=0
+if [[ ! -f $built ]] || [[ -n $(find "$ext/src" "$ext/style" "$ext/package.json" "$ext/package-lock.json" "$ext/tsconfig.json" \
+    "$ext/build-labextension.mjs" "$ext/install.json" workbench/assets/diffview.js workbench/assets/diffview.css -newer "$built" -print -quit) ]]; then
+  echo "[setup] building the JupyterLab extension"
+  (cd "$ext" && npm run --silent build:prod >/dev/null)  # against .venv's JupyterLab (build-labextension.mjs)
+  [[ -f $built ]] || { echo "[setup] the extension's build wrote no $built" >&2; exit 1; }
+  touch "$built"
+  ext_changed=1
+fi
+
 stamp=.venv/.hlo-workbench-installed
 if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   echo "[setup] installing the package and its dependencies into .venv"
@@ -41,5 +77,24 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   .venv/bin/python -m pip install -q -e ".[test,lab]" 2>&1 | grep -v "^WARNING: Location" || true
   .venv/bin/python -c "import workbench, jax, pandas, graphviz, anywidget" 
   touch "$stamp"
+fi
+# The dev install serves the extension from the checkout, as `jupyter labextension develop` does: the
+# environment's share/jupyter/labextensions/hlo-workbench-lab is a link to the built folder.
+target=.venv/share/jupyter/labextensions/hlo-workbench-lab
+if [[ "$(readlink "$target" 2>/dev/null)" != "$PWD/$ext/labextension" ]]; then
+  mkdir -p "$(dirname "$target")"
+  rm -rf "$target"
+  ln -s "$PWD/$ext/labextension" "$target"
+  ext_changed=1
+fi
+verified=.venv/.hlo-workbench-lab-verified
+if [[ $ext_changed == 1 || ! -f $verified || $built -nt $verified ]]; then
+  if ! .venv/bin/jupyter labextension list 2>&1 | sed 's/\x1b\[[0-9;]*m//g' | grep -E "hlo-workbench-lab v[^ ]+ enabled OK" >/dev/null; then
+    echo "[setup] JupyterLab does not list hlo-workbench-lab as enabled and OK:" >&2
+    .venv/bin/jupyter labextension list >&2 || true
+    exit 1
+  fi
+  echo "[setup] JupyterLab extension hlo-workbench-lab: enabled, OK"
+  touch "$verified"
 fi
 echo "[setup] ready: $(.venv/bin/python -c 'import jax, sys; print("Python", sys.version.split()[0], "jax", jax.__version__)')"

@@ -100,3 +100,49 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_a_builtin_example_from_an
 
     out = sh(Path(paths["scripts"]) / "hlo-workbench", "report", "attention", cwd=elsewhere)
     assert "enzyme-hlo-patterns#1" in out and "stablehlo.dot_general" in out and "Final MLIR stage" in out
+
+    # installing the wheel installed the JupyterLab extension: this environment's JupyterLab lists it
+    # (from the environment's own share/jupyter/labextensions, which only the wheel can have filled)
+    labext = Path(paths["data"]) / "share" / "jupyter" / "labextensions" / "hlo-workbench-lab"
+    assert (labext / "package.json").is_file() and (labext / "install.json").is_file()
+    listed = subprocess.run([str(py), "-m", "jupyterlab.labextensions", "list"], capture_output=True, text=True,
+                            env={**ENV, "JUPYTER_DATA_DIR": str(tmp_path / "jupyter-data"), "NO_COLOR": "1"},
+                            cwd=elsewhere, timeout=120)
+    text = listed.stdout + listed.stderr
+    assert str(labext.parent) in text, text
+    assert re.search(r"hlo-workbench-lab v\S+ \S*enabled\S* \S*OK\S* \(python, hlo-workbench\)", text), text
+
+
+LABEXT = "hlo_workbench-0.1.0.data/data/share/jupyter/labextensions/hlo-workbench-lab/"  # the data-files route
+BUILT = ROOT / "extensions" / "hlo-workbench-lab" / "labextension"  # scripts/setup.sh builds it
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_the_prebuilt_jupyterlab_extension_under_1_mb(tmp_path):
+    """The built extension (package.json, install.json, static/*.js with the remote entry) is in the wheel,
+    where an installer puts it into share/jupyter/labextensions/hlo-workbench-lab; the bundle is small and
+    fetches nothing from elsewhere."""
+    assert (BUILT / "package.json").is_file(), "the extension is not built: run scripts/setup.sh"
+    wheel = build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as z:
+        infos = {i.filename: i for i in z.infolist()}
+        ours = {n[len(LABEXT):]: i for n, i in infos.items() if n.startswith(LABEXT)}
+        assert {"package.json", "install.json"} <= set(ours), sorted(ours)
+        scripts = {n: i.file_size for n, i in ours.items() if n.startswith("static/") and n.endswith(".js")}
+        assert any(n.startswith("static/remoteEntry.") for n in scripts), sorted(ours)
+        built = {p.relative_to(BUILT).as_posix() for p in BUILT.rglob("*") if p.is_file()}
+        assert built <= set(ours), f"the wheel lacks {sorted(built - set(ours))}"
+        meta = json.loads(z.read(LABEXT + "package.json"))
+        install = json.loads(z.read(LABEXT + "install.json"))
+        assert meta["name"] == "hlo-workbench-lab" and meta["jupyterlab"]["_build"]["load"].startswith("static/remoteEntry.")
+        assert (LABEXT + meta["jupyterlab"]["_build"]["load"]) in infos
+        assert install["packageName"] == "hlo-workbench" and install["packageManager"] == "python"
+        code = "".join(z.read(LABEXT + n).decode() for n in scripts)
+    size = sum(scripts.values())
+    print(f"\nthe JupyterLab extension's bundle: {len(scripts)} scripts, {size} bytes ({size / 1024:.1f} KiB)")
+    assert size < 1_000_000
+    # the bundle holds the tokenizer's rules as workbench/assets/diffview.js has them (one copy, bundled
+    # from there), and no address: nothing is fetched from anywhere at run time
+    rules = re.findall(r"String\.raw`([^`]*)`", (ROOT / "workbench" / "assets" / "diffview.js").read_text())
+    assert len(rules) >= 10 and all(r in code for r in rules), [r for r in rules if r not in code]
+    assert not re.search(r"https?://", code), re.findall(r"https?://\S{0,60}", code)

@@ -15,10 +15,15 @@ const TITLE_CHARS = 3000; // the hover title of a line cut by the pane's width s
 const RULER = { 1: "#c4a000", 2: "#cc0000", 3: "#4e9a06", 4: "#75507b" };
 
 // ---- highlighting: MLIR / StableHLO / XLA HLO lines -> [text, class] tokens -----------------------
-const RULES = new RegExp(
+// The one tokenizer of the project: the panel's diff view and the offline report use it from this file,
+// and the JupyterLab extension (extensions/hlo-workbench-lab) imports it from here into its CodeMirror
+// language. A token's class `c` is shown as the CSS class `h-c` (diffview.css) in all three.
+export const TOKEN_CLASSES = Object.freeze(["com", "str", "loc", "ssa", "sym", "type", "attr", "op", "kw", "num"]);
+export const RULES = new RegExp(
   [
-    String.raw`(?<com>\/\/.*$)`,
+    String.raw`(?<com>\/\/.*$|\/\*.*?\*\/)`, // a line comment; a block comment as in HLO's /*index=5*/
     String.raw`(?<str>"(?:[^"\\]|\\.)*"?)`,
+    String.raw`(?<loc>\bloc(?=\()|#loc\d*\b)`, // a location: loc(...) and its alias #loc3 (= loc(...))
     String.raw`(?<ssa>[%^][\w$.\-]+(?:#\d+)?)`,
     String.raw`(?<sym>@[\w$.\-]+)`,
     String.raw`(?<type>(?:\b(?:tensor|memref|vector|tuple|complex)|![\w.]+)<|![\w.]+|\b(?:[fiu]\d+|bf16|f8E\w+|index|pred|token|s\d+)(?:\[[^\]\s]*\](?:\{[^}\s]*\})?|\b))`,

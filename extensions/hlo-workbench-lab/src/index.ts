@@ -1,0 +1,45 @@
+// The hlo-workbench JupyterLab extension: one plugin per job, each in its own module; index.ts only
+// lists them. Later plugins (the exploration-bundle renderer, the .hlox viewer, commands) join the
+// list the same way.
+import {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
+
+import { FILE_TYPES } from './filetypes';
+import { mlir } from './language';
+
+export { FILE_TYPES } from './filetypes';
+export { mlir, mlirLanguage, TOKEN_TAGS, cssClass } from './language';
+
+/** .mlir, .stablehlo and .hlo files: known to the file browser, highlighted in the editor. */
+const programText: JupyterFrontEndPlugin<void> = {
+  id: 'hlo-workbench-lab:program-text',
+  description: 'MLIR, StableHLO and XLA HLO file types, highlighted with the workbench tokenizer.',
+  autoStart: true,
+  requires: [IEditorLanguageRegistry],
+  activate: (app: JupyterFrontEnd, languages: IEditorLanguageRegistry) => {
+    const support = mlir(); // one language for all three: the tokenizer reads each of them
+    for (const type of FILE_TYPES) {
+      app.docRegistry.addFileType({
+        name: type.name,
+        displayName: type.displayName,
+        extensions: [...type.extensions],
+        mimeTypes: [...type.mimeTypes],
+        fileFormat: 'text',
+        contentType: 'file'
+      });
+      languages.addLanguage({
+        name: type.name,
+        displayName: type.displayName,
+        mime: [...type.mimeTypes],
+        extensions: type.extensions.map(e => e.slice(1)),
+        support
+      });
+    }
+  }
+};
+
+const plugins: JupyterFrontEndPlugin<any>[] = [programText];
+export default plugins;
