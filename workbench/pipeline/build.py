@@ -236,8 +236,8 @@ def run_passes(text: str, pipeline: str, timeout: float = 600.0) -> str:
     pass that fails raises StageError("opt", ...). An empty pipeline parses, verifies and prints."""
     runner = default_runner()
     runner.check_module(text)
-    if pipeline.strip() and pipeline not in PRESETS and not pipeline.strip().startswith("builtin.module("):
-        pipeline = f"builtin.module({pipeline})"  # so a lone pass name ("sccp") reads as a pass, not a preset
+    if pipeline.strip() and pipeline not in PRESETS and not any(c in pipeline for c in ",{}()-."):
+        pipeline = f"builtin.module({pipeline.strip()})"  # a lone pass name ("sccp") is a pass, not a preset
     steps = _steps(pipeline, PatternSelection(PatternOptions())) if pipeline.strip() else []
     return runner.run("opt", text, ",".join(p for _, p in steps), timeout=timeout).text
 
