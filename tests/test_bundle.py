@@ -118,6 +118,12 @@ def test_the_hlo_output_carries_the_stage_table_and_the_texts_shown(shell):
     assert "stablehlo.dot_general" in saved["texts"]["enzyme-hlo-patterns#1"]["text"]
     assert saved["ops_delta"] == [{"op": "stablehlo.transpose", "before": 3, "after": 0, "delta": -3}]
     assert saved["ops_delta"] == ex.diff("canonicalize#2", "enzyme-hlo-patterns#1").ops_delta().to_dict("records")
+    # the cost table of the pair shown (the analytic model's, as ex.cost() has it)
+    cost = {r[0]: dict(zip(saved["cost"]["columns"], r)) for r in saved["cost"]["rows"]}
+    assert list(cost) == ["canonicalize#2", "enzyme-hlo-patterns#1"]
+    live = ex.cost().set_index("stage")
+    for name, row in cost.items():
+        assert row["ops"] == int(live.loc[name, "ops"]) and row["flops"] == int(live.loc[name, "flops"])
     # the static summary: the pair, its diff's beginning, every stage in the table
     page = data["text/html"]
     assert "<b>canonicalize#2</b> &rarr; B <b>enzyme-hlo-patterns#1</b>" in page

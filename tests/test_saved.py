@@ -209,3 +209,15 @@ def test_the_file_is_small_on_a_3_layer_block(tmp_path):
     ratio = path.stat().st_size / total
     print(f"3-layer block: {total / 1e6:.2f} MB of stage texts -> {path.stat().st_size / 1e3:.0f} kB ({ratio:.3f})")
     assert ratio <= 0.3
+
+
+def test_the_file_holds_the_cost_table_for_viewers_without_a_kernel(attention, saved_file):
+    with zipfile.ZipFile(saved_file) as z:
+        cost = json.loads(z.read("manifest.json"))["cost"]
+    live = attention.cost()
+    assert cost["columns"] == [str(c) for c in live.columns]
+    rows = {r[0]: dict(zip(cost["columns"], r)) for r in cost["rows"]}
+    assert list(rows) == attention.names
+    assert rows["stablehlo"]["ops"] == int(live.set_index("stage").loc["stablehlo", "ops"])
+    assert rows["xla:optimized"]["xla_flops"] == pytest.approx(attention.xla_result.cost["flops"])
+    assert rows["jaxpr"]["ops"] is None  # not a module: null, as JSON has no NaN

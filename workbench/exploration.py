@@ -473,11 +473,15 @@ class Exploration:
     # -- saving and sharing --------------------------------------------------------------------------
     def save(self, path, arrays: bool = False):
         """Write this Exploration to ``path`` (a ``.hlox`` file: a zip of JSON and the stage texts,
-        never code): every stage, the spec, XLA's passes and analyses, the runs made so far and the
-        example arguments' shapes and dtypes (their values too with ``arrays``). ``wb.load`` reads
-        it back. Written to a temporary file and renamed, so a crash mid-save leaves an older file
-        whole. Returns the path."""
-        return save_exploration(self, path, arrays=arrays)
+        never code): every stage, the spec, XLA's passes and analyses, the cost table, the runs made
+        so far and the example arguments' shapes and dtypes (their values too with ``arrays``).
+        ``wb.load`` reads it back. Written to a temporary file and renamed, so a crash mid-save
+        leaves an older file whole. Returns the path."""
+        try:
+            cost = cost_table(self)  # for viewers without a kernel (the JupyterLab extension)
+        except Exception:  # noqa: BLE001 -- a table that cannot be made must not stop the save
+            cost = None
+        return save_exploration(self, path, arrays=arrays, cost=cost)
 
     def report(self, path, graph=None):
         """Write one self-contained HTML file (no network access, JS and CSS inlined) with the

@@ -7,8 +7,9 @@ stored, as it is compressed already; the others are deflated):
                     (pipeline, pattern options and toggles, XLA options, device), one entry per stage
                     (name, group, pass string, parent, changed, seconds, cached, error, and the hashes
                     of its text and of its text with locations), XLA's passes and analyses, the runs
-                    made so far, the example arguments' shapes and dtypes, and where each distinct
-                    text lies in ``texts.zst``
+                    made so far, the example arguments' shapes and dtypes, the cost table (``cost``:
+                    columns and rows, for viewers without a kernel), and where each distinct text
+                    lies in ``texts.zst``
     texts.zst       one zstd frame: every distinct text once, concatenated as UTF-8. An unchanged
                     stage names its parent's text, and one frame with long-distance matching lets a
                     pass's module refer to the last pass's (consecutive XLA stages differ in few lines)
@@ -41,7 +42,7 @@ from ..stages import Loaded, Spec, Stage
 from .build import Built, XlaStages
 from .xla import XlaResult
 
-__all__ = ["FORMAT", "SUFFIX", "save_exploration", "load_exploration", "versions"]
+__all__ = ["FORMAT", "SUFFIX", "save_exploration", "load_exploration", "versions", "table_json"]
 
 FORMAT = 1  # the manifest's "format": bump it when a reader of this version could misread a new file
 SUFFIX = ".hlox"
@@ -154,8 +155,35 @@ def _xla_json(ex) -> dict | None:
             "memory": r.memory, "warnings": list(r.warnings)}
 
 
-def save_exploration(ex, path, arrays: bool = False) -> Path:
+def table_json(df) -> dict | None:
+    """A DataFrame as ``{"columns": [...], "rows": [[...], ...]}``, JSON-safe: NaN and NA are null,
+    numpy numbers plain ones (what a viewer without a kernel reads)."""
+    if df is None:
+        return None
+    import math
+
+    def cell(v):
+        if v is None:
+            return None
+        if hasattr(v, "item"):  # numpy scalars
+            v = v.item()
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        try:
+            import pandas as pd
+
+            if pd.isna(v):
+                return None
+        except (TypeError, ValueError):
+            pass
+        return v if isinstance(v, (bool, int, float, str)) else str(v)
+
+    return {"columns": [str(c) for c in df.columns], "rows": [[cell(v) for v in row] for row in df.itertuples(index=False)]}
+
+
+def save_exploration(ex, path, arrays: bool = False, cost=None) -> Path:
     """Write ``ex`` to ``path`` as a ``.hlox`` file (see the module docstring); returns the path.
+    ``cost``: the cost table (a DataFrame) to store for viewers without a kernel.
 
     Every stage is computed first (XLA's too). Nothing touches ``path`` until the whole file is
     written: it is written next to it under a temporary name, then renamed over it."""
@@ -187,6 +215,7 @@ def save_exploration(ex, path, arrays: bool = False) -> Path:
         "xla": _xla_json(ex), "args": _avals(ex), "arrays": bool(arrays),
         "runs": [_run_json(r, k, array_data) for k, r in enumerate(ex.runs)],
         "texts": index, "texts_bytes": len(blob), "texts_sha256": hashlib.sha256(blob).hexdigest(),
+        "cost": table_json(cost),  # ex.cost(), for viewers without a kernel; wb.load recomputes its own
     }
     if arrays:
         for i, a in enumerate(_arg_values(ex)):

@@ -30,15 +30,16 @@ def _costs(key: str, text: str) -> tuple[ModuleCost | None, dict | None, str]:
     return mc, xla_cost(text), ""
 
 
-def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = True):
+def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = True, stages=None):
     """One row per stage: op counts (total and per dialect), analytic flops/transcendentals/bytes
     (loops multiplied by their trip counts where readable, ``loop_multiplied``), XLA's numbers for
     the same module (``xla_*``, loop bodies once), seconds; memory analysis on ``xla:optimized``;
-    with ``device`` (a key of ``PEAKS``) roofline times too."""
+    with ``device`` (a key of ``PEAKS``) roofline times too. ``stages``: only these (default: all)."""
     rows = []
     dialects: set[str] = set()
-    hlo = _hlo_costs([s for s in ex.stages if s.group == "xla" and not s.error]) if xla else {}
-    for s in ex.stages:
+    stages = ex.stages if stages is None else list(stages)
+    hlo = _hlo_costs([s for s in stages if s.group == "xla" and not s.error]) if xla else {}
+    for s in stages:
         row = {"stage": s.name, "group": s.group, "seconds": s.seconds}
         if s.is_module:
             mc, x, err = _costs(text_hash(s.text), s.text)
@@ -66,8 +67,8 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
                            xla_transcendentals=a.get("transcendentals", 0.0),
                            xla_bytes=None if unknown else a.get("bytes accessed", 0.0),
                            note="XLA's analysis of this HLO" + ("; flops and bytes unknown: custom calls" if unknown else ""))
-        xla_result = ex.xla_result
-        if s.name == "xla:optimized" and xla_result is not None:
+        xla_result = ex.xla_result if s.name == "xla:optimized" else None  # (reading it waits for XLA)
+        if xla_result is not None:
             c = xla_result.cost
             unknown = has_custom_calls(s.text)  # XLA sums -1 for each custom call into flops and bytes
             row.update(xla_flops=None if unknown else c.get("flops"), xla_transcendentals=c.get("transcendentals"),

@@ -35,8 +35,10 @@ from html import escape
 from importlib import metadata
 from typing import Any, Sequence
 
+from ...analysis.cost import cost_table
 from ...exploration import Exploration
 from ...ir.ops import op_counts
+from ...pipeline.saved import table_json
 from ...stages import Stage
 from ..text import short_pass
 
@@ -180,6 +182,7 @@ def exploration_json(ex: Exploration, left: str | None = None, right: str | None
         "stages": [_row(s) for s in stages],
         "shown": {"left": left, "right": right},
         "ops_delta": _ops_delta(by_name.get(left), by_name.get(right)),
+        "cost": _cost(ex, [by_name[n] for n in dict.fromkeys((left, right)) if n in by_name]),
         "caps": {"text_bytes": TEXT_BYTES, "total_bytes": TOTAL_BYTES},
         "texts": {},
     }
@@ -191,6 +194,15 @@ def exploration_json(ex: Exploration, left: str | None = None, right: str | None
         if size <= TOTAL_BYTES or limit == 0:
             return data
         limit = max(0, int(limit * TOTAL_BYTES / size) - 1000)
+
+
+def _cost(ex: Exploration, shown: Sequence[Stage]) -> dict | None:
+    """The cost table's rows for the stages shown (the analytic model's; XLA's numbers are left to
+    the live panel, as they take a compile per stage), as columns and rows; None if it fails."""
+    try:
+        return table_json(cost_table(ex, xla=False, stages=shown))
+    except Exception:  # noqa: BLE001 -- the saved view goes without a cost table rather than fail
+        return None
 
 
 # -- text/html ---------------------------------------------------------------------------------------
