@@ -96,9 +96,10 @@ def test_the_manifest_holds_enough_to_rerun(attention, saved_file):
 
 
 def test_without_arrays_the_shapes_remain_and_a_run_uses_seeded_ones(attention, tmp_path):
-    path = attention.save(tmp_path / "a.hlox")
+    path = attention.save(tmp_path / "a.hlox", cost=False)
     with zipfile.ZipFile(path) as z:
         assert "arrays.npz" not in z.namelist()
+        assert json.loads(z.read("manifest.json"))["cost"] is None  # cost=False: no table stored
     ex = wb.load(path)
     assert ex.runs[0].outputs is None and ex.runs[0].check.passed
     r = ex.run(repeat=1)
