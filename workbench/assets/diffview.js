@@ -529,4 +529,124 @@ function render({ model, el }) {
   };
 }
 
+// ---- a line diff, for a pair the workbench did not diff ------------------------------------------
+// Used by the offline report (report.js) and the JupyterLab extension's kernel-free views.
+const LINE_KIND = { equal: 0, changed: 1, deleted: 2, inserted: 3 };
+const MAX_D = 1000; // Myers gives up on a gap with more edits than this: its lines are deleted + inserted
+// Lines are aligned by their text with value names blanked (an op removed early renumbers every
+// later value), then patience anchors (lines unique on both sides) and Myers' O(ND) between them.
+// Aligned lines whose text differs are "changed"; the rest are deleted or inserted.
+const NAME = /%([A-Za-z_\-]*)[\w.$#:\-]*/g;
+const template = (line) => line.replace(NAME, "%$1");
+
+function lis(cands) {
+  // The longest run of candidates [i, j] (ordered by i) whose j increase too.
+  const tails = [], prev = new Int32Array(cands.length);
+  for (let c = 0; c < cands.length; c++) {
+    let lo = 0, hi = tails.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cands[tails[mid]][1] < cands[c][1]) lo = mid + 1;
+      else hi = mid;
+    }
+    prev[c] = lo ? tails[lo - 1] : -1;
+    tails[lo] = c;
+  }
+  const out = [];
+  for (let c = tails.length ? tails[tails.length - 1] : -1; c >= 0; c = prev[c]) out.push(cands[c]);
+  return out.reverse();
+}
+
+function anchors(x, y, a0, a1, b0, b1) {
+  const inX = new Map(), inY = new Map();
+  for (let i = a0; i < a1; i++) inX.set(x[i], inX.has(x[i]) ? -1 : i);
+  for (let j = b0; j < b1; j++) inY.set(y[j], inY.has(y[j]) ? -1 : j);
+  const cands = [];
+  for (let i = a0; i < a1; i++) {
+    if (inX.get(x[i]) !== i) continue;
+    const j = inY.get(x[i]);
+    if (j !== undefined && j >= 0) cands.push([i, j]);
+  }
+  return lis(cands);
+}
+
+function myers(x, y, a0, a1, b0, b1, out) {
+  const n = a1 - a0, m = b1 - b0, max = Math.min(n + m, MAX_D), off = max + 1;
+  const v = new Int32Array(2 * max + 3), trace = [];
+  let found = -1;
+  for (let d = 0; d <= max && found < 0; d++) {
+    trace.push(v.slice(off - d - 1, off + d + 2));
+    for (let k = -d; k <= d; k += 2) {
+      let i = k === -d || (k !== d && v[off + k - 1] < v[off + k + 1]) ? v[off + k + 1] : v[off + k - 1] + 1;
+      let j = i - k;
+      while (i < n && j < m && x[a0 + i] === y[b0 + j]) { i++; j++; }
+      v[off + k] = i;
+      if (i >= n && j >= m) { found = d; break; }
+    }
+  }
+  if (found < 0) return; // too far apart: nothing aligned in this gap
+  const pairs = [];
+  let i = n, j = m;
+  for (let d = found; d > 0; d--) {
+    const prevV = trace[d], get = (k) => prevV[k + d + 1];
+    const k = i - j;
+    const pk = k === -d || (k !== d && get(k - 1) < get(k + 1)) ? k + 1 : k - 1;
+    const pi = get(pk), pj = pi - pk;
+    while (i > pi && j > pj) pairs.push(--i, --j);
+    i = pi;
+    j = pj;
+  }
+  while (i > 0 && j > 0) pairs.push(--i, --j);
+  for (let t = pairs.length - 2; t >= 0; t -= 2) out.push(a0 + pairs[t], b0 + pairs[t + 1]);
+}
+
+function align(x, y, a0, a1, b0, b1, out) {
+  while (a0 < a1 && b0 < b1 && x[a0] === y[b0]) out.push(a0++, b0++);
+  let s = 0;
+  while (a1 - s > a0 && b1 - s > b0 && x[a1 - 1 - s] === y[b1 - 1 - s]) s++;
+  const ea = a1 - s, eb = b1 - s;
+  if (ea > a0 && eb > b0) {
+    const anchored = anchors(x, y, a0, ea, b0, eb);
+    if (anchored.length) {
+      let pa = a0, pb = b0;
+      for (const [i, j] of anchored) {
+        align(x, y, pa, i, pb, j, out);
+        out.push(i, j);
+        pa = i + 1;
+        pb = j + 1;
+      }
+      align(x, y, pa, ea, pb, eb, out);
+    } else myers(x, y, a0, ea, b0, eb, out);
+  }
+  for (let t = 0; t < s; t++) out.push(ea + t, eb + t);
+}
+
+// Rows (before line, after line, kind) for two lists of lines, as the diff viewer reads them.
+export function lineDiff(B, A) {
+  const ids = new Map();
+  const id = (line) => {
+    const key = template(line);
+    let v = ids.get(key);
+    if (v === undefined) ids.set(key, (v = ids.size));
+    return v;
+  };
+  const x = Int32Array.from(B, id), y = Int32Array.from(A, id);
+  const pairs = [];
+  align(x, y, 0, x.length, 0, y.length, pairs);
+  const rows = [];
+  let i = 0, j = 0;
+  const upTo = (pi, pj) => {
+    while (i < pi) rows.push(i++, -1, LINE_KIND.deleted);
+    while (j < pj) rows.push(-1, j++, LINE_KIND.inserted);
+  };
+  for (let p = 0; p < pairs.length; p += 2) {
+    upTo(pairs[p], pairs[p + 1]);
+    rows.push(i, j, B[i] === A[j] ? LINE_KIND.equal : LINE_KIND.changed);
+    i++;
+    j++;
+  }
+  upTo(B.length, A.length);
+  return Int32Array.from(rows);
+}
+
 export default { render };

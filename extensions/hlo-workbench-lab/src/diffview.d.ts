@@ -14,6 +14,9 @@ declare module '*/workbench/assets/diffview.js' {
   export function toHtml(tokens: Token[], from?: number, to?: number): string;
   export function changedRange(a: Token[], b: Token[]): [number, number, number];
 
+  /** Rows (before line, after line, kind) for two lists of lines: a line diff, value names blanked. */
+  export function lineDiff(before: string[], after: string[]): Int32Array;
+
   const widget: { render(props: { model: unknown; el: HTMLElement }): unknown };
   export default widget;
 }

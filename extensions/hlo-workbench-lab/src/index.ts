@@ -7,10 +7,13 @@ import {
 } from '@jupyterlab/application';
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 
+import { bundleRenderer } from './bundle';
 import { FILE_TYPES } from './filetypes';
+import { hloxViewer } from './hlox';
 import { mlir } from './language';
 
 export { FILE_TYPES } from './filetypes';
+export { bundleView, hloxView, readHlox, diffPair } from './exploration';
 export { mlir, mlirLanguage, TOKEN_TAGS, cssClass } from './language';
 
 /** .mlir, .stablehlo and .hlo files: known to the file browser, highlighted in the editor. */
@@ -41,5 +44,5 @@ const programText: JupyterFrontEndPlugin<void> = {
   }
 };
 
-const plugins: JupyterFrontEndPlugin<any>[] = [programText];
+const plugins: JupyterFrontEndPlugin<any>[] = [programText, hloxViewer, bundleRenderer];
 export default plugins;

@@ -1,0 +1,189 @@
+// The kernel-free renderer of the `application/vnd.hlo-workbench.exploration+json` bundle that a %%hlo
+// output carries next to the live panel's widget view (`application/vnd.jupyter.widget-view+json`).
+//
+// Which one shows: JupyterLab renders an output with the factory of lowest rank among its MIME types.
+// @jupyter-widgets/jupyterlab-manager (8.x) registers its WidgetRenderer at rank -10, per notebook,
+// once the notebook's widget manager exists; that renderer says "Error displaying widget: model not
+// found" when the manager (restored from the kernel, or from the notebook's saved widget state) has no
+// model of that id. This renderer ranks -20, so it gets the output first, and then:
+//  - the output is trusted and the notebook's widget manager has the model (a live kernel made it, or
+//    it was restored): it renders the notebook's own WidgetRenderer, i.e. the live panel;
+//  - otherwise (no kernel, a kernel that does not know the panel, no widget state saved): the saved view
+//    (view.ts) of the bundle, and if the manager restores the model later (a reconnected kernel), the
+//    live panel replaces it.
+// The manager is read from the notebook's WidgetRenderer (its manager promise) and asked has_model(id),
+// the public API of @jupyter-widgets/base-manager. Without that promise (another widgets version) the
+// WidgetRenderer is rendered off the page and its outcome read: anything but "model not found" shows.
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Panel, Widget } from '@lumino/widgets';
+
+import { BUNDLE_MIME, WIDGET_MIME, bundleView } from './exploration';
+import { ExplorationWidget, errorNode } from './view';
+
+export const RANK = -20; // below the widget renderer's -10
+
+const sleep = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms));
+/** `p`'s value, or null if it takes longer than `ms`. */
+function within<T>(p: Promise<T>, ms: number): Promise<T | null> {
+  return Promise.race([p, sleep(ms).then(() => null)]);
+}
+
+interface IWidgetManagerLike {
+  has_model(id: string): boolean;
+  restoredStatus?: boolean;
+  restored?: { connect(f: () => void, thisArg?: unknown): boolean; disconnect(f: () => void, thisArg?: unknown): boolean };
+}
+
+export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
+  private options: IRenderMime.IRendererOptions;
+  private shown: 'none' | 'saved' | 'live' = 'none';
+  private unwatch: (() => void) | null = null;
+
+  constructor(options: IRenderMime.IRendererOptions) {
+    super();
+    this.options = options;
+    this.addClass('hwb-bundle');
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this.unwatch?.();
+    this.unwatch = null;
+    const id = (model.data[WIDGET_MIME] as any)?.model_id;
+    if (typeof id === 'string' && id && model.trusted) {
+      const rendermime = await this.rendermime();
+      if (rendermime && (await this.tryLive(rendermime, id, model, 400))) return;
+      this.showSaved(model);
+      if (rendermime) void this.watch(rendermime, id, model);
+      return;
+    }
+    this.showSaved(model);
+  }
+
+  dispose(): void {
+    this.unwatch?.();
+    super.dispose();
+  }
+
+  /** The registry of the output area this renderer sits in (the notebook's: it has the widget renderer
+   * bound to the notebook's widget manager). */
+  private async rendermime(): Promise<IRenderMimeRegistry | null> {
+    for (let k = 0; k < 200 && !this.isDisposed; k++) {
+      for (let w: Widget | null = this.parent; w; w = w.parent) {
+        const rm = (w as any).rendermime;
+        if (rm && typeof rm.getFactory === 'function') return rm as IRenderMimeRegistry;
+      }
+      if (this.parent && this.isAttached) return null; // in the page, in no output area
+      await sleep(k < 20 ? 0 : 50);
+    }
+    return null;
+  }
+
+  /** The widget renderer of `rendermime` and its manager (null: not bound to a manager yet; undefined:
+   * the renderer has no manager promise to read). */
+  private async managed(rendermime: IRenderMimeRegistry, wait: number) {
+    const factory = rendermime.getFactory(WIDGET_MIME);
+    if (!factory) return null;
+    const renderer = factory.createRenderer({ ...this.options, mimeType: WIDGET_MIME }) as IRenderMime.IRenderer;
+    const promise = (renderer as any)._manager?.promise as Promise<IWidgetManagerLike> | undefined;
+    const manager = promise ? await within(promise, wait) : undefined;
+    return { renderer, manager };
+  }
+
+  /** Shows the live panel if the notebook's widget manager has model `id`; whether it did. */
+  private async tryLive(rendermime: IRenderMimeRegistry, id: string, model: IRenderMime.IMimeModel,
+    wait: number): Promise<boolean> {
+    const got = await this.managed(rendermime, wait);
+    if (!got) return false;
+    const { renderer, manager } = got;
+    if (manager === undefined) {
+      // no manager promise to ask: render it off the page and read what it says
+      await renderer.renderModel(model);
+      if (this.isDisposed || /model not found|Loading widget/.test(renderer.node.textContent ?? '')) {
+        renderer.dispose();
+        return false;
+      }
+      this.showLive(renderer);
+      return true;
+    }
+    if (!manager || typeof manager.has_model !== 'function' || !manager.has_model(id)) {
+      renderer.dispose();
+      return false;
+    }
+    this.showLive(renderer);
+    await renderer.renderModel(model);
+    return true;
+  }
+
+  /** After the saved view: the live panel when the widget manager comes to have the model (a notebook
+   * whose manager was not ready yet, a kernel whose widgets are restored). */
+  private async watch(rendermime: IRenderMimeRegistry, id: string, model: IRenderMime.IMimeModel): Promise<void> {
+    let stop = false;
+    this.unwatch = () => { stop = true; };
+    for (let k = 0; k < 120 && !stop && !this.isDisposed; k++) {
+      const got = await this.managed(rendermime, 1000);
+      if (stop || this.isDisposed || !got) return;
+      const { renderer, manager } = got;
+      renderer.dispose();
+      if (manager === undefined) return; // cannot tell: the saved view stays
+      if (manager && typeof manager.has_model === 'function') {
+        if (manager.has_model(id)) {
+          await this.tryLive(rendermime, id, model, 1000);
+          return;
+        }
+        const restored = manager.restored;
+        if (!restored) return;
+        const check = () => {
+          if (manager.has_model(id)) {
+            restored.disconnect(check);
+            void this.tryLive(rendermime, id, model, 1000);
+          }
+        };
+        restored.connect(check);
+        this.unwatch = () => restored.disconnect(check);
+        return;
+      }
+      await sleep(500);
+    }
+  }
+
+  private clear(): void {
+    for (const w of [...this.widgets]) w.dispose();
+    this.node.textContent = '';
+  }
+
+  private showLive(renderer: IRenderMime.IRenderer): void {
+    this.clear();
+    this.addWidget(renderer);
+    this.shown = 'live';
+    this.node.dataset.shown = 'live';
+  }
+
+  private showSaved(model: IRenderMime.IMimeModel): void {
+    if (this.shown === 'saved') return;
+    this.clear();
+    try {
+      this.addWidget(new ExplorationWidget(bundleView(model.data[BUNDLE_MIME]), { height: 420 }));
+    } catch (err) {
+      this.node.append(errorNode(`hlo-workbench: this output cannot be shown: ${(err as Error).message}`));
+    }
+    this.shown = 'saved';
+    this.node.dataset.shown = 'saved';
+  }
+}
+
+export const bundleRenderer: JupyterFrontEndPlugin<void> = {
+  id: 'hlo-workbench-lab:exploration-renderer',
+  description: 'Shows a %%hlo output without its kernel: stage list, diff of the stages shown, cost table.',
+  autoStart: true,
+  requires: [IRenderMimeRegistry],
+  activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry) => {
+    rendermime.addFactory({
+      safe: true, // it shows text only; the live panel it hands over to is shown for trusted outputs only
+      mimeTypes: [BUNDLE_MIME],
+      defaultRank: RANK,
+      createRenderer: options => new BundleRenderer(options)
+    }, RANK);
+  }
+};

@@ -1,0 +1,82 @@
+// The .hlox viewer: a document widget factory, the default for double-clicking a .hlox file, that reads
+// the file in the page (base64 through the contents API, unzipped and zstd-decoded by exploration.ts)
+// and shows its stage list, any two stages' diff and the cost table. It starts no kernel.
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ABCWidgetFactory, DocumentRegistry, DocumentWidget, IDocumentWidget } from '@jupyterlab/docregistry';
+import { Widget } from '@lumino/widgets';
+
+import { fromBase64, hloxView, readHlox } from './exploration';
+import { ExplorationWidget, errorNode } from './view';
+
+export const HLOX_FILE_TYPE = 'hlox';
+export const HLOX_FACTORY = 'HLO Workbench exploration';
+
+/** The document's content: waits for the file, then shows it (or why it cannot). */
+class HloxContent extends Widget {
+  constructor(context: DocumentRegistry.Context) {
+    super();
+    this.addClass('hwb-hlox');
+    this.node.textContent = 'reading the saved exploration\u2026';
+    void context.ready.then(() => {
+      this.load(context.model.toString());
+      context.model.contentChanged.connect(() => this.load(context.model.toString()));
+    });
+  }
+
+  private view: ExplorationWidget | null = null;
+
+  private load(base64: string): void {
+    this.view?.dispose();
+    this.view = null;
+    this.node.textContent = '';
+    try {
+      const view = new ExplorationWidget(hloxView(readHlox(fromBase64(base64))), { height: 560 });
+      this.view = view;
+      Widget.attach(view, this.node);
+      this.node.dataset.ready = '1';
+    } catch (err) {
+      this.node.append(errorNode(`This .hlox file cannot be shown: ${(err as Error).message}`));
+      this.node.dataset.ready = 'error';
+    }
+  }
+
+  dispose(): void {
+    this.view?.dispose();
+    super.dispose();
+  }
+}
+
+class HloxFactory extends ABCWidgetFactory<IDocumentWidget<HloxContent>> {
+  protected createNewWidget(context: DocumentRegistry.Context): IDocumentWidget<HloxContent> {
+    const widget = new DocumentWidget({ content: new HloxContent(context), context });
+    widget.addClass('hwb-hlox-document');
+    widget.title.iconClass = 'jp-MaterialIcon jp-FileIcon';
+    return widget;
+  }
+}
+
+export const hloxViewer: JupyterFrontEndPlugin<void> = {
+  id: 'hlo-workbench-lab:hlox-viewer',
+  description: 'Opens saved explorations (.hlox) in a tab of their own: stage list, diff and cost, no kernel.',
+  autoStart: true,
+  activate: (app: JupyterFrontEnd) => {
+    app.docRegistry.addFileType({
+      name: HLOX_FILE_TYPE,
+      displayName: 'HLO Workbench exploration',
+      extensions: ['.hlox'],
+      mimeTypes: ['application/x-hlo-workbench-exploration'],
+      fileFormat: 'base64',
+      contentType: 'file'
+    });
+    app.docRegistry.addWidgetFactory(new HloxFactory({
+      name: HLOX_FACTORY,
+      label: 'HLO Workbench exploration',
+      modelName: 'base64',
+      fileTypes: [HLOX_FILE_TYPE],
+      defaultFor: [HLOX_FILE_TYPE],
+      readOnly: true,
+      preferKernel: false,
+      canStartKernel: false
+    }));
+  }
+};
