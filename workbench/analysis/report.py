@@ -28,12 +28,9 @@ import hashlib
 import html
 import io
 import json
-import math
 import numbers
-import os
 import platform
 import re
-import tempfile
 import xml.etree.ElementTree as ET
 from importlib import metadata
 from pathlib import Path
@@ -41,6 +38,8 @@ from pathlib import Path
 from .cost import cost_table, plot_cost
 from .diff import diff_texts, normalize
 from .graph import stage_graph
+from .numbers import num
+from ..pipeline.saved import write_replacing
 from ..stages import Stage
 
 __all__ = ["render_report", "write_report", "render_diff_page", "write_diff_page"]
@@ -73,22 +72,7 @@ def write_diff_page(before: str, after: str, before_name: str, after_name: str, 
 
 
 def _write(path: Path, page: str) -> Path:
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(page)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    return write_replacing(path, lambda f: f.write(page.encode("utf-8")), mode=0o644)
 
 
 def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS) -> str:
@@ -292,22 +276,6 @@ def _pairs_note(pairs) -> str:
 
 
 # -- numbers and tables -------------------------------------------------------------------------------
-def _num(x, digits: int = 3) -> str:
-    """A number as the panel writes it: ``digits`` significant digits, scientific below 1e-3 and from 1e6."""
-    if isinstance(x, bool):
-        return str(x)
-    x = float(x)
-    if math.isnan(x):
-        return ""
-    if x == 0:
-        return "0"
-    if math.isinf(x) or not 1e-3 <= abs(x) < 1e6:
-        return f"{x:.{digits - 1}e}"
-    if x.is_integer():
-        return str(int(x))
-    return f"{x:.{max(0, digits - 1 - math.floor(math.log10(abs(x))))}f}"
-
-
 def _cell(v) -> tuple[str, bool]:
     """(escaped text, numeric) of one table cell; missing values blank."""
     if isinstance(v, _Html):
@@ -322,7 +290,7 @@ def _cell(v) -> tuple[str, bool]:
     except (TypeError, ValueError):
         pass
     if isinstance(v, numbers.Number) and not isinstance(v, (bool, complex)):
-        return _num(v), True
+        return num(v), True
     return _esc(v), False
 
 
@@ -398,7 +366,7 @@ def _header(ex, stages) -> str:
 def _stage_table(stages) -> str:
     rows, attrs = [], []
     for k, s in enumerate(stages):
-        ms = "" if s.seconds is None else _num(s.seconds * 1e3) + (" (cached)" if s.cached else "")
+        ms = "" if s.seconds is None else num(s.seconds * 1e3) + (" (cached)" if s.cached else "")
         error = _Html(f'<details open class="wb-error"><summary>failed</summary><pre>{_esc(s.error)}</pre></details>'
                       if s.error else "")
         name = _Html(f'<span class="wb-name"><code>{_esc(s.name)}</code></span>')

@@ -35,6 +35,7 @@ import tempfile
 import zipfile
 from concurrent.futures import Future
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 from ..errors import SavedFileError, StageError
 from ..options import PatternOptions, PatternSelection
@@ -42,7 +43,8 @@ from ..stages import Loaded, Spec, Stage
 from .build import Built, XlaStages
 from .xla import XlaResult
 
-__all__ = ["FORMAT", "SUFFIX", "save_exploration", "load_exploration", "versions", "table_json"]
+__all__ = ["FORMAT", "SUFFIX", "save_exploration", "load_exploration", "versions", "table_json",
+           "write_replacing"]
 
 FORMAT = 1  # the manifest's "format": bump it when a reader of this version could misread a new file
 SUFFIX = ".hlox"
@@ -223,29 +225,26 @@ def save_exploration(ex, path, arrays: bool = False, cost=None) -> Path:
     return _write_atomically(path, manifest, packed, array_data)
 
 
-def _write_atomically(path: Path, manifest: dict, packed: bytes, array_data: dict | None) -> Path:
-    import numpy as np
-
+def write_replacing(path: Path, write: Callable[[BinaryIO], None], mode: int | None = None,
+                    cannot_open: Callable[[OSError], BaseException] | None = None) -> Path:
+    """Write ``path``'s new content with ``write(file)`` into a temporary file in the same folder,
+    then rename it over ``path`` (``mode``: its permissions, else mkstemp's 0600); if anything
+    raises, the temporary file goes and ``path`` stays as it was. ``cannot_open(error)`` is raised
+    instead when the temporary file cannot be made. Returns the path."""
     folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise SavedFileError(path, f"cannot save: the folder {str(folder)!r} does not exist")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as e:
-        raise SavedFileError(path, f"cannot save into {str(folder)!r}: {e.strerror or e}") from None
+        if cannot_open is None:
+            raise
+        raise cannot_open(e) from None
     try:
         with os.fdopen(fd, "wb") as f:
-            with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
-                # the manifest repeats the long pattern-list pass strings: deflate takes them down
-                z.writestr("manifest.json", json.dumps(manifest, separators=(",", ":"), allow_nan=True),
-                           compress_type=zipfile.ZIP_DEFLATED)
-                z.writestr("texts.zst", packed)
-                if array_data is not None:
-                    buf = io.BytesIO()
-                    np.savez(buf, **array_data)
-                    z.writestr("arrays.npz", buf.getvalue(), compress_type=zipfile.ZIP_DEFLATED)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -254,6 +253,28 @@ def _write_atomically(path: Path, manifest: dict, packed: bytes, array_data: dic
             pass
         raise
     return path
+
+
+def _write_atomically(path: Path, manifest: dict, packed: bytes, array_data: dict | None) -> Path:
+    import numpy as np
+
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise SavedFileError(path, f"cannot save: the folder {str(folder)!r} does not exist")
+
+    def write(f: BinaryIO) -> None:
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
+            # the manifest repeats the long pattern-list pass strings: deflate takes them down
+            z.writestr("manifest.json", json.dumps(manifest, separators=(",", ":"), allow_nan=True),
+                       compress_type=zipfile.ZIP_DEFLATED)
+            z.writestr("texts.zst", packed)
+            if array_data is not None:
+                buf = io.BytesIO()
+                np.savez(buf, **array_data)
+                z.writestr("arrays.npz", buf.getvalue(), compress_type=zipfile.ZIP_DEFLATED)
+
+    return write_replacing(path, write, cannot_open=lambda e: SavedFileError(
+        path, f"cannot save into {str(folder)!r}: {e.strerror or e}"))
 
 
 # -- reading ------------------------------------------------------------------------------------------

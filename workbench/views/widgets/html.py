@@ -4,12 +4,12 @@ with every piece of text escaped. The class names are those of ``panel.css``.
 """
 from __future__ import annotations
 
-import math
 import numbers
 from html import escape
 from typing import Collection, Sequence
 
 from ...analysis.diff import Diff
+from ...analysis.numbers import num
 from ...exploration import Exploration
 from ...stages import Stage
 
@@ -24,23 +24,6 @@ _COST_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes", "
 
 def esc(x) -> str:
     return escape(str(x))
-
-
-def num(x, digits: int = 3) -> str:
-    """A number as the panel writes it: ``digits`` significant digits, scientific notation when
-    |x| < 1e-3 or |x| >= 1e6 (so 3.06e-07 never reads 0.0), whole numbers without a fraction, exact 0 as 0."""
-    if isinstance(x, bool):
-        return str(x)
-    x = float(x)
-    if math.isnan(x):
-        return ""
-    if x == 0:
-        return "0"
-    if math.isinf(x) or not 1e-3 <= abs(x) < 1e6:
-        return f"{x:.{digits - 1}e}"
-    if x.is_integer():
-        return str(int(x))
-    return f"{x:.{max(0, digits - 1 - math.floor(math.log10(abs(x))))}f}"
 
 
 def cell(v, digits: int = 3) -> str:
