@@ -201,13 +201,7 @@ class HloMagics(Magics):
             raise TraceFailed(_trace_failure(self.shell, e)) from None
         except WorkbenchError as e:
             raise UsageError(f"{magic}: {str(e).rstrip()}") from None
-        self.shell.user_ns["_hlo"] = ex
-        if opts.output:
-            self.shell.user_ns[opts.output] = ex
-        try:
-            _show_panel(ex, view, opts.output or "_hlo")
-        except WorkbenchError as e:
-            raise UsageError(f"{magic}: {e} (the Exploration is stored as _hlo)") from None
+        self._store_and_show(ex, opts, view, magic)
 
     @magic_arguments.magic_arguments()
     @_shared_options
@@ -235,13 +229,17 @@ class HloMagics(Magics):
             if isinstance(e, MlirSyntaxError) and e.line:  # the cell shows the %%mlir line as its line 1
                 where = f"\n(line {e.line} of the module is line {e.line + 1} of the cell)"
             raise MagicFailure(f"hlo-workbench: %%mlir: {str(e).rstrip()}{where}") from None
+        self._store_and_show(ex, opts, view, "%%mlir")
+
+    def _store_and_show(self, ex: Exploration, opts, view: View, magic: str) -> None:
+        """Store the Exploration as ``_hlo`` (and ``-o NAME``), then show it: what both magics end with."""
         self.shell.user_ns["_hlo"] = ex
         if opts.output:
             self.shell.user_ns[opts.output] = ex
         try:
             _show_panel(ex, view, opts.output or "_hlo")
         except WorkbenchError as e:
-            raise UsageError(f"%%mlir: {e} (the Exploration is stored as _hlo)") from None
+            raise UsageError(f"{magic}: {e} (the Exploration is stored as _hlo)") from None
 
     # -- running the user's code -------------------------------------------------------------------
     def _run_cell_body(self, cell: str, line: str = "") -> Call:
