@@ -4,6 +4,7 @@ A user runs a ``%%hlo`` cell, picks two stages, switches a pattern off, runs a s
 and a 50,000-line module scrolls in the diff view (render and frame times are printed, never
 asserted). Screenshots go to the test's tmp dir and to test-output/ for a person to look at.
 """
+import contextlib
 import json
 import os
 import pathlib
@@ -135,6 +136,14 @@ def lab(tmp_path_factory):
     _notebook(root / "graph.ipynb", GRAPH_PANEL)
     _notebook(root / "analyze.ipynb", "%load_ext workbench\nimport jax.numpy as jnp", TRANSPOSES)
     _notebook(root / "speculative.ipynb", "%load_ext workbench\nimport workbench.examples.attention as att", ATTENTION)
+    with serve_lab(home, root) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def serve_lab(home: pathlib.Path, root: pathlib.Path):
+    """JupyterLab serving ``root`` on a free localhost port, with its config, data and settings dirs under
+    ``home``; yields its base URL, token, root and log file, and shuts it (and its kernels) down after."""
     settings = home / "settings"
     # no "official Jupyter news?" toast over the panel
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
@@ -166,7 +175,7 @@ def lab(tmp_path_factory):
             if time.monotonic() > deadline:
                 pytest.fail(f"jupyter lab did not answer in 90 s:\n{(home / 'server.log').read_text()}")
             time.sleep(0.3)
-        yield {"base": base, "token": token, "root": root}
+        yield {"base": base, "token": token, "root": root, "log": home / "server.log"}
     finally:
         try:  # the server shuts its kernels down with it
             req = urllib.request.Request(f"{base}/api/shutdown", method="POST",

@@ -4,29 +4,22 @@ an .hlo file in JupyterLab's editor, highlighted with the diff view's token clas
 
 scripts/setup.sh installs Node.js, runs `npm ci` and builds the extension; these tests use what it made.
 """
-import json
 import os
 import pathlib
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
-import uuid
 
 import pytest
+
+from test_browser import browser, chromium, serve_lab  # noqa: F401 -- fixtures, the lab server
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXT = ROOT / "extensions" / "hlo-workbench-lab"
 FIXTURES = EXT / "test" / "fixtures"
 JUPYTER = pathlib.Path(sys.executable).parent / "jupyter"
-CHROMIUM = "/usr/bin/chromium"
 OUTPUT = ROOT / "test-output"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
 NO_COLOR = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -58,26 +51,7 @@ def test_jupyterlab_lists_the_extension_enabled_and_ok():
     assert "disabled" not in line, line
 
 
-# -- a real browser: JupyterLab on localhost, Debian's chromium, playwright (as tests/test_browser.py) ---------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.fail("chromium is missing: scripts/setup.sh --test installs it (Debian's chromium)")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
+# -- a real browser: JupyterLab on localhost, Debian's chromium, playwright (tests/test_browser.py's) ---------
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server on a free localhost port, with its own config, data and settings dirs, serving a
@@ -87,53 +61,8 @@ def lab(tmp_path_factory):
     root.mkdir()
     shutil.copy(FIXTURES / "attention.enzyme.mlir", root / "attention.mlir")
     shutil.copy(FIXTURES / "attention.xla-optimized.hlo", root / "attention.hlo")
-    settings = home / "settings"
-    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
-    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    port, token = _free_port(), uuid.uuid4().hex
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"),
-               JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
-    log = open(home / "server.log", "w")
-    server = subprocess.Popen(
-        [str(JUPYTER), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         "--LabApp.news_url=", f"--LabApp.user_settings_dir={settings}",
-         f"--LabApp.workspaces_dir={home / 'workspaces'}"] + (["--allow-root"] if os.geteuid() == 0 else []),
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"jupyter lab exited with {server.returncode}:\n{(home / 'server.log').read_text()}")
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"jupyter lab did not answer in 90 s:\n{(home / 'server.log').read_text()}")
-            time.sleep(0.3)
-        yield {"base": base, "token": token, "root": root, "log": home / "server.log"}
-    finally:
-        try:
-            req = urllib.request.Request(f"{base}/api/shutdown", method="POST",
-                                         headers={"Authorization": f"token {token}"})
-            urllib.request.urlopen(req, timeout=10).close()
-            server.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
-        log.close()
+    with serve_lab(home, root) as server:
+        yield server
 
 
 def _open(browser, lab, name: str):

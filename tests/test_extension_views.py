@@ -12,7 +12,7 @@ import urllib.request
 import nbformat
 import pytest
 
-from tests.test_extension import OUTPUT, browser, lab  # noqa: F401 -- its fixtures: chromium, a JupyterLab server
+from tests.test_extension import OUTPUT, browser, chromium, lab  # noqa: F401 -- its fixtures: chromium, a JupyterLab server
 
 pytestmark = pytest.mark.slow
 
