@@ -88,7 +88,8 @@ def big(shell):
 
 # -- the %%hlo output ---------------------------------------------------------------------------------------
 def test_the_hlo_output_carries_the_stage_table_and_the_texts_shown(shell):
-    (data,) = published(shell, TRANSPOSES)
+    # --xla-wait: the output waits for XLA's compile (however busy the machine), so it lists every stage
+    (data,) = published(shell, TRANSPOSES.replace("-o tb", "-o tb --xla-wait 600"))
     ex = shell.user_ns["tb"]
     assert set(data) == {WIDGET, B.MIME, "text/html", "text/plain"}  # one output: the panel and its saved form
     assert data["text/plain"].startswith("pass-toggle panel for Exploration('tb'")
@@ -98,8 +99,7 @@ def test_the_hlo_output_carries_the_stage_table_and_the_texts_shown(shell):
     assert saved["device"] == "cpu:0" and saved["error"] is None
     assert saved["versions"]["jax"] == jax.__version__ and saved["versions"]["jaxlib"] == jaxlib.__version__
     assert saved["versions"]["hlo-workbench"] == wb.__version__ and "enzyme-ad" in saved["versions"]
-    # XLA's compile of this small program ends within the bundle's wait: every stage is listed
-    assert saved["complete"], "XLA's stages did not arrive within the bundle's wait"
+    assert saved["complete"] and ex.xla_ready()
     assert [r["stage"] for r in saved["stages"]] == ex.names
     assert "xla:optimized" in ex.names and "enzyme-hlo-patterns#1" in ex.names
     rows = [{c: r[c] for c in B.COLUMNS} for r in saved["stages"]]
@@ -132,6 +132,44 @@ def test_the_hlo_output_carries_the_stage_table_and_the_texts_shown(shell):
     assert all(f">{name}<" in page or f"<b>{name}</b>" in page for name in ex.names)
     assert "&lt;4x16xf32&gt;" in page and "<4x16xf32>" not in page  # the IR is escaped
     p.close()
+
+
+def test_by_default_the_output_lists_what_is_ready_when_it_shows(shell):
+    """The default wait is short (the panel shows at once): the output lists XLA's stages if their compile
+    ended within it, else the trace and MLIR stages, and says so. Either way it is consistent."""
+    (data,) = published(shell, TRANSPOSES)
+    saved, ex, page = data[B.MIME], shell.user_ns["tb"], data["text/html"]
+    listed = [r["stage"] for r in saved["stages"]]
+    if saved["complete"]:
+        assert listed == ex.names and "xla:optimized" in listed and "still compiling" not in page
+    else:
+        assert listed == [s.name for s in ex.pipeline_stages] and "xla:optimized" not in listed
+        assert "(XLA was still compiling: its stages are not listed)" in page
+    assert saved["shown"] == {"left": "canonicalize#2", "right": "enzyme-hlo-patterns#1"}
+    panel_of(data).close()
+
+
+def test_a_bundle_made_while_xla_compiles_lists_the_mlir_stages_and_says_so():
+    from workbench.examples import mlp
+
+    big = wb.explore(mlp.fn, *mlp.args(batch=256, sizes=(512, 1024, 1024, 1024, 16)))  # XLA busy a while
+    ex = wb.explore(lambda x: jnp.tanh(x.T) * 2, jnp.ones((4, 8)))  # its compile queues behind
+    bundle = B.exploration_bundle(ex, wait=0)
+    saved = bundle[B.MIME]
+    listed = [r["stage"] for r in saved["stages"]]
+    if not saved["complete"]:  # (the XLA thread was free and fast after all: nothing to check then)
+        assert listed == [s.name for s in ex.pipeline_stages] and saved["error"] is None
+        assert "(XLA was still compiling: its stages are not listed)" in bundle["text/html"]
+        assert not any(n.startswith(("xla:", "backend:")) for n in listed)
+    assert ex.xla_ready(wait=600) and big.xla_ready(wait=600)
+    again = B.exploration_json(ex, wait=0)
+    assert again["complete"] and [r["stage"] for r in again["stages"]] == ex.names and "xla:optimized" in ex.names
+
+
+def test_xla_wait_must_be_seconds(shell):
+    with capture_output() as cap:
+        result = shell.run_cell(TRANSPOSES.replace("-o tb", "-o tb --xla-wait -1"))
+    assert not result.success and "--xla-wait takes seconds, 0 or more; got -1" in cap.stderr + cap.stdout
 
 
 def test_stage_and_vs_options_pick_the_pair_the_bundle_keeps(shell):
@@ -225,7 +263,7 @@ def test_an_executed_notebook_keeps_the_bundle(tmp_path):
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                            "language": "python"}})
     nb.cells = [nbformat.v4.new_code_cell("%load_ext workbench\nimport jax.numpy as jnp"),
-                nbformat.v4.new_code_cell(TRANSPOSES.rstrip())]
+                nbformat.v4.new_code_cell(TRANSPOSES.replace("-o tb", "-o tb --xla-wait 600").rstrip())]
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     path = tmp_path / "saved.ipynb"
     nbformat.write(nb, path)

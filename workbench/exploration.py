@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import threading
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
+from concurrent.futures import TimeoutError as FuturesTimeout
 from typing import Callable, Sequence
 
 from .analysis.bisect import bisect
@@ -32,6 +33,8 @@ from .pipeline.build import (Built, build, rebuild_xla, run_passes, spec_for_fun
 from .stages import Stage
 
 __all__ = ["Exploration", "Stepwise", "explore", "explore_text", "load", "opt"]
+
+XLA_WAIT = 0.3  # seconds a view (the %%hlo output) waits for XLA's stages before it shows without them
 
 
 def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
@@ -148,13 +151,23 @@ class Exploration:
                 xla = self._late_fn()
                 self._late, self._late_error, self._xla = tuple(xla.stages), xla.error, xla.result
 
-    def xla_ready(self) -> bool:
+    def xla_ready(self, wait: float = 0.0) -> bool:
         """Whether the XLA stages can be read without waiting for XLA: computed already, compiled (or
-        failed) in the background, or none to make (the MLIR pipeline failed; text without @main)."""
+        failed) in the background, or none to make (the MLIR pipeline failed; text without @main).
+        With ``wait``, first waits up to that many seconds for XLA's compile to end (the wait is then
+        withdrawn; the compile goes on for whoever else waits)."""
         if self._late is not None:
             return True
         ready = getattr(self._late_fn, "ready", None)
-        return ready() if ready is not None else False
+        if ready is None:
+            return False
+        if wait > 0 and not ready():
+            watch = self.xla_future()
+            try:
+                watch.result(timeout=wait)
+            except (FuturesTimeout, CancelledError):
+                watch.cancel()
+        return ready()
 
     def xla_future(self) -> Future:
         """A new Future, done (result None) when the XLA stages can be read without waiting (a failed

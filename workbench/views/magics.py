@@ -31,7 +31,7 @@ from IPython.core.magic import Magics, cell_magic, line_cell_magic, magics_class
 
 from ..analysis.diff import diff_texts
 from ..errors import ArgumentError, MlirSyntaxError, TraceError, WorkbenchError
-from ..exploration import Exploration, explore, explore_text
+from ..exploration import XLA_WAIT, Exploration, explore, explore_text
 from ..stages import Stage
 
 __all__ = ["HloMagics", "View", "text_view", "load_ipython_extension"]
@@ -46,6 +46,7 @@ class View:
     panel: bool = True
     stage: str | None = None
     vs: str | None = None
+    xla_wait: float = XLA_WAIT  # seconds the panel's output waits for XLA's stages (its saved form lists them)
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,10 @@ def _view_options(fn):
         magic_arguments.argument("--stage", metavar="A", help="show stage A instead of the last MLIR stage"),
         magic_arguments.argument("--vs", metavar="B", help="with --stage A: show the diff from stage A to stage B"),
         magic_arguments.argument("--no-panel", action="store_true", help="print the stage table and text, no panel"),
+        magic_arguments.argument("--xla-wait", type=float, default=XLA_WAIT, metavar="SECONDS",
+                                 help="how long the output waits for XLA's compile before it shows, so that a "
+                                      "saved notebook lists XLA's stages too (the panel shows them when they "
+                                      f"arrive either way); default: {XLA_WAIT}"),
     ]):
         fn = add(fn)
     return fn
@@ -350,7 +355,9 @@ def _view(opts, magic: str) -> View:
         raise UsageError(f"{magic}: --vs B needs --stage A (the diff goes from stage A to stage B)")
     if opts.output and not (opts.output.isidentifier() and not keyword.iskeyword(opts.output)):
         raise UsageError(f"{magic}: -o {opts.output!r} is not a Python name to store the Exploration under")
-    return View(panel=not opts.no_panel, stage=opts.stage, vs=opts.vs)
+    if not opts.xla_wait >= 0:
+        raise UsageError(f"{magic}: --xla-wait takes seconds, 0 or more; got {opts.xla_wait:g}")
+    return View(panel=not opts.no_panel, stage=opts.stage, vs=opts.vs, xla_wait=opts.xla_wait)
 
 
 # -- display -----------------------------------------------------------------------------------------
@@ -360,7 +367,8 @@ def _show_panel(ex: Exploration, view: View, name: str = "_hlo") -> None:
     In a kernel whose front end can render widgets (Jupyter), the pass-toggle panel, with
     ``--stage A`` on the right (its parent on the left) or ``--stage A --vs B`` as the pair; its Python
     lines act on ``name``, and ``name`` and ``_hlo`` in the user's namespace follow its toggles.
-    Elsewhere (a terminal IPython) and with ``--no-panel``, the text view.
+    Elsewhere (a terminal IPython) and with ``--no-panel``, the text view. The panel's output waits
+    up to ``view.xla_wait`` seconds for XLA's stages, which its saved form then lists (``--xla-wait``).
     """
     if not (view.panel and _widgets_render()):
         print(text_view(ex, view), end="")
@@ -376,7 +384,8 @@ def _show_panel(ex: Exploration, view: View, name: str = "_hlo") -> None:
         left = ex.stage(view.stage).parent
         if view.vs:
             left, right = right, ex.stage(view.vs).name
-    display(Panel(ex, name=name, left=left, right=right, bind=get_ipython().user_ns, bind_names=(name, "_hlo")))
+    display(Panel(ex, name=name, left=left, right=right, bind=get_ipython().user_ns, bind_names=(name, "_hlo"),
+                  xla_wait=view.xla_wait))
 
 
 def _widgets_render() -> bool:

@@ -30,13 +30,12 @@ toggles as options (``--disable``, ``--xla-disable``).
 from __future__ import annotations
 
 import json
-from concurrent.futures import CancelledError, TimeoutError
 from html import escape
 from importlib import metadata
 from typing import Any, Sequence
 
 from ...analysis.cost import cost_table
-from ...exploration import Exploration
+from ...exploration import XLA_WAIT, Exploration
 from ...ir.ops import op_counts
 from ...pipeline.saved import table_json
 from ...stages import Stage
@@ -54,7 +53,6 @@ COLUMNS = ("stage", "group", "changed", "lines", "ms", "cached", "error", "produ
 PREVIEW_LINES = 80  # lines of diff (or of each text) in text/html
 PREVIEW_LINE_CHARS = 300
 DIFF_LINES = 20_000  # bigger texts: text/html shows their beginnings, not a diff (it would cost seconds)
-XLA_WAIT = 0.3  # seconds a bundle waits for XLA's stages: the panel must not wait for a long compile
 _VERSIONS = ("hlo-workbench", "jax", "jaxlib", "enzyme-ad")  # distributions
 
 
@@ -144,25 +142,12 @@ def _ops_delta(a: Stage | None, b: Stage | None) -> list[dict[str, Any]]:
     return rows
 
 
-def _xla_within(ex: Exploration, wait: float) -> bool:
-    """Whether ``ex``'s XLA stages can be read within ``wait`` seconds (its compile runs in the
-    background); the wait is withdrawn after that, the compile goes on for whoever else waits."""
-    if ex.xla_ready() or wait <= 0:
-        return ex.xla_ready()
-    watch = ex.xla_future()
-    try:
-        watch.result(timeout=wait)
-    except (TimeoutError, CancelledError):
-        watch.cancel()
-    return ex.xla_ready()
-
-
 def exploration_json(ex: Exploration, left: str | None = None, right: str | None = None,
                      stages: Sequence[Stage] | None = None, wait: float = XLA_WAIT) -> dict[str, Any]:
     """The bundle's JSON for ``ex`` with ``left`` and ``right`` shown (empty: the pair the panel shows
     first). ``stages``: those to list (default: every stage if XLA's are ready within ``wait``
     seconds, else the trace and MLIR stages: a slow compile does not hold the panel up)."""
-    complete = stages is not None or _xla_within(ex, wait)
+    complete = stages is not None or ex.xla_ready(wait)
     stages = list(stages if stages is not None else ex.stages if complete else ex.pipeline_stages)
     left, right = _pair(stages, left, right)
     by_name = {s.name: s for s in stages}

@@ -25,7 +25,7 @@ from typing import Callable, MutableMapping, Sequence
 import ipywidgets as W
 
 from ...errors import WorkbenchError
-from ...exploration import Exploration
+from ...exploration import XLA_WAIT, Exploration
 from ...pipeline.presets import PRESETS, preset, resolve
 from ...stages import Stage
 from . import actions, html
@@ -46,15 +46,16 @@ _TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Analyze")
 
 
 def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None,
-          bind: MutableMapping | None = None) -> "Panel":
+          bind: MutableMapping | None = None, xla_wait: float = XLA_WAIT) -> "Panel":
     """The pass-toggle panel for ``ex``; ``name`` is the variable the Python lines it shows act on.
 
     ``left``/``right`` pick the two stages to diff (default: the first stage that changed the module
     and its parent). ``panel.ex`` is the Exploration the panel shows now. With ``bind`` (a namespace,
     e.g. ``globals()``), ``bind[name]`` follows the panel: each toggle that gives a new Exploration
-    rebinds it there. Without it the panel changes no variable.
+    rebinds it there. Without it the panel changes no variable. Shown, its output waits up to
+    ``xla_wait`` seconds for XLA's stages, so that a saved notebook lists them too.
     """
-    return Panel(ex, name=name, left=left, right=right, bind=bind)
+    return Panel(ex, name=name, left=left, right=right, bind=bind, xla_wait=xla_wait)
 
 
 # the presets whose pipeline applies the Enzyme-JaX patterns (an enzyme-hlo-patterns step)
@@ -74,8 +75,9 @@ class Panel:
     to the new one (a name the user has bound to something else since is left alone)."""
 
     def __init__(self, ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None,
-                 background: bool = True, bind: MutableMapping | None = None, bind_names: Sequence[str] = ()):
-        self.name = name
+                 background: bool = True, bind: MutableMapping | None = None, bind_names: Sequence[str] = (),
+                 xla_wait: float = XLA_WAIT):
+        self.name, self.xla_wait = name, xla_wait
         self._bind = bind
         self.bound = tuple(dict.fromkeys(bind_names or (name,))) if bind is not None else ()
         self._ex = ex
@@ -125,7 +127,7 @@ class Panel:
         if isinstance(bundle, tuple):
             bundle = bundle[0]
         try:
-            saved = exploration_bundle(self._ex, self._left, self._right)
+            saved = exploration_bundle(self._ex, self._left, self._right, wait=self.xla_wait)
         except Exception as e:  # the saved form must never keep the panel from showing
             saved = {"text/html": html.failed(f"the saved view of this panel failed: {e}")}
         bundle = {**saved, **bundle, "text/plain": f"pass-toggle panel for {self._ex!r}"}
