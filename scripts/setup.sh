@@ -61,7 +61,7 @@ if [[ ! -f $ext/node_modules/.package-lock.json || $ext/package-lock.json -nt $e
 fi
 built=$ext/labextension/package.json
 ext_changed=0
-if [[ ! -f $built ]] || [[ -n $(find "$ext/src" "$ext/style" "$ext/package.json" "$ext/package-lock.json" "$ext/tsconfig.json" \
+if [[ ! -f $built ]] || [[ -n $(find "$ext/src" "$ext/style" "$ext/schema" "$ext/package.json" "$ext/package-lock.json" "$ext/tsconfig.json" \
     "$ext/build-labextension.mjs" "$ext/install.json" workbench/assets/diffview.js workbench/assets/diffview.css -newer "$built" -print -quit) ]]; then
   echo "[setup] building the JupyterLab extension"
   (cd "$ext" && npm run --silent build:prod >/dev/null)  # against .venv's JupyterLab (build-labextension.mjs)

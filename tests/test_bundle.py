@@ -100,6 +100,7 @@ def test_the_hlo_output_carries_the_stage_table_and_the_texts_shown(shell):
     assert saved["versions"]["jax"] == jax.__version__ and saved["versions"]["jaxlib"] == jaxlib.__version__
     assert saved["versions"]["hlo-workbench"] == wb.__version__ and "enzyme-ad" in saved["versions"]
     assert saved["complete"] and ex.xla_ready()
+    assert saved["variable"] == "tb"  # the name that holds it, for the extension's "Save exploration…"
     assert [r["stage"] for r in saved["stages"]] == ex.names
     assert "xla:optimized" in ex.names and "enzyme-hlo-patterns#1" in ex.names
     rows = [{c: r[c] for c in B.COLUMNS} for r in saved["stages"]]

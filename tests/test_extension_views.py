@@ -110,6 +110,17 @@ def test_a_hlox_file_opens_by_double_click_without_a_kernel(browser, lab, saved)
         assert "cost" in cost
         page.screenshot(path=str(OUTPUT / "extension_hlox_viewer.png"))
         print(f"\nscreenshot: {OUTPUT / 'extension_hlox_viewer.png'}; deleted in both: {both[0]}")
+        # "Open stage as document" on its shortcut: stage B of the pair picked, in a read-only editor tab
+        page.locator(".hwb-hlox .hwb-title").click()
+        page.keyboard.press("Control+Alt+o")
+        dialog = page.locator(".jp-Dialog")
+        dialog.wait_for()
+        assert dialog.locator("select").input_value() == PAIR[1]
+        dialog.locator(".jp-mod-accept").click()
+        doc = page.locator(f'.hwb-stage-document[data-stage="{PAIR[1]}"] .cm-content')
+        doc.locator(".h-op").first.wait_for()
+        assert "func.func" in doc.locator(".h-op").all_inner_texts()
+        assert doc.get_attribute("contenteditable") == "false"
         # no kernel was started for it
         assert _api(lab, "/api/sessions") == [] and _api(lab, "/api/kernels") == []
     finally:

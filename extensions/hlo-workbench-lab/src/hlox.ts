@@ -12,7 +12,7 @@ export const HLOX_FILE_TYPE = 'hlox';
 export const HLOX_FACTORY = 'HLO Workbench exploration';
 
 /** The document's content: waits for the file, then shows it (or why it cannot). */
-class HloxContent extends Widget {
+export class HloxContent extends Widget {
   constructor(context: DocumentRegistry.Context) {
     super();
     this.addClass('hwb-hlox');
@@ -24,6 +24,11 @@ class HloxContent extends Widget {
   }
 
   private view: ExplorationWidget | null = null;
+
+  /** The exploration shown (null until the file is read, or when it cannot be shown). */
+  get exploration(): ExplorationWidget | null {
+    return this.view;
+  }
 
   private load(base64: string): void {
     this.view?.dispose();

@@ -1,6 +1,6 @@
 // The hlo-workbench JupyterLab extension: one plugin per job, each in its own module; index.ts only
-// lists them. Later plugins (the exploration-bundle renderer, the .hlox viewer, commands) join the
-// list the same way.
+// lists them: file types and highlighting, the .hlox viewer, the %%hlo output renderer, the commands
+// and the highlighting of %%mlir cells.
 import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
@@ -8,13 +8,16 @@ import {
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 
 import { bundleRenderer } from './bundle';
+import { commands } from './commands';
 import { FILE_TYPES } from './filetypes';
 import { hloxViewer } from './hlox';
 import { mlir } from './language';
+import { mlirCells } from './mlircells';
 
 export { FILE_TYPES } from './filetypes';
 export { bundleView, hloxView, readHlox, diffPair } from './exploration';
 export { mlir, mlirLanguage, TOKEN_TAGS, cssClass } from './language';
+export { exploreCode, saveCode, hloxName, isMlirCell, cellMagic } from './cellcode';
 
 /** .mlir, .stablehlo and .hlo files: known to the file browser, highlighted in the editor. */
 const programText: JupyterFrontEndPlugin<void> = {
@@ -44,5 +47,5 @@ const programText: JupyterFrontEndPlugin<void> = {
   }
 };
 
-const plugins: JupyterFrontEndPlugin<any>[] = [programText, hloxViewer, bundleRenderer];
+const plugins: JupyterFrontEndPlugin<any>[] = [programText, hloxViewer, bundleRenderer, commands, mlirCells];
 export default plugins;

@@ -142,6 +142,11 @@ export class ExplorationWidget extends Widget {
     super.dispose();
   }
 
+  /** The two stages picked: [A (before), B (after)]. */
+  get pair(): [string, string] {
+    return [this.pickA.value, this.pickB.value];
+  }
+
   /** Stages `a` (before) and `b` (after) in the diff viewer. */
   showPair(a: string, b: string): void {
     this.pickA.value = a;

@@ -11,8 +11,10 @@ the whole JSON to about ``TOTAL_BYTES``; a text entry says whether it was cut (`
 still compiling). ``text/html`` is a static summary that reads without JavaScript (GitHub,
 nbviewer and nbconvert, an untrusted notebook): the pair with its ops delta and the beginning of
 its diff (of the texts, for big ones), then the stage table; every piece of IR in it is escaped.
-``text/plain`` is one line. A bundle waits up to ``XLA_WAIT`` seconds for XLA's stages (compiling
-in the background); after that it lists the trace and MLIR stages and says so (``complete``).
+``text/plain`` is one line. A bundle waits up to ``wait`` seconds (default ``XLA_WAIT``; the magics'
+``--xla-wait``) for XLA's stages (compiling in the background); after that it lists the trace and MLIR
+stages and says so (``complete``). A panel's bundle also names the variable that holds its
+Exploration (``variable``, or null), which the extension's "Save exploration…" saves.
 
 How the panel carries it, as tried in JupyterLab 4.6 with ipywidgets 8.1 (chromium, playwright):
 ``Panel._repr_mimebundle_`` returns the widget's view (``application/vnd.jupyter.widget-view+json``)

@@ -31,7 +31,7 @@ from ...stages import Stage
 from . import actions, html
 from .actions import Action
 from .analyze import AnalyzeTab
-from .bundle import default_right, exploration_bundle
+from .bundle import MIME, default_right, exploration_bundle
 from .diffview import DiffView
 from .graphview import GraphView
 from .jobs import Jobs
@@ -128,6 +128,7 @@ class Panel:
             bundle = bundle[0]
         try:
             saved = exploration_bundle(self._ex, self._left, self._right, wait=self.xla_wait)
+            saved[MIME]["variable"] = self.bound[0] if self.bound else None  # what "Save exploration…" saves
         except Exception as e:  # the saved form must never keep the panel from showing
             saved = {"text/html": html.failed(f"the saved view of this panel failed: {e}")}
         bundle = {**saved, **bundle, "text/plain": f"pass-toggle panel for {self._ex!r}"}

@@ -1,0 +1,232 @@
+// The commands: "Explore this cell with hlo-workbench", "Open stage as document" and "Save
+// exploration…", in the command palette, the notebook cell's context menu (schema/commands.json) and on
+// keyboard shortcuts that sit with JupyterLab's run-cell ones (Accel Alt Enter, Accel Alt O, Accel Alt S).
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICommandPalette, InputDialog, MainAreaWidget, Notification, showErrorMessage } from '@jupyterlab/apputils';
+import { CodeCell } from '@jupyterlab/cells';
+import { DocumentWidget } from '@jupyterlab/docregistry';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { OutputArea } from '@jupyterlab/outputarea';
+import { EditorState } from '@codemirror/state';
+import { EditorView, lineNumbers } from '@codemirror/view';
+import { Widget } from '@lumino/widgets';
+
+import { exploreCode, hloxName, saveCode } from './cellcode';
+import { BUNDLE_MIME, IExplorationView, bundleView } from './exploration';
+import { HloxContent } from './hlox';
+import { mlir } from './language';
+
+export const COMMANDS = {
+  explore: 'hlo-workbench:explore-cell',
+  openStage: 'hlo-workbench:open-stage',
+  save: 'hlo-workbench:save-exploration'
+} as const;
+const CATEGORY = 'hlo-workbench';
+
+/** The exploration the user looks at: a .hlox tab's, or the active cell's %%hlo output's. */
+interface IShown {
+  view: IExplorationView;
+  /** the stage on the right of its diff */
+  right: string;
+  /** the bundle's JSON, for an output */
+  bundle?: any;
+}
+
+function activeCell(tracker: INotebookTracker): { panel: NotebookPanel; cell: CodeCell } | null {
+  const panel = tracker.currentWidget;
+  const cell = panel?.content.activeCell;
+  return panel && cell instanceof CodeCell ? { panel, cell } : null;
+}
+
+function outputBundle(cell: CodeCell): any | null {
+  const outputs = cell.model.outputs;
+  for (let i = outputs.length - 1; i >= 0; i--) {
+    const data = outputs.get(i).data[BUNDLE_MIME];
+    if (data && typeof data === 'object') return data;
+  }
+  return null;
+}
+
+function shown(app: JupyterFrontEnd, tracker: INotebookTracker): IShown | null {
+  const current = app.shell.currentWidget;
+  const hlox = current instanceof DocumentWidget && current.content instanceof HloxContent
+    ? current.content.exploration : null;
+  if (hlox) return { view: hlox.view, right: hlox.pair[1] };
+  const at = activeCell(tracker);
+  const bundle = at && outputBundle(at.cell);
+  if (!bundle) return null;
+  const view = bundleView(bundle);
+  return { view, right: bundle.shown?.right ?? view.first[1], bundle };
+}
+
+/** A read-only editor tab holding one stage's text, highlighted by the extension's language. */
+export class StageDocument extends Widget {
+  readonly editor: EditorView;
+  constructor(text: string) {
+    super();
+    this.addClass('hwb-stage-doc');
+    this.editor = new EditorView({
+      parent: this.node,
+      state: EditorState.create({
+        doc: text,
+        extensions: [lineNumbers(), mlir(), EditorState.readOnly.of(true), EditorView.editable.of(false)]
+      })
+    });
+  }
+  dispose(): void {
+    this.editor.destroy();
+    super.dispose();
+  }
+}
+
+async function openStage(app: JupyterFrontEnd, tracker: INotebookTracker, stage?: string): Promise<void> {
+  const at = shown(app, tracker);
+  if (!at) {
+    await showErrorMessage('Open stage as document',
+      'Select a cell with a %%hlo output, or a saved exploration (.hlox) tab, first.');
+    return;
+  }
+  const { view } = at;
+  const withText = view.pickable.filter(n => view.text(n).state === 'ok');
+  let name = stage;
+  if (!name) {
+    if (!withText.length) {
+      await showErrorMessage('Open stage as document', 'No stage of this exploration has its text saved.');
+      return;
+    }
+    const picked = await InputDialog.getItem({
+      title: 'Open stage as document',
+      label: `Stage of ${view.title}`,
+      items: withText,
+      current: Math.max(0, withText.indexOf(at.right))
+    });
+    if (!picked.button.accept || !picked.value) return;
+    name = picked.value;
+  }
+  const text = view.text(name);
+  if (text.state !== 'ok') {
+    await showErrorMessage('Open stage as document', `Stage ${name} has no text here: ${text.note}`);
+    return;
+  }
+  const content = new StageDocument(text.text);
+  const widget = new MainAreaWidget({ content });
+  widget.id = `hwb-stage-${Date.now()}`;
+  widget.title.label = `${name} \u2014 ${view.title}`;
+  widget.title.caption = `${name} of ${view.title} (read-only)${text.note ? ': ' + text.note : ''}`;
+  widget.title.closable = true;
+  widget.addClass('hwb-stage-document');
+  widget.node.dataset.stage = name;
+  app.shell.add(widget, 'main');
+  app.shell.activateById(widget.id);
+}
+
+async function explore(tracker: INotebookTracker): Promise<void> {
+  const at = activeCell(tracker);
+  if (!at) {
+    await showErrorMessage('Explore this cell', 'Select a code cell of a notebook first.');
+    return;
+  }
+  const { panel, cell } = at;
+  let code: string;
+  try {
+    code = exploreCode(cell.model.sharedModel.getSource());
+  } catch (err) {
+    await showErrorMessage('Explore this cell', (err as Error).message);
+    return;
+  }
+  const session = panel.sessionContext;
+  await session.ready;
+  if (!session.session?.kernel) {
+    await showErrorMessage('Explore this cell', 'The notebook has no kernel: start one (Kernel menu) first.');
+    return;
+  }
+  // as CodeCell.execute runs a cell, with this code instead of the cell's text
+  const model = cell.model;
+  model.sharedModel.transact(() => {
+    model.clearExecution();
+    cell.outputHidden = false;
+  }, false);
+  model.executionState = 'running';
+  model.trusted = true; // the user runs it: its outputs are trusted, as notebook:run-cell's are
+  try {
+    const reply = await OutputArea.execute(code, cell.outputArea, session, { cellId: model.sharedModel.getId() });
+    model.executionCount = reply?.content.execution_count ?? null;
+  } catch (err) {
+    await showErrorMessage('Explore this cell', (err as Error).message ?? String(err));
+  } finally {
+    model.executionState = 'idle';
+  }
+}
+
+async function save(tracker: INotebookTracker): Promise<void> {
+  const at = activeCell(tracker);
+  const bundle = at && outputBundle(at.cell);
+  if (!at || !bundle) {
+    await showErrorMessage('Save exploration', 'Select a cell with a %%hlo output first.');
+    return;
+  }
+  const kernel = at.panel.sessionContext.session?.kernel;
+  if (!kernel) {
+    await showErrorMessage('Save exploration',
+      'The notebook has no kernel: the exploration lives in the kernel. Run the cell, then save.');
+    return;
+  }
+  const variable = typeof bundle.variable === 'string' ? bundle.variable : '';
+  if (!variable) {
+    await showErrorMessage('Save exploration', 'This output does not say which variable holds its Exploration ' +
+      '(a panel shown without bind=): save it from Python, ex.save("name.hlox").');
+    return;
+  }
+  const asked = await InputDialog.getText({
+    title: 'Save exploration',
+    label: `Save ${variable} (${bundle.title ?? 'exploration'}) as a .hlox file, in the notebook's folder:`,
+    text: hloxName(at.panel.context.path, String(bundle.title ?? variable)),
+    okLabel: 'Save'
+  });
+  if (!asked.button.accept || !asked.value) return;
+  const file = asked.value.endsWith('.hlox') ? asked.value : asked.value + '.hlox';
+  const future = kernel.requestExecute({ code: saveCode(variable, file), silent: false, store_history: false });
+  let printed = '';
+  let error = '';
+  future.onIOPub = msg => {
+    const content = msg.content as any;
+    if (msg.header.msg_type === 'stream') printed += content.text;
+    if (msg.header.msg_type === 'error') error = `${content.ename}: ${content.evalue}`;
+  };
+  const reply = await future.done;
+  if (reply.content.status !== 'ok' || error) {
+    await showErrorMessage('Save exploration', error || 'the kernel could not save it');
+    return;
+  }
+  Notification.success(`Saved ${printed.trim() || file}`, { autoClose: 5000 });
+}
+
+export const commands: JupyterFrontEndPlugin<void> = {
+  id: 'hlo-workbench-lab:commands',
+  description: 'Explore this cell, open a stage as a document, save an exploration.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [ICommandPalette],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, palette: ICommandPalette | null) => {
+    const hasCell = () => activeCell(tracker) !== null;
+    app.commands.addCommand(COMMANDS.explore, {
+      label: 'Explore this cell with hlo-workbench',
+      caption: 'Run the cell under %%hlo (its text stays as it is): every compiler stage, the pass-toggle panel',
+      isEnabled: hasCell,
+      execute: () => explore(tracker)
+    });
+    app.commands.addCommand(COMMANDS.openStage, {
+      label: 'Open stage as document',
+      caption: 'A read-only editor tab with one stage of the exploration shown (a %%hlo output or a .hlox tab)',
+      isEnabled: () => shown(app, tracker) !== null,
+      execute: args => openStage(app, tracker, typeof args.stage === 'string' ? args.stage : undefined)
+    });
+    app.commands.addCommand(COMMANDS.save, {
+      label: 'Save exploration\u2026',
+      caption: "Save the active cell's exploration (the kernel's) as a .hlox file",
+      isEnabled: () => { const at = activeCell(tracker); return !!at && outputBundle(at.cell) !== null; },
+      execute: () => save(tracker)
+    });
+    for (const command of Object.values(COMMANDS)) palette?.addItem({ command, category: CATEGORY });
+  }
+};
