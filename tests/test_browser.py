@@ -141,9 +141,10 @@ def lab(tmp_path_factory):
 
 
 @contextlib.contextmanager
-def serve_lab(home: pathlib.Path, root: pathlib.Path):
-    """JupyterLab serving ``root`` on a free localhost port, with its config, data and settings dirs under
-    ``home``; yields its base URL, token, root and log file, and shuts it (and its kernels) down after."""
+def serve_lab(home: pathlib.Path, root: pathlib.Path, app: str = "lab"):
+    """JupyterLab (``app`` "lab"; "notebook": Notebook 7, on the same extension system) serving ``root`` on
+    a free localhost port, with its config, data and settings dirs under ``home``; yields its base URL,
+    token, root and log file, and shuts it (and its kernels) down after."""
     settings = home / "settings"
     # no "official Jupyter news?" toast over the panel
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
@@ -155,7 +156,7 @@ def serve_lab(home: pathlib.Path, root: pathlib.Path):
                JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
     log = open(home / "server.log", "w")
     server = subprocess.Popen(
-        [str(JUPYTER), "lab", "--no-browser", "--ServerApp.open_browser=False", "--ServerApp.ip=127.0.0.1",
+        [str(JUPYTER), app, "--no-browser", "--ServerApp.open_browser=False", "--ServerApp.ip=127.0.0.1",
          f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
          f"--ServerApp.root_dir={root}", "--LabApp.news_url=", f"--LabApp.user_settings_dir={settings}",
          f"--LabApp.workspaces_dir={home / 'workspaces'}"] + (["--allow-root"] if os.geteuid() == 0 else []),

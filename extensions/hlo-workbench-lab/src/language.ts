@@ -29,9 +29,10 @@ const STANDARD: Record<string, Tag> = {
   num: t.number
 };
 
-/** One highlighting tag of its own per token class of the shared tokenizer. */
+/** One highlighting tag of its own per token class of the shared tokenizer. (Tag.define() without a
+ * name: @lezer/highlight before 1.2, which Notebook 7 shares, reads a first argument as a parent tag.) */
 export const TOKEN_TAGS: Readonly<Record<string, Tag>> = Object.freeze(
-  Object.fromEntries(TOKEN_CLASSES.map(cls => [cls, Tag.define(`hlo-${cls}`)]))
+  Object.fromEntries(TOKEN_CLASSES.map(cls => [cls, Tag.define()]))
 );
 
 /** The stream parser's name for a token class: prefixed, since StreamLanguage reads some plain names
