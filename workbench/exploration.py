@@ -21,6 +21,7 @@ from .analysis.diff import diff_texts
 from .analysis.execute import (REFERENCE, Check, LeafCheck, Reference, RunResult, Timing, args_key, check_outputs,
                                float64_reference, run_stage)
 from .analysis.graph import stage_graph
+from .analysis.provenance import lineage, op_locations, source_map
 from .analysis.report import write_report
 from .analysis.reproducer import write_reproducer
 from .analysis.cost import cost_table, hlo_op_costs, op_costs, plot_cost
@@ -327,6 +328,41 @@ class Exploration:
         else:
             old, new = self.stage(a), self.stage(b)
         return diff_texts(old.text, new.text, old.name, new.name)
+
+    # -- provenance: which line of the user's code became which op (analysis/provenance.py) ----------------
+    def locations(self, stage=None):
+        """One row per op of ``stage`` (default: the last MLIR stage), with the line of the user's code it
+        came from: ``op, result, func, fusion, text_line, file, line, column, function, name, origins``. MLIR stages
+        read each op's ``loc(...)``, XLA's HLO stages each instruction's metadata."""
+        return op_locations(self.stage(stage) if stage is not None else self._last_module())
+
+    def source_map(self, stage=None, by: str = "line"):
+        """One row per source line (``by="function"``: per function) of the user's code: ``file, line,
+        function, code`` and the ops, flops and bytes it accounts for -- by default in ``stablehlo`` (the
+        first stage), the last MLIR stage (``mlir_*``) and ``xla:optimized`` (``xla_*``, with the fusions
+        that hold it), with ``stage``: in that stage alone. Ops with no location count in a
+        ``(no location)`` row, so each stage's column sums to its total. A module without locations
+        (``explore_text`` of a stripped one) raises WorkbenchError."""
+        if stage is not None:
+            return source_map({"": self.stage(stage)}, by)
+        first = next(s for s in self.stages if s.is_module)
+        chosen = {"stablehlo": first, "mlir": self._last_module()}
+        xla = next((s for s in self.stages if s.name == "xla:optimized" and not s.error), None)
+        if xla is not None:
+            chosen["xla"] = xla
+        return source_map(chosen, by)
+
+    def lineage(self, stage, op: str):
+        """The counterparts of op ``op`` (a result such as ``"%12"``, or an XLA instruction such as
+        ``"fusion.3"``) of ``stage`` in every stage: the ops with a source position in common with it,
+        one row each (``stage, group, result, op, source, line, text``), and a row saying so for a stage with
+        none. ``attrs["removed_by"]`` names the stage that removed it (None if it lives on),
+        ``attrs["sources"]`` the user's lines it came from (for a fusion: those of all it holds)."""
+        return lineage(self.stages, self.stage(stage), op)
+
+    def _last_module(self) -> Stage:
+        """The last MLIR stage that is a module: the one XLA compiles."""
+        return next(s for s in reversed(self.pipeline_stages) if s.is_module)
 
     def cost(self, stage=None, device: str | None = None, dtype: str = "fp32"):
         """Without ``stage``: one row per stage (ops, flops, transcendentals, bytes, XLA's numbers,

@@ -37,7 +37,7 @@ from .rewrites import import_rewrites
 from .rules import APPLIED_REGION_OPS, CALL_OPS, Cost, cost_of
 from .tensors import nested_ops
 
-__all__ = ["COLUMNS", "KINDS", "ModuleCost", "module_cost", "op_costs"]
+__all__ = ["COLUMNS", "KINDS", "ModuleCost", "located_op_costs", "module_cost", "op_costs"]
 
 KINDS = (
     "dot_general",
@@ -99,6 +99,7 @@ class _Row:
     trip_count: int
     counted: bool
     note: str
+    location: str = ""  # the op's MLIR location as the bindings print it (loc(unknown) in text without)
 
     @property
     def weight(self) -> int:
@@ -205,7 +206,7 @@ class _Walker:
             for region in op.regions:
                 nested += self._region(region, ctx)
         shapes = ", ".join(str(r.type) for r in op.results)
-        row = _Row(ctx.func, name, shapes, cost, ctx.trip_count, ctx.counted, "; ".join(notes))
+        row = _Row(ctx.func, name, shapes, cost, ctx.trip_count, ctx.counted, "; ".join(notes), str(op.location))
         return [row, *nested]
 
     def _branches(self, op: ir.Operation, ctx: _Context) -> list[_Row]:
@@ -266,6 +267,14 @@ def op_costs(text: str) -> pd.DataFrame:
         },
         columns=list(COLUMNS),
     )
+
+
+def located_op_costs(text: str) -> pd.DataFrame:
+    """``op_costs(text)`` with each row's MLIR ``location`` (as jaxlib prints it: ``loc(...)``, aliases
+    resolved); give it a stage's ``text_with_locations`` for the source map (analysis/provenance.py)."""
+    df = op_costs(text)
+    df["location"] = [r.location for r in _walk(text).rows]
+    return df
 
 
 @dataclasses.dataclass(frozen=True)

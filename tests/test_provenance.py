@@ -1,0 +1,151 @@
+"""Provenance: which line of the user's Python became which op, in every stage (ex.locations, ex.source_map,
+ex.lineage), on real programs: the transformer block gradient of the built-in examples, a function whose
+transposes a pattern removes, a function defined in a notebook cell (a real kernel, through the magic), and
+a module given as text without locations."""
+import json
+
+import jax.numpy as jnp
+import nbformat
+import pytest
+
+import workbench as wb
+from workbench import examples
+from workbench.analysis.cost import hlo_op_costs, module_cost, op_costs
+from workbench.errors import UnknownNameError, WorkbenchError
+from workbench.ir.locations import Frame, read_location
+
+pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+NO = "(no location)"
+
+
+@pytest.fixture(scope="module")
+def block():
+    fn, args = examples.load("attention")
+    return wb.explore(fn, *args)
+
+
+def tb(x, y):
+    return jnp.dot(x.T, y.T).T
+
+
+@pytest.fixture(scope="module")
+def transposes():
+    return wb.explore(tb, jnp.ones((8, 16)), jnp.ones((4, 8)))
+
+
+def test_the_location_forms_jax_and_the_passes_write():
+    (o,) = read_location('loc("jit(f)/dot_general"(callsite("layer"("/m.py":3:17 to :22) at "/m.py":9:5)))')
+    assert o.name == "jit(f)/dot_general" and o.frames == (Frame("/m.py", 3, 17, "layer"), Frame("/m.py", 9, 5))
+    fused = read_location('loc(fused["a"("f.py":1:2), "g.py":3:4])')
+    assert [x.frame for x in fused] == [Frame("f.py", 1, 2, "a"), Frame("g.py", 3, 4)]
+    assert read_location("loc(unknown)") == ()
+    (aliased,) = read_location("loc(#loc2)", {"#loc2": '"jit(f)/add"(#loc1)', "#loc1": '"x.py":7:1'})
+    assert aliased.name == "jit(f)/add" and aliased.frame == Frame("x.py", 7, 1)
+
+
+def test_locations_name_each_op_its_line_of_the_users_code(block):
+    src = examples.__file__.replace("__init__.py", "attention.py")
+    for stage in ("stablehlo", "enzyme-hlo-patterns#1", "xla:optimized"):
+        df = block.locations(stage)
+        assert list(df.columns) == ["op", "result", "func", "fusion", "text_line", "file", "line", "column",
+                                    "function", "name", "origins"]
+        text = block[stage].text.splitlines()
+        located = df[df.file == src]
+        assert len(located) > 20, stage
+        assert set(located.function) >= {"attention", "layer_norm"}, set(located.function)
+        for r in located.head(50).itertuples():  # text_line is the op's line in the stage's text as shown
+            assert r.result in text[r.text_line], (stage, r.result, text[r.text_line])
+    st = block.locations("stablehlo")
+    dots = st[st.op == "stablehlo.dot_general"]
+    assert (dots.file == src).all() and dots.name.str.endswith("dot_general").all()
+    xla = block.locations("xla:optimized")
+    inside = xla[xla.fusion != ""]
+    assert len(inside) and set(inside.fusion) <= set(xla[xla.op == "fusion"].result)
+
+
+def test_per_line_costs_add_up_to_each_stages_total(block):
+    sm = block.source_map()
+    assert sm.attrs["stages"]["stablehlo"] == "stablehlo" and sm.attrs["stages"]["xla"] == "xla:optimized"
+    last = sm.attrs["stages"]["mlir"]
+    assert last == block.pipeline_stages[-1].name
+    for prefix, stage in (("stablehlo", "stablehlo"), ("mlir", last)):
+        costs = op_costs(block[stage].text)
+        assert sm[f"{prefix}_flops"].sum() == module_cost(block[stage].text).flops == costs.flops.sum()
+        assert sm[f"{prefix}_bytes"].sum() == costs.bytes.sum()
+        assert sm[f"{prefix}_ops"].sum() == len(costs)  # every op counted at one line, none dropped
+    xla = hlo_op_costs(block["xla:optimized"].text)
+    assert sm.xla_flops.sum() == xla.flops.sum() and sm.xla_ops.sum() == len(xla)
+    # the lines are the block's, with their code; the ops without a line are a visible row, last
+    src = examples.__file__.replace("__init__.py", "attention.py")
+    lines = sm[sm.file == src]
+    assert lines.line.is_monotonic_increasing and (lines.code != "").all()
+    heavy = lines.sort_values("stablehlo_flops").iloc[-1]
+    assert "@" in heavy.code or "einsum" in heavy.code, heavy.code
+    assert sm.iloc[-1].file == NO and (sm.file == NO).sum() == 1
+    assert any(lines.xla_fusions != "")
+    # one stage alone, and by function
+    one = block.source_map(stage="xla:optimized")
+    assert {"ops", "flops", "bytes", "fusions"} <= set(one.columns) and one.flops.sum() == xla.flops.sum()
+    funcs = block.source_map(by="function")
+    assert {"attention", "layer_norm"} <= set(funcs.function)
+    assert funcs.stablehlo_flops.sum() == sm.stablehlo_flops.sum()
+
+
+def test_lineage_follows_an_op_and_says_which_stage_removed_it(transposes):
+    ex = transposes
+    src = __file__
+    l = ex.lineage("canonicalize#2", "%0")  # x.T: the dot_transpose pattern folds it into the dot
+    assert l.attrs["removed_by"] == "enzyme-hlo-patterns#1"
+    assert l.attrs["sources"] == [f"{src}:{tb.__code__.co_firstlineno + 1}"]
+    gone = l[(l.stage == "enzyme-hlo-patterns#1")]
+    assert len(gone) == 1 and gone.iloc[0].result == "" and "removed by enzyme-hlo-patterns#1" in gone.iloc[0].text
+    kept = l[(l.stage == "stablehlo") & (l.result != "")]
+    assert list(kept.op) == ["stablehlo.transpose"] and "stablehlo.transpose %arg0" in kept.iloc[0].text
+    lines = ex["stablehlo"].text.splitlines()
+    assert all(r.text in lines[r.line].strip() or lines[r.line].strip().startswith(r.text[:40])
+               for r in kept.itertuples())
+    with pytest.raises(UnknownNameError, match="%99"):
+        ex.lineage("stablehlo", "%99")
+
+
+def test_lineage_of_a_fusion_names_the_lines_and_ops_it_holds(block):
+    xla = block.locations("xla:optimized")
+    fusion = xla[(xla.op == "fusion")].result.iloc[0]
+    l = block.lineage("xla:optimized", fusion)
+    src = examples.__file__.replace("__init__.py", "attention.py")
+    assert l.attrs["sources"] and all(s.startswith(src + ":") for s in l.attrs["sources"])
+    mlir = l[(l.stage == "stablehlo") & (l.result != "")]
+    assert len(mlir) and mlir.op.str.startswith("stablehlo.").all()
+    assert fusion in set(l[l.stage == "xla:optimized"].result)
+
+
+def test_a_module_without_locations_says_why_source_map_cannot_work(transposes):
+    stripped = wb.explore_text(transposes["stablehlo"].text, pipeline="canonicalize")
+    with pytest.raises(WorkbenchError, match="has no source locations"):
+        stripped.source_map()
+    with pytest.raises(WorkbenchError, match="no source locations"):
+        stripped.source_map(stage="canonicalize#1")
+    with pytest.raises(WorkbenchError, match="holds no ops with locations"):
+        transposes.locations("jaxpr")
+
+
+@pytest.mark.slow
+def test_a_function_in_a_notebook_cell_maps_to_the_cells_lines(tmp_path):
+    """In a real kernel, through the magic: the lines are the cell's, with the cell's code."""
+    from nbclient import NotebookClient
+
+    cell = "%%hlo -o ex --no-panel\ndef g(x):\n    y = jnp.sin(x) @ x.T\n    return (y * 2).sum()\ng(jnp.ones((4, 4)))"
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext workbench\nimport jax.numpy as jnp"),
+                nbformat.v4.new_code_cell(cell),
+                nbformat.v4.new_code_cell("import json\nsm = ex.source_map()\n"
+                                          "print(json.dumps(sm[['file', 'line', 'function', 'code', 'stablehlo_flops']]"
+                                          ".to_dict('records')))")]
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    (out,) = [o for o in nb.cells[2].outputs if o.output_type == "stream"]
+    rows = json.loads(out.text)
+    mine = [r for r in rows if r["function"] == "g"]
+    assert {(r["line"], r["code"]) for r in mine} == {(3, "y = jnp.sin(x) @ x.T"), (4, "return (y * 2).sum()")}
+    assert len({r["file"] for r in mine}) == 1 and sum(r["stablehlo_flops"] for r in mine) > 0
