@@ -56,7 +56,7 @@ def _kind(stage: Stage) -> str:
                          "from the MLIR stages (their loc(...)) and XLA's HLO stages (their metadata)")
 
 
-def _ops(stage: Stage) -> list[OpLocation]:
+def _ops(stage: Stage) -> tuple[OpLocation, ...]:
     if _kind(stage) == "mlir":
         return mlir_op_locations(stage.text_with_locations or stage.text)
     return hlo_instruction_locations(stage.text)
@@ -71,7 +71,7 @@ def _frame(origins: Sequence[Origin]) -> tuple[Frame | None, Origin | None]:
     return None, (origins[0] if origins else None)
 
 
-def _require_locations(stage: Stage, ops: list[OpLocation]) -> None:
+def _require_locations(stage: Stage, ops: Sequence[OpLocation]) -> None:
     if ops and not any(_frame(o.origins)[0] for o in ops):
         raise WorkbenchError(
             f"stage {stage.name!r} has no source locations: none of its {len(ops)} ops says which line of "
@@ -102,7 +102,9 @@ def _costed(stage: Stage) -> pd.DataFrame:
     """One row per costed op of ``stage``: file, line, function, flops, bytes (and the fusion it is, for XLA)."""
     if _kind(stage) == "mlir":
         df = located_op_costs(stage.text_with_locations or stage.text)
-        frames = [_frame(read_location(loc))[0] for loc in df["location"]]
+        seen: dict[str, Frame | None] = {}  # ops of one line of code print one location string
+        frames = [seen[loc] if loc in seen else seen.setdefault(loc, _frame(read_location(loc))[0])
+                  for loc in df["location"]]
         out = pd.DataFrame({"flops": df["flops"], "bytes": df["bytes"], "fusion": ""})
     else:
         df = hlo_op_costs(stage.text)
@@ -214,7 +216,7 @@ def source_map(stages: dict[str, Stage], by: str = "line") -> pd.DataFrame:
 
 
 # -- lineage ---------------------------------------------------------------------------------------------------
-def _find(stage: Stage, ops: list[OpLocation], op: str) -> OpLocation:
+def _find(stage: Stage, ops: Sequence[OpLocation], op: str) -> OpLocation:
     want = op.strip()
     for o in ops:
         if o.result and (o.result == want or o.result.lstrip("%") == want.lstrip("%")):
@@ -225,7 +227,7 @@ def _find(stage: Stage, ops: list[OpLocation], op: str) -> OpLocation:
         "(e.g. fusion.3)"))
 
 
-def _origin_keys(stage: Stage, ops: list[OpLocation], target: OpLocation) -> set[tuple]:
+def _origin_keys(stage: Stage, ops: Sequence[OpLocation], target: OpLocation) -> set[tuple]:
     origins = list(target.origins)
     if _kind(stage) == "hlo" and target.op == "fusion":  # a fusion: what its fused computation holds
         origins += [g for o in ops if o.fusion == target.result for g in o.origins]

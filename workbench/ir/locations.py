@@ -18,6 +18,7 @@ name stack. Two ops in two stages with an origin in common came from the same JA
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -90,8 +91,9 @@ def _short_name(name: str) -> str:
 class _Reader:
     """A recursive-descent reader of one location's text (inside ``loc(...)``), aliases resolved."""
 
-    def __init__(self, text: str, aliases: dict[str, str], depth: int = 0):
+    def __init__(self, text: str, aliases: dict[str, str], depth: int = 0, memo: dict | None = None):
         self.s, self.i, self.aliases, self.depth = text, 0, aliases, depth
+        self.memo = {} if memo is None else memo  # alias -> its origins, read once per module
 
     def _space(self) -> None:
         while self.i < len(self.s) and self.s[self.i] in " \t\n":
@@ -128,10 +130,12 @@ class _Reader:
         if self.s[self.i] == "#":  # an alias
             m = re.compile(r"#[\w$.-]*").match(self.s, self.i)
             self.i = m.end()
-            body = self.aliases.get(m.group())
-            if body is None or self.depth > 200:
-                return []
-            return _Reader(body, self.aliases, self.depth + 1).origins()
+            alias = m.group()
+            if alias not in self.memo:
+                body = self.aliases.get(alias)
+                self.memo[alias] = [] if body is None or self.depth > 200 else \
+                    _Reader(body, self.aliases, self.depth + 1, self.memo).origins()
+            return [(n, list(fs)) for n, fs in self.memo[alias]]
         if self._take("unknown"):
             return []
         if self._take("callsite"):
@@ -199,14 +203,14 @@ def _origins(pairs: list[tuple[str, list[Frame]]]) -> tuple[Origin, ...]:
     return tuple(out)
 
 
-def read_location(text: str, aliases: dict[str, str] | None = None) -> tuple[Origin, ...]:
+def read_location(text: str, aliases: dict[str, str] | None = None, memo: dict | None = None) -> tuple[Origin, ...]:
     """The origins of one MLIR location, written ``loc(...)`` or as its inside; ``aliases`` maps
     ``#locN`` to the inside of its definition. A name location around a call site (JAX's form) gives one
     origin: the name stack and the frames; a fused location one origin per part; ``unknown`` none."""
     text = text.strip()
     if text.startswith("loc(") and text.endswith(")"):
         text = text[4:-1]
-    return _origins(_Reader(text, aliases or {}).origins())
+    return _origins(_Reader(text, aliases or {}, memo=memo).origins())
 
 
 _ALIAS = re.compile(r"^(#[\w$.-]+)\s*=\s*loc\((.*)\)\s*$")
@@ -237,7 +241,8 @@ def _trailing_loc(line: str) -> str | None:
     return None
 
 
-def mlir_op_locations(text: str) -> list[OpLocation]:
+@functools.lru_cache(maxsize=64)  # stages that a pass left unchanged share their parent's text
+def mlir_op_locations(text: str) -> tuple[OpLocation, ...]:
     """Every op of an MLIR module text (one per line that starts an op, ``func.func`` and ``return``
     included) with its origins, read from its trailing ``loc(...)`` and the module's alias definitions.
     Text without locations gives ops with no origins."""
@@ -249,6 +254,7 @@ def mlir_op_locations(text: str) -> list[OpLocation]:
             aliases[m.group(1)] = m.group(2)
     out: list[OpLocation] = []
     func = ""
+    memo: dict = {}
     dropped = 0  # alias lines so far: strip_locations (the stage's text) drops them
     for k, ln in enumerate(lines):
         if ln.startswith("#loc"):
@@ -267,9 +273,9 @@ def mlir_op_locations(text: str) -> list[OpLocation]:
             continue
         result = (m.group(1) or "").split(",")[0].strip().split(":")[0]
         loc = _trailing_loc(ln)
-        origins = read_location(loc, aliases) if loc else ()
+        origins = read_location(loc, aliases, memo) if loc else ()
         out.append(OpLocation(op, result, func, k - dropped, origins))
-    return out
+    return tuple(out)
 
 
 # -- XLA HLO metadata --------------------------------------------------------------------------------------
@@ -342,7 +348,8 @@ class _Frames:
         return tuple(out)
 
 
-def hlo_instruction_locations(text: str) -> list[OpLocation]:
+@functools.lru_cache(maxsize=64)
+def hlo_instruction_locations(text: str) -> tuple[OpLocation, ...]:
     """Every instruction of an XLA HLO module text with its origin (its metadata's ``op_name`` and its
     frames: ``source_file``/``source_line``, or ``stack_frame_id`` into the module's tables); ``func`` is its
     computation; an instruction of a fused computation carries the fusion instruction that calls it."""
@@ -377,7 +384,7 @@ def hlo_instruction_locations(text: str) -> list[OpLocation]:
         if op_name or chain:
             origins = (Origin(op_name, chain),)
         out.append(OpLocation(opcode, name, comp, k, origins, fusion_of.get(comp, "")))
-    return out
+    return tuple(out)
 
 
 def user_frame(origin: Origin, skip: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> Frame | None:
