@@ -4,6 +4,10 @@
 // fewer than MIN_CHARS characters of code.
 // Model: before/after (normalized texts), rows (int32 triples: before line, after line, kind code;
 // -1 = no line on that side), before_name/after_name, message, height, mode (auto | split | unified).
+// The panel's widget also has marks_before/marks_after (lines of each text shown marked, .wbd-mark;
+// the view scrolls to the first unless one is in view, mark_focus's side first) and hears a click on
+// a code row as {type: "op", side: "before" | "after", line}. A model without them (the offline
+// report, the JupyterLab extension) marks nothing and sends nothing.
 
 const ROW_H = 18; // px; must match .wbd-row in diffview.css
 const OVERSCAN = 40; // rows painted above and below the viewport; scrolling within them repaints nothing
@@ -102,12 +106,13 @@ function readRows(view) {
 }
 
 // Row indices to show; in "changes only" a negative entry -n stands for n folded unchanged rows.
-function visibleRows(rows, foldEqual) {
+// Rows for which `marked(k)` holds are kept as changes are.
+function visibleRows(rows, foldEqual, marked = () => false) {
   const n = rows.length / 3;
   if (!foldEqual) return Int32Array.from({ length: n }, (_, k) => k);
   const keep = new Uint8Array(n);
   for (let k = 0; k < n; k++) {
-    if (rows[3 * k + 2] !== 0) keep.fill(1, Math.max(0, k - CONTEXT), Math.min(n, k + CONTEXT + 1));
+    if (rows[3 * k + 2] !== 0 || marked(k)) keep.fill(1, Math.max(0, k - CONTEXT), Math.min(n, k + CONTEXT + 1));
   }
   const out = [];
   for (let k = 0; k < n; ) {
@@ -200,6 +205,11 @@ function render({ model, el }) {
   let maxChars = 0;
   let loadStarted = 0; // performance.now() of the last load, until its first paint
   el.dataset.mode = "split";
+  // The marked lines of each side (the panel's model only: `marking`); clicks on code rows go to Python.
+  const marking = model.get("marks_before") !== undefined && typeof model.send === "function";
+  let picked = [new Set(), new Set()]; // before, after
+  let wantMarks = false; // scroll to the marks when the view gets its size
+  el.classList.toggle("wbd-marking", marking);
 
   const count = () => disp.length / 2;
   const main = () => panes[unified ? 2 : 0]; // the pane whose scrolling the others follow
@@ -248,13 +258,55 @@ function render({ model, el }) {
     if (count[4]) parts.push(`<span class="k-moved">${count[4]} moved</span>`);
     const summary = parts.length ? ": " + parts.join(" ") : ": no changes";
     $(".wbd-stats").innerHTML = msg ? "" : `${n.toLocaleString("en-US")} rows` + summary;
+    readMarks();
     relayout(!samePair);
     applyMode();
+    if (picked[0].size || picked[1].size) showMarks();
   }
 
   function relayout(toTop) {
-    vis = visibleRows(rows, fold.checked);
+    vis = visibleRows(rows, fold.checked, markedRow);
     index(toTop);
+  }
+
+  function readMarks() {
+    if (marking) picked = [new Set(model.get("marks_before") || []), new Set(model.get("marks_after") || [])];
+  }
+  const markedRow = (k) => picked[0].has(rows[3 * k]) || picked[1].has(rows[3 * k + 1]);
+
+  // Whether painted row d shows a marked line of `side` (0 before, 1 after, -1 either).
+  function markedAt(d, side) {
+    const k = vis[disp[2 * d]], part = disp[2 * d + 1];
+    if (k < 0) return false;
+    const b = part !== 2 && picked[0].has(rows[3 * k]);
+    const a = part !== 1 && picked[1].has(rows[3 * k + 1]);
+    return side === 0 ? b : side === 1 ? a : a || b;
+  }
+
+  // Scroll to the first marked row (of mark_focus's side, if it has any) unless one is in view.
+  function showMarks() {
+    const focus = { before: 0, after: 1 }[model.get("mark_focus")] ?? -1;
+    const n = count();
+    let side = focus, first = -1;
+    for (const s of focus >= 0 ? [focus, -1] : [-1]) {
+      for (let d = 0; d < n && first < 0; d++) if (markedAt(d, s)) first = d;
+      side = s;
+      if (first >= 0) break;
+    }
+    el.dataset.marks = String(picked[0].size + picked[1].size);
+    if (first < 0) return;
+    const pane = main();
+    wantMarks = !pane.clientHeight; // not laid out yet (a tab not shown): scroll once it is
+    if (wantMarks) return;
+    const top = Math.ceil(pane.scrollTop / ROW_H), bottom = Math.floor((pane.scrollTop + pane.clientHeight) / ROW_H);
+    for (let d = Math.max(top, first); d < Math.min(n, bottom); d++) if (markedAt(d, side)) return;
+    scrollToRow(first);
+  }
+
+  function onMarks() {
+    readMarks();
+    relayout(false);
+    showMarks();
   }
 
   // The painted rows of the layout shown, where the changes start, the panes' heights.
@@ -326,7 +378,8 @@ function render({ model, el }) {
     if (line < 0) return `<div class="wbd-row wbd-none k-${KINDS[kind]}"><span class="wbd-ln"></span></div>`;
     const t = tokens(side, line);
     const code = marks ? toHtml(t, marks[0], marks[1]) : toHtml(t);
-    return `<div class="wbd-row k-${KINDS[kind]}" data-t="${side}${line}"><span class="wbd-ln">${line + 1}</span><span class="wbd-code">${code}</span></div>`;
+    const mark = picked[side === "b" ? 0 : 1].has(line) ? " wbd-mark" : "";
+    return `<div class="wbd-row k-${KINDS[kind]}${mark}" data-t="${side}${line}"><span class="wbd-ln">${line + 1}</span><span class="wbd-code">${code}</span></div>`;
   }
 
   // One unified row: both line numbers, the sign, and the before (part 1) or after text.
@@ -336,7 +389,8 @@ function render({ model, el }) {
     const t = tokens(side, line);
     const code = marks ? toHtml(t, marks[0], marks[1]) : toHtml(t);
     const [cls, sign] = part === 1 ? [" u-minus", "-"] : part === 2 ? [" u-plus", "+"] : ["", " "];
-    return `<div class="wbd-row k-${KINDS[kind]}${cls}" data-t="${side}${line}"><span class="wbd-ln wbd-ln2">` +
+    const mark = (part !== 2 && picked[0].has(i)) || (part !== 1 && picked[1].has(j)) ? " wbd-mark" : "";
+    return `<div class="wbd-row k-${KINDS[kind]}${cls}${mark}" data-t="${side}${line}"><span class="wbd-ln wbd-ln2">` +
       `<span class="wbd-n">${part === 2 ? "" : i + 1}</span><span class="wbd-n">${part === 1 ? "" : j + 1}</span>` +
       `<span class="wbd-sign">${sign}</span></span><span class="wbd-code">${code}</span></div>`;
   }
@@ -478,6 +532,10 @@ function render({ model, el }) {
   });
   body.addEventListener("click", (e) => {
     const f = e.target.closest(".wbd-folded");
+    const row = marking && !f && e.target.closest(".wbd-row[data-t]");
+    if (row && !String(window.getSelection?.() ?? "")) { // a drag that selects text is no click on an op
+      model.send({ type: "op", side: row.dataset.t[0] === "b" ? "before" : "after", line: Number(row.dataset.t.slice(1)) });
+    }
     if (!f) return;
     const v = Number(f.dataset.v);
     const start = v > 0 ? vis[v - 1] + 1 : 0; // the first folded row
@@ -506,6 +564,7 @@ function render({ model, el }) {
     painted = [-1, -1];
     schedule();
     drawRuler();
+    if (wantMarks) showMarks();
   });
   resize.observe(body);
 
@@ -522,6 +581,17 @@ function render({ model, el }) {
   for (const name of ["rows", "before", "after", "message", "before_name", "after_name"]) model.on("change:" + name, reload);
   model.on("change:height", applyHeight);
   model.on("change:mode", applyMode);
+  let marksPending = false; // marks_before, marks_after and mark_focus come in one update: one repaint
+  for (const name of ["marks_before", "marks_after", "mark_focus"]) {
+    if (marking) model.on("change:" + name, () => {
+      if (marksPending) return;
+      marksPending = true;
+      queueMicrotask(() => {
+        marksPending = false;
+        onMarks();
+      });
+    });
+  }
   load();
   return () => {
     resize.disconnect();

@@ -46,9 +46,9 @@ _NAMED_COMPUTATIONS = re.compile(rf"\b(\w+)=(%?{NAME}|\{{[^{{}}]*\}})")
 _NAMES = re.compile(NAME)
 _MODULE_NAME = re.compile(r"HloModule\s+([^\s,]+)")
 _LAYOUT = re.compile(r"\]\{[^{}]*\}")
-_DEBUG_SECTION = re.compile(
-    r"^(?:FileNames|FunctionNames|FileLocations|StackFrames)\n(?:[ \t]*\d+ .*(?:\n|$))*", re.M
-)
+DEBUG_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")  # a header line, numbered rows
+DEBUG_ROW = re.compile(r"[ \t]*\d+ ")
+_DEBUG_SECTION = re.compile(rf"^(?:{'|'.join(DEBUG_SECTIONS)})\n(?:[ \t]*\d+ .*(?:\n|$))*", re.M)
 _LITERAL_OPERANDS = ("constant", "parameter")  # their parentheses hold a literal or a number
 
 

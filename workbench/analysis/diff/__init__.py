@@ -67,7 +67,7 @@ Speed
 """
 
 from .compare import diff_texts
-from .normalize import normalize
+from .normalize import normalize, shown_lines
 from .result import Change, ChangeKind, Diff
 
-__all__ = ["Change", "ChangeKind", "Diff", "diff_texts", "normalize"]
+__all__ = ["Change", "ChangeKind", "Diff", "diff_texts", "normalize", "shown_lines"]

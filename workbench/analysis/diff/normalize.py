@@ -11,12 +11,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
+from ...ir.hlo import DEBUG_ROW, DEBUG_SECTIONS
 from ...ir.text import input_kind
 from .model import Module
 from .read_hlo import read_hlo
 from .read_mlir import read_mlir
 
-__all__ = ["Module", "read_module", "normalize", "collector_paused"]
+__all__ = ["Module", "read_module", "normalize", "shown_lines", "collector_paused"]
 
 
 @lru_cache(maxsize=4)
@@ -38,6 +39,24 @@ def normalize(text: str) -> list[str]:
     """
     with collector_paused():
         return list(read_module(text).lines)
+
+
+def shown_lines(text: str) -> list[int]:
+    """The line of ``text`` (0-based, as ``splitlines`` cuts it) that each line of ``normalize(text)``
+    (what the diff view shows) comes from. The normalized text drops blank lines, MLIR's ``#loc`` alias
+    lines and HLO's debug-info sections (``FileNames`` ... ``StackFrames``); every other line stays one."""
+    hlo = input_kind(text) == "hlo"
+    out, section = [], False
+    for k, line in enumerate(text.splitlines()):
+        if hlo and line.rstrip() in DEBUG_SECTIONS:
+            section = True
+            continue
+        if section and DEBUG_ROW.match(line):
+            continue
+        section = False
+        if line.strip() and not (not hlo and line.startswith("#loc")):
+            out.append(k)
+    return out
 
 
 @contextmanager

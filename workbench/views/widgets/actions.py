@@ -14,7 +14,8 @@ from ...errors import UnknownNameError
 from ...exploration import Exploration
 
 __all__ = ["Action", "toggle_patterns", "reset_patterns", "toggle_xla", "reset_xla", "set_pipeline", "diff",
-           "cost", "graph", "run", "compare", "applicable", "bisect", "predicate", "predicate_params", "PREDICATES"]
+           "cost", "graph", "run", "compare", "applicable", "bisect", "predicate", "predicate_params", "PREDICATES",
+           "source_map", "ops_at", "lineage"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,24 @@ def cost(name: str, stage: str | None = None) -> Action:
 
 def graph(name: str, stage: str) -> Action:
     return Action(f"drawing {stage}", f"{name}.graph({_lit(stage)})", lambda ex: ex.graph(stage))
+
+
+def source_map(name: str, stage: str) -> Action:
+    return Action(f"mapping {stage} to the source lines", f"{name}.source_map(stage={_lit(stage)})",
+                  lambda ex: ex.source_map(stage=stage))
+
+
+def ops_at(name: str, stage: str, file: str, line: int) -> Action:
+    """The ops of ``stage`` that came from line ``line`` of ``file`` (``file`` "": the ops with no line)."""
+    query = f"file == {file!r} and line == {int(line)}" if file else "file == ''"
+    return Action(f"the ops of {stage} from line {line}" if file else f"the ops of {stage} with no line",
+                  f"{name}.locations({_lit(stage)}).query({_lit(query)})",
+                  lambda ex: ex.locations(stage).query(query))
+
+
+def lineage(name: str, stage: str, op: str) -> Action:
+    return Action(f"the lineage of {op} of {stage}", f"{name}.lineage({_lit(stage)}, {_lit(op)})",
+                  lambda ex: ex.lineage(stage, op))
 
 
 def run(name: str, stage: str, device: str, repeat: int) -> Action:

@@ -7,12 +7,18 @@ texts, and paints and highlights only the rows in view. ``mode`` is the layout: 
 scrolled together), "unified" (one pane, deleted and inserted lines interleaved with both line
 numbers, a changed line as a -/+ pair), or "auto": unified while a side-by-side pane would show
 fewer than 80 characters of code, measured on the view's own width in the browser.
+
+``marks_before``/``marks_after`` mark lines of the two texts (the ops of a source line, an op and its
+counterparts: the panel's Source tab sets them); the view scrolls to the first one. A click on a code
+row is sent to ``handler`` as ``{"type": "op", "side": "before" | "after", "line": n}`` (0-based, in
+the texts shown).
 """
 from __future__ import annotations
 
 import array
 import pathlib
 import sys
+from typing import Callable, Iterable
 
 import anywidget
 import traitlets
@@ -55,10 +61,33 @@ class DiffView(anywidget.AnyWidget):
     message = traitlets.Unicode("").tag(sync=True)
     height = traitlets.Int(560).tag(sync=True)
     mode = traitlets.Enum(MODES, "auto").tag(sync=True)
+    marks_before = traitlets.List(traitlets.Int()).tag(sync=True)  # 0-based lines of ``before`` shown marked
+    marks_after = traitlets.List(traitlets.Int()).tag(sync=True)
+    mark_focus = traitlets.Enum(("", "before", "after"), "").tag(sync=True)  # the side scrolled to first
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.handler: Callable[[dict], None] | None = None  # hears the clicks on code rows
+        self.shown = 0  # how many diffs or messages were shown: marks belong to one of them
+        self.on_msg(self._receive)
+
+    def _receive(self, _widget, content, _buffers) -> None:
+        if self.handler is not None and isinstance(content, dict):
+            self.handler(content)
+
+    def mark(self, before: Iterable[int] = (), after: Iterable[int] = (), focus: str = "") -> None:
+        """Mark lines of the two texts (0-based, as shown); the view scrolls to the first one of
+        ``focus``'s side ("before", "after"; "": either) unless one is in view."""
+        with self.hold_sync():
+            self.mark_focus = focus
+            self.marks_before = sorted(set(before))
+            self.marks_after = sorted(set(after))
 
     def show(self, diff: Diff) -> None:
-        """Display ``diff`` (a ``workbench.diff.Diff``)."""
+        """Display ``diff`` (a ``workbench.diff.Diff``); no line is marked."""
         with self.hold_sync():
+            self.shown += 1
+            self.mark()
             self.message = ""
             self.before_name, self.after_name = diff.before_name, diff.after_name
             self.before = "\n".join(diff.before)
@@ -68,6 +97,8 @@ class DiffView(anywidget.AnyWidget):
     def show_message(self, text: str) -> None:
         """Replace the diff by a message (a failed stage, nothing to compare)."""
         with self.hold_sync():
+            self.shown += 1
+            self.mark()
             self.before = self.after = ""
             self.rows = b""
             self.message = text

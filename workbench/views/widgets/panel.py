@@ -37,12 +37,13 @@ from .graphview import GraphView
 from .jobs import Jobs
 from .lists import StageList, ToggleList, stage_rows
 from .pending import SoFar, late_name
+from .source import SourceTab
 
 __all__ = ["Panel", "panel"]
 
 _CSS = (pathlib.Path(__file__).parent / "panel.css").read_text()
 _CUSTOM = "(custom string)"
-_TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Analyze")
+_TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze")
 
 
 def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None,
@@ -243,7 +244,10 @@ class Panel:
             picker.observe(lambda ch, side=side: self._on_picker(side, ch["new"]), "value")
         self.swap.on_click(lambda _b: self._swap())
         pickers = W.HBox([self.left_picker, self.swap, self.right_picker], layout=L(flex_flow="row wrap"))
-        diff_tab = W.VBox([pickers.add_class("wb-row"), self.ops_delta, self.diff_view])
+        # Source (its own module): the diff view lives in its .home in this tab, and moves there when shown
+        self.source = SourceTab(self.name, lambda: self._ex, lambda: (self._left, self._right), self._submit,
+                                self.diff_view)
+        diff_tab = W.VBox([pickers.add_class("wb-row"), self.ops_delta, self.source.home])
 
         # Passes
         self.preset = W.Dropdown(options=list(PRESETS) + [_CUSTOM], description="pipeline", layout=L(width="260px"),
@@ -310,7 +314,8 @@ class Panel:
                                   lambda: set(self.patterns_view.enabled),
                                   lambda names: self.toggle_patterns(names, False))
 
-        self.tabs = W.Tab(children=[diff_tab, passes_tab, run_tab, cost_tab, graph_tab, self.analyze.widget])
+        self.tabs = W.Tab(children=[diff_tab, passes_tab, run_tab, cost_tab, graph_tab, self.source.widget,
+                                    self.analyze.widget])
         self.tabs.titles = _TABS
         self.tabs.layout = L(flex="1 1 auto", min_width="0")
         self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
@@ -401,6 +406,8 @@ class Panel:
 
     def _on_tab(self) -> None:
         title = _TABS[self.tabs.selected_index or 0]
+        waiting = next((n for n in (self._right, self._left) if self._pending and late_name(n)), "")
+        self.source.show(self._ex, self._left, self._right, visible=title == "Source", waiting=waiting)
         if title == "Cost" and self._cost_key != self._key():
             self.show_cost()
         elif title == "Graph" and self._graph_key != self._key(graph=True):

@@ -1,0 +1,311 @@
+"""The panel's Source tab without a browser: the user's lines with what they became in stage B, a line
+picked marks exactly its ops in the diff, an op clicked in the diff marks its counterparts and shows its
+lineage, and errors are said in the tab while the panel goes on working.
+
+The browser sends the same messages these tests send (a click on a source line, on a diff row); what
+the tests read is the widgets' state, which is what the browser renders."""
+import linecache
+import pathlib
+import re
+
+import jax
+import jax.numpy as jnp
+
+import pytest
+
+import workbench as wb
+from workbench import examples
+from workbench.errors import WorkbenchError
+from workbench.views.widgets import Panel
+from workbench.analysis.diff import normalize, shown_lines
+from workbench.views.widgets.diffview import DiffView
+from workbench.views.widgets.source import listing_rows
+
+pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+EXAMPLE = pathlib.Path(wb.__file__).parent / "examples" / "attention.py"
+
+
+def tb(x, y):
+    return jnp.dot(x.T, y.T).T
+
+
+@pytest.fixture(scope="module")
+def attention():
+    """The attention example (a transformer block's gradient) and the file of its source."""
+    fn, args = examples.load("attention")
+    return wb.explore(fn, *args), str(EXAMPLE)
+
+
+@pytest.fixture
+def p(attention):
+    ex, _ = attention
+    panel = Panel(ex, background=False)
+    panel.pick("enzyme-hlo-patterns#1")
+    open_source(panel)
+    yield panel
+    panel.close()
+
+
+def open_source(panel) -> None:
+    panel.tabs.selected_index = list(panel.tabs.titles).index("Source")
+
+
+def send(widget, **msg):
+    widget._receive(widget, msg, [])
+
+
+def line_of(path: str, text: str) -> int:
+    return next(n for n, code in enumerate(pathlib.Path(path).read_text().splitlines(), 1) if text in code)
+
+
+def shown(ex, stage: str, text_lines) -> list[int]:
+    """The diff view's lines that show these lines of a stage's text."""
+    inverse = {t: k for k, t in enumerate(shown_lines(ex[stage].text))}
+    return sorted({inverse[t] for t in text_lines})
+
+
+def ops_of_line(ex, stage: str, path: str, line: int):
+    df = ex.locations(stage)
+    return df[(df["file"] == path) & (df["line"] == line)]
+
+
+# -- the listing ---------------------------------------------------------------------------------------
+def test_the_source_tab_lists_the_blocks_lines_with_heat_from_the_source_map(p, attention):
+    ex, path = attention
+    assert p.python == 'ex.source_map(stage="enzyme-hlo-patterns#1")'
+    sm = ex.source_map(stage="enzyme-hlo-patterns#1")
+    rows = p.source.view.rows
+    assert p.source.view.message == "" and p.last_error is None
+    assert rows[0] == {"k": "file", "file": path, "line": 0, "code": path}
+    lines = [r for r in rows if r["k"] == "line"]
+    with_ops = {r["line"]: r for r in lines if r["ops"]}
+    mapped = sm[sm["file"] == path]
+    assert sorted(with_ops) == sorted(mapped["line"])
+    for r in mapped.itertuples():  # each line's count and flops are the source map's
+        assert with_ops[r.line]["ops"] == r.ops and with_ops[r.line]["value"] == float(r.flops)
+    costliest = mapped.loc[mapped["flops"].idxmax(), "line"]
+    assert with_ops[costliest]["frac"] == 1.0 and all(0 <= r["frac"] <= 1 for r in lines)
+    # whole functions as written: from layer_norm's def to the end of loss, every line in between
+    first, last = line_of(path, "def layer_norm"), line_of(path, "return jnp.mean(block(p, x) ** 2)")
+    assert [r["line"] for r in lines] == list(range(first, last + 1))
+    assert all(r["code"] == linecache.getline(path, r["line"]).rstrip("\n") for r in lines)
+    assert not any(r["ops"] for r in lines if r["line"] not in with_ops)  # lines without ops: no bar, no count
+    assert rows[-1]["k"] == "none" and rows[-1]["ops"] == int(sm[sm["file"] == "(no location)"]["ops"].iloc[0])
+    assert "analytic cost model" in p.source.note.value and "enzyme-hlo-patterns#1" in p.source.note.value
+    # the bars by bytes instead
+    p.source.metric.value = "bytes"
+    assert {r["line"]: r["value"] for r in p.source.view.rows if r["k"] == "line" and r["ops"]} == {
+        r.line: float(r.bytes) for r in mapped.itertuples()}
+    assert p.source.view.metric == "bytes" and "<b>bytes</b>" in p.source.note.value
+
+
+def test_an_xla_stage_is_listed_with_xlas_own_costs(p, attention):
+    ex, path = attention
+    p.pick("xla:optimized")
+    assert p.python == 'ex.source_map(stage="xla:optimized")'
+    sm = ex.source_map(stage="xla:optimized")
+    got = {r["line"]: r["value"] for r in p.source.view.rows if r["k"] == "line" and r["ops"]}
+    assert got == {r.line: float(r.flops) for r in sm[(sm["file"] == path) & (sm["ops"] > 0)].itertuples()}
+    assert "XLA's own cost analysis" in p.source.note.value
+
+
+def test_the_listing_folds_long_runs_of_lines_without_ops(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "long.py"
+    path.write_text("def f(x):\n    y = x + 1\n" + "    # nothing\n" * 60 + "    return y * 2\n")
+    sm = pd.DataFrame({"file": [str(path)] * 2, "line": [2, 63], "function": ["f", "f"], "code": ["", ""],
+                       "ops": [1, 2], "flops": [10, 30], "bytes": [4, 8]})
+    rows = listing_rows(sm, "flops")
+    assert [r["k"] for r in rows] == ["file", "line", "line", "gap", "line"]
+    assert rows[1]["code"] == "def f(x):" and rows[3]["code"] == "… 60 lines without ops …"
+    assert rows[4]["frac"] == 1.0 and rows[2]["frac"] == round(10 / 30, 4)
+
+
+# -- a line picked: its ops marked in the diff -----------------------------------------------------------
+def test_picking_a_line_marks_exactly_its_ops_on_both_sides(p, attention):
+    ex, path = attention
+    n = line_of(path, 'heads(x @ p["wq"])')
+    send(p.source.view, type="line", file=path, line=n)
+    a, b = p.left, p.right
+    assert (a, b) == ("canonicalize#2", "enzyme-hlo-patterns#1")
+    assert p.python == f'ex.locations("{b}").query("file == \'{path}\' and line == {n}")'
+    ops_b, ops_a = ops_of_line(ex, b, path, n), ops_of_line(ex, a, path, n)
+    assert len(ops_b) and len(ops_a)
+    assert p.diff_view.marks_after == shown(ex, b, ops_b["text_line"])
+    assert p.diff_view.marks_before == shown(ex, a, ops_a["text_line"])
+    # an MLIR stage's diff lines are its text's lines: the marked rows are those ops' lines
+    assert p.diff_view.marks_after == sorted(ops_b["text_line"])
+    marked = [p.diff_view.after.split("\n")[k] for k in p.diff_view.marks_after]
+    assert sum("stablehlo.dot_general" in t for t in marked) == (ops_b["op"] == "stablehlo.dot_general").sum() >= 3
+    assert p.source.view.selected == [f"{path}:{n}"]
+    assert f"{len(ops_b)} ops in B" in p.source.status.value
+    # another pair: the same line's ops of the new stages are marked
+    p.pick("enzyme-hlo-patterns#3")
+    b = p.right
+    assert p.diff_view.marks_after == shown(ex, b, ops_of_line(ex, b, path, n)["text_line"])
+    assert p.diff_view.marks_before == shown(ex, p.left, ops_of_line(ex, p.left, path, n)["text_line"])
+
+
+def test_a_line_marks_xla_instructions_where_the_diff_shows_them(p, attention):
+    ex, path = attention
+    p.pick("xla:optimized")
+    n = line_of(path, 'heads(x @ p["wq"])')
+    p.source.select_line(path, n)
+    ops = ops_of_line(ex, "xla:optimized", path, n)
+    assert len(ops) and p.diff_view.marks_after == shown(ex, "xla:optimized", ops["text_line"])
+    # the diff view's HLO lines are not the text's (no debug-info sections): each marked row shows the
+    # instruction of its text line, as normalized
+    text = ex["xla:optimized"].text.splitlines()
+    rows = p.diff_view.after.split("\n")
+    at = shown_lines(ex["xla:optimized"].text)
+    for k in p.diff_view.marks_after:
+        assert rows[k].split("=", 1)[1].split("(")[0].split()[-1] == text[at[k]].split("=", 1)[1].split("(")[0].split()[-1]
+
+
+def test_the_no_location_row_marks_the_ops_without_a_line(p, attention):
+    ex, _ = attention
+    send(p.source.view, type="line", file="", line=0)
+    df = ex.locations(p.right)
+    none = df[(df["file"] == "") & (df["op"] != "func.func")]
+    assert len(none) and p.diff_view.marks_after == shown(ex, p.right, none["text_line"])
+    assert p.python == f'ex.locations("{p.right}").query("file == \'\'")'
+
+
+# -- an op clicked in the diff: its counterparts, its line, its lineage ------------------------------------
+def test_clicking_an_op_marks_its_counterparts_and_its_line_and_shows_its_lineage(p, attention):
+    ex, path = attention
+    a, b = p.left, p.right
+    n = line_of(path, 'heads(x @ p["wq"])')
+    df = ops_of_line(ex, b, path, n)
+    dot = df[df["op"] == "stablehlo.dot_general"].iloc[0]
+    k = shown(ex, b, [dot["text_line"]])[0]
+    send(p.diff_view, type="op", side="after", line=k)
+    assert p.python == f'ex.lineage("{b}", "{dot["result"]}")' and p.last_error is None
+    lin = ex.lineage(b, dot["result"])
+    assert p.diff_view.marks_before == shown(ex, a, lin[(lin["stage"] == a) & (lin["line"] >= 0)]["line"])
+    assert k in p.diff_view.marks_after
+    assert set(p.diff_view.marks_after) == set(shown(ex, b, lin[(lin["stage"] == b) & (lin["line"] >= 0)]["line"])) | {k}
+    assert p.diff_view.marks_before and p.diff_view.mark_focus == "before"
+    assert p.source.view.selected == [f"{path}:{n}"] == [s for s in lin.attrs["sources"]]
+    # the lineage: a line per stage with its counterparts
+    html = p.source.lineage.value
+    assert "Lineage" in html and dot["result"] in html
+    for stage, rows in lin.groupby("stage", sort=False):
+        assert f"<td>{stage}</td><td>{(rows['result'] != '').sum()}</td>" in html
+    assert "removed by" not in html  # the q projection lives on to the last stage
+    # another pair: the counterparts of the same op in the new stages
+    p.pick("xla:optimized")
+    xla = lin[(lin["stage"] == "xla:optimized") & (lin["line"] >= 0)]
+    assert len(xla) and p.diff_view.marks_after == shown(ex, "xla:optimized", xla["line"])
+
+
+def test_an_op_that_a_pattern_removes_says_by_which_stage():
+    ex = wb.explore(tb, jnp.ones((8, 16)), jnp.ones((4, 8)))
+    p = Panel(ex, background=False)
+    try:
+        assert (p.left, p.right) == ("canonicalize#2", "enzyme-hlo-patterns#1")
+        df = ex.locations("canonicalize#2")
+        t = df[df["result"] == "%0"].iloc[0]
+        assert t["op"] == "stablehlo.transpose"
+        k = shown(ex, "canonicalize#2", [t["text_line"]])[0]
+        send(p.diff_view, type="op", side="before", line=k)
+        assert p.python == 'ex.lineage("canonicalize#2", "%0")'
+        lin = ex.lineage("canonicalize#2", "%0")
+        assert lin.attrs["removed_by"] == "enzyme-hlo-patterns#1"
+        assert "removed by <b>enzyme-hlo-patterns#1</b>" in p.source.lineage.value
+        assert "wb-lin-removed" in p.source.lineage.value and "removed by enzyme-hlo-patterns#1" in p.source.status.value
+        assert k in p.diff_view.marks_before and p.diff_view.marks_after == []  # no counterpart in B
+        src = lin.attrs["sources"]
+        assert p.source.view.selected == src and src[0].endswith(f":{tb.__code__.co_firstlineno + 1}")
+    finally:
+        p.close()
+
+
+def test_a_row_that_is_no_op_says_so_and_changes_nothing(p, attention):
+    ex, path = attention
+    n = line_of(path, 'heads(x @ p["wq"])')
+    p.source.select_line(path, n)
+    marks, python = list(p.diff_view.marks_after), p.python
+    send(p.diff_view, type="op", side="after", line=0)  # "module {"
+    assert "line 1 of enzyme-hlo-patterns#1 is not an op" in p.source.status.value
+    assert p.diff_view.marks_after == marks and p.python == python and p.last_error is None
+
+
+# -- errors: said in the tab, the panel goes on ----------------------------------------------------------
+def test_the_jaxpr_and_a_text_stage_without_locations_are_explained_in_the_tab(p, attention):
+    ex, path = attention
+    p.pick("jaxpr")
+    with pytest.raises(WorkbenchError) as e:
+        ex.source_map(stage="jaxpr")
+    assert p.source.view.message == f"jaxpr: {e.value}" and p.source.view.rows == []
+    assert p.last_error is None
+    # A the jaxpr: the line's ops are marked in B, and the tab says why A has none
+    p.pick("stablehlo")
+    p.pick("jaxpr", side="left")
+    n = line_of(path, 'heads(x @ p["wq"])')
+    p.source.select_line(path, n)
+    assert p.diff_view.marks_before == [] and p.diff_view.marks_after == shown(
+        ex, "stablehlo", ops_of_line(ex, "stablehlo", path, n)["text_line"])
+    assert "wb-error" in p.source.status.value and "jaxpr" in p.source.status.value
+    send(p.diff_view, type="op", side="before", line=0)
+    assert "jaxpr has no ops to follow" in p.source.status.value and p.last_error is None
+    # the panel still works: another stage lists its lines
+    p.pick("enzyme-hlo-patterns#1")
+    assert p.source.view.message == "" and any(r["ops"] for r in p.source.view.rows if r["k"] == "line")
+
+    stripped = jax.jit(tb).lower(jnp.ones((8, 16)), jnp.ones((4, 8))).as_text(debug_info=False)
+    text = Panel(wb.explore_text(stripped, pipeline="canonicalize"), background=False)
+    try:
+        open_source(text)
+        assert "has no source locations" in text.source.view.message and text.last_error is None
+        send(text.diff_view, type="op", side="after", line=2)
+        assert "no source location" in text.source.lineage.value and text.last_error is None
+    finally:
+        text.close()
+
+
+def test_a_failed_stage_is_explained_in_the_tab():
+    bad = wb.explore(tb, jnp.ones((8, 16)), jnp.ones((4, 8)), pipeline="canonicalize,cse,one-shot-bufferize")
+    p = Panel(bad, background=False)
+    try:
+        open_source(p)
+        assert p.right == "one-shot-bufferize#1"
+        assert "failed" in p.source.view.message and p.last_error is None
+        p.pick("cse#1")
+        assert p.source.view.message == "" and p.source.view.rows
+    finally:
+        p.close()
+
+
+def test_the_diff_view_clears_its_marks_with_each_diff(attention):
+    ex, _ = attention
+    v = DiffView()
+    assert (v.marks_before, v.marks_after, v.mark_focus) == ([], [], "")
+    v.show(ex.diff("stablehlo", "inline#1"))
+    v.mark([3, 1, 3], [2], focus="after")
+    assert (v.marks_before, v.marks_after, v.mark_focus) == ([1, 3], [2], "after")
+    shown_before = v.shown
+    v.show(ex.diff("stablehlo", "cse#1"))
+    assert (v.marks_before, v.marks_after) == ([], []) and v.shown == shown_before + 1
+    heard = []
+    v.handler = heard.append
+    send(v, type="op", side="after", line=4)
+    assert heard == [{"type": "op", "side": "after", "line": 4}]
+
+
+def test_shown_lines_maps_every_line_the_diff_shows_to_its_text_line(attention):
+    ex, _ = attention
+    for st in ex.stages:
+        if st.error or st.name == "jaxpr" or st.group == "backend":
+            continue
+        lines, shown = st.text.splitlines(), normalize(st.text)
+        at = shown_lines(st.text)
+        assert len(at) == len(shown), st.name
+        # the same line, value names aside: the op agrees on every op line
+        op = re.compile(r"=\s*(?:\S+\s+)?\"?([A-Za-z_][\w.\-]*)[\"(\s]")
+        for k in range(len(at)):
+            mine, theirs = op.search(lines[at[k]]), op.search(shown[k])
+            if mine and theirs:
+                assert mine.group(1) == theirs.group(1), (st.name, lines[at[k]], shown[k])

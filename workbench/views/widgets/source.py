@@ -1,0 +1,491 @@
+"""The panel's Source tab: the user's code, each line with what it became in the right-hand stage B --
+a heat bar of its flops or bytes and the count of its ops -- and the link between a line, its ops and
+their counterparts in every stage.
+
+* The tab lists the functions as written (from the ``def`` of the first line with ops in each file to
+  the end of the last one's function, read with ``linecache``), from ``ex.source_map(stage=B)``; the
+  ``(no location)`` row comes last. XLA stages are costed by XLA's own analysis, MLIR stages by the
+  analytic model: the tab says which.
+* Clicking a line selects its ops: the diff view marks the rows of A's ops (left) and B's (right)
+  whose user line it is (``ex.locations(stage)``).
+* Clicking an op in the diff view marks it, its counterparts on the other side and its source line
+  here, and shows its lineage: one line per stage with its counterparts, and which stage removed it
+  (``ex.lineage(stage, op)``).
+
+The diff view and the lineage (``area``) sit in the Diff tab (``home``) and move into this tab while it
+is shown, so a click on a line shows its ops at once. Work runs on the panel's worker; a stage without
+locations, a failed or text stage or the jaxpr is said in the tab, and the panel goes on working.
+"""
+from __future__ import annotations
+
+import linecache
+import re
+from collections import defaultdict
+from typing import Callable, Iterable
+
+import anywidget
+import ipywidgets as W
+import traitlets
+
+from ...analysis.diff import shown_lines
+from ...analysis.provenance import NO_LOCATION
+from ...errors import WorkbenchError
+from ...exploration import Exploration
+from . import actions
+from .diffview import DiffView
+from .html import esc
+
+__all__ = ["SourceTab", "SourceView", "listing_rows", "lineage_html", "cost_note"]
+
+_DEF = re.compile(r"\s*(?:async\s+)?def\s")
+_GAP = 40  # a run of more lines without ops than this is folded
+_WIDEN = 120  # how far up (down) a line's function is looked for
+
+
+# -- the listing (pure: a source map in, the rows SourceView shows out) -----------------------------------
+def _si(x: float) -> str:
+    """4726784 -> "4.73M": what a heat bar is labelled with."""
+    x = float(x)
+    for size, unit in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= size:
+            return f"{x / size:.3g}{unit}"
+    return f"{x:.3g}" if x else "0"
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _function_bounds(file: str, first: int, last: int, getline=linecache.getline) -> tuple[int, int]:
+    """``first``..``last`` widened to the whole functions around them: up to the ``def`` (and its
+    decorators) of ``first``'s function, down to the end of ``last``'s (its last non-blank line)."""
+    start, base = first, None
+    top = getline(file, first)
+    for n in range(first, max(0, first - _WIDEN), -1):
+        text = getline(file, n)
+        if _DEF.match(text) and (n == first or _indent(text) < _indent(top)):
+            start, base = n, _indent(text)
+            while start > 1 and getline(file, start - 1).lstrip().startswith("@"):
+                start -= 1
+            break
+    if base is None:
+        return first, last
+    end, scope = last, base  # the def around ``last``, if it is another one than ``first``'s
+    for n in range(last, max(0, last - _WIDEN), -1):
+        text = getline(file, n)
+        if _DEF.match(text) and _indent(text) <= _indent(getline(file, last)):
+            scope = _indent(text)
+            break
+    for n in range(last + 1, last + _WIDEN):
+        text = getline(file, n)
+        if not text:
+            break  # the end of the file
+        if text.strip() and _indent(text) <= scope:
+            break
+        if text.strip():
+            end = n
+    return start, end
+
+
+def listing_rows(sm, metric: str = "flops", getline=linecache.getline) -> list[dict]:
+    """The rows of ``SourceView`` for ``Exploration.source_map(stage=...)``: per file a ``file`` row, then
+    each line of its functions (``line``: ``file, line, code``, and for a line with ops ``ops``, ``value``
+    (its ``metric``), ``label`` and ``frac``, its share of the costliest line's), a ``gap`` row for a long
+    run of lines without ops, and the ``(no location)`` row (``none``) last."""
+    values = [float(v) for v in sm[metric]] if len(sm) else []
+    top = max(values, default=0.0) or 1.0
+    by_file: dict[str, dict[int, dict]] = defaultdict(dict)
+    none = None
+    for r in sm.to_dict("records"):
+        fusions = r.get("fusions") or ""
+        info = {"ops": int(r["ops"]), "value": float(r[metric]), "label": _si(r[metric]),
+                "frac": round(float(r[metric]) / top, 4),
+                "title": f"{int(r['ops'])} ops, {_si(r['flops'])} flops, {_si(r['bytes'])} bytes"
+                         + (f"; in fusions: {fusions}" if fusions else "")}
+        if r["file"] == NO_LOCATION:
+            none = info
+        else:
+            by_file[r["file"]][int(r["line"])] = dict(info, code=r.get("code") or "", function=r.get("function") or "")
+    rows: list[dict] = []
+    for file, lines in by_file.items():
+        first, last = _function_bounds(file, min(lines), max(lines), getline)
+        rows.append({"k": "file", "file": file, "line": 0, "code": file})
+        quiet: list[dict] = []  # lines without ops since the last line with some
+        for n in range(first, last + 1):
+            info = lines.get(n)
+            code = getline(file, n).rstrip("\r\n")
+            if info is None:
+                quiet.append({"k": "line", "file": file, "line": n, "code": code, "ops": 0, "frac": 0.0, "label": ""})
+                continue
+            rows += quiet if len(quiet) <= _GAP else [{"k": "gap", "file": file, "line": quiet[0]["line"],
+                                                       "code": f"… {len(quiet)} lines without ops …"}]
+            quiet = []
+            rows.append(dict(info, k="line", file=file, line=n, code=code or info["code"]))
+        rows += quiet
+    if none is not None:
+        rows.append(dict(none, k="none", file="", line=0, code=NO_LOCATION + ": ops with no line of your code"))
+    return rows
+
+
+def cost_note(stage, metric: str) -> str:
+    """What the heat bars measure, for stage ``stage``."""
+    if stage.group in ("xla", "backend"):
+        what = (f"XLA's own cost analysis (HloCostAnalysis) of each instruction of <code>{esc(stage.name)}</code>; "
+                "a fusion counts at its root's line, and its lines list it")
+    else:
+        what = (f"the workbench's analytic cost model of each op of <code>{esc(stage.name)}</code> (XLA's own "
+                "numbers are those of the <code>xla:</code> stages)")
+    return (f'<div class="wb-note">the bars: <b>{esc(metric)}</b> per line, from {what}; the count is how many '
+            "ops the line became there. Click a line to mark its ops in the diff below.</div>")
+
+
+def lineage_html(df, stage: str, result: str, op: str, pair: tuple[str, str]) -> str:
+    """``Exploration.lineage(stage, result)``: one line per stage with the op's counterparts, the two stages
+    of the diff (``pair``: A, B) marked, and which stage removed it."""
+    removed = df.attrs.get("removed_by")
+    sources = ", ".join(f"<code>{esc(s)}</code>" for s in df.attrs.get("sources", []))
+    head = (f'<div class="wb-lineage-head"><b>Lineage</b> of <code>{esc(result)}</code> ({esc(op)}) of '
+            f"<b>{esc(stage)}</b>" + (f", from {sources}" if sources else "")
+            + (f' &middot; <span class="wb-removed">removed by <b>{esc(removed)}</b></span>' if removed else
+               " &middot; it lives on to the last stage") + "</div>"
+            '<div class="wb-note">values as each stage\'s own text names them (the diff shows B\'s under the names '
+            "of their counterparts in A); hover one for its line</div>")
+    body = []
+    for name, rows in df.groupby("stage", sort=False):
+        found = rows[rows["result"] != ""]
+        side = " ".join(t for t, s in zip(("A", "B"), pair) if s == name)
+        cls = " wb-lin-pair" if side else ""
+        if found.empty:
+            cls += " wb-lin-removed" if name == removed else " wb-lin-none"
+            what = f'<span class="wb-note">{esc(rows["text"].iloc[0])}</span>'
+        else:
+            items = [f'<code title="{esc(t)}">{esc(r)}</code> {esc(o.rpartition(".")[2])}'
+                     for r, o, t in zip(found["result"], found["op"], found["text"])]
+            what = " &middot; ".join(items[:8]) + (f" &middot; … {len(items) - 8} more" if len(items) > 8 else "")
+        body.append(f'<tr class="wb-lin{cls}"><td><b>{side}</b></td><td>{esc(name)}</td>'
+                    f"<td>{len(found)}</td><td>{what}</td></tr>")
+    return (f'<div class="wb-lineage">{head}<div class="wb-lineage-rows"><table class="wb-table"><thead><tr>'
+            "<th></th><th>stage</th><th>ops</th><th>counterparts</th></tr></thead><tbody>" + "".join(body)
+            + "</tbody></table></div></div>")
+
+
+_ESM = r"""
+const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+function render({ model, el }) {
+  el.classList.add("wbsrc");
+  el.innerHTML = `<div class="wbsrc-head"><span class="wbsrc-heat"></span><span class="wbsrc-n">ops</span>` +
+    `<span class="wbsrc-ln">line</span><span class="wbsrc-code">code</span></div><div class="wbsrc-list"></div>` +
+    `<div class="wbsrc-msg"></div>`;
+  const list = el.querySelector(".wbsrc-list"), msg = el.querySelector(".wbsrc-msg");
+  const draw = () => {
+    const text = model.get("message");
+    msg.textContent = text;
+    el.classList.toggle("wbsrc-has-msg", !!text);
+    const metric = model.get("metric");
+    el.querySelector(".wbsrc-head .wbsrc-heat").textContent = metric;
+    let html = "";
+    for (const r of model.get("rows")) {
+      if (r.k === "file") { html += `<div class="wbsrc-file" title="${esc(r.file)}">${esc(r.file)}</div>`; continue; }
+      if (r.k === "gap") { html += `<div class="wbsrc-gap">${esc(r.code)}</div>`; continue; }
+      const ops = r.ops > 0 || (r.k === "none" && r.ops > 0);
+      const bar = r.frac > 0 ? `<span class="wbsrc-bar" style="width:${(100 * r.frac).toFixed(1)}%"></span>` : "";
+      html += `<div class="wbsrc-line${ops ? " wbsrc-ops" : ""}${r.k === "none" ? " wbsrc-none" : ""}" ` +
+        `data-key="${esc(r.file + ":" + r.line)}" data-file="${esc(r.file)}" data-line="${r.line}" title="${esc(r.title || "")}">` +
+        `<span class="wbsrc-heat">${bar}<span class="wbsrc-val">${esc(r.label || "")}</span></span>` +
+        `<span class="wbsrc-n">${ops ? r.ops : ""}</span><span class="wbsrc-ln">${r.line || ""}</span>` +
+        `<span class="wbsrc-code">${esc(r.code)}</span></div>`;
+    }
+    list.innerHTML = html;
+    select();
+  };
+  // The selected lines (a line clicked here, an op's source line): marked, the first scrolled into the list.
+  const select = () => {
+    const keys = new Set(model.get("selected"));
+    let first = null;
+    for (const row of list.querySelectorAll(".wbsrc-line")) {
+      const on = keys.has(row.dataset.key);
+      row.classList.toggle("wbsrc-sel", on);
+      if (on && !first) first = row;
+    }
+    if (first && (first.offsetTop < list.scrollTop || first.offsetTop + first.offsetHeight > list.scrollTop + list.clientHeight)) {
+      list.scrollTop = Math.max(0, first.offsetTop - list.clientHeight / 3);
+    }
+  };
+  list.addEventListener("click", (e) => {
+    const row = e.target.closest(".wbsrc-line.wbsrc-ops");
+    if (row) model.send({ type: "line", file: row.dataset.file, line: Number(row.dataset.line) });
+  });
+  for (const name of ["rows", "message", "metric"]) model.on("change:" + name, draw);
+  model.on("change:selected", select);
+  draw();
+}
+export default { render };
+"""
+
+
+class SourceView(anywidget.AnyWidget):
+    """The listing of the Source tab: ``rows`` from ``listing_rows``, ``selected`` the lines marked
+    (``"file:line"``), ``message`` instead of the rows (why there are none). A click on a line with ops
+    is sent to ``handler`` as ``{"type": "line", "file": ..., "line": n}`` (the ``(no location)`` row:
+    file "", line 0)."""
+
+    _esm = _ESM
+    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    selected = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    message = traitlets.Unicode("").tag(sync=True)
+    metric = traitlets.Unicode("flops").tag(sync=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.handler: Callable[[dict], None] | None = None
+        self.on_msg(self._receive)
+
+    def _receive(self, _widget, content, _buffers) -> None:
+        if self.handler is not None and isinstance(content, dict):
+            self.handler(content)
+
+
+def _same(key: tuple, other: tuple | None) -> bool:
+    """Whether two keys (an Exploration, then names and numbers) are one: the Exploration by identity."""
+    return other is not None and key[0] is other[0] and key[1:] == other[1:]
+
+
+def _key(file: str, line: int) -> str:
+    return f"{file}:{int(line)}"
+
+
+class SourceTab:
+    """The Source tab's widgets (``widget``; ``home`` holds the diff view in the Diff tab) and actions.
+    ``exploration()`` is the Exploration shown, ``pair()`` its two stages (A, B), ``submit(label, python,
+    work, busy=...)`` queues work on the panel's worker; ``diff_view`` is the panel's, whose marks this
+    tab sets and whose clicks on ops it hears."""
+
+    def __init__(self, name: str, exploration: Callable[[], Exploration], pair: Callable[[], tuple[str, str]],
+                 submit: Callable, diff_view: DiffView):
+        self.name = name
+        self._exploration, self._pair, self._submit = exploration, pair, submit
+        self.diff_view = diff_view
+        diff_view.handler = self._on_diff_msg
+        L = W.Layout
+        self.metric = W.ToggleButtons(options=["flops", "bytes"], value="flops", style={"button_width": "64px"},
+                                      tooltips=["the bars show each line's flops", "the bars show each line's bytes"])
+        self.metric.observe(lambda _ch: self._draw(), "value")
+        self.note = W.HTML()
+        self.view = SourceView(layout=L(max_height="340px"))
+        self.view.handler = self._on_view_msg
+        self.status = W.HTML()  # what is selected, and why something is not marked
+        self.lineage = W.HTML()
+        self.area = W.VBox([diff_view, self.status, self.lineage])  # the diff view and what goes with it
+        self.home = W.VBox([self.area])  # in the Diff tab
+        self._slot = W.VBox([])  # in this tab, while it is shown
+        self.widget = W.VBox([W.HBox([W.HTML("<b>Your code</b>, line by line: what it became in B"), self.metric],
+                                     layout=L(align_items="center")).add_class("wb-row"),
+                              self.note, self.view, self._slot])
+        self.selection: tuple | None = None  # ("line", file, line) or ("op", stage, result)
+        self._sm = self._sm_stage = None  # the source map listed, and its stage
+        self._listed = self._marked = None  # the (Exploration, ...) the listing and the marks are for
+        self._lineage = None  # (Exploration, stage, result, op, df) of the op selected
+        self._seen: Exploration | None = None  # the Exploration the caches below are of
+        self._located: dict[str, tuple] = {}  # stage -> (ex.locations(stage), shown_lines, their inverse)
+
+    # -- the panel's calls ----------------------------------------------------------------------------
+    def show(self, ex: Exploration, left: str, right: str, *, visible: bool, waiting: str = "") -> None:
+        """Follow the panel: the diff view in this tab while it is ``visible``; the listing of ``right``
+        (when visible: ``waiting`` names a stage whose XLA compile is under way); the selection marked
+        anew in a new diff."""
+        self._place(visible)
+        listed = (ex, right, waiting)
+        if visible and not _same(listed, self._listed):
+            self._listed = listed
+            self._fill(ex, right, waiting)
+        marked = (ex, left, right, self.diff_view.shown)
+        if _same(marked, self._marked):
+            return
+        self._marked = marked
+        if self._lineage is not None and self._lineage[0] is not ex:  # another Exploration: its ops are others
+            self._lineage = None
+            self.lineage.value = ""
+            if self.selection and self.selection[0] == "op":
+                self.selection, self.view.selected = None, []
+        if self.selection and not waiting:
+            self._submit("marking the selection", None, self._remark, busy=False)
+
+    def select_line(self, file: str, line: int) -> None:
+        """Select the ops of line ``line`` of ``file`` (file "": those with no line): marked in the diff."""
+        ex, (left, right) = self._exploration(), self._pair()
+        self.selection = ("line", file, int(line))
+        self.view.selected = [_key(file, line)]
+        act = actions.ops_at(self.name, right, file, int(line))
+        self._submit(act.label, act.python, lambda: self._mark_line(ex, left, right, file, int(line)), busy=False)
+
+    def select_op(self, side: str, line: int) -> None:
+        """The op on line ``line`` (0-based, as the diff view shows it) of the diff's ``side`` ("before": A,
+        "after": B): it, its counterparts and its source line marked, its lineage shown."""
+        ex, (left, right) = self._exploration(), self._pair()
+        stage = left if side == "before" else right
+
+        def find():
+            try:
+                df, shown, _ = self._locate(ex, stage)
+            except WorkbenchError as e:
+                self.status.value = _note(f"{stage} has no ops to follow: {e}", error=True)
+                return
+            text_line = shown[line] if 0 <= line < len(shown) else -1
+            hit = df[(df["text_line"] == text_line) & (df["result"] != "") & (df["op"] != "func.func")]
+            if hit.empty:
+                self.status.value = _note(f"line {line + 1} of {stage} is not an op: click the line of an op "
+                                          "to follow it")
+                return
+            self.pick_op(stage, hit["result"].iloc[0], ex)
+
+        self._submit(f"finding the op at line {line + 1} of {stage}", None, find, busy=False)
+
+    def pick_op(self, stage: str, result: str, ex: Exploration | None = None) -> None:
+        """Follow op ``result`` of ``stage``: its lineage, its counterparts marked in the diff, its line here."""
+        ex = ex or self._exploration()
+        act = actions.lineage(self.name, stage, result)
+
+        def work():
+            try:
+                located = self._locate(ex, stage)[0]
+                df = act.call(ex)
+            except WorkbenchError as e:  # an op with no line of the user's, a stage without ops: said here
+                self.selection, self._lineage = ("op", stage, result), None
+                self.lineage.value = f'<div class="wb-lineage">{_note(str(e), error=True)}</div>'
+                try:
+                    self._mark_op(ex, stage, result, None)
+                except WorkbenchError:
+                    self.diff_view.mark()
+                return
+            op = next(iter(located[located["result"] == result]["op"]), "")
+            self.selection, self._lineage = ("op", stage, result), (ex, stage, result, op, df)
+            self.view.selected = [_key(*s.rsplit(":", 1)) for s in df.attrs.get("sources", [])]
+            self.lineage.value = lineage_html(df, stage, result, op, self._pair())
+            self._mark_op(ex, stage, result, df)
+
+        self._submit(act.label, act.python, work, busy=False)
+
+    # -- events from the browser -------------------------------------------------------------------------
+    def _on_view_msg(self, msg: dict) -> None:
+        if msg.get("type") == "line":
+            self.select_line(str(msg.get("file", "")), int(msg.get("line", 0)))
+
+    def _on_diff_msg(self, msg: dict) -> None:
+        if msg.get("type") == "op" and msg.get("side") in ("before", "after"):
+            self.select_op(msg["side"], int(msg.get("line", -1)))
+
+    # -- the work (on the panel's worker) ----------------------------------------------------------------
+    def _place(self, here: bool) -> None:
+        """The diff view in this tab (``here``) or in the Diff tab."""
+        if (self.area in self._slot.children) != here:
+            self._slot.children, self.home.children = ((self.area,), ()) if here else ((), (self.area,))
+
+    def _fill(self, ex: Exploration, right: str, waiting: str) -> None:
+        if waiting:
+            self._sm = None
+            self.view.rows, self.note.value = [], ""
+            self.view.message = f"XLA is compiling: stage {waiting!r} is mapped to your code when its stages arrive"
+            return
+        act = actions.source_map(self.name, right)
+
+        def work():
+            try:
+                sm, stage = act.call(ex), ex.stage(right)
+            except WorkbenchError as e:
+                self._sm = None
+                with self.view.hold_sync():
+                    self.view.rows, self.view.message = [], f"{right}: {e}"
+                self.note.value = ""
+                return
+            self._sm, self._sm_stage = sm, stage
+            self._draw()
+
+        self._submit(act.label, act.python, work, busy=False)
+
+    def _draw(self) -> None:
+        sm, stage, metric = self._sm, self._sm_stage, self.metric.value
+        if sm is None:
+            return
+        with self.view.hold_sync():
+            self.view.message = "" if len(sm) else f"{stage.name} has no ops"
+            self.view.metric = metric
+            self.view.rows = listing_rows(sm, metric)
+        self.note.value = cost_note(stage, metric)
+
+    def _locate(self, ex: Exploration, stage: str) -> tuple:
+        """(``ex.locations(stage)``, the text line of each line the diff view shows, its inverse), kept per
+        stage of the Exploration shown; WorkbenchError for a stage without ops."""
+        if ex is not self._seen:
+            self._seen, self._located = ex, {}
+        if stage not in self._located:
+            df = ex.locations(stage)
+            shown = shown_lines(ex.stage(stage).text)
+            self._located[stage] = (df, shown, {t: k for k, t in enumerate(shown)})
+        return self._located[stage]
+
+    def _shown(self, ex: Exploration, side: str, stage: str, text_lines: Iterable[int]) -> list[int]:
+        """The lines of the diff view's ``side`` that show ``text_lines`` of ``stage`` (none when the
+        diff view does not show that stage there)."""
+        name, text = ((self.diff_view.before_name, self.diff_view.before) if side == "before"
+                      else (self.diff_view.after_name, self.diff_view.after))
+        if name != stage or not text:
+            return []
+        inverse = self._locate(ex, stage)[2]
+        if len(inverse) != text.count("\n") + 1:  # the diff's lines are not the text's: mark nothing wrongly
+            return []
+        return [inverse[t] for t in text_lines if t in inverse]
+
+    def _remark(self) -> None:
+        """The selection marked in the diff shown now (another pair, the same selection)."""
+        ex, (left, right) = self._exploration(), self._pair()
+        if self.selection and self.selection[0] == "line":
+            self._mark_line(ex, left, right, self.selection[1], self.selection[2])
+        elif self.selection and self._lineage is not None and self._lineage[0] is ex:
+            _, stage, result, op, df = self._lineage
+            self.lineage.value = lineage_html(df, stage, result, op, (left, right))
+            self._mark_op(ex, stage, result, df)
+
+    def _mark_line(self, ex: Exploration, left: str, right: str, file: str, line: int) -> None:
+        marks, counts, notes = {}, {}, []
+        for side, stage in (("before", left), ("after", right)):
+            try:
+                df = self._locate(ex, stage)[0]
+            except WorkbenchError as e:
+                marks[side], counts[side] = [], None
+                notes.append(f"{stage}: {e}")
+                continue
+            rows = df[(df["file"] == file) & (df["line"] == line)] if file else df[(df["file"] == "") & (df["op"] != "func.func")]
+            counts[side] = len(rows)
+            marks[side] = self._shown(ex, side, stage, rows["text_line"])
+        self.diff_view.mark(marks["before"], marks["after"], focus="after")
+        where = f"line {line}" if file else "the ops with no line of your code"
+        said = [f"{'no' if n == 0 else n} op{'s' * (n != 1)} in {t} ({esc(s)})"
+                for t, s, n in (("B", right, counts["after"]), ("A", left, counts["before"])) if n is not None]
+        self.status.value = _note(f"{where}: " + ", ".join(said) + " (marked in the diff)" if said else where,
+                                  raw=True) + "".join(_note(n, error=True) for n in notes)
+
+    def _mark_op(self, ex: Exploration, stage: str, result: str, df) -> None:
+        """Mark op ``result`` of ``stage`` and, from its lineage ``df``, its counterparts in the diff's stages."""
+        left, right = self._pair()
+        marks: dict[str, list[int]] = {"before": [], "after": []}
+        for side, name in (("before", left), ("after", right)):
+            lines = [] if df is None else [int(t) for t in df[(df["stage"] == name) & (df["line"] >= 0)]["line"]]
+            if name == stage:
+                located = self._locate(ex, stage)[0]
+                lines += [int(t) for t in located[located["result"] == result]["text_line"][:1]]
+            if lines:
+                marks[side] = self._shown(ex, side, name, lines)
+        own = "before" if stage == left else "after"
+        self.diff_view.mark(marks["before"], marks["after"], focus="after" if own == "before" else "before")
+        if df is None:
+            self.status.value = _note(f"{result} of {stage}: marked; it has no counterparts to follow")
+            return
+        n = {side: len(df[(df["stage"] == s) & (df["result"] != "")]) for side, s in (("A", left), ("B", right))}
+        removed = df.attrs.get("removed_by")
+        self.status.value = _note(f"{result} of {stage} and its counterparts (the ops from its source position): "
+                                  f"{n['A']} in A, {n['B']} in B (marked)" + (f"; removed by {removed}" if removed else ""))
+
+
+def _note(text: str, error: bool = False, raw: bool = False) -> str:
+    body = text if raw else esc(text)
+    return f'<div class="{"wb-error" if error else "wb-note wb-source-status"}">{body}</div>'
