@@ -5,8 +5,17 @@ test-output/panel_source_tab.png.
 """
 import pytest
 
-from tests.test_browser import (_notebook, browser, chromium, open_notebook, serve_lab, shots,  # noqa: F401
-                                show_panel, side_by_side, tab)
+from tests.test_browser import (  # noqa: F401
+    _notebook,
+    browser,
+    chromium,
+    open_notebook,
+    serve_lab,
+    shots,
+    show_panel,
+    side_by_side,
+    tab,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -10,14 +10,13 @@ import re
 
 import jax
 import jax.numpy as jnp
-
 import pytest
 
 import workbench as wb
 from workbench import examples
+from workbench.analysis.diff import normalize, shown_lines
 from workbench.errors import WorkbenchError
 from workbench.views.widgets import Panel
-from workbench.analysis.diff import normalize, shown_lines
 from workbench.views.widgets.diffview import DiffView
 from workbench.views.widgets.source import listing_rows
 

@@ -17,7 +17,7 @@ from .model import Module
 from .read_hlo import read_hlo
 from .read_mlir import read_mlir
 
-__all__ = ["Module", "read_module", "normalize", "shown_lines", "collector_paused"]
+__all__ = ["Module", "collector_paused", "normalize", "read_module", "shown_lines"]
 
 
 @lru_cache(maxsize=4)

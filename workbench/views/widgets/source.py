@@ -21,7 +21,7 @@ from __future__ import annotations
 import linecache
 import re
 from collections import defaultdict
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import anywidget
 import ipywidgets as W
@@ -35,7 +35,7 @@ from . import actions
 from .diffview import DiffView
 from .html import esc
 
-__all__ = ["SourceTab", "SourceView", "listing_rows", "lineage_html", "cost_note"]
+__all__ = ["SourceTab", "SourceView", "cost_note", "lineage_html", "listing_rows"]
 
 _DEF = re.compile(r"\s*(?:async\s+)?def\s")
 _GAP = 40  # a run of more lines without ops than this is folded
