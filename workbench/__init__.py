@@ -6,9 +6,11 @@
 """
 from .errors import (ArgumentError, InputKindError, MlirSyntaxError, PipelineSyntaxError, SavedFileError, StageError,
                      TraceError, UnknownNameError, UnknownPeakError, WorkbenchError, XlaOptionError, XlaPassWarning)
-from .analysis.bisect import crashes, miscompiles, op_count_above, op_count_at_most, slower_than
+from .analysis.bisect import (crashes, differs_from, has_op, lacks_op, miscompiles, op_count_above, op_count_at_most,
+                              slower_than)
 from .analysis.execute import devices
-from .exploration import Exploration, explore, explore_text, load, opt
+from .analysis.pipelines import plot_pipelines
+from .exploration import Exploration, compare_pipelines, explore, explore_text, load, opt
 from .pipeline.catalog import patterns
 from .pipeline.presets import pipelines
 from .stages import Stage
@@ -23,7 +25,8 @@ def panel(ex, **kwargs):
 
 __all__ = [
     "explore", "explore_text", "load", "opt", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
-    "miscompiles", "crashes", "slower_than", "op_count_above", "op_count_at_most",
+    "compare_pipelines", "plot_pipelines",
+    "miscompiles", "crashes", "slower_than", "op_count_above", "op_count_at_most", "differs_from", "has_op", "lacks_op",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
     "XlaOptionError", "XlaPassWarning", "UnknownPeakError", "InputKindError", "MlirSyntaxError",
     "SavedFileError",

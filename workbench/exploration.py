@@ -21,7 +21,9 @@ from .analysis.diff import diff_texts
 from .analysis.execute import (REFERENCE, Check, LeafCheck, Reference, RunResult, Timing, args_key, check_outputs,
                                float64_reference, run_stage)
 from .analysis.graph import stage_graph
+from .analysis.pipelines import DEFAULT_PIPELINES, compare_pipelines as pipelines_table
 from .analysis.provenance import lineage, op_locations, source_map
+from .analysis.reduce import reduce as reduce_module
 from .analysis.report import write_report
 from .analysis.reproducer import write_reproducer
 from .analysis.cost import cost_table, hlo_op_costs, op_costs, plot_cost
@@ -33,7 +35,7 @@ from .pipeline.build import (Built, build, rebuild_xla, run_passes, spec_for_fun
                              with_xla_options, xla_passes_known)
 from .stages import Stage
 
-__all__ = ["Exploration", "Stepwise", "explore", "explore_text", "load", "opt"]
+__all__ = ["Exploration", "Stepwise", "compare_pipelines", "explore", "explore_text", "load", "opt"]
 
 XLA_WAIT = 0.3  # seconds a view (the %%hlo output) waits for XLA's stages before it shows without them
 
@@ -92,6 +94,13 @@ def opt(text: str, pipeline: str, timeout: float = 600.0) -> str:
     with locations; ``hlo-workbench opt`` prints it. MlirSyntaxError, PipelineSyntaxError or
     StageError (a pass failed or crashed its worker) say what went wrong."""
     return run_passes(text, pipeline, timeout=timeout)
+
+
+def compare_pipelines(fn: Callable, *args, pipelines: Sequence[str] = DEFAULT_PIPELINES, device: str = "cpu:0",
+                      repeat: int = 20, **explore_kwargs):
+    """``fn(*args)`` through each pipeline: a DataFrame, one row per pipeline (median time and IQR, the numeric
+    check, cost, op counts by dialect: ``workbench.analysis.pipelines``); ``wb.plot_pipelines(df)`` draws it."""
+    return pipelines_table(explore, fn, *args, pipelines=pipelines, device=device, repeat=repeat, **explore_kwargs)
 
 
 def load(path) -> "Exploration":
@@ -504,14 +513,20 @@ class Exploration:
         return Stepwise(self._built, step_patterns(self, stage or "stablehlo", max_steps=max_steps,
                                                    progress=progress, on_progress=on_progress, exact=exact))
 
-    def bisect(self, predicate, candidates=None, progress: bool = True, on_progress=None):
-        """A 1-minimal set of enabled patterns for which ``predicate(exploration)`` holds (delta debugging).
+    def bisect(self, predicate, candidates=None, progress: bool = True, on_progress=None, over: str = "patterns"):
+        """A 1-minimal set for which ``predicate(exploration)`` holds (delta debugging) ``over`` the enabled patterns
+        ("patterns"), the XLA passes the compile ran ("xla", ``ex.xla_passes``; passes it cannot compile without
+        are ``.always_needed``) or both ("all"); see ``workbench.analysis.bisect``. Built-in predicates:
+        ``wb.miscompiles``, ``crashes``, ``slower_than``, ``op_count_above``/``_at_most``, ``has_op``/``lacks_op``,
+        ``differs_from``. Returns ``.patterns``, ``.xla_passes``, ``.runs``, ``.table()``, ``.diff``;
+        ``on_progress(runs, None)`` hears each try (how many there will be is not known)."""
+        return bisect(self, predicate, candidates=candidates, progress=progress, on_progress=on_progress, over=over)
 
-        Built-in predicates: ``wb.miscompiles(device)``, ``wb.crashes()``, ``wb.slower_than(s)``,
-        ``wb.op_count_above(op, n)``. Returns ``.patterns``, ``.runs`` and ``.diff``.
-        ``on_progress(runs, None)`` hears each pipeline run (how many there will be is not known).
-        """
-        return bisect(self, predicate, candidates=candidates, progress=progress, on_progress=on_progress)
+    def reduce(self, predicate, stage="stablehlo", progress: bool = True, on_progress=None):
+        """The smallest module reachable from ``stage``'s by deleting and cutting ops on which ``predicate``
+        holds, each candidate explored as text with this spec (``workbench.analysis.reduce``): a ReduceResult."""
+        return reduce_module(self, predicate, lambda text: Exploration(build(dataclasses.replace(
+            self._spec, source=text, title=f"{self._spec.title}:reduced"))), stage, progress, on_progress)
 
     def pattern_timing(self, stage=None, per_pattern: bool = False, progress: bool = True, on_progress=None):
         """Seconds each pattern group (or each pattern, every one run alone) takes on ``stage``,

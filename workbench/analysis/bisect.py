@@ -1,30 +1,68 @@
-"""Find the patterns to blame: delta debugging over the enabled pattern list.
+"""Find what to blame: delta debugging over the enabled Enzyme-JaX patterns, XLA's HLO passes, or both.
 
-``bisect(ex, predicate)`` returns a 1-minimal set of patterns for which ``predicate`` holds: it holds
-with that set alone enabled, and fails when any one of them is removed. The search is Zeller's ddmin,
-so one culprit among n patterns costs O(log n) pipeline runs, k culprits O(k log n) in typical cases.
+``bisect(ex, predicate, over=...)`` returns a 1-minimal set of culprits for which ``predicate`` holds:
+it holds with that set alone enabled, and fails when any one of them is removed. The search is
+Zeller's ddmin, so one culprit among n costs O(log n) tries, k culprits O(k log n) in typical cases.
+
+- ``over="patterns"`` (the default): subsets of the enabled patterns (``ex.with_only_patterns``), one
+  MLIR pipeline run each (and an XLA compile where the predicate reads XLA's stages);
+- ``over="xla"``: subsets of the HLO passes XLA's compile ran (``ex.xla_passes``), every other one
+  disabled with ``xla_disable_hlo_passes`` (``ex.with_xla(disable=...)``): one XLA compile each;
+- ``over="all"``: both in one ddmin: a subset enables its patterns and its XLA passes, every other
+  pattern is off and every other candidate XLA pass disabled.
+
+Some XLA passes cannot be disabled: without them the compile fails, or XLA aborts the process (a
+CHECK failure; e.g. an RNG program compiled on CPU with every pass off). Before the search, the
+module is compiled with every candidate XLA pass disabled in a child process (a fresh interpreter,
+so an abort takes only it down); if that fails, a small set that must stay enabled is found by
+binary search: the shortest run of the candidates (in XLA's order) with which it compiles, one needed
+pass at a time -- about k (log2 n + 1) child compiles for k needed passes among n. That is cheaper
+than both alternatives: one try per pass costs n compiles, and ddmin over "the compile succeeds with
+only these enabled" took 30 compiles where this takes 13 (an RNG program on CPU: 37 passes, 2
+needed; a compile that aborts costs a fresh child, about a second). Those are ``always_needed``,
+enabled in every subset and never culprits; ``always_needed_how`` says what was tried and
+``probe_compiles`` counts the child's compiles.
+The search's own compiles run in this process, as every compile of the workbench does: each keeps the
+always-needed passes enabled, with which the child showed the module compiles (enabling more passes
+on top is expected to keep it compiling, though XLA does not promise it).
+
+Predicates that run the program (``miscompiles``, ``differs_from(..., numbers=True)``) run it as
+``ex.run`` does, through JAX's own compile without the XLA toggles: over XLA's passes, ask about XLA's
+stages instead (``has_op``/``lacks_op`` with ``stage="xla:optimized"``, ``crashes(include_xla=True)``).
 """
 from __future__ import annotations
 
+import atexit
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from typing import Callable, TYPE_CHECKING
 
+from ..errors import UnknownNameError, WorkbenchError
 from ..ir.ops import op_counts
+from ..ir.text import text_hash
+from ..pipeline.build import xla_compiles
 from ..pipeline.catalog import pattern_list, pattern_name
-from ..errors import WorkbenchError
+from .execute import compare_outputs
 from .progress import OnProgress, Progress
 
 if TYPE_CHECKING:  # the facade hands itself down; analysis never imports it
     from ..exploration import Exploration
 
-__all__ = ["BisectResult", "bisect", "ddmin", "miscompiles", "crashes", "slower_than", "op_count_above",
-           "op_count_at_most"]
+__all__ = ["BisectResult", "BuiltinPredicate", "bisect", "ddmin", "miscompiles", "crashes", "slower_than",
+           "op_count_above", "op_count_at_most", "differs_from", "has_op", "lacks_op", "OVER"]
 
 Predicate = Callable[["Exploration"], bool]
+OVER = ("patterns", "xla", "all")
 
 
-def ddmin(items: list[str], holds: Callable[[list[str]], bool]) -> list[str]:
+def ddmin(items: list, holds: Callable[[list], bool]) -> list:
     """A 1-minimal sublist of ``items`` for which ``holds`` is True (``holds(items)`` must be True)."""
     current, n = list(items), 2
     while len(current) >= 2:
@@ -51,20 +89,54 @@ def ddmin(items: list[str], holds: Callable[[list[str]], bool]) -> list[str]:
 
 @dataclass
 class BisectResult:
-    """The culprit patterns, the pipeline runs the search needed, and what the culprits change."""
+    """The culprits (``patterns``, ``xla_passes``), the tries the search needed (``runs``: one pipeline
+    run or XLA compile per subset; ``compiles``: XLA compiles in this process, ``probe_compiles``: in
+    the child that looked for ``always_needed``), and what the culprits change (``table()``, ``diff``)."""
 
     patterns: list[str]
     runs: int
     seconds: float
     log: list[tuple[int, bool]] = field(default_factory=list, repr=False)  # (set size, predicate held)
     _ex: Exploration | None = field(default=None, repr=False)
+    xla_passes: list[str] = field(default_factory=list)
+    always_needed: list[str] = field(default_factory=list)
+    always_needed_how: str = ""
+    over: str = "patterns"
+    compiles: int = 0
+    probe_compiles: int = 0
+    _xla_candidates: tuple[str, ...] = field(default=(), repr=False)
+
+    def _config(self, patterns, xla_on):
+        """The Exploration with exactly these patterns and XLA passes of the search enabled."""
+        return _configure(self._ex, self.over, self._xla_candidates, patterns, set(xla_on) | set(self.always_needed))
+
+    def table(self):
+        """One row per culprit: ``kind`` (pattern or xla), ``name``, and ``changes``: the ops that
+        removing it from the culprit set changes (of the last MLIR stage for a pattern, of
+        ``xla:optimized`` for an XLA pass), or how many lines change when no op count does."""
+        import pandas as pd
+
+        rows = []
+        if self._ex is not None and (self.patterns or self.xla_passes):
+            full = self._config(self.patterns, self.xla_passes)
+            for kind, names in (("pattern", self.patterns), ("xla", self.xla_passes)):
+                for name in names:
+                    less = self._config([p for p in self.patterns if p != name] if kind == "pattern" else self.patterns,
+                                        [p for p in self.xla_passes if p != name] if kind == "xla" else self.xla_passes)
+                    rows.append({"kind": kind, "name": name, "changes": _changes(less, full, kind)})
+        return pd.DataFrame(rows, columns=["kind", "name", "changes"])
 
     @property
     def diff(self):
-        """Final MLIR stage with every pattern vs. with every pattern but the culprits."""
+        """Final MLIR stage with every pattern vs. with every pattern but the culprits; when the
+        culprits are XLA passes only, ``xla:optimized`` with them vs. with them disabled too."""
         from .diff import diff_texts
 
         ex = self._ex
+        if not self.patterns and self.xla_passes:
+            without = ex.with_xla(disable=self.xla_passes)
+            return diff_texts(without.stage("xla:optimized").text, ex.stage("xla:optimized").text,
+                              f"without {', '.join(self.xla_passes)}", "with every XLA pass")
         names = {pattern_name(p) for p in pattern_list(ex.spec.selection)}
         without = ex.with_only_patterns(names - set(self.patterns))
         a = [s for s in without.stages if s.group == "mlir"][-1]
@@ -72,98 +144,467 @@ class BisectResult:
         return diff_texts(a.text, b.text, f"without {', '.join(self.patterns)}", "with all patterns")
 
 
+def _changes(less: Exploration, full: Exploration, kind: str) -> str:
+    from .diff import diff_texts
+
+    try:
+        a, b = ((less.default_run_stage(), full.default_run_stage()) if kind == "pattern"
+                else (less.stage("xla:optimized"), full.stage("xla:optimized")))
+    except WorkbenchError as e:
+        return f"(not compared: {str(e).splitlines()[0]})"
+    d = diff_texts(a.text, b.text, "without", "with")
+    delta = d.ops_delta()
+    if len(delta):
+        return ", ".join(f"{r.op} {r.delta:+d}" for r in delta.itertuples())
+    n = len(d.changes)
+    return "no change" if d.is_empty else f"{n} change{'s' * (n != 1)}, no op count"
+
+
+def _configure(ex: Exploration, over: str, xla_candidates, patterns, xla_on) -> Exploration:
+    """``ex`` with exactly ``patterns`` enabled (unless over="xla") and every candidate XLA pass not in
+    ``xla_on`` disabled (unless over="patterns")."""
+    out = ex if over == "xla" else ex.with_only_patterns(frozenset(patterns))
+    if over != "patterns":
+        out = out.with_xla(disable=[p for p in xla_candidates if p not in xla_on])
+    return out
+
+
 def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: bool = True,
-           on_progress: OnProgress | None = None) -> BisectResult:
-    """ddmin over ``candidates`` (default: the enabled patterns), one pipeline run per subset tried.
-    How many runs a search takes is not known in advance: ``on_progress(runs, None)`` hears each."""
-    start = time.perf_counter()
-    names = list(candidates) if candidates is not None else [
-        pattern_name(p) for p in pattern_list(ex.spec.selection)]
+           on_progress: OnProgress | None = None, over: str = "patterns") -> BisectResult:
+    """ddmin over ``candidates`` (default: the enabled patterns, the XLA passes ``ex.xla_passes``, or
+    both, by ``over``), one try per subset. For ``over="all"``, ``candidates`` may mix pattern names
+    and XLA pass names (a name among ``ex.xla_passes`` is an XLA pass). How many tries a search takes
+    is not known in advance: ``on_progress(runs, None)`` hears each."""
+    if over not in OVER:
+        raise UnknownNameError("bisect domain (over=)", str(over), list(OVER), "over is one of " + ", ".join(OVER))
+    start, compiled = time.perf_counter(), xla_compiles()
+    passes = list(dict.fromkeys(ex.xla_passes)) if over != "patterns" else []
+    if candidates is None:
+        pats = [] if over == "xla" else [pattern_name(p) for p in pattern_list(ex.spec.selection)]
+        xla = passes
+    else:
+        given = list(dict.fromkeys(candidates))
+        xla = [c for c in given if over == "xla" or (over == "all" and c in passes)]
+        pats = [c for c in given if c not in xla]
+    needed, how, probes = [], "", 0
+    if over != "patterns":
+        needed, how, probes = _always_needed(ex, xla)
+        xla = [p for p in xla if p not in needed]
+    items = [("pattern", p) for p in pats] + [("xla", p) for p in xla]
     cache: dict[frozenset, bool] = {}
     log: list[tuple[int, bool]] = []
     bar = Progress(None, "bisect runs", progress, on_progress, unit="run")
 
-    def holds(subset: list[str]) -> bool:
+    def holds(subset: list) -> bool:
         key = frozenset(subset)
         if key not in cache:
-            cache[key] = bool(predicate(ex.with_only_patterns(key)))
+            on = {n for k, n in key if k == "xla"} | set(needed)
+            trial = _configure(ex, over, xla, [n for k, n in key if k == "pattern"], on)
+            cache[key] = bool(predicate(trial))
             log.append((len(key), cache[key]))
             bar.update(1)
         return cache[key]
 
-    try:
-        if not holds(names):
-            raise WorkbenchError("the predicate does not hold with all candidate patterns enabled: nothing to bisect")
+    what = {"patterns": ("patterns", "pattern"), "xla": ("XLA passes", "XLA pass"),
+            "all": ("patterns and XLA passes", "pattern or XLA pass")}[over]
+    try:  # the panel's Analyze tab reads "does not hold with all" and "holds with no pattern" in these
+        if not holds(items):
+            raise WorkbenchError(f"the predicate does not hold with all candidate {what[0]} enabled: nothing to bisect")
         if holds([]):
-            raise WorkbenchError("the predicate holds with no pattern enabled: the cause is not a pattern "
-                                 "(look at the upstream passes or XLA)")
-        culprits = ddmin(names, holds)
+            cause = ("look at the upstream passes or XLA: over='xla' or 'all'" if over == "patterns" else
+                     "look at the MLIR passes" + (f", or at the XLA passes it cannot do without ({', '.join(needed)})"
+                                                  if needed else ""))
+            raise WorkbenchError(f"the predicate holds with no {what[1]} enabled: the cause is not a {what[1]} ({cause})")
+        culprits = ddmin(items, holds)
     finally:
         bar.close()
-    return BisectResult(sorted(culprits), len(cache), time.perf_counter() - start, log, ex)
+    return BisectResult(sorted(n for k, n in culprits if k == "pattern"), len(cache), time.perf_counter() - start,
+                        log, ex, sorted(n for k, n in culprits if k == "xla"), needed, how, over,
+                        xla_compiles() - compiled, probes, tuple(xla))
+
+
+# ---- the XLA passes that cannot be disabled: probed in a child process --------------------------------
+
+
+def _always_needed(ex: Exploration, passes: list[str]) -> tuple[list[str], str, int]:
+    """(the passes that must stay enabled, how they were found, child compiles made)."""
+    if not passes:
+        return [], "no XLA pass is a candidate, so none was probed", 0
+    if ex.error is not None:
+        return [], f"not probed: the program does not compile with every pass enabled ({ex.error.stage})", 0
+    traced = ex.spec.traced
+    if traced is not None and traced.exported.nr_devices > 1:
+        return [], ("not probed: the module is sharded, which the probe's child process does not set up "
+                    "(the compiles of the search run in this process, unprotected from XLA's aborts)"), 0
+    import jax
+
+    from ..pipeline.exported import main_signature, module_bytecode
+
+    source = ex.pipeline_stages[-1].text_with_locations or ex.pipeline_stages[-1].text
+    ins, outs = main_signature(source)
+    base = {k: v for k, v in ex.spec.xla_options if k != "xla_disable_hlo_passes"}
+    payload = {"bytecode": module_bytecode(source), "device": ex.spec.device, "x64": bool(jax.config.jax_enable_x64),
+               "ins": [(tuple(a.shape), str(a.dtype)) for a in ins], "outs": [(tuple(a.shape), str(a.dtype)) for a in outs]}
+    failures: dict[frozenset, str | None] = {frozenset(passes): None}  # ex's own compile: every pass enabled
+
+    def compiles(enabled: list[str]) -> bool:
+        key = frozenset(enabled)
+        if key not in failures:
+            off = sorted(set(ex.spec.xla_disabled) | (set(passes) - key))
+            failures[key] = probe_compile({**payload, "options": {**base, "xla_disable_hlo_passes": ",".join(off)}},
+                                          ex.spec.timeout)
+        return failures[key] is None
+
+    try:
+        return _search_needed(passes, failures, compiles)
+    finally:
+        _PROBER.release_spare()
+
+
+def _search_needed(passes: list[str], failures: dict, compiles: Callable[[list[str]], bool]):
+    n = len(passes)
+    if compiles([]):
+        return [], (f"XLA compiled the module with all {n} candidate passes disabled (1 compile in a child "
+                    "process), so none has to stay enabled"), 1
+    first = failures[frozenset()]
+    needed = sorted(_needed(passes, compiles))
+    return needed, (f"with all {n} candidate passes disabled, XLA's compile failed ({first}); a binary search for "
+                    f"the shortest run of passes (in XLA's order) that lets it compile, one needed pass at a time, "
+                    f"found {len(needed)} that must stay enabled, in {len(failures) - 1} compiles in a child "
+                    "process"), len(failures) - 1
+
+
+def _needed(passes: list[str], compiles: Callable[[list[str]], bool]) -> list[str]:
+    """A small set of passes with which (and no other) the module compiles: while it does not compile with
+    those found so far, binary-search the shortest prefix of the rest that lets it, and keep that prefix's
+    last pass (the earlier ones stay candidates). k needed passes cost about k (log2 n + 1) compiles."""
+    needed, rest = [], list(passes)
+    while rest and not compiles(needed):
+        lo, hi = 0, len(rest)  # with needed: rest[:lo] does not compile, rest[:hi] does
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if compiles(needed + rest[:mid]) else (mid, hi)
+        needed.append(rest[hi - 1])
+        rest = rest[:hi - 1]
+    return needed
+
+
+class _Prober:
+    """Fresh interpreters (``python -m workbench.analysis.bisect``, never a fork: JAX is not fork-safe)
+    that compile modules with XLA on request. One is started on first use, with a spare that warms up
+    (imports JAX, starts XLA's CPU client) meanwhile, so that after a death the next compile does not
+    wait for a whole start; ``release_spare`` ends the spare when the probing is over."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._live: tuple | None = None  # (process, connection)
+        self._spare: tuple | None = None
+        self.log_path: str | None = None  # the children's stderr (XLA's CHECK failures), made on first use
+
+    def _start(self) -> tuple:
+        if self.log_path is None:
+            fd, self.log_path = tempfile.mkstemp(prefix="hlo-workbench-xla-probe-", suffix=".log")
+            os.close(fd)
+        parent, child = socket.socketpair()
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+        with open(self.log_path, "ab") as log:
+            proc = subprocess.Popen([sys.executable, "-P", "-m", "workbench.analysis.bisect", str(child.fileno())],
+                                    pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    env={**os.environ, "PYTHONPATH": path, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
+        child.close()
+        return proc, Connection(parent.detach())
+
+    def compile(self, payload: dict, timeout: float) -> str | None:
+        """None when XLA compiled it; else why not (its error, or how the child died)."""
+        with self._lock:
+            if self._live is None or self._live[0].poll() is not None:
+                self._live, self._spare = (self._spare or self._start()), None
+            self._spare = self._spare or self._start()
+            proc, conn = self._live
+            offset = os.path.getsize(self.log_path)
+            try:
+                conn.send(payload)
+                if not conn.poll(timeout):
+                    self._drop()
+                    return f"no answer after {timeout:.0f} s"
+                return conn.recv()
+            except (EOFError, BrokenPipeError, ConnectionResetError):
+                try:
+                    code = proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    code = None
+                self._drop()
+                with open(self.log_path, "rb") as f:
+                    f.seek(offset)
+                    said = [ln.strip() for ln in f.read().decode(errors="replace").splitlines() if "Check failed" in ln]
+                died = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+                return f"XLA killed the compiling process ({died})" + (f": {said[0][:200]}" if said else "")
+
+    def _drop(self, which: str = "_live") -> None:
+        got = getattr(self, which)
+        setattr(self, which, None)
+        if got is not None:
+            proc, conn = got
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+            conn.close()
+
+    def release_spare(self) -> None:
+        with self._lock:
+            self._drop("_spare")
+
+    def close(self) -> None:
+        self._drop("_live")
+        self._drop("_spare")
+        if self.log_path is not None:
+            try:
+                os.unlink(self.log_path)
+            except OSError:
+                pass
+            self.log_path = None
+
+
+_PROBER = _Prober()
+atexit.register(_PROBER.close)
+
+
+def probe_compile(payload: dict, timeout: float = 600.0) -> str | None:
+    """Compile a module with XLA in the probe process: None when it compiled, else why not."""
+    return _PROBER.compile(payload, timeout)
+
+
+def serve_probes(conn: Connection) -> None:
+    """The probe process's loop: compile each module it is sent (with per-pass dumps, as the
+    workbench's own compile) and answer None or the error, until the client closes the connection."""
+    import dataclasses
+
+    import jax
+    import jax.numpy as jnp
+
+    from ..pipeline.trace import resolve_device
+    from ..pipeline.xla import compile_with_dumps
+
+    jax.jit(lambda x: x + 1).lower(1.0).compile()  # start XLA's CPU client before the first request comes
+    while True:
+        try:
+            p = conn.recv()
+        except EOFError:
+            return
+        try:
+            with jax.enable_x64(p["x64"]):
+                dev = resolve_device(p["device"])
+                ins = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["ins"]]
+                outs = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["outs"]]
+
+                def placeholder(*_):
+                    results = tuple(jnp.zeros(o.shape, o.dtype) for o in outs)
+                    return results[0] if len(results) == 1 else results
+
+                base = jax.export.export(jax.jit(placeholder), platforms=[dev.platform])(*ins)
+                exported = dataclasses.replace(base, module_kept_var_idx=tuple(range(len(ins))),
+                                               mlir_module_serialized=p["bytecode"])
+                compile_with_dumps(exported, dev, p["options"])
+            conn.send(None)
+        except Exception as e:  # XLA's refusal of the module or an option: the answer, not the end
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            conn.send(f"{type(e).__name__}: {first[:300]}")
 
 
 # ---- built-in predicates ---------------------------------------------------------------------
 #
-# Each carries ``recipe``: a JSON-able description of what it checks (its ``kind`` and arguments),
-# from which ``ex.reproducer`` writes a standalone script that decides the same question.
+# Each is a small callable object with a readable repr (``op_count_above('stablehlo.transpose', 0)``),
+# ``__name__`` (the same, as when they were functions) and ``recipe``: a JSON-able description of what it
+# checks (its ``kind`` and arguments), from which ``ex.reproducer`` writes a standalone script that
+# decides the same question.
+
+_REQUIRED = object()
 
 
-def miscompiles(device: str | None = None, repeat: int = 1) -> Predicate:
-    """Holds when the last MLIR stage's outputs fail the check against "stablehlo" on ``device``."""
+class BuiltinPredicate:
+    """A built-in predicate: ``pred(ex)`` is True when it holds for Exploration ``ex``."""
 
-    def pred(ex: Exploration) -> bool:
+    kind = ""
+    params: tuple = ()  # (name, default, positional): the signature, for the repr
+
+    def __init__(self, **args):
+        self.args = args
+
+    @property
+    def recipe(self) -> dict:
+        return {"kind": self.kind, **self.args}
+
+    @property
+    def __name__(self) -> str:  # as the functions these objects replaced had
+        return repr(self)
+
+    def __repr__(self) -> str:
+        shown, in_order = [], True  # positional while every earlier parameter was shown positionally
+        for name, default, positional in self.params:
+            value = self.args[name]
+            if positional and in_order and (default is _REQUIRED or value != default):
+                shown.append(repr(value))
+            elif value != default:
+                shown.append(f"{name}={value!r}")
+                in_order = False
+            else:
+                in_order = False
+        return f"{self.kind}({', '.join(shown)})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.args == self.args
+
+    def __hash__(self) -> int:
+        return hash((self.kind, tuple(sorted(self.args.items()))))
+
+    def __call__(self, ex: Exploration) -> bool:
+        raise NotImplementedError
+
+
+class _Miscompiles(BuiltinPredicate):
+    kind, params = "miscompiles", (("device", None, True), ("repeat", 1, False))
+
+    def __call__(self, ex: Exploration) -> bool:
         if ex.error and ex.error.stage != "xla:compile":
             return False
-        return not ex.run(device=device, repeat=repeat).check.passed
-
-    pred.__name__ = f"miscompiles({device!r})"
-    pred.recipe = {"kind": "miscompiles", "device": device, "repeat": repeat}
-    return pred
+        return not ex.run(device=self.args["device"], repeat=self.args["repeat"]).check.passed
 
 
-def crashes(include_xla: bool = False) -> Predicate:
+class _Crashes(BuiltinPredicate):
+    kind, params = "crashes", (("include_xla", False, False),)
+
+    def __call__(self, ex: Exploration) -> bool:
+        return ex.pipeline_error is not None or (self.args["include_xla"] and ex.error is not None)
+
+
+class _SlowerThan(BuiltinPredicate):
+    kind, params = "slower_than", (("seconds", _REQUIRED, True),)
+
+    @property
+    def recipe(self) -> dict:
+        return {"kind": self.kind, "seconds": float(self.args["seconds"])}
+
+    def __call__(self, ex: Exploration) -> bool:
+        return sum(s.seconds or 0.0 for s in ex.pipeline_stages if s.group == "mlir") > self.args["seconds"]
+
+
+class _OpCountAbove(BuiltinPredicate):
+    kind, params = "op_count_above", (("name", _REQUIRED, True), ("n", _REQUIRED, True))
+
+    def __call__(self, ex: Exploration) -> bool:
+        above = op_counts(ex.default_run_stage().text)[self.args["name"]] > self.args["n"]
+        return above if self.kind == "op_count_above" else not above
+
+
+class _OpCountAtMost(_OpCountAbove):
+    kind = "op_count_at_most"
+
+
+def _stage_text(ex: Exploration, stage: str | None) -> str | None:
+    """The text of ``stage`` (None: the last MLIR stage), or None when it is an XLA stage that does not
+    exist because XLA's compile failed (or the MLIR pipeline did); any other unknown name raises."""
+    if stage is None:
+        return ex.default_run_stage().text
+    if stage.startswith(("xla:", "backend:")) and ex.error is not None:
+        return None
+    s = ex.stage(stage)
+    return None if s.error else s.text
+
+
+class _HasOp(BuiltinPredicate):
+    kind, params = "has_op", (("name", _REQUIRED, True), ("stage", None, False))
+
+    def __call__(self, ex: Exploration) -> bool:
+        text = _stage_text(ex, self.args["stage"])
+        if text is None:
+            return False
+        present = op_counts(text)[self.args["name"]] > 0
+        return present if self.kind == "has_op" else not present
+
+
+class _LacksOp(_HasOp):
+    kind = "lacks_op"
+
+
+class _DiffersFrom(BuiltinPredicate):
+    kind, params = "differs_from", (("stage", _REQUIRED, True), ("numbers", False, False), ("device", None, False))
+
+    def __init__(self, **args):
+        super().__init__(**args)
+        self._outputs: dict = {}  # the given stage's outputs, by (text, device, trace): one run per bisection
+
+    def __call__(self, ex: Exploration) -> bool:
+        last = ex.default_run_stage()
+        if not self.args["numbers"]:
+            return not ex.diff(self.args["stage"], last).is_empty
+        device = self.args["device"] or ex.spec.device
+        ref = ex.stage(self.args["stage"])
+        key = (text_hash(ref.text_with_locations or ref.text), device, id(ex.spec.traced))
+        if key not in self._outputs:
+            self._outputs[key] = (ex.run(ref, device=device, repeat=1, check=False).outputs, ex.spec.traced)
+        got = ex.run(last, device=device, repeat=1, check=False).outputs
+        try:
+            return not compare_outputs(got, self._outputs[key][0], ref.name).passed
+        except WorkbenchError:  # another structure of outputs: they differ
+            return True
+
+
+def miscompiles(device: str | None = None, repeat: int = 1) -> BuiltinPredicate:
+    """Holds when the last MLIR stage's outputs fail the check against "stablehlo" on ``device``."""
+    return _Miscompiles(device=device, repeat=repeat)
+
+
+def crashes(include_xla: bool = False) -> BuiltinPredicate:
     """Holds when a pass crashes its worker, fails verification or raises (MLIR stages; XLA too on request)."""
-
-    def pred(ex: Exploration) -> bool:
-        return ex.pipeline_error is not None or (include_xla and ex.error is not None)
-
-    pred.__name__ = "crashes()"
-    pred.recipe = {"kind": "crashes", "include_xla": bool(include_xla)}
-    return pred
+    return _Crashes(include_xla=bool(include_xla))
 
 
-def slower_than(seconds: float) -> Predicate:
+def slower_than(seconds: float) -> BuiltinPredicate:
     """Holds when the MLIR pipeline's passes take longer than ``seconds`` in total."""
-
-    def pred(ex: Exploration) -> bool:
-        return sum(s.seconds or 0.0 for s in ex.pipeline_stages if s.group == "mlir") > seconds
-
-    pred.__name__ = f"slower_than({seconds})"
-    pred.recipe = {"kind": "slower_than", "seconds": float(seconds)}
-    return pred
+    return _SlowerThan(seconds=seconds)
 
 
-def op_count_above(name: str, n: int) -> Predicate:
+def op_count_above(name: str, n: int) -> BuiltinPredicate:
     """Holds when the last MLIR stage has more than ``n`` ops called ``name`` (e.g. "stablehlo.transpose"),
     counted by ``workbench.ir.ops.op_counts``: a name in a string or an attribute is not an op."""
-
-    def pred(ex: Exploration) -> bool:
-        return op_counts(ex.default_run_stage().text)[name] > n
-
-    pred.__name__ = f"op_count_above({name!r}, {n})"
-    pred.recipe = {"kind": "op_count_above", "name": name, "n": n}
-    return pred
+    return _OpCountAbove(name=name, n=n)
 
 
-def op_count_at_most(name: str, n: int) -> Predicate:
+def op_count_at_most(name: str, n: int) -> BuiltinPredicate:
     """Holds when the last MLIR stage has at most ``n`` ops called ``name``: which patterns remove an op
     (the opposite of ``op_count_above``)."""
-    above = op_count_above(name, n)
+    return _OpCountAtMost(name=name, n=n)
 
-    def pred(ex: Exploration) -> bool:
-        return not above(ex)
 
-    pred.__name__ = f"op_count_at_most({name!r}, {n})"
-    pred.recipe = {"kind": "op_count_at_most", "name": name, "n": n}
-    return pred
+def has_op(name: str, stage: str | None = None) -> BuiltinPredicate:
+    """Holds when ``stage`` (default: the last MLIR stage) holds an op called ``name``, counted by
+    ``workbench.ir.ops.op_counts``: MLIR op names ("stablehlo.transpose"), or for an XLA HLO stage
+    ("xla:optimized") its opcodes ("fusion", "transpose"). An XLA stage that does not exist because
+    XLA's compile failed holds no op (neither ``has_op`` nor ``lacks_op`` holds); another unknown stage
+    name raises UnknownNameError."""
+    return _HasOp(name=name, stage=stage)
+
+
+def lacks_op(name: str, stage: str | None = None) -> BuiltinPredicate:
+    """Holds when ``stage`` (default: the last MLIR stage) holds no op called ``name`` (see ``has_op``):
+    with ``over="xla"``, which XLA pass removes an opcode, e.g. ``lacks_op("multiply", "xla:optimized")``."""
+    return _LacksOp(name=name, stage=stage)
+
+
+def differs_from(stage: str, numbers: bool = False, device: str | None = None) -> BuiltinPredicate:
+    """Holds when the program's result differs from ``stage``'s (a trace or MLIR stage, e.g. "stablehlo").
+
+    By text (the default): the last MLIR stage's text differs from ``stage``'s, compared as ``ex.diff``
+    compares them (value names, numbering and locations ignored: ``not ex.diff(stage, last).is_empty``).
+    With ``numbers=True``: the last MLIR stage's outputs on ``device`` (default: the explored one) fail
+    the numeric check's per-dtype tolerance (``execute.compare_outputs``: ``|got - want| <= rtol(dtype) *
+    max|want|``) against ``stage``'s outputs on the same arguments (run once per bisection)."""
+    return _DiffersFrom(stage=stage, numbers=bool(numbers), device=device)
+
+
+if __name__ == "__main__":
+    # Serve from the module under its own name, as the pipeline worker does.
+    from workbench.analysis import bisect as _self
+
+    _self.serve_probes(Connection(int(sys.argv[1])))

@@ -88,14 +88,18 @@ def child(out_path, repeat, compile_on):
         import jax
 
         jax.config.update("jax_enable_x64", True)
+        options = (CONFIG["predicate"] or {}).get("xla_options") or None
         try:
             exported, _ = exported_for(result.get("jax_output", result["text"]), device_for(compile_on))
-            jax.jit(exported.call).lower(*exported.in_avals).compile()
+            compiled = jax.jit(exported.call).lower(*exported.in_avals).compile(compiler_options=options)
         except Undecided:  # no @main: XLA has nothing to compile, as in the workbench
-            pass
+            return 0
         except Exception as e:
             print(f"{type(e).__name__}: {e}", file=sys.stderr)
             return 3
+        result["hlo"] = compiled.as_text()  # XLA's optimized module
+        with open(out_path, "w") as f:
+            json.dump(result, f)
     return 0
 
 
@@ -251,7 +255,7 @@ def check_floats(shape, dtype, w, g):
     return True, err, tol, f"largest error {err:.3g}{at(i, shape)}, within {tol:.3g}"
 
 
-def compare_modules(result, device, strict):
+def compare_modules(result, device, strict, label="miscompiles"):
     """Run input.mlir and the pipeline's output on the inputs and compare them output by output."""
     if "prepare_error" in result:
         raise Undecided(f"the modules could not be prepared for JAX: {result['prepare_error']}")
@@ -270,7 +274,7 @@ def compare_modules(result, device, strict):
     bad = [r for r in rows if not r[0]]
     if bad:
         ok, err, name, detail = max(bad, key=lambda r: r[1])
-        return "FAIL", f"miscompiles: {name} {detail}; {len(bad)} of {len(rows)} outputs differ from input.mlir"
+        return "FAIL", f"{label}: {name} {detail}; {len(bad)} of {len(rows)} outputs differ from input.mlir"
     ok, err, name, detail = max(rows, key=lambda r: r[1]) if rows else (True, 0.0, "-", "no outputs")
     return "PASS", f"all {len(rows)} outputs match input.mlir; {name}: {detail}"
 
@@ -310,6 +314,43 @@ def op_names(text):
         first = False
 
 
+def canonical(text):
+    """The module as jaxlib's MLIR printer writes it without locations: value names and numbering as the
+    printer chooses them, so two texts that differ only in those (or in locations) print the same."""
+    from jaxlib.mlir import ir
+
+    try:
+        from jax.interpreters.mlir import make_ir_context
+    except ImportError:
+        from jax._src.interpreters.mlir import make_ir_context
+    context = make_ir_context()
+    context.allow_unregistered_dialects = True
+    return ir.Module.parse(text, context=context).operation.get_asm(enable_debug_info=False)
+
+
+def hlo_opcodes(text):
+    """The opcode of every instruction of every computation of HLO text (parameters included), as the
+    workbench counts them: ``[ROOT] %name = shape opcode(...)``, the shape walked bracket by bracket."""
+    inside = False
+    for line in text.splitlines():
+        if not inside:
+            inside = line.rstrip().endswith("{") and not line[:1].isspace() and not line.startswith("HloModule")
+            continue
+        if line.strip() == "}":
+            inside = False
+            continue
+        m = re.match(r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*", line)
+        if not m:
+            continue
+        rest, depth, i = line[m.end():], 0, 0
+        while i < len(rest) and (depth or not rest[i].isspace()):
+            depth += (rest[i] in "([{") - (rest[i] in ")]}")
+            i += 1
+        op = re.match(r"\s*([\w\-]+)\(", rest[i:])
+        if op:
+            yield op.group(1)
+
+
 def decide(recipe, device_id, output=None):
     kind = recipe["kind"] if recipe else None
     if kind == "crashes":
@@ -319,6 +360,19 @@ def decide(recipe, device_id, output=None):
             what = "XLA's compile of the pipeline's output" if result["phase"] == "xla" else "the pipeline"
             return "FAIL", f"crashes: {what} {result['failure']}"
         return "PASS", "the pipeline ran and its output verified" + (" and compiled with XLA" if compile_on else "")
+    if kind in ("has_op", "lacks_op") and recipe.get("stage") == "xla:optimized":
+        result = run_pipeline(compile_on=device_id)
+        if "failure" in result:
+            if result.get("phase") != "xla":
+                raise Undecided(f"the pipeline {result['failure']}")
+            return "PASS", (f"XLA's compile of the pipeline's output {result['failure']}: there is no optimized module, "
+                            f"so {kind} does not hold (as in the workbench)")
+        if "hlo" not in result:
+            raise Undecided("the pipeline's output has no @main for XLA to compile")
+        count = sum(1 for op in hlo_opcodes(result["hlo"]) if op == recipe["name"])
+        holds = count > 0 if kind == "has_op" else count == 0
+        return ("FAIL" if holds else "PASS"), (f"{kind}: XLA's optimized module has {count} {recipe['name']} "
+                                               f"instruction(s): the predicate {'holds' if holds else 'does not hold'}")
     repeat = int(recipe.get("repeat", 3)) if kind == "slower_than" else 1
     result = run_pipeline(repeat=repeat)
     if output and "text" in result:
@@ -334,6 +388,23 @@ def decide(recipe, device_id, output=None):
         relation = "more than" if kind == "op_count_above" else "at most"
         return ("FAIL" if holds else "PASS"), (f"{kind}: the output has {count} {recipe['name']} op(s); the "
                                                f"predicate asks for {relation} {recipe['n']}: it {'holds' if holds else 'does not'}")
+    if kind in ("has_op", "lacks_op"):
+        count = sum(1 for name in op_names(result["text"]) if name == recipe["name"])
+        holds = count > 0 if kind == "has_op" else count == 0
+        return ("FAIL" if holds else "PASS"), (f"{kind}: the output has {count} {recipe['name']} op(s): the "
+                                               f"predicate {'holds' if holds else 'does not hold'}")
+    if kind == "differs_from" and not recipe["numbers"]:
+        if "prepare_error" in result:
+            raise Undecided(f"the modules could not be prepared for jaxlib: {result['prepare_error']}")
+        try:
+            same = canonical(result["jax_input"]) == canonical(result["jax_output"])
+        except Exception as e:
+            raise Undecided(f"jaxlib could not read a module: {type(e).__name__}: {str(e).splitlines()[0][:300]}") from None
+        return ("PASS" if same else "FAIL"), ("differs_from: the pipeline's output " + (
+            "prints as input.mlir does (the predicate does not hold)" if same else
+            "differs from input.mlir as text (the predicate holds)"))
+    if kind == "differs_from":
+        return compare_modules(result, device_for(device_id), strict=True, label="differs_from")
     if kind == "slower_than":
         best = min(result["seconds"])
         holds = best > recipe["seconds"]

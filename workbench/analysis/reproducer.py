@@ -27,7 +27,8 @@ from .execute import example_args
 
 __all__ = ["write_reproducer", "KINDS", "TOLERANCES"]
 
-KINDS = ("miscompiles", "crashes", "op_count_above", "op_count_at_most", "slower_than")
+KINDS = ("miscompiles", "crashes", "op_count_above", "op_count_at_most", "slower_than", "differs_from", "has_op",
+         "lacks_op")
 # repro.py's miscompile tolerance, relative to an output's largest finite magnitude: the per-dtype
 # rule of ``execute.compare_outputs`` (tests keep the two tables equal).
 TOLERANCES = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2, "complex64": 1e-4,
@@ -40,8 +41,10 @@ def write_reproducer(ex, directory, stage=None, predicate=None) -> Path:
     the module of ``stage``'s parent, ``pipeline.txt`` the passes from ``stage`` (an MLIR stage) on.
     Without ``stage``: where the predicate starts to hold, when cheap to find -- the failed stage for
     ``crashes``, the first changed stage failing the numeric check for ``miscompiles`` (one ``ex.run``
-    per changed stage; they join ``ex.runs``), the first stage satisfying an op count -- else (also
-    for ``slower_than`` and no predicate) the first MLIR stage. The README says which and why."""
+    per changed stage; they join ``ex.runs``), the first stage satisfying an op count (``has_op``/``lacks_op``
+    of the last MLIR stage too), the stage after the one ``differs_from`` compares with (so that
+    ``input.mlir`` is that stage) -- else (also for ``slower_than``, ``has_op`` on "xla:optimized" and no
+    predicate) the first MLIR stage. The README says which and why."""
     recipe, described = _recipe(ex, predicate)
     mlir = [s for s in ex.pipeline_stages if s.group == "mlir"]
     if not mlir:
@@ -56,6 +59,10 @@ def write_reproducer(ex, directory, stage=None, predicate=None) -> Path:
         why = f"{chosen.name!r} was named by the caller"
     later = mlir[mlir.index(chosen):]
     parent = ex.stage(chosen.parent)
+    if (recipe or {}).get("kind") == "differs_from" and parent.name != recipe["stage"]:
+        raise ReproducerError(f"differs_from({recipe['stage']!r}) compares with stage {recipe['stage']!r}, and repro.py "
+                              f"compares input.mlir with the pipeline's output: a reproducer starting at {chosen.name!r} "
+                              f"has {parent.name!r} as input.mlir. Leave stage=None (it starts after {recipe['stage']!r})")
     text = publish_functions(parent.text_with_locations or parent.text, {"main"})
     pipeline = ",".join(s.produced_by for s in later)
     inputs, args = _inputs(ex, text, recipe)
@@ -87,15 +94,42 @@ def _recipe(ex, predicate) -> tuple[dict | None, str]:
         raise ReproducerError(
             f"the predicate {name} has no standalone form, so repro.py cannot decide it without the workbench. "
             "The predicates a reproducer can encode are wb.miscompiles(device), wb.crashes(include_xla=...), "
-            "wb.op_count_above(op, n), wb.op_count_at_most(op, n) and wb.slower_than(seconds); pass one of "
-            "them, or predicate=None for a script that prints the outputs' differences.")
+            "wb.op_count_above(op, n), wb.op_count_at_most(op, n), wb.slower_than(seconds), wb.differs_from(stage), "
+            "wb.has_op(op) and wb.lacks_op(op); pass one of them, or predicate=None for a script that prints the "
+            "outputs' differences.")
     recipe = dict(recipe)
-    if recipe["kind"] == "miscompiles":
+    if recipe["kind"] == "miscompiles" or (recipe["kind"] == "differs_from" and recipe["numbers"]):
         recipe["device"] = recipe.get("device") or ex.spec.device
+    if recipe["kind"] == "differs_from":
+        _check_compared_stage(ex, recipe["stage"])
+    if recipe["kind"] in ("has_op", "lacks_op"):
+        recipe["stage"] = _op_stage(ex, recipe.get("stage"))
+        if recipe["stage"] == "xla:optimized":
+            recipe["xla_options"] = dict(ex.spec.xla_options)
     if recipe["kind"] == "slower_than":
         recipe.setdefault("repeat", 3)
     described = getattr(predicate, "__name__", recipe["kind"])
     return recipe, (f"miscompiles({recipe['device']!r})" if recipe["kind"] == "miscompiles" else described)
+
+
+def _check_compared_stage(ex, name) -> None:
+    """differs_from's stage must be a module stage before the last MLIR stage (input.mlir will be it)."""
+    firsts = [s.name for s in ex.pipeline_stages if s.is_module and not s.error][:-1]
+    if name not in firsts:
+        raise ReproducerError(f"differs_from({name!r}): repro.py compares input.mlir, which is then stage {name!r}, with "
+                              f"the pipeline's output, so the stage must be a module stage before the last MLIR stage: "
+                              f"{', '.join(firsts) or 'this Exploration has none'}")
+
+
+def _op_stage(ex, stage):
+    """has_op/lacks_op's stage as repro.py decides it: None (the pipeline's output) or "xla:optimized"."""
+    last = ex.default_run_stage().name
+    if stage in (None, last):
+        return None
+    if stage == "xla:optimized":
+        return stage
+    raise ReproducerError(f"repro.py decides has_op/lacks_op on the pipeline's output (stage=None, {last!r}) or on "
+                          f"XLA's optimized module of it ('xla:optimized'), not on stage {stage!r}")
 
 
 def _default_stage(ex, mlir, recipe):
@@ -119,10 +153,15 @@ def _default_stage(ex, mlir, recipe):
                 return s, (f"{s.name!r} is the first MLIR stage whose outputs fail the workbench's numeric check on "
                            f"{recipe['device']} (stage=None with miscompiles; its parent passes)")
         return first, "no MLIR stage failed the numeric check, so the reproducer starts at the first MLIR stage"
-    if kind in ("op_count_above", "op_count_at_most"):
+    if kind == "differs_from":
+        after = next(s for s in mlir if s.parent == recipe["stage"])
+        return after, (f"{after.name!r} is the stage after {recipe['stage']!r}, so input.mlir is the stage "
+                       "differs_from compares with (stage=None)")
+    if kind in ("op_count_above", "op_count_at_most") or (kind in ("has_op", "lacks_op") and recipe["stage"] is None):
         def holds(s):
             count = op_counts(s.text)[recipe["name"]]
-            return count > recipe["n"] if kind == "op_count_above" else count <= recipe["n"]
+            return {"op_count_above": lambda: count > recipe["n"], "op_count_at_most": lambda: count <= recipe["n"],
+                    "has_op": lambda: count > 0, "lacks_op": lambda: count == 0}[kind]()
 
         found = next((s for s in mlir if not s.error and holds(s)), None)
         if found is not None:
@@ -145,7 +184,7 @@ def _flat_arguments(ex, text):
 
 def _inputs(ex, text, recipe):
     """(what repro.py reads from inputs.npz, the arrays as stored); none when @main cannot run."""
-    runs = recipe is None or recipe["kind"] == "miscompiles"
+    runs = recipe is None or recipe["kind"] == "miscompiles" or (recipe["kind"] == "differs_from" and recipe["numbers"])
     traced = ex.spec.traced
     if runs and traced is not None and traced.exported.nr_devices > 1:
         raise ReproducerError("the module is sharded over several devices; repro.py runs single-device modules "
@@ -154,8 +193,8 @@ def _inputs(ex, text, recipe):
         ins, _ = main_signature(text)
         arrays = [np.asarray(a) for a in _flat_arguments(ex, text)]
     except WorkbenchError as e:
-        if recipe is not None and recipe["kind"] == "miscompiles":
-            raise ReproducerError(f"input.mlir cannot run, so miscompiles cannot be checked: {e}") from None
+        if recipe is not None and runs:
+            raise ReproducerError(f"input.mlir cannot run, so {recipe['kind']} cannot be checked: {e}") from None
         return [], []
     got = [(a.shape, a.dtype) for a in arrays]
     if got != [(tuple(i.shape), np.dtype(i.dtype)) for i in ins]:
@@ -190,14 +229,15 @@ def _workbench_verdict(ex, predicate) -> str:
 def _explain(config, ex, later) -> str:
     recipe, device = config["predicate"], config["device"]
     kind = (recipe or {}).get("kind")
+    rows = "\n".join(f"| {d} | {t:g} |" for d, t in TOLERANCES.items())
+    table = f"\n\n| dtype | rtol |\n| --- | --- |\n{rows}\n| other floating types (float8) | 0.25 |"
     if kind == "miscompiles":
-        rows = "\n".join(f"| {d} | {t:g} |" for d, t in TOLERANCES.items())
         return (f"**miscompiles** on `{device}`: `repro.py` runs `input.mlir` and the pipeline's output with JAX on "
                 "the arguments in `inputs.npz` and compares them output by output. FAIL when an element is NaN (or "
                 "another special value) where `input.mlir` gives a number or the other way round, when an integer or "
                 "boolean element differs, or when a floating element differs by more than "
-                "`rtol(dtype) * max|output of input.mlir|` (its largest finite magnitude):\n\n| dtype | rtol |\n"
-                f"| --- | --- |\n{rows}\n| other floating types (float8) | 0.25 |\n\nThe workbench's own check measures "
+                "`rtol(dtype) * max|output of input.mlir|` (its largest finite magnitude):"
+                f"{table}\n\nThe workbench's own check measures "
                 "each stage against the traced function evaluated in float64; this script compares with `input.mlir`, "
                 "the module before the failing stage. A pipeline that fails is not a miscompile (PASS; see crashes).")
     if kind == "crashes":
@@ -209,6 +249,24 @@ def _explain(config, ex, later) -> str:
         relation = "more than" if kind == "op_count_above" else "at most"
         return (f"**{kind}**: FAIL when the pipeline's output has {relation} {recipe['n']} ops named "
                 f"`{recipe['name']}`, counted at op position (a name in a string, an attribute or a type is no op).")
+    if kind in ("has_op", "lacks_op"):
+        relation = "has an" if kind == "has_op" else "has no"
+        if recipe["stage"] is None:
+            return (f"**{kind}**: FAIL when the pipeline's output {relation} op named `{recipe['name']}`, counted at "
+                    "op position (a name in a string, an attribute or a type is no op).")
+        return (f"**{kind}** on `xla:optimized`: `repro.py` compiles the pipeline's output with XLA (in the child "
+                f"process, with the XLA options `{recipe['xla_options']}`) and prints FAIL when the optimized HLO "
+                f"(`compiled.as_text()`) {relation} instruction with opcode `{recipe['name']}`. When XLA's compile "
+                "fails there is no optimized module: PASS, as in the workbench.")
+    if kind == "differs_from":
+        if recipe["numbers"]:
+            return (f"**differs_from** (numbers) on `{device}`: `input.mlir` is stage `{recipe['stage']}`; `repro.py` "
+                    "runs it and the pipeline's output on `inputs.npz` and prints FAIL when an output differs by more "
+                    "than `rtol(dtype) * max|output of input.mlir|`, where a NaN or infinity is not where input.mlir has "
+                    f"one, or where an integer differs:{table}")
+        return (f"**differs_from**: `input.mlir` is stage `{recipe['stage']}`; `repro.py` prints FAIL when the "
+                "pipeline's output differs from it as text, both printed by jaxlib's MLIR printer without locations "
+                "(so value names and numbering do not count).")
     if kind == "slower_than":
         replayed = {s.name for s in later}
         before = sum(s.seconds or 0.0 for s in ex.pipeline_stages if s.group == "mlir" and s.name not in replayed)
