@@ -32,16 +32,8 @@ stages instead (``has_op``/``lacks_op`` with ``stage="xla:optimized"``, ``crashe
 """
 from __future__ import annotations
 
-import atexit
-import os
-import socket
-import subprocess
-import sys
-import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from typing import Callable, TYPE_CHECKING
 
 from ..errors import UnknownNameError, WorkbenchError
@@ -49,6 +41,7 @@ from ..ir.ops import op_counts
 from ..ir.text import text_hash
 from ..pipeline.build import xla_compiles
 from ..pipeline.catalog import pattern_list, pattern_name
+from ..pipeline.xla_probe import probe_compile, probe_payload, release_spare
 from .execute import compare_outputs
 from .progress import OnProgress, Progress
 
@@ -236,15 +229,9 @@ def _always_needed(ex: Exploration, passes: list[str]) -> tuple[list[str], str, 
     if traced is not None and traced.exported.nr_devices > 1:
         return [], ("not probed: the module is sharded, which the probe's child process does not set up "
                     "(the compiles of the search run in this process, unprotected from XLA's aborts)"), 0
-    import jax
-
-    from ..pipeline.exported import main_signature, module_bytecode
-
     source = ex.pipeline_stages[-1].text_with_locations or ex.pipeline_stages[-1].text
-    ins, outs = main_signature(source)
     base = {k: v for k, v in ex.spec.xla_options if k != "xla_disable_hlo_passes"}
-    payload = {"bytecode": module_bytecode(source), "device": ex.spec.device, "x64": bool(jax.config.jax_enable_x64),
-               "ins": [(tuple(a.shape), str(a.dtype)) for a in ins], "outs": [(tuple(a.shape), str(a.dtype)) for a in outs]}
+    payload = probe_payload(source, ex.spec.device)
     failures: dict[frozenset, str | None] = {frozenset(passes): None}  # ex's own compile: every pass enabled
 
     def compiles(enabled: list[str]) -> bool:
@@ -258,7 +245,7 @@ def _always_needed(ex: Exploration, passes: list[str]) -> tuple[list[str], str, 
     try:
         return _search_needed(passes, failures, compiles)
     finally:
-        _PROBER.release_spare()
+        release_spare()
 
 
 def _search_needed(passes: list[str], failures: dict, compiles: Callable[[list[str]], bool]):
@@ -287,129 +274,6 @@ def _needed(passes: list[str], compiles: Callable[[list[str]], bool]) -> list[st
         needed.append(rest[hi - 1])
         rest = rest[:hi - 1]
     return needed
-
-
-class _Prober:
-    """Fresh interpreters (``python -m workbench.analysis.bisect``, never a fork: JAX is not fork-safe)
-    that compile modules with XLA on request. One is started on first use, with a spare that warms up
-    (imports JAX, starts XLA's CPU client) meanwhile, so that after a death the next compile does not
-    wait for a whole start; ``release_spare`` ends the spare when the probing is over."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._live: tuple | None = None  # (process, connection)
-        self._spare: tuple | None = None
-        self.log_path: str | None = None  # the children's stderr (XLA's CHECK failures), made on first use
-
-    def _start(self) -> tuple:
-        if self.log_path is None:
-            fd, self.log_path = tempfile.mkstemp(prefix="hlo-workbench-xla-probe-", suffix=".log")
-            os.close(fd)
-        parent, child = socket.socketpair()
-        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
-        with open(self.log_path, "ab") as log:
-            proc = subprocess.Popen([sys.executable, "-P", "-m", "workbench.analysis.bisect", str(child.fileno())],
-                                    pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    env={**os.environ, "PYTHONPATH": path, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
-        child.close()
-        return proc, Connection(parent.detach())
-
-    def compile(self, payload: dict, timeout: float) -> str | None:
-        """None when XLA compiled it; else why not (its error, or how the child died)."""
-        with self._lock:
-            if self._live is None or self._live[0].poll() is not None:
-                self._live, self._spare = (self._spare or self._start()), None
-            self._spare = self._spare or self._start()
-            proc, conn = self._live
-            offset = os.path.getsize(self.log_path)
-            try:
-                conn.send(payload)
-                if not conn.poll(timeout):
-                    self._drop()
-                    return f"no answer after {timeout:.0f} s"
-                return conn.recv()
-            except (EOFError, BrokenPipeError, ConnectionResetError):
-                try:
-                    code = proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    code = None
-                self._drop()
-                with open(self.log_path, "rb") as f:
-                    f.seek(offset)
-                    said = [ln.strip() for ln in f.read().decode(errors="replace").splitlines() if "Check failed" in ln]
-                died = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-                return f"XLA killed the compiling process ({died})" + (f": {said[0][:200]}" if said else "")
-
-    def _drop(self, which: str = "_live") -> None:
-        got = getattr(self, which)
-        setattr(self, which, None)
-        if got is not None:
-            proc, conn = got
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-            conn.close()
-
-    def release_spare(self) -> None:
-        with self._lock:
-            self._drop("_spare")
-
-    def close(self) -> None:
-        self._drop("_live")
-        self._drop("_spare")
-        if self.log_path is not None:
-            try:
-                os.unlink(self.log_path)
-            except OSError:
-                pass
-            self.log_path = None
-
-
-_PROBER = _Prober()
-atexit.register(_PROBER.close)
-
-
-def probe_compile(payload: dict, timeout: float = 600.0) -> str | None:
-    """Compile a module with XLA in the probe process: None when it compiled, else why not."""
-    return _PROBER.compile(payload, timeout)
-
-
-def serve_probes(conn: Connection) -> None:
-    """The probe process's loop: compile each module it is sent (with per-pass dumps, as the
-    workbench's own compile) and answer None or the error, until the client closes the connection."""
-    import dataclasses
-
-    import jax
-    import jax.numpy as jnp
-
-    from ..pipeline.trace import resolve_device
-    from ..pipeline.xla import compile_with_dumps
-
-    jax.jit(lambda x: x + 1).lower(1.0).compile()  # start XLA's CPU client before the first request comes
-    while True:
-        try:
-            p = conn.recv()
-        except EOFError:
-            return
-        try:
-            with jax.enable_x64(p["x64"]):
-                dev = resolve_device(p["device"])
-                ins = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["ins"]]
-                outs = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["outs"]]
-
-                def placeholder(*_):
-                    results = tuple(jnp.zeros(o.shape, o.dtype) for o in outs)
-                    return results[0] if len(results) == 1 else results
-
-                base = jax.export.export(jax.jit(placeholder), platforms=[dev.platform])(*ins)
-                exported = dataclasses.replace(base, module_kept_var_idx=tuple(range(len(ins))),
-                                               mlir_module_serialized=p["bytecode"])
-                compile_with_dumps(exported, dev, p["options"])
-            conn.send(None)
-        except Exception as e:  # XLA's refusal of the module or an option: the answer, not the end
-            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            conn.send(f"{type(e).__name__}: {first[:300]}")
 
 
 # ---- built-in predicates ---------------------------------------------------------------------
@@ -601,10 +465,3 @@ def differs_from(stage: str, numbers: bool = False, device: str | None = None) -
     the numeric check's per-dtype tolerance (``execute.compare_outputs``: ``|got - want| <= rtol(dtype) *
     max|want|``) against ``stage``'s outputs on the same arguments (run once per bisection)."""
     return _DiffersFrom(stage=stage, numbers=bool(numbers), device=device)
-
-
-if __name__ == "__main__":
-    # Serve from the module under its own name, as the pipeline worker does.
-    from workbench.analysis import bisect as _self
-
-    _self.serve_probes(Connection(int(sys.argv[1])))

@@ -28,6 +28,7 @@ from ..stages import Spec, Stage
 from .trace import resolve_device, trace
 from .worker import enzyme_available
 from .xla import check_options, compile_with_dumps
+from .xla_probe import guard_compile
 
 __all__ = ["Built", "XlaStages", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
            "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
@@ -511,6 +512,8 @@ def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], .
     shardings = None
     if spec.traced is not None and exported.nr_devices > 1:
         shardings = [leaf.sharding for leaf in jax.tree_util.tree_leaves(spec.traced.args)]
+    else:  # disabled passes can make XLA abort the process: tried in a child first (xla_probe.py)
+        guard_compile(source, spec.device, dict(options), spec.timeout)
     return compile_with_dumps(exported, dev, dict(options), shardings)
 
 

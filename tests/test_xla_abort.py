@@ -1,0 +1,44 @@
+"""An XLA option that would abort the process never takes the kernel down: disabling passes a module cannot
+compile without (copy-insertion, for a program with random numbers) makes XLA fail a CHECK and abort;
+the compile is tried in a child process first (pipeline/xla_probe.py), and the stage fails with XLA's
+message while this process, and every stage before, lives on."""
+import subprocess
+import sys
+
+import jax
+import pytest
+
+import workbench as wb
+
+pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+
+def noise(k):
+    return jax.random.normal(k, (4,))
+
+
+def test_disabling_every_xla_pass_is_a_failed_stage_not_a_dead_kernel():
+    ex = wb.explore(noise, jax.random.PRNGKey(0))
+    assert ex.error is None and len(ex.xla_passes) > 10
+    bad = ex.with_xla(disable=ex.xla_passes)
+    assert bad.error is not None and bad.error.stage == "xla:compile"
+    message = str(bad.error)
+    assert "XLA aborts the process compiling this module" in message and "Check failed" in message
+    assert "tried in a child process" in message
+    assert [s.name for s in bad.pipeline_stages] == [s.name for s in ex.pipeline_stages]  # nothing before is lost
+    ok = ex.with_xla(disable=["algsimp"])  # a pass it can do without: compiles, and runs
+    assert ok.error is None and "xla:optimized" in ok.names and ok.run().check.passed
+
+
+def test_what_the_child_saw_would_have_killed_this_process():
+    """The guard is not crying wolf: the same compile in a plain subprocess dies of SIGABRT."""
+    code = ("import jax, workbench as wb\n"
+            "from workbench.pipeline.build import _compile_exported\n"
+            "import workbench.pipeline.build as b\n"
+            "b.guard_compile = lambda *a, **k: None\n"
+            "f = lambda k: jax.random.normal(k, (4,))\n"
+            "ex = wb.explore(f, jax.random.PRNGKey(0))\n"
+            "bad = ex.with_xla(disable=ex.xla_passes)\n"
+            "print(bad.error)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert p.returncode < 0 or p.returncode == 134, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])

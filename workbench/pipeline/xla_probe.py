@@ -1,0 +1,194 @@
+"""Compiles that cannot take the kernel down: XLA run in a child process first, where it is allowed to abort.
+
+Some XLA options make XLA abort the whole process instead of raising (a failed CHECK): disabling the HLO
+passes a module cannot compile without (``copy-insertion`` for a program with random numbers is one). A
+notebook kernel must never die of that, so a compile with user-disabled passes is first tried here, in a
+fresh interpreter (``python -m workbench.pipeline.xla_probe``): ``guard_compile`` raises
+``XlaAbortError`` with XLA's CHECK message when the child died, and lets the real compile go on
+otherwise. The bisection of XLA passes (``analysis.bisect``) asks ``probe_compile`` which passes are
+always needed the same way.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from multiprocessing.connection import Connection
+
+from ..errors import WorkbenchError
+
+__all__ = ["XlaAbortError", "guard_compile", "probe_compile", "probe_payload", "release_spare", "serve_probes"]
+
+KILLED = "XLA killed the compiling process"
+
+
+class XlaAbortError(WorkbenchError):
+    """XLA aborted the process compiling this module with these options (tried in a child process)."""
+
+
+def probe_payload(source: str, device: str) -> dict:
+    """What the child needs to compile ``source`` (MLIR text with ``@main``) for ``device``: its bytecode,
+    its argument and result types, and whether 64-bit types are on."""
+    import jax
+
+    from .exported import main_signature, module_bytecode
+
+    ins, outs = main_signature(source)
+    return {"bytecode": module_bytecode(source), "device": device, "x64": bool(jax.config.jax_enable_x64),
+            "ins": [(tuple(a.shape), str(a.dtype)) for a in ins], "outs": [(tuple(a.shape), str(a.dtype)) for a in outs]}
+
+
+def guard_compile(source: str, device: str, options: dict, timeout: float = 600.0) -> None:
+    """Raise XlaAbortError when compiling ``source`` with ``options`` makes XLA abort, found by trying in
+    the child process; only compiles with disabled HLO passes are tried (the options known to abort)."""
+    if not options.get("xla_disable_hlo_passes"):
+        return
+    why = probe_compile({**probe_payload(source, device), "options": dict(options)}, timeout)
+    release_spare()
+    if why is not None and why.startswith(KILLED):
+        names = [n for n in str(options["xla_disable_hlo_passes"]).split(",") if n]
+        off = ", ".join(names) if len(names) <= 6 else f"{len(names)} passes ({', '.join(names[:4])}, ...)"
+        raise XlaAbortError(
+            f"XLA aborts the process compiling this module with these HLO passes disabled: {off} "
+            f"({why[len(KILLED):].strip(' :')}); "
+            "tried in a child process, so this one lives on. The module needs some of those passes: enable "
+            "them again (ex.bisect(..., over='xla') lists the passes XLA cannot do without as always_needed)")
+
+
+class _Prober:
+    """Fresh interpreters (``python -m workbench.pipeline.xla_probe``, never a fork: JAX is not fork-safe)
+    that compile modules with XLA on request. One is started on first use, with a spare that warms up
+    (imports JAX, starts XLA's CPU client) meanwhile, so that after a death the next compile does not
+    wait for a whole start; ``release_spare`` ends the spare when the probing is over."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._live: tuple | None = None  # (process, connection)
+        self._spare: tuple | None = None
+        self.log_path: str | None = None  # the children's stderr (XLA's CHECK failures), made on first use
+
+    def _start(self) -> tuple:
+        if self.log_path is None:
+            fd, self.log_path = tempfile.mkstemp(prefix="hlo-workbench-xla-probe-", suffix=".log")
+            os.close(fd)
+        parent, child = socket.socketpair()
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+        with open(self.log_path, "ab") as log:
+            proc = subprocess.Popen([sys.executable, "-P", "-m", "workbench.pipeline.xla_probe", str(child.fileno())],
+                                    pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    env={**os.environ, "PYTHONPATH": path, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
+        child.close()
+        return proc, Connection(parent.detach())
+
+    def compile(self, payload: dict, timeout: float) -> str | None:
+        """None when XLA compiled it; else why not (its error, or how the child died)."""
+        with self._lock:
+            if self._live is None or self._live[0].poll() is not None:
+                self._live, self._spare = (self._spare or self._start()), None
+            self._spare = self._spare or self._start()
+            proc, conn = self._live
+            offset = os.path.getsize(self.log_path)
+            try:
+                conn.send(payload)
+                if not conn.poll(timeout):
+                    self._drop()
+                    return f"no answer after {timeout:.0f} s"
+                return conn.recv()
+            except (EOFError, BrokenPipeError, ConnectionResetError):
+                try:
+                    code = proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    code = None
+                self._drop()
+                with open(self.log_path, "rb") as f:
+                    f.seek(offset)
+                    said = [ln.strip() for ln in f.read().decode(errors="replace").splitlines() if "Check failed" in ln]
+                died = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+                return f"{KILLED} ({died})" + (f": {said[0][:200]}" if said else "")
+
+    def _drop(self, which: str = "_live") -> None:
+        got = getattr(self, which)
+        setattr(self, which, None)
+        if got is not None:
+            proc, conn = got
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+            conn.close()
+
+    def release_spare(self) -> None:
+        with self._lock:
+            self._drop("_spare")
+
+    def close(self) -> None:
+        self._drop("_live")
+        self._drop("_spare")
+        if self.log_path is not None:
+            try:
+                os.unlink(self.log_path)
+            except OSError:
+                pass
+            self.log_path = None
+
+
+_PROBER = _Prober()
+atexit.register(_PROBER.close)
+
+
+def probe_compile(payload: dict, timeout: float = 600.0) -> str | None:
+    """Compile a module with XLA in the probe process: None when it compiled, else why not."""
+    return _PROBER.compile(payload, timeout)
+
+
+def serve_probes(conn: Connection) -> None:
+    """The probe process's loop: compile each module it is sent (with per-pass dumps, as the
+    workbench's own compile) and answer None or the error, until the client closes the connection."""
+    import dataclasses
+
+    import jax
+    import jax.numpy as jnp
+
+    from .trace import resolve_device
+    from .xla import compile_with_dumps
+
+    jax.jit(lambda x: x + 1).lower(1.0).compile()  # start XLA's CPU client before the first request comes
+    while True:
+        try:
+            p = conn.recv()
+        except EOFError:
+            return
+        try:
+            with jax.enable_x64(p["x64"]):
+                dev = resolve_device(p["device"])
+                ins = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["ins"]]
+                outs = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["outs"]]
+
+                def placeholder(*_):
+                    results = tuple(jnp.zeros(o.shape, o.dtype) for o in outs)
+                    return results[0] if len(results) == 1 else results
+
+                base = jax.export.export(jax.jit(placeholder), platforms=[dev.platform])(*ins)
+                exported = dataclasses.replace(base, module_kept_var_idx=tuple(range(len(ins))),
+                                               mlir_module_serialized=p["bytecode"])
+                compile_with_dumps(exported, dev, p["options"])
+            conn.send(None)
+        except Exception as e:  # XLA's refusal of the module or an option: the answer, not the end
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            conn.send(f"{type(e).__name__}: {first[:300]}")
+
+
+def release_spare() -> None:
+    """End the warm spare child (when a burst of probes is over)."""
+    _PROBER.release_spare()
+
+
+if __name__ == "__main__":
+    # Serve from the module under its own name, as the pipeline worker does.
+    from workbench.pipeline import xla_probe as _self
+
+    _self.serve_probes(Connection(int(sys.argv[1])))
