@@ -47,8 +47,7 @@ def guard_compile(source: str, device: str, options: dict, timeout: float = 600.
     the child process; only compiles with disabled HLO passes are tried (the options known to abort)."""
     if not options.get("xla_disable_hlo_passes"):
         return
-    why = probe_compile({**probe_payload(source, device), "options": dict(options)}, timeout)
-    release_spare()
+    why = probe_compile({**probe_payload(source, device), "options": dict(options)}, timeout, spare=False)
     if why is not None and why.startswith(KILLED):
         names = [n for n in str(options["xla_disable_hlo_passes"]).split(",") if n]
         off = ", ".join(names) if len(names) <= 6 else f"{len(names)} passes ({', '.join(names[:4])}, ...)"
@@ -85,12 +84,14 @@ class _Prober:
         child.close()
         return proc, Connection(parent.detach())
 
-    def compile(self, payload: dict, timeout: float) -> str | None:
-        """None when XLA compiled it; else why not (its error, or how the child died)."""
+    def compile(self, payload: dict, timeout: float, spare: bool = True) -> str | None:
+        """None when XLA compiled it; else why not (its error, or how the child died). ``spare``: keep a
+        second child warming up meanwhile (for a burst of probes that may kill children)."""
         with self._lock:
             if self._live is None or self._live[0].poll() is not None:
                 self._live, self._spare = (self._spare or self._start()), None
-            self._spare = self._spare or self._start()
+            if spare:
+                self._spare = self._spare or self._start()
             proc, conn = self._live
             offset = os.path.getsize(self.log_path)
             try:
@@ -140,9 +141,9 @@ _PROBER = _Prober()
 atexit.register(_PROBER.close)
 
 
-def probe_compile(payload: dict, timeout: float = 600.0) -> str | None:
+def probe_compile(payload: dict, timeout: float = 600.0, spare: bool = True) -> str | None:
     """Compile a module with XLA in the probe process: None when it compiled, else why not."""
-    return _PROBER.compile(payload, timeout)
+    return _PROBER.compile(payload, timeout, spare)
 
 
 def serve_probes(conn: Connection) -> None:
