@@ -14,8 +14,8 @@ from ...errors import UnknownNameError
 from ...exploration import Exploration
 
 __all__ = ["Action", "toggle_patterns", "reset_patterns", "toggle_xla", "reset_xla", "set_pipeline", "diff",
-           "cost", "graph", "run", "compare", "applicable", "bisect", "predicate", "predicate_params", "PREDICATES",
-           "source_map", "ops_at", "lineage"]
+           "cost", "graph", "run", "compare", "applicable", "bisect", "reduce", "predicate", "predicate_params",
+           "PREDICATES", "source_map", "ops_at", "lineage"]
 
 
 @dataclass(frozen=True)
@@ -131,10 +131,14 @@ def applicable(name: str, stage: str, on_progress: Callable[[int, int | None], N
                   lambda ex: ex.applicable(stage, details=True, progress=False, on_progress=on_progress))
 
 
-# The predicates a bisection can look for; the keyword arguments each one takes from the panel.
+# The predicates a bisection or a reduction can look for; the keyword arguments each one takes from the panel
+# (a has_op/lacks_op stage of "" is the last MLIR stage).
 PREDICATES = {
     "op_count_above(op, n)": ("op", "n"),
     "op_count_at_most(op, n)": ("op", "n"),
+    "has_op(op, stage)": ("op", "stage"),
+    "lacks_op(op, stage)": ("op", "stage"),
+    "differs_from(stage)": ("stage",),
     "crashes()": (),
     "miscompiles(device)": ("device",),
 }
@@ -147,24 +151,29 @@ def predicate_params(kind: str) -> tuple[str, ...]:
     return PREDICATES[kind]
 
 
-def predicate(kind: str, *, op: str = "", n: int = 0, device: str = "cpu:0") -> tuple[str, Callable]:
+def predicate(kind: str, *, op: str = "", n: int = 0, device: str = "cpu:0", stage: str = "") -> tuple[str, Callable]:
     """(the Python expression, the predicate) for one entry of PREDICATES."""
-    from ...analysis.bisect import crashes, miscompiles, op_count_above, op_count_at_most
+    from ...analysis.bisect import (crashes, differs_from, has_op, lacks_op, miscompiles, op_count_above,
+                                    op_count_at_most)
 
     predicate_params(kind)
     if kind == "op_count_above(op, n)":
         return f"wb.op_count_above({_lit(op)}, {int(n)})", op_count_above(op, int(n))
     if kind == "op_count_at_most(op, n)":
         return f"wb.op_count_at_most({_lit(op)}, {int(n)})", op_count_at_most(op, int(n))
+    if kind in ("has_op(op, stage)", "lacks_op(op, stage)"):
+        fn = has_op if kind.startswith("has_op") else lacks_op
+        where = f", stage={_lit(stage)}" if stage else ""
+        return f"wb.{fn.__name__}({_lit(op)}{where})", fn(op, stage or None)
+    if kind == "differs_from(stage)":
+        return f"wb.differs_from({_lit(stage)})", differs_from(stage)
     if kind == "crashes()":
         return "wb.crashes()", crashes()
     return f"wb.miscompiles({_lit(device)})", miscompiles(device)
 
 
-def bisect(name: str, kind: str, on_run: Callable[[int, bool], None] | None = None,
-           on_progress: Callable[[int, int | None], None] | None = None, **params) -> Action:
-    """Bisect the enabled patterns for ``kind``; ``on_run(runs, held)`` hears of every pipeline run."""
-    expr, pred = predicate(kind, **params)
+def _counted(pred: Callable, on_run: Callable[[int, bool], None] | None) -> Callable[[Exploration], bool]:
+    """``pred``, telling ``on_run(runs, held)`` of every call."""
     runs = [0]
 
     def counted(ex: Exploration) -> bool:
@@ -174,5 +183,27 @@ def bisect(name: str, kind: str, on_run: Callable[[int, bool], None] | None = No
             on_run(runs[0], held)
         return held
 
-    return Action(f"bisect the patterns for {expr}", f"{name}.bisect({expr})",
-                  lambda ex: ex.bisect(counted, progress=False, on_progress=on_progress))
+    return counted
+
+
+def bisect(name: str, kind: str, on_run: Callable[[int, bool], None] | None = None,
+           on_progress: Callable[[int, int | None], None] | None = None, over: str = "patterns", **params) -> Action:
+    """Bisect ``over`` the enabled patterns, XLA's passes or both ("patterns", "xla", "all") for ``kind``;
+    ``on_run(runs, held)`` hears of every pipeline run."""
+    expr, pred = predicate(kind, **params)
+    counted = _counted(pred, on_run)
+    what = {"xla": "the XLA passes", "all": "the patterns and XLA passes"}.get(over, "the patterns")
+    where = "" if over == "patterns" else f", over={_lit(over)}"
+    return Action(f"bisect {what} for {expr}", f"{name}.bisect({expr}{where})",
+                  lambda ex: ex.bisect(counted, progress=False, on_progress=on_progress, over=over))
+
+
+def reduce(name: str, kind: str, from_stage: str = "stablehlo",
+           on_progress: Callable[[int, int | None], None] | None = None, **params) -> Action:
+    """Reduce ``from_stage``'s module to the smallest one on which ``kind`` holds (``params``: the
+    predicate's, its own ``stage`` included); ``on_progress(runs, None)`` hears of every predicate run."""
+    expr, pred = predicate(kind, **params)
+    stage = from_stage
+    where = "" if stage == "stablehlo" else f", stage={_lit(stage)}"
+    return Action(f"reduce {stage} for {expr}", f"r = {name}.reduce({expr}{where})",
+                  lambda ex: ex.reduce(pred, stage=stage, progress=False, on_progress=on_progress))

@@ -1,12 +1,15 @@
-"""The panel's Analyze tab: which patterns change a stage when applied alone, and a bisection of the
-enabled patterns for a predicate.
+"""The panel's Analyze tab: which patterns change a stage when applied alone, a bisection of the
+enabled patterns, XLA's passes or both for a predicate, and a reduction of a module to the smallest
+one on which the predicate holds.
 
-Results and failures are shown in the tab itself: the culprits (their group and parameters, and
-what they change together), every pipeline run of the search, the predicate, and, when there is
-nothing to bisect, why. The default predicate is one that holds with every pattern and usually not
-with none (see ``default_predicate``), so a first click finds something. The panel composes this
-tab: it hands over the variable's name and how to reach the Exploration shown, queue work and
-switch patterns off; the tab only reads the Exploration and calls its public methods.
+Results and failures are shown in the tab itself: the culprits (patterns with their group and
+parameters, XLA passes, what removing each changes, what they change together, the XLA passes that
+cannot be disabled), every pipeline run of the search, the predicate, and, when there is nothing to
+bisect, why; a reduction's op counts before and after, its runs and the reduced module. The default
+predicate is one that holds with every pattern and usually not with none (see ``default_predicate``),
+so a first click finds something. The panel composes this tab: it hands over the variable's name and
+how to reach the Exploration shown, queue work and switch patterns (and XLA passes) off; the tab
+only reads the Exploration and calls its public methods.
 """
 from __future__ import annotations
 
@@ -16,14 +19,18 @@ from typing import Callable, NamedTuple, Sequence
 
 import ipywidgets as W
 
+from ...errors import UnknownNameError
 from ...exploration import Exploration
 from ...ir.ops import op_counts
 from . import actions
 from .html import esc, num
 
-__all__ = ["AnalyzeTab", "Default", "default_predicate", "applicable_html", "bisect_html", "bisect_failed_html"]
+__all__ = ["AnalyzeTab", "Default", "default_predicate", "applicable_html", "bisect_html", "bisect_failed_html",
+           "reduce_html", "reduce_failed_html"]
 
 _PATTERNS_PASS = "enzyme-hlo-generate-td"  # how a stage made by the pattern list starts its pass string
+_OVER = (("patterns", "patterns"), ("XLA passes", "xla"), ("both", "all"))  # bisect's domains, as offered
+_PARAMS = ("op", "n", "device", "stage")  # the predicate parameters the tab has a field for
 
 
 class Default(NamedTuple):
@@ -72,15 +79,20 @@ class AnalyzeTab:
     """The Analyze tab's widgets (``widget``) and actions. ``exploration()`` is the Exploration shown,
     ``submit(label, python, work, busy=...)`` queues work on the panel's worker, ``note(text)`` tells the
     status line of progress, ``progress(done, total)`` is the actions' ``on_progress``, ``enabled()``
-    names the patterns on in the panel, ``switch_off(names)`` switches patterns off there."""
+    names the patterns on in the panel, ``switch_off(names)`` switches patterns off there and
+    ``switch_off_xla(names)`` XLA passes (without it, "switch these off" leaves XLA culprits on)."""
 
     def __init__(self, name: str, exploration: Callable[[], Exploration], submit: Callable,
                  note: Callable[[str], None], progress: Callable[[int, int | None], None],
-                 enabled: Callable[[], set[str]], switch_off: Callable[[list[str]], None]):
+                 enabled: Callable[[], set[str]], switch_off: Callable[[list[str]], None],
+                 switch_off_xla: Callable[[list[str]], None] | None = None):
         self.name = name
         self._exploration, self._submit, self._note, self._enabled = exploration, submit, note, enabled
         self._on_progress = progress
-        self.culprits: list[str] = []
+        self._switch_off, self._switch_off_xla = switch_off, switch_off_xla
+        self.culprits: list[str] = []  # the culprit patterns of the last bisection
+        self.culprits_xla: list[str] = []  # its culprit XLA passes
+        self.reduced = None  # the last ReduceResult
         self._default: Default | None = None
         self._runs: list[bool] = []  # the predicate's answer on each pipeline run of the bisection
         L = W.Layout
@@ -96,22 +108,40 @@ class AnalyzeTab:
         self.pred_op = W.Text(value="stablehlo.transpose", description="op", layout=L(width="260px"), style=short)
         self.pred_n = W.IntText(value=0, description="n", layout=L(width="120px"), style=short)
         self.pred_device = W.Dropdown(description="device", layout=L(width="200px"), style=short)
+        self.pred_stage = W.Combobox(description="stage", placeholder="last MLIR stage", ensure_option=False,
+                                     layout=L(width="250px"), style=short)
         self.predicate.observe(lambda _ch: self._show_params(), "value")
+        for w in (self.pred_op, self.pred_n, self.pred_device, self.pred_stage):
+            w.observe(lambda _ch: self._show_repr(), "value")
         self.predicate_note = W.HTML()
+        self.predicate_repr = W.HTML()
+        self.over = W.Dropdown(options=_OVER, value="patterns", description="over", layout=L(width="190px"),
+                               style=short)
         self.bisect_button = W.Button(description="Bisect", icon="code-fork", layout=L(width="100px"),
-                                      tooltip="find a minimal set of enabled patterns for which the predicate holds")
+                                      tooltip="find a minimal set of enabled patterns and/or XLA passes for which "
+                                              "the predicate holds")
         self.bisect_button.on_click(lambda _b: self.bisect())
         self.bisect_out = W.HTML()
         self.culprits_off = W.Button(description="switch these off", layout=L(width="160px", display="none"))
-        self.culprits_off.on_click(lambda _b: switch_off(self.culprits))
-        self.buttons = [self.applicable_button, self.bisect_button, self.culprits_off]
+        self.culprits_off.on_click(lambda _b: self.switch_culprits_off())
+        self.reduce_stage = W.Dropdown(description="from stage", layout=L(width="300px"), style=short)
+        self.reduce_button = W.Button(description="Reduce", icon="compress", layout=L(width="100px"),
+                                      tooltip="delete and cut ops of the stage's module while the predicate holds")
+        self.reduce_button.on_click(lambda _b: self.reduce())
+        self.reduce_out = W.HTML()
+        self.buttons = [self.applicable_button, self.bisect_button, self.culprits_off, self.reduce_button]
         self.widget = W.VBox([
             W.HTML("<b>Applicable patterns</b>: which patterns change this stage when applied alone"),
             W.HBox([self.applicable_stage, self.applicable_button]), self.applicable_out,
-            W.HTML("<b>Bisect</b>: a minimal set of enabled patterns that makes the predicate hold on the "
-                   "last MLIR stage. The predicate must hold with every enabled pattern and not with none."),
-            W.HBox([self.predicate, self.pred_op, self.pred_n, self.pred_device, self.bisect_button]),
-            self.predicate_note, self.bisect_out, self.culprits_off,
+            W.HTML("<b>Predicate</b>: what a bisection and a reduction look for"),
+            W.HBox([self.predicate, self.pred_op, self.pred_n, self.pred_device, self.pred_stage]),
+            self.predicate_repr, self.predicate_note,
+            W.HTML("<b>Bisect</b>: a minimal set of enabled patterns, XLA passes (those XLA's compile ran) or both "
+                   "that makes the predicate hold. It must hold with every candidate on and not with none."),
+            W.HBox([self.over, self.bisect_button]), self.bisect_out, self.culprits_off,
+            W.HTML("<b>Reduce</b>: the smallest module, made from a stage's by deleting and cutting ops, on which "
+                   "the predicate holds (each candidate explored as text with this pipeline)"),
+            W.HBox([self.reduce_stage, self.reduce_button]), self.reduce_out,
         ])
         self._show_params()
 
@@ -126,6 +156,12 @@ class AnalyzeTab:
         self.pred_device.options = list(devices)
         self.pred_device.value = keep if keep in devices else (ex.spec.device if ex.spec.device in devices
                                                                else devices[0] if devices else None)
+        self.pred_stage.options = list(runnable)
+        keep = self.reduce_stage.value
+        modules = [s.name for s in ex.pipeline_stages if s.is_module and not s.error]
+        self.reduce_stage.options = modules
+        start = "stablehlo" if "stablehlo" in modules else ref
+        self.reduce_stage.value = keep if keep in modules else (start if start in modules else None)
         old = self._default
         untouched = old is None or (self.predicate.value, self.pred_op.value, self.pred_n.value) == old[:3]
         new = default_predicate(ex)
@@ -147,10 +183,44 @@ class AnalyzeTab:
             self.predicate_note.value = (f'<div class="wb-note">Proposed: <code>{esc(d.kind)}</code> with op '
                                          f"<code>{esc(d.op)}</code>, n={d.n}: {d.why}.</div>")
 
+    def _fields(self):
+        return {"op": self.pred_op, "n": self.pred_n, "device": self.pred_device, "stage": self.pred_stage}
+
     def _show_params(self) -> None:
         wanted = actions.predicate_params(self.predicate.value)
-        for key, widget in (("op", self.pred_op), ("n", self.pred_n), ("device", self.pred_device)):
+        for key, widget in self._fields().items():
             widget.layout.display = "" if key in wanted else "none"
+        required = self.predicate.value == "differs_from(stage)"
+        self.pred_stage.placeholder = "a stage" if required else "last MLIR stage"
+        if required and not self.pred_stage.value:
+            self.pred_stage.value = "stablehlo"
+        self._show_repr()
+
+    def _values(self) -> dict:
+        """The chosen predicate's parameters, from the fields."""
+        values = {"op": self.pred_op.value, "n": int(self.pred_n.value), "device": self.pred_device.value,
+                  "stage": (self.pred_stage.value or "").strip()}
+        return {k: v for k, v in values.items() if k in actions.predicate_params(self.predicate.value)}
+
+    def _show_repr(self) -> None:
+        try:
+            shown = f"<code>{esc(repr(actions.predicate(self.predicate.value, **self._values())[1]))}</code>"
+        except Exception as e:  # a field being typed: say why there is no predicate yet
+            shown = f"none yet ({esc(str(e).strip() or type(e).__name__)})"
+        self.predicate_repr.value = f'<div class="wb-note">predicate: {shown}</div>'
+
+    def _choose(self, kind: str | None, params: dict) -> tuple[str, dict, str]:
+        """Set the predicate fields from ``kind`` and ``params``; (kind, its parameters, its Python expression)."""
+        if kind:
+            actions.predicate_params(kind)  # an unknown kind: UnknownNameError with the known ones
+            self.predicate.value = kind
+        fields = self._fields()
+        for key, value in params.items():
+            if key not in fields:
+                raise TypeError(f"unknown predicate parameter {key!r}; the fields are {', '.join(_PARAMS)}")
+            fields[key].value = "" if value is None and key == "stage" else value
+        values = self._values()
+        return self.predicate.value, values, actions.predicate(self.predicate.value, **values)[0]
 
     # -- actions -----------------------------------------------------------------------------------
     def find_applicable(self, stage: str | None = None) -> None:
@@ -167,36 +237,67 @@ class AnalyzeTab:
 
         self._submit(act.label + " (in the worker pool)", act.python, work, busy=True)
 
-    def bisect(self, kind: str | None = None, **params) -> None:
-        """Bisect the enabled patterns for a predicate of ``actions.PREDICATES`` (params: op, n, device)."""
-        if kind:
-            actions.predicate_params(kind)  # an unknown kind: UnknownNameError with the known ones
-            self.predicate.value = kind
-        for key, widget in (("op", self.pred_op), ("n", self.pred_n), ("device", self.pred_device)):
-            if key in params:
-                widget.value = params[key]
-        kind = self.predicate.value
-        wanted = actions.predicate_params(kind)
-        values = {"op": self.pred_op.value, "n": int(self.pred_n.value), "device": self.pred_device.value}
-        values = {k: v for k, v in values.items() if k in wanted}
-        expr = actions.predicate(kind, **values)[0]
-        act = actions.bisect(self.name, kind, on_run=self._progress, on_progress=self._on_progress, **values)
+    def bisect(self, kind: str | None = None, over: str | None = None, **params) -> None:
+        """Bisect ``over`` the enabled patterns ("patterns"), XLA's passes ("xla") or both ("all"; default:
+        the tab's choice) for a predicate of ``actions.PREDICATES`` (params: op, n, device, stage)."""
+        if over is not None:
+            if over not in dict(_OVER).values():
+                raise UnknownNameError("bisect domain (over=)", str(over), [v for _k, v in _OVER],
+                                       "over is one of patterns, xla, all")
+            self.over.value = over
+        kind, values, expr = self._choose(kind, params)
+        over = self.over.value
+        act = actions.bisect(self.name, kind, on_run=self._progress, on_progress=self._on_progress, over=over,
+                             **values)
         self.bisect_out.value = ""
         self.culprits_off.layout.display = "none"
-        self.culprits = []
-        self._submit(act.label, act.python, lambda: self._run_bisect(act, expr), busy=True)
+        self.culprits, self.culprits_xla = [], []
+        self._submit(act.label, act.python, lambda: self._run_bisect(act, expr, over), busy=True)
+
+    def switch_culprits_off(self) -> None:
+        """Switch the last bisection's culprit patterns off, and its culprit XLA passes."""
+        if self.culprits:
+            self._switch_off(list(self.culprits))
+        if self.culprits_xla and self._switch_off_xla is not None:
+            self._switch_off_xla(list(self.culprits_xla))
+
+    def reduce(self, kind: str | None = None, from_stage: str | None = None, **params) -> None:
+        """Reduce ``from_stage``'s module (default: the tab's choice, "stablehlo" at first) for a predicate
+        of ``actions.PREDICATES`` (params: op, n, device, stage -- the predicate's own stage)."""
+        kind, values, expr = self._choose(kind, params)
+        stage = from_stage or self.reduce_stage.value or "stablehlo"
+        if stage in self.reduce_stage.options:
+            self.reduce_stage.value = stage
+        act = actions.reduce(self.name, kind, stage, on_progress=self._reduce_progress, **values)
+        self.reduce_out.value = ""
+        self.reduced = None
+        self._submit(act.label, act.python, lambda: self._run_reduce(act, expr, stage), busy=True)
+
+    def _reduce_progress(self, runs: int, total: int | None) -> None:
+        if runs:  # 0: the search starts
+            self._note(f" · reduce run {runs}")
+        self._on_progress(runs, total)
+
+    def _run_reduce(self, act: actions.Action, expr: str, stage: str) -> None:
+        try:
+            res = act.call(self._exploration())
+        except Exception as e:  # shown here and, re-raised, in the status line
+            self.reduce_out.value = reduce_failed_html(expr, stage, str(e).strip() or type(e).__name__)
+            raise
+        self.reduced = res
+        self.reduce_out.value = reduce_html(expr, act.python, res)
 
     def _progress(self, runs: int, held: bool) -> None:
         self._runs.append(held)
         self._note(f" · pipeline run {runs}: the predicate {'holds' if held else 'does not hold'}")
 
-    def _run_bisect(self, act: actions.Action, expr: str) -> None:
+    def _run_bisect(self, act: actions.Action, expr: str, over: str = "patterns") -> None:
         ex = self._exploration()
         self._runs = []
         try:
             res = act.call(ex)
         except Exception as e:  # shown here and, re-raised, in the status line
-            self.bisect_out.value = bisect_failed_html(expr, str(e).strip() or type(e).__name__, self._runs)
+            self.bisect_out.value = bisect_failed_html(expr, str(e).strip() or type(e).__name__, self._runs, over)
             raise
         from ...pipeline.catalog import patterns
 
@@ -207,10 +308,16 @@ class AnalyzeTab:
             delta, why_not = res.diff.ops_delta(), ""
         except Exception as e:  # what they change is extra information: the culprits stand without it
             delta, why_not = None, str(e).strip() or type(e).__name__
-        self.culprits = list(res.patterns)
-        switch_off = actions.toggle_patterns(self.name, res.patterns, False).python
-        self.bisect_out.value = bisect_html(expr, res, rows, delta, why_not, switch_off)
-        self.culprits_off.layout.display = "" if res.patterns else "none"
+        try:
+            changes = {(r.kind, r.name): r.changes for r in res.table().itertuples()}
+        except Exception:  # as extra as the delta: the culprits stand without it
+            changes = {}
+        self.culprits, self.culprits_xla = list(res.patterns), list(res.xla_passes)
+        switch_off = [actions.toggle_patterns(self.name, res.patterns, False).python] if res.patterns else []
+        switch_off += [actions.toggle_xla(self.name, res.xla_passes, False).python] if res.xla_passes else []
+        self.bisect_out.value = bisect_html(expr, res, rows, delta, why_not, "; ".join(switch_off), changes)
+        can = res.patterns or (res.xla_passes and self._switch_off_xla is not None)
+        self.culprits_off.layout.display = "" if can else "none"
 
 
 # -- rendering (pure: values in, markup out) -----------------------------------------------------------
@@ -231,48 +338,100 @@ def applicable_html(name: str, stage: str, df, enabled: set[str]) -> str:
             + "</div>")
 
 
-def _runs_html(answers: Sequence[tuple[str, bool]]) -> str:
+def _runs_html(answers: Sequence[tuple[str, bool]], on: str = "patterns on") -> str:
     """The pipeline runs of a bisection: which patterns were on, whether the predicate held."""
     rows = "".join(f"<tr><td>{k}</td><td>{esc(what)}</td><td>{'holds' if held else 'does not hold'}</td></tr>"
                    for k, (what, held) in enumerate(answers, 1))
     return ('<details class="wb-runs"><summary>the pipeline runs</summary><table class="wb-table"><thead><tr>'
-            f"<th>run</th><th>patterns on</th><th>predicate</th></tr></thead><tbody>{rows}</tbody></table></details>")
+            f"<th>run</th><th>{esc(on)}</th><th>predicate</th></tr></thead><tbody>{rows}</tbody></table></details>")
 
 
-def bisect_html(expr: str, res, rows: Sequence[tuple[str, str, str]], delta, why_not: str, switch_off: str) -> str:
-    """A bisection's culprits (``rows``: pattern, group, parameters), what they change together
-    (``delta``, the ops delta of ``res.diff``; ``why_not`` when it could not be computed), its runs,
-    and ``switch_off``, the line that disables them."""
-    n = len(res.patterns)
-    head = (f'<div class="wb-result"><div><b>{n} pattern{"s" * (n != 1)}</b> make{"s" * (n == 1)} '
+def _culprits_html(res, rows: Sequence[tuple[str, str, str]], changes: dict) -> str:
+    """The culprit patterns (``rows``: pattern, group, parameters) and XLA passes, with what removing
+    each from the culprits changes (``changes``, by (kind, name): ``res.table()``)."""
+    out = ""
+    if res.patterns or res.over == "patterns":
+        body = "".join(f"<tr><td><code>{esc(p)}</code></td><td>{esc(g)}</td>"
+                       f"<td>{f'<code>{esc(a)}</code>' if a else ''}</td>"
+                       f"<td>{esc(changes.get(('pattern', p), ''))}</td></tr>" for p, g, a in rows)
+        out += ('<table class="wb-table"><thead><tr><th>pattern</th><th>group</th><th>parameters</th>'
+                f"<th>without it</th></tr></thead><tbody>{body}</tbody></table>")
+    if res.xla_passes:
+        body = "".join(f"<tr><td><code>{esc(p)}</code></td><td>{esc(changes.get(('xla', p), ''))}</td></tr>"
+                       for p in res.xla_passes)
+        out += ('<table class="wb-table"><thead><tr><th>XLA pass</th><th>without it</th></tr></thead>'
+                f"<tbody>{body}</tbody></table>")
+    if res.over != "patterns":
+        needed = ", ".join(f"<code>{esc(p)}</code>" for p in res.always_needed) or "none"
+        out += (f"<div>XLA passes always on (the compile cannot do without them; never culprits): {needed}"
+                + (f' <span class="wb-note">({esc(res.always_needed_how)})</span>' if res.always_needed_how else "")
+                + "</div>")
+    return out
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"<b>{n} {one if n == 1 else many}</b>"
+
+
+def bisect_html(expr: str, res, rows: Sequence[tuple[str, str, str]], delta, why_not: str, switch_off: str,
+                changes: dict | None = None) -> str:
+    """A bisection's culprits (``rows``: pattern, group, parameters; ``res.xla_passes``; ``changes``: what
+    removing each changes, by (kind, name)), what they change together (``delta``, the ops delta of
+    ``res.diff``; ``why_not`` when it could not be computed), the XLA passes always on, its runs, and
+    ``switch_off``, the line that disables them."""
+    over = getattr(res, "over", "patterns")
+    counts = ([_count(len(res.patterns), "pattern", "patterns")] if res.patterns or over == "patterns" else []) \
+        + ([_count(len(res.xla_passes), "XLA pass", "XLA passes")] if res.xla_passes else [])
+    total = len(res.patterns) + len(res.xla_passes)
+    head = (f'<div class="wb-result"><div>{" and ".join(counts)} make{"s" * (total == 1)} '
             f"<code>{esc(expr)}</code> hold ({res.runs} pipeline runs, {num(res.seconds)} s); without "
             f"any one of them it does not.</div>")
-    body = "".join(f"<tr><td><code>{esc(p)}</code></td><td>{esc(g)}</td>"
-                   f"<td>{f'<code>{esc(a)}</code>' if a else ''}</td></tr>" for p, g, a in rows)
-    culprits = ('<table class="wb-table"><thead><tr><th>pattern</th><th>group</th><th>parameters</th></tr>'
-                f"</thead><tbody>{body}</tbody></table>")
+    on = "xla:optimized" if res.xla_passes and not res.patterns else "the last MLIR stage"
+    who = "the patterns" if res.patterns and res.xla_passes else "they"
     if delta is None:
-        change = f"<div>what they change could not be computed: {esc(why_not)}</div>"
+        change = f"<div>what {who} change could not be computed: {esc(why_not)}</div>"
     elif delta.empty:
-        change = "<div>together they change no op count of the last MLIR stage (they rewire or re-attribute)</div>"
+        change = f"<div>together {who} change no op count of {on} (they rewire or re-attribute)</div>"
     else:
         chips = "".join(f'<span class="wb-chip {"wb-up" if r.delta > 0 else "wb-down"}"><code>{esc(r.op)}</code> '
                         f"{r.before}&rarr;{r.after} ({r.delta:+d})</span>" for r in delta.head(12).itertuples())
-        change = f"<div>what they do together, on the last MLIR stage: {chips}</div>"
-    answers = [(f"{size} pattern{'s' * (size != 1)}", held) for size, held in res.log]
-    return (head + culprits + change + _runs_html(answers)
+        change = f"<div>what {who} do together, on {on}: {chips}</div>"
+    noun = {"xla": ("XLA pass", "XLA passes"), "all": ("candidate", "candidates")}.get(over, ("pattern", "patterns"))
+    answers = [(f"{size} {noun[size != 1]}", held) for size, held in res.log]
+    return (head + _culprits_html(res, rows, changes or {}) + change + _runs_html(answers, f"{noun[1]} on")
             + "<div>to switch them off: <code>" + esc(switch_off) + "</code></div></div>")
 
 
-def bisect_failed_html(expr: str, message: str, answers: Sequence[bool]) -> str:
+def bisect_failed_html(expr: str, message: str, answers: Sequence[bool], over: str = "patterns") -> str:
     """A bisection that had nothing to bisect or failed: the predicate, the message, the runs it made."""
-    what = ("every enabled pattern", "no pattern")  # the two runs a bisection starts with
+    what = {"xla": ("every XLA pass", "no XLA pass"),  # the two runs a bisection starts with
+            "all": ("every pattern and XLA pass", "no pattern nor XLA pass")}.get(over, ("every enabled pattern",
+                                                                                     "no pattern"))
     runs = [(what[k] if k < 2 else "a subset", held) for k, held in enumerate(answers)]
     if "does not hold with all" in message:
-        advice = "choose a predicate that holds for this Exploration (the last MLIR stage with every pattern on)"
-    elif "holds with no pattern" in message:
-        advice = "the patterns are not what makes it hold: choose a predicate that fails without them"
+        advice = "choose a predicate that holds for this Exploration (with every candidate on)"
+    elif "holds with no " in message:
+        advice = ("the candidates are not what makes it hold: choose a predicate that fails without them, "
+                  "or bisect over other candidates")
     else:
         advice = "the bisection stopped: see the message"
     return (f'<div class="wb-result wb-error"><div><b>Nothing bisected</b> for <code>{esc(expr)}</code>: '
-            f"{esc(message)}</div><div>{esc(advice)}.</div>" + (_runs_html(runs) if runs else "") + "</div>")
+            f"{esc(message)}</div><div>{esc(advice)}.</div>" + (_runs_html(runs, "on") if runs else "") + "</div>")
+
+
+def reduce_html(expr: str, python: str, res) -> str:
+    """A reduction (a ReduceResult): ops before and after, its runs, skipped candidates, whether it was
+    interrupted, the reduced module's text, and ``python``, the line that makes it."""
+    state = (" <b>Interrupted</b>: the smallest module found so far." if res.interrupted else "")
+    errors = f", {res.errors} on which the predicate raised" if getattr(res, "errors", 0) else ""
+    return (f'<div class="wb-result"><div>Reduced <code>{esc(res.stage)}</code> for <code>{esc(expr)}</code> '
+            f"(<code>{esc(repr(res.predicate))}</code>): <b>ops {res.ops_before} &rarr; {res.ops_after}</b>, "
+            f"{res.runs} runs, {res.skipped} skipped (did not verify){errors}, {num(res.seconds)} s.{state}</div>"
+            f'<pre class="wb-reduced">{esc(res.text)}</pre>'
+            f"<div><code>{esc(python)}</code>; then <code>r.exploration</code> explores it</div></div>")
+
+
+def reduce_failed_html(expr: str, stage: str, message: str) -> str:
+    """A reduction that had nothing to reduce or failed: the stage, the predicate, the message."""
+    return (f'<div class="wb-result wb-error"><div><b>Nothing reduced</b> from <code>{esc(stage)}</code> for '
+            f"<code>{esc(expr)}</code>: {esc(message)}</div></div>")

@@ -312,7 +312,7 @@ class Panel:
                                   lambda text: setattr(self.jobs, "note", text),
                                   lambda done, total: self.jobs.progress(done, total),
                                   lambda: set(self.patterns_view.enabled),
-                                  lambda names: self.toggle_patterns(names, False))
+                                  lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False))
 
         self.tabs = W.Tab(children=[diff_tab, passes_tab, run_tab, cost_tab, graph_tab, self.source.widget,
                                     self.analyze.widget])
