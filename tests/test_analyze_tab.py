@@ -137,3 +137,24 @@ def test_reduce_shows_the_reduced_module_and_counts_its_runs(tb_ex):
     p.run(stage="stablehlo")
     assert p.last_error is None and "passed" in p.run_out.value
     p.close()
+
+
+def test_compare_pipelines_shows_each_pipeline_side_by_side(tb_ex):
+    p = Panel(tb_ex, background=False)
+    tab = p.analyze
+    tab.compare_pipelines(["all", "none"], device="cpu:0")
+    df = tab.compared
+    assert list(df.pipeline) == ["all", "none"] and df.check_passed.all() and (df.error == "").all()
+    assert df.set_index("pipeline").loc["none", "ops_stablehlo"] > df.set_index("pipeline").loc["all", "ops_stablehlo"]
+    line = "wb.compare_pipelines(ex, pipelines=['all', 'none'], device=\"cpu:0\")"
+    assert p.python == line and "ops by dialect" in tab.pipelines_out.value
+    assert "<td>none</td>" in tab.pipelines_out.value and tab.pipelines.value == "all, none"
+    # the line, pasted, compares the same pipelines
+    again = wb.compare_pipelines(tb_ex, pipelines=["all", "none"], device="cpu:0")
+    assert list(again.pipeline) == list(df.pipeline) and list(again.ops) == list(df.ops)
+    tab.compare_pipelines(["all", "no-such-pipeline"])  # a pipeline that does not parse: said in the tab
+    assert tab.compared is None and "No comparison" in tab.pipelines_out.value
+    assert "does not refer to a registered pass" in tab.pipelines_out.value
+    tab.compare_pipelines(["none"])  # and the tab works on
+    assert list(tab.compared.pipeline) == ["none"]
+    p.close()

@@ -98,8 +98,9 @@ def opt(text: str, pipeline: str, timeout: float = 600.0) -> str:
 
 def compare_pipelines(fn: Callable, *args, pipelines: Sequence[str] = DEFAULT_PIPELINES, device: str = "cpu:0",
                       repeat: int = 20, **explore_kwargs):
-    """``fn(*args)`` through each pipeline: a DataFrame, one row per pipeline (median time and IQR, the numeric
-    check, cost, op counts by dialect: ``workbench.analysis.pipelines``); ``wb.plot_pipelines(df)`` draws it."""
+    """``fn(*args)`` (or an Exploration ``fn``, no args) through each pipeline: a DataFrame, one row per pipeline
+    (median time and IQR, the numeric check, cost, op counts by dialect: ``workbench.analysis.pipelines``);
+    ``wb.plot_pipelines(df)`` draws it."""
     return pipelines_table(explore, fn, *args, pipelines=pipelines, device=device, repeat=repeat, **explore_kwargs)
 
 

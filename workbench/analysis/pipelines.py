@@ -84,13 +84,17 @@ def compare_pipelines(explore: Callable, fn: Callable, *args, pipelines: Sequenc
     ``xla_bytes`` (XLA's cost analysis of that module), from ``ex.cost()``; ``ops`` and ``ops_<dialect>``,
     its op counts (``workbench.ir.ops.op_counts``) by dialect (0 where a dialect has none); ``error``,
     why a pipeline failed or could not run or be costed ("" when none). ``explore_kwargs`` go to
-    ``explore`` (pattern toggles, XLA options, ``static_argnums``)."""
+    ``explore`` (pattern toggles, XLA options, ``static_argnums``). ``fn`` may be an Exploration instead
+    (no ``args``): its trace and toggles, each pipeline through ``with_pipeline``."""
     import pandas as pd
 
     names = list(pipelines)
     if not names:
         raise ValueError("compare_pipelines needs at least one pipeline")
-    first = explore(fn, *args, pipeline=names[0], device=device, **explore_kwargs)
+    if hasattr(fn, "with_pipeline") and not args and not explore_kwargs:  # an Exploration: its trace, its toggles
+        first = fn if fn.spec.pipeline == names[0] else fn.with_pipeline(names[0])
+    else:
+        first = explore(fn, *args, pipeline=names[0], device=device, **explore_kwargs)
     rows = [_row(first if i == 0 else first.with_pipeline(name), name, device, repeat) for i, name in enumerate(names)]
     df = pd.DataFrame(rows)
     dialects = sorted(c for c in df.columns if c.startswith("ops_"))

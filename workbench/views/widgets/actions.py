@@ -207,3 +207,13 @@ def reduce(name: str, kind: str, from_stage: str = "stablehlo",
     where = "" if stage == "stablehlo" else f", stage={_lit(stage)}"
     return Action(f"reduce {stage} for {expr}", f"r = {name}.reduce({expr}{where})",
                   lambda ex: ex.reduce(pred, stage=stage, progress=False, on_progress=on_progress))
+
+
+def compare_pipelines(name: str, pipelines: Sequence[str], device: str) -> Action:
+    """Run ``name``'s program through each of ``pipelines`` on ``device`` (``wb.compare_pipelines``)."""
+    from ...exploration import compare_pipelines as compare
+
+    names = [p for p in pipelines if p]
+    return Action(f"compare pipelines {', '.join(names)}",
+                  f"wb.compare_pipelines({name}, pipelines={names!r}, device={_lit(device)})",
+                  lambda ex: compare(ex, pipelines=names, device=device))

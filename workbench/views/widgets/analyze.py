@@ -129,7 +129,16 @@ class AnalyzeTab:
                                       tooltip="delete and cut ops of the stage's module while the predicate holds")
         self.reduce_button.on_click(lambda _b: self.reduce())
         self.reduce_out = W.HTML()
-        self.buttons = [self.applicable_button, self.bisect_button, self.culprits_off, self.reduce_button]
+        self.pipelines = W.Text(value="all, no_enzyme, none", description="pipelines", layout=L(width="330px"),
+                                style=short)
+        self.pipelines_button = W.Button(description="Compare pipelines", icon="balance-scale",
+                                         layout=L(width="170px"), tooltip="run the program through each pipeline: "
+                                         "time per call, the numeric check, cost and op counts side by side")
+        self.pipelines_button.on_click(lambda _b: self.compare_pipelines())
+        self.pipelines_out = W.HTML()
+        self.compared = None  # the last comparison's DataFrame
+        self.buttons = [self.applicable_button, self.bisect_button, self.culprits_off, self.reduce_button,
+                        self.pipelines_button]
         self.widget = W.VBox([
             W.HTML("<b>Applicable patterns</b>: which patterns change this stage when applied alone"),
             W.HBox([self.applicable_stage, self.applicable_button]), self.applicable_out,
@@ -142,6 +151,9 @@ class AnalyzeTab:
             W.HTML("<b>Reduce</b>: the smallest module, made from a stage's by deleting and cutting ops, on which "
                    "the predicate holds (each candidate explored as text with this pipeline)"),
             W.HBox([self.reduce_stage, self.reduce_button]), self.reduce_out,
+            W.HTML("<b>Pipelines</b>: what the optimizer buys -- this program through each pipeline (presets or "
+                   "pass strings, comma-separated), on the device picked above"),
+            W.HBox([self.pipelines, self.pipelines_button]), self.pipelines_out,
         ])
         self._show_params()
 
@@ -272,6 +284,28 @@ class AnalyzeTab:
         self.reduce_out.value = ""
         self.reduced = None
         self._submit(act.label, act.python, lambda: self._run_reduce(act, expr, stage), busy=True)
+
+    def compare_pipelines(self, pipelines: Sequence[str] | None = None, device: str | None = None) -> None:
+        """``wb.compare_pipelines`` of the Exploration shown, for ``pipelines`` (default: the field's)."""
+        names = list(pipelines) if pipelines is not None else [p.strip() for p in self.pipelines.value.split(",")]
+        names = [p for p in names if p]
+        self.pipelines.value = ", ".join(names)
+        device = device or self.pred_device.value or self._exploration().spec.device
+        act = actions.compare_pipelines(self.name, names, device)
+        self.pipelines_out.value = ""
+        self.compared = None
+
+        def work():
+            try:
+                df = act.call(self._exploration())
+            except Exception as e:  # shown here and, re-raised, in the status line
+                self.pipelines_out.value = (f'<div class="wb-result wb-error"><b>No comparison</b>: '
+                                            f"{esc(str(e).strip() or type(e).__name__)}</div>")
+                raise
+            self.compared = df
+            self.pipelines_out.value = pipelines_html(df, act.python)
+
+        self._submit(act.label, act.python, work, busy=True)
 
     def _reduce_progress(self, runs: int, total: int | None) -> None:
         if runs:  # 0: the search starts
@@ -435,3 +469,20 @@ def reduce_failed_html(expr: str, stage: str, message: str) -> str:
     """A reduction that had nothing to reduce or failed: the stage, the predicate, the message."""
     return (f'<div class="wb-result wb-error"><div><b>Nothing reduced</b> from <code>{esc(stage)}</code> for '
             f"<code>{esc(expr)}</code>: {esc(message)}</div></div>")
+
+
+_PIPELINE_COLUMNS = ("pipeline", "stage", "median_ms", "iqr_ms", "check_passed", "max_rel_err", "flops", "bytes",
+                     "xla_flops", "ops", "error")
+
+
+def pipelines_html(df, python: str) -> str:
+    """A pipeline comparison (``wb.compare_pipelines``'s DataFrame): time per call, check, cost and ops
+    per pipeline, the op counts by dialect, and ``python``, the line that makes it."""
+    from .html import table
+
+    main = df[[c for c in _PIPELINE_COLUMNS if c in df.columns]]
+    dialects = df[["pipeline"] + [c for c in df.columns if c.startswith("ops_")]]
+    return ('<div class="wb-result"><div>Median time per call (ms) after a warm-up, and its interquartile range; '
+            "the numeric check against the program in float64; the analytic cost and XLA's of the final module; its "
+            f"ops.</div>{table(main)}<div>ops by dialect</div>{table(dialects)}"
+            f"<div><code>{esc(python)}</code> · <code>wb.plot_pipelines(df)</code> draws it</div></div>")
