@@ -42,3 +42,16 @@ def test_what_the_child_saw_would_have_killed_this_process():
             "print(bad.error)\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert p.returncode < 0 or p.returncode == 134, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+
+
+def test_a_run_follows_the_xla_toggles():
+    """ex.run compiles with the Exploration's XLA options (a run of a toggled Exploration is the toggled
+    program): the options XLA aborts on are refused by the run as well, and harmless ones run and check."""
+    ex = wb.explore(noise, jax.random.PRNGKey(0))
+    bad = ex.with_xla(disable=ex.xla_passes)
+    with pytest.raises(wb.WorkbenchError, match="XLA aborts the process"):
+        bad.run(repeat=1)
+    ok = ex.with_xla(disable=["algsimp", "cse"])
+    r = ok.run(repeat=2)
+    assert r.check.passed and len(r.timing.times) == 2
+    assert ex.run(repeat=1).check.passed  # the untoggled one runs as before

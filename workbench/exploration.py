@@ -428,8 +428,8 @@ class Exploration:
         outputs, timing = run_stage(self, st, device, repeat, args)
         result_check = None
         if check:
-            owner = reference or self
-            known = (st.name, outputs) if owner is self else None
+            owner = reference or self  # the reference runs with XLA's defaults: a toggled run is not one
+            known = (st.name, outputs) if owner is self and not self._spec.xla_options else None
             result_check = check_outputs(outputs, owner._reference(device, args, known,
                                                                    foreign=owner is not self))
         result = RunResult(st.name, device, outputs, timing, result_check)
@@ -453,7 +453,7 @@ class Exploration:
             if known is not None and known[0] == ref.name:
                 memo[low_key] = known[1]
             else:
-                memo[low_key] = run_stage(self, ref, device, 1, args)[0]
+                memo[low_key] = run_stage(self, ref, device, 1, args, xla_options=())[0]
         wide_key = ("float64",) + key
         if wide_key not in memo:
             dynamic = traced.args if (traced is not None and args is None) else args

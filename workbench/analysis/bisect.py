@@ -22,13 +22,13 @@ only these enabled" took 30 compiles where this takes 13 (an RNG program on CPU:
 needed; a compile that aborts costs a fresh child, about a second). Those are ``always_needed``,
 enabled in every subset and never culprits; ``always_needed_how`` says what was tried and
 ``probe_compiles`` counts the child's compiles.
-The search's own compiles run in this process, as every compile of the workbench does: each keeps the
-always-needed passes enabled, with which the child showed the module compiles (enabling more passes
-on top is expected to keep it compiling, though XLA does not promise it).
+The search's own compiles run in this process after the same child-process try as every compile with
+disabled passes (``pipeline/xla_probe.py``), so a subset XLA aborts on is a failed compile, not a dead
+kernel.
 
 Predicates that run the program (``miscompiles``, ``differs_from(..., numbers=True)``) run it as
-``ex.run`` does, through JAX's own compile without the XLA toggles: over XLA's passes, ask about XLA's
-stages instead (``has_op``/``lacks_op`` with ``stage="xla:optimized"``, ``crashes(include_xla=True)``).
+``ex.run`` does: compiled with the Exploration's XLA options, so over XLA's passes they ask about the
+toggled program (its reference, the as-lowered program, runs with XLA's defaults).
 """
 from __future__ import annotations
 

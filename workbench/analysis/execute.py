@@ -20,6 +20,8 @@ import numpy as np
 from ..errors import WorkbenchError
 from ..pipeline.exported import exported_for_text, swap_module
 from ..pipeline.trace import all_devices, resolve_device
+from ..pipeline.xla import check_options
+from ..pipeline.xla_probe import guard_compile
 
 __all__ = ["devices", "RunResult", "Timing", "Check", "LeafCheck", "Reference", "run_stage", "compare_outputs",
            "check_outputs", "float64_reference", "args_key", "REFERENCE"]
@@ -464,8 +466,11 @@ def _place(args, exported, device):
     return jax.device_put(args, device)
 
 
-def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None) -> tuple[Any, Timing]:
-    """Call the stage's module ``repeat`` times after a warm-up; returns (outputs, timing)."""
+def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
+              xla_options=None) -> tuple[Any, Timing]:
+    """Call the stage's module ``repeat`` times after a warm-up; returns (outputs, timing). It is compiled
+    with ``xla_options`` (default: the Exploration's, so a run follows its XLA toggles; ``()``: XLA's
+    defaults); a compile with disabled passes is tried in a child process first (XLA may abort)."""
     exported = runnable_exported(ex, stage)
     if args is None:
         traced, loaded = ex.spec.traced, ex.spec.loaded
@@ -481,7 +486,12 @@ def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None) -> 
                              f"explore with device={device!r} to run there")
     placed = _place(tuple(args), exported, dev)
     call = jax.jit(exported.call)
+    options = check_options(dict(ex.spec.xla_options if xla_options is None else xla_options))
     try:
+        if options:
+            if exported.nr_devices == 1:
+                guard_compile(stage.text_with_locations or stage.text, device, options, ex.spec.timeout)
+            call = call.lower(*placed).compile(compiler_options=options)
         outputs = jax.block_until_ready(call(*placed))
         times = []
         for _ in range(max(1, repeat)):
