@@ -86,6 +86,17 @@ def test_a_joint_bisect_blames_the_patterns_and_no_xla_pass():
     assert b.diff.ops_delta().set_index("op").loc["stablehlo.transpose", "delta"] == -3
 
 
+def test_a_joint_bisect_blames_the_one_pattern_and_no_xla_pass():
+    """At most one transpose left: one pattern alone (dot_transpose) gets there."""
+    ex = wb.explore(transposed_dot, jnp.ones((3, 4)), jnp.ones((5, 3)))
+    pred = wb.op_count_at_most("stablehlo.transpose", 1)
+    b = ex.bisect(pred, over="all", progress=False)
+    assert b.patterns == ["dot_transpose"] and b.xla_passes == [] and b.always_needed == []
+    assert b.runs <= bound(len(wb.patterns()) + len(ex.xla_passes))
+    assert pred(ex.with_only_patterns(b.patterns)) and not pred(ex.with_only_patterns([]))
+    assert list(b.table().kind) == ["pattern"]
+
+
 def test_passes_xla_cannot_do_without_are_found_in_a_child_and_never_blamed():
     """On CPU, an RNG program compiled with copy-insertion (and more) disabled makes XLA abort the
     process (a CHECK failure in buffer assignment): the probe finds them in a child process."""
