@@ -18,12 +18,12 @@ from __future__ import annotations
 import array
 import pathlib
 import sys
-from typing import Callable, Iterable
+from typing import Iterable
 
-import anywidget
 import traitlets
 
 from ...analysis.diff import Diff
+from .lists import Messages
 
 __all__ = ["DiffView", "KINDS", "MODES"]
 
@@ -45,7 +45,7 @@ def _pack(rows: list[tuple[int, int, str]]) -> bytes:
     return flat.tobytes()
 
 
-class DiffView(anywidget.AnyWidget):
+class DiffView(Messages):
     """Two stages side by side or unified (``mode``): synchronized scrolling, MLIR/HLO highlighting,
     next/previous change, an overview ruler of where the changes are, a "changes only" fold, and a
     line cut by the pane's width shown whole when hovered."""
@@ -66,14 +66,8 @@ class DiffView(anywidget.AnyWidget):
     mark_focus = traitlets.Enum(("", "before", "after"), "").tag(sync=True)  # the side scrolled to first
 
     def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.handler: Callable[[dict], None] | None = None  # hears the clicks on code rows
+        super().__init__(**kwargs)  # Messages: ``handler`` hears the clicks on code rows
         self.shown = 0  # how many diffs or messages were shown: marks belong to one of them
-        self.on_msg(self._receive)
-
-    def _receive(self, _widget, content, _buffers) -> None:
-        if self.handler is not None and isinstance(content, dict):
-            self.handler(content)
 
     def mark(self, before: Iterable[int] = (), after: Iterable[int] = (), focus: str = "") -> None:
         """Mark lines of the two texts (0-based, as shown); the view scrolls to the first one of

@@ -31,7 +31,7 @@ def stage_rows(stages: list[Stage]) -> list[dict]:
             for s in stages]
 
 
-class _Messages(anywidget.AnyWidget):
+class Messages(anywidget.AnyWidget):
     """An anywidget whose browser-side messages go to one handler (set by the panel)."""
 
     def __init__(self, **kwargs):
@@ -44,7 +44,7 @@ class _Messages(anywidget.AnyWidget):
             self.handler(content)
 
 
-class StageList(_Messages):
+class StageList(Messages):
     """Every stage with its group, time, lines and state (changed, unchanged, failed). Clicking a stage
     asks for it on the right and its parent on the left; shift-click asks for it on the left. ``fold``
     folds it to a strip, as its button does. ``pending`` names a group still on its way (XLA's
@@ -68,7 +68,7 @@ class StageList(_Messages):
                 if not self.hide_unchanged or r["state"] != "unchanged" or r["name"] in (self.left, self.right)]
 
 
-class ToggleList(_Messages):
+class ToggleList(Messages):
     """Named switches in groups, with client-side search: ``items`` are ``[name, group, on by default]``,
     ``enabled`` the names on now. Those that differ from their default are highlighted.
 

@@ -23,7 +23,6 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-import anywidget
 import ipywidgets as W
 import traitlets
 
@@ -34,6 +33,7 @@ from ...exploration import Exploration
 from . import actions
 from .diffview import DiffView
 from .html import esc
+from .lists import Messages
 
 __all__ = ["SourceTab", "SourceView", "cost_note", "lineage_html", "listing_rows"]
 
@@ -223,7 +223,7 @@ export default { render };
 """
 
 
-class SourceView(anywidget.AnyWidget):
+class SourceView(Messages):
     """The listing of the Source tab: ``rows`` from ``listing_rows``, ``selected`` the lines marked
     (``"file:line"``), ``message`` instead of the rows (why there are none). A click on a line with ops
     is sent to ``handler`` as ``{"type": "line", "file": ..., "line": n}`` (the ``(no location)`` row:
@@ -234,15 +234,6 @@ class SourceView(anywidget.AnyWidget):
     selected = traitlets.List(traitlets.Unicode()).tag(sync=True)
     message = traitlets.Unicode("").tag(sync=True)
     metric = traitlets.Unicode("flops").tag(sync=True)
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.handler: Callable[[dict], None] | None = None
-        self.on_msg(self._receive)
-
-    def _receive(self, _widget, content, _buffers) -> None:
-        if self.handler is not None and isinstance(content, dict):
-            self.handler(content)
 
 
 def _same(key: tuple, other: tuple | None) -> bool:
