@@ -1,0 +1,92 @@
+"""The Exploration facade: what a user holds and calls. Each method is one call down, into the
+pipeline (to derive a new Exploration) or into analysis (to read this one).
+
+An Exploration is immutable: toggling a pattern or an XLA pass returns a new one, recomputed
+incrementally (the runner caches each step). XLA's compile, the slowest step, starts in the
+background as soon as ``explore`` or a toggle has the final MLIR module (``ex.xla_ready()``,
+``ex.xla_future()``); reading the XLA stages waits for the rest of that compile, so a user
+toggling patterns sees the MLIR stages first.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Sequence
+
+from ..analysis.execute import Check, LeafCheck, RunResult, Timing
+from ..analysis.pipelines import DEFAULT_PIPELINES, compare_pipelines as pipelines_table
+from ..pipeline.build import build, run_passes, spec_for_function, spec_for_text
+from ..pipeline.saved import load_exploration
+from .core import XLA_WAIT, Exploration, Stepwise, xla_checked
+
+__all__ = ["Exploration", "Stepwise", "XLA_WAIT", "compare_pipelines", "explore", "explore_text", "load", "opt"]
+
+
+def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
+            device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
+            timeout: float = 600.0, static_argnums: Sequence[int] = (), **pattern_options) -> "Exploration":
+    """Trace ``fn(*args)`` and show the program after every stage of ``pipeline``.
+
+    ``pipeline`` is a preset (see ``wb.pipelines()``) or any pass pipeline string. ``disable``/``enable``
+    toggle Enzyme-JaX patterns (see ``wb.patterns()``); ``pattern_options`` are Reactant's options
+    that shape the pattern list (``no_nan``, ``transpose_propagate``, ...; ``inline`` too).
+    ``xla_disable`` names XLA HLO passes to skip; ``xla_options`` are other XLA debug options (its
+    ``xla_disable_hlo_passes`` joins ``xla_disable``). Arguments JAX cannot trace (strings, None,
+    functions) are static; ``static_argnums`` makes others static too (a Python int that picks an
+    axis), and a jitted function's own ``static_argnums``/``static_argnames`` are honoured.
+    XLA's compile starts in the background when the call returns; reading the XLA stages waits for
+    it. When XLA passes are disabled that no compile has reported yet, the call waits for it, so
+    that a pass name XLA did not run is reported at once (``XlaPassWarning``, and ``ex.warnings``).
+    """
+    return xla_checked(Exploration(build(spec_for_function(
+        fn, args, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
+        xla_options=xla_options, timeout=timeout, static_argnums=static_argnums, **pattern_options))))
+
+
+def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
+                 device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
+                 timeout: float = 600.0, title: str = "text", **pattern_options) -> "Exploration":
+    """Like ``explore`` for a module given as MLIR/StableHLO text (any functions; XLA stages need ``@main``).
+
+    The text reaches the first pass exactly as given. Text that is not MLIR (empty, XLA HLO text, a
+    jaxpr, Python source) raises InputKindError, and MLIR that does not parse raises MlirSyntaxError
+    with the parser's line:col, both before any stage is made.
+    """
+    return xla_checked(Exploration(build(spec_for_text(
+        text, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
+        xla_options=xla_options, timeout=timeout, title=title, **pattern_options))))
+
+
+def opt(text: str, pipeline: str, timeout: float = 600.0) -> str:
+    """Run ``pipeline`` (a preset or a pass pipeline string, ``builtin.module(...)`` or not) on the
+    module ``text`` in one go, as ``enzymexlamlir-opt --pass-pipeline`` does, and return the result
+    with locations; ``hlo-workbench opt`` prints it. MlirSyntaxError, PipelineSyntaxError or
+    StageError (a pass failed or crashed its worker) say what went wrong."""
+    return run_passes(text, pipeline, timeout=timeout)
+
+
+def compare_pipelines(fn: Callable, *args, pipelines: Sequence[str] = DEFAULT_PIPELINES, device: str = "cpu:0",
+                      repeat: int = 20, **explore_kwargs):
+    """``fn(*args)`` (or an Exploration ``fn``, no args) through each pipeline: a DataFrame, one row per pipeline
+    (median time and IQR, the numeric check, cost, op counts by dialect: ``workbench.analysis.pipelines``);
+    ``wb.plot_pipelines(df)`` draws it."""
+    return pipelines_table(explore, fn, *args, pipelines=pipelines, device=device, repeat=repeat, **explore_kwargs)
+
+
+def load(path) -> "Exploration":
+    """The Exploration saved in ``path`` (a ``.hlox`` file from ``ex.save``): its stages, diffs, costs,
+    graphs and saved runs work at once, without running a pass or compiling; ``with_patterns``,
+    ``with_pipeline`` and ``with_xla`` recompute from the saved input module (where enzyme-ad is
+    installed, for Enzyme-JaX patterns), and ``run`` runs a stage on the saved arguments (when they
+    were saved with ``arrays=True``; otherwise on seeded random ones of the saved shapes).
+    Raises SavedFileError for a file that is missing, not a .hlox, from a newer workbench, corrupt
+    or truncated; nothing is written."""
+    built, runs, _ = load_exploration(path)
+    made = []
+    for r in runs:
+        check = r.get("check")
+        if check is not None:
+            leaves = tuple(LeafCheck(**{**leaf, "shape": tuple(leaf["shape"])}) for leaf in check.pop("leaves"))
+            check = Check(leaves=leaves, **check)
+        outputs = tuple(r["output_arrays"]) if r.get("output_arrays") is not None else None
+        made.append(RunResult(r["stage"], r["device"], outputs, Timing(tuple(r["times"])), check))
+    return Exploration(dataclasses.replace(built, runs=tuple(made)))
