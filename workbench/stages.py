@@ -74,6 +74,8 @@ class Spec:
     device: str = "cpu:0"
     timeout: float = 600.0
     source: Any = field(default=None, compare=False, repr=False)  # a Traced, the input text, or a Loaded
+    shardy: str = "none"  # Reactant's shardy_passes mode, resolved (pipeline/shardy.py)
+    optimize_communications: bool = True  # Reactant's option of the same name (the Shardy stages' comm passes)
 
     @property
     def traced(self) -> "Traced | None":

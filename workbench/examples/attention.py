@@ -51,3 +51,34 @@ def args(batch: int = 2, seq: int = 32, d: int = 64, hidden: int = 128):
     }
     x = jax.random.normal(ks[6], (batch, seq, d), jnp.float32)
     return (p, x)
+
+
+def mesh(shape=(2, 4), axes=("data", "model")):
+    """A device mesh for the sharded form of the block: 2 x 4 by default, which needs 8 devices (on a
+    CPU, start Python with ``XLA_FLAGS=--xla_force_host_platform_device_count=8``)."""
+    import numpy as np
+    from jax.sharding import Mesh
+
+    need = int(np.prod(shape))
+    devices = jax.devices()
+    if len(devices) < need:
+        raise RuntimeError(f"a {'x'.join(map(str, shape))} mesh needs {need} devices and JAX has {len(devices)}; "
+                           f"on a CPU set XLA_FLAGS=--xla_force_host_platform_device_count={need} before JAX starts")
+    return Mesh(np.array(devices[:need]).reshape(shape), axes)
+
+
+def sharded_args(m=None, **sizes):
+    """``args()`` placed on a mesh as tensor-parallel blocks are (Megatron's layout): the batch over
+    ``data``; the q/k/v and first MLP projections split by column over ``model``, the output and
+    second MLP projections by row, so each head group and hidden slice lives on one column of the
+    mesh and XLA's SPMD partitioner must insert all-reduces after the row-split products."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    m = m if m is not None else mesh()
+    data, model = m.axis_names[0], m.axis_names[-1]
+    p, x = args(**sizes)
+    spec = {"wq": P(None, model), "wk": P(None, model), "wv": P(None, model), "wo": P(model, None),
+            "w1": P(None, model), "w2": P(model, None)}
+    put = lambda v, s: jax.device_put(v, NamedSharding(m, s))
+    p = {k: put(v, spec.get(k, P())) for k, v in p.items()}
+    return (p, put(x, P(data, None, None)))

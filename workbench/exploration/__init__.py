@@ -30,7 +30,12 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
     toggle Enzyme-JaX patterns (see ``wb.patterns()``); ``pattern_options`` are Reactant's options
     that shape the pattern list (``no_nan``, ``transpose_propagate``, ...; ``inline`` too).
     ``xla_disable`` names XLA HLO passes to skip; ``xla_options`` are other XLA debug options (its
-    ``xla_disable_hlo_passes`` joins ``xla_disable``). Arguments JAX cannot trace (strings, None,
+    ``xla_disable_hlo_passes`` joins ``xla_disable``). For a sharded program (arguments placed with a
+    ``NamedSharding``), ``shardy_passes`` is Reactant's option: ``"post_sdy_propagation"`` (the
+    default: Shardy's propagation, closing, the optimize-communications passes and reshards turned
+    into collectives, a stage each, before XLA), ``"none"`` (XLA propagates), ``"to_mhlo_shardings"``,
+    or a propagation pipeline of ``sdy-*`` passes; ``optimize_communications=False`` mirrors
+    Reactant's option (``workbench/pipeline/shardy.py`` says which passes run where). Arguments JAX cannot trace (strings, None,
     functions) are static; ``static_argnums`` makes others static too (a Python int that picks an
     axis), and a jitted function's own ``static_argnums``/``static_argnames`` are honoured.
     XLA's compile starts in the background when the call returns; reading the XLA stages waits for

@@ -24,6 +24,7 @@ from ..ir.text import input_kind, strip_locations, text_hash
 from .catalog import PatternOptions, PatternSelection, catalog, pattern_list, patterns_pass
 from .presets import PRESETS, resolve
 from .runner import StepResult, default_runner
+from .shardy import SHARDY_MODES, is_sharded, resolve_mode, shardy_steps, unregistered_reason
 from ..stages import Spec, Stage
 from .trace import resolve_device, trace
 from .worker import enzyme_available
@@ -92,20 +93,25 @@ def _names(x: Sequence[str] | str) -> set[str]:
 def spec_for_function(fn: Callable, args: tuple, *, pipeline: str = "all", disable: Sequence[str] = (),
                       enable: Sequence[str] = (), device: str = "cpu:0", xla_disable: Sequence[str] = (),
                       xla_options: dict | None = None, timeout: float = 600.0, static_argnums: Sequence[int] = (),
+                      shardy_passes: str | None = None, optimize_communications: bool = True,
                       **pattern_options) -> Spec:
-    """The Spec for ``explore(fn, *args, ...)``: options checked, patterns resolved, ``fn`` traced."""
+    """The Spec for ``explore(fn, *args, ...)``: options checked, patterns resolved, ``fn`` traced.
+    ``shardy_passes``/``optimize_communications``: Reactant's options for a sharded program
+    (``pipeline/shardy.py``)."""
     inline, options = _split_options(pattern_options)
     dev = resolve_device(device)
     xla = _xla_options(xla_disable, (), xla_options or {})
     sel = _selection(options, disable, enable)
     traced = trace(fn, args, platform=dev.platform, static_argnums=tuple(static_argnums))
     title = getattr(fn, "__name__", type(fn).__name__)
-    return Spec(title, pipeline, inline, sel, xla, device, timeout, traced)
+    mode = _shardy_mode(shardy_passes, is_sharded(traced.stablehlo, traced.exported.nr_devices))
+    return Spec(title, pipeline, inline, sel, xla, device, timeout, traced, mode, bool(optimize_communications))
 
 
 def spec_for_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
                   device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
-                  timeout: float = 600.0, title: str = "text", **pattern_options) -> Spec:
+                  timeout: float = 600.0, title: str = "text", shardy_passes: str | None = None,
+                  optimize_communications: bool = True, **pattern_options) -> Spec:
     """The Spec for ``explore_text(text, ...)``: text that is not MLIR refused (InputKindError), MLIR
     that does not parse refused with its line:col (MlirSyntaxError), before any stage is made."""
     kind = _refuse_non_mlir(text)
@@ -121,7 +127,17 @@ def spec_for_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = 
         head = text.strip().splitlines()[0][:60]
         raise MlirSyntaxError(f"the text does not look like MLIR (it starts with {head!r}), and {e}",
                               e.diagnostics, e.line, e.column) from None
-    return Spec(title, pipeline, inline, sel, xla, device, timeout, text)
+    mode = _shardy_mode(shardy_passes, is_sharded(text))
+    return Spec(title, pipeline, inline, sel, xla, device, timeout, text, mode, bool(optimize_communications))
+
+
+def _shardy_mode(shardy_passes, sharded: bool) -> str:
+    """``shardy_passes`` resolved (``shardy.resolve_mode``); a custom propagation pipeline is checked
+    against the pass registry that will run it (PipelineSyntaxError if it does not parse)."""
+    mode = resolve_mode(shardy_passes, sharded)
+    if mode not in SHARDY_MODES:
+        default_runner().check_pipeline(mode)
+    return mode
 
 
 _LOWERED = "StableHLO/MLIR text, e.g. from jax.jit(f).lower(*args).as_text()"
@@ -249,8 +265,13 @@ def build(spec: Spec) -> Built:
 
     stages = _first_stages(spec)
     error: StageError | None = None
-    for base, pass_string in steps:
+    for base, pass_string in steps + shardy_steps(spec.shardy, spec.optimize_communications, enzyme_available()):
         name, parent = stage_name(base, stages), stages[-1]
+        reason = unregistered_reason(pass_string)
+        if reason:
+            error = StageError(name, pass_string, reason)
+            stages.append(failed_stage(name, parent, pass_string, error))
+            break
         try:
             r = runner.run(name, parent.text_with_locations, pass_string, timeout=spec.timeout)
         except StageError as e:

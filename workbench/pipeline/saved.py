@@ -97,7 +97,8 @@ def _spec_json(spec: Spec) -> dict:
     return {"title": spec.title, "pipeline": spec.pipeline, "inline": spec.inline,
             "pattern_options": dataclasses.asdict(sel.options), "disabled": sorted(sel.disabled),
             "enabled": sorted(sel.enabled), "xla_options": [list(kv) for kv in spec.xla_options],
-            "device": spec.device, "timeout": spec.timeout,
+            "device": spec.device, "timeout": spec.timeout, "shardy_passes": spec.shardy,
+            "optimize_communications": spec.optimize_communications,
             "source": "function" if spec.traced is not None else "saved" if spec.loaded is not None else "text"}
 
 
@@ -349,7 +350,8 @@ def _spec(d: dict, loaded: Loaded) -> Spec:
     options = PatternOptions(**d["pattern_options"])
     sel = PatternSelection(options, frozenset(d["disabled"]), frozenset(d["enabled"]))
     return Spec(d["title"], d["pipeline"], bool(d["inline"]), sel, tuple((k, v) for k, v in d["xla_options"]),
-                d["device"], float(d["timeout"]), loaded)
+                d["device"], float(d["timeout"]), loaded, str(d.get("shardy_passes", "none")),
+                bool(d.get("optimize_communications", True)))
 
 
 class SavedXla:

@@ -127,12 +127,48 @@ class PatternLists:
 # ---- the worker side -------------------------------------------------------------------------
 
 
+def jaxlib_pipeline(pipeline: str) -> bool:
+    """True when every pass of ``pipeline`` is one of Shardy's (``sdy-...``), which enzyme-ad 0.0.16
+    does not register but jaxlib's pass manager does: such a pipeline runs there. Anchors
+    (``func.func(...)``, ``builtin.module(...)``) and pass options (``{...}``) are not passes."""
+    import re
+
+    bare = pipeline
+    while True:  # drop option blocks, innermost first
+        stripped = re.sub(r"\{[^{}]*\}", "", bare)
+        if stripped == bare:
+            break
+        bare = stripped
+    names = [t for t in re.split(r"[(),\s]+", bare) if t]
+    passes = [t for t in names if t not in ("func.func", "builtin.module")]
+    return bool(passes) and all(t.startswith("sdy-") for t in passes)
+
+
+def _jaxlib_run(text: str, pipeline: str) -> PipelineOutput:
+    """``pipeline`` run by jaxlib's own pass manager (JAX's MLIR context; Enzyme-JaX's unregistered
+    ops and attributes parse as opaque ones and print back as they were)."""
+    from jaxlib.mlir import passmanager
+
+    from ..ir.mlir import parse_module
+
+    module = parse_module(text, allow_unregistered=True)
+    with module.context:
+        inner = pipeline.strip()
+        if not inner.startswith("builtin.module("):
+            inner = f"builtin.module({inner})"
+        passmanager.PassManager.parse(inner).run(module.operation)
+        return PipelineOutput("main", module.operation.get_asm(enable_debug_info=True))
+
+
 def _run_pipeline(text: str, pipeline: str) -> PipelineOutput:
-    """Run ``pipeline`` on ``text``: enzyme-ad's runner, or jaxlib's pass manager without enzyme-ad."""
-    if enzyme_available():
+    """Run ``pipeline`` on ``text``: enzyme-ad's runner, or jaxlib's pass manager without enzyme-ad
+    and for Shardy's passes (``jaxlib_pipeline``)."""
+    if enzyme_available() and not jaxlib_pipeline(pipeline):
         from enzyme_ad.jax import enzyme_call
 
         return PipelineOutput(*enzyme_call.run_pass_pipeline([], text, pipeline))
+    if enzyme_available():
+        return _jaxlib_run(text, pipeline)
     from jaxlib.mlir import passmanager
 
     from ..ir.mlir import parse_module
@@ -154,7 +190,7 @@ def _check_pipeline(pipeline: str) -> None:
     which needs the module's own ``@__transform_main``) is accepted: on the real module it may well
     work, and if not its stage says why.
     """
-    if enzyme_available():
+    if enzyme_available() and not jaxlib_pipeline(pipeline):
         from enzyme_ad.jax import enzyme_call
 
         try:

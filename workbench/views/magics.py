@@ -142,6 +142,12 @@ def _shared_options(fn):
                                  help="Enzyme-JaX patterns to switch on (comma-separated, repeatable)"),
         magic_arguments.argument("--xla-disable", action="append", default=[], metavar="PASS",
                                  help="XLA HLO passes to skip (comma-separated, repeatable)"),
+        magic_arguments.argument("--shardy", default=None, metavar="MODE",
+                                 help="a sharded program's Shardy stages (Reactant's shardy_passes): none, "
+                                      "post_sdy_propagation (the default when sharded), to_mhlo_shardings, "
+                                      "or a propagation pipeline of sdy-* passes"),
+        magic_arguments.argument("--no-optimize-communications", action="store_true",
+                                 help="Reactant's optimize_communications=false for the Shardy stages"),
     ]):
         fn = add(fn)
     return fn
@@ -200,7 +206,8 @@ class HloMagics(Magics):
         fn, args = call.positional()
         try:
             ex = explore(fn, *args, pipeline=opts.pipeline, disable=opts.disable, enable=opts.enable,
-                         device=opts.device, xla_disable=opts.xla_disable,
+                         device=opts.device, xla_disable=opts.xla_disable, shardy_passes=opts.shardy,
+                         optimize_communications=not opts.no_optimize_communications,
                          static_argnums=_static_option(opts.static, magic))
         except (TraceError, ArgumentError) as e:
             raise TraceFailed(_trace_failure(self.shell, e)) from None
@@ -227,7 +234,8 @@ class HloMagics(Magics):
         view = _view(opts, "%%mlir")
         try:
             ex = explore_text(cell, pipeline=opts.pipeline, disable=opts.disable, enable=opts.enable,
-                              device=opts.device, xla_disable=opts.xla_disable,
+                              device=opts.device, xla_disable=opts.xla_disable, shardy_passes=opts.shardy,
+                              optimize_communications=not opts.no_optimize_communications,
                               title=f"%%mlir cell {_cell_number(self.shell)}")
         except WorkbenchError as e:
             where = ""
