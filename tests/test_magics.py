@@ -270,3 +270,14 @@ def test_mlir_cell_magic_answers_bad_text_and_keeps_the_shell(shell):
     assert not result.success and "2:8: error" in out and "line 2 of the module is line 3 of the cell" in out
     assert "_hlo" not in shell.user_ns
     assert_shell_still_works(shell)
+
+
+def test_the_shardy_options_reach_explore(shell):
+    # a program on one device refuses a Shardy mode rather than dropping it without a word
+    result, out = run(shell, "%%hlo -p none --shardy post_sdy_propagation\n" + MATMUL)
+    assert not result.success and "applies to a sharded program, and this one is not" in out, out
+    result, out = run(shell, "%%hlo -p none --shardy none --no-optimize-communications -o unsharded --no-panel\n" + MATMUL)
+    assert result.success, out
+    assert shell.user_ns["unsharded"].spec.shardy == "none"
+    assert shell.user_ns["unsharded"].spec.optimize_communications is False
+    assert_shell_still_works(shell)
