@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import pytest
 
@@ -42,6 +43,11 @@ def facts(ex):
 ex = wb.explore(attention.fn, *args)
 out["default"] = facts(ex)
 out["default"]["check"] = ex.run(repeat=2).check.passed
+coll = ex.collectives()
+out["default"]["collectives_table"] = {
+    "spmd": coll[coll["stage"] == "xla:spmd-partitioning#1"][["kind", "group_size", "bytes_per_device"]].values.tolist(),
+    "optimized": coll[coll["stage"] == "xla:optimized"][["kind", "group_size", "bytes_per_device"]].values.tolist(),
+    "cost": ex.cost().set_index("stage")["collective_bytes"].fillna(-1).to_dict()}
 first = ex.pipeline_stages[0].name
 toggled = ex.with_patterns(disable=[wb.patterns()["name"].iloc[0]])
 out["toggled"] = facts(toggled)
@@ -57,6 +63,22 @@ try:
     out["bad"] = ""
 except wb.WorkbenchError as e:
     out["bad"] = type(e).__name__ + ": " + str(e)
+# the sharded scan example through canonicalize alone: Shardy's propagation gives a module on which
+# XLA (jaxlib 0.10.2) fails a RET_CHECK that ends the process; the compile is tried in a child first
+import jax, numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+from workbench import examples
+mesh = attention.mesh()
+def place(a):
+    split = a.ndim == 2 and a.shape[0] %% 2 == 0 and a.shape[1] %% 4 == 0
+    return jax.device_put(a, NamedSharding(mesh, P("data", "model") if split else P()))
+fn, sargs = examples.load("scan")
+loop = wb.explore(fn, *jax.tree_util.tree_map(place, sargs), pipeline="canonicalize")
+try:
+    ran = loop.run(repeat=1).check.passed
+except wb.WorkbenchError as e:
+    ran = type(e).__name__ + ": " + str(e)
+out["abort"] = {"error": str(loop.error or ""), "run": ran, "before": loop.run("canonicalize#1", repeat=1).check.passed}
 print("RESULT" + json.dumps(out))
 """
 
@@ -92,6 +114,13 @@ def test_a_sharded_block_gets_reactants_post_propagation_stages_then_xlas_spmd_s
     assert d["collectives"]["xla:before_optimizations"] == 0
     assert d["collectives"]["xla:spmd-partitioning#1"] > 0 and d["collectives"]["xla:optimized"] > 0
     assert d["check"]  # and the numbers are those of the float64 reference
+    # ex.collectives(): the all-reduces XLA's partitioner inserted (Megatron's row-split products and the
+    # gradient's sums over the batch), each with its group and the bytes each device moves
+    table = d["collectives_table"]
+    assert len(table["spmd"]) == d["collectives"]["xla:spmd-partitioning#1"]
+    assert {k for k, _, _ in table["spmd"]} == {"all-reduce"} and all(n in (2, 4, 8) and b > 0 for _, n, b in table["spmd"])
+    assert table["optimized"] and sum(b for _, _, b in table["optimized"]) == table["cost"]["xla:optimized"] > 0
+    assert table["cost"]["stablehlo"] == 0
 
 
 @pytest.mark.slow
@@ -125,6 +154,9 @@ def test_shardy_modes_resolve_like_reactants_and_refuse_what_cannot_apply():
     ex = wb.explore(lambda a: a * 2, jnp.ones(3), pipeline="canonicalize")
     assert ex.spec.shardy == "none" and [s.name for s in ex.stages if s.group == "mlir"] == ["canonicalize#1"]
     assert is_sharded('module {\n  sdy.mesh @mesh = <["x"=2]>\n}') and not is_sharded("module {\n}")
+    assert not is_sharded('module {\n  sdy.mesh @empty_mesh = <[]>\n}')  # JAX writes one for a PRNG key
+    key = wb.explore(lambda k: jax.random.normal(k, (4,)), jax.random.key(0), pipeline="none")
+    assert key.spec.shardy == "none" and not any(s.name.startswith("sdy-") for s in key.stages)
     assert [b for b, _ in shardy_steps("post_sdy_propagation", enzyme=False)] == [
         "sdy-propagation-pipeline", "sdy-close-shardings", "sdy-reshard-to-collectives"]
 
@@ -149,3 +181,15 @@ def test_a_sharded_module_given_as_text_gets_its_propagation_stages():
     assert ex.pipeline_stages[-1].name == "sdy-reshard-to-collectives#1" and ex.pipeline_error is None
     none = wb.explore_text(SHARDED_TEXT, pipeline="canonicalize", shardy_passes="none")
     assert [s.name for s in none.stages if s.group == "mlir"] == ["canonicalize#1"]
+
+
+@pytest.mark.slow
+def test_a_sharded_compile_xla_aborts_on_is_an_error_and_the_process_lives(sharded):
+    a = sharded["abort"]  # the child script got here: XLA's abort did not take it down
+    assert a["before"]  # the stage before Shardy's compiles and runs
+    if a["error"]:  # XLA refuses this module (jaxlib 0.10.2): a RET_CHECK, which at times ends the process
+        assert a["error"].startswith("stage 'xla:compile' failed: XlaAbortError: XLA "), a
+        assert "sharded over 8 devices" in a["error"] and "lives on" in a["error"] and "RET_CHECK" in a["error"]
+        assert a["run"].startswith("XlaAbortError")  # and a run does not try it here either
+    else:  # a jaxlib that compiles it: then it runs and checks
+        assert a["run"] is True

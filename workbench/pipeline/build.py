@@ -533,8 +533,8 @@ def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], .
     shardings = None
     if spec.traced is not None and exported.nr_devices > 1:
         shardings = [leaf.sharding for leaf in jax.tree_util.tree_leaves(spec.traced.args)]
-    else:  # disabled passes can make XLA abort the process: tried in a child first (xla_probe.py)
-        guard_compile(source, spec.device, dict(options), spec.timeout)
+    # disabled passes, and XLA's SPMD pipeline, can make XLA abort the process: tried in a child first
+    guard_compile(source, spec.device, dict(options), spec.timeout, partitions=exported.nr_devices)
     return compile_with_dumps(exported, dev, dict(options), shardings)
 
 

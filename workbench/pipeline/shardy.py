@@ -69,9 +69,13 @@ def _communication_steps(optimize: bool) -> list[tuple[str, str]]:
     ]
 
 
-def is_sharded(text: str, devices: int = 1) -> bool:
-    """Whether a module is sharded: it spans several devices, or names a Shardy mesh."""
-    return devices > 1 or bool(re.search(r"^\s*sdy\.mesh\s+@", text, re.M))
+def is_sharded(text: str, devices: int | None = None) -> bool:
+    """Whether a module is sharded: a traced one when it spans several devices (JAX writes an
+    ``sdy.mesh @empty_mesh = <[]>`` into single-device programs too, e.g. for a PRNG key); a text when
+    it names a Shardy mesh with axes."""
+    if devices is not None:
+        return devices > 1
+    return bool(re.search(r'^\s*sdy\.mesh\s+@[\w.$-]+\s*=\s*<\s*\[\s*"', text, re.M))
 
 
 def resolve_mode(mode: str | None, sharded: bool) -> str:

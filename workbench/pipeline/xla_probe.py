@@ -7,11 +7,19 @@ fresh interpreter (``python -m workbench.pipeline.xla_probe``): ``guard_compile`
 ``XlaAbortError`` with XLA's CHECK message when the child died, and lets the real compile go on
 otherwise. The bisection of XLA passes (``analysis.bisect``) asks ``probe_compile`` which passes are
 always needed the same way.
+
+A sharded module is tried there too, whatever its options: XLA's SPMD pipeline can fail a RET_CHECK
+that ends the process (measured: the sharded ``scan`` example through ``pipeline="canonicalize"`` and
+Shardy's propagation stage, "hlo_sharding.cc:747 leaf_count == tuple_elements_.size()"). The child
+compiles it for the same number of partitions on as many devices (its CPU device count is the
+parent's), without the Exported wrapper; a verdict is kept per module and options, so the run after
+an explore does not try again.
 """
 from __future__ import annotations
 
 import atexit
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -30,24 +38,46 @@ class XlaAbortError(WorkbenchError):
     """XLA aborted the process compiling this module with these options (tried in a child process)."""
 
 
-def probe_payload(source: str, device: str) -> dict:
+def probe_payload(source: str, device: str, partitions: int = 1) -> dict:
     """What the child needs to compile ``source`` (MLIR text with ``@main``) for ``device``: its bytecode,
-    its argument and result types, and whether 64-bit types are on."""
+    its argument and result types, whether 64-bit types are on, and its number of partitions."""
     import jax
 
     from .exported import main_signature, module_bytecode
 
     ins, outs = main_signature(source)
     return {"bytecode": module_bytecode(source), "device": device, "x64": bool(jax.config.jax_enable_x64),
-            "ins": [(tuple(a.shape), str(a.dtype)) for a in ins], "outs": [(tuple(a.shape), str(a.dtype)) for a in outs]}
+            "ins": [(tuple(a.shape), str(a.dtype)) for a in ins], "outs": [(tuple(a.shape), str(a.dtype)) for a in outs],
+            "partitions": int(partitions)}
 
 
-def guard_compile(source: str, device: str, options: dict, timeout: float = 600.0) -> None:
+_VERDICTS: dict[tuple, str | None] = {}  # (hash of the module, options, partitions) -> probe_compile's answer
+
+
+def guard_compile(source: str, device: str, options: dict, timeout: float = 600.0, partitions: int = 1) -> None:
     """Raise XlaAbortError when compiling ``source`` with ``options`` makes XLA abort, found by trying in
-    the child process; only compiles with disabled HLO passes are tried (the options known to abort)."""
-    if not options.get("xla_disable_hlo_passes"):
+    the child process; tried are the compiles with disabled HLO passes (the options known to abort)
+    and every sharded one (``partitions`` > 1: XLA's SPMD pipeline can abort too)."""
+    if not options.get("xla_disable_hlo_passes") and partitions <= 1:
         return
-    why = probe_compile({**probe_payload(source, device), "options": dict(options)}, timeout, spare=False)
+    import hashlib
+
+    key = (hashlib.sha256(source.encode()).hexdigest(), device, tuple(sorted(options.items())), partitions)
+    if key not in _VERDICTS:
+        _VERDICTS[key] = probe_compile({**probe_payload(source, device, partitions), "options": dict(options)},
+                                       timeout, spare=False)
+        if len(_VERDICTS) > 256:
+            _VERDICTS.pop(next(iter(_VERDICTS)))
+    why = _VERDICTS[key]
+    if why is not None and partitions > 1 and not options.get("xla_disable_hlo_passes"):
+        # any refusal counts: XLA's SPMD pipeline fails a RET_CHECK as an error at times and ends the
+        # process at other times, on the same module, so what failed there is not compiled here
+        what = ("aborts the process compiling" if why.startswith(KILLED) else "refuses")
+        said = why[len(KILLED):].strip(" :") if why.startswith(KILLED) else why
+        raise XlaAbortError(
+            f"XLA {what} this module sharded over {partitions} devices ({said}); tried in a child process, "
+            "so this one lives on. An earlier stage may compile (ex.run(stage)), or another Shardy mode "
+            "(shardy_passes='none' lets XLA propagate the shardings itself)")
     if why is not None and why.startswith(KILLED):
         names = [n for n in str(options["xla_disable_hlo_passes"]).split(",") if n]
         off = ", ".join(names) if len(names) <= 6 else f"{len(names)} passes ({', '.join(names[:4])}, ...)"
@@ -80,7 +110,8 @@ class _Prober:
         with open(self.log_path, "ab") as log:
             proc = subprocess.Popen([sys.executable, "-P", "-m", "workbench.pipeline.xla_probe", str(child.fileno())],
                                     pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    env={**os.environ, "PYTHONPATH": path, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
+                                    env={**os.environ, "PYTHONPATH": path, "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+                                         "XLA_FLAGS": _child_xla_flags()})
         child.close()
         return proc, Connection(parent.detach())
 
@@ -108,7 +139,9 @@ class _Prober:
                 self._drop()
                 with open(self.log_path, "rb") as f:
                     f.seek(offset)
-                    said = [ln.strip() for ln in f.read().decode(errors="replace").splitlines() if "Check failed" in ln]
+                    said = [re.sub(r"^[EFWI]\d{4} [\d:.]+\s+\d+ \S+\] ", "", ln.strip())  # glog's prefix
+                        for ln in f.read().decode(errors="replace").splitlines()
+                        if "Check failed" in ln or "RET_CHECK failure" in ln]
                 died = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
                 return f"{KILLED} ({died})" + (f": {said[0][:200]}" if said else "")
 
@@ -135,6 +168,17 @@ class _Prober:
             except OSError:
                 pass
             self.log_path = None
+
+
+def _child_xla_flags() -> str:
+    """The parent's XLA_FLAGS, with its number of CPU devices (a sharded module's partitions need them)."""
+    import jax
+
+    flags = os.environ.get("XLA_FLAGS", "")
+    count = len(jax.devices("cpu"))
+    if count > 1 and "xla_force_host_platform_device_count" not in flags:
+        flags = f"{flags} --xla_force_host_platform_device_count={count}".strip()
+    return re.sub(r"\s+", " ", flags)
 
 
 _PROBER = _Prober()
@@ -164,6 +208,10 @@ def serve_probes(conn: Connection) -> None:
         except EOFError:
             return
         try:
+            if p.get("partitions", 1) > 1:
+                _compile_partitioned(p)
+                conn.send(None)
+                continue
             with jax.enable_x64(p["x64"]):
                 dev = resolve_device(p["device"])
                 ins = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["ins"]]
@@ -181,6 +229,31 @@ def serve_probes(conn: Connection) -> None:
         except Exception as e:  # XLA's refusal of the module or an option: the answer, not the end
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""
             conn.send(f"{type(e).__name__}: {first[:300]}")
+
+
+def _compile_partitioned(p: dict) -> None:
+    """Compile a sharded module for its partitions on the first as many devices of its platform, as
+    JAX's own compile of a sharded program does (SPMD partitioning with Shardy), with its options."""
+    import jax
+    import numpy as np
+    from jax._src import compiler
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib import xla_client as xc
+    from jaxlib.mlir import ir
+
+    from .trace import resolve_device
+
+    n = p["partitions"]
+    devices = jax.devices(resolve_device(p["device"]).platform)
+    if len(devices) < n:
+        raise RuntimeError(f"the module has {n} partitions and this process {len(devices)} devices")
+    devices = devices[:n]
+    options = compiler.get_compile_options(num_replicas=1, num_partitions=n, device_assignment=np.array(devices).reshape(1, n),
+                                           env_options_overrides=dict(p["options"]))
+    with jax.enable_x64(p["x64"]), jmlir.make_ir_context():
+        module = ir.Module.parse(p["bytecode"])
+        devices[0].client.compile_and_load(module, executable_devices=xc.DeviceList(tuple(devices)),
+                                           compile_options=options)
 
 
 def release_spare() -> None:
