@@ -13,6 +13,7 @@ from .analysis.pipelines import plot_pipelines
 from .exploration import Exploration, compare_pipelines, explore, explore_text, load, opt
 from .pipeline.catalog import patterns
 from .pipeline.presets import pipelines
+from .pipeline.remote import config
 from .stages import Stage
 
 
@@ -25,7 +26,7 @@ def panel(ex, **kwargs):
 
 __all__ = [
     "explore", "explore_text", "load", "opt", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
-    "compare_pipelines", "plot_pipelines",
+    "compare_pipelines", "plot_pipelines", "config",
     "miscompiles", "crashes", "slower_than", "op_count_above", "op_count_at_most", "differs_from", "has_op", "lacks_op",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
     "XlaOptionError", "XlaPassWarning", "UnknownPeakError", "InputKindError", "MlirSyntaxError",

@@ -41,6 +41,7 @@ from ..ir.ops import op_counts
 from ..ir.text import text_hash
 from ..pipeline.build import xla_compiles
 from ..pipeline.catalog import pattern_list, pattern_name
+from ..pipeline.remote import Prefetch, resolve
 from ..pipeline.xla_probe import probe_compile, probe_payload, release_spare
 from .execute import compare_outputs
 from .progress import OnProgress, Progress
@@ -55,18 +56,24 @@ Predicate = Callable[["Exploration"], bool]
 OVER = ("patterns", "xla", "all")
 
 
-def ddmin(items: list, holds: Callable[[list], bool]) -> list:
-    """A 1-minimal sublist of ``items`` for which ``holds`` is True (``holds(items)`` must be True)."""
+def ddmin(items: list, holds: Callable[[list], bool], ahead: Callable[[list[list]], None] | None = None) -> list:
+    """A 1-minimal sublist of ``items`` for which ``holds`` is True (``holds(items)`` must be True).
+    ``ahead(subsets)`` hears, before each series of tries, the subsets it will try in that order
+    until one holds (to prepare them at once: ``holds`` is still asked of each, in the same order)."""
     current, n = list(items), 2
     while len(current) >= 2:
         size = len(current)
         chunks = [current[i * size // n:(i + 1) * size // n] for i in range(n)]
         chunks = [c for c in chunks if c]
+        if ahead:
+            ahead(chunks)
         for c in chunks:
             if holds(c):
                 current, n = c, 2
                 break
         else:
+            if ahead and len(chunks) > 2:
+                ahead([[x for x in current if x not in d] for d in map(set, chunks)])
             for c in chunks:
                 dropped = set(c)
                 rest = [x for x in current if x not in dropped]
@@ -163,11 +170,16 @@ def _configure(ex: Exploration, over: str, xla_candidates, patterns, xla_on) -> 
 
 
 def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: bool = True,
-           on_progress: OnProgress | None = None, over: str = "patterns") -> BisectResult:
+           on_progress: OnProgress | None = None, over: str = "patterns", executor=None) -> BisectResult:
     """ddmin over ``candidates`` (default: the enabled patterns, the XLA passes ``ex.xla_passes``, or
     both, by ``over``), one try per subset. For ``over="all"``, ``candidates`` may mix pattern names
     and XLA pass names (a name among ``ex.xla_passes`` is an XLA pass). How many tries a search takes
-    is not known in advance: ``on_progress(runs, None)`` hears each."""
+    is not known in advance: ``on_progress(runs, None)`` hears each.
+
+    With ``executor`` (``workbench.pipeline.remote``), the MLIR pipeline runs of the subsets go there,
+    those of each series of tries built at once (``ddmin``'s ``ahead``); XLA's compiles and the
+    predicate run here, one subset at a time in ddmin's order, so the answer, ``runs`` and ``log``
+    are those of the built-in pool. Over XLA's passes alone nothing goes there."""
     if over not in OVER:
         raise UnknownNameError("bisect domain (over=)", str(over), list(OVER), "over is one of " + ", ".join(OVER))
     start, compiled = time.perf_counter(), xla_compiles()
@@ -187,30 +199,41 @@ def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: boo
     cache: dict[frozenset, bool] = {}
     log: list[tuple[int, bool]] = []
     bar = Progress(None, "bisect runs", progress, on_progress, unit="run")
+    prefetch = Prefetch(resolve(executor))
+
+    def trial(key: frozenset) -> Callable[[], Exploration]:
+        on = {n for k, n in key if k == "xla"} | set(needed)
+        return lambda: _configure(ex, over, xla, [n for k, n in key if k == "pattern"], on)
+
+    def ahead(subsets: list[list]) -> None:
+        prefetch.drop()  # the last series' builds that were not needed
+        for key in map(frozenset, subsets):
+            if key not in cache:
+                prefetch.want(key, trial(key))
 
     def holds(subset: list) -> bool:
         key = frozenset(subset)
         if key not in cache:
-            on = {n for k, n in key if k == "xla"} | set(needed)
-            trial = _configure(ex, over, xla, [n for k, n in key if k == "pattern"], on)
-            cache[key] = bool(predicate(trial))
+            cache[key] = bool(predicate(prefetch.take(key, trial(key))))
             log.append((len(key), cache[key]))
             bar.update(1)
         return cache[key]
 
     what = {"patterns": ("patterns", "pattern"), "xla": ("XLA passes", "XLA pass"),
             "all": ("patterns and XLA passes", "pattern or XLA pass")}[over]
-    try:  # the panel's Analyze tab reads "does not hold with all" and "holds with no pattern" in these
-        if not holds(items):
-            raise WorkbenchError(f"the predicate does not hold with all candidate {what[0]} enabled: nothing to bisect")
-        if holds([]):
-            cause = ("look at the upstream passes or XLA: over='xla' or 'all'" if over == "patterns" else
-                     "look at the MLIR passes" + (f", or at the XLA passes it cannot do without ({', '.join(needed)})"
-                                                  if needed else ""))
-            raise WorkbenchError(f"the predicate holds with no {what[1]} enabled: the cause is not a {what[1]} ({cause})")
-        culprits = ddmin(items, holds)
-    finally:
-        bar.close()
+    with prefetch:  # the panel's Analyze tab reads "does not hold with all" and "holds with no pattern" in these
+        try:
+            ahead([items, []] if over != "xla" else [])
+            if not holds(items):
+                raise WorkbenchError(f"the predicate does not hold with all candidate {what[0]} enabled: nothing to bisect")
+            if holds([]):
+                cause = ("look at the upstream passes or XLA: over='xla' or 'all'" if over == "patterns" else
+                         "look at the MLIR passes" + (f", or at the XLA passes it cannot do without ({', '.join(needed)})"
+                                                      if needed else ""))
+                raise WorkbenchError(f"the predicate holds with no {what[1]} enabled: the cause is not a {what[1]} ({cause})")
+            culprits = ddmin(items, holds, ahead if over != "xla" else None)
+        finally:
+            bar.close()
     return BisectResult(sorted(n for k, n in culprits if k == "pattern"), len(cache), time.perf_counter() - start,
                         log, ex, sorted(n for k, n in culprits if k == "xla"), needed, how, over,
                         xla_compiles() - compiled, probes, tuple(xla))

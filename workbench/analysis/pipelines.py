@@ -11,6 +11,11 @@ differentiation, clean-up, patterns again), "no_enzyme" (the same without the en
 differentiation pass), "none" (no MLIR pass: XLA gets the module as lowered), "upstream"
 (canonicalize, cse, symbol-dce: no enzyme-ad needed) and the others Reactant names; any pass pipeline
 string works too.
+
+With ``executor`` (``workbench.pipeline.remote``), the work items are the pipelines: each one's MLIR
+pipeline runs (its worker requests) go there, every pipeline's at once; then, once XLA has compiled
+each one here, the rows are costed and timed here, one after the other (the device, and the times
+per call, are this machine's; a pipeline's pass seconds in its stages are the remote worker's).
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from collections import Counter
 from typing import Callable, Sequence
 
 from ..ir.ops import op_counts
+from ..pipeline.remote import Prefetch, resolve
 
 __all__ = ["DEFAULT_PIPELINES", "compare_pipelines", "plot_pipelines"]
 
@@ -75,7 +81,7 @@ def _row(ex, pipeline: str, device: str, repeat: int) -> dict:
 
 
 def compare_pipelines(explore: Callable, fn: Callable, *args, pipelines: Sequence[str] = DEFAULT_PIPELINES,
-                      device: str = "cpu:0", repeat: int = 20, **explore_kwargs):
+                      device: str = "cpu:0", repeat: int = 20, executor=None, **explore_kwargs):
     """A DataFrame with one row per pipeline (in the order given): ``pipeline``; ``stage``, its last MLIR
     stage (for "none", "stablehlo"); ``median_ms`` and ``iqr_ms``, the median time per call of ``repeat``
     calls after a warm-up and their interquartile range (``ex.run``'s Timing; ``q1_ms``, ``q3_ms`` its ends); ``check_passed``,
@@ -85,17 +91,28 @@ def compare_pipelines(explore: Callable, fn: Callable, *args, pipelines: Sequenc
     its op counts (``workbench.ir.ops.op_counts``) by dialect (0 where a dialect has none); ``error``,
     why a pipeline failed or could not run or be costed ("" when none). ``explore_kwargs`` go to
     ``explore`` (pattern toggles, XLA options, ``static_argnums``). ``fn`` may be an Exploration instead
-    (no ``args``): its trace and toggles, each pipeline through ``with_pipeline``."""
+    (no ``args``): its trace and toggles, each pipeline through ``with_pipeline``. ``executor``: see the
+    module's docstring."""
     import pandas as pd
 
     names = list(pipelines)
     if not names:
         raise ValueError("compare_pipelines needs at least one pipeline")
-    if hasattr(fn, "with_pipeline") and not args and not explore_kwargs:  # an Exploration: its trace, its toggles
-        first = fn if fn.spec.pipeline == names[0] else fn.with_pipeline(names[0])
-    else:
-        first = explore(fn, *args, pipeline=names[0], device=device, **explore_kwargs)
-    rows = [_row(first if i == 0 else first.with_pipeline(name), name, device, repeat) for i, name in enumerate(names)]
+    with Prefetch(resolve(executor)) as ahead:
+        if hasattr(fn, "with_pipeline") and not args and not explore_kwargs:  # an Exploration: its trace, its toggles
+            first = fn if fn.spec.pipeline == names[0] else fn.with_pipeline(names[0])
+        else:
+            first = explore(fn, *args, pipeline=names[0], device=device, **explore_kwargs)
+        made = {0: first}
+        if ahead.remote:  # every pipeline's passes at once there, XLA's compiles done here before any timing
+            makes = {i: (lambda name=name: first.with_pipeline(name)) for i, name in enumerate(names[1:], 1)}
+            for i, make in makes.items():
+                ahead.want(i, make)
+            made.update({i: ahead.take(i, make) for i, make in makes.items()})
+            for ex in made.values():
+                ex.xla_ready(wait=ex.spec.timeout)
+    rows = [_row(made[i] if i in made else first.with_pipeline(name), name, device, repeat)
+            for i, name in enumerate(names)]
     df = pd.DataFrame(rows)
     dialects = sorted(c for c in df.columns if c.startswith("ops_"))
     df[dialects] = df[dialects].fillna(0).astype(int)

@@ -41,6 +41,7 @@ from ..errors import ModuleParseError, WorkbenchError
 from ..ir.mlir import parse_module
 from ..ir.ops import op_counts
 from ..ir.text import mask_strings, publish_functions, strip_locations
+from ..pipeline.remote import Prefetch, resolve
 from .progress import OnProgress, Progress
 
 if TYPE_CHECKING:  # the facade hands itself (and a way to explore text) down; analysis never imports it
@@ -465,8 +466,8 @@ class ReduceResult:
 
 
 class _Search:
-    def __init__(self, predicate, make, bar):
-        self.predicate, self.make, self.bar = predicate, make, bar
+    def __init__(self, predicate, make, bar, prefetch: Prefetch):
+        self.predicate, self.make, self.bar, self.prefetch = predicate, make, bar, prefetch
         self.verdicts: dict[str, bool] = {}
         self.skipped: set[tuple[int, tuple[Move, ...]]] = set()
         self.errors, self.start = 0, None
@@ -480,7 +481,7 @@ class _Search:
         if text in self.verdicts:
             return self.verdicts[text]
         try:
-            ex = self.make(text)
+            ex = self.prefetch.take(text, lambda: self.make(text))
             if first:
                 self.start, self.explorations[text] = text, ex
             verdict = bool(self.predicate(ex))
@@ -502,17 +503,22 @@ class _Search:
         changes nothing; ``progress(text)`` hears each module that holds."""
         found, measure = moves(current), module_size(current)
         step = max(1, len(found) // 2)
+        made_at: dict[tuple, tuple | None] = {}  # with an executor: candidates made ahead, of this module
         while found:
             changed, i = False, 0
             while i < len(found):
                 chunk = tuple(found[i:i + step])
-                made = _candidate(current, chunk)
+                made = made_at.pop(chunk) if chunk in made_at else _candidate(current, chunk)
+                if self.prefetch.remote:
+                    self._ahead(current, measure, found, i + step, step, made_at)
                 if made is None:
                     self.skipped.add((hash(current), chunk))
                 elif made[1] < measure and self.holds(made[0]):
                     (current, measure), changed = made, True
                     progress(current)
                     found = moves(current)
+                    made_at.clear()
+                    self.prefetch.drop()
                     continue  # the same position in the new list
                 i += step
             if not changed:
@@ -520,15 +526,30 @@ class _Search:
                     return
                 step = max(1, step // 2)
             step = min(step, max(1, len(found) // 2))
+            made_at.clear()
+            self.prefetch.drop()
+
+    def _ahead(self, current: str, measure, found: list[Move], i: int, step: int, made_at: dict) -> None:
+        """Build the explorations of the candidates after position ``i`` that the search may try next
+        (as many as run at once), so that their MLIR pipelines run on the executor meanwhile."""
+        for k in range(i, min(len(found), i + step * self.prefetch.width), step):
+            chunk = tuple(found[k:k + step])
+            if chunk not in made_at:
+                made_at[chunk] = _candidate(current, chunk)
+            made = made_at[chunk]
+            if made is not None and made[1] < measure and made[0] not in self.verdicts:
+                self.prefetch.want(made[0], lambda text=made[0]: self.make(text))
 
 
 def reduce(ex: Exploration, predicate: Predicate, make: Callable[[str], Exploration], stage: str = "stablehlo",
-           progress: bool = True, on_progress: OnProgress | None = None) -> ReduceResult:
+           progress: bool = True, on_progress: OnProgress | None = None, executor=None) -> ReduceResult:
     """The smallest module reachable from ``stage``'s by the moves, on which ``predicate`` holds; each
     candidate is explored with ``make(text)`` (the whole pipeline of the spec runs on it, whichever
     stage it came from; "stablehlo" of an Exploration of text is its "input"). ``on_progress(runs,
     None)`` hears each predicate run. Ctrl-C stops the search and returns the smallest module found so
-    far (``interrupted``); before the first run on the start module has answered, that is the start."""
+    far (``interrupted``); before the first run on the start module has answered, that is the start.
+    With ``executor`` (``workbench.pipeline.remote``), the candidates' MLIR pipeline runs go there, the
+    next few candidates' built at once; the predicate runs here, in the search's order: same answer."""
     start_time = time.perf_counter()
     early = [s.name for s in ex.pipeline_stages]
     st = ex.reference_stage() if stage == "stablehlo" and stage not in early else ex.stage(stage)  # text: "input"
@@ -542,18 +563,20 @@ def reduce(ex: Exploration, predicate: Predicate, make: Callable[[str], Explorat
     start = _normalized(st)
     best = [start]
     bar = Progress(None, "reduce runs", progress, on_progress, unit="run")
-    search = _Search(predicate, make, bar)
+    prefetch = Prefetch(resolve(executor))
+    search = _Search(predicate, make, bar, prefetch)
     interrupted = False
-    try:
-        if not search.holds(start, first=True):
-            raise WorkbenchError(
-                f"the predicate does not hold on stage {st.name!r} explored as text (its module run through "
-                f"the pipeline {ex.spec.pipeline!r}, on seeded random inputs when it runs): nothing to reduce")
-        search.search(start, best.append)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        bar.close()
+    with prefetch:
+        try:
+            if not search.holds(start, first=True):
+                raise WorkbenchError(
+                    f"the predicate does not hold on stage {st.name!r} explored as text (its module run through "
+                    f"the pipeline {ex.spec.pipeline!r}, on seeded random inputs when it runs): nothing to reduce")
+            search.search(start, best.append)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            bar.close()
     text = best[-1]
     return ReduceResult(st.name, strip_locations(text), count_ops(start), count_ops(text), search.runs,
                         len(search.skipped), search.errors, interrupted, time.perf_counter() - start_time,

@@ -49,7 +49,7 @@ _ASSETS = _PACKAGE / "assets"  # the report's own page script and style
 _VIEWER = _ASSETS  # diffview.js / .css: the panel's DiffView widget loads the same files
 _KINDS = {"equal": 0, "changed": 1, "deleted": 2, "inserted": 3, "moved": 4}  # diffview.js's row kind codes
 _COST_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes",
-                 "temp_bytes", "seconds", "note")
+                 "collective_bytes", "temp_bytes", "seconds", "note")  # collective_bytes: a sharded program's only
 _GRAPH_MAX_OPS = 300
 _DIFF_HEIGHT = 600
 _REFERENCE = "stablehlo"
@@ -484,7 +484,7 @@ def _unavailable(what: str, err: BaseException) -> str:
 def _cost_section(ex) -> str:
     try:
         df = cost_table(ex)
-        cols = [c for c in _COST_COLUMNS if c in df]
+        cols = [c for c in _COST_COLUMNS if c in df and (c != "collective_bytes" or df[c].fillna(0).gt(0).any())]
         table = _table(cols, df[cols].itertuples(index=False, name=None))
     except Exception as e:  # the rest of the report stands without it
         table = _unavailable("the cost table could not be computed", e)

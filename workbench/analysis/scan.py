@@ -49,9 +49,9 @@ from ..errors import StageError, WorkbenchError
 from ..ir.text import public_functions, publish_functions, strip_locations
 from ..pipeline.build import failed_stage, stage_from_run, stage_name
 from ..pipeline.catalog import Pattern, catalog, pattern_list, pattern_name, patterns_pass
+from ..pipeline.remote import resolve, route
 from ..pipeline.runner import default_runner
-from ..pipeline.worker import (ItemFailure, PassOutcome, PoolResult, WorkerCrash, WorkerPool, WorkerTimeout,
-                               default_pool)
+from ..pipeline.worker import ItemFailure, PassOutcome, PoolResult, WorkerCrash, WorkerPool, WorkerTimeout
 from ..stages import Stage
 from .progress import OnProgress, Progress
 
@@ -99,26 +99,29 @@ def _module_stage(ex: Exploration, stage) -> Stage:
 
 def scan(ex: Exploration, stage, patterns: Sequence[Pattern] | None = None, exact: bool = False,
          progress: bool = True, on_progress: OnProgress | None = None, chunk: int = 24,
-         families: Callable[[Pattern], Hashable] | None = None, batch_limit: float | None = None) -> PatternScan:
+         families: Callable[[Pattern], Hashable] | None = None, batch_limit: float | None = None,
+         executor=None) -> PatternScan:
     """Which of ``patterns`` (default: the whole catalog) change ``stage`` alone: group-tested, or with
     ``exact`` one run per pattern (``chunk`` of them per request); see the module's docstring.
 
     ``families(pattern)`` says which patterns may share a batch (default ``family``); ``batch_limit``
     overrides the batch time limit. ``on_progress(done, total)`` hears the patterns decided so far.
+    ``executor`` runs the requests (``workbench.pipeline.remote``: default the built-in pool).
     """
     st = _module_stage(ex, stage)
+    pool = resolve(executor)
     pats = list(patterns if patterns is not None else catalog(ex.spec.selection.options))
     # locations do not change what a pattern does, and the module parses faster without
-    text, empty, calibration = _prepared(default_pool(), st.text, ex.spec.timeout, calibrate=not exact)
+    text, empty, calibration = _prepared(pool, st.text, ex.spec.timeout, calibrate=not exact)
     desc = f"patterns on {st.name}"
     if not exact and empty is not None and not empty.changed and not empty.error:
-        return _group_scan(text, pats, families or family, desc, progress, on_progress, ex.spec.timeout,
+        return _group_scan(pool, text, pats, families or family, desc, progress, on_progress, ex.spec.timeout,
                            _batch_limit(empty, ex.spec.timeout, batch_limit), calibration)
     # exact, or the empty list changed the module or failed (every batch would): one by one
     by_pass = {patterns_pass((p.spec,)): p for p in pats}
     passes = list(by_pass)
     chunks = [passes[i:i + chunk] for i in range(0, len(passes), chunk)]
-    raw = _run_each(text, chunks, desc, progress, ex.spec.timeout, on_progress)
+    raw = _run_each(pool, text, chunks, desc, progress, ex.spec.timeout, on_progress)
     rows = {}
     for o in raw.results:
         p = by_pass[o.pipeline]
@@ -130,9 +133,11 @@ def scan(ex: Exploration, stage, patterns: Sequence[Pattern] | None = None, exac
 
 
 def scan_patterns(ex: Exploration, stage, patterns: list[Pattern] | None = None, progress: bool = True,
-                  chunk: int = 24, on_progress: OnProgress | None = None, exact: bool = False) -> list[ScanRow]:
+                  chunk: int = 24, on_progress: OnProgress | None = None, exact: bool = False,
+                  executor=None) -> list[ScanRow]:
     """``scan``'s rows: one per pattern, whether it changes ``stage`` when applied alone."""
-    return list(scan(ex, stage, patterns, exact=exact, progress=progress, on_progress=on_progress, chunk=chunk).rows)
+    return list(scan(ex, stage, patterns, exact=exact, progress=progress, on_progress=on_progress, chunk=chunk,
+                     executor=executor).rows)
 
 
 def family(p: Pattern) -> str:
@@ -194,7 +199,7 @@ def _as_printed(pool: WorkerPool, text: str, timeout: float) -> str | None:
     """``text`` parsed and printed by enzyme-ad's runner (no pass), compared as ``run_each`` compares
     outputs: without locations, its public functions public. None when it does not parse."""
     try:
-        out = pool.workers[0].call("run_pipeline", text, "", timeout=timeout).value.text
+        out = pool.call("run_pipeline", text, "", timeout=timeout).value.text
     except Exception:  # noqa: BLE001 -- then the patterns will say what is wrong with it
         return None
     return strip_locations(publish_functions(out, public_functions(text)))
@@ -204,7 +209,7 @@ def _calibrate(pool: WorkerPool, text: str, timeout: float) -> PassOutcome | Non
     """The empty pattern list run on ``text``: what the driver does without any pattern, and how long
     a run takes at the least. None when it failed or crashed."""
     try:
-        return pool.workers[0].call("run_each", text, [patterns_pass(())], False, timeout=timeout).value[0]
+        return pool.call("run_each", text, [patterns_pass(())], False, timeout=timeout).value[0]
     except Exception:  # noqa: BLE001 -- a crash, a time-out, a failure: then one by one
         return None
 
@@ -213,12 +218,11 @@ def _batch_limit(empty: PassOutcome, timeout: float, given: float | None) -> flo
     return given if given is not None else min(timeout, max(MIN_BATCH_LIMIT, 100 * empty.seconds))
 
 
-def _group_scan(text: str, pats: list[Pattern], families: Callable[[Pattern], Hashable], desc: str,
-                progress: bool, on_progress: OnProgress | None, timeout: float, limit: float,
+def _group_scan(pool: WorkerPool, text: str, pats: list[Pattern], families: Callable[[Pattern], Hashable],
+                desc: str, progress: bool, on_progress: OnProgress | None, timeout: float, limit: float,
                 runs: int) -> PatternScan:
-    """Group testing (see the module's docstring) of ``pats`` on ``text``, after ``runs`` runs that
-    prepared it; a batch may run ``limit`` seconds."""
-    pool = default_pool()
+    """Group testing (see the module's docstring) of ``pats`` on ``text`` over ``pool``, after ``runs``
+    runs that prepared it; a batch may run ``limit`` seconds."""
     members: dict[Hashable, list[int]] = {}
     for i, p in enumerate(pats):
         members.setdefault(families(p), []).append(i)
@@ -263,13 +267,12 @@ def _error_note(error: Exception | None) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _run_each(text: str, chunks: list[list[str]], desc: str, progress: bool, timeout: float,
+def _run_each(pool: WorkerPool, text: str, chunks: list[list[str]], desc: str, progress: bool, timeout: float,
               on_progress: OnProgress | None = None) -> PoolResult:
-    """Each pipeline of ``chunks`` alone on ``text`` over the worker pool: one bar for the whole
-    scan, advanced as each batch comes back (see ``progress``: none when there is nowhere to draw it)."""
+    """Each pipeline of ``chunks`` alone on ``text`` over ``pool``: one bar for the whole scan,
+    advanced as each batch comes back (see ``progress``: none when there is nowhere to draw it)."""
     with Progress(sum(len(c) for c in chunks), desc, progress, on_progress, unit="pattern") as bar:
-        return default_pool().map("run_each", chunks, lambda c: (text, c, False), on_done=bar.update,
-                                  timeout=timeout)
+        return pool.map("run_each", chunks, lambda c: (text, c, False), on_done=bar.update, timeout=timeout)
 
 
 def _failure_note(f: ItemFailure) -> str:
@@ -290,7 +293,7 @@ class StepRun:
 
 def step_patterns(ex: Exploration, stage, max_steps: int = 200, progress: bool = True,
                   on_progress: OnProgress | None = None, exact: bool = False,
-                  batch_limit: float | None = None) -> StepRun:
+                  batch_limit: float | None = None, executor=None) -> StepRun:
     """Apply the enabled patterns one at a time, the first applicable one each step, to a fixpoint.
 
     Each step is what a serial one-by-one scan does: try the patterns in list order, each alone on the
@@ -303,10 +306,18 @@ def step_patterns(ex: Exploration, stage, max_steps: int = 200, progress: bool =
     serial scan wherever ``scan``'s two answers agree.
 
     The number of steps is not known in advance: ``on_progress(steps, None)`` hears each pattern
-    applied, and the bar counts steps without an end."""
+    applied, and the bar counts steps without an end. With ``executor``, the searches' requests and
+    the runs that apply a step go there (``workbench.pipeline.remote``)."""
+    pool = resolve(executor)
+    with route(pool):
+        return _step(ex, stage, max_steps, progress, on_progress, exact, batch_limit, pool)
+
+
+def _step(ex: Exploration, stage, max_steps: int, progress: bool, on_progress: OnProgress | None, exact: bool,
+          batch_limit: float | None, pool: WorkerPool) -> StepRun:
     st = _module_stage(ex, stage)
     specs = list(pattern_list(ex.spec.selection))
-    runner, pool, timeout = default_runner(), default_pool(), ex.spec.timeout
+    runner, timeout = default_runner(), ex.spec.timeout
     current = dataclasses.replace(st, parent=None, changed=False)
     stages = [current]
     skipped: list[str] = []  # patterns that raised on this module: reported, not retried
@@ -317,7 +328,7 @@ def step_patterns(ex: Exploration, stage, max_steps: int = 200, progress: bool =
     with Progress(None, f"stepping patterns on {st.name}", progress, on_progress, unit="step") as bar:
         for _ in range(max_steps):
             candidates = [s for s in specs if pattern_name(s) not in skipped]
-            found = first_change(text, candidates, timeout, exact=exact, batch_limit=batch_limit)
+            found = first_change(text, candidates, timeout, exact=exact, batch_limit=batch_limit, executor=pool)
             runs += found.runs
             skipped += [pattern_name(candidates[k]) for k in found.raised]
             if found.index is None:
@@ -356,12 +367,12 @@ class FirstChange:
 
 
 def first_change(text: str, specs: Sequence[str], timeout: float = 600.0, exact: bool = False,
-                 batch_limit: float | None = None) -> FirstChange:
+                 batch_limit: float | None = None, executor=None) -> FirstChange:
     """What a serial scan of ``specs`` (pattern entries) finds on ``text``, trying each alone in
     order until one changes it: by group testing, or with ``exact`` by running them alone; see
     ``step_patterns``. ``batch_limit`` (default: measured with an empty list, one more run) is how
-    long a batch may run before it counts as one that never returns."""
-    pool, specs, extra = default_pool(), list(specs), 0
+    long a batch may run before it counts as one that never returns. ``executor``: see ``scan``."""
+    pool, specs, extra = resolve(executor), list(specs), 0
     if exact:
         return FirstChange(*_first_alone(pool, text, specs, timeout))
     if batch_limit is None:
@@ -381,7 +392,7 @@ def _first_alone(pool: WorkerPool, text: str, specs: list[str], timeout: float
         return None, (), 0
     passes = [patterns_pass((s,)) for s in specs]
     order = {p: k for k, p in enumerate(passes)}
-    size = -(-len(passes) // len(pool.workers))
+    size = -(-len(passes) // pool.width)
     shares = [passes[i:i + size] for i in range(0, len(passes), size)]
     raw = pool.map("run_each", shares, lambda c: (text, c, True), timeout=timeout)
     hits = [order[o.pipeline] for o in raw.results if o.changed]
@@ -403,7 +414,7 @@ def _first_grouped(pool: WorkerPool, text: str, specs: list[str], timeout: float
     unchanged. Each round runs one piece per worker: of ``[lo, n)``, or of ``[lo, hint)`` but its
     last piece (which holds the change if the others are clean), or each pattern of a short range
     alone. A piece that comes out unchanged is decided; the first that does not becomes the range."""
-    w = len(pool.workers)
+    w = pool.width
     lo, hint, raised, runs = 0, None, [], 0
     while lo < len(specs):
         hi = len(specs) if hint is None else hint
@@ -437,18 +448,19 @@ def _first_grouped(pool: WorkerPool, text: str, specs: list[str], timeout: float
 
 
 def pattern_timing(ex: Exploration, stage, per_pattern: bool = False, progress: bool = True,
-                   on_progress: OnProgress | None = None):
+                   on_progress: OnProgress | None = None, executor=None):
     """Seconds each pattern group (or, with ``per_pattern``, each pattern) takes on ``stage``, run alone.
 
     Groups are applied with their enabled patterns only, in one greedy run each, so a slow group
     stands out; the rows are sorted slowest first. ``on_progress(done, total)`` counts the groups
-    (or the patterns) run so far.
+    (or the patterns) run so far. With ``executor`` (see ``scan``) the seconds are the remote machine's.
     """
     import pandas as pd
 
     st = _module_stage(ex, stage)
     if per_pattern:
-        rows = scan_patterns(ex, st, progress=progress, on_progress=on_progress, exact=True)  # own seconds
+        rows = scan_patterns(ex, st, progress=progress, on_progress=on_progress, exact=True,  # own seconds
+                             executor=executor)
         df = pd.DataFrame([dataclasses.asdict(r) for r in rows])
         return df.sort_values("seconds", ascending=False, ignore_index=True)
     enabled = set(pattern_list(ex.spec.selection))
@@ -458,8 +470,8 @@ def pattern_timing(ex: Exploration, stage, per_pattern: bool = False, progress: 
             groups.setdefault(p.group, []).append(p.spec)
     by_pass = {patterns_pass(tuple(v)): k for k, v in groups.items()}
     text = st.text_with_locations or st.text
-    raw = _run_each(text, [[p] for p in by_pass], f"pattern groups on {st.name}", progress, ex.spec.timeout,
-                    on_progress)
+    raw = _run_each(resolve(executor), text, [[p] for p in by_pass], f"pattern groups on {st.name}", progress,
+                    ex.spec.timeout, on_progress)
     rows = [{"group": by_pass[o.pipeline], "patterns": len(groups[by_pass[o.pipeline]]), "seconds": o.seconds,
              "changed": o.changed, "error": o.error or ""} for o in raw.results]
     rows += [{"group": by_pass[f.item], "patterns": len(groups[by_pass[f.item]]), "seconds": float("nan"),

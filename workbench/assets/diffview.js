@@ -8,6 +8,10 @@
 // the view scrolls to the first unless one is in view, mark_focus's side first) and hears a click on
 // a code row as {type: "op", side: "before" | "after", line}. A model without them (the offline
 // report, the JupyterLab extension) marks nothing and sends nothing.
+// It may also have tips_before/tips_after: a sharded stage's value shardings, {texts: [description],
+// scopes: [[first line, last line, {name: index into texts}]]} (one scope per function: names are
+// per function); hovering a value's name (%0, %arg1, %param.3) shows its description in a popup
+// (.wbd-tip). Without them, or empty, a hover shows nothing and costs nothing.
 
 const ROW_H = 18; // px; must match .wbd-row in diffview.css
 const OVERSCAN = 40; // rows painted above and below the viewport; scrolling within them repaints nothing
@@ -186,6 +190,8 @@ function render({ model, el }) {
       <canvas class="wbd-ruler" title="where the changes are; click to jump"></canvas>
     </div>
     <div class="wbd-msg"></div>`;
+  const tip = document.createElement("div"); // the popup of a value's sharding (tips_before/tips_after)
+  tip.className = "wbd-tip";
   const $ = (s) => el.querySelector(s);
   const body = $(".wbd-body");
   const panes = [$(".wbd-l"), $(".wbd-r"), $(".wbd-u")]; // before, after, and the unified pane
@@ -194,6 +200,7 @@ function render({ model, el }) {
   const ruler = $(".wbd-ruler");
   const fold = $(".wbd-fold");
   const modeSelect = $(".wbd-mode");
+  body.appendChild(tip);
 
   let B = [], A = [], rows = new Int32Array(0), vis = new Int32Array(0), starts = [];
   let disp = new Int32Array(0); // displayRows(): what each painted row shows
@@ -210,6 +217,10 @@ function render({ model, el }) {
   let picked = [new Set(), new Set()]; // before, after
   let wantMarks = false; // scroll to the marks when the view gets its size
   el.classList.toggle("wbd-marking", marking);
+  // The values' shardings of each side (the panel's model, for a sharded stage): see the header.
+  const tipping = model.get("tips_before") !== undefined;
+  let tips = [null, null];
+  let tipToken = null; // the name whose sharding the popup shows
 
   const count = () => disp.length / 2;
   const main = () => panes[unified ? 2 : 0]; // the pane whose scrolling the others follow
@@ -259,6 +270,7 @@ function render({ model, el }) {
     const summary = parts.length ? ": " + parts.join(" ") : ": no changes";
     $(".wbd-stats").innerHTML = msg ? "" : `${n.toLocaleString("en-US")} rows` + summary;
     readMarks();
+    readTips();
     relayout(!samePair);
     applyMode();
     if (picked[0].size || picked[1].size) showMarks();
@@ -272,6 +284,56 @@ function render({ model, el }) {
   function readMarks() {
     if (marking) picked = [new Set(model.get("marks_before") || []), new Set(model.get("marks_after") || [])];
   }
+  function readTips() {
+    hideTip();
+    if (!tipping) return;
+    tips = [model.get("tips_before"), model.get("tips_after")].map((t) => (t && t.scopes && t.scopes.length ? t : null));
+    el.dataset.tips = String(tips.filter(Boolean).length);
+  }
+
+  // The description of value `name` used on `line` of side "b" or "a", or null.
+  function tipFor(side, line, name) {
+    const t = tips[side === "b" ? 0 : 1];
+    if (!t) return null;
+    for (const [first, last, values] of t.scopes) {
+      if (line < first || line > last) continue;
+      const k = values[name];
+      return k === undefined ? null : t.texts[k];
+    }
+    return null;
+  }
+
+  function showTip(token, text) {
+    const [summary, ...rest] = text.split("\n");
+    tip.innerHTML = `<div class="wbd-tip-head"><span class="h-ssa">${escape(token.textContent)}</span> ${escape(summary)}</div>` +
+      rest.map((r) => `<div class="wbd-tip-code">${escape(r)}</div>`).join("");
+    tip.style.display = "block";
+    tip.dataset.name = token.textContent;
+    tipToken = token;
+    placeTip();
+  }
+
+  // Beside its name: below it, or above it when there is no room below; within the view's width.
+  function placeTip() {
+    const token = tipToken;
+    const box = body.getBoundingClientRect(), r = token.getBoundingClientRect();
+    const w = tip.offsetWidth, h = tip.offsetHeight;
+    const below = r.bottom - box.top + 2;
+    tip.style.top = (below + h > body.clientHeight && r.top - box.top - h - 2 >= 0 ? r.top - box.top - h - 2 : below) + "px";
+    tip.style.left = Math.max(0, Math.min(r.left - box.left, body.clientWidth - w - 4)) + "px";
+  }
+
+  function hideTip() {
+    tipToken = null;
+    if (tip.style.display !== "none") tip.style.display = "none";
+  }
+
+  // Scrolled: the popup follows its name while that is painted, and goes with it.
+  const followTip = () => {
+    if (tipToken && tipToken.isConnected) placeTip();
+    else if (tipToken) hideTip();
+  };
+
   const markedRow = (k) => picked[0].has(rows[3 * k]) || picked[1].has(rows[3 * k + 1]);
 
   // Whether painted row d shows a marked line of `side` (0 before, 1 after, -1 either).
@@ -437,6 +499,7 @@ function render({ model, el }) {
       blocks[s].innerHTML = html[s];
       sizers[s].style.width = width ? width + "px" : "";
     }
+    followTip();
     if (loadStarted) {
       // What a load costs in the browser (split, index, first paint), for the browser tests to read.
       el.dataset.renderMs = (performance.now() - loadStarted).toFixed(1);
@@ -506,6 +569,7 @@ function render({ model, el }) {
   panes.forEach((p, s) => {
     const other = s < 2 ? panes[1 - s] : null;
     p.addEventListener("scroll", () => {
+      followTip();
       if (other && other.scrollTop !== p.scrollTop) other.scrollTop = p.scrollTop;
       if (other && other.scrollLeft !== p.scrollLeft) other.scrollLeft = p.scrollLeft;
       schedule();
@@ -543,6 +607,16 @@ function render({ model, el }) {
     relayout(false);
     scrollToRow(displayIndex(start)); // unfolded, vis[k] is row k
   });
+  // A value's name shows its sharding (tips_before/tips_after) while hovered.
+  body.addEventListener("mouseover", (e) => {
+    const token = tipping && (tips[0] || tips[1]) && e.target.closest(".h-ssa");
+    const row = token && token.closest(".wbd-row[data-t]");
+    const text = row && tipFor(row.dataset.t[0], Number(row.dataset.t.slice(1)), token.textContent);
+    if (text) showTip(token, text);
+  });
+  body.addEventListener("mouseout", (e) => {
+    if (e.target.closest(".h-ssa")) hideTip();
+  });
   // A line wider than its pane shows whole in the row's title (set on the first hover).
   body.addEventListener("mouseover", (e) => {
     const row = e.target.closest(".wbd-row[data-t]");
@@ -579,6 +653,7 @@ function render({ model, el }) {
     });
   };
   for (const name of ["rows", "before", "after", "message", "before_name", "after_name"]) model.on("change:" + name, reload);
+  if (tipping) for (const name of ["tips_before", "tips_after"]) model.on("change:" + name, reload);
   model.on("change:height", applyHeight);
   model.on("change:mode", applyMode);
   let marksPending = false; // marks_before, marks_after and mark_focus come in one update: one repaint

@@ -70,11 +70,13 @@ def opt(text: str, pipeline: str, timeout: float = 600.0) -> str:
 
 
 def compare_pipelines(fn: Callable, *args, pipelines: Sequence[str] = DEFAULT_PIPELINES, device: str = "cpu:0",
-                      repeat: int = 20, **explore_kwargs):
+                      repeat: int = 20, executor=None, **explore_kwargs):
     """``fn(*args)`` (or an Exploration ``fn``, no args) through each pipeline: a DataFrame, one row per pipeline
     (median time and IQR, the numeric check, cost, op counts by dialect: ``workbench.analysis.pipelines``);
-    ``wb.plot_pipelines(df)`` draws it."""
-    return pipelines_table(explore, fn, *args, pipelines=pipelines, device=device, repeat=repeat, **explore_kwargs)
+    ``wb.plot_pipelines(df)`` draws it. With ``executor`` (as ``ex.applicable`` takes it) each pipeline's MLIR
+    passes run there, all at once; costing and timing stay here."""
+    return pipelines_table(explore, fn, *args, pipelines=pipelines, device=device, repeat=repeat, executor=executor,
+                           **explore_kwargs)
 
 
 def load(path) -> "Exploration":

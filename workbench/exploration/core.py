@@ -15,10 +15,12 @@ from ..analysis.diff import diff_texts
 from ..analysis.execute import (REFERENCE, Reference, RunResult, args_key, check_outputs,
                                float64_reference, run_stage)
 from ..analysis.graph import stage_graph
+from ..analysis.multiprocess import DEFAULT_TIMEOUT, run_processes
 from ..analysis.provenance import lineage, op_locations, source_map
 from ..analysis.reduce import reduce as reduce_module
 from ..analysis.report import write_report
 from ..analysis.reproducer import write_reproducer
+from ..analysis.collectives import collective_table
 from ..analysis.cost import cost_table, hlo_op_costs, op_costs, plot_cost
 from ..analysis.scan import StepRun, pattern_timing, scan_patterns, step_patterns
 from ..errors import StageError, UnknownNameError
@@ -319,6 +321,16 @@ class Exploration:
         """A chart of ops, flops and bytes across the stages."""
         return plot_cost(self)
 
+    def collectives(self, stage=None):
+        """One row per collective op (all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute,
+        collective-broadcast; Shardy's all_slice and reshard) of ``stage``, or of every stage: ``stage, kind,
+        op, dialect (stablehlo | sdy | hlo), func, result, shape, dtype, replica_groups, mesh_axes, group_size,
+        buffer_bytes, bytes_per_device, source, note``. ``bytes_per_device`` is the ring estimate with S the
+        per-device buffer and n the group size: all-reduce 2(n-1)/n S, all-gather (n-1)/n S_out,
+        reduce-scatter (n-1)/n S_in, all-to-all (n-1)/n S, collective-permute S; Shardy's ops (global shapes)
+        are sized by their out_sharding's shard. ``workbench.analysis.collectives`` says what is assumed."""
+        return collective_table(self.stages if stage is None else [self.stage(stage)])
+
     def graph(self, stage=None, max_ops: int = 400):
         """The dataflow of a stage as a graphviz graph (SVG in notebooks); ops changed relative to the
         parent stage are highlighted."""
@@ -332,7 +344,8 @@ class Exploration:
         return runnable[-1]
 
     def run(self, stage=None, device: str | None = None, repeat: int = 20, args=None, check: bool = True,
-            reference: "Exploration | None" = None):
+            reference: "Exploration | None" = None, processes: int | None = None, coordinator: str | None = None,
+            num_processes: int | None = None, process_id: int | None = None, timeout: float = DEFAULT_TIMEOUT):
         """Execute a stage on ``device`` (default: the one explored for) and check its numbers.
 
         Returns a RunResult: ``outputs`` (the user's pytree), ``timing`` (median/min/IQR of ``repeat``
@@ -344,17 +357,36 @@ class Exploration:
         "stablehlo" at a per-dtype tolerance, and ``check.note`` says why. ``reference`` checks
         against another Exploration's program instead (e.g. a hand-edited module from
         ``explore_text`` against the function it came from), run on the same arguments.
+
+        ``processes=N`` runs a stage sharded over several devices (arguments placed with NamedSharding
+        on a Mesh) as N fresh local processes joined by ``jax.distributed``, each with devices / N CPU
+        devices, the global mesh over all of them; ``outputs`` are gathered, ``timing`` is measured in
+        process 0, ``device`` says e.g. "2 processes x 4 cpu devices", and the check is against this
+        process's own single-process reference. A single-device stage is refused (WorkbenchError).
+        ``coordinator="host:port", num_processes=M, process_id=k`` is one host of a real cluster: run
+        the same notebook or script on every host with its own ``process_id`` (host 0 serves the
+        coordinator at that address); since this process's JAX started long ago, it starts ONE child
+        process that joins the cluster with this host's share of the devices, and gets the outputs.
+        Both stop every process they started after ``timeout`` seconds or when one fails, and raise
+        ProcessRunError naming the process and showing its stderr (``workbench.analysis.multiprocess``).
         """
         st = self.default_run_stage() if stage is None else self.stage(stage)
         device = device or self._spec.device
-        outputs, timing = run_stage(self, st, device, repeat, args)
+        spread = not (processes is None and coordinator is None and num_processes is None and process_id is None)
+        if spread:
+            outputs, timing, where = run_processes(self, st, processes=processes, coordinator=coordinator,
+                                                   num_processes=num_processes, process_id=process_id,
+                                                   repeat=repeat, args=args, timeout=timeout)
+        else:
+            outputs, timing = run_stage(self, st, device, repeat, args)
+            where = device
         result_check = None
         if check:
             owner = reference or self  # the reference runs with XLA's defaults: a toggled run is not one
-            known = (st.name, outputs) if owner is self and not self._spec.xla_options else None
+            known = (st.name, outputs) if owner is self and not self._spec.xla_options and not spread else None
             result_check = check_outputs(outputs, owner._reference(device, args, known,
                                                                    foreign=owner is not self))
-        result = RunResult(st.name, device, outputs, timing, result_check)
+        result = RunResult(st.name, where, outputs, timing, result_check)
         self._runs.append(result)
         return result
 
@@ -405,7 +437,7 @@ class Exploration:
 
     # -- patterns, one at a time ------------------------------------------------------------------
     def applicable(self, stage=None, details: bool = False, progress: bool = True, on_progress=None,
-                   exact: bool = False):
+                   exact: bool = False, executor=None):
         """The patterns that change ``stage`` (default: "stablehlo") when applied alone, in catalog order.
 
         Every pattern of the catalog is asked, on copies of the module in the worker pool: by group
@@ -417,45 +449,53 @@ class Exploration:
         that ran alone (every one that applies or fails), with its own ``seconds``; otherwise the size
         of the unchanged batch that decided it, and ``seconds`` is NaN. ``progress`` draws a bar in a
         notebook or a terminal (never in a log); ``on_progress(done, total)`` hears the patterns
-        decided so far, as the long calls' callbacks do.
+        decided so far, as the long calls' callbacks do. ``executor`` runs the requests elsewhere: an
+        Executor, a ``dask.distributed.Client`` or "tcp://host:port" (default ``wb.config()``'s, else
+        the built-in pool; ``workbench.pipeline.remote``), as it does for ``step``, ``bisect``,
+        ``reduce`` and ``pattern_timing``.
         """
-        rows = scan_patterns(self, stage or "stablehlo", progress=progress, on_progress=on_progress, exact=exact)
+        rows = scan_patterns(self, stage or "stablehlo", progress=progress, on_progress=on_progress, exact=exact,
+                             executor=executor)
         if details:
             import pandas as pd
 
             return pd.DataFrame([dataclasses.asdict(r) for r in rows])
         return [r.name for r in rows if r.changed]
 
-    def step(self, stage=None, max_steps: int = 200, progress: bool = True, on_progress=None, exact: bool = False):
+    def step(self, stage=None, max_steps: int = 200, progress: bool = True, on_progress=None, exact: bool = False,
+             executor=None):
         """An Exploration that applies one enabled pattern at a time to ``stage`` (default "stablehlo"),
         the first applicable each step in list order (stages ``pattern:<name>#k``), until none applies;
         its ``matches_reference``/``difference`` compare the end with one greedy run of all the patterns.
         The first applicable pattern is found by group testing, or with ``exact`` by running the
         patterns alone (as ``applicable`` does). ``on_progress(steps, None)`` hears each step (how
         many there will be is not known)."""
-        return Stepwise(self._built, step_patterns(self, stage or "stablehlo", max_steps=max_steps,
-                                                   progress=progress, on_progress=on_progress, exact=exact))
+        return Stepwise(self._built, step_patterns(self, stage or "stablehlo", max_steps=max_steps, progress=progress,
+                                                   on_progress=on_progress, exact=exact, executor=executor))
 
-    def bisect(self, predicate, candidates=None, progress: bool = True, on_progress=None, over: str = "patterns"):
+    def bisect(self, predicate, candidates=None, progress: bool = True, on_progress=None, over: str = "patterns",
+               executor=None):
         """A 1-minimal set for which ``predicate(exploration)`` holds (delta debugging) ``over`` the enabled patterns
         ("patterns"), the XLA passes the compile ran ("xla", ``ex.xla_passes``; passes it cannot compile without
         are ``.always_needed``) or both ("all"); see ``workbench.analysis.bisect``. Built-in predicates:
         ``wb.miscompiles``, ``crashes``, ``slower_than``, ``op_count_above``/``_at_most``, ``has_op``/``lacks_op``,
         ``differs_from``. Returns ``.patterns``, ``.xla_passes``, ``.runs``, ``.table()``, ``.diff``;
         ``on_progress(runs, None)`` hears each try (how many there will be is not known)."""
-        return bisect(self, predicate, candidates=candidates, progress=progress, on_progress=on_progress, over=over)
+        return bisect(self, predicate, candidates=candidates, progress=progress, on_progress=on_progress, over=over,
+                      executor=executor)
 
-    def reduce(self, predicate, stage="stablehlo", progress: bool = True, on_progress=None):
+    def reduce(self, predicate, stage="stablehlo", progress: bool = True, on_progress=None, executor=None):
         """The smallest module reachable from ``stage``'s by deleting and cutting ops on which ``predicate``
         holds, each candidate explored as text with this spec (``workbench.analysis.reduce``): a ReduceResult."""
         return reduce_module(self, predicate, lambda text: Exploration(build(dataclasses.replace(
-            self._spec, source=text, title=f"{self._spec.title}:reduced"))), stage, progress, on_progress)
+            self._spec, source=text, title=f"{self._spec.title}:reduced"))), stage, progress, on_progress, executor)
 
-    def pattern_timing(self, stage=None, per_pattern: bool = False, progress: bool = True, on_progress=None):
+    def pattern_timing(self, stage=None, per_pattern: bool = False, progress: bool = True, on_progress=None,
+                       executor=None):
         """Seconds each pattern group (or each pattern, every one run alone) takes on ``stage``,
         slowest first; ``on_progress(done, total)`` counts the groups (or patterns) run."""
         return pattern_timing(self, stage or "stablehlo", per_pattern=per_pattern, progress=progress,
-                              on_progress=on_progress)
+                              on_progress=on_progress, executor=executor)
 
     # -- saving and sharing --------------------------------------------------------------------------
     def save(self, path, arrays: bool = False, cost: bool = True):

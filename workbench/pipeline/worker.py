@@ -11,6 +11,7 @@ few workers.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import queue
@@ -22,13 +23,14 @@ import threading
 import time
 import traceback
 from collections import deque
+from contextvars import ContextVar
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Literal, Sequence
 
 __all__ = ["Worker", "WorkerPool", "WorkerCrash", "WorkerTimeout", "PassFailure", "PassOutcome", "ItemFailure",
-           "PoolResult", "default_worker", "default_pool", "enzyme_available"]
+           "PoolResult", "Reply", "default_worker", "default_pool", "enzyme_available", "routed"]
 
 
 def enzyme_available() -> bool:
@@ -51,6 +53,9 @@ class PassFailure(Exception):
         super().__init__(message)
         self.message, self.diagnostics = message, diagnostics
 
+    def __reduce__(self):  # pickled back from a remote worker (an executor's) by its own arguments
+        return type(self), (self.message, self.diagnostics)
+
 
 class WorkerCrash(Exception):
     """The worker process died while running a request."""
@@ -59,6 +64,9 @@ class WorkerCrash(Exception):
         super().__init__(f"worker process died (exit code {exitcode})")
         self.exitcode, self.diagnostics = exitcode, diagnostics
 
+    def __reduce__(self):
+        return type(self), (self.exitcode, self.diagnostics)
+
 
 class WorkerTimeout(Exception):
     """The request ran past its time limit; the worker was killed and will be restarted."""
@@ -66,6 +74,9 @@ class WorkerTimeout(Exception):
     def __init__(self, seconds: float, diagnostics: str):
         super().__init__(f"no answer after {seconds:.0f} s")
         self.seconds, self.diagnostics = seconds, diagnostics
+
+    def __reduce__(self):
+        return type(self), (self.seconds, self.diagnostics)
 
 
 @dataclass(frozen=True)
@@ -325,6 +336,21 @@ def serve(conn: Connection) -> None:
 
 # ---- the client side -------------------------------------------------------------------------
 
+_ROUTE: ContextVar[Callable[[str, tuple, float], "Reply"] | None] = ContextVar("hlo_workbench_route", default=None)
+
+
+@contextlib.contextmanager
+def routed(send: Callable[[str, tuple, float], "Reply"] | None):
+    """While the block runs, every ``Worker.call`` made in this thread (or context) is ``send(method,
+    args, timeout)`` instead, which returns the Reply or raises as the call would: how the explorations
+    that a bisection, a reduction or a comparison of pipelines builds run their passes on an executor
+    (``remote.py``). ``None`` runs them here again. Threads started meanwhile do not inherit it."""
+    token = _ROUTE.set(send)
+    try:
+        yield
+    finally:
+        _ROUTE.reset(token)
+
 
 @dataclass
 class _Proc:
@@ -399,6 +425,9 @@ class Worker:
         replaced by a fresh one on the next call).
         """
         limit = self.timeout if timeout is None else timeout
+        send = _ROUTE.get()
+        if send is not None:  # routed (see ``routed``): the request runs on an executor's worker
+            return send(method, args, limit)
         with self._lock:
             if self._proc is None or not self._proc.alive():
                 if self._proc is not None or self._lost:
@@ -446,11 +475,48 @@ class Worker:
 
 class WorkerPool:
     """A few workers (one per core by default, the first being the shared warm one) for scans that
-    run many independent pass pipelines: "which patterns apply here", pattern timing."""
+    run many independent pass pipelines: "which patterns apply here", pattern timing.
+
+    ``map`` and ``work`` only need ``width`` and ``_requests``; ``remote.ExecutorPool`` supplies them
+    from a ``concurrent.futures.Executor`` (a Dask cluster's), and the splitting is the same."""
 
     def __init__(self, size: int | None = None):
         size = size or max(1, min(os.cpu_count() or 1, 4))
         self.workers = [default_worker()] + [Worker() for _ in range(size - 1)]
+
+    @property
+    def width(self) -> int:
+        """How many requests run at once."""
+        return len(self.workers)
+
+    @property
+    def depth(self) -> int:
+        """How many requests ``work`` keeps in flight (an executor's pool queues more than it runs, so
+        that a worker's next request is already there when it answers one)."""
+        return self.width
+
+    def call(self, method: str, *args, timeout: float | None = None) -> Reply:
+        """One request, on the first (the shared warm) worker, here even in a ``routed`` block."""
+        with routed(None):
+            return self.workers[0].call(method, *args, timeout=timeout)
+
+    @contextlib.contextmanager
+    def _requests(self):
+        """While the block runs: ``submit(method, args, timeout)``, which starts one request on whichever
+        worker is free and returns the Future of its Reply."""
+        free: queue.SimpleQueue[Worker] = queue.SimpleQueue()
+        for w in self.workers:
+            free.put(w)
+
+        def request(method: str, args: tuple, timeout: float | None) -> Reply:
+            worker = free.get()  # one thread per worker: there is always a free one
+            try:
+                return worker.call(method, *args, timeout=timeout)
+            finally:
+                free.put(worker)
+
+        with ThreadPoolExecutor(len(self.workers), thread_name_prefix="wb-pool") as executor:
+            yield lambda method, args, timeout: executor.submit(request, method, args, timeout)
 
     def map(self, method: str, chunks: Sequence[Sequence], make_args: Callable[[Sequence], tuple],
             on_done: Callable[[int], None] | None = None, timeout: float | None = None) -> PoolResult:
@@ -461,32 +527,21 @@ class WorkerPool:
         item that does it stands alone and is reported as an ItemFailure instead of losing the scan.
         ``on_done(n)`` hears of every ``n`` items finished, for progress bars.
         """
-        free: queue.SimpleQueue[Worker] = queue.SimpleQueue()
-        for w in self.workers:
-            free.put(w)
-
-        def request(chunk: Sequence):
-            worker = free.get()  # one thread per worker: there is always a free one
-            try:
-                return worker.call(method, *make_args(chunk), timeout=timeout).value
-            finally:
-                free.put(worker)
-
         results: list = []
         failures: list[ItemFailure] = []
-        with ThreadPoolExecutor(len(self.workers), thread_name_prefix="wb-pool") as executor:
-            pending: dict[Future, Sequence] = {executor.submit(request, c): c for c in chunks}
+        with self._requests() as submit:
+            pending: dict[Future, Sequence] = {submit(method, make_args(c), timeout): c for c in chunks}
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     chunk = pending.pop(future)
                     try:
-                        results.extend(future.result())
+                        results.extend(future.result().value)
                     except (WorkerCrash, WorkerTimeout) as e:
                         if len(chunk) > 1:
                             half = len(chunk) // 2
                             for part in (chunk[:half], chunk[half:]):
-                                pending[executor.submit(request, part)] = part
+                                pending[submit(method, make_args(part), timeout)] = part
                             continue
                         kind = "crash" if isinstance(e, WorkerCrash) else "timeout"
                         failures.append(ItemFailure(kind, chunk[0], e.diagnostics))
@@ -510,30 +565,20 @@ class WorkerPool:
         Unlike ``map``, nothing is split or retried here: the caller decides what a crash means.
         """
         waiting = deque(tasks)
-        free: queue.SimpleQueue[Worker] = queue.SimpleQueue()
-        for w in self.workers:
-            free.put(w)
-
-        def request(task):
-            worker = free.get()  # never more requests in flight than workers: there is always a free one
-            try:
-                limit = timeout(task) if callable(timeout) else timeout
-                return worker.call(method, *make_args(task), timeout=limit).value
-            finally:
-                free.put(worker)
-
+        width = self.depth  # never more requests in flight than workers (and a queue, for an executor's)
         pending: dict[Future, Any] = {}
-        with ThreadPoolExecutor(len(self.workers), thread_name_prefix="wb-pool") as executor:
+        with self._requests() as submit:
             try:
                 while waiting or pending:
-                    while waiting and len(pending) < len(self.workers):
+                    while waiting and len(pending) < width:
                         task = waiting.popleft()
-                        pending[executor.submit(request, task)] = task
+                        limit = timeout(task) if callable(timeout) else timeout
+                        pending[submit(method, make_args(task), limit)] = task
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
                         task = pending.pop(future)
                         try:
-                            value, error = future.result(), None
+                            value, error = future.result().value, None
                         except (PassFailure, WorkerCrash, WorkerTimeout) as e:
                             value, error = None, e
                         waiting.extendleft(reversed(list(on_result(task, value, error) or ())))

@@ -1,7 +1,8 @@
 """Peak rates of devices and the roofline of a module's totals on one of them.
 
-The GPU peaks are spec-sheet numbers; the CPU's are measured on this machine by a micro-benchmark
-(under a second) the first time they are asked for, and cached by host name.
+The GPU peaks are spec-sheet numbers (NVLink bandwidth included, per direction); the CPU's are measured
+on this machine by a micro-benchmark (under a second) the first time they are asked for, and cached by
+host name; the CPU has no interconnect figure (NaN).
 """
 from __future__ import annotations
 
@@ -21,19 +22,32 @@ import numpy as np
 from ...errors import UnknownPeakError
 from .model import ModuleCost
 
-__all__ = ["PEAKS", "DevicePeak", "Roofline", "cpu_peak", "roofline"]
+__all__ = ["PEAKS", "DevicePeak", "Roofline", "collective_seconds", "cpu_peak", "roofline"]
 
 @dataclasses.dataclass(frozen=True)
 class DevicePeak:
-    """Peak arithmetic rates (flop/s, dense, per dtype) and memory bandwidth (bytes/s) of a device."""
+    """Peak arithmetic rates (flop/s, dense, per dtype), memory bandwidth (bytes/s) and interconnect
+    bandwidth of a device.
+
+    ``interconnect_bytes_per_s`` is what one device can send to its peers per second *in one direction*
+    (NVLink's spec sheets give the sum of both directions: half of that), the rate at which the ring
+    estimates of ``analysis/collectives.py`` (bytes each device sends, and receives as many) go. NaN
+    where it is not known -- the CPU: the "devices" of one host share its memory, and no figure of a
+    link between hosts applies -- and then a roofline's collective time is NaN too.
+    """
 
     device: str
     flops_per_s: Mapping[str, float]
     bytes_per_s: float
     source: str
+    interconnect_bytes_per_s: float = math.nan
 
 
 _VENDOR = "vendor spec sheet"
+# Interconnect: NVIDIA's datasheets give NVLink's total bandwidth per GPU, both directions summed:
+# H100 SXM5 and H200 SXM "NVLink: 900GB/s" (NVLink 4, 18 links x 50 GB/s, i.e. 25 GB/s each way per
+# link: 450 GB/s per direction), A100 80GB SXM "NVLink: 600GB/s" (NVLink 3, 12 links: 300 GB/s per
+# direction). The peaks hold the one-direction figure: what a device can send while it receives as much.
 _GPU_PEAKS = {
     # Dense (no structured sparsity) tensor-core rates; fp32 is the non-tensor-core FP32 rate.
     "H100": DevicePeak(
@@ -41,21 +55,24 @@ _GPU_PEAKS = {
         MappingProxyType({"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.4e12, "fp16": 989.4e12}),
         3.35e12,
         f"{_VENDOR}: NVIDIA H100 SXM5 datasheet (FP32 67 TFLOPS, dense TF32 494.7 / BF16 989.4 "
-        "TFLOPS, HBM3 3.35 TB/s)",
+        "TFLOPS, HBM3 3.35 TB/s, NVLink 900 GB/s bidirectional = 450 GB/s per direction)",
+        450e9,
     ),
     "H200": DevicePeak(
         "H200",
         MappingProxyType({"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.4e12, "fp16": 989.4e12}),
         4.8e12,
         f"{_VENDOR}: NVIDIA H200 SXM datasheet (FP32 67 TFLOPS, dense TF32 494.7 / BF16 989.4 "
-        "TFLOPS, HBM3e 4.8 TB/s)",
+        "TFLOPS, HBM3e 4.8 TB/s, NVLink 900 GB/s bidirectional = 450 GB/s per direction)",
+        450e9,
     ),
     "A100": DevicePeak(
         "A100",
         MappingProxyType({"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12, "fp16": 312e12}),
         2.039e12,
         f"{_VENDOR}: NVIDIA A100 80GB SXM datasheet (FP32 19.5 TFLOPS, dense TF32 156 / BF16 312 "
-        "TFLOPS, HBM2e 2,039 GB/s)",
+        "TFLOPS, HBM2e 2,039 GB/s, NVLink 600 GB/s bidirectional = 300 GB/s per direction)",
+        300e9,
     ),
 }
 
@@ -156,7 +173,8 @@ PEAKS: Mapping[str, DevicePeak] = _PeakTable()
 
 @dataclasses.dataclass(frozen=True)
 class Roofline:
-    """Lower bounds on run time from the flop count and the bytes moved, and which one binds."""
+    """Lower bounds on run time from the flop count, the bytes moved in memory and the bytes moved
+    between devices by collectives, and which one binds."""
 
     device: str
     dtype: str
@@ -170,24 +188,49 @@ class Roofline:
     arithmetic_intensity: float
     ridge_point: float
     source: str
+    collective_bytes: int = 0
+    peak_interconnect_bytes_per_s: float = math.nan
+    time_collective_s: float = 0.0
 
 
-def roofline(cost: ModuleCost, device: str = "H100", dtype: str = "fp32") -> Roofline:
-    """Roofline of a module's totals on ``device`` (a key of ``PEAKS``) at ``dtype``'s peak rate.
-
-    Transcendentals are not in the flop count (XLA keeps them apart), and unfused bytes overstate
-    the traffic of a fused program: the times are bounds for comparing stages, not predictions.
-    An unknown device or dtype raises UnknownPeakError with the closest names.
-    """
+def _peak(device: str) -> DevicePeak:
     if device not in PEAKS:
         raise UnknownPeakError("device", device, list(PEAKS), f"roofline has peaks for {', '.join(PEAKS)}")
-    peak = PEAKS[device]
+    return PEAKS[device]
+
+
+def collective_seconds(collective_bytes: int | None, device: str) -> float:
+    """Seconds ``collective_bytes`` (bytes each device sends, the ``collective_bytes`` of ``ex.cost()``)
+    take at ``device``'s one-direction interconnect bandwidth: 0 for none, NaN where the bandwidth or
+    the bytes are unknown (the CPU has no interconnect figure)."""
+    if collective_bytes is None:
+        return math.nan
+    if collective_bytes == 0:
+        return 0.0
+    return collective_bytes / _peak(device).interconnect_bytes_per_s
+
+
+def roofline(cost: ModuleCost, device: str = "H100", dtype: str = "fp32", collective_bytes: int = 0) -> Roofline:
+    """Roofline of a module's totals on ``device`` (a key of ``PEAKS``) at ``dtype``'s peak rate, with
+    ``collective_bytes`` (bytes each device sends in collectives) at its interconnect bandwidth.
+
+    ``bound`` is "compute", "memory" or "collective": whichever time is longest (a collective time that
+    is NaN, for a device of unknown interconnect, does not take part). Transcendentals are not in the
+    flop count (XLA keeps them apart), unfused bytes overstate the traffic of a fused program, and
+    collectives may overlap computation: the times are bounds for comparing stages, not predictions.
+    An unknown device or dtype raises UnknownPeakError with the closest names.
+    """
+    peak = _peak(device)
     if dtype not in peak.flops_per_s:
         raise UnknownPeakError("dtype", dtype, list(peak.flops_per_s),
                                f"{device} has peaks for {', '.join(peak.flops_per_s)}")
     flops_rate = peak.flops_per_s[dtype]
     time_flops = cost.flops / flops_rate
     time_bytes = cost.bytes / peak.bytes_per_s
+    time_collective = collective_seconds(collective_bytes, device)
+    bound = "compute" if time_flops >= time_bytes else "memory"
+    if time_collective > max(time_flops, time_bytes):  # False for NaN
+        bound = "collective"
     return Roofline(
         device=device,
         dtype=dtype,
@@ -197,8 +240,11 @@ def roofline(cost: ModuleCost, device: str = "H100", dtype: str = "fp32") -> Roo
         peak_bytes_per_s=peak.bytes_per_s,
         time_flops_s=time_flops,
         time_bytes_s=time_bytes,
-        bound="compute" if time_flops >= time_bytes else "memory",
+        bound=bound,
         arithmetic_intensity=cost.flops / cost.bytes if cost.bytes else math.inf,
         ridge_point=flops_rate / peak.bytes_per_s,
         source=peak.source,
+        collective_bytes=collective_bytes,
+        peak_interconnect_bytes_per_s=peak.interconnect_bytes_per_s,
+        time_collective_s=time_collective,
     )

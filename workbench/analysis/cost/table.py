@@ -15,7 +15,7 @@ import pandas as pd
 from ...ir.text import text_hash
 from .hlo import hlo_module_costs
 from .model import ModuleCost, module_cost
-from .peaks import roofline
+from .peaks import collective_seconds, roofline
 from .xla import has_custom_calls, xla_cost
 
 __all__ = ["cost_table", "plot_cost"]
@@ -33,14 +33,30 @@ def _costs(key: str, text: str) -> tuple[ModuleCost | None, dict | None, str]:
 def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = True, stages=None):
     """One row per stage: op counts (total and per dialect), analytic flops/transcendentals/bytes
     (loops multiplied by their trip counts where readable, ``loop_multiplied``), XLA's numbers for
-    the same module (``xla_*``, loop bodies once), seconds; memory analysis on ``xla:optimized``;
-    with ``device`` (a key of ``PEAKS``) roofline times too. ``stages``: only these (default: all)."""
+    the same module (``xla_*``, loop bodies once), ``collective_bytes`` (the bytes each device sends in
+    the stage's collectives: the sum of ``bytes_per_device`` of ``ex.collectives(stage)``, 0 for a stage
+    without any, <NA> for one with no IR that is read), seconds; memory analysis on ``xla:optimized``;
+    with ``device`` (a key of ``PEAKS``) roofline times too: ``roofline_collective_s`` (collective bytes
+    at the device's interconnect bandwidth, NaN where that is unknown) on every stage with collective
+    bytes, flops and bytes times and ``bound`` on the MLIR stages. ``stages``: only these (default: all)."""
+    # imported here: analysis/collectives.py reads tensor sizes with cost.tensors, so importing it while
+    # this package loads would load the two halfway into each other
+    from ..collectives import stage_collective_bytes
+
     rows = []
     dialects: set[str] = set()
     stages = ex.stages if stages is None else list(stages)
     hlo = _hlo_costs([s for s in stages if s.group == "xla" and not s.error]) if xla else {}
     for s in stages:
         row = {"stage": s.name, "group": s.group, "seconds": s.seconds}
+        try:
+            collective = stage_collective_bytes(s)
+        except Exception as e:  # noqa: BLE001 -- a module the reader cannot take: say so, keep the row
+            collective = None
+            row["note"] = f"collectives not read: {type(e).__name__}: {e}"
+        row["collective_bytes"] = collective
+        if device and collective is not None:
+            row["roofline_collective_s"] = collective_seconds(collective, device)
         if s.is_module:
             mc, x, err = _costs(text_hash(s.text), s.text)
             if mc is not None:
@@ -51,12 +67,12 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
                     row[f"ops_{d}"] = n
                     dialects.add(f"ops_{d}")
                 if device:
-                    r = roofline(mc, device=device, dtype=dtype)
+                    r = roofline(mc, device=device, dtype=dtype, collective_bytes=collective or 0)
                     row.update(roofline_flops_s=r.time_flops_s, roofline_bytes_s=r.time_bytes_s, bound=r.bound)
             if xla and x is not None:
                 row.update(x)
             if err:
-                row["note"] = err
+                row["note"] = "; ".join(n for n in (row.get("note"), err) if n)
         elif s.name in hlo:
             a = hlo[s.name]
             if isinstance(a, str):
@@ -78,16 +94,17 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
             row["seconds"] = xla_result.seconds
         rows.append(row)
     base = ["stage", "group", "ops", "flops", "transcendentals", "bytes", "loop_multiplied", "flops_body_once",
-            "xla_flops", "xla_transcendentals", "xla_bytes", "unknown_custom_calls", "seconds",
+            "xla_flops", "xla_transcendentals", "xla_bytes", "collective_bytes", "unknown_custom_calls", "seconds",
             "argument_bytes", "output_bytes", "temp_bytes", "alias_bytes", "generated_code_bytes"]
     if device:
-        base += ["roofline_flops_s", "roofline_bytes_s", "bound"]
+        base += ["roofline_flops_s", "roofline_bytes_s", "roofline_collective_s", "bound"]
     cols = base + sorted(dialects) + ["note"]
     df = pd.DataFrame(rows)
     for c in cols:
         if c not in df:
             df[c] = None
-    ints = ["ops", "flops", "transcendentals", "bytes", "flops_body_once", "unknown_custom_calls"] + sorted(dialects)
+    ints = (["ops", "flops", "transcendentals", "bytes", "flops_body_once", "collective_bytes", "unknown_custom_calls"]
+            + sorted(dialects))
     for c in ints:
         df[c] = df[c].astype("Int64")
     return df[cols]

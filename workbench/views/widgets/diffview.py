@@ -12,6 +12,9 @@ fewer than 80 characters of code, measured on the view's own width in the browse
 counterparts: the panel's Source tab sets them); the view scrolls to the first one. A click on a code
 row is sent to ``handler`` as ``{"type": "op", "side": "before" | "after", "line": n}`` (0-based, in
 the texts shown).
+
+``tips_before``/``tips_after`` are a sharded stage's value shardings (``sharding_tips.tips``): hovering
+a value's name shows its sharding. ``show`` fills them; an unsharded pair leaves them empty.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import traitlets
 
 from ...analysis.diff import Diff
 from .lists import Messages
+from .sharding_tips import tips
 
 __all__ = ["DiffView", "KINDS", "MODES"]
 
@@ -64,6 +68,8 @@ class DiffView(Messages):
     marks_before = traitlets.List(traitlets.Int()).tag(sync=True)  # 0-based lines of ``before`` shown marked
     marks_after = traitlets.List(traitlets.Int()).tag(sync=True)
     mark_focus = traitlets.Enum(("", "before", "after"), "").tag(sync=True)  # the side scrolled to first
+    tips_before = traitlets.Dict().tag(sync=True)  # the values' shardings of ``before``: sharding_tips.tips
+    tips_after = traitlets.Dict().tag(sync=True)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)  # Messages: ``handler`` hears the clicks on code rows
@@ -78,14 +84,17 @@ class DiffView(Messages):
             self.marks_after = sorted(set(after))
 
     def show(self, diff: Diff) -> None:
-        """Display ``diff`` (a ``workbench.diff.Diff``); no line is marked."""
+        """Display ``diff`` (a ``workbench.diff.Diff``); no line is marked. A hovered value of a sharded
+        stage shows its sharding (``tips_before``/``tips_after``)."""
+        before, after = "\n".join(diff.before), "\n".join(diff.after)
+        tips_before, tips_after = tips(before), tips(after)
         with self.hold_sync():
+            self.tips_before, self.tips_after = tips_before, tips_after
             self.shown += 1
             self.mark()
             self.message = ""
             self.before_name, self.after_name = diff.before_name, diff.after_name
-            self.before = "\n".join(diff.before)
-            self.after = "\n".join(diff.after)
+            self.before, self.after = before, after
             self.rows = _pack(diff.rows())
 
     def show_message(self, text: str) -> None:
@@ -94,6 +103,7 @@ class DiffView(Messages):
             self.shown += 1
             self.mark()
             self.before = self.after = ""
+            self.tips_before = self.tips_after = {}
             self.rows = b""
             self.message = text
 

@@ -19,7 +19,7 @@ __all__ = ["esc", "num", "cell", "table", "running", "failed", "done", "awaiting
 
 # the columns of ``Exploration.cost()`` the Cost tab shows, in this order
 _COST_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes",
-                 "temp_bytes", "seconds", "note")
+                 "collective_bytes", "temp_bytes", "seconds", "note")  # collective_bytes: a sharded program's only
 
 
 def esc(x) -> str:
@@ -196,7 +196,7 @@ def run_result(r) -> str:
 def stage_costs(python: str, df, cached: Collection[str] = ()) -> str:
     """``Exploration.cost()``, every stage, in the columns the Cost tab shows; the seconds of the
     ``cached`` stages (served from a cache, so timed on their first run) say so."""
-    cols = [c for c in _COST_COLUMNS if c in df]
+    cols = [c for c in _COST_COLUMNS if c in df and (c != "collective_bytes" or df[c].fillna(0).gt(0).any())]
     df = df[cols].copy()
     if "seconds" in df and "stage" in df:
         df["seconds"] = [cell(t) + (" (cached)" if st in cached and cell(t) else "")

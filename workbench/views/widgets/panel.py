@@ -28,7 +28,7 @@ from ...errors import WorkbenchError
 from ...exploration import XLA_WAIT, Exploration
 from ...pipeline.presets import PRESETS, preset, resolve
 from ...stages import Stage
-from . import actions, html
+from . import actions, collectives, html
 from .actions import Action
 from .analyze import AnalyzeTab
 from .bundle import MIME, default_right, exploration_bundle
@@ -43,7 +43,7 @@ __all__ = ["Panel", "panel"]
 
 _CSS = (pathlib.Path(__file__).parent / "panel.css").read_text()
 _CUSTOM = "(custom string)"
-_TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze")
+_TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze", collectives.TITLE)  # the last: sharded only
 
 
 def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None,
@@ -319,6 +319,7 @@ class Panel:
         self.tabs.titles = _TABS
         self.tabs.layout = L(flex="1 1 auto", min_width="0")
         self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
+        self.collectives = collectives.CollectivesTab(self.name, self._submit, self.tabs)  # a tab while sharded
 
         self.python_box = W.HTML()
         self.pipeline_box = W.HTML()
@@ -408,6 +409,7 @@ class Panel:
         title = _TABS[self.tabs.selected_index or 0]
         waiting = next((n for n in (self._right, self._left) if self._pending and late_name(n)), "")
         self.source.show(self._ex, self._left, self._right, visible=title == "Source", waiting=waiting)
+        self.collectives.show(self._ex, self._right, visible=title == collectives.TITLE, pending=self._pending)
         if title == "Cost" and self._cost_key != self._key():
             self.show_cost()
         elif title == "Graph" and self._graph_key != self._key(graph=True):

@@ -1,0 +1,211 @@
+"""The panel's Collectives tab: the ops that move data between devices, for a sharded program.
+
+It is a tab of the panel only while the Exploration shown is sharded (its program names a Shardy mesh
+or spans several partitions); for any other program it is not there and costs nothing. Shown, it
+lists the collectives of the right-hand stage B (``ex.collectives(B)``: op, group, bytes each device
+moves, the user's line) and, per stage, how many there are and how many bytes they move per device
+(``ex.collectives()``), B's row marked: where the partitioner put them, and which pass combined or
+removed them. It fills when shown and anew when the stage picked or the Exploration changes (a toggle
+re-ran the pipeline); while XLA compiles, the stages so far are counted and XLA's come with them.
+Work runs on the panel's worker; an error is said in the tab.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+import ipywidgets as W
+
+from ...errors import WorkbenchError
+from ...exploration import Exploration
+from .html import esc, num, table
+from .pending import late_name
+
+__all__ = ["CollectivesTab", "TITLE", "is_sharded_program", "stage_summary"]
+
+TITLE = "Collectives"
+# the columns of ``ex.collectives()`` the table of one stage shows, in this order
+_COLUMNS = ("kind", "op", "dialect", "func", "result", "shape", "dtype", "replica_groups", "mesh_axes", "group_size",
+            "buffer_bytes", "bytes_per_device", "source", "note")
+_MESH = re.compile(r"^\s*sdy\.mesh\s+@", re.M)
+_PARTITIONS = re.compile(r"mhlo\.num_partitions\s*=\s*(\d+)|num_partitions=(\d+)")
+
+
+def is_sharded_program(ex: Exploration) -> bool:
+    """Whether ``ex``'s program is sharded: its first module stage names a Shardy mesh or more than one
+    partition (read off the text, without waiting for XLA)."""
+    first = next((s for s in ex.pipeline_stages if s.is_module and s.text), None)
+    if first is None:
+        return False
+    head = first.text[:20000]  # the module's attributes and its meshes come first
+    m = _PARTITIONS.search(head)
+    return bool(_MESH.search(head)) or (m is not None and int(m.group(1) or m.group(2)) > 1)
+
+
+def _bytes(n) -> str:
+    if n is None or math.isnan(float(n)):  # not known
+        return ""
+    n = float(n)
+    for size, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(n) >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def stage_summary(df, stages: list[str], failed=()):
+    """One row per stage of ``stages``, in order: how many collectives it has and the bytes they move
+    per device (``bytes_per_device`` summed; None when a row's is unknown); a ``failed`` stage has none."""
+    import pandas as pd
+
+    rows = []
+    for name in stages:
+        if name in failed:
+            rows.append({"stage": name, "collectives": None, "bytes_per_device": None, "kinds": "(the stage failed)"})
+            continue
+        part = df[df["stage"] == name]
+        known = part["bytes_per_device"].dropna()
+        total = int(known.sum()) if len(known) == len(part) else None
+        rows.append({"stage": name, "collectives": len(part), "bytes_per_device": total,
+                     "kinds": ", ".join(f"{k} {n}" for k, n in part["kind"].value_counts(sort=False).items())})
+    return pd.DataFrame(rows, columns=["stage", "collectives", "bytes_per_device", "kinds"])
+
+
+class CollectivesTab:
+    """The tab; ``show`` is called each time the panel shows a pair or a tab (``visible``: this one is
+    selected) and adds or removes the tab in ``tabs`` as the Exploration is sharded or not."""
+
+    def __init__(self, name: str, submit: Callable, tabs: W.Tab):
+        self.name, self._submit, self._tabs = name, submit, tabs
+        self.note = W.HTML()
+        self.stage_table = W.HTML(layout=W.Layout(max_height="320px", overflow="auto"))
+        self.summary = W.HTML(layout=W.Layout(max_height="320px", overflow="auto"))
+        self.widget = W.VBox([self.note, self.stage_table, self.summary])
+        self.widget.add_class("wb-collectives")
+        self._sharded: tuple | None = None  # (Exploration, is sharded) last decided
+        self._key: tuple | None = None  # (Exploration, right stage, pending) shown
+        self._placing = False
+
+    @property
+    def present(self) -> bool:
+        """Whether the tab is one of the panel's now."""
+        return self.widget in self._tabs.children
+
+    def show(self, ex: Exploration, right: str, *, visible: bool, pending: bool) -> None:
+        if self._placing:
+            return
+        if self._sharded is None or self._sharded[0] is not ex:
+            self._sharded = (ex, is_sharded_program(ex))
+            self._place(self._sharded[1])
+        if not (visible and self.present):
+            return
+        key = (ex, right, pending)
+        if self._key is not None and self._key[0] is ex and self._key[1:] == key[1:]:
+            return
+        self._key = key
+        self._fill(ex, right, pending)
+
+    def _place(self, here: bool) -> None:
+        """Add the tab (last) or take it away, keeping the other tabs' titles and the selection."""
+        if here == self.present:
+            return
+        tabs, self._placing = self._tabs, True
+        try:
+            titles = tuple(tabs.titles)
+            if here:
+                tabs.children = (*tabs.children, self.widget)
+                tabs.titles = (*titles[:len(tabs.children) - 1], TITLE)
+            else:
+                at = tabs.children.index(self.widget)
+                if tabs.selected_index == at:
+                    tabs.selected_index = 0
+                tabs.children = tuple(c for c in tabs.children if c is not self.widget)
+                tabs.titles = titles[:at] + titles[at + 1:]
+                self._key = None
+        finally:
+            self._placing = False
+
+    def _fill(self, ex: Exploration, right: str, pending: bool) -> None:
+        n = self.name
+        python = f'{n}.collectives("{right}")'
+        self.note.value = '<div class="wb-note">reading the collectives…</div>'
+
+        def work():
+            try:
+                stages = ex.pipeline_stages if pending else ex.stages  # XLA compiling: the stages so far
+                names, failed = [s.name for s in stages], {s.name for s in stages if s.error}
+                if pending:
+                    import pandas as pd
+
+                    every = pd.concat([ex.collectives(s) for s in names], ignore_index=True)
+                else:
+                    every = ex.collectives()
+                here = None if pending and late_name(right) else "failed" if right in failed else every[every["stage"] == right]
+            except WorkbenchError as e:
+                self.note.value = f'<div class="wb-error">{esc(e)}</div>'
+                self.stage_table.value = self.summary.value = ""
+                return
+            self._draw(every, names, failed, right, here, pending, python)
+
+        self._submit(f"reading the collectives of {right}", python, work, busy=False)
+
+    def _draw(self, every, names: list[str], failed: set, right: str, here, pending: bool, python: str) -> None:
+        n = self.name
+        total = len(every)
+        self.note.value = (
+            f'<div class="wb-note">the ops that move data between devices: <code>{esc(python)}</code> for stage B, '
+            f"<code>{esc(n)}.collectives()</code> for every stage. <b>bytes_per_device</b> is what one device "
+            "sends by the ring estimates (all-reduce 2(n-1)/n S, all-gather and reduce-scatter (n-1)/n S, "
+            "collective-permute S).</div>"
+            + ("" if total else '<div class="wb-note">no stage of this program has a collective op</div>'))
+        if here is None:
+            self.stage_table.value = (f'<div class="wb-note">XLA is compiling: the collectives of {esc(right)} '
+                                      "are listed when its stages arrive</div>")
+        elif isinstance(here, str):
+            self.stage_table.value = f'<div class="wb-caption"><b>{esc(right)}</b> failed: it has no program to read</div>'
+        elif not len(here):
+            self.stage_table.value = f'<div class="wb-caption"><b>{esc(right)}</b>: no collective ops</div>'
+        else:
+            shown = here[[c for c in _COLUMNS if c in here.columns]].copy()
+            for c in ("buffer_bytes", "bytes_per_device"):
+                if c in shown.columns:
+                    shown[c] = [_bytes(v) for v in shown[c]]
+            moved = here["bytes_per_device"].dropna().sum()
+            self.stage_table.value = (
+                f'<div class="wb-caption"><b>{esc(right)}</b>: {len(here)} collective{"s" * (len(here) != 1)}, '
+                f"{esc(_bytes(moved))} per device</div>" + table(shown))
+        summary = stage_summary(every, [s for s in names if s != "jaxpr"], failed)
+        body = "".join(_summary_row(run, right) for run in _runs(summary, right))
+        self.summary.value = (
+            f"<style>{_STYLE}</style>"
+            '<div class="wb-caption"><b>per stage</b>: how many collectives, and the bytes they move per device '
+            "(stages in a row that have the same are one line)"
+            + (" (XLA is compiling: its stages come with it)" if pending else "") + "</div>"
+            '<table class="wb-table wb-coll-stages"><thead><tr><th>stage</th><th>collectives</th>'
+            f"<th>bytes per device</th><th>kinds</th></tr></thead><tbody>{body}</tbody></table>")
+
+
+_STYLE = (".wb-coll-stages tr.wb-coll-b td { font-weight: 700; background: rgba(26, 115, 232, 0.14); } "
+          ".wb-collectives .wb-table td { white-space: nowrap; }")
+
+
+def _runs(summary, right: str) -> list[list]:
+    """The summary's rows, consecutive stages with the same count, bytes and kinds in one run (stage B alone)."""
+    def key(r):
+        return tuple(None if isinstance(v, float) and math.isnan(v) else v for v in (r.collectives, r.bytes_per_device, r.kinds))
+
+    runs: list[list] = []
+    for r in summary.itertuples():
+        if runs and right not in (r.stage, runs[-1][-1].stage) and key(r) == key(runs[-1][-1]):
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return runs
+
+
+def _summary_row(run: list, right: str) -> str:
+    first, last = run[0], run[-1]
+    stage = esc(first.stage) if len(run) == 1 else f"{esc(first.stage)} … {esc(last.stage)} ({len(run)} stages)"
+    count = "" if math.isnan(first.collectives) else num(first.collectives)
+    return (f'<tr class="{"wb-coll-b" if first.stage == right else ""}" data-stages="{len(run)}"><td>{stage}</td>'
+            f"<td>{count}</td><td>{esc(_bytes(first.bytes_per_device))}</td><td>{esc(first.kinds)}</td></tr>")
