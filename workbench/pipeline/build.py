@@ -29,7 +29,7 @@ from ..stages import Spec, Stage
 from .trace import resolve_device, trace
 from .worker import enzyme_available
 from .xla import check_options, compile_with_dumps
-from .xla_probe import guard_compile
+from .xla_probe import compile_sharded, guard_compile, remember_verdict
 
 __all__ = ["Built", "XlaStages", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
            "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
@@ -533,6 +533,11 @@ def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], .
     shardings = None
     if spec.traced is not None and exported.nr_devices > 1:
         shardings = [leaf.sharding for leaf in jax.tree_util.tree_leaves(spec.traced.args)]
+        # XLA's SPMD pipeline can abort the process: a sharded module is compiled in a child (xla_probe.py)
+        done = compile_sharded(exported, spec.device, dict(options), shardings, spec.timeout)
+        if done is not None:
+            remember_verdict(source, spec.device, dict(options), exported.nr_devices)
+            return done
     # disabled passes, and XLA's SPMD pipeline, can make XLA abort the process: tried in a child first
     guard_compile(source, spec.device, dict(options), spec.timeout, partitions=exported.nr_devices)
     return compile_with_dumps(exported, dev, dict(options), shardings)

@@ -29,7 +29,8 @@ from multiprocessing.connection import Connection
 
 from ..errors import WorkbenchError
 
-__all__ = ["XlaAbortError", "guard_compile", "probe_compile", "probe_payload", "release_spare", "serve_probes"]
+__all__ = ["XlaAbortError", "guard_compile", "compile_sharded", "probe_compile", "probe_payload", "release_spare",
+           "remember_verdict", "serve_probes"]
 
 KILLED = "XLA killed the compiling process"
 
@@ -54,15 +55,24 @@ def probe_payload(source: str, device: str, partitions: int = 1) -> dict:
 _VERDICTS: dict[tuple, str | None] = {}  # (hash of the module, options, partitions) -> probe_compile's answer
 
 
+def _verdict_key(source: str, device: str, options: dict, partitions: int) -> tuple:
+    import hashlib
+
+    return hashlib.sha256(source.encode()).hexdigest(), device, tuple(sorted(options.items())), partitions
+
+
+def remember_verdict(source: str, device: str, options: dict, partitions: int) -> None:
+    """``source`` compiled with ``options`` in the child without harm: a guard of the same compile passes."""
+    _VERDICTS[_verdict_key(source, device, options, partitions)] = None
+
+
 def guard_compile(source: str, device: str, options: dict, timeout: float = 600.0, partitions: int = 1) -> None:
     """Raise XlaAbortError when compiling ``source`` with ``options`` makes XLA abort, found by trying in
     the child process; tried are the compiles with disabled HLO passes (the options known to abort)
     and every sharded one (``partitions`` > 1: XLA's SPMD pipeline can abort too)."""
     if not options.get("xla_disable_hlo_passes") and partitions <= 1:
         return
-    import hashlib
-
-    key = (hashlib.sha256(source.encode()).hexdigest(), device, tuple(sorted(options.items())), partitions)
+    key = _verdict_key(source, device, options, partitions)
     if key not in _VERDICTS:
         _VERDICTS[key] = probe_compile({**probe_payload(source, device, partitions), "options": dict(options)},
                                        timeout, spare=False)
@@ -208,6 +218,9 @@ def serve_probes(conn: Connection) -> None:
         except EOFError:
             return
         try:
+            if "dumps" in p:
+                conn.send(_compile_with_dumps_here(p))
+                continue
             if p.get("partitions", 1) > 1:
                 _compile_partitioned(p)
                 conn.send(None)
@@ -229,6 +242,66 @@ def serve_probes(conn: Connection) -> None:
         except Exception as e:  # XLA's refusal of the module or an option: the answer, not the end
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""
             conn.send(f"{type(e).__name__}: {first[:300]}")
+
+
+def compile_sharded(exported, device: str, options: dict, shardings, timeout: float = 600.0):
+    """XLA's compile of a sharded ``exported`` with per-pass dumps, done in the child process: the
+    XlaResult the parent would have made (its stages, passes, XLA's cost and memory analyses), and no
+    compile here, so an XLA that aborts on the module ends the child only (XlaAbortError); a module
+    XLA refuses raises its error (RuntimeError with XLA's message). None when the arguments are not
+    all on one NamedSharding mesh (then the caller compiles here, after ``guard_compile``)."""
+    from concurrent.futures import Future
+
+    import jax
+
+    from .xla import XlaResult, XlaStage
+
+    meshes = {(tuple(sh.mesh.axis_names), tuple(int(n) for n in sh.mesh.axis_sizes),
+               tuple(t.name for t in sh.mesh.axis_types))
+              for sh in shardings if isinstance(sh, jax.sharding.NamedSharding)}
+    if len(meshes) != 1 or not all(isinstance(sh, jax.sharding.NamedSharding) for sh in shardings):
+        return None
+    try:
+        blob = bytes(exported.serialize())
+    except Exception:  # noqa: BLE001 -- no flatbuffers, or a module JAX cannot serialize: the other road
+        return None
+    (names, sizes, types), = meshes
+    reply = probe_compile({"dumps": blob, "device": device, "options": dict(options), "x64": bool(jax.config.jax_enable_x64),
+                           "mesh": [list(names), list(sizes), list(types)]}, timeout, spare=False)
+    if isinstance(reply, str):
+        if reply.startswith(KILLED):
+            raise XlaAbortError(
+                f"XLA aborts the process compiling this module sharded over {exported.nr_devices} devices "
+                f"({reply[len(KILLED):].strip(' :')}); compiled in a child process, so this one lives on. An "
+                "earlier stage may compile (ex.run(stage)), or another Shardy mode (shardy_passes='none' lets "
+                "XLA propagate the shardings itself)")
+        raise RuntimeError(reply)
+    done = Future()
+    done.set_result((reply["cost"], reply["memory"]))
+    stages = tuple(XlaStage(*st) for st in reply["stages"])
+    return XlaResult(stages, tuple(reply["passes"]), reply["seconds"], reply["options"], done)
+
+
+def _compile_with_dumps_here(p: dict) -> dict:
+    """The child's side of ``compile_sharded``: the Exported rebuilt on a mesh of this process's devices."""
+    import jax
+    import numpy as np
+    from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
+
+    from .trace import resolve_device
+    from .xla import compile_with_dumps
+
+    names, sizes, types = p["mesh"]
+    exp = jax.export.deserialize(bytearray(p["dumps"]))
+    dev = resolve_device(p["device"])
+    devices = jax.devices(dev.platform)[:int(np.prod(sizes))]
+    mesh = Mesh(np.array(devices).reshape(sizes), tuple(names), axis_types=tuple(getattr(AxisType, t) for t in types))
+    shardings = [sh if sh is not None else NamedSharding(mesh, PartitionSpec()) for sh in exp.in_shardings_jax(mesh)]
+    with jax.enable_x64(p["x64"]):
+        r = compile_with_dumps(exp, dev, p["options"], shardings)
+        cost, memory = r.cost, r.memory
+    return {"stages": [(st.name, st.group, st.text, st.produced_by) for st in r.stages], "passes": list(r.passes),
+            "seconds": r.seconds, "options": dict(r.options), "cost": dict(cost), "memory": dict(memory)}
 
 
 def _compile_partitioned(p: dict) -> None:
