@@ -193,3 +193,14 @@ def test_a_sharded_compile_xla_aborts_on_is_an_error_and_the_process_lives(shard
         assert a["run"].startswith("XlaAbortError")  # and a run does not try it here either
     else:  # a jaxlib that compiles it: then it runs and checks
         assert a["run"] is True
+
+
+def test_the_diff_of_propagation_pairs_each_op_with_its_annotated_self():
+    """Shardy's propagation writes a sharding on every op: the diff shows those lines as changed, the
+    sharding the difference, rather than the whole function deleted and written again."""
+    ex = wb.explore_text(SHARDED_TEXT, pipeline="canonicalize")
+    d = ex.diff("canonicalize#1", "sdy-propagation-pipeline#1")
+    kinds = [k for _, _, k in d.rows()]
+    assert "deleted" not in kinds and "inserted" not in kinds and kinds.count("changed") >= 3, d.unified()
+    tanh = next(j for _, j, k in d.rows() if k == "changed" and "stablehlo.tanh" in d.after[j])
+    assert "sdy.sharding_per_value" in d.after[tanh]

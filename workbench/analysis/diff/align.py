@@ -7,6 +7,7 @@ after -> before value map while it pairs lines.
 from __future__ import annotations
 
 import bisect
+import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from itertools import compress, islice
@@ -14,9 +15,57 @@ from operator import lt, ne
 
 from .model import Module
 
-__all__ = ["Aligner", "myers"]
+__all__ = ["Aligner", "myers", "without_shardings"]
 
-_CONTENT, _MAPPED, _TEMPLATE = 1, 2, 3
+_SHARDING_MARK = "sdy.sharding"
+_SHARDING_ATTR = "sdy.sharding = #sdy.sharding"
+
+
+_ONE_RESULT = re.compile(r"-> \(([^(),{}]*)\)")
+
+
+def without_shardings(line: str) -> str:
+    """``line`` without its ``sdy.sharding = #sdy.sharding...<...>`` attributes (brackets balanced), and
+    without the attribute dictionary they leave empty."""
+    if _SHARDING_MARK not in line:
+        return _without_mesh_attributes(line)
+    out, k = [], 0
+    while True:
+        at = line.find(_SHARDING_ATTR, k)
+        if at < 0:
+            out.append(line[k:])
+            break
+        out.append(line[k:at])
+        depth, m = 0, line.find("<", at)
+        if m < 0:
+            out.append(line[at:])
+            break
+        while m < len(line):
+            depth += {"<": 1, ">": -1}.get(line[m], 0)
+            m += 1
+            if depth == 0:
+                break
+        k = m
+    text = "".join(out)
+    for empty in (" {}", "{, ", ", }"):
+        text = text.replace(empty, {" {}": "", "{, ": "{", ", }": "}"}[empty])
+    return _ONE_RESULT.sub(r"-> \1", text)  # "-> (T)" once T's sharding is gone: "-> T", as written without it
+
+
+def _without_mesh_attributes(line: str) -> str:
+    """An ``sdy.mesh`` line without the ``{stablehlo.mesh = ...}`` dictionary jaxlib prints after it."""
+    at = line.find(" {stablehlo.mesh = ")
+    if at < 0 or not line.lstrip().startswith("sdy.mesh"):
+        return line
+    depth, m = 0, at + 1
+    while m < len(line):
+        depth += {"{": 1, "}": -1}.get(line[m], 0)
+        m += 1
+        if depth == 0:
+            break
+    return line[:at] + line[m:]
+
+_CONTENT, _MAPPED, _TEMPLATE, _UNSHARDED = 1, 2, 3, 4
 # Myers is O((N+M)·D): cap D, and (N+M)·D, so that one pathological gap cannot stall the diff.
 _MYERS_MAX_EDITS = 400
 _MYERS_BUDGET = 2_000_000
@@ -246,10 +295,16 @@ class Aligner:
         """
         match, consistent = self._match, self._checker()
         fixed = {_CONTENT: (self.b.keys, self.a.keys), _TEMPLATE: (self.b.fmts, self.a.fmts)}
+        last = _TEMPLATE
+        if any(_SHARDING_MARK in f for f in self.a.fmts) or any(_SHARDING_MARK in f for f in self.b.fmts):
+            # a last round for lines that differ by their Shardy shardings only (what propagation
+            # writes on every op): the templates without them, so such lines pair as changed ones
+            fixed[_UNSHARDED] = ([without_shardings(f) for f in self.b.fmts], [without_shardings(f) for f in self.a.fmts])
+            last = _UNSHARDED
         stack = [(_CONTENT, 0, len(self.b.fmts), 0, len(self.a.fmts))]
         while stack:
             level, i0, i1, j0, j1 = stack.pop()
-            uses = level != _TEMPLATE
+            uses = level < _TEMPLATE
             if level == _MAPPED:  # keys of the value pairing as it stands now, for this range
                 kb, ka = self._keys(level, i0, i1, j0, j1)
                 ob, oa = i0, j0
@@ -280,10 +335,10 @@ class Aligner:
                 between = level + 1
             anchors = [(x, y) for x, y in anchors if match(i0 + x, j0 + y, uses, True)]
             if not anchors:
-                if level < _TEMPLATE:
+                if level < last:
                     stack.append((level + 1, i0, i1, j0, j1))
                 continue
-            if between > _TEMPLATE:
+            if between > last:
                 continue
             gaps = []
             pi, pj = i0, j0
