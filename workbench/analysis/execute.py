@@ -488,9 +488,9 @@ def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
     call = jax.jit(exported.call)
     options = check_options(dict(ex.spec.xla_options if xla_options is None else xla_options))
     try:
-        if options or exported.nr_devices > 1:  # XLA may abort on these: tried in a child first (xla_probe.py)
-            guard_compile(stage.text_with_locations or stage.text, device, options, ex.spec.timeout,
-                          partitions=exported.nr_devices)
+        # disabled passes and sharded modules can make XLA abort: guard_compile tries those in a child first
+        guard_compile(stage.text_with_locations or stage.text, device, options, ex.spec.timeout,
+                      partitions=exported.nr_devices)
         if options:
             call = call.lower(*placed).compile(compiler_options=options)
         outputs = jax.block_until_ready(call(*placed))

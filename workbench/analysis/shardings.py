@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..ir.hlo import read_header, read_instruction
-from ..ir.text import SSA_VALUE, input_kind, mask_strings, skip_brackets, skip_string
+from ..ir.text import SSA_VALUE, input_kind, mask_strings, skip_angles, skip_brackets, skip_string
 
 __all__ = ["Mesh", "ValueSharding", "Scope", "has_shardings", "read_shardings", "value_shardings",
            "describe_sdy", "describe_hlo", "is_partitioned"]
@@ -166,30 +166,12 @@ _FLAT_SHARDING = re.compile(r"<[^<>]*>")
 _PER_VALUE = re.compile(r"#sdy\.sharding_per_value<\[((?:<[^<>]*>,?\s*)*)\]>")
 
 
-def _close_angle(text: str, i: int) -> int:
-    """Index just past the ``>`` that closes the ``<`` at ``text[i]`` (``->`` does not close; strings skipped)."""
-    depth = 0
-    while i < len(text):
-        c = text[i]
-        if c == '"':
-            i = skip_string(text, i)
-            continue
-        if c == "<":
-            depth += 1
-        elif c == ">" and text[i - 1] != "-":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(text)
-
-
 def _read_meshes(lines: Sequence[str]) -> dict[str, Mesh]:
     meshes: dict[str, Mesh] = {}
     for line in lines:
         m = _MESH_DEF.match(line) if "sdy.mesh" in line else None
         if m and line.startswith("<", m.end()):
-            body = line[m.end():_close_angle(line, m.end())]
+            body = line[m.end():skip_angles(line, m.end())]
             meshes[m.group(1)] = _mesh(m.group(1), body)
     return meshes
 
@@ -206,7 +188,7 @@ def describe_sdy(sharding: str, dims: Sequence[int | None] | None, meshes: dict[
     body = sharding.strip()
     body = body[1:-1] if body.startswith("<") and body.endswith(">") else body
     if body.startswith("mesh<"):  # an inline mesh
-        end = _close_angle(body, 4)
+        end = skip_angles(body, 4)
         mesh = _mesh("", body[4:end])
         rest = body[end:]
     else:
@@ -270,7 +252,7 @@ def _sdy_list(text: str, i: int) -> list[str]:
     out, k = [], i + 1
     while k < end:
         if text[k] == "<":
-            close = _close_angle(text, k)
+            close = skip_angles(text, k)
             out.append(text[k:close])
             k = close
         elif text[k] == '"':
@@ -487,10 +469,10 @@ class _Op:
 def _op_shardings(op: str, line: str, code: str, start: int) -> list[tuple[str, str]] | None:
     if op in ("sdy.reshard", "sdy.sharding_constraint"):
         k = code.find("<", start + len(op))
-        return [("sdy", line[k:_close_angle(line, k)])] if k >= 0 else None
+        return [("sdy", line[k:skip_angles(line, k)])] if k >= 0 else None
     if "out_sharding=<" in code:
         k = code.index("out_sharding=<") + len("out_sharding=")
-        return [("sdy", line[k:_close_angle(line, k)])]
+        return [("sdy", line[k:skip_angles(line, k)])]
     if "out_shardings=[" in code:
         k = code.index("out_shardings=[") + len("out_shardings=")
         return [("sdy", s) for s in _sdy_list(line, k)]
@@ -509,7 +491,7 @@ def _op_shardings(op: str, line: str, code: str, start: int) -> list[tuple[str, 
         return [("sdy", s) for s in found]
     if line.startswith("#sdy.sharding<", k):
         j = k + len("#sdy.sharding")
-        return [("sdy", line[j:_close_angle(line, j)])]
+        return [("sdy", line[j:skip_angles(line, j)])]
     return None
 
 

@@ -12,6 +12,7 @@ __all__ = [
     "strip_locations",
     "split_pipeline",
     "pass_name",
+    "pass_names",
     "publish_functions",
     "public_functions",
     "text_hash",
@@ -19,6 +20,7 @@ __all__ = [
     "skip_string",
     "skip_balanced",
     "skip_brackets",
+    "skip_angles",
     "mask_strings",
     "split_strings",
     "word_at",
@@ -54,6 +56,25 @@ def skip_brackets(text: str, i: int) -> int:
     printed IR (XLA's shapes ``f32[8]{1,0:T(8,128)}``, attribute dictionaries); strings are skipped.
     """
     return _skip_group(text, i, "([{", ")]}")
+
+
+def skip_angles(text: str, i: int) -> int:
+    """Index just past the ``>`` that closes the ``<`` at ``text[i]``, as MLIR attributes nest them
+    (``#sdy.sharding_per_value<[<@mesh, ...>]>``): ``->`` does not close one; strings are skipped."""
+    depth = 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            i = skip_string(text, i)
+            continue
+        if c == "<":
+            depth += 1
+        elif c == ">" and text[i - 1] != "-":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
 
 
 _GROUP_STOPS = {"(": re.compile(r'["()]'), "([{": re.compile(r'["()\[\]{}]')}
@@ -228,6 +249,22 @@ def split_pipeline(pipeline: str) -> list[str]:
 def pass_name(entry: str) -> str:
     """The bare name of one pipeline entry: ``"inline{...}"`` -> ``"inline"``, ``"func.func(cse)"`` -> ``"func.func"``."""
     return re.split(r"[{(]", entry, maxsplit=1)[0].strip()
+
+
+def pass_names(pipeline: str) -> list[str]:
+    """The passes of ``pipeline``, nested ones included, without anchors or options:
+    ``"func.func(cse,canonicalize{max-iterations=2}),sdy-close-shardings"`` -> ``["cse", "canonicalize",
+    "sdy-close-shardings"]``. Raises ValueError as ``split_pipeline`` does."""
+    names = []
+    for entry in split_pipeline(pipeline):
+        name = pass_name(entry)
+        rest = entry[len(name):].lstrip()
+        if rest.startswith("("):  # an anchor (func.func, builtin.module): its nested pipeline's passes
+            inner = rest[1:rest.rindex(")")]
+            names += pass_names(inner) if inner.strip() else []
+        else:
+            names.append(name)
+    return names
 
 
 # The pieces of MLIR's syntax that more than one reader matches, written once.

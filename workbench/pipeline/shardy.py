@@ -31,8 +31,9 @@ from __future__ import annotations
 import re
 
 from ..errors import WorkbenchError
-from ..ir.text import pass_name, split_pipeline
+from ..ir.text import pass_names, split_pipeline
 from .catalog import patterns_pass
+from .worker import jaxlib_pipeline
 
 __all__ = ["SHARDY_MODES", "EXPORT_PIPELINE", "is_sharded", "resolve_mode", "shardy_steps", "unregistered_reason"]
 
@@ -98,20 +99,12 @@ def resolve_mode(mode: str | None, sharded: bool) -> str:
         except ValueError as e:
             raise WorkbenchError(f"shardy_passes={mode!r} is neither a mode ({', '.join(SHARDY_MODES)}) nor a "
                                  f"pass pipeline: {e}") from None
-        others = [e for e in entries if not _sdy_entry(e)]
+        others = [e for e in entries if not jaxlib_pipeline(e)]
         if others:
             raise WorkbenchError(f"a custom shardy_passes pipeline holds Shardy's passes (sdy-...) only; "
                                  f"{', '.join(map(repr, others))} {'is' if len(others) == 1 else 'are'} not "
                                  f"(the modes are {', '.join(SHARDY_MODES)})")
     return mode
-
-
-def _sdy_entry(entry: str) -> bool:
-    name = pass_name(entry)
-    if name in ("func.func", "builtin.module"):
-        inner = entry[entry.index("(") + 1:entry.rindex(")")] if "(" in entry and ")" in entry else ""
-        return bool(inner) and all(_sdy_entry(e) for e in split_pipeline(inner))
-    return name.startswith("sdy-")
 
 
 def shardy_steps(mode: str, optimize_communications: bool = True, enzyme: bool = True) -> list[tuple[str, str]]:
@@ -126,15 +119,8 @@ def shardy_steps(mode: str, optimize_communications: bool = True, enzyme: bool =
                  ("sdy-close-shardings", "sdy-close-shardings"), *comms,
                  ("sdy-reshard-to-collectives", "func.func(sdy-reshard-to-collectives)")]
         return steps + ([(EXPORT_PIPELINE, EXPORT_PIPELINE)] if mode == "to_mhlo_shardings" else [])
-    custom = [(_base(e), e) for e in split_pipeline(mode)]
+    custom = [(pass_names(e)[0], e) for e in split_pipeline(mode)]
     return custom + [("sdy-close-shardings", "sdy-close-shardings"), *comms]
-
-
-def _base(entry: str) -> str:
-    name = pass_name(entry)
-    if name in ("func.func", "builtin.module") and "(" in entry:
-        return _base(split_pipeline(entry[entry.index("(") + 1:entry.rindex(")")])[0])
-    return name
 
 
 def unregistered_reason(pass_string: str) -> str | None:

@@ -140,54 +140,47 @@ class PatternLists:
 
 def jaxlib_pipeline(pipeline: str) -> bool:
     """True when every pass of ``pipeline`` is one of Shardy's (``sdy-...``), which enzyme-ad 0.0.16
-    does not register but jaxlib's pass manager does: such a pipeline runs there. Anchors
-    (``func.func(...)``, ``builtin.module(...)``) and pass options (``{...}``) are not passes."""
-    import re
+    does not register but jaxlib's pass manager does: such a pipeline runs there."""
+    from ..ir.text import pass_names
 
-    bare = pipeline
-    while True:  # drop option blocks, innermost first
-        stripped = re.sub(r"\{[^{}]*\}", "", bare)
-        if stripped == bare:
-            break
-        bare = stripped
-    names = [t for t in re.split(r"[(),\s]+", bare) if t]
-    passes = [t for t in names if t not in ("func.func", "builtin.module")]
-    return bool(passes) and all(t.startswith("sdy-") for t in passes)
+    if "sdy-" not in pipeline:  # every run asks: most are Enzyme-JaX pattern lists of thousands of characters
+        return False
+    try:
+        names = pass_names(pipeline)
+    except ValueError:  # not a pipeline: the runner that parses it says why
+        return False
+    return bool(names) and all(n.startswith("sdy-") for n in names)
 
 
-def _jaxlib_run(text: str, pipeline: str) -> PipelineOutput:
-    """``pipeline`` run by jaxlib's own pass manager (JAX's MLIR context; Enzyme-JaX's unregistered
-    ops and attributes parse as opaque ones and print back as they were)."""
+def _anchored(pipeline: str) -> str:
+    """``pipeline`` as jaxlib's pass manager parses it: anchored on ``builtin.module``."""
+    inner = pipeline.strip()
+    return inner if inner.startswith("builtin.module(") else f"builtin.module({inner})"
+
+
+def _jaxlib_run(text: str, pipeline: str, allow_unregistered: bool) -> PipelineOutput:
+    """``pipeline`` run by jaxlib's own pass manager in JAX's MLIR context; with ``allow_unregistered``,
+    Enzyme-JaX's ops and attributes parse as opaque ones and print back as they were."""
     from jaxlib.mlir import passmanager
 
     from ..ir.mlir import parse_module
 
-    module = parse_module(text, allow_unregistered=True)
+    module = parse_module(text, allow_unregistered=allow_unregistered)
     with module.context:
-        inner = pipeline.strip()
-        if not inner.startswith("builtin.module("):
-            inner = f"builtin.module({inner})"
-        passmanager.PassManager.parse(inner).run(module.operation)
+        passmanager.PassManager.parse(_anchored(pipeline)).run(module.operation)
         return PipelineOutput("main", module.operation.get_asm(enable_debug_info=True))
 
 
 def _run_pipeline(text: str, pipeline: str) -> PipelineOutput:
     """Run ``pipeline`` on ``text``: enzyme-ad's runner, or jaxlib's pass manager without enzyme-ad
     and for Shardy's passes (``jaxlib_pipeline``)."""
-    if enzyme_available() and not jaxlib_pipeline(pipeline):
-        from enzyme_ad.jax import enzyme_call
+    if not enzyme_available():
+        return _jaxlib_run(text, pipeline, allow_unregistered=False)
+    if jaxlib_pipeline(pipeline):
+        return _jaxlib_run(text, pipeline, allow_unregistered=True)
+    from enzyme_ad.jax import enzyme_call
 
-        return PipelineOutput(*enzyme_call.run_pass_pipeline([], text, pipeline))
-    if enzyme_available():
-        return _jaxlib_run(text, pipeline)
-    from jaxlib.mlir import passmanager
-
-    from ..ir.mlir import parse_module
-
-    module = parse_module(text, allow_unregistered=False)
-    with module.context:
-        passmanager.PassManager.parse(f"builtin.module({pipeline})").run(module.operation)
-        return PipelineOutput("main", module.operation.get_asm(enable_debug_info=True))
+    return PipelineOutput(*enzyme_call.run_pass_pipeline([], text, pipeline))
 
 
 _EMPTY_MODULE = "module {\n}\n"
@@ -214,7 +207,7 @@ def _check_pipeline(pipeline: str) -> None:
     from jaxlib.mlir import passmanager
 
     with jmlir.make_ir_context():
-        passmanager.PassManager.parse(f"builtin.module({pipeline})")
+        passmanager.PassManager.parse(_anchored(pipeline))
 
 
 def _parse_module(text: str) -> None:

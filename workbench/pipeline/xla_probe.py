@@ -66,6 +66,16 @@ def remember_verdict(source: str, device: str, options: dict, partitions: int) -
     _VERDICTS[_verdict_key(source, device, options, partitions)] = None
 
 
+def _sharded_refusal(why: str, partitions: int, how: str) -> XlaAbortError:
+    """The error for a sharded module the child's XLA ended on (``why`` starts with KILLED) or refused."""
+    killed = why.startswith(KILLED)
+    what, said = ("aborts the process compiling", why[len(KILLED):].strip(" :")) if killed else ("refuses", why)
+    return XlaAbortError(
+        f"XLA {what} this module sharded over {partitions} devices ({said}); {how} in a child process, so this "
+        "one lives on. An earlier stage may compile (ex.run(stage)), or another Shardy mode "
+        "(shardy_passes='none' lets XLA propagate the shardings itself)")
+
+
 def guard_compile(source: str, device: str, options: dict, timeout: float = 600.0, partitions: int = 1) -> None:
     """Raise XlaAbortError when compiling ``source`` with ``options`` makes XLA abort, found by trying in
     the child process; tried are the compiles with disabled HLO passes (the options known to abort)
@@ -82,12 +92,7 @@ def guard_compile(source: str, device: str, options: dict, timeout: float = 600.
     if why is not None and partitions > 1 and not options.get("xla_disable_hlo_passes"):
         # any refusal counts: XLA's SPMD pipeline fails a RET_CHECK as an error at times and ends the
         # process at other times, on the same module, so what failed there is not compiled here
-        what = ("aborts the process compiling" if why.startswith(KILLED) else "refuses")
-        said = why[len(KILLED):].strip(" :") if why.startswith(KILLED) else why
-        raise XlaAbortError(
-            f"XLA {what} this module sharded over {partitions} devices ({said}); tried in a child process, "
-            "so this one lives on. An earlier stage may compile (ex.run(stage)), or another Shardy mode "
-            "(shardy_passes='none' lets XLA propagate the shardings itself)")
+        raise _sharded_refusal(why, partitions, "tried")
     if why is not None and why.startswith(KILLED):
         names = [n for n in str(options["xla_disable_hlo_passes"]).split(",") if n]
         off = ", ".join(names) if len(names) <= 6 else f"{len(names)} passes ({', '.join(names[:4])}, ...)"
@@ -270,11 +275,7 @@ def compile_sharded(exported, device: str, options: dict, shardings, timeout: fl
                            "mesh": [list(names), list(sizes), list(types)]}, timeout, spare=False)
     if isinstance(reply, str):
         if reply.startswith(KILLED):
-            raise XlaAbortError(
-                f"XLA aborts the process compiling this module sharded over {exported.nr_devices} devices "
-                f"({reply[len(KILLED):].strip(' :')}); compiled in a child process, so this one lives on. An "
-                "earlier stage may compile (ex.run(stage)), or another Shardy mode (shardy_passes='none' lets "
-                "XLA propagate the shardings itself)")
+            raise _sharded_refusal(reply, exported.nr_devices, "compiled")
         raise RuntimeError(reply)
     done = Future()
     done.set_result((reply["cost"], reply["memory"]))

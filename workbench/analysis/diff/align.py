@@ -13,63 +13,36 @@ from collections.abc import Callable, Hashable, Sequence
 from itertools import compress, islice
 from operator import lt, ne
 
+from ...ir.text import skip_angles, skip_brackets
 from .model import Module
 
 __all__ = ["Aligner", "myers", "without_shardings"]
-
-_SHARDING_MARK = "sdy.sharding"
-_SHARDING_ATTR = "sdy.sharding = #sdy.sharding"
-
-
-_ONE_RESULT = re.compile(r"-> \(([^(),{}]*)\)")
-
-
-def without_shardings(line: str) -> str:
-    """``line`` without its ``sdy.sharding = #sdy.sharding...<...>`` attributes (brackets balanced), and
-    without the attribute dictionary they leave empty."""
-    if _SHARDING_MARK not in line:
-        return _without_mesh_attributes(line)
-    out, k = [], 0
-    while True:
-        at = line.find(_SHARDING_ATTR, k)
-        if at < 0:
-            out.append(line[k:])
-            break
-        out.append(line[k:at])
-        depth, m = 0, line.find("<", at)
-        if m < 0:
-            out.append(line[at:])
-            break
-        while m < len(line):
-            depth += {"<": 1, ">": -1}.get(line[m], 0)
-            m += 1
-            if depth == 0:
-                break
-        k = m
-    text = "".join(out)
-    for empty in (" {}", "{, ", ", }"):
-        text = text.replace(empty, {" {}": "", "{, ": "{", ", }": "}"}[empty])
-    return _ONE_RESULT.sub(r"-> \1", text)  # "-> (T)" once T's sharding is gone: "-> T", as written without it
-
-
-def _without_mesh_attributes(line: str) -> str:
-    """An ``sdy.mesh`` line without the ``{stablehlo.mesh = ...}`` dictionary jaxlib prints after it."""
-    at = line.find(" {stablehlo.mesh = ")
-    if at < 0 or not line.lstrip().startswith("sdy.mesh"):
-        return line
-    depth, m = 0, at + 1
-    while m < len(line):
-        depth += {"{": 1, "}": -1}.get(line[m], 0)
-        m += 1
-        if depth == 0:
-            break
-    return line[:at] + line[m:]
 
 _CONTENT, _MAPPED, _TEMPLATE, _UNSHARDED = 1, 2, 3, 4
 # Myers is O((N+M)·D): cap D, and (N+M)·D, so that one pathological gap cannot stall the diff.
 _MYERS_MAX_EDITS = 400
 _MYERS_BUDGET = 2_000_000
 _ONE = (1).__eq__
+_SHARDING_MARK = "sdy.sharding"
+_SHARDING_ATTR = "sdy.sharding = #sdy.sharding"
+_ONE_RESULT = re.compile(r"-> \(([^(),{}]*)\)")
+
+
+def without_shardings(line: str) -> str:
+    """``line`` without its ``sdy.sharding = #sdy.sharding...<...>`` attributes, and without the
+    attribute dictionary they leave empty; an ``sdy.mesh`` line without jaxlib's ``{stablehlo.mesh = ...}``."""
+    if _SHARDING_MARK not in line:
+        at = line.find(" {stablehlo.mesh = ")
+        if at < 0 or not line.lstrip().startswith("sdy.mesh"):
+            return line
+        return line[:at] + line[skip_brackets(line, at + 1):]
+    out, k = [], 0
+    while (at := line.find(_SHARDING_ATTR, k)) >= 0 and (opening := line.find("<", at)) >= 0:
+        out.append(line[k:at])
+        k = skip_angles(line, opening)
+    out.append(line[k:])
+    text = "".join(out).replace(" {}", "").replace("{, ", "{").replace(", }", "}")
+    return _ONE_RESULT.sub(r"-> \1", text)  # "-> (T)" once T's sharding is gone: "-> T", as written without it
 
 
 def _unique(keys: Sequence[Hashable]) -> set[Hashable]:
