@@ -1,10 +1,7 @@
 """ex.collectives(): the collective ops of every stage, what each moves per device, and the cost table's
 collective_bytes with the interconnect's share of the roofline."""
-import json
 import math
 import os
-import subprocess
-import sys
 
 import jax.numpy as jnp
 import pandas as pd
@@ -13,6 +10,7 @@ import pytest
 import workbench as wb
 from workbench.analysis.collectives import COLLECTIVE_COLUMNS
 from workbench.analysis.cost import PEAKS, module_cost, roofline
+from tests.devices import run_on_cpu_devices
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -184,12 +182,7 @@ print("RESULT" + json.dumps(out))
 def sharded(tmp_path_factory):
     script = tmp_path_factory.mktemp("collectives") / "sharded_collectives.py"
     script.write_text(SHARDED % {"root": ROOT})
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=900,
-                          check=False)
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT")), None)
-    assert line, proc.stderr[-3000:]
-    res = json.loads(line[len("RESULT"):])
+    res = run_on_cpu_devices(script)
     res["script"] = str(script)
     return res
 

@@ -1,9 +1,6 @@
 """Executing stages on a device, checking their numbers, and finding the patterns to blame."""
-import json
 import math
 import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -12,6 +9,7 @@ import pytest
 
 from workbench import examples
 import workbench as wb
+from tests.devices import run_on_cpu_devices
 
 enzyme = pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -108,11 +106,7 @@ print("RESULT" + json.dumps(out))
 def test_every_example_runs_sharded_on_an_8_device_mesh(tmp_path):
     script = tmp_path / "sharded.py"
     script.write_text(SHARDED % {"root": ROOT})
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=900)
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT")), None)
-    assert line, proc.stderr[-3000:]
-    res = json.loads(line[len("RESULT"):])
+    res = run_on_cpu_devices(script)
     for name, r in res.items():
         assert r["passed"] and r["ndev"] == 8 and r["sdy"] and r["xla"] and not r["error"], (name, r)
 

@@ -2,11 +2,7 @@
 sharded transformer block of workbench/examples/attention.py over a 2 x 4 CPU mesh, and XLA's SPMD
 partitioner's stages after them. The mesh needs 8 devices, so the program runs in a child Python
 started with XLA_FLAGS=--xla_force_host_platform_device_count=8 (this process's JAX has one)."""
-import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -15,6 +11,7 @@ import pytest
 
 import workbench as wb
 from workbench.pipeline.shardy import is_sharded, resolve_mode, shardy_steps
+from tests.devices import run_on_cpu_devices
 
 ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -87,11 +84,7 @@ print("RESULT" + json.dumps(out))
 def sharded(tmp_path_factory):
     script = tmp_path_factory.mktemp("shardy") / "shardy.py"
     script.write_text(SCRIPT % {"root": ROOT})
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=900)
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT")), None)
-    assert line, proc.stderr[-4000:]
-    return json.loads(line[len("RESULT"):])
+    return run_on_cpu_devices(script)
 
 
 SDY = ["sdy-propagation-pipeline#1", "sdy-close-shardings#1", "comm-patterns#1", "comm-patterns#2",
