@@ -7,13 +7,10 @@ workbench/examples/attention.py on a 2 x 4 mesh, which needs 8 devices and so ru
 started with XLA_FLAGS=--xla_force_host_platform_device_count=8 (this process's JAX has one).
 The browser shows what these tests read: the widgets' state (tests/test_browser_sharding.py hovers it).
 """
-import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import pytest
 
@@ -21,7 +18,8 @@ import workbench as wb
 from tests.test_shardy import SHARDED_TEXT
 from workbench.analysis.shardings import describe_hlo, describe_sdy, is_partitioned, read_shardings, value_shardings
 from workbench.views.widgets import Panel
-from workbench.views.widgets.collectives import TITLE
+from workbench.views.widgets.collectives import TITLE, is_sharded_program
+from tests.devices import run_on_cpu_devices
 
 ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -181,11 +179,7 @@ print("RESULT" + json.dumps(out))
 def block(tmp_path_factory):
     script = tmp_path_factory.mktemp("sharding_panel") / "block.py"
     script.write_text(SCRIPT % {"root": ROOT})
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=900)
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT")), None)
-    assert line, proc.stderr[-4000:]
-    return json.loads(line[len("RESULT"):])
+    return run_on_cpu_devices(script)
 
 
 def _arg_of(after: list[str], type_text: str) -> str:
@@ -255,3 +249,10 @@ def test_the_collectives_tab_lists_the_stages_collectives_and_fills_anew_after_a
     assert len(t["python_history"]) == 1 and "cpu-all-reduce-combiner" in t["python_history"][0]
     assert t["right"] == "xla:optimized" and t["error"] is None and t["python"] == 'ex.collectives("xla:optimized")'
     assert t["rows"] > n and f"<b>xla:optimized</b>: {t['rows']} collectives" in t["stage_table"]
+
+
+def test_a_program_on_one_device_is_not_sharded_though_jax_writes_an_empty_mesh(text_ex):
+    # a PRNG key makes JAX write "sdy.mesh @empty_mesh = <[]>" into a single-device program
+    key = wb.explore(lambda k: jax.random.normal(k, (4,)), jax.random.key(0), pipeline="none")
+    assert "sdy.mesh @empty_mesh" in key["stablehlo"].text
+    assert not is_sharded_program(key) and is_sharded_program(text_ex)

@@ -19,6 +19,7 @@ import ipywidgets as W
 
 from ...errors import WorkbenchError
 from ...exploration import Exploration
+from ...pipeline.shardy import is_sharded
 from .html import esc, num, table
 from .pending import late_name
 
@@ -28,19 +29,22 @@ TITLE = "Collectives"
 # the columns of ``ex.collectives()`` the table of one stage shows, in this order
 _COLUMNS = ("kind", "op", "dialect", "func", "result", "shape", "dtype", "replica_groups", "mesh_axes", "group_size",
             "buffer_bytes", "bytes_per_device", "source", "note")
-_MESH = re.compile(r"^\s*sdy\.mesh\s+@", re.M)
 _PARTITIONS = re.compile(r"mhlo\.num_partitions\s*=\s*(\d+)|num_partitions=(\d+)")
 
 
 def is_sharded_program(ex: Exploration) -> bool:
-    """Whether ``ex``'s program is sharded: its first module stage names a Shardy mesh or more than one
-    partition (read off the text, without waiting for XLA)."""
+    """Whether ``ex``'s program is sharded, as explore decides it (``pipeline.shardy.is_sharded``: a traced
+    program spans several devices; a text names a mesh with axes), or its text has more than one
+    partition (read off the first module stage, without waiting for XLA)."""
+    traced = ex.spec.traced
+    if traced is not None:
+        return is_sharded(traced.stablehlo, traced.exported.nr_devices)
     first = next((s for s in ex.pipeline_stages if s.is_module and s.text), None)
     if first is None:
         return False
     head = first.text[:20000]  # the module's attributes and its meshes come first
     m = _PARTITIONS.search(head)
-    return bool(_MESH.search(head)) or (m is not None and int(m.group(1) or m.group(2)) > 1)
+    return is_sharded(head) or (m is not None and int(m.group(1) or m.group(2)) > 1)
 
 
 def _bytes(n) -> str:
