@@ -1,0 +1,118 @@
+"""The exercises of the course, registered by the lesson modules, and ``check`` that judges an answer.
+
+Each lesson ``N`` is a module ``workbench/course/lessonNN.py``: its programs, and one checker per
+exercise, registered with ``@exercise("lN.qK", prompt=..., answer=...)``. A checker computes the right
+answer from the workbench on the lesson's program every time it is asked (cached per process), so a
+JAX version that changes the IR changes the expected answer with it.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import UnknownNameError
+from .judge import AnswerError, Verdict, blank, is_blank, wrong
+
+__all__ = ["LESSONS", "Exercise", "exercise", "check", "exercises", "lessons", "show"]
+
+# number, title, notebook (in notebooks/, without .ipynb)
+LESSONS = (
+    (0, "Tour", "00_tour"),
+    (1, "From Python to StableHLO", "01_python_to_stablehlo"),
+    (2, "The classic cleanups", "02_classic_cleanups"),
+    (3, "Rewrite patterns", "03_rewrite_patterns"),
+    (4, "Algebra and floating point", "04_algebra_and_floating_point"),
+    (5, "Layout", "05_layout"),
+    (6, "Loops", "06_loops"),
+    (7, "Autodiff", "07_autodiff"),
+    (8, "XLA's pipeline", "08_xla_pipeline"),
+    (9, "Sharding", "09_sharding"),
+    (10, "Debugging a compiler", "10_debugging_a_compiler"),
+)
+
+_QID = re.compile(r"l(\d+)\.q(\d+)$")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    qid: str
+    lesson: int
+    prompt: str
+    answer: str  # what kind of answer: "a pattern name", "an op count", ...
+    checker: Callable[[object], Verdict]
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def exercise(qid: str, *, prompt: str, answer: str):
+    """Register the decorated ``checker(answer) -> Verdict`` as exercise ``qid`` ("l5.q2")."""
+    m = _QID.match(qid)
+    if not m:
+        raise ValueError(f"an exercise id looks like 'l5.q2', not {qid!r}")
+
+    def register(checker):
+        _REGISTRY[qid] = Exercise(qid, int(m.group(1)), prompt, answer, checker)
+        return checker
+
+    return register
+
+
+def _load(lesson: int) -> None:
+    if any(n == lesson for n, _, _ in LESSONS):
+        importlib.import_module(f"{__package__}.lesson{lesson:02d}")
+
+
+def _find(qid: str) -> Exercise:
+    m = _QID.match(str(qid).strip())
+    if m:
+        _load(int(m.group(1)))
+    if str(qid).strip() in _REGISTRY:
+        return _REGISTRY[str(qid).strip()]
+    for number, _, _ in LESSONS:
+        _load(number)
+    raise UnknownNameError("exercise", str(qid), sorted(_REGISTRY), "exercise ids look like 'l5.q2'")
+
+
+def check(qid: str, answer=None) -> Verdict:
+    """Judge ``answer`` to exercise ``qid`` ("l5.q2"): right, close or wrong, with a hint. A blank
+    answer (None, ``...``, "") is "not answered yet" and raises nothing; so does a wrong one."""
+    ex = _find(qid)
+    if is_blank(answer):
+        return blank(ex.qid, ex.answer)
+    try:
+        return ex.checker(answer)
+    except AnswerError as e:
+        return wrong(ex.qid, e.message, e.hint)
+
+
+def exercises(lesson: int | None = None):
+    """Every exercise (or one lesson's): id, lesson, what the answer is, and the question."""
+    import pandas as pd
+
+    for number, _, _ in LESSONS:
+        if lesson is None or number == lesson:
+            _load(number)
+    rows = [dict(id=e.qid, lesson=e.lesson, answer=e.answer, prompt=e.prompt) for e in
+            sorted(_REGISTRY.values(), key=lambda e: (e.lesson, int(e.qid.rsplit("q", 1)[1])))
+            if lesson is None or e.lesson == lesson]
+    return pd.DataFrame(rows, columns=["id", "lesson", "answer", "prompt"])
+
+
+def lessons():
+    """The lessons in order: number, title, notebook and how many exercises."""
+    import pandas as pd
+
+    counts = exercises().groupby("lesson").size()
+    return pd.DataFrame([dict(lesson=n, title=t, notebook=f"{nb}.ipynb", exercises=int(counts.get(n, 0)))
+                         for n, t, nb in LESSONS])
+
+
+def show(obj):
+    """The source of a lesson's program, highlighted in a notebook (plain text elsewhere)."""
+    from IPython.display import Code
+
+    return Code(inspect.getsource(obj), language="python")

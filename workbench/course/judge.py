@@ -1,0 +1,175 @@
+"""Verdicts on a student's answer, and the judges that compare an answer with the workbench's own.
+
+A judge never raises on what a student wrote: an answer of the wrong kind, a name that does not exist,
+a pipeline that does not parse or a predicate that raises is a "wrong" verdict whose hint says why.
+A blank answer (None, ``...`` or an empty string) is "not answered yet".
+"""
+from __future__ import annotations
+
+import difflib
+import html
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["Verdict", "AnswerError", "from_answer", "is_blank", "blank", "right", "close", "wrong", "judge_number", "judge_names",
+           "judge_choice", "names_of"]
+
+RIGHT, CLOSE, WRONG, BLANK = "right", "close", "wrong", "not answered yet"
+_COLOURS = {RIGHT: "#1a7f37", CLOSE: "#9a6700", WRONG: "#cf222e", BLANK: "#57606a"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What ``course.check`` says: ``status`` is "right", "close", "wrong" or "not answered yet";
+    ``message`` says what was compared, ``hint`` where to look next. True only when right."""
+
+    qid: str
+    status: str
+    message: str
+    hint: str = ""
+
+    @property
+    def right(self) -> bool:
+        return self.status == RIGHT
+
+    @property
+    def answered(self) -> bool:
+        return self.status != BLANK
+
+    def __bool__(self) -> bool:
+        return self.right
+
+    def __str__(self) -> str:
+        text = f"{self.qid}: {self.status}. {self.message}"
+        return text + (f"\n  hint: {self.hint}" if self.hint else "")
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        colour = _COLOURS.get(self.status, "#57606a")
+        hint = f"<br><i>hint:</i> {html.escape(self.hint)}" if self.hint else ""
+        return (f'<div style="border-left:4px solid {colour};padding:2px 8px">'
+                f'<b>{html.escape(self.qid)}: <span style="color:{colour}">{html.escape(self.status)}</span></b>. '
+                f"{html.escape(self.message)}{hint}</div>")
+
+
+def is_blank(answer) -> bool:
+    return answer is None or answer is Ellipsis or (isinstance(answer, str) and not answer.strip())
+
+
+def blank(qid: str, what: str) -> Verdict:
+    return Verdict(qid, BLANK, f"write your answer ({what}) in the cell above and run it again")
+
+
+def right(qid: str, message: str, hint: str = "") -> Verdict:
+    return Verdict(qid, RIGHT, message, hint)
+
+
+def close(qid: str, message: str, hint: str = "") -> Verdict:
+    return Verdict(qid, CLOSE, message, hint)
+
+
+def wrong(qid: str, message: str, hint: str = "") -> Verdict:
+    return Verdict(qid, WRONG, message, hint)
+
+
+def judge_number(qid: str, answer, expected: float, *, what: str, rel_close: float = 0.1,
+                 rel_right: float = 0.0, near: dict[float, str] | None = None, hint: str = "") -> Verdict:
+    """A predicted count or amount. Right when within ``rel_right`` of ``expected`` (exact by default),
+    close within ``rel_close``; ``near`` maps values that a known misunderstanding gives (say, a loop
+    body counted once) to the hint that explains it."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or isinstance(answer, complex):
+        try:
+            answer = float(str(answer).replace(",", "").replace("_", ""))
+        except ValueError:
+            return wrong(qid, f"{answer!r} is not a number", f"the answer is {what}, as a number")
+    if math.isnan(answer):
+        return wrong(qid, "the answer is NaN", f"the answer is {what}, as a number")
+    off = abs(answer - expected) / max(abs(expected), 1e-30)
+    shown = _num(answer)
+    if off <= rel_right or answer == expected:
+        return right(qid, f"{shown} is {what}" + ("" if answer == expected else f" (the workbench: {_num(expected)})"))
+    for value, why in (near or {}).items():
+        if value != expected and abs(answer - value) <= max(abs(value), 1) * 1e-9:
+            return close(qid, f"{shown} is not {what}, but it is what you get when {why}", hint)
+    if off <= rel_close:
+        return close(qid, f"{shown} is within {100 * rel_close:.0f}% of {what}, not exactly it", hint)
+    return wrong(qid, f"{shown} is not {what}: the workbench's is {'lower' if answer > expected else 'higher'}", hint)
+
+
+def _num(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,.6g}"
+
+
+def names_of(answer) -> list[str] | None:
+    """A name or a collection of names as a list of stripped strings (None: not names)."""
+    if isinstance(answer, str):
+        parts = [p.strip() for p in answer.replace(";", ",").split(",")]
+        return [p for p in parts if p]
+    if isinstance(answer, Iterable) and not isinstance(answer, (bytes, dict)):
+        items = list(answer)
+        if all(isinstance(a, str) for a in items):
+            return [a.strip() for a in items if a.strip()]
+    return None
+
+
+def judge_names(qid: str, answer, expected: Iterable[str], *, what: str, known: Iterable[str] = (),
+                kind: str = "name", hint: str = "") -> Verdict:
+    """A name or a set of names (patterns, passes, ops). Right when the set equals ``expected``; close
+    when it overlaps or holds part of it; a name outside ``known`` (when given) gets its nearest names."""
+    names = names_of(answer)
+    if names is None:
+        return wrong(qid, f"{answer!r} is not a {kind} or a list of them", f"the answer is {what}")
+    known = set(known)
+    unknown = [n for n in names if known and n not in known]
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], sorted(known), n=3, cutoff=0.5)
+        more = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
+        return wrong(qid, f"{unknown[0]!r} is not a {kind} here{more}", hint)
+    got, want = set(names), set(expected)
+    listed = ", ".join(sorted(want))
+    if got == want:
+        return right(qid, f"{', '.join(sorted(got))}: {what}")
+    if got & want:
+        missing, extra = want - got, got - want
+        say = []
+        if missing:
+            say.append(f"{len(missing)} of the answer's {kind}s missing")
+        if extra:
+            say.append(f"{', '.join(sorted(extra))} not part of it")
+        return close(qid, f"part of {what} ({'; '.join(say)})", hint)
+    return wrong(qid, f"{', '.join(sorted(got)) or 'nothing'} is not {what}" + ("" if len(want) < 4 else
+                                                                                f" ({len(want)} {kind}s)"), hint)
+
+
+def judge_choice(qid: str, answer, expected, choices: Iterable, *, what: str, hint: str = "",
+                 why: str = "") -> Verdict:
+    """One of a few answers (a direction, True/False, "compute" or "memory")."""
+    choices = list(choices)
+    norm = (lambda v: v.strip().lower()) if all(isinstance(c, str) for c in choices) else (lambda v: v)
+    value = norm(answer) if isinstance(answer, str) else answer
+    if value not in [norm(c) for c in choices]:
+        return wrong(qid, f"{answer!r} is not one of {', '.join(map(repr, choices))}", f"the answer is {what}")
+    if value == norm(expected):
+        return right(qid, f"{expected!r}: {what}" + (f". {why}" if why else ""))
+    return wrong(qid, f"{answer!r} is not {what}", hint)
+
+
+class AnswerError(Exception):
+    """What went wrong with the student's answer itself (a pipeline that does not parse, a predicate
+    that raises): ``course.check`` turns it into a "wrong" verdict with this message and hint."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.message, self.hint = message, hint
+
+
+def from_answer(what: str, fn, *args, hint: str = "", **kwargs):
+    """``fn(*args, **kwargs)`` on behalf of the student's answer: whatever it raises is the answer's
+    fault, reported as ``AnswerError`` ("your pipeline failed: ...")."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 -- any failure of the student's own code or input is their answer's
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise AnswerError(f"{what} failed: {type(e).__name__}: {first[:400]}", hint) from e
