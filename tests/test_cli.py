@@ -3,6 +3,7 @@ import argparse
 import glob
 import importlib.util
 import os
+import pathlib
 import shlex
 import shutil
 import re
@@ -93,7 +94,7 @@ def test_every_option_of_every_command_has_a_help_line():
                for path, action in walk(build_parser(), []) if not action.help or action.help == argparse.SUPPRESS]
     assert not missing, f"options without a help line: {missing}"
     commands = {p[0] for p, _ in walk(build_parser(), []) if p}
-    assert commands == {"stages", "report", "show", "patterns", "pipelines", "diff", "opt", "open"}
+    assert commands == {"stages", "report", "show", "patterns", "pipelines", "diff", "opt", "open", "course"}
 
 
 def test_patterns_groups_lists_the_groups_with_counts(capsys):
@@ -440,3 +441,22 @@ def test_opt_is_wb_opt_and_takes_a_lone_pass_name(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == api.strip(), r.stderr
     with pytest.raises(wb.PipelineSyntaxError, match="sccpp"):
         wb.opt(FOLDABLE, "sccpp")
+
+
+def test_course_copies_the_notebooks_to_a_folder_and_never_overwrites_a_students_copy(tmp_path):
+    console = shutil.which("hlo-workbench", path=os.path.dirname(sys.executable))
+    folder = tmp_path / "my-course"
+    r = subprocess.run([console, "course", str(folder)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    shipped = sorted(p.name for p in (pathlib.Path(ROOT) / "notebooks").iterdir() if p.suffix in (".ipynb", ".md"))
+    assert sorted(p.name for p in folder.iterdir()) == shipped and "00_tour.ipynb" in shipped
+    assert "jupyter lab" in r.stdout and f"{len(shipped)} written" in r.stdout
+    mine = folder / "03_rewrite_patterns.ipynb"
+    mine.write_text(mine.read_text().replace('"cells": [', '"cells": [{"cell_type": "markdown", "metadata": {}, '
+                                                           '"source": ["my answer"]}, ', 1))
+    again = subprocess.run([console, "course", str(folder)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert again.returncode == 0 and "kept as they were" in again.stdout and "03_rewrite_patterns" in again.stdout
+    assert "my answer" in mine.read_text()
+    (tmp_path / "afile").write_text("")
+    bad = subprocess.run([console, "course", str(tmp_path / "afile")], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "is a file, not a folder" in bad.stderr

@@ -134,6 +134,9 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_a_builtin_example_from_an
     assert any(a.endswith(".js") for a in assets) and any(a.endswith(".css") for a in assets)
     missing = {"workbench/examples/attention.py", *examples, *assets} - names
     assert not missing, f"the wheel lacks {sorted(missing)}"
+    course = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")} | {"README.md"}
+    shipped = {Path(n).name for n in names if "/share/hlo-workbench/notebooks/" in n}
+    assert shipped == course, f"the wheel's course: {sorted(shipped)}"
 
     ours = list(dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib")))  # this venv's site-packages
     ours_before = {p: sorted(x.name for x in Path(p).glob("*hlo_workbench*")) for p in ours}
@@ -162,6 +165,11 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_a_builtin_example_from_an
 
     out = sh(Path(paths["scripts"]) / "hlo-workbench", "report", "attention", cwd=elsewhere)
     assert "enzyme-hlo-patterns#1" in out and "stablehlo.dot_general" in out and "Final MLIR stage" in out
+
+    # the course comes with the wheel: `hlo-workbench course` copies it out of the environment's share/
+    out = sh(Path(paths["scripts"]) / "hlo-workbench", "course", "my-course", cwd=elsewhere)
+    assert str(Path(paths["data"]) / "share" / "hlo-workbench" / "notebooks") in out, out
+    assert sorted(p.name for p in (elsewhere / "my-course").iterdir()) == sorted(course)
 
     # installing the wheel installed the JupyterLab extension: this environment's JupyterLab lists it
     # (from the environment's own share/jupyter/labextensions, which only the wheel can have filled)

@@ -3,6 +3,7 @@
     hlo-workbench diff before.mlir after.mlir      # structural diff of two MLIR (or two XLA HLO) modules
     hlo-workbench opt in.mlir --pass-pipeline='builtin.module(canonicalize,enzyme-hlo-opt)'
     hlo-workbench open attn.hlox --stage xla:optimized   # a saved exploration
+    hlo-workbench course my-course/                # copy the course's notebooks to a folder of one's own
 
 ``cli.py`` registers them (``add_file_commands``) next to the commands that explore a function.
 """
@@ -16,9 +17,9 @@ from ..errors import StageError, WorkbenchError
 from ..ir.text import input_kind, strip_locations
 from .text import stage_table
 
-__all__ = ["FILE_COMMANDS", "add_file_commands", "cmd_diff", "cmd_opt", "cmd_open"]
+__all__ = ["FILE_COMMANDS", "add_file_commands", "cmd_diff", "cmd_opt", "cmd_open", "cmd_course", "course_folder"]
 
-FILE_COMMANDS = ("diff", "opt", "open")
+FILE_COMMANDS = ("diff", "opt", "open", "course")
 
 # What each ``ir.text.input_kind`` is called in a message.
 _KIND_NAMES = {"mlir": "MLIR", "hlo": "XLA HLO text", "jaxpr": "a jaxpr", "python": "Python source",
@@ -183,8 +184,51 @@ exit status: 0 done, 1 the --stage asked for failed when the exploration was mad
 2 trouble (a missing, corrupt, truncated or newer-version file, an unknown stage)."""
 
 
+# -- course ----------------------------------------------------------------------------------------------
+
+
+def course_folder() -> Path:
+    """Where the course's notebooks are: the checkout's notebooks/ when this is one, else the folder the
+    wheel installed them to (share/hlo-workbench/notebooks under the environment or the user's base)."""
+    import site
+    import sysconfig
+
+    here = Path(__file__).resolve().parents[2]
+    places = [here / "notebooks"] if (here / "pyproject.toml").exists() else []
+    places += [Path(base) / "share" / "hlo-workbench" / "notebooks"
+               for base in dict.fromkeys([sysconfig.get_paths()["data"], sys.prefix, site.USER_BASE or ""]) if base]
+    for place in places:
+        if (place / "00_tour.ipynb").is_file():
+            return place
+    raise WorkbenchError("the course's notebooks are not installed here (looked in "
+                         + ", ".join(map(str, places)) + "); install the hlo-workbench wheel, or run from a checkout")
+
+
+def cmd_course(ns) -> int:
+    source = course_folder()
+    target = Path(ns.folder)
+    if target.exists() and not target.is_dir():
+        raise WorkbenchError(f"{target} is a file, not a folder")
+    target.mkdir(parents=True, exist_ok=True)
+    files = sorted(source.glob("*.ipynb")) + [p for p in [source / "README.md"] if p.is_file()]
+    copied, same, kept = [], [], []
+    for path in files:
+        dest = target / path.name
+        if dest.exists():
+            # the student's own copy, perhaps with answers in it, is never overwritten
+            (same if dest.read_bytes() == path.read_bytes() else kept).append(dest.name)
+            continue
+        dest.write_bytes(path.read_bytes())
+        copied.append(dest.name)
+    print(f"the course ({len(files)} files) from {source} to {target}/: {len(copied)} written"
+          + (f", {len(same)} already there" if same else "")
+          + (f", {len(kept)} kept as they were (yours differ: {', '.join(kept)})" if kept else ""))
+    print(f"open it with: jupyter lab {target / '00_tour.ipynb'}   (the index: {target / 'README.md'})")
+    return 0
+
+
 def add_file_commands(sub) -> None:
-    """Add the diff, opt and open commands to the subparsers ``sub`` of the hlo-workbench parser."""
+    """Add the diff, opt, open and course commands to the subparsers ``sub`` of the hlo-workbench parser."""
     raw = argparse.RawDescriptionHelpFormatter
     sp = sub.add_parser("diff", help="structural diff of two MLIR or two XLA HLO files (exit 0 same, 1 differ)",
                         description=_DIFF_HELP, formatter_class=raw)
@@ -218,3 +262,11 @@ def add_file_commands(sub) -> None:
     sp.add_argument("-o", "--output", metavar="FILE", help="with --stage: write the stage's text to FILE "
                     "(e.g. to diff or opt it) instead of printing it")
     sp.set_defaults(func=cmd_open)
+
+    sp = sub.add_parser("course", help="copy the course's notebooks (lessons 0-10 and their index) to a folder",
+                        description="Copy the course -- the tour and lessons 1-10, with notebooks/README.md, "
+                        "their index -- to FOLDER, to work in. A notebook already there that differs (your "
+                        "answers) is kept as it is.")
+    sp.add_argument("folder", metavar="FOLDER", nargs="?", default="hlo-workbench-course",
+                    help="where to put the notebooks (default: ./hlo-workbench-course)")
+    sp.set_defaults(func=cmd_course)
