@@ -144,3 +144,20 @@ def test_float64_outputs_have_no_wider_reference_and_say_so(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.startswith("stage True float64 |") and "no wider dtype" in r.stdout
+
+
+def test_a_stage_whose_outputs_are_all_nan_fails_without_numpy_warnings(tmp_path):
+    """Checked against "stablehlo" (a loaded exploration has no float64 reference), a stage that turns
+    every output into NaN fails with an infinite error, and numpy says nothing on the way."""
+    import warnings
+
+    def f(x):
+        return jnp.where(jnp.isnan(x), 0.0, x).sum(0, keepdims=True) * 2.0
+
+    x = jnp.array([[1.0, jnp.nan, 3.0]]).T
+    saved = wb.load(wb.explore(f, x, no_nan=True).save(str(tmp_path / "nan.hlox"), arrays=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        check = saved.run().check
+    assert check.kind == "stage" and not check.passed
+    assert np.isinf(check.leaves[0].max_abs) and np.isinf(check.leaves[0].max_rel)
