@@ -453,3 +453,13 @@ def test_stepping_reports_each_step_and_the_end():
     assert applied and seen == [(k, None) for k in range(len(applied) + 1)]
     assert repr(s).startswith(f"Stepwise('f', {len(applied)} steps from 'stablehlo': {applied[0]}")
     assert ("ends where one greedy run" in repr(s)) == s.matches_reference
+
+
+def test_the_jaxpr_stage_is_plain_text_where_jax_would_colour_it(monkeypatch):
+    """In a Jupyter kernel JAX's pretty-printer colours a jaxpr's str(); the stage's text stays plain."""
+    from jax._src import pretty_printer
+
+    monkeypatch.setattr(pretty_printer, "CAN_USE_COLOR", True)
+    assert "\x1b[" in str(jax.make_jaxpr(lambda x: x + 1)(jnp.ones(2)))  # what the kernel would have printed
+    text = wb.explore(lambda x: jnp.sin(x) + 1, jnp.ones(2), pipeline="none")["jaxpr"].text
+    assert "\x1b" not in text and "sin" in text and text.startswith("{ lambda")

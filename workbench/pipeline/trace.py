@@ -125,7 +125,8 @@ def trace(fn: Callable, args: tuple, *, platform: str = "cpu", static_argnums: t
         hint = _concrete_value_hint(fn, args, static, e)
         raise TraceError(f"tracing {name}{_shapes(args)} failed:\n{user_frames(e)}{hint}") from None
     dynamic = tuple(a for i, a in enumerate(args) if i not in static)
-    return Traced(str(jaxpr), exported.mlir_module(), exported, dynamic, static, t1 - t0, t2 - t1,
+    # str() would colour the text where JAX thinks colour is welcome (a Jupyter kernel): the stage is text
+    return Traced(str(jaxpr.pretty_print(use_color=False)), exported.mlir_module(), exported, dynamic, static, t1 - t0, t2 - t1,
                   fn=fn, all_args=tuple(args))
 
 
