@@ -185,6 +185,18 @@ def test_a_predicate_that_does_not_hold_on_the_start_module_is_refused(attention
         attention.reduce(lambda ex: False, progress=False)
 
 
+def test_a_predicate_that_names_the_stablehlo_stage_is_told_what_a_candidate_calls_it():
+    import jax.numpy as jnp
+
+    def t(x, y):
+        return jnp.dot(x.T, y.T).T
+
+    et = wb.explore(t, jnp.ones((8, 16)), jnp.ones((4, 8)))
+    with pytest.raises(WorkbenchError, match=r"asks for stage 'stablehlo'.*first stage is 'input'.*reference_stage"):
+        et.reduce(wb.has_op("stablehlo.dot_general", stage="stablehlo"), progress=False)
+    assert et.reduce(lambda e: "stablehlo.dot_general" in e.reference_stage().text, progress=False).ops_after >= 1
+
+
 @pytest.mark.parametrize("stage", ["jaxpr", "xla:optimized"])
 def test_a_stage_that_is_not_an_mlir_module_is_refused(attention, stage):
     with pytest.raises(WorkbenchError, match=f"stage '{stage}' is .*not an MLIR module"):

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import ModuleParseError, WorkbenchError
+from ..errors import ModuleParseError, UnknownNameError, WorkbenchError
 from ..ir.mlir import parse_module
 from ..ir.ops import op_counts
 from ..ir.text import mask_strings, publish_functions, strip_locations
@@ -568,7 +568,18 @@ def reduce(ex: Exploration, predicate: Predicate, make: Callable[[str], Explorat
     interrupted = False
     with prefetch:
         try:
-            if not search.holds(start, first=True):
+            try:
+                held = search.holds(start, first=True)
+            except UnknownNameError as e:
+                if e.kind != "stage":
+                    raise
+                raise WorkbenchError(
+                    f"the predicate asks for stage {e.name!r}, which reduce's candidates do not have: each is a "
+                    f"module explored as text, whose first stage is 'input' (the module as given), then the "
+                    f"pipeline's stages; name the stage by what it is -- e.reference_stage() is the program as "
+                    f"given in any exploration, and wb.has_op/lacks_op without stage= read the last MLIR "
+                    f"stage") from None
+            if not held:
                 raise WorkbenchError(
                     f"the predicate does not hold on stage {st.name!r} explored as text (its module run through "
                     f"the pipeline {ex.spec.pipeline!r}, on seeded random inputs when it runs): nothing to reduce")
