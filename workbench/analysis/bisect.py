@@ -438,7 +438,9 @@ class _DiffersFrom(BuiltinPredicate):
 
 
 def miscompiles(device: str | None = None, repeat: int = 1) -> BuiltinPredicate:
-    """Holds when the last MLIR stage's outputs fail the check against "stablehlo" on ``device``."""
+    """Holds when the last MLIR stage, run on ``device``, fails ``ex.run``'s numeric check: its error against
+    the function evaluated in float64 is materially larger than the as-lowered program's own (where no
+    float64 evaluation exists -- text input, random numbers -- against "stablehlo" at a per-dtype tolerance)."""
     return _Miscompiles(device=device, repeat=repeat)
 
 
