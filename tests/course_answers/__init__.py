@@ -3,7 +3,9 @@
 Each ``lNN.py`` holds ``RIGHT`` (exercise id -> an answer the checker must accept) and ``WRONG``
 (exercise id -> answers it must not accept), and may hold ``CLOSE`` (id -> answers it must call
 close). An answer that needs the test's scratch folder is ``Make(fn)``: the test passes ``fn`` a
-fresh directory and feeds the checker what it returns.
+fresh directory and feeds the checker what it returns. ``IN_NOTEBOOK`` (id -> source text) is a right
+answer that is code (a predicate, a call) as a student writes it in the notebook's answer cell; the
+other right answers go there as their repr.
 """
 import importlib
 import pathlib
@@ -15,6 +17,18 @@ class Make:
 
     def __call__(self, tmp_path):
         return self.fn(tmp_path)
+
+
+def notebook_answer(lesson, qid: str) -> str:
+    """The right answer to ``qid`` as source text for the notebook's ``answer = ...`` line."""
+    import ast
+
+    code = getattr(lesson, "IN_NOTEBOOK", {}).get(qid)
+    if code is not None:
+        return code
+    text = repr(lesson.RIGHT[qid])
+    ast.literal_eval(text)  # a literal, or the answer needs an IN_NOTEBOOK entry
+    return text
 
 
 def lessons() -> dict[int, object]:

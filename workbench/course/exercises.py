@@ -67,11 +67,12 @@ def _load(lesson: int) -> None:
 
 
 def _find(qid: str) -> Exercise:
-    m = _QID.match(str(qid).strip())
+    key = str(qid).strip().lower()
+    m = _QID.match(key)
     if m:
         _load(int(m.group(1)))
-    if str(qid).strip() in _REGISTRY:
-        return _REGISTRY[str(qid).strip()]
+    if key in _REGISTRY:
+        return _REGISTRY[key]
     for number, _, _ in LESSONS:
         _load(number)
     raise UnknownNameError("exercise", str(qid), sorted(_REGISTRY), "exercise ids look like 'l5.q2'")

@@ -128,7 +128,6 @@ def judge_names(qid: str, answer, expected: Iterable[str], *, what: str, known: 
         more = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
         return wrong(qid, f"{unknown[0]!r} is not a {kind} here{more}", hint)
     got, want = set(names), set(expected)
-    listed = ", ".join(sorted(want))
     if got == want:
         return right(qid, f"{', '.join(sorted(got))}: {what}")
     if got & want:

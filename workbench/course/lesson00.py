@@ -6,6 +6,7 @@ from functools import cache
 import workbench as wb
 from workbench.examples import attention
 
+from .common import last_mlir
 from .exercises import exercise
 from .judge import judge_number
 
@@ -15,9 +16,6 @@ def exploration():
     """The tour's Exploration: ``wb.explore(attention.fn, *attention.args())``, Reactant's default pipeline."""
     return wb.explore(attention.fn, *attention.args())
 
-
-def last_mlir(ex):
-    return [s for s in ex.stages if s.group == "mlir"][-1]
 
 
 @exercise("l0.q1", prompt="How many stages of the attention gradient's exploration changed the program "

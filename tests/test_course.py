@@ -1,0 +1,96 @@
+"""The course's checkers: each accepts a right answer (kept in tests/course_answers/, not in the
+notebooks), rejects wrong ones, and says "not answered yet" to a blank without raising. Every lesson
+has 2-4 exercises, and every exercise has answers here."""
+import pytest
+
+import course_answers
+from workbench import course
+from workbench.errors import UnknownNameError
+
+ANSWERS = course_answers.lessons()
+ALL = course.exercises()
+IDS = list(ALL.id)
+
+
+def answers_of(qid, table):
+    return getattr(ANSWERS[int(qid[1:].split(".")[0])], table, {}).get(qid)
+
+
+def given(answer, tmp_path):
+    return answer(tmp_path) if isinstance(answer, course_answers.Make) else answer
+
+
+def test_every_lesson_has_two_to_four_exercises_and_every_exercise_has_answers_here():
+    per_lesson = ALL.groupby("lesson").size().to_dict()
+    assert sorted(per_lesson) == [n for n, _, _ in course.LESSONS]
+    assert all(2 <= k <= 4 for k in per_lesson.values()), per_lesson
+    for qid in IDS:
+        assert answers_of(qid, "RIGHT") is not None, f"no right answer for {qid} in tests/course_answers"
+        assert answers_of(qid, "WRONG"), f"no wrong answers for {qid} in tests/course_answers"
+    assert all(ALL.prompt.str.len() > 20)
+
+
+@pytest.mark.parametrize("qid", IDS)
+def test_a_right_answer_is_accepted(qid, tmp_path):
+    v = course.check(qid, given(answers_of(qid, "RIGHT"), tmp_path))
+    assert v.right and v.status == "right", v
+    assert qid in str(v) and qid in v._repr_html_()
+
+
+@pytest.mark.parametrize("qid", IDS)
+def test_a_wrong_answer_is_rejected_with_a_hint(qid, tmp_path):
+    for answer in answers_of(qid, "WRONG"):
+        v = course.check(qid, given(answer, tmp_path))
+        assert not v and v.status in ("wrong", "close"), (answer, v)
+        assert v.message
+    for answer in answers_of(qid, "CLOSE") or []:
+        v = course.check(qid, given(answer, tmp_path))
+        assert v.status == "close", (answer, v)
+
+
+@pytest.mark.parametrize("qid", IDS)
+def test_a_blank_answer_is_not_answered_yet(qid):
+    for answer in (None, ..., "", "  "):
+        v = course.check(qid, answer)
+        assert v.status == "not answered yet" and not v.answered and not v, v
+    assert course.check(qid).status == "not answered yet" and course.check(qid.upper()).qid == qid
+
+
+def test_an_unknown_exercise_is_a_clear_error():
+    with pytest.raises(UnknownNameError, match="l0.q1"):
+        course.check("l0.q9", 3)
+    with pytest.raises(UnknownNameError, match="exercise ids look like"):
+        course.check("lesson five", 3)
+
+
+def test_the_lessons_table_names_every_notebook():
+    import pathlib
+
+    table = course.lessons()
+    root = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
+    assert list(table.lesson) == list(range(11))
+    assert all((root / nb).exists() for nb in table.notebook)
+    assert (table.exercises >= 2).all()
+
+
+def test_the_judges_say_right_close_or_wrong_and_why():
+    from workbench.course.judge import judge_choice, judge_names, judge_number
+
+    assert judge_number("q", 96, 96.0, what="the flops").right
+    assert judge_number("q", "1,024", 1024, what="the bytes").right
+    v = judge_number("q", 12, 96, what="the flops", near={12: "the loop body is counted once"})
+    assert v.status == "close" and "counted once" in v.message
+    assert judge_number("q", 100, 96, what="the flops").status == "close"
+    assert judge_number("q", 200, 96, what="the flops").status == "wrong"
+    assert judge_number("q", True, 1, what="the count").status == "wrong"
+    assert judge_number("q", float("nan"), 1, what="the count").status == "wrong"
+    known = ["transpose_transpose", "dot_transpose", "add_simplify"]
+    assert judge_names("q", "dot_transpose", {"dot_transpose"}, what="the culprit", known=known).right
+    assert judge_names("q", ["dot_transpose", "transpose_transpose"], {"transpose_transpose", "dot_transpose"},
+                       what="the culprits", known=known).right
+    assert judge_names("q", "dot_transpose", {"dot_transpose", "add_simplify"}, what="the culprits").status == "close"
+    v = judge_names("q", "dot_transpos", {"dot_transpose"}, what="the culprit", known=known, kind="pattern")
+    assert v.status == "wrong" and "did you mean 'dot_transpose'" in v.message
+    assert judge_names("q", 3, {"dot_transpose"}, what="the culprit").status == "wrong"
+    assert judge_choice("q", " Up", "up", ["up", "down"], what="the direction").right
+    assert judge_choice("q", "sideways", "up", ["up", "down"], what="the direction").status == "wrong"

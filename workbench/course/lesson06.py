@@ -1,0 +1,119 @@
+"""Lesson 6, loops: a recurrent cell under lax.scan, its trip count, loop-invariant code motion, and XLA's
+cost analysis that counts a loop body once (notebooks/06_loops)."""
+from __future__ import annotations
+
+from functools import cache
+
+import jax
+import jax.numpy as jnp
+
+import workbench as wb
+
+from .common import last_mlir
+from .exercises import exercise
+from .judge import judge_number
+
+STEPS = 16
+
+
+def rnn(w, u, xs):
+    """A tanh recurrent cell over a sequence, with its recurrent weight normalized inside the step (as a
+    weight-normalized layer written in the naive way does): that normalization is the same every step."""
+    def cell(h, x):
+        wn = w / jnp.sqrt(jnp.sum(w * w))            # depends on w alone
+        h = jnp.tanh(h @ wn + x @ u)
+        return h, h.sum()
+
+    h0 = jnp.zeros((xs.shape[1], w.shape[0]), xs.dtype)
+    return jax.lax.scan(cell, h0, xs)
+
+
+def counting(n):
+    """A fori_loop and a while_loop with the same job, to compare their lowering with scan's."""
+    a = jax.lax.fori_loop(0, 10, lambda i, x: x * 0.5 + 1.0, n)
+    b = jax.lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 0.5 + 1.0), (0, n))[1]
+    return a + b
+
+
+def args(d: int = 32, batch: int = 8):
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(6), 3)
+    w = jax.random.normal(k1, (d, d), jnp.float32) / jnp.sqrt(d)
+    u = jax.random.normal(k2, (d, d), jnp.float32) / jnp.sqrt(d)
+    xs = jax.random.normal(k3, (STEPS, batch, d), jnp.float32)
+    return (w, u, xs)
+
+
+@cache
+def exploration(licm: bool = True):
+    """``wb.explore(rnn, *args(), licm=licm)``: Reactant's default pipeline, loop-invariant code motion on or off."""
+    return wb.explore(rnn, *args(), licm=licm)
+
+
+
+def stage_cost(ex, stage) -> dict:
+    """The row of ``ex.cost()`` for one stage, as a dict."""
+    table = ex.cost()
+    return table[table.stage == stage].iloc[0].to_dict()
+
+
+def condition_runs() -> int:
+    """How often the loop's condition runs, from the trip count of its compare in the stablehlo stage."""
+    c = exploration().cost("stablehlo")
+    return int(c[c.op == "stablehlo.compare"].trip_count.max())
+
+
+def in_loop(ex) -> int:
+    """How many ops of the last MLIR stage run more than once (those inside the loop)."""
+    c = ex.cost(last_mlir(ex).name)
+    return int((c.trip_count > 1).sum())
+
+
+def last_flops(ex) -> int:
+    return int(stage_cost(ex, last_mlir(ex).name)["flops"])
+
+
+@exercise("l6.q1", prompt="How many times does the condition of the recurrent cell's while loop run, in one call "
+                          "of the program?", answer="a number of times")
+def q1(answer):
+    runs = condition_runs()
+    return judge_number("l6.q1", answer, runs, what="how often the loop's condition runs",
+                        near={float(runs - 1): "you count the body's iterations: the condition runs once more, "
+                                               "the time it answers 'stop'"},
+                        hint="ex.cost('stablehlo') has a trip_count per op; find the stablehlo.compare of the cond "
+                             "region")
+
+
+@exercise("l6.q2", prompt="How many flops does the workbench count for one call of the whole program in the "
+                          "'stablehlo' stage, every loop iteration included?", answer="a number of flops")
+def q2(answer):
+    row = stage_cost(exploration(), "stablehlo")
+    return judge_number("l6.q2", answer, int(row["flops"]), what="the program's flops in the stablehlo stage",
+                        near={float(row["flops_body_once"]): "the loop body is counted once, as XLA's cost "
+                                                            "analysis does (xla_flops)"},
+                        hint="ex.cost() has a flops column (loops multiplied by their trip counts) next to "
+                             "flops_body_once and xla_flops")
+
+
+@exercise("l6.q3", prompt="In the last MLIR stage, how many fewer ops sit inside the loop (run more than once) "
+                          "with licm on than with licm=False?", answer="a number of ops")
+def q3(answer):
+    moved = in_loop(exploration(False)) - in_loop(exploration(True))
+    return judge_number("l6.q3", answer, moved, what="the ops loop-invariant code motion takes out of the loop",
+                        near={float(in_loop(exploration(True))): "you count the ops left in the loop, not those "
+                                                                 "moved out"},
+                        hint="explore with licm=False too; in ex.cost(stage) of each last MLIR stage count the "
+                             "rows whose trip_count is above 1")
+
+
+@exercise("l6.q4", prompt="How many flops per call does loop-invariant code motion save on this program (the "
+                          "last MLIR stage's flops with licm=False minus those with licm on)?",
+          answer="a number of flops")
+def q4(answer):
+    off, on = last_flops(exploration(False)), last_flops(exploration(True))
+    saved, trips = off - on, condition_runs() - 1
+    hoisted_per_step = saved / (trips - 1)
+    return judge_number("l6.q4", answer, saved, what="the flops LICM saves",
+                        near={float(hoisted_per_step * trips): "you assume the hoisted ops no longer run at all: "
+                                                                "they still run once, before the loop",
+                              float(hoisted_per_step): "you count one iteration's worth"},
+                        hint="ex.cost() of both explorations: subtract the flops of their last MLIR stages")

@@ -1,0 +1,111 @@
+"""Lesson 7, autodiff: the gradient of a three-layer MLP's loss as IR, what the pipeline removes from it,
+and what the backward pass costs next to the forward one (notebooks/07_autodiff)."""
+from __future__ import annotations
+
+from functools import cache
+
+import jax
+
+import workbench as wb
+from workbench.examples import mlp
+
+from .common import last_mlir
+from .exercises import exercise
+from .judge import judge_names, judge_number
+
+loss = mlp.loss
+
+
+def args():
+    """The MLP's parameters (three (weight, bias) pairs), a batch of inputs and of targets."""
+    return mlp.args()
+
+
+@cache
+def forward():
+    """``wb.explore(loss, *args())``: the loss alone."""
+    return wb.explore(loss, *args())
+
+
+@cache
+def gradient(argnums=0):
+    """``wb.explore(jax.grad(loss, argnums), *args())``: by default the gradient with respect to the
+    parameters only, as a training step asks for it."""
+    return wb.explore(jax.grad(loss, argnums=argnums), *args())
+
+
+
+def stage_row(ex, stage) -> dict:
+    table = ex.cost()
+    return table[table.stage == stage].iloc[0].to_dict()
+
+
+def dots(ex, stage=None) -> int:
+    st = last_mlir(ex) if stage is None else ex.stage(stage)
+    return st.text.count("stablehlo.dot_general")
+
+
+def flops_ratio(grad) -> float:
+    """The last MLIR stage's flops of ``grad`` over those of the loss alone."""
+    g, f = grad, forward()
+    return stage_row(g, last_mlir(g).name)["flops"] / stage_row(f, last_mlir(f).name)["flops"]
+
+
+def removed(ex) -> int:
+    """Ops in 'stablehlo' minus ops in the last MLIR stage."""
+    return int(stage_row(ex, "stablehlo")["ops"]) - int(stage_row(ex, last_mlir(ex).name)["ops"])
+
+
+@cache
+def transpose_culprits() -> tuple[str, ...]:
+    """The 1-minimal set of patterns that leave the gradient without a transpose."""
+    b = gradient().bisect(wb.op_count_at_most("stablehlo.transpose", 0), progress=False)
+    return tuple(b.patterns)
+
+
+@exercise("l7.q1", prompt="How many stablehlo.dot_general ops does the gradient of the loss with respect to the "
+                          "parameters hold in its last MLIR stage?", answer="a number of ops")
+def q1(answer):
+    expected = dots(gradient())
+    return judge_number("l7.q1", answer, expected, what="the dot_generals of the gradient",
+                        near={float(dots(gradient((0, 1)))): "you differentiate with respect to the input x too: "
+                                                             "nobody asked for the first layer's input gradient",
+                              float(dots(forward(), "stablehlo")): "you count the forward pass's products alone",
+                              float(2 * dots(forward(), "stablehlo")): "you count two products per layer for the "
+                                                                      "backward pass and forget the forward pass "
+                                                                      "it runs first"},
+                        hint="the gradient runs the forward pass first; then each layer needs its weight's "
+                             "gradient, and every layer but the first passes a gradient on to its input")
+
+
+@exercise("l7.q2", prompt="How many ops does Reactant's default pipeline remove from the gradient (ops in "
+                          "'stablehlo' minus ops in the last MLIR stage, as ex.cost() counts them)?",
+          answer="a number of ops")
+def q2(answer):
+    g = gradient()
+    return judge_number("l7.q2", answer, removed(g), what="the ops the pipeline removes from the gradient",
+                        rel_close=0.1, near={float(removed(forward())): "you look at the forward pass's exploration",
+                                             float(int(stage_row(g, last_mlir(g).name)["ops"])): "you give the ops "
+                                                                                                 "left, not those removed"},
+                        hint="ex.cost() has an ops column per stage")
+
+
+@exercise("l7.q3", prompt="JAX's gradient holds a stablehlo.transpose after each weight gradient's product. Which "
+                          "pattern(s) leave the gradient without any transpose?",
+          answer="a pattern name, or a list of them")
+def q3(answer):
+    return judge_names("l7.q3", answer, transpose_culprits(), what="the pattern(s) that remove the transposes",
+                       known=wb.patterns().name, kind="pattern",
+                       hint="gradient.bisect(wb.op_count_at_most('stablehlo.transpose', 0)) finds them, as in "
+                            "lesson 3; or read the diff of the first enzyme-hlo-patterns stage")
+
+
+@exercise("l7.q4", prompt="How many times the loss's flops are the gradient's flops (last MLIR stage of each, as "
+                          "ex.cost() counts them)? A ratio such as 2.5.", answer="a ratio")
+def q4(answer):
+    expected = flops_ratio(gradient())
+    return judge_number("l7.q4", answer, expected, what="the gradient's flops over the loss's", rel_right=0.02,
+                        rel_close=0.1, near={round(flops_ratio(gradient((0, 1))), 2): "the input's gradient is "
+                                                                                      "computed too"},
+                        hint="ex.cost() of forward and gradient explorations: divide the flops of their last MLIR "
+                             "stages; two decimals are enough")
