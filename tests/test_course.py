@@ -5,6 +5,8 @@ import pytest
 
 import course_answers
 from workbench import course
+
+pytest.importorskip("enzyme_ad.jax", reason="the lessons' programs run Enzyme-JaX's patterns (CPython 3.11, x86-64 Linux)")
 from workbench.errors import UnknownNameError
 
 ANSWERS = course_answers.lessons()
