@@ -5,9 +5,9 @@ import pytest
 
 import course_answers
 from workbench import course
+from workbench.errors import UnknownNameError
 
 pytest.importorskip("enzyme_ad.jax", reason="the lessons' programs run Enzyme-JaX's patterns (CPython 3.11, x86-64 Linux)")
-from workbench.errors import UnknownNameError
 
 ANSWERS = course_answers.lessons()
 ALL = course.exercises()
