@@ -1,6 +1,8 @@
 """The course's checkers: each accepts a right answer (kept in tests/course_answers/, not in the
 notebooks), rejects wrong ones, and says "not answered yet" to a blank without raising. Every lesson
 has 2-4 exercises, and every exercise has answers here."""
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import course_answers
@@ -96,3 +98,15 @@ def test_the_judges_say_right_close_or_wrong_and_why():
     assert judge_names("q", 3, {"dot_transpose"}, what="the culprit").status == "wrong"
     assert judge_choice("q", " Up", "up", ["up", "down"], what="the direction").right
     assert judge_choice("q", "sideways", "up", ["up", "down"], what="the direction").status == "wrong"
+
+
+ODD = [{"a": 1}, [1, 2], np.array([1, 2]), np.int64(3), b"cse", object(), float("inf"), -1, 10**30, 2 + 3j,
+       lambda e: "yes", lambda: True, "lambda e: True", ["x", 3], set(), [], ("a", "b", "c"), "/", "none,none",
+       jnp.float32(1.0)]
+
+
+@pytest.mark.parametrize("qid", IDS)
+def test_an_answer_of_any_kind_gets_a_verdict_and_never_an_exception(qid):
+    for answer in ODD:
+        v = course.check(qid, answer)
+        assert v.status in ("right", "close", "wrong", "not answered yet"), (answer, v)

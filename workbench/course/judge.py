@@ -108,7 +108,10 @@ def names_of(answer) -> list[str] | None:
         parts = [p.strip() for p in answer.replace(";", ",").split(",")]
         return [p for p in parts if p]
     if isinstance(answer, Iterable) and not isinstance(answer, (bytes, dict)):
-        items = list(answer)
+        try:
+            items = list(answer)
+        except TypeError:  # an Iterable that is not (a 0-d array)
+            return None
         if all(isinstance(a, str) for a in items):
             return [a.strip() for a in items if a.strip()]
     return None
@@ -148,7 +151,8 @@ def judge_choice(qid: str, answer, expected, choices: Iterable, *, what: str, hi
     choices = list(choices)
     norm = (lambda v: v.strip().lower()) if all(isinstance(c, str) for c in choices) else (lambda v: v)
     value = norm(answer) if isinstance(answer, str) else answer
-    if value not in [norm(c) for c in choices]:
+    scalar = isinstance(value, (str, bool, int, float)) and not isinstance(value, complex)
+    if not scalar or not any(type(value) is type(norm(c)) and value == norm(c) for c in choices):
         return wrong(qid, f"{answer!r} is not one of {', '.join(map(repr, choices))}", f"the answer is {what}")
     if value == norm(expected):
         return right(qid, f"{expected!r}: {what}" + (f". {why}" if why else ""))

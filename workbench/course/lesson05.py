@@ -74,7 +74,7 @@ def down_culprits() -> tuple[str, ...]:
 def q1(answer):
     counts = {d: transposes_left(d) for d in DIRECTIONS}
     most = [d for d in DIRECTIONS if counts[d] == max(counts.values())]
-    given = answer.strip().lower() if isinstance(answer, str) else answer
+    given = answer.strip().lower() if isinstance(answer, str) else None
     expected = given if given in most else most[0]
     said = ", ".join(f"{d}: {n}" for d, n in counts.items())
     return judge_choice("l5.q1", answer, expected, DIRECTIONS, why=f"transposes left: {said}",
@@ -118,7 +118,7 @@ def q4(answer):
     up, down = movement_bytes(exploration("up")), movement_bytes(exploration("down"))
     expected = "more" if down > up else "fewer" if down < up else "the same"
     choices = ("more", "fewer", "the same")
-    given = answer.strip().lower() if isinstance(answer, str) else answer
+    given = answer.strip().lower() if isinstance(answer, str) else None
     if given == "same":
         answer = "the same"
     return judge_choice("l5.q4", answer, expected, choices, what="how 'down' changes XLA's data movement",
