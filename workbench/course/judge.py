@@ -59,7 +59,7 @@ def is_blank(answer) -> bool:
 
 
 def blank(qid: str, what: str) -> Verdict:
-    return Verdict(qid, BLANK, f"write your answer ({what}) in the cell above and run it again")
+    return Verdict(qid, BLANK, f"write your answer ({what}) in place of None, and run the cell again")
 
 
 def right(qid: str, message: str, hint: str = "") -> Verdict:
