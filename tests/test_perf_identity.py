@@ -5,7 +5,6 @@ import os
 import random
 import re
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
@@ -173,6 +172,9 @@ def test_xla_stages_and_analyses_are_a_plain_reading_of_xlas_own_compile(attenti
     exported = swap_module(ex.spec.traced.exported, ex.pipeline_stages[-1].text_with_locations)
     kept, removed = tmp_path / "dumps", []
     kept.mkdir()
+    ex.stages  # explore compiles for XLA on a thread of its own: let that compile end before the patches
+    drain = lambda: xla._AFTER.submit(lambda: None).result()  # one FIFO worker: earlier compiles' clean-ups are done
+    drain()  # so that none of them lands in the patched rmtree below
     monkeypatch.setattr(xla.tempfile, "mkdtemp", lambda **_: str(kept))
     monkeypatch.setattr(xla.shutil, "rmtree", lambda d, **_: removed.append(d))  # keep the files to read them here
     result = xla.compile_with_dumps(exported, jax.devices("cpu")[0])
@@ -184,10 +186,7 @@ def test_xla_stages_and_analyses_are_a_plain_reading_of_xlas_own_compile(attenti
         "argument_bytes": memory.argument_size_in_bytes, "output_bytes": memory.output_size_in_bytes,
         "temp_bytes": memory.temp_size_in_bytes, "alias_bytes": memory.alias_size_in_bytes,
         "generated_code_bytes": memory.generated_code_size_in_bytes}
-    for _ in range(100):  # the clean-up follows the analyses on their thread
-        if removed:
-            break
-        time.sleep(0.05)
+    drain()  # the clean-up follows the analyses on their thread
     assert removed == [str(kept)]
     stages = {s.name: s for s in ex.stages}
     xla_stages = [s for s in ex.stages if s.group == "xla"]
