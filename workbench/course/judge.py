@@ -95,7 +95,7 @@ def judge_number(qid: str, answer, expected: float, *, what: str, rel_close: flo
             return close(qid, f"{shown} is not {what}, but it is what you get when {why}", hint)
     if off <= rel_close:
         return close(qid, f"{shown} is within {100 * rel_close:.0f}% of {what}, not exactly it", hint)
-    return wrong(qid, f"{shown} is not {what}: the workbench's is {'lower' if answer > expected else 'higher'}", hint)
+    return wrong(qid, f"{shown} is not {what}: the right answer is {'lower' if answer > expected else 'higher'}", hint)
 
 
 def _num(x: float) -> str:
