@@ -17,7 +17,6 @@ def exploration():
     return wb.explore(attention.fn, *attention.args())
 
 
-
 @exercise("l0.q1", prompt="How many stages of the attention gradient's exploration changed the program "
                           "(MLIR, XLA and backend stages alike)?", answer="a number of stages")
 def q1(answer):

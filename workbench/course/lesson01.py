@@ -15,6 +15,7 @@ import numpy as np
 import workbench as wb
 from workbench.ir.mlir import parse_module
 
+from .common import stage_cost
 from .exercises import exercise
 from .judge import judge_number, right, wrong
 
@@ -68,8 +69,7 @@ def element_type(tensor_type: str) -> str:
 
 def stablehlo_ops(ex) -> int:
     """The ops of the stablehlo dialect in the lowered module: the ``ops_stablehlo`` column of ``ex.cost()``."""
-    row = ex.cost().set_index("stage").loc["stablehlo"]
-    return int(row["ops_stablehlo"])
+    return int(stage_cost(ex, "stablehlo")["ops_stablehlo"])
 
 
 @exercise("l1.q1", prompt="predict(params, x, 3) is explored with steps static. How many arguments does @main "

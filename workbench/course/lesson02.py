@@ -17,6 +17,7 @@ import workbench as wb
 from workbench.ir.ops import op_counts
 from workbench.ir.text import pass_names
 
+from .common import op_count
 from .exercises import exercise
 from .judge import close, from_answer, judge_names, judge_number, right, wrong
 
@@ -61,10 +62,6 @@ def ops(text: str) -> int:
     return sum(op_counts(text).values())
 
 
-def count(text: str, op: str) -> int:
-    return op_counts(text)[op]
-
-
 @cache
 def best(longest: int = LONGEST) -> tuple[int, tuple[str, ...]]:
     """The fewest ops any pipeline of at most ``longest`` of the CLEANUPS reaches, and the shortest such
@@ -88,8 +85,8 @@ def _pass_list(answer) -> list[str] | None:
                           "module, removes the second x - mu (one of the two stablehlo.subtract ops)?",
           answer="a pass name")
 def q1(answer):
-    before = count(lowered(), "stablehlo.subtract")
-    expected = [p for p in CLEANUPS if count(after(p), "stablehlo.subtract") < before]
+    before = op_count(lowered(), "stablehlo.subtract")
+    expected = [p for p in CLEANUPS if op_count(after(p), "stablehlo.subtract") < before]
     names = _pass_list(answer)
     if names is None:
         return wrong("l2.q1", f"{answer!r} is not a pass name", "the answer is one of " + ", ".join(CLEANUPS))
@@ -102,9 +99,9 @@ def q1(answer):
 @exercise("l2.q2", prompt="How many func.func ops does the module hold after the inline pass alone "
                           "(pipeline 'inline')?", answer="a number of functions")
 def q2(answer):
-    expected = count(after("inline"), "func.func")
+    expected = op_count(after("inline"), "func.func")
     return judge_number("l2.q2", answer, expected, what="the functions left after inline", rel_close=0.0,
-                        near={float(count(lowered(), "func.func")):
+                        near={float(op_count(lowered(), "func.func")):
                               "you expect the private @relu to stay behind for symbol-dce; the inliner erases a "
                               "private function itself once it has inlined every call of it"},
                         hint="count 'func.func' in the text of the inline stage")
@@ -113,8 +110,8 @@ def q2(answer):
 @exercise("l2.q3", prompt="After the pipeline 'cse,inline' (cse first), how many stablehlo.maximum ops does "
                           "@main hold?", answer="a number of ops")
 def q3(answer):
-    expected = count(after("cse,inline"), "stablehlo.maximum")
-    merged = count(after("inline,cse"), "stablehlo.maximum")
+    expected = op_count(after("cse,inline"), "stablehlo.maximum")
+    merged = op_count(after("inline,cse"), "stablehlo.maximum")
     return judge_number("l2.q3", answer, expected, what="the maximum ops after cse,inline", rel_close=0.0,
                         near={float(merged): "cse could merge the calls: it cannot, a func.call is opaque to it, and "
                                              "when the calls are inlined cse has already run"},

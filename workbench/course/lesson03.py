@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 import workbench as wb
 
+from .common import pattern_names
 from .exercises import exercise
 from .judge import judge_names, judge_number, names_of, right, wrong
 
@@ -54,11 +55,6 @@ def applicable(stage: str = "stablehlo") -> tuple[str, ...]:
 def stepped():
     """``exploration()`` stepped one pattern at a time from "stablehlo"."""
     return exploration().step("stablehlo", progress=False)
-
-
-@cache
-def pattern_names() -> frozenset[str]:
-    return frozenset(wb.patterns().name)
 
 
 @cache

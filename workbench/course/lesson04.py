@@ -10,6 +10,7 @@ import jax.numpy as jnp
 
 import workbench as wb
 
+from .common import pattern_names, stage_cost
 from .exercises import exercise
 from .judge import AnswerError, close, from_answer, judge_names, judge_number, right, wrong
 
@@ -106,14 +107,9 @@ def _failing() -> frozenset[str]:
 @cache
 def _flops(ex, stage: str, op: str | None = None) -> float:
     if op is None:
-        return float(ex.cost().set_index("stage").loc[stage, "flops"])
+        return float(stage_cost(ex, stage)["flops"])
     per_op = ex.cost(stage)
     return float(per_op[per_op.op == op].flops.sum())
-
-
-@cache
-def pattern_names() -> frozenset[str]:
-    return frozenset(wb.patterns(no_nan=True, all_finite=True).name)
 
 
 @exercise("l4.q1", prompt="two_matmuls with x of shape (256, 512) and a, b of shape (512, 64) (lesson.bigger()): how "
@@ -136,7 +132,7 @@ def q1(answer):
 def q2(answer):
     found = nan_fed().bisect(wb.miscompiles("cpu:0"), progress=False).patterns
     return judge_names("l4.q2", answer, found, what="the pattern whose rewrite makes the program miscompile",
-                       known=pattern_names(), kind="pattern",
+                       known=pattern_names(no_nan=True, all_finite=True), kind="pattern",
                        hint="bisect the exploration with a predicate that holds when the numeric check fails; "
                             "wb.miscompiles('cpu:0') is one")
 

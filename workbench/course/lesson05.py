@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 import workbench as wb
 
-from .common import last_mlir
+from .common import last_mlir, op_count, pattern_names
 from .exercises import exercise
 from .judge import judge_choice, judge_names, judge_number
 
@@ -45,9 +45,8 @@ def exploration(transpose: str = "up", reshape: str = "up"):
     return wb.explore(heads, *args(), transpose_propagate=transpose, reshape_propagate=reshape)
 
 
-
 def count(stage, op: str = "stablehlo.transpose") -> int:
-    return stage.text.count(op)
+    return op_count(stage.text, op)
 
 
 def transposes_left(transpose: str) -> int:
@@ -87,7 +86,7 @@ def q1(answer):
                           "the difference: turned off, the last MLIR stage keeps no more transposes than 'up' "
                           "leaves?", answer="a pattern name, or a list of them")
 def q2(answer):
-    known = wb.patterns().name
+    known = pattern_names()
     return judge_names("l5.q2", answer, down_culprits(), what="the pattern(s) that split the head transpose",
                        known=known, kind="pattern",
                        hint="diff 'stablehlo' with the last MLIR stage of the 'down' exploration: what happened "

@@ -8,12 +8,11 @@ import jax
 import jax.numpy as jnp
 
 import workbench as wb
+from workbench.examples.scan import args  # rnn takes the scan example's w, u and xs
 
-from .common import last_mlir
+from .common import last_mlir, stage_cost
 from .exercises import exercise
 from .judge import judge_number
-
-STEPS = 16
 
 
 def rnn(w, u, xs):
@@ -35,25 +34,10 @@ def counting(n):
     return a + b
 
 
-def args(d: int = 32, batch: int = 8):
-    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(6), 3)
-    w = jax.random.normal(k1, (d, d), jnp.float32) / jnp.sqrt(d)
-    u = jax.random.normal(k2, (d, d), jnp.float32) / jnp.sqrt(d)
-    xs = jax.random.normal(k3, (STEPS, batch, d), jnp.float32)
-    return (w, u, xs)
-
-
 @cache
 def exploration(licm: bool = True):
     """``wb.explore(rnn, *args(), licm=licm)``: Reactant's default pipeline, loop-invariant code motion on or off."""
     return wb.explore(rnn, *args(), licm=licm)
-
-
-
-def stage_cost(ex, stage) -> dict:
-    """The row of ``ex.cost()`` for one stage, as a dict."""
-    table = ex.cost()
-    return table[table.stage == stage].iloc[0].to_dict()
 
 
 def condition_runs() -> int:

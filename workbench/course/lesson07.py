@@ -9,7 +9,7 @@ import jax
 import workbench as wb
 from workbench.examples import mlp
 
-from .common import last_mlir
+from .common import last_mlir, op_count, pattern_names, stage_cost
 from .exercises import exercise
 from .judge import judge_names, judge_number
 
@@ -34,26 +34,20 @@ def gradient(argnums=0):
     return wb.explore(jax.grad(loss, argnums=argnums), *args())
 
 
-
-def stage_row(ex, stage) -> dict:
-    table = ex.cost()
-    return table[table.stage == stage].iloc[0].to_dict()
-
-
 def dots(ex, stage=None) -> int:
     st = last_mlir(ex) if stage is None else ex.stage(stage)
-    return st.text.count("stablehlo.dot_general")
+    return op_count(st.text, "stablehlo.dot_general")
 
 
 def flops_ratio(grad) -> float:
     """The last MLIR stage's flops of ``grad`` over those of the loss alone."""
     g, f = grad, forward()
-    return stage_row(g, last_mlir(g).name)["flops"] / stage_row(f, last_mlir(f).name)["flops"]
+    return stage_cost(g, last_mlir(g).name)["flops"] / stage_cost(f, last_mlir(f).name)["flops"]
 
 
 def removed(ex) -> int:
     """Ops in 'stablehlo' minus ops in the last MLIR stage."""
-    return int(stage_row(ex, "stablehlo")["ops"]) - int(stage_row(ex, last_mlir(ex).name)["ops"])
+    return int(stage_cost(ex, "stablehlo")["ops"]) - int(stage_cost(ex, last_mlir(ex).name)["ops"])
 
 
 @cache
@@ -85,7 +79,7 @@ def q2(answer):
     g = gradient()
     return judge_number("l7.q2", answer, removed(g), what="the ops the pipeline removes from the gradient",
                         rel_close=0.1, near={float(removed(forward())): "you look at the forward pass's exploration",
-                                             float(int(stage_row(g, last_mlir(g).name)["ops"])): "you give the ops "
+                                             float(int(stage_cost(g, last_mlir(g).name)["ops"])): "you give the ops "
                                                                                                  "left, not those removed"},
                         hint="ex.cost() has an ops column per stage")
 
@@ -95,7 +89,7 @@ def q2(answer):
           answer="a pattern name, or a list of them")
 def q3(answer):
     return judge_names("l7.q3", answer, transpose_culprits(), what="the pattern(s) that remove the transposes",
-                       known=wb.patterns().name, kind="pattern",
+                       known=pattern_names(), kind="pattern",
                        hint="gradient.bisect(wb.op_count_at_most('stablehlo.transpose', 0)) finds them, as in "
                             "lesson 3; or read the diff of the first enzyme-hlo-patterns stage")
 

@@ -35,7 +35,6 @@ def costs(dtype: str = "fp32"):
     return exploration().cost(device=PEAK_DEVICE, dtype=dtype).set_index("stage")
 
 
-
 def xla_pass(stage_name: str) -> str:
     """``"xla:fusion#1"`` -> ``"fusion"``: the XLA pass that made a stage."""
     return stage_name.removeprefix("xla:").rsplit("#", 1)[0]

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 
 import workbench as wb
 
+from .common import pattern_names
 from .exercises import exercise
 from .judge import (
     AnswerError,
@@ -76,7 +77,7 @@ def reduced():
 def q1(answer):
     found, symptom = culprits()
     blamed = [*found.patterns, *found.xla_passes]
-    known = set(wb.patterns().name) | set(buggy().xla_passes)
+    known = pattern_names() | set(buggy().xla_passes)
     given = set(names_of(answer) or [])
     hint = "b.patterns and b.xla_passes of the bisection"
     if set(symptom.patterns) != set(blamed) and given >= set(symptom.patterns):
