@@ -460,3 +460,7 @@ def test_course_copies_the_notebooks_to_a_folder_and_never_overwrites_a_students
     (tmp_path / "afile").write_text("")
     bad = subprocess.run([console, "course", str(tmp_path / "afile")], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "is a file, not a folder" in bad.stderr
+    plain = subprocess.run([console, "course"], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                           stdin=subprocess.DEVNULL)  # no folder given: ./hlo-workbench-course
+    assert plain.returncode == 0, plain.stderr
+    assert sorted(p.name for p in (tmp_path / "hlo-workbench-course").iterdir()) == shipped
