@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 import workbench as wb
+from workbench.pipeline.catalog import patterns_pass
 
 from .common import pattern_names
 from .exercises import exercise
@@ -65,8 +66,7 @@ def _specs() -> dict[str, str]:
 
 def pattern_pass(name: str) -> str:
     """The pipeline entry that applies the one pattern ``name`` greedily, as enzyme-ad spells it."""
-    spec = _specs()[name]
-    return f"enzyme-hlo-generate-td{{patterns={spec}}},transform-interpreter,enzyme-hlo-remove-transform"
+    return patterns_pass((_specs()[name],))
 
 
 def in_order(ex, names):
