@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = ["Verdict", "AnswerError", "from_answer", "is_blank", "blank", "right", "close", "wrong", "judge_number", "judge_names",
-           "judge_choice", "names_of"]
+           "judge_choice", "names_of", "as_number"]
 
 RIGHT, CLOSE, WRONG, BLANK = "right", "close", "wrong", "not answered yet"
 _COLOURS = {RIGHT: "#1a7f37", CLOSE: "#9a6700", WRONG: "#cf222e", BLANK: "#57606a"}
@@ -74,16 +74,28 @@ def wrong(qid: str, message: str, hint: str = "") -> Verdict:
     return Verdict(qid, WRONG, message, hint)
 
 
+def as_number(answer) -> float | int | None:
+    """A number the student wrote: an int or float as it is, or a string such as "1,024" or "2.5e6"
+    (None: not a number; True and False are not numbers here)."""
+    if isinstance(answer, bool) or isinstance(answer, complex):
+        return None
+    if isinstance(answer, (int, float)):
+        return answer  # an int stays exact
+    try:
+        return float(str(answer).replace(",", "").replace("_", ""))
+    except ValueError:
+        return None
+
+
 def judge_number(qid: str, answer, expected: float, *, what: str, rel_close: float = 0.1,
                  rel_right: float = 0.0, near: dict[float, str] | None = None, hint: str = "") -> Verdict:
     """A predicted count or amount. Right when within ``rel_right`` of ``expected`` (exact by default),
     close within ``rel_close``; ``near`` maps values that a known misunderstanding gives (say, a loop
     body counted once) to the hint that explains it."""
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)) or isinstance(answer, complex):
-        try:
-            answer = float(str(answer).replace(",", "").replace("_", ""))
-        except ValueError:
-            return wrong(qid, f"{answer!r} is not a number", f"the answer is {what}, as a number")
+    number = as_number(answer)
+    if number is None:
+        return wrong(qid, f"{answer!r} is not a number", f"the answer is {what}, as a number")
+    answer = number
     if math.isnan(answer):
         return wrong(qid, "the answer is NaN", f"the answer is {what}, as a number")
     off = abs(answer - expected) / max(abs(expected), 1e-30)

@@ -12,7 +12,7 @@ from workbench.ir.hlo import read_hlo
 
 from .common import last_mlir
 from .exercises import exercise
-from .judge import judge_names, judge_number, names_of, wrong
+from .judge import as_number, judge_names, judge_number, names_of, wrong
 
 PEAK_DEVICE = "H100"
 
@@ -137,18 +137,9 @@ def q4(answer):
     near = {}
     for value, why in ((1 / expected, "you divide the other way round: the bytes take longer"),
                        (tensor_cores, "you use the bf16 tensor-core peak: this program computes in float32")):
-        given = _as_float(answer)
+        given = as_number(answer)
         if given is not None and abs(given - value) <= 0.05 * value:
             near[given] = why  # within 5% of a misconception's value: judged close, with why
     return judge_number("l8.q4", answer, expected, what="the factor the bytes must shrink by", rel_right=0.02,
                         rel_close=0.15, near=near,
                         hint="roofline_bytes_s and roofline_flops_s are the two times; the factor is their ratio")
-
-
-def _as_float(answer) -> float | None:
-    if isinstance(answer, bool):
-        return None
-    try:
-        return float(answer)
-    except (TypeError, ValueError):
-        return None
