@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import workbench as wb
+from workbench.analysis.multiprocess import child_env
 from workbench.examples import attention
 
 from ..errors import WorkbenchError
@@ -123,10 +123,9 @@ def expected_here() -> dict:
 
 
 def _in_child() -> dict:
-    """``expected_here()`` in a fresh Python that sees 8 CPU devices (its other XLA flags kept)."""
-    flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "", os.environ.get("XLA_FLAGS", "")).strip()
-    env = {**os.environ, "XLA_FLAGS": f"{flags} --xla_force_host_platform_device_count={DEVICES}".strip(),
-           "JAX_PLATFORMS": "cpu"}
+    """``expected_here()`` in a fresh Python that sees 8 CPU devices (the environment a multi-process run's
+    child gets: its other XLA flags kept)."""
+    env = child_env(DEVICES)
     code = ("import json; from workbench.course import lesson09 as L; "
             "print('RESULT' + json.dumps(L.expected_here()))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900,
