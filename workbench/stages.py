@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+from .errors import WorkbenchError
 from .options import PatternSelection
 
 __all__ = ["Stage", "StageKind", "Spec", "Traced", "Loaded"]
@@ -104,28 +105,69 @@ class Spec:
 
 @dataclass(frozen=True)
 class Traced:
-    """What tracing produced: texts for the first two stages and the Exported to run/compile later.
+    """What tracing produced: texts for the first two stages, and the ``jax.stages.Lowered`` that
+    compiles and calls every later stage as the user's own jit would.
 
-    ``fn`` and ``all_args`` are kept so the function can be evaluated again in float64 as the
-    numeric check's reference; ``memo`` holds that reference and the as-lowered outputs once
-    computed, shared by every Exploration derived from this trace (toggles, bisect).
+    ``args`` are the traced positional arguments as the user gave them (static ones removed);
+    ``call_args(full)`` turns the user's full positional arguments into what the lowered program's
+    executable takes (``(args, kwargs)``: flattened as the user's jit flattens them, a library's
+    state split from its arrays). ``exported`` is a ``jax.export.Exported`` of the same program,
+    built on first use, for the features that need it serialized; where that is impossible it raises
+    ``WorkbenchError`` with ``why_not_exported``. ``fn`` and ``all_args`` are kept so the function
+    can be evaluated again as the numeric check's reference; ``memo`` holds that reference and the
+    as-lowered outputs once computed, shared by every Exploration derived from this trace.
     """
 
     jaxpr: str
     stablehlo: str  # with locations; stages show it without
-    exported: Any  # jax.export.Exported
-    args: tuple  # the dynamic arguments, flattened per positional argument as the user gave them
+    lowered: Any  # jax.stages.Lowered
+    args: tuple
     static_argnums: tuple[int, ...]
     seconds_jaxpr: float
     seconds_lower: float
     fn: Callable | None = field(default=None, compare=False, repr=False)
     all_args: tuple = field(default=(), compare=False, repr=False)  # every positional argument, static ones too
     memo: dict = field(default_factory=dict, compare=False, repr=False)
+    how: str = ""  # the jit that lowered it, e.g. "jax.jit(f)" or "train_step (a flax JitWrapped)"
+    call_args: Callable[[tuple], tuple[tuple, dict]] | None = field(default=None, compare=False, repr=False)
+    exporter: Callable[[], Any] | None = field(default=None, compare=False, repr=False)
+    why_not_exported: str = ""
+    nr_devices: int = 1
+    in_avals: tuple = field(default=(), compare=False, repr=False)  # flattened, every argument
+    out_avals: tuple = field(default=(), compare=False, repr=False)  # flattened
+    platforms: tuple[str, ...] = ()
+    host_callbacks: int = 0  # jax.debug.print, pure_callback, io_callback calls in the program
+    kept_var_idx: tuple[int, ...] | None = None  # the flattened arguments @main takes (None: all)
 
     def full_args(self, dynamic: tuple) -> tuple:
         """The positional arguments with ``dynamic`` in place of the traced ones (static ones as given)."""
         dynamic = list(dynamic)
         return tuple(a if i in self.static_argnums else dynamic.pop(0) for i, a in enumerate(self.all_args))
+
+    def executable_args(self, dynamic: tuple | None = None) -> tuple[tuple, dict]:
+        """What the lowered program's executable is called with, for the traced arguments ``dynamic``
+        (default: the ones it was traced with)."""
+        return self.call_args(self.full_args(self.args if dynamic is None else tuple(dynamic)))
+
+    def module_args(self, dynamic: tuple | None = None) -> list:
+        """The arrays ``@main`` takes, in its order, for the traced arguments ``dynamic`` (default:
+        the traced ones): the executable's arguments flattened, those JAX pruned as unused left out,
+        typed PRNG keys as their raw data (as the module sees them)."""
+        import jax
+        import numpy as np
+
+        leaves = jax.tree_util.tree_leaves(self.executable_args(dynamic))
+        leaves = [jax.random.key_data(x) if jax.dtypes.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.extended)
+                  else x for x in leaves]
+        return leaves if self.kept_var_idx is None else [leaves[i] for i in self.kept_var_idx]
+
+    @property
+    def exported(self) -> Any:
+        if "exported" not in self.memo:
+            if self.exporter is None:
+                raise WorkbenchError(f"this program cannot be serialized with jax.export: {self.why_not_exported}")
+            self.memo["exported"] = self.exporter()
+        return self.memo["exported"]
 
 
 @dataclass(frozen=True)

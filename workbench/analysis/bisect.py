@@ -249,7 +249,7 @@ def _always_needed(ex: Exploration, passes: list[str]) -> tuple[list[str], str, 
     if ex.error is not None:
         return [], f"not probed: the program does not compile with every pass enabled ({ex.error.stage})", 0
     traced = ex.spec.traced
-    if traced is not None and traced.exported.nr_devices > 1:
+    if traced is not None and traced.nr_devices > 1:
         return [], ("not probed: the module is sharded, which the probe's child process does not set up "
                     "(the compiles of the search run in this process, unprotected from XLA's aborts)"), 0
     source = ex.pipeline_stages[-1].text_with_locations or ex.pipeline_stages[-1].text

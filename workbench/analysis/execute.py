@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import WorkbenchError
 from ..pipeline.exported import exported_for_text, swap_module
+from ..pipeline.program import relowered, undonated_call
 from ..pipeline.trace import all_devices, resolve_device
 from ..pipeline.xla import check_options
 from ..pipeline.xla_probe import guard_compile
@@ -389,11 +390,11 @@ def float64_reference(traced, device, dynamic_args) -> tuple[Any, str]:
     (outputs as numpy arrays, "") or (None, why there is none)."""
     if traced is None or traced.fn is None:
         return None, "the module was given as text, so there is no function to evaluate in float64"
-    if not any(_dtype_name(a.dtype) in _EPS for a in traced.exported.out_avals):
+    if not any(_dtype_name(a.dtype) in _EPS for a in traced.out_avals):
         return None, ("no output is floating point narrower than float64, so there is no wider dtype to "
                       "evaluate the function in")
     full = traced.full_args(tuple(dynamic_args))
-    sharded = traced.exported.nr_devices > 1
+    sharded = traced.nr_devices > 1
     dev = resolve_device(device)
     try:
         with jax.enable_x64(True):
@@ -426,8 +427,8 @@ def args_key(args) -> str:
     return h.hexdigest()
 
 
-def runnable_exported(ex, stage):
-    """The Exported that runs ``stage`` of ``ex``; WorkbenchError for stages that cannot run."""
+def _runnable_source(ex, stage) -> str:
+    """The module text of ``stage`` that JAX can run; WorkbenchError for stages that cannot run."""
     if stage.error:
         raise WorkbenchError(f"stage {stage.name!r} failed ({stage.error.splitlines()[0]}); it has no module to run")
     if stage.group in ("xla", "backend"):
@@ -436,7 +437,13 @@ def runnable_exported(ex, stage):
             "StableHLO/MLIR modules only. Run the last MLIR stage: XLA compiles it into exactly these stages.")
     if stage.name == "jaxpr":
         raise WorkbenchError("the jaxpr stage is not a module; run 'stablehlo' (the same program, lowered)")
-    source = stage.text_with_locations or stage.text
+    return stage.text_with_locations or stage.text
+
+
+def runnable_exported(ex, stage):
+    """The ``jax.export.Exported`` that runs ``stage`` of ``ex`` (for features that ship the program
+    serialized); WorkbenchError for stages that cannot run or programs jax.export cannot serialize."""
+    source = _runnable_source(ex, stage)
     traced = ex.spec.traced
     platform = resolve_device(ex.spec.device).platform
     try:
@@ -462,22 +469,63 @@ def example_args(exported, seed: int = 0) -> tuple:
 
 
 def _place(args, exported, device):
-    if exported.nr_devices > 1:
+    if exported is not None and exported.nr_devices > 1:
         return args  # sharded: the arguments already live on their mesh
-    return jax.device_put(args, device)
+    return jax.tree_util.tree_map(lambda x: jax.device_put(x, device) if isinstance(x, (jax.Array, np.ndarray)) else x,
+                                  args)
 
 
 def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
               xla_options=None) -> tuple[Any, Timing]:
     """Call the stage's module ``repeat`` times after a warm-up; returns (outputs, timing). It is compiled
     with ``xla_options`` (default: the Exploration's, so a run follows its XLA toggles; ``()``: XLA's
-    defaults); a compile with disabled passes is tried in a child process first (XLA may abort)."""
+    defaults); a compile with disabled passes is tried in a child process first (XLA may abort).
+
+    A traced function's stage runs as the user's own jit would run it (``pipeline.program``): its
+    host callbacks fire, and a donated argument is copied before each call, so the user's arrays
+    live on. ``args`` are the traced positional arguments (static ones left out), as given to explore.
+    """
+    options = check_options(dict(ex.spec.xla_options if xla_options is None else xla_options))
+    traced = ex.spec.traced
+    if traced is None:
+        return _run_exported(ex, stage, device, repeat, args, options)
+    source = _runnable_source(ex, stage)
+    dev = resolve_device(device)
+    if traced.nr_devices == 1 and traced.platforms and dev.platform not in traced.platforms:
+        raise WorkbenchError(f"stage {stage.name!r} was lowered for {list(traced.platforms)}, not {dev.platform}: "
+                             f"explore with device={device!r} to run there")
+    try:
+        lowered = relowered(traced.lowered, source)
+    except WorkbenchError as e:
+        raise WorkbenchError(f"stage {stage.name!r} cannot run: {e}") from None
+    call_args, call_kwargs = traced.executable_args(None if args is None else tuple(args))
+    if traced.nr_devices == 1:
+        call_args, call_kwargs = _place((call_args, call_kwargs), None, dev)
+    try:
+        guard_compile(source, device, options, ex.spec.timeout, partitions=traced.nr_devices)
+        compiled = lowered.compile(compiler_options=options or None)
+        a, k = undonated_call(lowered, call_args, call_kwargs)
+        outputs = jax.block_until_ready(compiled(*a, **k))
+        times = []
+        for _ in range(max(1, repeat)):
+            a, k = undonated_call(lowered, call_args, call_kwargs)
+            t = time.perf_counter()
+            jax.block_until_ready(compiled(*a, **k))
+            times.append(time.perf_counter() - t)
+    except WorkbenchError:
+        raise
+    except Exception as e:
+        raise WorkbenchError(f"stage {stage.name!r} did not run on {device}: {type(e).__name__}: "
+                             f"{str(e).splitlines()[0] if str(e) else ''}") from None
+    return outputs, Timing(tuple(times))
+
+
+def _run_exported(ex, stage, device: str, repeat: int, args, options: dict) -> tuple[Any, Timing]:
+    """A module given as text (or loaded): run through ``jax.export`` with its ``@main``'s signature."""
     exported = runnable_exported(ex, stage)
     if args is None:
-        traced, loaded = ex.spec.traced, ex.spec.loaded
-        if traced is not None:
-            args = traced.args
-        elif loaded is not None and loaded.args:  # saved with its arrays: the values it was explored with
+        loaded = ex.spec.loaded
+        if loaded is not None and loaded.args:  # saved with its arrays: the values it was explored with
             args = loaded.args
         else:
             args = example_args(exported)
@@ -487,7 +535,6 @@ def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
                              f"explore with device={device!r} to run there")
     placed = _place(tuple(args), exported, dev)
     call = jax.jit(exported.call)
-    options = check_options(dict(ex.spec.xla_options if xla_options is None else xla_options))
     try:
         # disabled passes and sharded modules can make XLA abort: guard_compile tries those in a child first
         guard_compile(stage.text_with_locations or stage.text, device, options, ex.spec.timeout,

@@ -178,12 +178,12 @@ def _mesh_of(trees, nr_devices: int) -> dict:
 
 
 def _stage_args(ex, args):
-    if args is not None:
-        return tuple(args)
     traced = ex.spec.traced
     if traced is None:
+        if args is not None:
+            return tuple(args)
         raise WorkbenchError("processes= runs a traced program; this Exploration has no trace (text or a saved file)")
-    return tuple(traced.args)
+    return traced.executable_args(None if args is None else tuple(args))[0]
 
 
 def _write_inputs(folder: str, exported, args) -> list[str]:
@@ -317,6 +317,11 @@ def run_processes(ex, stage, *, processes: int | None = None, coordinator: str |
     the function with its arguments placed on one. ProcessRunError when a process fails or the run
     outlives ``timeout`` seconds; no process is left running either way.
     """
+    traced = ex.spec.traced
+    if traced is not None and traced.exporter is None:
+        raise WorkbenchError(f"run(processes=N) ships the program to its processes serialized with jax.export, "
+                             f"which this one cannot be: {traced.why_not_exported}. Run it in this process "
+                             "(ex.run(device=...)), or without the callbacks.")
     exported = runnable_exported(ex, stage)
     plan = _plan(exported.nr_devices, processes, coordinator, num_processes, process_id)
     if "cpu" not in exported.platforms:

@@ -176,17 +176,14 @@ def _flat_arguments(ex, text):
     traced = ex.spec.traced
     if traced is None:
         return jax.tree_util.tree_leaves(example_args(exported_for_text(text, resolve_device(ex.spec.device).platform)))
-    leaves = jax.tree_util.tree_leaves(traced.args)
-    leaves = [jax.random.key_data(x) if jax.dtypes.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.extended)
-              else x for x in leaves]
-    return [leaves[i] for i in traced.exported.module_kept_var_idx]
+    return traced.module_args()
 
 
 def _inputs(ex, text, recipe):
     """(what repro.py reads from inputs.npz, the arrays as stored); none when @main cannot run."""
     runs = recipe is None or recipe["kind"] == "miscompiles" or (recipe["kind"] == "differs_from" and recipe["numbers"])
     traced = ex.spec.traced
-    if runs and traced is not None and traced.exported.nr_devices > 1:
+    if runs and traced is not None and traced.nr_devices > 1:
         raise ReproducerError("the module is sharded over several devices; repro.py runs single-device modules "
                               "only (crashes, op counts and slower_than need no run and work on it)")
     try:

@@ -28,7 +28,8 @@ from .shardy import SHARDY_MODES, is_sharded, resolve_mode, shardy_steps, unregi
 from ..stages import Spec, Stage
 from .trace import resolve_device, trace
 from .worker import enzyme_available
-from .xla import check_options, compile_with_dumps
+from .program import relowered
+from .xla import check_options, compile_lowered_with_dumps, compile_with_dumps
 from .xla_probe import compile_sharded, guard_compile, remember_verdict
 
 __all__ = ["Built", "XlaStages", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
@@ -102,9 +103,9 @@ def spec_for_function(fn: Callable, args: tuple, *, pipeline: str = "all", disab
     dev = resolve_device(device)
     xla = _xla_options(xla_disable, (), xla_options or {})
     sel = _selection(options, disable, enable)
-    traced = trace(fn, args, platform=dev.platform, static_argnums=tuple(static_argnums))
+    traced = trace(fn, args, device=dev, static_argnums=tuple(static_argnums))
     title = getattr(fn, "__name__", type(fn).__name__)
-    mode = _shardy_mode(shardy_passes, is_sharded(traced.stablehlo, traced.exported.nr_devices))
+    mode = _shardy_mode(shardy_passes, is_sharded(traced.stablehlo, traced.nr_devices))
     return Spec(title, pipeline, inline, sel, xla, device, timeout, traced, mode, bool(optimize_communications))
 
 
@@ -194,9 +195,9 @@ def _first_stages(spec: Spec) -> list[Stage]:
                       text_with_locations=text)]
     platform = resolve_device(spec.device).platform
     return [
-        Stage("jaxpr", "trace", t.jaxpr, f"jax.make_jaxpr({spec.title})", True, t.seconds_jaxpr, None),
-        Stage("stablehlo", "trace", strip_locations(t.stablehlo),
-              f"jax.export.export(jax.jit({spec.title}), platforms=[{platform!r}])(...).mlir_module()",
+        Stage("jaxpr", "trace", t.jaxpr, f"{t.how or spec.title}.trace(...).jaxpr  # on {platform}", True,
+              t.seconds_jaxpr, None),
+        Stage("stablehlo", "trace", strip_locations(t.stablehlo), f"{t.how or spec.title}.lower(...).as_text()",
               True, t.seconds_lower, "jaxpr", text_with_locations=t.stablehlo),
     ]
 
@@ -528,19 +529,23 @@ def _compile_now(spec: Spec, source: str, options: tuple[tuple[str, str], ...], 
 
 def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], ...]):
     dev = resolve_device(spec.device)
-    exported = (swap_module(spec.traced.exported, source) if spec.traced is not None
-                else exported_for_text(source, dev.platform))
-    shardings = None
-    if spec.traced is not None and exported.nr_devices > 1:
-        shardings = [leaf.sharding for leaf in jax.tree_util.tree_leaves(spec.traced.args)]
+    traced = spec.traced
+    if traced is None:
+        exported = exported_for_text(source, dev.platform)
+        guard_compile(source, spec.device, dict(options), spec.timeout, partitions=exported.nr_devices)
+        return compile_with_dumps(exported, dev, dict(options))
+    if traced.nr_devices > 1 and traced.exporter is not None:
+        shardings = [leaf.sharding for leaf in jax.tree_util.tree_leaves(traced.args)]
         # XLA's SPMD pipeline can abort the process: a sharded module is compiled in a child (xla_probe.py)
-        done = compile_sharded(exported, spec.device, dict(options), shardings, spec.timeout)
+        done = compile_sharded(swap_module(traced.exported, source), spec.device, dict(options), shardings,
+                               spec.timeout)
         if done is not None:
-            remember_verdict(source, spec.device, dict(options), exported.nr_devices)
+            remember_verdict(source, spec.device, dict(options), traced.nr_devices)
             return done
     # disabled passes, and XLA's SPMD pipeline, can make XLA abort the process: tried in a child first
-    guard_compile(source, spec.device, dict(options), spec.timeout, partitions=exported.nr_devices)
-    return compile_with_dumps(exported, dev, dict(options), shardings)
+    guard_compile(source, spec.device, dict(options), spec.timeout, partitions=traced.nr_devices)
+    # the user's own lowering with the stage's module: its callbacks, donation and locations hold
+    return compile_lowered_with_dumps(relowered(traced.lowered, source), dict(options))
 
 
 def _at_exit() -> None:

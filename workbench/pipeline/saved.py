@@ -111,8 +111,7 @@ def _avals(ex) -> list[dict]:
     """The example arguments' shapes and dtypes, flattened in the module's argument order."""
     spec = ex.spec
     if spec.traced is not None:
-        avals = spec.traced.exported.in_avals
-        return [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in avals]
+        return [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in spec.traced.module_args()]
     if spec.loaded is not None:
         return [{"shape": list(s), "dtype": d} for s, d in spec.loaded.avals]
     from .exported import main_signature
@@ -130,7 +129,7 @@ def _arg_values(ex) -> list:
 
     spec = ex.spec
     if spec.traced is not None:
-        return [np.asarray(x) for x in jax.tree_util.tree_leaves(spec.traced.args)]
+        return [np.asarray(x) for x in spec.traced.module_args()]
     if spec.loaded is not None:
         return [np.asarray(x) for x in spec.loaded.args]
     return []

@@ -1,20 +1,27 @@
-"""Trace a user's function: the jaxpr, and the StableHLO module as JAX lowers it for one platform.
+"""Trace a user's function: the jaxpr, and the StableHLO module as the user's own jit lowers it.
 
-The module comes from ``jax.export`` because an ``Exported`` is also the public route for running
-and compiling a modified module later (swap its serialized module, then ``.call``).
+The module comes from ``.lower()`` of the jit the user applied (or of ``jax.jit`` for a plain
+function): the ``jax.stages.Lowered`` it returns is also how every stage is compiled and run later
+(``program.relowered``), so host callbacks, donation and a library's own split of state from arrays
+hold in every stage. ``jax.export`` serializes the program only where a feature needs bytes (several
+processes, a sharded compile in a child process) and can have them.
 """
 from __future__ import annotations
 
+import contextlib
+import copy
 import os
 import re
+import time
 import traceback
 from typing import Any, Callable
 
 import jax
 import numpy as np
 
-from ..errors import ArgumentError, TraceError, UnknownNameError
+from ..errors import ArgumentError, TraceError, UnknownNameError, WorkbenchError
 from ..stages import Traced
+from .program import host_callbacks, in_avals, kept_var_idx, num_devices, out_avals, platforms, portable_text, unwrap_lowered
 
 __all__ = ["Traced", "trace", "resolve_device", "device_ids"]
 
@@ -67,13 +74,16 @@ def jit_static_argnums(fn: Callable) -> tuple[int, ...]:
 
 
 def _static_argnums(args: tuple, declared: tuple[int, ...] = ()) -> tuple[int, ...]:
-    """Positional arguments whose leaves are not arrays become static, as ``jax.jit`` allows; so do
-    the ``declared`` ones (a jitted function's own static arguments, or ``static_argnums``)."""
+    """The positional arguments that are static as a whole: the ``declared`` ones (a jitted
+    function's own static arguments, or ``static_argnums``), and those without a single array leaf
+    (a string, a function, a tuple of ints), as ``jax.jit`` would need them to be."""
     static = []
     for i, a in enumerate(args):
         leaves = jax.tree_util.tree_leaves(a)
-        if i not in declared and all(_is_array_like(x) for x in leaves):
-            continue
+        if i not in declared and any(_is_array_like(x) for x in leaves):
+            continue  # traced (all arrays), or split into its arrays and the rest (see _Split)
+        if i not in declared and not leaves:
+            continue  # an empty container: nothing to trace, nothing to hash
         try:
             hash(a)
         except TypeError:
@@ -82,11 +92,48 @@ def _static_argnums(args: tuple, declared: tuple[int, ...] = ()) -> tuple[int, .
                                     "hashable, as JAX requires of static arguments") from None
             bad = next(x for x in leaves if not _is_array_like(x))
             raise ArgumentError(
-                f"argument {i} holds a {type(bad).__name__}, which is neither an array nor hashable: JAX can "
-                "neither trace it nor treat it as static. Pass arrays, or a hashable value (tuple, "
-                "number, string) for configuration.") from None
+                f"argument {i} holds a {type(bad).__name__} and no array: JAX can neither trace it nor treat it as "
+                "static, since it is not hashable. Pass arrays, or a hashable value (tuple, number, string) "
+                "for configuration.") from None
         static.append(i)
     return tuple(static)
+
+
+class _Opaque:
+    """A non-array leaf of an argument that also holds arrays (an Equinox module's activation
+    function, a Flax linen module's config): static to JAX, compared by identity, as
+    ``eqx.filter_jit`` treats such leaves."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Opaque) and other.value is self.value
+
+
+def _split(arg) -> tuple[list, tuple]:
+    """An argument as (its array leaves, the rest): the rest is static to JAX."""
+    leaves, tree = jax.tree_util.tree_flatten(arg)
+    arrays = [x for x in leaves if _is_array_like(x)]
+    rest = tuple(None if _is_array_like(x) else _Opaque(x) for x in leaves)
+    return arrays, (tree, rest)
+
+
+def _join(arrays, shape) -> Any:
+    tree, rest = shape
+    it = iter(arrays)
+    return jax.tree_util.tree_unflatten(tree, [next(it) if r is None else r.value for r in rest])
+
+
+def _mixed(args: tuple, static: tuple[int, ...]) -> tuple[int, ...]:
+    """The traced arguments that hold a non-array leaf besides arrays (split by ``_split``)."""
+    return tuple(i for i, a in enumerate(args) if i not in static
+                 and not all(_is_array_like(x) for x in jax.tree_util.tree_leaves(a)))
 
 
 def _our_dirs() -> tuple[str, ...]:
@@ -105,29 +152,177 @@ def user_frames(exc: BaseException) -> str:
     return text + "".join(traceback.format_exception_only(type(exc), exc))
 
 
-def trace(fn: Callable, args: tuple, *, platform: str = "cpu", static_argnums: tuple[int, ...] = ()) -> Traced:
-    import time
+def _jit_kind(fn: Callable) -> str:
+    """"jit" for a ``jax.jit``-wrapped function, "wrapper" for another library's jit that lowers
+    (``nnx.jit``, ``eqx.filter_jit``: anything with a ``.lower`` that is not JAX's), else "plain"."""
+    if hasattr(fn, "_jit_info") or type(fn).__name__ == "PjitFunction":
+        return "jit"
+    if callable(getattr(fn, "lower", None)) and not isinstance(fn, type):
+        return "wrapper"
+    return "plain"
 
+
+def trace(fn: Callable, args: tuple, *, device: Any = None, static_argnums: tuple[int, ...] = ()) -> Traced:
+    """Trace and lower ``fn(*args)`` as the user's own jit would, on ``device`` (default: JAX's).
+
+    * a ``jax.jit`` function is lowered by itself, so its donated and static arguments hold;
+    * another library's jit (``nnx.jit``, ``eqx.filter_jit``, any object with a ``.lower`` returning
+      a ``jax.stages.Lowered`` or a wrapper of one) is lowered by its own ``.lower``: the program it
+      compiles, with its own split of state and arrays;
+    * a plain function is jitted here: arguments without arrays are static, and an argument holding
+      arrays and other leaves (an Equinox module) is split as ``eqx.filter_jit`` splits it.
+    """
     for i in static_argnums:
         if not -len(args) <= i < len(args):
             raise ArgumentError(f"static_argnums names argument {i}, but the call has {len(args)} arguments")
-    declared = {i % len(args) for i in static_argnums} | {i for i in jit_static_argnums(fn) if i < len(args)}
-    static = _static_argnums(args, tuple(sorted(declared)))
-    jitted = jax.jit(fn, static_argnums=static)
     name = getattr(fn, "__name__", type(fn).__name__)
+    kind = _jit_kind(fn)
+    dev = resolve_device(device) if device is not None else None
+    with (jax.default_device(dev) if dev is not None else contextlib.nullcontext()):
+        if kind == "wrapper":
+            if static_argnums:
+                raise ArgumentError(f"{name} is a {type(fn).__name__}, which decides its static arguments itself: "
+                                    "declare them where it is made (its static_argnums), not in explore")
+            return _trace_wrapper(fn, name, tuple(args))
+        return _trace_jit(fn, name, kind, tuple(args), static_argnums)
+
+
+def _trace_jit(fn: Callable, name: str, kind: str, args: tuple, static_argnums: tuple[int, ...]) -> Traced:
+    own = {i for i in jit_static_argnums(fn) if i < len(args)}
+    declared = {i % len(args) for i in static_argnums} | own
+    static = _static_argnums(args, tuple(sorted(declared)))
+    mixed = _mixed(args, static)
+    dynamic_pos = tuple(i for i in range(len(args)) if i not in static)
+    if mixed:
+        shapes = {i: _split(args[i])[1] for i in mixed}
+
+        def split_call(*dyn):
+            full = list(args)
+            for i, d in zip(dynamic_pos, dyn):
+                full[i] = _join(d, shapes[i]) if i in shapes else d
+            return fn(*full)
+
+        split_call.__name__ = name
+        jitted, how = jax.jit(split_call), f"jax.jit({name}) with the arrays of argument(s) {list(mixed)} split from the rest"
+
+        def call_args(full: tuple) -> tuple[tuple, dict]:
+            return tuple(_split(full[i])[0] if i in mixed else full[i] for i in dynamic_pos), {}
+
+        lower_args = call_args(args)[0]
+    elif kind == "jit" and set(static) <= own:
+        jitted, how = fn, name  # the user's own jit: its donation, shardings and static arguments
+
+        def call_args(full: tuple) -> tuple[tuple, dict]:
+            return tuple(a for i, a in enumerate(full) if i not in own), {}
+
+        lower_args = args
+    else:
+        jitted = jax.jit(fn, static_argnums=static)
+        how = f"jax.jit({name}" + (f", static_argnums={static})" if static else ")")
+
+        def call_args(full: tuple) -> tuple[tuple, dict]:
+            return tuple(a for i, a in enumerate(full) if i not in static), {}
+
+        lower_args = args
     try:
         t0 = time.perf_counter()
-        jaxpr = jax.make_jaxpr(fn, static_argnums=static)(*args)
+        traced = jitted.trace(*lower_args)
+        jaxpr = traced.jaxpr
         t1 = time.perf_counter()
-        exported = jax.export.export(jitted, platforms=[platform])(*args)
+        lowered = traced.lower()
         t2 = time.perf_counter()
     except Exception as e:
         hint = _concrete_value_hint(fn, args, static, e)
         raise TraceError(f"tracing {name}{_shapes(args)} failed:\n{user_frames(e)}{hint}") from None
+
+    def export():
+        return jax.export.export(jitted, platforms=list(platforms(lowered)) or None)(*lower_args)
+
     dynamic = tuple(a for i, a in enumerate(args) if i not in static)
     # str() would colour the text where JAX thinks colour is welcome (a Jupyter kernel): the stage is text
-    return Traced(str(jaxpr.pretty_print(use_color=False)), exported.mlir_module(), exported, dynamic, static, t1 - t0, t2 - t1,
-                  fn=fn, all_args=tuple(args))
+    return _traced(lowered, str(jaxpr.pretty_print(use_color=False)), how, dynamic, static, t1 - t0, t2 - t1,
+                   fn, args, call_args, export)
+
+
+class _Recorded(Exception):
+    """Raised by the stand-in executable once it has seen the arguments a library's jit passes."""
+
+    def __init__(self, args: tuple, kwargs: dict):
+        super().__init__("recorded")
+        self.args_kwargs = (args, kwargs)
+
+
+class _RecordingExecutable:
+    def __call__(self, *args, **kwargs):
+        raise _Recorded(args, kwargs)
+
+
+class _RecordingLowered:
+    """Stands for a library's inner ``jax.stages.Lowered``: its ``compile`` returns an executable
+    that records the arguments the library prepares (state split from arrays, static parts removed)
+    instead of running."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def compile(self, *_, **__):
+        return _RecordingExecutable()
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def _wrapper_call_args(outer, full: tuple) -> tuple[tuple, dict]:
+    """The arguments a library's jit hands its inner ``jax.jit`` for the user's arguments ``full``:
+    its own compiled object is called on copies (so no state of the user's changes) with a recording
+    executable in place of XLA's."""
+    stand_in = copy.copy(outer)
+    object.__setattr__(stand_in, "lowered", _RecordingLowered(unwrap_lowered(outer)))
+    compiled = stand_in.compile()
+    try:
+        compiled(*copy.deepcopy(full))
+    except _Recorded as r:
+        return r.args_kwargs
+    raise WorkbenchError(f"{type(outer).__name__}.compile() returned an object that did not call its executable: "
+                         "the workbench cannot tell which arrays it passes; explore the function under jax.jit")
+
+
+def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
+    try:
+        t0 = time.perf_counter()
+        traced = fn.trace(*copy.deepcopy(args)) if callable(getattr(fn, "trace", None)) else None
+        if traced is not None and hasattr(traced, "jaxpr"):
+            jaxpr = traced.jaxpr
+        else:  # a jit without .trace (eqx.filter_jit): its call as one jaxpr equation holding its program
+            jaxpr = jax.make_jaxpr(lambda: fn(*copy.deepcopy(args)))()
+        t1 = time.perf_counter()
+        outer = fn.lower(*copy.deepcopy(args))
+        lowered = unwrap_lowered(outer)
+        t2 = time.perf_counter()
+    except WorkbenchError:
+        raise
+    except Exception as e:
+        raise TraceError(f"tracing {name}{_shapes(args)} with its own {type(fn).__name__} failed:\n"
+                         f"{user_frames(e)}") from None
+    how = f"{name} (a {type(fn).__module__.split('.')[0]} {type(fn).__name__})"
+    return _traced(lowered, str(jaxpr.pretty_print(use_color=False)), how, args, (), t1 - t0, t2 - t1, fn, args,
+                   lambda full: _wrapper_call_args(outer, full), None)
+
+
+def _traced(lowered, jaxpr: str, how: str, dynamic: tuple, static: tuple[int, ...], s_jaxpr: float, s_lower: float,
+            fn, args, call_args, export) -> Traced:
+    callbacks = host_callbacks(lowered)
+    why = ""
+    if callbacks:
+        why = (f"it calls {callbacks} host callback(s) (jax.debug.print, jax.debug.callback, pure_callback, "
+               "io_callback, eqx.error_if), which jax.export cannot serialize")
+        export = None
+    elif export is None:
+        why = f"{how} is lowered by its library's own jit, which jax.export cannot take"
+    return Traced(jaxpr, portable_text(lowered), lowered, dynamic, static, s_jaxpr, s_lower, fn=fn,
+                  all_args=args, how=how, call_args=call_args, exporter=export, why_not_exported=why,
+                  nr_devices=num_devices(lowered), in_avals=in_avals(lowered), out_avals=out_avals(lowered),
+                  platforms=platforms(lowered), host_callbacks=callbacks, kept_var_idx=kept_var_idx(lowered))
 
 
 _CONCRETE_ERRORS = tuple(getattr(jax.errors, n) for n in (

@@ -164,25 +164,33 @@ def dump_options(directory: str) -> dict:
 
 
 def compile_with_dumps(exported, device, options: dict | None = None, shardings=None) -> XlaResult:
-    """Compile ``exported`` for ``device`` with per-pass dumps; returns the stages XLA produced.
+    """Compile ``exported`` (a ``jax.export.Exported``) for ``device`` with per-pass dumps; returns the
+    stages XLA produced. ``shardings`` (one per flattened argument) places a sharded program on its
+    mesh instead. See ``compile_lowered_with_dumps``."""
+    from jax.sharding import SingleDeviceSharding
 
-    ``shardings`` (one per flattened argument) places a sharded program on its mesh instead.
+    shardings = shardings or [SingleDeviceSharding(device)] * len(exported.in_avals)
+    flat = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sh) for a, sh in zip(exported.in_avals, shardings)]
+    args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
+    with _no_persistent_cache():
+        lowered = jax.jit(exported.call).lower(*args, **kwargs)
+    return compile_lowered_with_dumps(lowered, options)
+
+
+def compile_lowered_with_dumps(lowered, options: dict | None = None) -> XlaResult:
+    """Compile ``lowered`` (a ``jax.stages.Lowered``: the user's program, or a stage's module in its
+    place) with per-pass dumps; returns the stages XLA produced.
 
     Raises the JAX error as is when XLA rejects an option or the module (the caller turns it into a
     failed stage); options that would abort the process are refused beforehand by ``check_options``.
     """
-    from jax.sharding import SingleDeviceSharding
-
     opts = check_options(dict(options or {}))
     d = tempfile.mkdtemp(prefix="hlo-workbench-xla-")
     try:  # the files are removed on the analysis thread: the result holds their texts
         compiler_options = {**dump_options(d), **opts}
-        shardings = shardings or [SingleDeviceSharding(device)] * len(exported.in_avals)
-        flat = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sh) for a, sh in zip(exported.in_avals, shardings)]
-        args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
         t0 = time.perf_counter()
         with _no_persistent_cache():
-            compiled = jax.jit(exported.call).lower(*args, **kwargs).compile(compiler_options=compiler_options)
+            compiled = lowered.compile(compiler_options=compiler_options)
         seconds = time.perf_counter() - t0
         stages, passes = _parse_dumps(d)
         # the thread drops ``compiled`` once both analyses are done, so no executable outlives them

@@ -1,0 +1,137 @@
+"""Compile and call any stage's module the way the user's own jit would.
+
+``jax.jit(f).lower(*args)`` (or the ``.lower`` of a library's jit: ``nnx.jit``, ``eqx.filter_jit``)
+returns a ``jax.stages.Lowered``: the StableHLO module together with everything XLA needs besides the
+text to compile and call it -- the host callbacks behind ``jax.debug.print``/``pure_callback``/
+``io_callback`` (which ``jax.export`` cannot serialize), the donated arguments, the shardings, the
+arguments JAX pruned as unused. ``relowered(lowered, text)`` keeps all of that and swaps the module
+for a stage's text, so the stage compiles (``.compile(compiler_options=...)``), costs and runs as the
+user's program does, with the user's locations intact in XLA's metadata.
+
+JAX has no public constructor for a Lowered with another module; the one used here is a shallow copy
+of the lowering object with its module replaced, the same object ``Lowered.compile`` compiles. A
+module must keep ``@main``'s signature (every pass the workbench runs does).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jax
+
+from ..errors import WorkbenchError
+from ..ir.mlir import parse_module
+from .exported import prepare_for_jax
+
+__all__ = ["unwrap_lowered", "relowered", "num_devices", "kept_var_idx", "host_callbacks", "in_avals", "out_avals",
+           "platforms", "donated", "undonated_call", "portable_text"]
+
+
+def unwrap_lowered(obj: Any) -> jax.stages.Lowered:
+    """The ``jax.stages.Lowered`` inside what a jit's ``.lower`` returned: JAX's own, or a library's
+    wrapper of it (Flax NNX and Equinox keep it as ``.lowered``)."""
+    seen = 0
+    while not isinstance(obj, jax.stages.Lowered):
+        inner = getattr(obj, "lowered", None)
+        if inner is None or seen > 8:
+            raise WorkbenchError(f"{type(obj).__name__} (what .lower() returned) holds no jax.stages.Lowered: "
+                                 "pass the function undecorated, or decorated with jax.jit")
+        obj, seen = inner, seen + 1
+    return obj
+
+
+def relowered(lowered: jax.stages.Lowered, text: str) -> jax.stages.Lowered:
+    """``lowered`` with its module replaced by ``text`` (parsed in JAX's own MLIR context, Enzyme's
+    attributes dropped, ``@main`` public): compile, cost and call it as the original."""
+    try:
+        module = parse_module(prepare_for_jax(text), allow_unregistered=False)
+    except WorkbenchError as e:
+        raise WorkbenchError(f"the module cannot be handed to JAX: {e}") from None
+    lowering = copy.copy(lowered._lowering)
+    lowering._hlo = module
+    lowering._executable = None  # the copy must not reuse the original's compiled executable
+    return jax.stages.Lowered(lowering, lowered.args_info, lowered.out_tree, lowered._no_kwargs,
+                              getattr(lowered, "_in_types", None), getattr(lowered, "_out_types", None))
+
+
+def _compile_args(lowered: jax.stages.Lowered) -> dict:
+    return getattr(lowered._lowering, "compile_args", {})
+
+
+def num_devices(lowered: jax.stages.Lowered) -> int:
+    """How many devices the program runs on (1 unless its arguments are sharded over a mesh)."""
+    return int(_compile_args(lowered).get("num_devices", 1) or 1)
+
+
+def kept_var_idx(lowered: jax.stages.Lowered) -> tuple[int, ...]:
+    """Positions (among the flattened arguments) that ``@main`` takes: JAX prunes unused ones."""
+    args = _compile_args(lowered)
+    kept = args.get("kept_var_idx")
+    if kept is None:
+        return tuple(range(len(jax.tree_util.tree_leaves(lowered.in_avals))))
+    return tuple(sorted(kept))
+
+
+def host_callbacks(lowered: jax.stages.Lowered) -> int:
+    """How many host callbacks (``jax.debug.print``, ``pure_callback``, ``io_callback``) the program calls."""
+    return len(_compile_args(lowered).get("host_callbacks", ()) or ())
+
+
+def in_avals(lowered: jax.stages.Lowered) -> tuple:
+    """The flattened argument shapes and dtypes, every argument (pruned ones too)."""
+    return tuple(jax.tree_util.tree_leaves(lowered.in_avals))
+
+
+def out_avals(lowered: jax.stages.Lowered) -> tuple:
+    return tuple(jax.tree_util.tree_leaves(lowered.out_info))
+
+
+def platforms(lowered: jax.stages.Lowered) -> tuple[str, ...]:
+    lowering = lowered._lowering
+    found = getattr(lowering, "_platforms", None)
+    if found:
+        return tuple(found)
+    backend = _compile_args(lowered).get("backend")
+    return (backend.platform,) if backend is not None else ()
+
+
+def donated(lowered: jax.stages.Lowered) -> tuple[int, ...]:
+    """Positions (among the flattened arguments) the program donates: XLA may reuse their buffers
+    for outputs, and JAX deletes the arrays passed there."""
+    return tuple(i for i, info in enumerate(jax.tree_util.tree_leaves(lowered.args_info))
+                 if getattr(info, "donated", False))
+
+
+def undonated_call(lowered: jax.stages.Lowered, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``(args, kwargs)`` with a fresh copy of each array the program donates, so that calling it
+    deletes the copies, never the user's arrays. Call once per execution."""
+    positions = set(donated(lowered))
+    if not positions:
+        return args, kwargs
+    leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+    leaves = [jax.numpy.array(x, copy=True) if i in positions and isinstance(x, jax.Array) else x
+              for i, x in enumerate(leaves)]
+    return jax.tree_util.tree_unflatten(tree, leaves)
+
+
+def portable_text(lowered: jax.stages.Lowered) -> str:
+    """The lowered module's text (with locations) as ``jax.export`` writes it: through StableHLO's
+    portable-artifact round trip, which hoists constants and drops attributes that hold their default
+    values. Every greedy MLIR pass does the same, so without the round trip the first pass of any
+    pipeline (and each pattern tried alone) would seem to change a program it leaves alone. The
+    text as JAX printed it where the round trip is not possible."""
+    from jax._src import xla_bridge
+    from jax._src.interpreters import mlir as jax_mlir
+    from jax._src.lib import _jax
+    from jax._src.lib.mlir.dialects import hlo
+
+    text = lowered.as_text(debug_info=True)
+    try:
+        with jax_mlir.make_ir_context():
+            module = parse_module(text, allow_unregistered=False)
+            target = hlo.get_version_from_compatibility_requirement(hlo.StablehloCompatibilityRequirement.WEEK_4)
+            with_sdy = xla_bridge.get_backend().serialize_with_sdy
+            blob = _jax.mlir.serialize_portable_artifact(jax_mlir.module_to_bytecode(module), target, with_sdy)
+            return jax_mlir.module_to_string(_jax.mlir.deserialize_portable_artifact(blob), enable_debug_info=True)
+    except Exception:  # noqa: BLE001 -- a module the portable format cannot carry: shown as JAX printed it
+        return text
