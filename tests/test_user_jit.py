@@ -1,0 +1,151 @@
+"""Whatever jit the user applied is what the workbench explores, runs and checks: host callbacks,
+donated arguments, Flax NNX's and Equinox's own jits, Equinox modules as arguments."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.errors import WorkbenchError
+
+
+def _counted_loop(x):
+    def body(i, c):
+        jax.debug.print("step {i}: {s}", i=i, s=c.sum())
+        return c * 1.5
+
+    return jax.lax.fori_loop(0, 3, body, x)
+
+
+def test_debug_print_in_a_loop_explores_every_stage_runs_fires_and_checks(capfd):
+    ex = wb.explore(_counted_loop, jnp.ones(3))
+    assert ex.error is None and ex.pipeline_error is None
+    assert "xla_ffi_python_cpu_callback" in ex["stablehlo"].text
+    assert {"stablehlo", "xla:optimized"} <= {s.name for s in ex.stages}
+    assert all(not s.error for s in ex.stages)
+    capfd.readouterr()
+    r = ex.run(repeat=1)
+    printed = capfd.readouterr().out
+    assert "step 2: 6.75" in printed  # the callback fired, with the loop's values
+    np.testing.assert_allclose(np.asarray(r.outputs), np.full(3, 1.5 ** 3), rtol=1e-6)
+    assert r.check.passed
+
+
+def test_pure_and_io_callbacks_run_on_the_chosen_device_and_processes_refuse_them_by_name():
+    from jax.experimental import io_callback
+
+    seen = []
+
+    def f(x):
+        y = jax.pure_callback(lambda a: np.sin(a), jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+        io_callback(lambda a: seen.append(np.asarray(a).copy()), None, y, ordered=True)
+        return y * 2.0
+
+    ex = wb.explore(f, jnp.arange(4.0))
+    r = ex.run(device="cpu:0", repeat=1)
+    np.testing.assert_allclose(np.asarray(r.outputs), 2 * np.sin(np.arange(4.0)), rtol=1e-6)
+    assert seen and np.allclose(seen[-1], np.sin(np.arange(4.0)))
+    with pytest.raises(WorkbenchError, match=r"processes=N.*host callback"):
+        ex.run(processes=2)
+
+
+def test_eqx_error_if_explores_and_runs():
+    import equinox as eqx
+
+    def f(x):
+        x = eqx.error_if(x, x < 0, "negative input")
+        return jnp.sqrt(x)
+
+    ex = wb.explore(f, jnp.arange(1.0, 5.0))
+    assert ex.error is None
+    assert ex.run(repeat=1).check.passed
+
+
+def test_donated_argument_is_kept_in_every_stage_and_in_memory_analysis_and_the_users_array_lives():
+    def step(p, g):
+        return p - 0.1 * g
+
+    p, g = jnp.ones(128), jnp.ones(128)
+    ex = wb.explore(jax.jit(step, donate_argnums=(0,)), p, g)
+    modules = [s for s in ex.stages if s.is_module]
+    assert modules and all("tf.aliasing_output" in s.text for s in modules)
+    cost = ex.cost().set_index("stage")
+    assert cost.loc["xla:optimized", "alias_bytes"] == 512  # 128 float32 reused for the output
+    r = ex.run(repeat=3)
+    assert not p.is_deleted()
+    np.testing.assert_allclose(np.asarray(r.outputs), np.full(128, 0.9), rtol=1e-6)
+
+
+def _nnx_step():
+    import optax
+    from flax import nnx
+
+    class MLP(nnx.Module):
+        def __init__(self, rngs):
+            self.l1 = nnx.Linear(8, 16, rngs=rngs)
+            self.l2 = nnx.Linear(16, 4, rngs=rngs)
+
+        def __call__(self, x):
+            return self.l2(jax.nn.relu(self.l1(x)))
+
+    model = MLP(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(1e-2), wrt=nnx.Param)
+
+    @nnx.jit
+    def train_step(model, optimizer, batch):
+        def loss(m):
+            return ((m(batch) - 1.0) ** 2).mean()
+
+        value, grads = nnx.value_and_grad(loss)(model)
+        optimizer.update(model, grads)
+        return value
+
+    return train_step, model, optimizer, jnp.linspace(-1.0, 1.0, 16).reshape(2, 8)
+
+
+def test_nnx_jit_explores_the_program_it_compiles_and_leaves_the_model_alone():
+    train_step, model, optimizer, batch = _nnx_step()
+    own = train_step.lower(model, optimizer, batch).as_text()
+    kernel = np.asarray(model.l1.kernel[...]).copy()
+    ex = wb.explore(train_step, model, optimizer, batch)
+    text = ex["stablehlo"].text
+    # the backward pass and Adam's update are there, as in nnx.jit's own lowering
+    assert text.count("stablehlo.dot_general") == own.count("stablehlo.dot_general") == 5  # 2 forward, 3 backward
+    assert "stablehlo.sqrt" in text and "stablehlo.sqrt" in own
+    r = ex.run(repeat=2)
+    assert r.check.passed
+    np.testing.assert_array_equal(np.asarray(model.l1.kernel[...]), kernel)  # explore and run changed nothing
+    # what the compiled program returns includes the updated parameters: the real step ran
+    leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(r.outputs)]
+    assert any(x.shape == kernel.shape and not np.array_equal(x, kernel) for x in leaves)
+
+
+def test_eqx_filter_jit_and_an_equinox_module_as_an_argument():
+    import equinox as eqx
+
+    mlp = eqx.nn.MLP(4, 3, 8, 2, key=jax.random.PRNGKey(0))
+    x = jnp.linspace(0.0, 1.0, 4)
+    want = np.asarray(mlp(x))
+
+    @eqx.filter_jit
+    def forward(model, x):
+        return model(x)
+
+    def plain(model, x):
+        return model(x)
+
+    for fn in (forward, plain):
+        ex = wb.explore(fn, mlp, x)
+        assert ex.error is None
+        assert ex["stablehlo"].text.count("stablehlo.dot_general") == 3
+        r = ex.run(repeat=1)
+        assert r.check.passed
+        np.testing.assert_allclose(np.asarray(jax.tree_util.tree_leaves(r.outputs)[-1]), want, rtol=1e-5)
+
+
+def test_an_argument_without_arrays_that_cannot_be_hashed_is_refused_with_the_reason():
+    def f(x, options):
+        return x * options["scale"]
+
+    with pytest.raises(WorkbenchError, match="no array"):
+        wb.explore(f, jnp.ones(3), {"scale": "big", "fn": [print]})
