@@ -1,0 +1,150 @@
+"""The corpus of real programs (tests/corpus: Flax, Equinox, Diffrax, Optax, ...) through wb.explore with
+its defaults, measured side by side with a bare compile of the same program.
+
+Per program:
+  explore/bare  the median time of ``wb.explore(fn, *args)`` with every stage made (``ex.stages``: the
+                MLIR pipeline and XLA's per-pass stages), over the median time of a bare compile --
+                ``fn.lower(*args).compile()`` when fn is a jit wrapper (jax.jit, nnx.jit, eqx.filter_jit:
+                what the library itself compiles), ``jax.jit(fn).lower(*args).compile()`` for a plain
+                function. Rounds interleave the two sides; before each side JAX's caches and the
+                workbench's step caches are cleared, the persistent compilation cache is off, and the
+                program is built afresh (new arguments; functions and modules built again where the
+                builder makes them). The pass worker stays warm, as in a notebook session.
+  peak RSS      of a fresh subprocess that explores once (``ru_maxrss`` of the process, and the peak
+                (VmHWM) of each pass worker it started, read before it exits), next to a fresh subprocess
+                that compiles bare once.
+A program that fails prints its error and the others go on.
+
+Run:  .venv/bin/python bench/bench_corpus.py [--repeat 3] [--only nnx_transformer linalg] [--no-memory]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import jax  # noqa: E402
+
+import workbench as wb  # noqa: E402
+from tests.corpus import PROGRAMS, Program, program  # noqa: E402
+from workbench.pipeline.build import clear_caches  # noqa: E402
+from workbench.pipeline.worker import default_pool, default_worker  # noqa: E402
+
+
+def bare_compile(p: Program) -> float:
+    inst = p.build()
+    t = time.perf_counter()
+    target = jax.jit(inst.fn) if p.wrapper == "plain" else inst.fn
+    target.lower(*inst.args).compile()
+    return time.perf_counter() - t
+
+
+def explore_all(p: Program) -> tuple[float, "wb.Exploration"]:
+    inst = p.build()
+    t = time.perf_counter()
+    ex = wb.explore(inst.fn, *inst.args)
+    ex.stages  # noqa: B018 -- waits for XLA's stages: the whole exploration is made
+    return time.perf_counter() - t, ex
+
+
+def cold() -> None:
+    """Nothing compiled or passed before counts: JAX's in-memory caches and the workbench's step caches."""
+    clear_caches()
+    jax.clear_caches()
+
+
+def vm_hwm_mib(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def child(side: str, name: str) -> None:
+    """One side once in this fresh process; prints its peak memory as JSON on the last line."""
+    p = program(name)
+    seconds = bare_compile(p) if side == "bare" else explore_all(p)[0]
+    workers = [w for w in dict.fromkeys([default_worker(), *default_pool().workers]) if w.pid is not None]
+    print(json.dumps({"seconds": seconds, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "workers_mib": [vm_hwm_mib(w.pid) for w in workers]}))
+
+
+def peak_memory(side: str, name: str) -> dict:
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", side, name],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+        raise RuntimeError(f"the {side} child exited {done.returncode}: {tail}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(p: Program, repeat: int) -> dict:
+    explore_all(p)  # warm-up: the pass worker starts, the libraries' first-use costs are paid
+    times = {"bare": [], "explore": []}
+    stages = None
+    for _ in range(repeat):
+        cold()
+        times["bare"].append(bare_compile(p))
+        cold()
+        seconds, ex = explore_all(p)
+        times["explore"].append(seconds)
+        stages = ex
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"bare_s": med["bare"], "explore_s": med["explore"], "ratio": med["explore"] / med["bare"],
+            "stages": len(stages.stages), "stablehlo_lines": stages["stablehlo"].lines,
+            "failed": [s.name for s in stages.stages if s.error]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", nargs="*", default=None, help="program names (default: the whole corpus)")
+    ap.add_argument("--no-memory", action="store_true", help="skip the peak-RSS subprocesses")
+    ap.add_argument("--child", nargs=2, metavar=("SIDE", "NAME"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        child(*a.child)
+        return
+    jax.config.update("jax_enable_compilation_cache", False)
+    chosen = [program(n) for n in a.only] if a.only else list(PROGRAMS)
+    print(f"explore (all stages, defaults) / bare compile: medians of {a.repeat} interleaved rounds; "
+          "peak RSS of one fresh process each (explore: + its pass workers' peaks)")
+    head = (f"{'program':24s} {'bare ms':>9s} {'explore ms':>11s} {'ratio':>6s} {'stages':>6s} {'shlo lines':>10s}"
+            f" {'bare MiB':>9s} {'explore MiB':>12s} {'workers MiB':>12s}")
+    print(head)
+    print("-" * len(head))
+    for p in chosen:
+        try:
+            m = measure(p, a.repeat)
+        except Exception as e:  # noqa: BLE001 -- one failing program must not hide the others' numbers
+            print(f"{p.name:24s} FAILED: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:160]}")
+            continue
+        mem = "" if a.no_memory else memory_columns(p.name)
+        failed = f"   failed stages: {', '.join(m['failed'])}" if m["failed"] else ""
+        print(f"{p.name:24s} {m['bare_s'] * 1e3:9.0f} {m['explore_s'] * 1e3:11.0f} {m['ratio']:6.2f} "
+              f"{m['stages']:6d} {m['stablehlo_lines']:10d}{mem}{failed}")
+
+
+def memory_columns(name: str) -> str:
+    try:
+        bare, explored = peak_memory("bare", name), peak_memory("explore", name)
+    except Exception as e:  # noqa: BLE001
+        return f"  memory: {type(e).__name__}: {str(e)[:120]}"
+    workers = "+".join(f"{w:.0f}" for w in explored["workers_mib"] if w is not None) or "-"
+    return f" {bare['rss_mib']:9.0f} {explored['rss_mib']:12.0f} {workers:>12s}"
+
+
+if __name__ == "__main__":
+    main()
