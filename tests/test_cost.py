@@ -18,6 +18,7 @@ from workbench.analysis.cost import (
     ModuleParseError,
     cpu_peak,
     memory_analysis,
+    model_work,
     module_cost,
     op_costs,
     roofline,
@@ -166,9 +167,13 @@ def test_same_padded_convolution_counts_only_taps_on_real_input():
 
 def test_functions_cost_once_per_call_site():
     relu_twice = lowered(lambda x: jax.nn.relu(jax.nn.relu(x) - 1.0), jnp.ones((8, 8)))
+    assert relu_twice.count("call @relu(") == 2
     df = op_costs(relu_twice)
     maxima = df[df.op == "stablehlo.maximum"]
-    assert len(maxima) == 2 and set(maxima.func) <= {"relu", "relu_0"}
+    # one row per op of @relu, costing both calls
+    assert len(maxima) == 1 and (maxima.func.iloc[0], maxima.calls.iloc[0]) == ("relu", 2)
+    assert maxima.flops.iloc[0] == maxima.trip_count.iloc[0] * 64 == 2 * 64
+    assert "via @main (2 call paths)" in maxima.note.iloc[0]
     assert module_cost(relu_twice).flops == xla_cost(relu_twice)["xla_flops"] == 3 * 64
 
 
@@ -362,3 +367,94 @@ def test_cpu_peak_is_measured_once_then_read_from_its_cache(tmp_path, monkeypatc
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     small = module_cost(lowered(lambda a: a * 2.0, jnp.ones((8, 8))))
     assert roofline(small, device="cpu").device == "cpu"
+
+
+# --- work: linear in the module's text, never in what it expands to -------------------------------
+
+
+def constant_chain(depth: int) -> str:
+    """``c = c * c`` ``depth`` times on a constant: spelled out, the last constant's history has
+    2**depth leaves, while XLA folds the chain into one constant."""
+
+    def f(x):
+        c = jnp.ones(4)
+        for _ in range(depth):
+            c = c * c
+        return x + c
+
+    return lowered(f, jnp.ones(4))
+
+
+def call_chain(depth: int) -> str:
+    """``depth + 1`` functions, each calling the one below twice: 2**depth call paths to the last."""
+    g = jax.jit(lambda x: x * 2.0 + 1.0)
+    for _ in range(depth):
+        g = jax.jit(lambda x, g=g: g(g(x)))
+    return lowered(lambda x: g(x), jnp.ones(4))
+
+
+@pytest.mark.parametrize("depth", [10, 20, 40])
+def test_a_chain_of_constants_is_costed_in_work_linear_in_its_text(depth):
+    text = constant_chain(depth)
+    work = model_work(text)
+    mc = module_cost(text)
+    assert work.ops_visited == work.ops_costed == work.rows == mc.ops - 1  # every op once, func.func aside
+    assert work.constant_keys == depth + 2  # the constant, its broadcast and each product: one key each
+    assert work.constant_key_size <= len(text)  # no key spells out another's
+    # XLA folds the chain into one constant and materializes it once, as the model does
+    assert (mc.flops, mc.transcendentals, mc.bytes) == (4, 0, 68)
+    xla = xla_cost(text)
+    assert (xla["xla_flops"], xla["xla_transcendentals"], xla["xla_bytes"]) == (4, 0, 68)
+
+
+def test_equal_constants_built_the_same_way_are_one_constant_to_xla():
+    def f(x):
+        a = jnp.full(4, 3.0) * jnp.full(4, 2.0)  # built twice the same way: one splat after the import
+        b = jnp.full(4, 3.0) * jnp.full(4, 2.0)
+        c = jnp.full(4, 5.0)  # another value: a splat of its own
+        return x * a + b * c
+
+    text = lowered(f, jnp.ones(4))
+    df = op_costs(text)
+    assert df.note.str.contains("a splat: XLA materializes it").sum() == 2
+    mc, xla = module_cost(text), xla_cost(text)
+    assert (mc.flops, mc.bytes) == (xla["xla_flops"], xla["xla_bytes"])
+
+
+def test_a_chain_of_calls_is_walked_once_per_function_yet_costs_every_call():
+    depth = 18  # 262144 call paths to the leaf; JAX's own lowering of the chain doubles per level beyond
+    text = call_chain(depth)
+    mc = module_cost(text)
+    work = model_work(text)
+    functions = text.count("func.func")
+    assert functions == depth + 2  # @main, the chain and the leaf
+    assert work.ops_visited == work.ops_costed == work.rows == mc.ops - functions
+    # the leaf's multiply and add run 2**depth times on 4 elements
+    assert mc.flops == mc.flops_body_once == 2**depth * 2 * 4
+    leaf = op_costs(text).query("op == 'stablehlo.multiply'")
+    assert len(leaf) == 1 and leaf.calls.iloc[0] == leaf.trip_count.iloc[0] == 2**depth
+    assert leaf.flops.iloc[0] == 2**depth * 4
+
+
+def test_a_short_chain_of_calls_costs_what_xla_counts():
+    text = call_chain(6)
+    mc, xla = module_cost(text), xla_cost(text)
+    assert (mc.flops, mc.transcendentals, mc.bytes) == (xla["xla_flops"], xla["xla_transcendentals"],
+                                                          xla["xla_bytes"])
+
+
+def test_a_function_called_in_a_loop_and_outside_it_is_one_row_per_op_counting_both():
+    g = jax.jit(lambda h: jnp.tanh(h) * 3.0)
+
+    def f(x):
+        return jax.lax.fori_loop(0, 5, lambda i, h: g(h), g(x))
+
+    text = lowered(f, jnp.ones((8, 8)))
+    df = op_costs(text)
+    tanh = df[df.op == "stablehlo.tanh"]
+    assert len(tanh) == 1  # one function, one row per op
+    assert (tanh.calls.iloc[0], tanh.trip_count.iloc[0]) == (2, 6)  # once outside, 5 times inside
+    assert tanh.transcendentals.iloc[0] == 6 * 64
+    mc = module_cost(text)
+    assert mc.transcendentals == 6 * 64 and mc.transcendentals_body_once == 2 * 64
+    assert mc.transcendentals_body_once == xla_cost(text)["xla_transcendentals"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ...errors import ModuleParseError
 from .hlo import HLO_COLUMNS, hlo_module_cost, hlo_module_costs, hlo_op_costs
-from .model import COLUMNS, KINDS, ModuleCost, located_op_costs, module_cost, op_costs
+from .model import COLUMNS, KINDS, ModuleCost, located_op_costs, model_work, module_cost, op_costs
 from .peaks import PEAKS, DevicePeak, Roofline, cpu_peak, roofline
 from .table import cost_table, plot_cost
 from .xla import has_custom_calls, memory_analysis, xla_cost
@@ -43,6 +43,7 @@ __all__ = [
     "hlo_op_costs",
     "located_op_costs",
     "memory_analysis",
+    "model_work",
     "module_cost",
     "op_costs",
     "plot_cost",

@@ -1,8 +1,12 @@
 """The analytic cost of a whole module: every op costed once per execution, as rows and as totals.
 
-The walk starts at ``@main`` (else at every public function), enters a called function once per call
-site, multiplies while-loop bodies by their trip counts (``loops.py``), applies XLA's import rewrites
-(``rewrites.py``) and costs each op by ``rules.py``.
+The walk starts at ``@main`` (else at every public function), multiplies while-loop bodies by their
+trip counts (``loops.py``), applies XLA's import rewrites (``rewrites.py``) and costs each op by
+``rules.py``. A called function costs once per call, as in XLA, but is walked once: its ops are costed
+in the function's own context, and how often it runs -- its call paths, each times the trip counts of
+the loops around its calls -- is propagated over the call graph. Rows and work stay linear in the
+module's text where the call tree is exponential (a chain of functions each calling the next twice);
+``model_work`` says what was done.
 
 Where the model and XLA still differ:
 
@@ -36,8 +40,9 @@ from .loops import trip_count
 from .rewrites import import_rewrites
 from .rules import APPLIED_REGION_OPS, CALL_OPS, Cost, cost_of
 from .tensors import nested_ops
+from .work import Work, WorkCounter
 
-__all__ = ["COLUMNS", "KINDS", "ModuleCost", "located_op_costs", "module_cost", "op_costs"]
+__all__ = ["COLUMNS", "KINDS", "ModuleCost", "located_op_costs", "model_work", "module_cost", "op_costs"]
 
 KINDS = (
     "dot_general",
@@ -62,32 +67,65 @@ COLUMNS = (
     "transcendentals",
     "bytes",
     "trip_count",
+    "calls",
     "note",
 )
 
 
 @dataclasses.dataclass(frozen=True)
-class _Context:
-    """Where an op sits: its function, the loops around it, and whether it is counted at all."""
+class _Local:
+    """Where an op sits inside its own function: the while loops around it there, and whether it counts."""
 
-    func: str
-    path: tuple[str, ...]
     loops: tuple[int, ...] = ()
     counted: bool = True
     why_not: str = ""
 
     @property
-    def trip_count(self) -> int:
+    def factor(self) -> int:
         return math.prod(self.loops)
 
-    def in_loop(self, factor: int) -> _Context:
+    def in_loop(self, factor: int) -> _Local:
         return dataclasses.replace(self, loops=(*self.loops, factor))
 
-    def uncounted(self, why: str) -> _Context:
+    def uncounted(self, why: str) -> _Local:
         return dataclasses.replace(self, counted=False, why_not=self.why_not or why)
 
-    def called(self, callee: str) -> _Context:
-        return dataclasses.replace(self, func=callee, path=(*self.path, callee))
+
+@dataclasses.dataclass(frozen=True)
+class _Op:
+    """One op costed inside its function, before anything is known of how often the function runs."""
+
+    op: str
+    result_shapes: str
+    cost: Cost
+    local: _Local
+    notes: tuple[str, ...]
+    location: str
+    callee: str | None = None  # the function a call enters, when the walk follows it
+
+
+@dataclasses.dataclass(frozen=True)
+class _Function:
+    ops: tuple[_Op, ...]
+    flops_once: int  # of one call, loop bodies once: what a conditional's branches are weighed by
+
+
+@dataclasses.dataclass
+class _Reach:
+    """How the walk reaches a function: the call paths from its roots, as the calls are propagated.
+
+    ``runs`` sums over those paths the trip counts of the loops around each path's calls; the
+    ``counted_*`` sums take only the paths whose every call counts (not in a branch XLA does not
+    charge, not in a computation an op applies). ``calls`` stays 0 for a function no root reaches.
+    """
+
+    reached: bool = False
+    calls: int = 0
+    runs: int = 0
+    counted_calls: int = 0
+    counted_runs: int = 0
+    why_not: str = ""
+    callers: dict[str, None] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,22 +134,21 @@ class _Row:
     op: str
     result_shapes: str
     cost: Cost
-    trip_count: int
+    trip_count: int  # times the op runs: loop trip counts, summed over the call paths reaching it
+    calls: int  # call paths reaching the op's function (1 in a root, 0 where no root reaches)
     counted: bool
+    runs: int  # what the totals multiply the op's cost by: the runs through counted paths
+    counted_calls: int  # the same with loop bodies once, as XLA counts them
     note: str
     location: str = ""  # the op's MLIR location as the bindings print it (loc(unknown) in text without)
 
-    @property
-    def weight(self) -> int:
-        return self.trip_count if self.counted else 0
-
     def total(self, field: str) -> int | None:
         value = getattr(self.cost, field)
-        return None if value is None else value * self.weight
+        return None if value is None else value * (self.runs if self.counted else 0)
 
     def once(self, field: str) -> int | None:
         value = getattr(self.cost, field)
-        return None if value is None else (value if self.counted else 0)
+        return None if value is None else value * (self.counted_calls if self.counted else 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,51 +156,155 @@ class _Walk:
     rows: tuple[_Row, ...]
     loops_read: int
     ops_by_dialect: Mapping[str, int]
+    work: Work
+
+
+def _callee(op: ir.Operation) -> str:
+    return ir.FlatSymbolRefAttr(op.attributes["callee" if op.name == "func.call" else "decomposition"]).value
+
+
+def _names(callers: list[str]) -> str:
+    shown = ", ".join(f"@{c}" for c in callers[:3])
+    return shown + (f" and {len(callers) - 3} more" if len(callers) > 3 else "")
 
 
 class _Walker:
+    """Costs every op of a module once, and how often each runs from the call graph.
+
+    A function's ops are costed once, in the function's own context, whatever its number of call
+    sites; the functions are summarized callees first, then the call paths are propagated callers
+    first. The work is linear in the module's text even when its call tree is exponential.
+    """
+
     def __init__(self, module: ir.Module) -> None:
         self.funcs: dict[str, ir.Operation] = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
                 self.funcs[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op.operation
-        self.reached: set[str] = set()
         self.loops_read = 0
-        self.imported = {name: import_rewrites(func) for name, func in self.funcs.items()}
-
-    def walk(self) -> tuple[_Row, ...]:
+        self.work = WorkCounter()
+        self.imported = {name: import_rewrites(func, self.work) for name, func in self.funcs.items()}
         if "main" in self.funcs:
-            roots = ["main"]
+            self.roots = ["main"]
         else:
-            roots = [
+            self.roots = [
                 name
                 for name, f in self.funcs.items()
                 if "sym_visibility" not in f.attributes
                 or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"
             ]
-        rows: list[_Row] = []
-        for root in roots:
-            rows += self._func(root, _Context(func=root, path=(root,)))
-        for name, func in self.funcs.items():
-            if name not in self.reached:
-                ctx = _Context(func=name, path=(name,)).uncounted("not called from @main")
-                rows += self._region(func.regions[0], ctx)
-        return tuple(rows)
 
-    def _func(self, name: str, ctx: _Context) -> list[_Row]:
-        self.reached.add(name)
-        return self._region(self.funcs[name].regions[0], ctx)
+    def walk(self) -> tuple[_Row, ...]:
+        order, recursive = self._callees_first()
+        functions: dict[str, _Function] = {}
+        for name in order:
+            functions[name] = self._function(name, functions, recursive)
+        reach = self._reach(order, functions)
+        return self._rows(functions, reach)
 
-    def _region(self, region: ir.Region, ctx: _Context) -> list[_Row]:
-        rows: list[_Row] = []
+    # -- the call graph ------------------------------------------------------------------------------
+    def _callees_first(self) -> tuple[list[str], frozenset[tuple[str, str]]]:
+        """Every function, each after the functions it calls, and the calls that close a cycle.
+
+        An iterative depth-first search (roots first, so recursion is cut where a root's walk meets it):
+        a call chain as deep as the module allows cannot overflow Python's stack.
+        """
+        callees = {
+            name: list(dict.fromkeys(
+                c for c in (_callee(op) for op in nested_ops(f) if op.name in CALL_OPS) if c in self.funcs
+            ))
+            for name, f in self.funcs.items()
+        }
+        order: list[str] = []
+        done: set[str] = set()
+        active: set[str] = set()
+        cycles: set[tuple[str, str]] = set()
+        for start in (*self.roots, *self.funcs):
+            if start in done:
+                continue
+            active.add(start)
+            stack = [(start, iter(callees[start]))]
+            while stack:
+                name, pending = stack[-1]
+                callee = next(pending, None)
+                if callee is None:
+                    stack.pop()
+                    active.discard(name)
+                    done.add(name)
+                    order.append(name)
+                elif callee in active:
+                    cycles.add((name, callee))
+                elif callee not in done:
+                    active.add(callee)
+                    stack.append((callee, iter(callees[callee])))
+        return order, frozenset(cycles)
+
+    def _reach(self, order: list[str], functions: dict[str, _Function]) -> dict[str, _Reach]:
+        """How each function is reached, propagated over the calls, callers before callees."""
+        reach = {name: _Reach() for name in self.funcs}
+        for root in self.roots:
+            reach[root] = _Reach(reached=True, calls=1, runs=1, counted_calls=1, counted_runs=1)
+        callers_first = order[::-1]
+        for name in callers_first:
+            if reach[name].reached:
+                for o in functions[name].ops:
+                    if o.callee is not None:
+                        reach[o.callee].reached = True
+        # A function no root reaches is costed as if called once from outside: its calls and its
+        # callees' are shown with their trip counts, and count nowhere.
+        entered: set[str] = set()
+        for name in callers_first:
+            source = reach[name]
+            if not source.reached and name not in entered:
+                source.runs = 1
+            for o in functions[name].ops:
+                if o.callee is None:
+                    continue
+                target = reach[o.callee]
+                factor = o.local.factor
+                if not source.reached:
+                    if not target.reached:
+                        entered.add(o.callee)
+                        target.runs += source.runs * factor
+                    continue
+                target.callers[name] = None
+                target.calls += source.calls
+                target.runs += source.runs * factor
+                if o.local.counted:
+                    target.counted_calls += source.counted_calls
+                    target.counted_runs += source.counted_runs * factor
+                why = o.local.why_not if not o.local.counted else (
+                    source.why_not if source.counted_calls < source.calls else ""
+                )
+                target.why_not = target.why_not or why
+        return reach
+
+    # -- one function, in its own context --------------------------------------------------------------
+    def _function(self, name: str, functions: dict[str, _Function],
+                  recursive: frozenset[tuple[str, str]]) -> _Function:
+        ops = self._region(name, self.funcs[name].regions[0], _Local(), functions, recursive)
+        return _Function(tuple(ops), sum(self._flops_once(o, functions) for o in ops))
+
+    @staticmethod
+    def _flops_once(o: _Op, functions: dict[str, _Function]) -> int:
+        if not o.local.counted:
+            return 0
+        return (o.cost.flops or 0) + (functions[o.callee].flops_once if o.callee is not None else 0)
+
+    def _region(self, func: str, region: ir.Region, local: _Local, functions: dict[str, _Function],
+                recursive: frozenset[tuple[str, str]]) -> list[_Op]:
+        ops: list[_Op] = []
         for block in region.blocks:
             for op in block.operations:
-                rows += self._op(op.operation, ctx)
-        return rows
+                ops += self._op(func, op.operation, local, functions, recursive)
+        return ops
 
-    def _op(self, op: ir.Operation, ctx: _Context) -> list[_Row]:
+    def _op(self, func: str, op: ir.Operation, local: _Local, functions: dict[str, _Function],
+            recursive: frozenset[tuple[str, str]]) -> list[_Op]:
+        self.work.ops_visited += 1
+        self.work.ops_costed += 1
         cost = cost_of(op)
-        imported = self.imported[ctx.func]
+        imported = self.imported[func]
         if op in imported.folded:
             cost = Cost(cost.kind, 0, 0, 0, "constant operands: folded when XLA imports the module")
         elif op in imported.dropped:
@@ -174,57 +315,101 @@ class _Walker:
             )
             cost = dataclasses.replace(cost, bytes=imported.materialized[op], note=note)
         name = op.name
-        notes = [n for n in (cost.note, ctx.why_not) if n]
-        if ctx.loops:
-            notes.append(f"runs x{ctx.trip_count} (while trip counts {' x '.join(map(str, ctx.loops))})")
-        if len(ctx.path) > 1:
-            notes.append("via " + " -> ".join(f"@{p}" for p in ctx.path))
-        nested: list[_Row] = []
+        notes = [n for n in (cost.note, local.why_not) if n]
+        if local.loops:
+            notes.append(f"runs x{local.factor} (while trip counts {' x '.join(map(str, local.loops))})")
+        nested: list[_Op] = []
+        callee = None
+
+        def region(r: ir.Region, where: _Local) -> list[_Op]:
+            return self._region(func, r, where, functions, recursive)
+
         if name == "stablehlo.while":
             trips = trip_count(op)
             if trips is None:
                 notes.append("trip count not read: body counted once, like XLA")
-                nested = self._region(op.regions[0], ctx) + self._region(op.regions[1], ctx)
+                nested = region(op.regions[0], local) + region(op.regions[1], local)
             else:
                 self.loops_read += 1
                 notes.append(f"trip count {trips}: body x{trips}, condition x{trips + 1}")
-                nested = self._region(op.regions[0], ctx.in_loop(trips + 1)) + self._region(
-                    op.regions[1], ctx.in_loop(trips)
-                )
+                nested = region(op.regions[0], local.in_loop(trips + 1)) + region(op.regions[1], local.in_loop(trips))
         elif name in APPLIED_REGION_OPS:
-            applied = ctx.uncounted(f"applied by the enclosing {name}: counted there")
-            for region in op.regions:
-                nested += self._region(region, applied)
+            applied = local.uncounted(f"applied by the enclosing {name}: counted there")
+            for r in op.regions:
+                nested += region(r, applied)
         elif name in ("stablehlo.case", "stablehlo.if"):
-            nested = self._branches(op, ctx)
+            nested = self._branches(op, [region(r, local) for r in op.regions], functions)
         elif name in CALL_OPS:
-            attr = "callee" if name == "func.call" else "decomposition"
-            callee = ir.FlatSymbolRefAttr(op.attributes[attr]).value
-            if callee in self.funcs:
-                nested = self._func(callee, ctx.called(callee))
+            target = _callee(op)
+            if (func, target) in recursive:
+                notes.append(f"recursive call of @{target}: not entered (XLA cannot compile recursion)")
+            elif target in functions:
+                callee = target
         else:
-            for region in op.regions:
-                nested += self._region(region, ctx)
+            for r in op.regions:
+                nested += region(r, local)
         shapes = ", ".join(str(r.type) for r in op.results)
-        row = _Row(ctx.func, name, shapes, cost, ctx.trip_count, ctx.counted, "; ".join(notes), str(op.location))
+        row = _Op(name, shapes, cost, local, tuple(notes), str(op.location), callee)
         return [row, *nested]
 
-    def _branches(self, op: ir.Operation, ctx: _Context) -> list[_Row]:
-        branches = [self._region(region, ctx) for region in op.regions]
+    def _branches(self, op: ir.Operation, branches: list[list[_Op]], functions: dict[str, _Function]) -> list[_Op]:
         # XLA charges a conditional with its costliest branch.
-        flops = [sum(r.once("flops") or 0 for r in branch) for branch in branches]
+        flops = [sum(self._flops_once(o, functions) for o in branch) for branch in branches]
         taken = flops.index(max(flops)) if flops else 0
-        rows: list[_Row] = []
+        ops: list[_Op] = []
         for i, branch in enumerate(branches):
             if i == taken:
-                rows += branch
+                ops += branch
                 continue
             why = f"branch {i} of {op.name}: not counted (the costliest branch, {taken}, is)"
-            rows += [
-                dataclasses.replace(r, counted=False, note="; ".join(n for n in (r.note, why) if n))
-                for r in branch
-            ]
-        return rows
+            ops += [dataclasses.replace(o, local=o.local.uncounted(why), notes=(*o.notes, why)) for o in branch]
+        return ops
+
+    # -- the rows ----------------------------------------------------------------------------------------
+    def _rows(self, functions: dict[str, _Function], reach: dict[str, _Reach]) -> tuple[_Row, ...]:
+        """Each function's rows once, after the call that first reaches it (roots first, then the
+        functions no root reaches, in text order)."""
+        rows: list[_Row] = []
+        shown: set[str] = set()
+        for start in (*self.roots, *(n for n in self.funcs if not reach[n].reached)):
+            if start in shown:
+                continue
+            shown.add(start)
+            stack = [(start, iter(functions[start].ops))]
+            while stack:
+                name, pending = stack[-1]
+                o = next(pending, None)
+                if o is None:
+                    stack.pop()
+                    continue
+                rows.append(self._row(name, o, reach[name]))
+                if o.callee is not None and o.callee not in shown:
+                    shown.add(o.callee)
+                    stack.append((o.callee, iter(functions[o.callee].ops)))
+        self.work.rows = len(rows)
+        return tuple(rows)
+
+    def _row(self, func: str, o: _Op, reach: _Reach) -> _Row:
+        notes = list(o.notes)
+        if not reach.reached:
+            notes.append("not called from @main")
+        else:
+            if reach.counted_calls == 0:
+                notes.append(reach.why_not)
+            elif reach.counted_calls < reach.calls:
+                notes.append(f"{reach.calls - reach.counted_calls} of {reach.calls} call paths not counted: "
+                             f"{reach.why_not}")
+            if func not in self.roots:
+                via = f"via {_names(list(reach.callers))}"
+                if reach.calls != 1:
+                    via += f" ({reach.calls} call paths)"
+                if reach.runs != reach.calls:
+                    via += f"; @{func} runs x{reach.runs}"
+                notes.append(via)
+        counted = o.local.counted and reach.counted_calls > 0
+        return _Row(func, o.op, o.result_shapes, o.cost, reach.runs * o.local.factor, reach.calls, counted,
+                    reach.counted_runs * o.local.factor, reach.counted_calls, "; ".join(n for n in notes if n),
+                    o.location)
 
 
 @functools.lru_cache(maxsize=16)
@@ -238,16 +423,32 @@ def _walk(text: str) -> _Walk:
         for top in module.body.operations
         for op in (top.operation, *nested_ops(top.operation))
     )
-    return _Walk(rows, walker.loops_read, MappingProxyType(dict(sorted(ops.items()))))
+    return _Walk(rows, walker.loops_read, MappingProxyType(dict(sorted(ops.items()))), walker.work.done())
+
+
+def model_work(text: str) -> Work:
+    """The work the model did to cost ``text``, counted as it did it (``work.py``)."""
+    return _walk(text).work
+
+
+def _integers(values: list[int | None]) -> pd.api.extensions.ExtensionArray:
+    """A nullable integer column; exact Python integers where a count outgrows int64 (a call tree of
+    2**64 paths is a few hundred lines of text)."""
+    if all(v is None or -(2**63) <= v < 2**63 for v in values):
+        return pd.array(values, dtype="Int64")
+    return pd.array(values, dtype=object)
 
 
 def op_costs(text: str) -> pd.DataFrame:
     """One row per op of the module, costed by the rules of ``rules.py``.
 
-    Ops of a function appear once per call site (a function called twice costs twice), ops of
-    functions nobody calls appear with no cost. ``flops``, ``transcendentals`` and ``bytes`` are what
-    the row adds to the module's totals, trip counts applied; ``trip_count`` is the product of the
-    trip counts of the while loops around the op (1 outside loops). Unknown costs are ``<NA>``.
+    A function's ops appear once however often it is called, and cost once per call (a function
+    called twice costs twice); ops of functions nobody calls appear with no cost. ``flops``,
+    ``transcendentals`` and ``bytes`` are what the row adds to the module's totals, trip counts and
+    calls applied. ``trip_count`` is how many times the op runs in one execution: the product of the
+    trip counts of the while loops around it, summed over the call paths that reach its function (1
+    for an op of ``@main`` outside loops); ``calls`` is the number of those call paths (1 in ``@main``,
+    0 in a function nothing calls). Unknown costs are ``<NA>``.
     """
     walk = _walk(text)
     return pd.DataFrame(
@@ -257,12 +458,11 @@ def op_costs(text: str) -> pd.DataFrame:
             "dialect": [r.op.partition(".")[0] for r in walk.rows],
             "kind": pd.Categorical([r.cost.kind for r in walk.rows], categories=KINDS),
             "result_shapes": [r.result_shapes for r in walk.rows],
-            "flops": pd.array([r.total("flops") for r in walk.rows], dtype="Int64"),
-            "transcendentals": pd.array(
-                [r.total("transcendentals") for r in walk.rows], dtype="Int64"
-            ),
-            "bytes": pd.array([r.total("bytes") for r in walk.rows], dtype="Int64"),
-            "trip_count": pd.array([r.trip_count for r in walk.rows], dtype="int64"),
+            "flops": _integers([r.total("flops") for r in walk.rows]),
+            "transcendentals": _integers([r.total("transcendentals") for r in walk.rows]),
+            "bytes": _integers([r.total("bytes") for r in walk.rows]),
+            "trip_count": _integers([r.trip_count for r in walk.rows]),
+            "calls": _integers([r.calls for r in walk.rows]),
             "note": [r.note for r in walk.rows],
         },
         columns=list(COLUMNS),
@@ -316,9 +516,9 @@ def module_cost(text: str) -> ModuleCost:
         transcendentals=total("transcendentals", once=False),
         bytes=total("bytes", once=False),
         loop_multiplied=walk.loops_read > 0,
-        unknown_custom_calls=sum(1 for r in counted if r.cost.kind == "custom_call"),
+        unknown_custom_calls=sum(r.counted_calls for r in counted if r.cost.kind == "custom_call"),
         unmodelled_ops=sum(
-            1 for r in counted if r.cost.kind != "custom_call" and r.cost.flops is None
+            r.counted_calls for r in counted if r.cost.kind != "custom_call" and r.cost.flops is None
         ),
         flops_body_once=total("flops", once=True),
         transcendentals_body_once=total("transcendentals", once=True),

@@ -20,6 +20,11 @@ This module decides the first two, which depend on where an op's operands come f
 change the cost of one op by itself and are in ``rules.py``. Rewrites beyond these (other algebraic
 simplifications; equal splats built in different ways, such as ``2 * 3`` and ``6``, which XLA
 unifies) are not modelled.
+
+Which splats are equal is decided by their structure: the op that made one, its attributes and type,
+and its inputs. Each distinct structure is interned to a small integer, and a structure names its
+inputs by their integers, so a key's size is that of one op however long the chain of folded ops
+behind it (``c = c * c`` forty times would otherwise spell out 2**40 leaves).
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from jaxlib.mlir import ir
 
 from .rules import ELEMENTWISE, TRANSCENDENTAL
 from .tensors import attribute, int_list, nested_ops, static_tensor
+from .work import WorkCounter
 
 __all__ = ["Imported", "import_rewrites"]
 
@@ -50,11 +56,28 @@ _SAME_TYPE_NOOPS = frozenset({"broadcast_in_dim", "convert", "pad", "reshape", "
 
 @dataclasses.dataclass(frozen=True)
 class _Splat:
-    """A constant with one value everywhere: ``key`` says how it was built, ``value`` its element
-    where known. Equal keys are one constant to XLA, which uniques constants."""
+    """A constant with one value everywhere: ``key`` the id of how it was built (``_Keys``),
+    ``value`` its element where known. Equal keys are one constant to XLA, which uniques constants."""
 
-    key: str
+    key: int
     value: int | float | None
+
+
+class _Keys:
+    """Small integer ids for the structures constants are built from, equal ids for equal ones.
+
+    A structure holds text of one op (its name, attributes, type) and the ids of its inputs, never
+    their structures: a key's size does not grow with the history behind it.
+    """
+
+    def __init__(self, work: WorkCounter) -> None:
+        self._ids: dict[tuple[str | int, ...], int] = {}
+        self._work = work
+
+    def of(self, *parts: str | int) -> int:
+        self._work.constant_keys += 1
+        self._work.constant_key_size += sum(len(p) if isinstance(p, str) else 1 for p in parts)
+        return self._ids.setdefault(parts, len(self._ids))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,13 +96,13 @@ class Imported:
     materialized: Mapping[ir.Operation, int]
 
 
-def _constant_splat(op: ir.Operation) -> _Splat | None:
+def _constant_splat(op: ir.Operation, keys: _Keys) -> _Splat | None:
     attr = op.attributes["value"]
     if not isinstance(attr, ir.DenseElementsAttr) or not attr.is_splat:
         return None
     element = attr.get_splat_value()
     value = element.value if isinstance(element, (ir.IntegerAttr, ir.FloatAttr)) else None
-    return _Splat(str(attr), value)
+    return _Splat(keys.of(op.name, str(attr)), value)
 
 
 def _all_ones(value: int | float, element_type: ir.Type) -> bool:
@@ -122,21 +145,23 @@ def _identity_operand(
     return None
 
 
-def import_rewrites(func: ir.Operation) -> Imported:
-    """What XLA's import folds, drops and materializes among the ops of one function, in text order."""
+def import_rewrites(func: ir.Operation, work: WorkCounter) -> Imported:
+    """What XLA's import folds, drops and materializes among the ops of one function, in text order;
+    the keys it builds for constants are counted in ``work``."""
+    keys = _Keys(work)
     # Constant-valued results: a _Splat, or None for constants with different elements.
     splats: dict[ir.Value, _Splat | None] = {}
     folded: set[ir.Operation] = set()
     dropped: dict[ir.Operation, str] = {}
     materialized: dict[ir.Operation, int] = {}
-    seen: set[str] = set()
+    seen: set[int] = set()
     for op in nested_ops(func):
         dialect, _, short = op.name.partition(".")
         operands = list(op.operands)
         if dialect != "stablehlo":
             identity = None
         elif short == "constant":
-            splats[op.results[0]] = _constant_splat(op)
+            splats[op.results[0]] = _constant_splat(op, keys)
             continue
         elif (
             short in _FOLDABLE
@@ -147,16 +172,13 @@ def import_rewrites(func: ir.Operation) -> Imported:
         ):
             folded.add(op)
             inputs = [splats[v] for v in operands]
+            if short == "concatenate" or any(s is None for s in inputs):
+                splats[op.results[0]] = None
+                continue
             attrs = ";".join(f"{name}={op.attributes[name]}" for name in op.attributes)
-            splats[op.results[0]] = (
-                None
-                if short == "concatenate" or any(s is None for s in inputs)
-                else _Splat(
-                    f"{op.name}{{{attrs}}}({','.join(s.key for s in inputs if s)})"
-                    f":{op.results[0].type}",
-                    inputs[0].value if short in _VALUE_PRESERVING and inputs[0] else None,
-                )
-            )
+            key = keys.of(op.name, attrs, str(op.results[0].type), *(s.key for s in inputs if s is not None))
+            value = inputs[0].value if short in _VALUE_PRESERVING and inputs[0] else None
+            splats[op.results[0]] = _Splat(key, value)
             continue
         else:
             identity = _identity_operand(op, short, splats)
