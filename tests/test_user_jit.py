@@ -149,3 +149,17 @@ def test_an_argument_without_arrays_that_cannot_be_hashed_is_refused_with_the_re
 
     with pytest.raises(WorkbenchError, match="no array"):
         wb.explore(f, jnp.ones(3), {"scale": "big", "fn": [print]})
+
+
+def test_a_module_with_callbacks_given_as_text_or_loaded_is_refused_to_run_and_its_reproducer_does_not_crash(tmp_path):
+    import subprocess
+    import sys
+
+    ex = wb.explore(_counted_loop, jnp.ones(3))
+    for other in (wb.explore_text(ex["stablehlo"].text), wb.load(ex.save(tmp_path / "loop.hlox"))):
+        with pytest.raises(WorkbenchError, match="host callback"):
+            other.run(repeat=1)
+    folder = ex.reproducer(tmp_path / "repro")
+    done = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr  # it died of a segmentation fault before
+    assert "host callback" in done.stdout

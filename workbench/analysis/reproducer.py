@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ReproducerError, WorkbenchError
 from ..ir.ops import op_counts
-from ..ir.text import publish_functions
+from ..ir.text import host_callback_count, publish_functions
 from ..pipeline.exported import exported_for_text, main_signature
 from ..pipeline.trace import resolve_device
 from .execute import example_args
@@ -75,7 +75,7 @@ def write_reproducer(ex, directory, stage=None, predicate=None) -> Path:
         np.savez(out / "inputs.npz", **{i["name"]: a for i, a in zip(inputs, args)})
     config = {"stage": chosen.name, "parent": parent.name, "device": (recipe or {}).get("device") or ex.spec.device,
               "predicate": recipe, "predicate_text": described, "inputs": inputs, "timeout": float(ex.spec.timeout),
-              "versions": _versions()}
+              "versions": _versions(), "cannot_run": _cannot_run(text)}
     literal = json.dumps(config, indent=1)
     literal = f"r'''{literal}'''" if "'''" not in literal else repr(literal)
     script = _SCRIPT_FILE.read_text().replace("__CONFIG__", literal).replace("__RTOL__", repr(TOLERANCES))
@@ -179,6 +179,13 @@ def _flat_arguments(ex, text):
     return traced.module_args()
 
 
+def _cannot_run(text: str) -> str:
+    """Why repro.py cannot run input.mlir at all ("" when it can try)."""
+    callbacks = host_callback_count(text)
+    return (f"input.mlir calls {callbacks} host callback(s) (jax.debug.print, pure_callback, io_callback) whose "
+            "Python functions live only in the kernel that traced it") if callbacks else ""
+
+
 def _inputs(ex, text, recipe):
     """(what repro.py reads from inputs.npz, the arrays as stored); none when @main cannot run."""
     runs = recipe is None or recipe["kind"] == "miscompiles" or (recipe["kind"] == "differs_from" and recipe["numbers"])
@@ -186,6 +193,13 @@ def _inputs(ex, text, recipe):
     if runs and traced is not None and traced.nr_devices > 1:
         raise ReproducerError("the module is sharded over several devices; repro.py runs single-device modules "
                               "only (crashes, op counts and slower_than need no run and work on it)")
+    callbacks = host_callback_count(text)
+    if callbacks:  # repro.py would call Python functions that exist only in this kernel
+        if recipe is not None and runs:
+            raise ReproducerError(f"input.mlir calls {callbacks} host callback(s) (jax.debug.print, pure_callback, "
+                                  f"io_callback), so repro.py cannot run it and {recipe['kind']} cannot be checked "
+                                  "there; crashes, op counts and slower_than need no run")
+        return [], []
     try:
         ins, _ = main_signature(text)
         arrays = [np.asarray(a) for a in _flat_arguments(ex, text)]

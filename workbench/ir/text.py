@@ -24,6 +24,7 @@ __all__ = [
     "mask_strings",
     "split_strings",
     "word_at",
+    "host_callback_count",
 ]
 
 
@@ -344,3 +345,15 @@ def input_kind(text: str) -> str:
     if _MLIR_HEAD.match(head):
         return "mlir"
     return "unknown"
+
+
+# The custom calls by which JAX calls back into Python (jax.debug.print, pure_callback, io_callback):
+# the CPU and GPU targets, FFI and legacy. Their Python functions live in the process that traced
+# the program, never in its text.
+_HOST_CALLBACK = re.compile(r"custom_call\s*@(?:xla_ffi_python_(?:cpu|gpu)_callback|xla_python_(?:cpu|gpu)_callback)\b")
+
+
+def host_callback_count(text: str) -> int:
+    """How many host-callback custom calls ``text`` holds: a module with any cannot run from its
+    text alone (it would call into Python functions that are not there)."""
+    return len(_HOST_CALLBACK.findall(text)) if "_callback" in text else 0

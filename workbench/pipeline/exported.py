@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ModuleParseError, WorkbenchError
 from ..ir.mlir import parse_module, strip_enzymexla_attributes
-from ..ir.text import publish_functions
+from ..ir.text import host_callback_count, publish_functions
 from .worker import PassFailure, default_worker, enzyme_available
 
 __all__ = ["prepare_for_jax", "readable_module", "module_bytecode", "swap_module", "exported_for_text", "main_signature"]
@@ -109,6 +109,11 @@ def exported_for_text(text: str, platform: str = "cpu"):
     its module is replaced by ``text`` and every argument marked as kept.
     """
     ins, outs = main_signature(text)
+    callbacks = host_callback_count(text)
+    if callbacks:
+        raise WorkbenchError(f"the module calls {callbacks} host callback(s) (jax.debug.print, pure_callback, "
+                             "io_callback) whose Python functions are not part of its text: it can be transformed "
+                             "and costed, not run. Explore the function itself (wb.explore) to run it.")
     if re.search(r"sdy\.mesh|mhlo\.sharding", text):
         raise WorkbenchError("a sharded module given as text cannot be compiled without its mesh; "
                              "explore the function with sharded arguments instead")
