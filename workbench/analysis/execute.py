@@ -7,12 +7,11 @@ user's pytree structure.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import numpy as np
@@ -23,15 +22,11 @@ from ..pipeline.program import relowered, undonated_call
 from ..pipeline.trace import all_devices, resolve_device
 from ..pipeline.xla import check_options
 from ..pipeline.xla_probe import guard_compile
+from .check import REFERENCE, Check, LeafCheck, Reference, check_outputs, compare_outputs  # noqa: F401
+from .check import RTOL as _RTOL  # noqa: F401 -- the per-dtype table, by the name tests/test_reproducer.py reads
 
 __all__ = ["devices", "RunResult", "Timing", "Check", "LeafCheck", "Reference", "run_stage", "compare_outputs",
-           "check_outputs", "float64_reference", "args_key", "REFERENCE"]
-
-REFERENCE = "stablehlo"  # the stage every other stage's numbers are checked against
-
-# Per-dtype tolerances: an optimizing rewrite may reassociate floating-point arithmetic, so a
-# stage may differ from the reference by rounding; integers and booleans must match exactly.
-_RTOL = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2, "complex64": 1e-4, "complex128": 1e-9}
+           "check_outputs", "args_key", "REFERENCE"]
 
 
 def devices():
@@ -72,95 +67,6 @@ class Timing:
 
 
 @dataclass(frozen=True)
-class LeafCheck:
-    """One output leaf against the reference.
-
-    ``max_abs``/``max_rel`` are the stage's errors against the reference (the float64 evaluation
-    where there is one, else the as-lowered stage); ``lowered_abs`` is the as-lowered stage's own
-    error against the float64 reference (None without one); ``tolerance`` is the largest
-    ``max_abs`` that passes, by the rule in ``check_outputs``.
-    """
-
-    path: str
-    shape: tuple[int, ...]
-    dtype: str
-    max_abs: float
-    max_rel: float
-    tolerance: float
-    passed: bool
-    lowered_abs: float | None = None
-
-
-ReferenceKind = Literal["float64", "stage"]
-
-
-@dataclass(frozen=True)
-class Check:
-    """How a stage's outputs compare with the reference, leaf by leaf.
-
-    ``kind`` says which reference decided floating-point leaves: "float64" (the traced function
-    evaluated in float64, each stage measured against it next to the as-lowered program's own
-    error), or "stage" (the as-lowered stage, with a per-dtype tolerance); ``note`` says why there
-    was no float64 reference.
-    """
-
-    reference: str
-    leaves: tuple[LeafCheck, ...]
-    kind: ReferenceKind = "stage"
-    note: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return all(leaf.passed for leaf in self.leaves)
-
-    @property
-    def max_abs(self) -> float:
-        return max((leaf.max_abs for leaf in self.leaves), default=0.0)
-
-    @property
-    def max_rel(self) -> float:
-        return max((leaf.max_rel for leaf in self.leaves), default=0.0)
-
-    @property
-    def lowered_abs(self) -> float | None:
-        """The as-lowered program's largest error against the float64 reference (None without one)."""
-        errs = [leaf.lowered_abs for leaf in self.leaves if leaf.lowered_abs is not None]
-        return max(errs) if errs else None
-
-    def table(self):
-        import pandas as pd
-
-        return pd.DataFrame([leaf.__dict__ for leaf in self.leaves])
-
-    def __repr__(self) -> str:
-        bad = [leaf.path for leaf in self.leaves if not leaf.passed]
-        state = "passed" if not bad else f"FAILED at {', '.join(bad[:5])}"
-        low = "" if self.lowered_abs is None else f" (as lowered: {self.lowered_abs:.3g})"
-        return (f"Check(vs {self.reference!r}: {state}, max_abs={self.max_abs:.3g}{low}, "
-                f"max_rel={self.max_rel:.3g})")
-
-
-@dataclass(frozen=True)
-class Reference:
-    """What a stage's outputs are checked against: the as-lowered stage's outputs, and the traced
-    function's outputs evaluated in float64 (``wide``; None where there is none, ``note`` says why)."""
-
-    label: str  # the as-lowered stage, e.g. "stablehlo" (or "f:stablehlo" for another Exploration)
-    lowered: Any
-    wide: Any = None
-    note: str = ""
-    title: str = ""  # the traced function's name
-
-    @property
-    def wide_label(self) -> str:
-        return f"{self.title or 'the function'} in float64"
-
-    @property
-    def kind(self) -> ReferenceKind:
-        return "float64" if self.wide is not None else "stage"
-
-
-@dataclass(frozen=True)
 class RunResult:
     stage: str
     device: str
@@ -174,241 +80,6 @@ class RunResult:
 
     def __repr__(self) -> str:
         return f"RunResult({self.stage!r} on {self.device}: {self.timing!r}, {self.check!r})"
-
-
-_WIDE = {"float16": np.float64, "bfloat16": np.float64, "float32": np.float64, "float64": np.float64,
-         "complex64": np.complex128, "complex128": np.complex128}
-# The dtypes a float64 evaluation is wider than, with their unit roundoff.
-_EPS = {"float16": float(np.finfo(np.float16).eps), "bfloat16": 2.0 ** -7,
-        "float32": float(np.finfo(np.float32).eps), "complex64": float(np.finfo(np.float32).eps)}
-
-
-def _dtype_name(dt) -> str | None:
-    """numpy's name of a dtype ("float32", "bfloat16"); None for none, or JAX's extended dtypes (PRNG keys)."""
-    if dt is None:
-        return None
-    try:
-        return str(np.dtype(dt))
-    except TypeError:
-        return None
-
-
-def _leaves(tree) -> list[tuple[str, np.ndarray]]:
-    leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
-    return [(jax.tree_util.keystr(path) or "output", np.asarray(leaf)) for path, leaf in leaves]
-
-
-def _same_structure(got, want) -> None:
-    got_tree, want_tree = jax.tree_util.tree_structure(got), jax.tree_util.tree_structure(want)
-    if got_tree != want_tree:
-        raise WorkbenchError(f"output structure differs from the reference: {got_tree} vs {want_tree}")
-
-
-def compare_outputs(got, want, reference: str = REFERENCE) -> Check:
-    """Leaf-by-leaf comparison with the as-lowered outputs ``want``, with a per-dtype tolerance.
-
-    An optimizing rewrite may reassociate floating-point arithmetic, so a floating leaf passes when
-    ``max |got - want| <= rtol(dtype) * max |want|``; integers and booleans must match exactly.
-    This is the check where no float64 reference exists (see ``check_outputs``).
-    """
-    _same_structure(got, want)
-    out = []
-    for (name, g), (_, w) in zip(_leaves(got), _leaves(want)):
-        dtype = str(w.dtype)
-        if g.shape != w.shape:
-            out.append(LeafCheck(name, w.shape, dtype, float("inf"), float("inf"), 0.0, False))
-        elif dtype in _RTOL:
-            out.append(_dtype_rule(name, g, w, dtype))
-        else:
-            out.append(_exact_rule(name, g, w, dtype))
-    return Check(reference, tuple(out))
-
-
-def _exact_rule(name: str, g: np.ndarray, w: np.ndarray, dtype: str) -> LeafCheck:
-    mismatch = g != w
-    n = int(mismatch.sum())
-    max_abs = float(np.abs(g.astype(np.int64) - w.astype(np.int64)).max()) if n else 0.0
-    return LeafCheck(name, w.shape, dtype, max_abs, float(n > 0), 0.0, n == 0)
-
-
-def _dtype_rule(name: str, g: np.ndarray, w: np.ndarray, dtype: str) -> LeafCheck:
-    wide = _WIDE[dtype]
-    g64, w64 = g.astype(wide), w.astype(wide)
-    diff = np.abs(g64 - w64)
-    both_nan = np.isnan(g64) & np.isnan(w64)
-    diff = np.where(both_nan, 0.0, diff)
-    scale = _scale(w64)
-    tol = _RTOL[dtype] * max(scale, np.finfo(np.float32).tiny) + (1e-30 if scale == 0 else 0.0)
-    max_abs = float("inf") if np.isnan(diff).any() else (float(np.max(diff)) if diff.size else 0.0)
-    rel = diff / np.maximum(np.abs(w64), max(scale, 1e-30))
-    rel = rel[~np.isnan(rel)]  # a NaN on one side only is already an infinite max_abs
-    max_rel = float(rel.max()) if rel.size else (float("inf") if np.isnan(diff).any() else 0.0)
-    return LeafCheck(name, w.shape, dtype, max_abs, max_rel, tol, max_abs <= tol)
-
-
-def _scale(a: np.ndarray) -> float:
-    """The largest finite magnitude of ``a`` (0.0 when it has none)."""
-    finite = np.abs(a[np.isfinite(a)]) if a.size else a
-    return float(finite.max()) if finite.size else 0.0
-
-
-def _same_class(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise: both NaN, or both the same infinity, or both finite."""
-    return (np.isnan(a) & np.isnan(b)) | (np.isinf(a) & np.isinf(b) & (np.sign(a.real) == np.sign(b.real))) | (
-        np.isfinite(a) & np.isfinite(b))
-
-
-def _float64_rule(name: str, g: np.ndarray, low: np.ndarray, ref: np.ndarray, dtype: str) -> LeafCheck:
-    """The stage ``g`` and the as-lowered program ``low`` (both in ``dtype``) against ``ref`` (float64)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        return _float64_leaf(name, g, low, ref, dtype)
-
-
-def _float64_leaf(name: str, g: np.ndarray, low: np.ndarray, ref: np.ndarray, dtype: str) -> LeafCheck:
-    wide = _WIDE[dtype]
-    g, low, ref = g.astype(wide), low.astype(wide), ref.astype(wide)
-    eps = _EPS[dtype]
-    finite = np.isfinite(g) & np.isfinite(low) & np.isfinite(ref)
-    err_stage = float(np.max(np.abs(g - ref)[finite])) if finite.any() else 0.0
-    err_lowered = float(np.max(np.abs(low - ref)[finite])) if finite.any() else 0.0
-    scale = _scale(ref)
-    tol = max(4.0 * err_lowered + 8.0 * eps * scale, _RTOL[dtype] * scale + err_lowered)
-    ok = err_stage <= tol
-    # Where the as-lowered program or the reference is not finite (overflow, NaN by design), the
-    # stage must do what the program as lowered does, or be finite and within tolerance of a
-    # finite reference (a rewrite that avoids an overflow is more accurate, not wrong).
-    special = ~finite
-    if special.any():
-        both_finite = np.isfinite(g) & np.isfinite(low)  # on special elements: the reference is not finite
-        fine = (_same_class(g, low) & ~both_finite) | (
-            both_finite & (np.abs(g - low) <= _RTOL[dtype] * max(_scale(low), 1e-30)))
-        fine |= np.isfinite(g) & np.isfinite(ref) & (np.abs(g - ref) <= tol)
-        if not fine[special].all():
-            ok, err_stage = False, float("inf")
-    rel = np.abs(g - ref)[finite] / max(scale, 1e-30) if finite.any() else np.zeros(0)
-    max_rel = float(rel.max()) if rel.size and np.isfinite(err_stage) else (0.0 if ok else float("inf"))
-    return LeafCheck(name, low.shape, dtype, err_stage, max_rel, tol, ok, lowered_abs=err_lowered)
-
-
-def check_outputs(got, ref: Reference) -> Check:
-    """Check a stage's outputs ``got`` against ``ref``.
-
-    With a float64 reference, each floating leaf is measured twice against it: the stage's error
-    ``err_stage = max |stage - ref64|`` and the as-lowered program's own ``err_lowered = max |lowered
-    - ref64|`` (over the elements where all three are finite). The stage passes when
-
-        err_stage <= max(4 * err_lowered + 8 * eps(dtype) * scale,  rtol(dtype) * scale + err_lowered)
-
-    with ``scale = max |ref64|``. Why: ``err_lowered`` is the rounding error of one valid evaluation
-    order in the stage's dtype, and a rewrite that reassociates, fuses or reorders is another
-    evaluation order whose rounding error is of the same size but not the same: the factor 4 leaves
-    room for that. ``8 eps * scale`` (a few ulp of the output's magnitude) keeps a stage passing
-    when the lowered program happens to be exact (``err_lowered == 0``). The second term makes the
-    rule never stricter than the per-dtype check against the as-lowered outputs, since
-    ``|stage - ref64| <= |stage - lowered| + err_lowered`` (the triangle inequality). An
-    ill-conditioned output (a near-zero gradient of a near-constant loss) has an ``err_lowered``
-    as large as the output itself, so rounding noise passes, while a wrong result (a changed
-    constant, a dropped term) moves the output far more than rounding does and fails.
-
-    Without a float64 reference, or for a leaf whose float64 evaluation is missing, floating leaves
-    are compared with the as-lowered outputs at the per-dtype tolerance (``compare_outputs``).
-    Integer and boolean leaves always match the as-lowered outputs exactly.
-    """
-    if ref.wide is None:
-        check = compare_outputs(got, ref.lowered, ref.label)
-        return dataclasses.replace(check, note=ref.note)
-    _same_structure(got, ref.lowered)
-    out = []
-    for (name, g), (_, low), (_, w) in zip(_leaves(got), _leaves(ref.lowered),
-                                           _leaves(ref.wide)):
-        dtype = str(low.dtype)
-        if g.shape != low.shape:
-            out.append(LeafCheck(name, low.shape, dtype, float("inf"), float("inf"), 0.0, False))
-        elif dtype in _EPS and w.shape == low.shape:
-            out.append(_float64_rule(name, g, low, w, dtype))
-        elif dtype in _RTOL:
-            out.append(_dtype_rule(name, g, low, dtype))
-        else:
-            out.append(_exact_rule(name, g, low, dtype))
-    return Check(ref.wide_label, tuple(out), "float64")
-
-
-# ---- the float64 reference -----------------------------------------------------------------------
-
-_RANDOM_PRIMITIVES = {"random_bits", "threefry2x32", "rng_bit_generator", "rng_uniform", "random_seed"}
-
-
-def _subjaxprs(value):
-    if hasattr(value, "eqns"):
-        yield value
-    elif hasattr(value, "jaxpr") and hasattr(value.jaxpr, "eqns"):
-        yield value.jaxpr
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _subjaxprs(v)
-
-
-def _eqns(jaxpr):
-    for eqn in jaxpr.eqns:
-        yield eqn
-        for value in eqn.params.values():
-            for sub in _subjaxprs(value):
-                yield from _eqns(sub)
-
-
-def _why_not_wide(jaxpr) -> str:
-    """Why a float64 trace is not the same computation in float64 ("" when it is)."""
-    narrow: set[str] = set()
-    for eqn in _eqns(jaxpr):
-        if eqn.primitive.name in _RANDOM_PRIMITIVES:
-            return ("the function draws random numbers, and with float64 enabled JAX draws different ones, "
-                    "so a float64 evaluation is not the same computation")
-        for v in eqn.outvars:
-            name = _dtype_name(getattr(getattr(v, "aval", None), "dtype", None))
-            if name in _EPS:
-                narrow.add(name)
-    if narrow:
-        return (f"even with float64 enabled the function computes in {', '.join(sorted(narrow))} (explicit "
-                "dtypes), so there is no wider evaluation to compare with")
-    return ""
-
-
-def _upcast(leaf, device, sharded: bool):
-    if not hasattr(leaf, "dtype") or not hasattr(leaf, "shape"):
-        return leaf  # Python numbers: float64 under x64 by themselves
-    dtype = _dtype_name(leaf.dtype)  # None for typed PRNG keys: not numbers to widen
-    if dtype not in _WIDE:
-        return leaf
-    value = np.asarray(leaf).astype(_WIDE[dtype])
-    if sharded and isinstance(leaf, jax.Array):
-        return jax.device_put(value, leaf.sharding)
-    return jax.device_put(value, device)
-
-
-def float64_reference(traced, device, dynamic_args) -> tuple[Any, str]:
-    """The traced function evaluated in float64 on ``device`` (x64 enabled, floating inputs upcast):
-    (outputs as numpy arrays, "") or (None, why there is none)."""
-    if traced is None or traced.fn is None:
-        return None, "the module was given as text, so there is no function to evaluate in float64"
-    if not any(_dtype_name(a.dtype) in _EPS for a in traced.out_avals):
-        return None, ("no output is floating point narrower than float64, so there is no wider dtype to "
-                      "evaluate the function in")
-    full = traced.full_args(tuple(dynamic_args))
-    sharded = traced.nr_devices > 1
-    dev = resolve_device(device)
-    try:
-        with jax.enable_x64(True):
-            wide = tuple(a if i in traced.static_argnums else
-                         jax.tree_util.tree_map(lambda x: _upcast(x, dev, sharded), a) for i, a in enumerate(full))
-            closed = jax.make_jaxpr(traced.fn, static_argnums=traced.static_argnums)(*wide)
-            why = _why_not_wide(closed.jaxpr)
-            if why:
-                return None, why
-            out = jax.jit(traced.fn, static_argnums=traced.static_argnums)(*wide)
-            return jax.tree_util.tree_map(np.asarray, out), ""
-    except Exception as e:  # the function cannot be traced in float64 (a dtype assertion, an op without f64)
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        return None, f"the function cannot be evaluated in float64 ({type(e).__name__}: {first[:200]})"
 
 
 def args_key(args) -> str:

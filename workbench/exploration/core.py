@@ -12,12 +12,12 @@ from typing import Sequence
 
 from ..analysis.bisect import bisect
 from ..analysis.diff import diff_texts
-from ..analysis.execute import (REFERENCE, Reference, RunResult, args_key, check_outputs,
-                               float64_reference, run_stage)
+from ..analysis.execute import REFERENCE, RunResult, args_key, check_outputs, run_stage
 from ..analysis.graph import stage_graph
 from ..analysis.multiprocess import DEFAULT_TIMEOUT, run_processes
 from ..analysis.provenance import lineage, op_locations, source_map
 from ..analysis.reduce import reduce as reduce_module
+from ..analysis.reference import reference_evaluations
 from ..analysis.report import write_report
 from ..analysis.reproducer import write_reproducer
 from ..analysis.collectives import collective_table
@@ -350,11 +350,11 @@ class Exploration:
 
         Returns a RunResult: ``outputs`` (the user's pytree), ``timing`` (median/min/IQR of ``repeat``
         calls after a warm-up, ``seconds`` the raw times) and ``check``. The check measures the
-        stage against the traced function evaluated in float64, next to the as-lowered program's
-        own error, and passes a stage that is not materially less accurate than the program as
-        lowered (the rule is in ``workbench.analysis.execute.check_outputs``). Where no float64 evaluation
-        exists (a module given as text, random numbers, explicit float32 inside), it compares with
-        "stablehlo" at a per-dtype tolerance, and ``check.note`` says why. ``reference`` checks
+        stage against the as-lowered module promoted to float64 (or the traced function evaluated
+        in float64), next to the as-lowered program's own error, and passes a stage that is not
+        materially less accurate than the program as lowered, at the precision it computes in (the
+        rules are in ``workbench.analysis.check``). Where no float64 evaluation exists, the program's
+        own noise (its inputs moved by one ulp) sets the tolerance, and ``check.note`` says why. ``reference`` checks
         against another Exploration's program instead (e.g. a hand-edited module from
         ``explore_text`` against the function it came from), run on the same arguments.
 
@@ -408,13 +408,11 @@ class Exploration:
                 memo[low_key] = known[1]
             else:
                 memo[low_key] = run_stage(self, ref, device, 1, args, xla_options=())[0]
-        wide_key = ("float64",) + key
+        wide_key = ("wider",) + low_key[1:]
         if wide_key not in memo:
-            dynamic = traced.args if (traced is not None and args is None) else args
-            memo[wide_key] = float64_reference(traced, device, dynamic)
-        wide, note = memo[wide_key]
+            memo[wide_key] = reference_evaluations(self, ref, device, args)
         label = f"{self._spec.title}:{ref.name}" if foreign else ref.name
-        return Reference(label, memo[low_key], wide, note, self._spec.title)
+        return memo[wide_key].reference(label, memo[low_key], self._spec.title)
 
     def compare(self, stages: Sequence = (), device: str | None = None, repeat: int = 20):
         """Run several stages and tabulate: stage, median ms, speed-up over the reference, check passed."""
