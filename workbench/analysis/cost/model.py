@@ -38,7 +38,7 @@ from jaxlib.mlir import ir
 from ...pipeline.exported import readable_module
 from .loops import trip_count
 from .rewrites import import_rewrites
-from .rules import APPLIED_REGION_OPS, CALL_OPS, Cost, cost_of
+from .rules import APPLIED_REGION_OPS, CALL_OPS, Cost, cost_of, loop_states
 from .tensors import nested_ops
 from .work import Work, WorkCounter
 
@@ -184,6 +184,7 @@ class _Walker:
         self.loops_read = 0
         self.work = WorkCounter()
         self.imported = {name: import_rewrites(func, self.work) for name, func in self.funcs.items()}
+        self.loop_states = {name: loop_states(func) for name, func in self.funcs.items()}
         if "main" in self.funcs:
             self.roots = ["main"]
         else:
@@ -303,7 +304,7 @@ class _Walker:
             recursive: frozenset[tuple[str, str]]) -> list[_Op]:
         self.work.ops_visited += 1
         self.work.ops_costed += 1
-        cost = cost_of(op)
+        cost = cost_of(op, self.loop_states[func])
         imported = self.imported[func]
         if op in imported.folded:
             cost = Cost(cost.kind, 0, 0, 0, "constant operands: folded when XLA imports the module")

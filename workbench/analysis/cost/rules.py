@@ -40,15 +40,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Mapping
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from .tensors import (TUPLE_POINTER_BYTES, attribute, element_count, int_attribute, int_list, nested_ops,
-                      static_tensor, total_bytes)
+from .tensors import (TUPLE_POINTER_BYTES, attribute, element_count, int_attribute, int_list, static_tensor,
+                      total_bytes)
 from .xla import xla_cost
 
-__all__ = ["APPLIED_REGION_OPS", "CALL_OPS", "ELEMENTWISE", "TRANSCENDENTAL", "Cost", "cost_of"]
+__all__ = ["APPLIED_REGION_OPS", "CALL_OPS", "ELEMENTWISE", "TRANSCENDENTAL", "Cost", "cost_of", "loop_states"]
 
 ELEMENTWISE = frozenset(
     """abs add and bitcast_convert ceil clamp count_leading_zeros compare complex convert divide floor
@@ -371,34 +372,47 @@ def _expansion_cost(text: str, results: int) -> Cost:
     )
 
 
-def _inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
-    current = op.parent
-    while current is not None:
-        if current == ancestor:
-            return True
-        current = current.parent
-    return False
+def _is_constant(value: ir.Value) -> bool:
+    return isinstance(value, ir.OpResult) and value.owner.operation.name == "stablehlo.constant"
 
 
-def _while_state(op: ir.Operation) -> int:
-    """How many values an HLO while carries: the loop state plus what its regions capture.
+def loop_states(root: ir.Operation) -> dict[ir.Operation, int]:
+    """How many values each HLO while loop in ``root`` (``root`` included) carries: its loop state
+    plus the values its regions capture.
 
     HLO loops cannot read values from around them, so XLA's import threads every captured
-    non-constant value through the loop state (constants it copies into the loop instead).
+    non-constant value through the loop state (constants it copies into the loop instead). One walk
+    finds the values each op's regions read from outside; an op's set is its nested ops' sets merged,
+    the smaller into the larger, less what its own regions define -- n log n in the ops of ``root``,
+    however deep its loops nest.
     """
-    captured: set[ir.Value] = set()
-    for inner in nested_ops(op):
-        for value in inner.operands:
-            if isinstance(value, ir.BlockArgument):
-                definer = value.owner.owner.operation
-                if definer == op or _inside(definer, op):
-                    continue
-            else:
-                definer = value.owner.operation
-                if definer.name == "stablehlo.constant" or _inside(definer, op):
-                    continue
-            captured.add(value)
-    return len(op.operands) + len(captured)
+    states: dict[ir.Operation, int] = {}
+
+    def captured(op: ir.Operation) -> set[ir.Value]:
+        sets: list[set[ir.Value]] = []
+        used: set[ir.Value] = set()
+        defined: list[ir.Value] = []
+        for region in op.regions:
+            for block in region.blocks:
+                defined += block.arguments
+                for inner in block.operations:
+                    inner = inner.operation
+                    used.update(v for v in inner.operands if not _is_constant(v))
+                    defined += inner.results
+                    if len(inner.regions):
+                        sets.append(captured(inner))
+        sets.append(used)
+        merged = max(sets, key=len)
+        for other in sets:
+            if other is not merged:
+                merged |= other
+        merged.difference_update(defined)
+        if op.name == "stablehlo.while":
+            states[op] = len(op.operands) + len(merged)
+        return merged
+
+    captured(root)
+    return states
 
 
 def _is_while_body_end(op: ir.Operation) -> bool:
@@ -408,8 +422,15 @@ def _is_while_body_end(op: ir.Operation) -> bool:
     )
 
 
-def cost_of(op: ir.Operation) -> Cost:
-    """Cost of one execution of ``op`` itself; ops in its regions are costed by the walk."""
+def _loop_state(loop: ir.Operation, states: Mapping[ir.Operation, int] | None) -> int:
+    return states[loop] if states is not None and loop in states else loop_states(loop)[loop]
+
+
+def cost_of(op: ir.Operation, loops: Mapping[ir.Operation, int] | None = None) -> Cost:
+    """Cost of one execution of ``op`` itself; ops in its regions are costed by the walk.
+
+    ``loops``: ``loop_states`` of the op's function, which a walk over its ops computes once;
+    without it a while loop's state is read from the loop alone."""
     name = op.name
     dialect, _, short = name.partition(".")
     if name == "func.return":
@@ -437,9 +458,9 @@ def cost_of(op: ir.Operation) -> Cost:
         label = ir.StringAttr(target).value if target is not None else "?"
         return Cost("custom_call", None, None, None, f"custom call {label!r}: cost unknown")
     if short == "while":
-        return Cost("control", 0, 0, TUPLE_POINTER_BYTES * _while_state(op))
+        return Cost("control", 0, 0, TUPLE_POINTER_BYTES * _loop_state(op, loops))
     if short == "return" and _is_while_body_end(op):
-        return Cost("control", 0, 0, TUPLE_POINTER_BYTES * _while_state(op.parent))
+        return Cost("control", 0, 0, TUPLE_POINTER_BYTES * _loop_state(op.parent.operation, loops))
     if short in _CONTROL:
         return Cost("control")
     if short in ("dot", "dot_general"):
