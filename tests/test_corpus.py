@@ -62,7 +62,7 @@ def own_outputs(name: str):
     return p.run_own(p.build())
 
 
-def float_leaves(tree) -> list[np.ndarray]:
+def arrays(tree) -> list[np.ndarray]:
     return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
 
 
@@ -77,11 +77,17 @@ def stablehlo_ops(text: str) -> collections.Counter:
     return collections.Counter(re.findall(r"(?<![#\w.])stablehlo\.[a-z_]+(?=[\s(])", text))
 
 
+def computing(ops: collections.Counter) -> int:
+    """How many ops compute: constants left out, as two lowerings of one program may share or
+    repeat their literals differently."""
+    return sum(n for op, n in ops.items() if op != "stablehlo.constant")
+
+
 # -- the program itself ----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", names())
 def test_the_program_runs_under_its_own_jit(name):
     out = own_outputs(name)
-    leaves = float_leaves(out)
+    leaves = arrays(out)
     assert leaves
     for leaf in leaves:
         if np.issubdtype(leaf.dtype, np.inexact):
@@ -167,7 +173,7 @@ def test_run_passes_the_numeric_check_and_matches_the_program(name):
     assert r.check is not None and r.check.passed, r.check
     got, want = r.outputs, own_outputs(name)
     assert paths(got) == paths(want)
-    for g, w in zip(float_leaves(got), float_leaves(want)):
+    for g, w in zip(arrays(got), arrays(want)):
         assert g.shape == w.shape and g.dtype == w.dtype
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
@@ -228,7 +234,7 @@ def test_nnx_jit_explores_the_program_nnx_jit_compiles():
     for op in ("stablehlo.dot_general", "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.exponential"):
         assert got[op] == lowered[op], (op, got[op], lowered[op])
     assert got["stablehlo.sqrt"] > 0  # Adam's denominator: the optimizer's update is in the program
-    assert sum(got.values()) == pytest.approx(sum(lowered.values()), rel=0.1)
+    assert computing(got) == pytest.approx(computing(lowered), rel=0.05)
 
 
 def test_eqx_filter_jit_explores_the_program_filter_jit_compiles():
@@ -237,7 +243,7 @@ def test_eqx_filter_jit_explores_the_program_filter_jit_compiles():
     lowered = stablehlo_ops(inst.fn.lower(*inst.args).as_text())
     got = stablehlo_ops(ex["stablehlo"].text)
     assert got["stablehlo.dot_general"] == lowered["stablehlo.dot_general"] > 0
-    assert sum(got.values()) == pytest.approx(sum(lowered.values()), rel=0.1)
+    assert computing(got) == pytest.approx(computing(lowered), rel=0.05)
 
 
 def test_donated_parameters_alias_outputs_through_to_xla():
