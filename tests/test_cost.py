@@ -17,6 +17,8 @@ from workbench.analysis.cost import (
     ModuleCost,
     ModuleParseError,
     cpu_peak,
+    hlo_module_cost,
+    hlo_op_costs,
     memory_analysis,
     model_work,
     module_cost,
@@ -458,3 +460,18 @@ def test_a_function_called_in_a_loop_and_outside_it_is_one_row_per_op_counting_b
     mc = module_cost(text)
     assert mc.transcendentals == 6 * 64 and mc.transcendentals_body_once == 2 * 64
     assert mc.transcendentals_body_once == xla_cost(text)["xla_transcendentals"]
+
+
+def test_an_hlo_chain_of_calls_is_costed_by_xla_once_per_instruction():
+    depth = 12
+    g = jax.jit(lambda x: x * 2.0 + 1.0)
+    for _ in range(depth):
+        g = jax.jit(lambda x, g=g: g(g(x)))
+    hlo = jax.jit(lambda x: g(x)).lower(jnp.ones(4)).as_text(dialect="hlo")
+    df = hlo_op_costs(hlo)  # one row per analysis XLA made in the worker
+    leaf = df[df.op == "add"]
+    assert len(df) == 6 and len(leaf) == 1  # the leaf's six instructions, once; every call is opened
+    assert f"called {2**depth} times" in leaf.note.iloc[0]
+    assert leaf.flops.iloc[0] == 2**depth * 4
+    whole = hlo_module_cost(hlo)  # XLA's own analysis of the whole module walks every call
+    assert (int(df.flops.sum()), int(df.bytes.sum())) == (whole["flops"], whole["bytes accessed"])

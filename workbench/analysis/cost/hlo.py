@@ -5,8 +5,9 @@ the entry computation is put alone into a module of its own: its operands become
 same shapes, and the computations it calls (a fusion's fused computation, a reduce's reducer, a while
 loop's body) come along. XLA parses that module and analyses it; a ``call`` is opened up and its
 callee's instructions are costed instead, so an unoptimized module (whose entry is one call) shows
-its real ops. HloCostAnalysis adds up over instructions, so the rows sum to XLA's total for the
-whole module (``hlo_module_cost``), which the tests check.
+its real ops; a computation called several times is listed once, its costs times its calls.
+HloCostAnalysis adds up over instructions, so the rows sum to XLA's total for the whole module
+(``hlo_module_cost``), which the tests check.
 
 XLA's HLO parser and analysis run in the worker process: a module put together this way can fail a
 CHECK inside XLA, which would end the kernel. An instruction that does is reported in its row.
@@ -49,11 +50,14 @@ class _Module:
         if self.hlo.entry is None:
             raise ModuleParseError("this is not XLA HLO text: it has no ENTRY computation")
         self.by_name = {c.name: c for c in self.hlo.computations}
+        self.position = {c.name: i for i, c in enumerate(self.hlo.computations)}
         self.callees: dict[tuple[str, str], list[str]] = {}  # (computation, instruction) -> callees
         self.calls_of: dict[str, list[str]] = {}
         for call in self.hlo.calls:
             self.callees.setdefault((call.caller, call.instruction.name), []).append(call.callee)
             self.calls_of.setdefault(call.caller, []).append(call.callee)
+        self._shapes: dict[str, dict[str, str]] = {}
+        self._texts: dict[str, str] = {}
 
     def reachable(self, names: list[str]) -> set[str]:
         seen: set[str] = set()
@@ -67,29 +71,75 @@ class _Module:
 
     def alone(self, comp: Computation, ins: Instruction) -> str:
         """A module whose entry computes ``ins`` from parameters shaped like its operands."""
-        shapes = {i.name: i.shape for i in comp.instructions}
+        if comp.name not in self._shapes:
+            self._shapes[comp.name] = {i.name: i.shape for i in comp.instructions}
+        shapes = self._shapes[comp.name]
         operands = [o for o in dict.fromkeys(ins.operand_names) if o in shapes]
         params = [f"  %{o} = {shapes[o]} parameter({k})" for k, o in enumerate(operands)]
-        need = self.reachable(self.callees.get((comp.name, ins.name), []))
-        called = [_computation_text(c) for c in self.hlo.computations if c.name in need]
+        need = sorted(self.reachable(self.callees.get((comp.name, ins.name), [])), key=self.position.__getitem__)
+        called = [self._text(name) for name in need]
         entry = "ENTRY %one_instruction {\n" + "\n".join(params + [_line(ins, root=True)]) + "\n}"
         return "HloModule one_instruction\n\n" + "\n\n".join(called + [entry]) + "\n"
 
-    def rows(self) -> list[tuple[Computation, Instruction]]:
-        """The instructions to cost, in order: the entry's, with calls opened up."""
-        out: list[tuple[Computation, Instruction]] = []
+    def _text(self, name: str) -> str:
+        if name not in self._texts:
+            self._texts[name] = _computation_text(self.by_name[name])
+        return self._texts[name]
 
-        def walk(comp: Computation, depth: int) -> None:
+    def _opened(self, comp: Computation, ins: Instruction) -> str | None:
+        """The callee whose instructions stand for ``ins``: a call's, else None."""
+        callees = self.callees.get((comp.name, ins.name), [])
+        return callees[0] if ins.opcode in _OPENED and len(callees) == 1 else None
+
+    def rows(self) -> list[tuple[Computation, Instruction, int]]:
+        """The instructions to cost, in order: the entry's, with calls opened up; and how many calls
+        reach each. A computation called from several places is listed once, at its first call, and
+        its rows count every call, so the rows stay as many as the module's instructions where its
+        call tree is exponential (a chain of computations each calling the next twice)."""
+        entry = self.hlo.entry
+        # callers before callees (an iterative depth-first search: no stack limit on a deep chain)
+        order: list[str] = []
+        done: set[str] = set()
+        active = {entry.name}
+        stack = [(entry, iter(entry.instructions))]
+        while stack:
+            comp, pending = stack[-1]
+            ins = next(pending, None)
+            if ins is None:
+                stack.pop()
+                active.discard(comp.name)
+                done.add(comp.name)
+                order.append(comp.name)
+                continue
+            callee = self._opened(comp, ins)
+            if callee is not None and callee not in done and callee not in active:
+                active.add(callee)
+                stack.append((self.by_name[callee], iter(self.by_name[callee].instructions)))
+        calls = dict.fromkeys(order, 0)
+        calls[entry.name] = 1
+        for name in reversed(order):
+            comp = self.by_name[name]
             for ins in comp.instructions:
-                if ins.opcode == "parameter":
-                    continue
-                callees = self.callees.get((comp.name, ins.name), [])
-                if ins.opcode in _OPENED and len(callees) == 1 and depth < 64:
-                    walk(self.by_name[callees[0]], depth + 1)
-                else:
-                    out.append((comp, ins))
-
-        walk(self.hlo.entry, 0)
+                callee = self._opened(comp, ins)
+                if callee is not None:
+                    calls[callee] += calls[name]
+        out: list[tuple[Computation, Instruction, int]] = []
+        shown = {entry.name}
+        stack = [(entry, iter(entry.instructions))]
+        while stack:
+            comp, pending = stack[-1]
+            ins = next(pending, None)
+            if ins is None:
+                stack.pop()
+                continue
+            if ins.opcode == "parameter":
+                continue
+            callee = self._opened(comp, ins)
+            if callee is None:
+                out.append((comp, ins, calls[comp.name]))
+            elif callee not in shown:
+                shown.add(callee)
+                stack.append((self.by_name[callee], iter(self.by_name[callee].instructions)))
         return out
 
 
@@ -116,23 +166,31 @@ def _count(value: float | None) -> int | None:
 @functools.lru_cache(maxsize=64)
 def _op_costs(_key: str, text: str) -> pd.DataFrame:
     module = _Module(text)
-    pairs = module.rows()
-    analyses = _analyse([module.alone(c, i) for c, i in pairs])
+    found = module.rows()
+    analyses = _analyse([module.alone(c, i) for c, i, _ in found])
     rows = []
-    for (comp, ins), a in zip(pairs, analyses):
+    for (comp, ins, calls), a in zip(found, analyses):
         row = {"computation": comp.name, "name": ins.name, "op": ins.opcode, "shape": ins.shape}
         if isinstance(a, str):
             row.update(flops=None, transcendentals=None, bytes=None, note=a)
         else:
             flops, trans, nbytes = (a.get(k, 0.0) for k in ("flops", "transcendentals", "bytes accessed"))
             unknown = flops < 0 or nbytes < 0
-            row.update(flops=_count(flops), transcendentals=_count(trans), bytes=_count(nbytes),
-                       note="XLA cannot cost it (custom call)" if unknown else _note(module, comp, ins))
+            note = "XLA cannot cost it (custom call)" if unknown else _note(module, comp, ins)
+            if calls != 1:
+                note = "; ".join(n for n in (note, f"%{comp.name} is called {calls} times: XLA's cost of one, "
+                                                   f"x{calls}") if n)
+            row.update(flops=_times(_count(flops), calls), transcendentals=_times(_count(trans), calls),
+                       bytes=_times(_count(nbytes), calls), note=note)
         rows.append(row)
     df = pd.DataFrame(rows, columns=list(HLO_COLUMNS))
     for c in ("flops", "transcendentals", "bytes"):
         df[c] = pd.array(df[c].tolist(), dtype="Int64")
     return df
+
+
+def _times(value: int | None, calls: int) -> int | None:
+    return None if value is None else value * calls
 
 
 def _note(module: _Module, comp: Computation, ins: Instruction) -> str:
@@ -150,7 +208,8 @@ def hlo_op_costs(text: str) -> pd.DataFrame:
     """One row per instruction of an HLO module's entry computation (calls opened up), costed by XLA's
     own HloCostAnalysis on CPU: ``computation, name, op, shape, flops, transcendentals, bytes, note``.
 
-    A fusion is one row (one kernel), a while loop one row with its body counted once. Unknown
+    A fusion is one row (one kernel), a while loop one row with its body counted once, the
+    instructions of a computation that several calls open up one row each, costing all the calls. Unknown
     costs (custom calls, an instruction XLA refused to analyse alone) are ``<NA>`` with the reason
     in ``note``. Raises ModuleParseError for text that is not HLO.
     """
