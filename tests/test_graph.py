@@ -1,19 +1,25 @@
 """Dataflow graphs of real stages: one node per op, one edge per use of a value, regions and functions
-as clusters, what a pass changed filled in, big constants and big modules kept readable, every label
-escaped, XLA HLO drawn too."""
+as clusters, what a pass changed filled in, big constants kept readable, big modules drawn as the
+hierarchy of JAX's name stack (the model's scopes) one level at a time, every label escaped, XLA HLO
+drawn too."""
 
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.analysis.graph import CHANGED_FILL, GraphUnavailableError, stage_graph
+from workbench.analysis.graph import CHANGED_FILL, GROUP_CLASS, GROUP_ID, GraphUnavailableError, stage_graph, stage_level
+from workbench.analysis.graph.render import _scoped
+from workbench.analysis.graph.levels import LEVEL_LIMIT, PORT_LIMIT
+from workbench.errors import UnknownNameError
+from workbench.stages import Stage
 
 # --- reading the DOT source back ---------------------------------------------------------------------
 
@@ -263,43 +269,279 @@ def test_scan_shows_while_cond_and_body_and_calls_point_to_their_function(scan_e
     svg_of(stage_graph(scan_ex["stablehlo"]))
 
 
-# --- big modules -------------------------------------------------------------------------------------
+# --- big modules: a hierarchy by JAX's name stack ----------------------------------------------------
 
 
-@jax.jit
-def _head(x):
-    return (x ** 2).sum()
+def scoped_params(blocks: int, d: int = 16, hidden: int = 32):
+    return [{"wq": jnp.full((d, d), 0.01 * (i + 1)), "wk": jnp.full((d, d), 0.02), "wv": jnp.full((d, d), 0.03),
+             "wo": jnp.full((d, d), 0.04), "w1": jnp.full((d, hidden), 0.05), "w2": jnp.full((hidden, d), 0.06)}
+            for i in range(blocks)]
 
 
-def deep_loss(ws, x):
-    for w in ws:
-        x = jnp.tanh(x @ w + 0.5)
-    return _head(x)
+def scoped_model(params, x):
+    """A transformer-like stack whose structure JAX records: block_i/attn, block_i/mlp, head."""
+    for i, p in enumerate(params):
+        with jax.named_scope(f"block_{i}"):
+            with jax.named_scope("attn"):
+                q, k, v = x @ p["wq"], x @ p["wk"], x @ p["wv"]
+                x = x + (jax.nn.softmax(q @ k.T / 4.0) @ v) @ p["wo"]
+            with jax.named_scope("mlp"):
+                x = x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
+    with jax.named_scope("head"):
+        x = x - x.mean(-1, keepdims=True)
+        return jnp.tanh(x).sum()
 
 
-def test_a_large_module_collapses_to_one_node_per_function():
-    ws = [jnp.full((8, 8), 0.05) for _ in range(40)]
-    ex = wb.explore(jax.grad(deep_loss), ws, jnp.ones((2, 8)), pipeline="upstream")
-    stage = ex["stablehlo"]
-    functions = re.findall(r"func\.func \w+ @(\w+)", stage.text)
-    assert len(functions) >= 2
+BLOCKS = [f"block_{i}" for i in range(12)]
 
-    g = stage_graph(stage, max_ops=400)
-    nodes, edges, graph = read_dot(g)
-    total = int(re.match(r"stablehlo: (\d+) ops", graph["label"]).group(1))
+
+@pytest.fixture(scope="module")
+def scoped_ex():
+    return wb.explore(scoped_model, scoped_params(12), jnp.ones((8, 16)), pipeline="upstream")
+
+
+def _mlir_ops(text: str) -> int:
+    """The ops of a module's functions, counted off its text by the workbench's one op counter."""
+    from workbench.ir.ops import op_counts_by_function
+
+    return sum(sum(c.values()) for f, c in op_counts_by_function(text).items() if f)
+
+
+def _groups(nodes) -> dict[str, Drawn]:
+    """The drawn boxes that open a group, by the path their SVG id names."""
+    return {n.attrs["id"][len(GROUP_ID):]: n for n in nodes.values() if n.attrs.get("class") == GROUP_CLASS}
+
+
+def _edge(edges, tail: Drawn, head: Drawn) -> dict | None:
+    return next((a for t, h, a in edges if t == tail.id and h == head.id), None)
+
+
+def test_a_big_module_is_drawn_as_the_groups_of_its_name_stack(scoped_ex):
+    stage = scoped_ex["stablehlo"]
+    total = _mlir_ops(stage.text)
     assert total > 400
-    assert "collapsed to one node per function" in graph["label"]
-    assert f"max_ops={total}" in graph["label"]
-    assert sorted(n.head for n in nodes.values()) == sorted(f"@{f}" for f in functions)
-    counts = {n.head: int(n.lines[1].split()[0]) for n in nodes.values()}
-    assert sum(counts.values()) == total
-    main = next(n.id for n in nodes.values() if n.head == "@main")
-    assert any(t == main for t, _, _ in edges)  # main calls the others
-    svg_of(g)
+    g = scoped_ex.graph("stablehlo")
+    nodes, edges, graph = read_dot(g)
+    assert graph["label"].startswith(f"stablehlo: {total} ops")
+    assert "grouped by JAX's name stack" in graph["label"] and f"max_ops={total}" in graph["label"]
+    groups = _groups(nodes)
+    assert [p for p in groups if not p.startswith("[")] == BLOCKS + ["head"]
+    assert groups["[arguments]"].lines == ["[arguments]", "73 arguments"]  # 6 weights a block, and x
+    sizes = {p: int(n.lines[1].split()[0]) for p, n in groups.items() if n.lines[1].endswith("ops")}
+    assert len({sizes[b] for b in BLOCKS}) == 1  # twelve blocks alike
+    # each block feeds the next one value (x), and nothing flows back
+    for a, b in zip(BLOCKS, BLOCKS[1:]):
+        assert _edge(edges, groups[a], groups[b]) is not None and _edge(edges, groups[b], groups[a]) is None
+    assert _edge(edges, groups["block_11"], groups["head"]) is not None
+    assert len(nodes) < 30
+    assert "block_7" in svg_of(g)
 
-    nodes, edges, graph = read_dot(stage_graph(stage, max_ops=total))
-    assert "collapsed" not in graph["label"]
+    level = stage_level(stage)
+    assert level.total == total and level.ops == total == sum(b.ops for b in level.boxes)
+    assert level.box("block_0").ops == sizes["block_0"]
+    assert level.box("[arguments]").ops == 0 and level.box("[arguments]").members == 73
+
+    nodes, _, graph = read_dot(scoped_ex.graph("stablehlo", max_ops=total))  # every op, as before
+    assert "hierarchy" not in graph["label"] and not _groups(nodes)
     assert sum(1 for n in nodes.values() if n.attrs["shape"] != "ellipse") == total
+
+
+def test_opening_a_group_shows_its_children_and_where_its_values_come_from(scoped_ex):
+    stage = scoped_ex["stablehlo"]
+    block = stage_level(stage).box("block_3")
+    level = stage_level(stage, group="block_3")
+    assert [b.path for b in level.boxes if b.kind == "group"] == ["block_3/attn", "block_3/mlp"]
+    assert level.ops == block.ops == sum(b.ops for b in level.boxes)
+    ins = {b.label for b in level.boxes if b.direction == "in"}
+    outs = {b.label for b in level.boxes if b.direction == "out"}
+    assert "block_2" in ins and outs == {"block_4"}
+    assert {f"%arg{k}" for k in range(18, 24)} <= ins  # block_3's six weights
+
+    nodes, edges, graph = read_dot(scoped_ex.graph("stablehlo", group="block_3"))
+    assert "group 'block_3': " + f"{block.ops} of the {level.total} ops" in graph["label"]
+    by_head = {n.head: n for n in nodes.values()}
+    attn, mlp = _groups(nodes)["block_3/attn"], _groups(nodes)["block_3/mlp"]
+    assert _edge(edges, by_head["from block_2"], attn) is not None
+    assert _edge(edges, attn, mlp) is not None and _edge(edges, mlp, by_head["to block_4"]) is not None
+
+    inner = stage_level(stage, group="block_3/attn")
+    assert not [b for b in inner.boxes if b.kind == "group"]
+    ops = Counter(b.label for b in inner.boxes if b.kind == "op")
+    assert ops["dot_general"] == 6  # q, k, v, q k^T, (.) v, the output projection
+    assert inner.ops == level.box("block_3/attn").ops
+    assert {b.label for b in inner.boxes if b.direction == "out"} == {"block_3/mlp"}
+
+
+def test_a_group_that_is_not_there_is_refused_with_the_ones_that_are(scoped_ex):
+    with pytest.raises(UnknownNameError, match=r"unknown group 'block_3/atn'; did you mean 'block_3/attn'"):
+        scoped_ex.graph("stablehlo", group="block_3/atn")
+    with pytest.raises(UnknownNameError, match=r"the groups at the top level are '\[arguments\]'"):
+        scoped_ex.graph("stablehlo", group="layer_0")
+
+
+def test_xla_stages_are_grouped_by_their_metadata(scoped_ex):
+    stage = scoped_ex["xla:optimized"]
+    total = sum(op != "parameter" for op in _hlo_instructions(stage.text))
+    level = stage_level(stage, group=None)
+    assert level.total == total == sum(b.ops for b in level.boxes)
+    scopes = [b.path for b in level.boxes if b.kind == "group" and not b.path.startswith("[")]
+    assert scopes[:12] == BLOCKS and set(scopes) <= set(BLOCKS) | {"head"}
+    inside = stage_level(stage, group="block_3")
+    assert [b.path for b in inside.boxes if b.kind == "group"] == ["block_3/attn", "block_3/mlp"]
+    assert inside.ops == level.box("block_3").ops
+    nodes, _, graph = read_dot(scoped_ex.graph("xla:optimized", max_ops=100))
+    assert graph["label"].startswith(f"xla:optimized: {total} instructions")
+    assert BLOCKS[0] in _groups(nodes)
+
+
+def test_changed_ops_are_counted_in_their_groups():
+    pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+    def f(x, ws):
+        for i, w in enumerate(ws):
+            with jax.named_scope(f"layer_{i}"):
+                if i == 2:
+                    x = jnp.transpose(jnp.transpose(x))
+                x = jnp.tanh(x @ w)
+                x = x * x
+        return x
+
+    ex = wb.explore(f, jnp.ones((4, 8)), [jnp.full((8, 8), 0.1)] * 4)
+    stage = ex["enzyme-hlo-patterns#1"]
+    parent = ex.parent_of(stage.name)
+    assert "transpose" in parent.text and "transpose" not in stage.text
+    # layer_2's dot now reads layer_1's tanh itself: the one op that changed, counted in its group
+    level = stage_level(stage, parent)
+    assert [(b.path, b.changed) for b in level.boxes if b.changed] == [("layer_2", 1)]
+    nodes, _, graph = read_dot(ex.graph(stage.name, max_ops=5))
+    groups = _groups(nodes)
+    assert groups["layer_2"].filled and groups["layer_2"].lines[-1] == "1 new/changed"
+    assert not any(groups[f"layer_{i}"].filled for i in (0, 1, 3))
+    assert "removed: transpose \u00d72" in graph["label"]
+    inside = stage_level(stage, parent, group="layer_2")
+    assert [b.label for b in inside.boxes if b.changed] == ["dot_general"]
+
+
+class Block(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = x + nn.Dense(16, name="attn")(nn.LayerNorm(name="ln")(x))
+        return x + nn.Dense(16, name="mlp")(x)
+
+
+class Stack(nn.Module):
+    layers: int = 3
+
+    @nn.compact
+    def __call__(self, x):
+        for i in range(self.layers):
+            x = Block(name=f"block_{i}")(x)
+        return x.sum()
+
+
+def test_a_flax_model_shows_its_modules_and_its_gradient_the_transformations():
+    m = Stack()
+    params = m.init(jax.random.key(0), jnp.ones((4, 16)))
+    ex = wb.explore(m.apply, params, jnp.ones((4, 16)), pipeline="upstream")
+    level = stage_level(ex["stablehlo"])
+    # Flax scopes every op in the top module, Stack: the only group at the top is opened in place
+    assert level.opened == ("Stack",)
+    assert [b.path for b in level.boxes if b.kind == "group"] == [f"Stack/block_{i}" for i in range(3)]
+    assert level.ops == _mlir_ops(ex["stablehlo"].text)
+    nodes, _, graph = read_dot(ex.graph("stablehlo", max_ops=50))
+    assert "opened in place, as the only group at its level: Stack" in graph["label"]
+    assert {n.clusters[0] for p, n in _groups(nodes).items() if p.startswith("Stack/")} == {"Stack"}
+    inner = stage_level(ex["stablehlo"], group="Stack/block_1")
+    assert [b.path for b in inner.boxes if b.kind == "group"] == [f"Stack/block_1/{m}" for m in ("ln", "attn", "mlp")]
+
+    grad = wb.explore(jax.grad(lambda p, x: m.apply(p, x)), params, jnp.ones((4, 16)), pipeline="upstream")
+    top = stage_level(grad["stablehlo"])
+    assert [b.path for b in top.boxes if b.kind == "group"] == ["jvp(Stack)", "transpose(jvp(Stack))"]
+    assert top.ops == _mlir_ops(grad["stablehlo"].text) == sum(b.ops for b in top.boxes)
+    backward = stage_level(grad["stablehlo"], group="transpose(jvp(Stack))")
+    assert [b.label for b in backward.boxes if b.kind == "group"] == ["block_2", "block_1", "block_0"]
+
+
+def test_text_without_locations_is_grouped_by_function_region_and_kind(scan_ex):
+    text = jax.jit(scan_program).lower(jnp.ones((4,)), jnp.ones((10, 4))).as_text()
+    assert "loc(" not in text
+    ex = wb.explore_text(text, pipeline="canonicalize")
+    stage = ex["input"]
+    level = stage_level(stage)
+    assert level.by == "structure" and level.ops == _mlir_ops(stage.text) == sum(b.ops for b in level.boxes)
+    groups = [b.path for b in level.boxes if b.kind == "group"]
+    # the loop's regions, then the private functions JAX made (the scan's body among them)
+    assert groups[:2] == ["while#1 cond", "while#1 body"] and "@closed_call" in groups
+    assert all(g.startswith("@") for g in groups[2:])
+    body = stage_level(stage, group="while#1 body")
+    assert "call @closed_call" in {b.item.label[0] for b in body.boxes if b.kind == "op"}
+    _, _, graph = read_dot(ex.graph("input", max_ops=5))
+    assert "no name-stack locations" in graph["label"]
+
+    flat = wb.explore_text(jax.jit(scoped_model).lower(scoped_params(12), jnp.ones((8, 16))).as_text(),
+                           pipeline="canonicalize")["input"]
+    folded = stage_level(flat)
+    assert folded.folded and folded.ops == _mlir_ops(flat.text) == sum(b.ops for b in folded.boxes)
+    dots = folded.box("[dot_general]")
+    assert dots.ops == 12 * 8 and len(folded.boxes) < 40
+    opened = stage_level(flat, group="[dot_general]")  # more than a level holds: in runs
+    assert opened.ops == 96 and {b.kind for b in opened.boxes} - {"port"} == {"run"}
+    run = stage_level(flat, group=f"[dot_general]/{opened.boxes[0].path.rpartition('/')[2]}")
+    assert {b.label for b in run.boxes if b.kind == "op"} == {"dot_general"} and run.ops == opened.boxes[0].ops
+
+
+def _stage_of(fn, *args) -> Stage:
+    """A Stage of JAX's lowering of fn, as the workbench keeps it: the text, and the text with locations."""
+    lowered = jax.jit(fn).lower(*args)
+    return Stage("stablehlo", "trace", lowered.as_text(), "lower", True, None, None,
+                 text_with_locations=lowered.as_text(debug_info=True))
+
+
+def test_more_groups_than_a_level_holds_are_cut_into_runs():
+    def chain(x, w):
+        for i in range(300):
+            with jax.named_scope(f"layer_{i}"):
+                x = jnp.tanh(x * w + 1.0)
+        return x
+
+    stage = _stage_of(chain, jnp.ones(4), jnp.ones(4))
+    level = stage_level(stage)
+    size = -(-301 // LEVEL_LIMIT)  # the entries a run holds: 300 layers and the return, cut into LEVEL_LIMIT runs
+    runs = [b for b in level.boxes if b.kind == "run"]
+    assert level.runs and len(runs) == 301 // size and len(level.boxes) <= LEVEL_LIMIT + 1
+    assert runs[0].path == f"[1-{size}]" and runs[0].label == f"layer_0 \u2026 layer_{size - 1}"
+    assert level.ops == _mlir_ops(stage.text) == sum(b.ops for b in level.boxes)
+    inner = stage_level(stage, group=runs[0].path)
+    assert [b.path for b in inner.boxes if b.kind == "group"] == [f"layer_{i}" for i in range(size)]
+    assert inner.ops == runs[0].ops == size * stage_level(stage, group="layer_150").ops  # a layer opens by its path
+    nodes, _, _ = read_dot(stage_graph(stage))
+    assert runs[1].path in _groups(nodes)
+
+
+def test_a_10k_op_module_draws_a_bounded_top_level_in_one_pass():
+    stage = _stage_of(jax.grad(scoped_model), scoped_params(80), jnp.ones((8, 16)))
+    total = _mlir_ops(stage.text)
+    assert total > 10_000
+    level = stage_level(stage)
+    assert level.ops == total == sum(b.ops for b in level.boxes)
+    assert len(level.boxes) <= LEVEL_LIMIT + 2 * PORT_LIMIT and level.work.boxes == len(level.boxes)
+    scoped = _scoped(stage)
+    assert level.work.units == len(scoped.units) and level.work.flows == len(scoped.flows) < 3 * len(scoped.units)
+    # gradients record the transformation around each scope: jvp(block_i) forward, transpose(...) back;
+    # 160 of them are more than a level holds, so they come in runs
+    first = level.boxes[[b.kind for b in level.boxes].index("run")]
+    assert first.path == "[1-3]" and first.label == "jvp(block_0) \u2026 jvp(block_2)"
+    assert [b.path for b in stage_level(stage, group="[1-3]").boxes if b.kind == "group"] == [
+        "jvp(block_0)", "jvp(block_1)", "jvp(block_2)"]
+    back = stage_level(stage, group="transpose(jvp(block_79))")
+    assert [b.path for b in back.boxes if b.kind == "group"] == [
+        "transpose(jvp(block_79))/mlp", "transpose(jvp(block_79))/attn"]
+    g = stage_graph(stage)
+    nodes, edges, graph = read_dot(g)
+    assert len(nodes) == len(level.boxes) and len(edges) <= len(level.links)
+    # the arguments feed every block: drawn without their edges, which would cross the whole level
+    assert "drawn without its edges" in graph["label"]
+    assert _groups(nodes)["[arguments]"].lines[-1].startswith("linked with ")
 
 
 # --- escaping ----------------------------------------------------------------------------------------

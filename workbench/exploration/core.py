@@ -331,11 +331,12 @@ class Exploration:
         are sized by their out_sharding's shard. ``workbench.analysis.collectives`` says what is assumed."""
         return collective_table(self.stages if stage is None else [self.stage(stage)])
 
-    def graph(self, stage=None, max_ops: int = 400):
+    def graph(self, stage=None, max_ops: int = 400, group: str | None = None):
         """The dataflow of a stage as a graphviz graph (SVG in notebooks); ops changed relative to the
-        parent stage are highlighted."""
+        parent stage are highlighted. Above ``max_ops`` ops, the top level of the stage's hierarchy by
+        JAX's name stack (one box per group); ``group="block_0/attn"`` draws that group's level."""
         st = self.default_run_stage() if stage is None else self.stage(stage)
-        return stage_graph(st, self.parent_of(st), max_ops=max_ops)
+        return stage_graph(st, self.parent_of(st), max_ops=max_ops, group=group)
 
     # -- executing ---------------------------------------------------------------------------------
     def default_run_stage(self) -> Stage:

@@ -25,17 +25,26 @@ Debian's ``dot``.
   not have (counting multiplicity) are the changed ones. Ops the parent had and this stage lacks
   cannot be drawn; the caption counts them by name.
 * Constants bigger than a few elements show their type, never their payload; splats show the value.
-* A module with more than ``max_ops`` ops is drawn as one node per function (or computation) with
-  its op count, and the caption says how to draw every op.
+* A module with more than ``max_ops`` ops is drawn as the top level of a hierarchy, the model's own
+  structure as JAX's name stack records it (``block_0/attn/...``): one box per group with its op
+  count, edges between groups counting the values that cross, small groups and ops outside any group
+  drawn as ops. ``stage_graph(..., group="block_0/attn")`` draws one group's level, with ports for
+  the values that come from and go outside it. ``stage_level`` is the same level as values (boxes,
+  links, counts); ``scopes`` says how ops are grouped, ``levels`` what a level promises. Each group box's SVG element has class
+  ``GROUP_CLASS`` and id ``GROUP_ID`` + its path, which the notebook's graph view opens on a click.
 
-* Op counts, in the caption and per function in a collapsed graph, come from ``workbench.ir.ops``.
+* Op counts, in the caption and per group, come from ``workbench.ir.ops`` and the drawn model; a
+  level's boxes add up to the stage's count.
 
 The picture is for reading; it promises no particular layout. The modules: ``model`` (the drawn
-values), ``mlir`` and ``hlo`` (reading a stage into them), ``render`` (comparing and drawing).
+values), ``mlir`` and ``hlo`` (reading a stage into them), ``scopes`` and ``levels`` (the hierarchy
+and one level of it), ``render`` (comparing and drawing).
 """
 from __future__ import annotations
 
 from ...errors import GraphUnavailableError
-from .render import CHANGED_FILL, stage_graph
+from .render import CHANGED_FILL, GROUP_CLASS, GROUP_ID, stage_graph, stage_level
+from .levels import Box, Level, Link
 
-__all__ = ["stage_graph", "CHANGED_FILL", "GraphUnavailableError"]
+__all__ = ["stage_graph", "stage_level", "CHANGED_FILL", "GROUP_CLASS", "GROUP_ID", "GraphUnavailableError",
+           "Box", "Level", "Link"]

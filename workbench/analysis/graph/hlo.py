@@ -1,7 +1,9 @@
 """XLA HLO stages as a ``Dataflow``, one cluster per computation, from ``workbench.ir.hlo``'s reader."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -68,16 +70,25 @@ class HloReader:
         items: list[Item] = []
         for c in self._computations.values():
             if c.name not in self._placed:
-                cluster = Cluster(self._id("cluster_"), f"ENTRY {c.name}" if c.entry else c.name, self._draw(c).items)
+                cluster = Cluster(self._id("cluster_"), f"ENTRY {c.name}" if c.entry else c.name, self._draw(c).items,
+                                  c.name)
                 self._clusters[c.name] = cluster
                 items.append(cluster)
         for call in self._calls:
             if 1 < self._sites[call.callee] <= MAX_CALL_EDGES:
                 self._call_edge(call)
+        # a computation several instructions call belongs, for grouping, to the first of them
+        first_site = {}
+        for call in self._calls:
+            first_site.setdefault(call.callee, self._drawn_ids.get((call.caller, call.instruction.name), ""))
+        items = [dataclasses.replace(item, owner=first_site[item.function]) if item.function in first_site else item
+                 for item in items]
+        callees: dict[str, Counter] = {}
+        for call in self._calls:
+            callees.setdefault(call.caller, Counter())[call.callee] += 1
         functions = tuple(
             Function(c.name, f"ENTRY {c.name}" if c.entry else c.name,
-                      _instructions(self._ops.get(c.name, Counter())),
-                      tuple(Counter(call.callee for call in self._calls if call.caller == c.name).items()))
+                      _instructions(self._ops.get(c.name, Counter())), tuple(callees.get(c.name, Counter()).items()))
             for c in self._computations.values()
         )
         notes = many_callers(name for name, n in self._sites.items() if n > MAX_CALL_EDGES)
@@ -104,7 +115,7 @@ class HloReader:
                 inner = self._draw(self._computations[callee])
                 label = f"{_hlo_head(ins, clean)}: {callee}"
                 items.append(Cluster(self._id("cluster_"), label, inner.items, comp.name,
-                                      _hlo_signature(ins, clean, refs, by_name)))
+                                      _hlo_signature(ins, clean, refs, by_name), _op_name(ins)))
                 for k, r in enumerate(refs):
                     if k in inner.parameters:
                         self._edges.append(Edge(ids[r], inner.parameters[k]))
@@ -133,14 +144,26 @@ class HloReader:
             kind = "const" if ins.opcode == "constant" else "op"
             label = (_hlo_head(ins, clean), clip(shape),
                      *(f"{c.attribute}={c.callee}" for c in self._unlinked.get((comp.name, ins.name), ())))
-            items.append(Node(nid, kind, label, comp.name, signature, tooltip, ins.root))
+            items.append(Node(nid, kind, label, comp.name, signature, tooltip, ins.root, _op_name(ins)))
         for call in self._nested.get(comp.name, ()):
             inner = self._draw(self._computations[call.callee])
-            cluster = Cluster(self._id("cluster_"), f"{call.attribute}: {call.callee}", inner.items)
+            cluster = Cluster(self._id("cluster_"), f"{call.attribute}: {call.callee}", inner.items, call.callee,
+                              owner=self._drawn_ids.get((comp.name, call.instruction.name), ""))
             self._clusters[call.callee] = cluster
             items.append(cluster)
             self._call_edge(call)
         return _Drawn(tuple(items), parameters, root)
+
+
+# The name stack in an instruction's metadata, its one field that carries op_name. Read here rather than
+# by workbench.ir.locations.hlo_instruction_locations, whose frames a graph does not need: that reader
+# takes longer than the rest of the graph on a 10,000-instruction module.
+_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
+
+
+def _op_name(ins: Instruction) -> str:
+    m = _OP_NAME.search(ins.attributes)
+    return m.group(1).replace('\\"', '"').replace("\\\\", "\\") if m else ""
 
 
 def _hlo_signature(ins: Instruction, attributes: str, refs: list[str],

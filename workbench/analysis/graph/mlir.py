@@ -8,6 +8,7 @@ import itertools
 import re
 from collections import Counter
 
+from ...ir.locations import read_location
 from .model import MAX_CALL_EDGES, MAX_TOOLTIP_CHARS, Cluster, Dataflow, Edge, Function, Item, Node, clip, many_callers
 
 __all__ = ["MlirReader"]
@@ -70,8 +71,9 @@ def _is_dense(attr) -> bool:
     return isinstance(attr, ir.DenseElementsAttr)
 
 
-def _attr_fingerprint(attr) -> str:
-    """Text that identifies an attribute, without printing a large constant's payload."""
+def _attr_texts(attr) -> tuple[str, str]:
+    """Text that identifies an attribute, and text that shows it, without printing a large constant's
+    payload."""
     if _is_dense(attr) and not attr.is_splat and (_elements(attr) or 0) > 16:
         import numpy as np
 
@@ -79,14 +81,9 @@ def _attr_fingerprint(attr) -> str:
             data = np.asarray(attr).tobytes()
         except (ValueError, TypeError, RuntimeError):
             data = str(attr).encode()  # element types numpy cannot view (i1, complex ints)
-        return f"dense#{hashlib.sha1(data).hexdigest()} : {attr.type}"
-    return str(attr)
-
-
-def _attr_display(attr) -> str:
-    if _is_dense(attr) and not attr.is_splat and (_elements(attr) or 0) > 16:
-        return f"dense<\u2026> : {attr.type}"
-    return clip(str(attr), 200)
+        return f"dense#{hashlib.sha1(data).hexdigest()} : {attr.type}", f"dense<\u2026> : {attr.type}"
+    text = str(attr)
+    return text, clip(text, 200)
 
 
 def _scalar_text(attr) -> str:
@@ -155,6 +152,11 @@ def _callee(op) -> tuple[str, str] | None:
     return None
 
 
+# JAX's own form of an op's location: the name stack around the call-site chain of Python frames. Read by
+# its first string alone: the chain behind it is hundreds of characters that the name stack does not need.
+_JAX_NAME = re.compile(r'loc\("((?:[^"\\]|\\.)*)"\(callsite\(')
+
+
 _REGION_NAMES = {"while": ("cond", "body"), "if": ("true", "false"), "sort": ("comparator",)}
 
 
@@ -179,9 +181,28 @@ class MlirReader:
         self._calls: list[tuple[str, str, str, str]] = []  # (call node id, caller, callee symbol, edge label)
         self._edges: list[Edge] = []
         self._callees: dict[str, Counter] = {}
+        self._labels: dict[str, str] = {}  # type text -> its label
+        self._scopes: dict[str, str] = {}  # location text -> its name stack
 
     def _id(self, prefix: str = "n") -> str:
         return f"{prefix}{next(self._ids)}"
+
+    def _type(self, t) -> tuple[str, str]:
+        """A type as MLIR prints it and as a label shows it; a module repeats a few types many times."""
+        text = str(t)
+        label = self._labels.get(text)
+        if label is None:
+            label = self._labels[text] = _type_label(t)
+        return text, label
+
+    def _scope(self, location) -> str:
+        text = str(location)
+        m = _JAX_NAME.match(text)
+        if m:
+            return m.group(1).replace('\\"', '"').replace("\\\\", "\\")
+        if text not in self._scopes:  # other forms (fused locations that passes make) by the one reader
+            self._scopes[text] = next((o.name for o in read_location(text) if o.name), "")
+        return self._scopes[text]
 
     def read(self, module) -> Dataflow:
         funcs = [op.operation for op in module.body.operations if _op_name(op) == "func.func"]
@@ -192,9 +213,10 @@ class MlirReader:
         for f in funcs:
             name = f.attributes["sym_name"].value
             self._callees[name] = Counter()
-            body = self._block(f.regions[0].blocks[0], name, arg_prefix="%arg") if len(f.regions[0].blocks) else []
+            body = (self._block(f.regions[0].blocks[0], name, "%arg", "func.func")
+                    if len(f.regions[0].blocks) else [])
             if several:
-                cluster = Cluster(self._id("cluster_"), f"func @{name}", tuple(body))
+                cluster = Cluster(self._id("cluster_"), f"func @{name}", tuple(body), name)
                 clusters[name] = cluster
                 items.append(cluster)
             else:
@@ -205,6 +227,7 @@ class MlirReader:
             src = self._defs.get(value)
             if src is not None:
                 self._edges.append(Edge(src[0], user, src[1]))
+        self._defs.clear()  # the bindings' values: the model keeps none of them
         sites = Counter(callee for _, caller, callee, _ in self._calls if caller != callee)
         unlinked: dict[str, str] = {}  # composite node id -> its decomposition, named in its label
         for node, caller, callee, label in self._calls:
@@ -220,12 +243,14 @@ class MlirReader:
         notes = many_callers(f"@{name}" for name, n in sites.items() if name in clusters and n > MAX_CALL_EDGES)
         return Dataflow("mlir", tuple(items), tuple(self._edges), tuple(functions), notes)
 
-    def _block(self, block, function: str, arg_prefix: str) -> list[Item]:
+    def _block(self, block, function: str, arg_prefix: str, owner: str) -> list[Item]:
+        """``owner``: the name of the op whose region holds the block."""
         items: list[Item] = []
         for i, arg in enumerate(block.arguments):
             nid = self._id()
-            self._defs[arg] = (nid, "")
-            items.append(Node(nid, "arg", (f"{arg_prefix}{i}", _type_label(arg.type)), function))
+            text, label = self._type(arg.type)
+            self._defs[arg] = (nid, "", ("arg", i, owner, text))
+            items.append(Node(nid, "arg", (f"{arg_prefix}{i}", label), function))
         for op in block.operations:
             items.extend(self._op(op.operation, function))
         return items
@@ -236,11 +261,12 @@ class MlirReader:
         name = _op_name(op)
         short = _short_name(name)
         results = list(op.results)
-        result_types = [_type_label(r.type) for r in results]
+        types = [self._type(r.type) for r in results]
+        result_types = [label for _, label in types]
         attrs = op.attributes
-        attr_items = [(attrs[i].name, attrs[i].attr) for i in range(len(attrs))]
+        attr_items = [(attrs[i].name, _attr_texts(attrs[i].attr)) for i in range(len(attrs))]
         for k, r in enumerate(results):
-            self._defs[r] = (nid, f"#{k}" if len(results) > 1 else "")
+            self._defs[r] = (nid, f"#{k}" if len(results) > 1 else "", (short, k, types[k][0]))
         operands = list(op.operands)
         self._uses.extend((v, nid) for v in operands)
         if not results and name.endswith("return"):  # func.return, and stablehlo.return ending a region
@@ -256,25 +282,27 @@ class MlirReader:
         if call is not None:
             self._calls.append((nid, function, *call))
             self._callees[function][call[0]] += 1
+        defs = self._defs
         signature = (
             short,
-            tuple(str(r.type) for r in results),
-            tuple(sorted((n, _attr_fingerprint(a)) for n, a in attr_items)),
-            tuple(_operand_origin(v) for v in operands),
+            tuple(text for text, _ in types),
+            tuple(sorted((n, fingerprint) for n, (fingerprint, _) in attr_items)),
+            tuple(defs[v][2] if v in defs else _operand_origin(v) for v in operands),
             len(op.regions),
         )
         tooltip = name
         if attr_items:
-            tooltip += " {" + ", ".join(f"{n} = {_attr_display(a)}" for n, a in attr_items) + "}"
-        node = Node(nid, kind, tuple(label), function, signature, clip(tooltip, MAX_TOOLTIP_CHARS))
+            tooltip += " {" + ", ".join(f"{n} = {shown}" for n, (_, shown) in attr_items) + "}"
+        node = Node(nid, kind, tuple(label), function, signature, clip(tooltip, MAX_TOOLTIP_CHARS),
+                    scope=self._scope(op.location))
         items: list[Item] = [node]
         count = len(op.regions)
         for r, region in enumerate(op.regions):
             region_label = f"{short} {_region_name(short, r, count)}"
             body: list[Item] = []
             for b, block in enumerate(region.blocks):
-                body.extend(self._block(block, function, arg_prefix=f"bb{b}:arg" if b else "arg"))
-            cluster = Cluster(self._id("cluster_"), region_label, tuple(body))
+                body.extend(self._block(block, function, f"bb{b}:arg" if b else "arg", name))
+            cluster = Cluster(self._id("cluster_"), region_label, tuple(body), function, owner=nid)
             if cluster.anchor is not None:
                 self._edges.append(Edge(nid, cluster.anchor, lhead=cluster.id, style="dotted"))
             items.append(cluster)

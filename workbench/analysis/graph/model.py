@@ -24,6 +24,7 @@ class Node:
     signature: tuple | None = None  # None for arguments: they are not ops
     tooltip: str = ""
     root: bool = False  # HLO: the computation's ROOT instruction
+    scope: str = ""  # JAX's name stack of the op, as its location or metadata holds it ("" when none)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class Cluster:
     items: tuple["Item", ...]
     function: str = ""
     signature: tuple | None = None  # HLO: the fusion or call instruction drawn as this cluster
+    scope: str = ""  # the name stack of that instruction
+    owner: str = ""  # a region or called computation: the id of the op holding or calling it
 
     @property
     def anchor(self) -> str | None:

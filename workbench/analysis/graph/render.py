@@ -1,7 +1,10 @@
 """Comparing a stage's dataflow with its parent's, and drawing it with graphviz: ``stage_graph``."""
 from __future__ import annotations
 
-from collections import Counter
+import gc
+import math
+from collections import Counter, defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -14,15 +17,24 @@ from ...ir.text import input_kind
 from .hlo import HloReader
 from .mlir import MlirReader
 from .model import Cluster, Dataflow, Node
+from .levels import LEVEL_LIMIT, Box, Level, level
+from .scopes import Scoped, scoped
 
-__all__ = ["stage_graph", "CHANGED_FILL"]
+__all__ = ["stage_graph", "stage_level", "CHANGED_FILL", "GROUP_CLASS", "GROUP_ID"]
 
 CHANGED_FILL = "#ffb454"
 _OP_FILL = "#ffffff"
 _CONST_FILL = "#eeeeee"
 _ARG_FILL = "#dbe8f5"
 _RETURN_FILL = "#e3f1dc"
+_GROUP_FILL = "#e4ecf7"
+_FOLD_FILL = "#f1f1f1"
 _LARGE_EDGES = 200
+# A box linked with more boxes than this (the arguments feeding every block) has its edges left out and
+# counted in its label: edges across the whole level made dot take 15 s on a 10,000-op gradient's top level.
+_HUB_LINKS = 12
+GROUP_CLASS = "wbg-group"  # the SVG class of a box (or opened cluster) that stands for a group
+GROUP_ID = "wbg-group:"  # its SVG id: this, then the path that group= opens
 
 
 def _kind(text: str) -> str:
@@ -31,19 +43,55 @@ def _kind(text: str) -> str:
     return kind if kind in ("mlir", "hlo") else "none"
 
 
+@contextmanager
+def _collector_paused():
+    """Reading a module makes a few objects per op that all live as long as the model: the cyclic
+    collector, run again and again while they pile up, would find nothing and take a third of the time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 @lru_cache(maxsize=32)
-def _dataflow(text: str) -> Dataflow:
-    """The model of one stage's text; cached since a stage is drawn both as itself and as a parent."""
-    ops = op_counts_by_function(text)
+def _dataflow(text: str, located: str) -> Dataflow:
+    """The model of one stage's text; cached since a stage is drawn both as itself and as a parent.
+    ``located`` is the same module with its locations (an MLIR stage's ``text_with_locations``): each
+    op's name stack is read from it. An HLO text carries its metadata (``op_name``) itself."""
     if _kind(text) == "hlo":
-        return HloReader(read_hlo(text), ops).read()
+        with _collector_paused():
+            module = read_hlo(text)
+            # what op_counts_by_function counts, from the module read once
+            ops = {c.name: Counter(ins.opcode for ins in c.instructions) for c in module.computations
+                   if c.instructions}
+            return HloReader(module, ops).read()
+    ops = op_counts_by_function(text)
     from ...pipeline.exported import readable_module
 
     try:
-        module = readable_module(text)
+        module = readable_module(located)
     except ModuleParseError as err:
         raise GraphUnavailableError(str(err)) from err
-    return MlirReader(ops).read(module)
+    with _collector_paused():
+        return MlirReader(ops).read(module)
+
+
+def _model(stage) -> Dataflow:
+    return _dataflow(stage.text, stage.text_with_locations or stage.text)
+
+
+@lru_cache(maxsize=16)
+def _scoped_texts(text: str, located: str) -> Scoped:
+    model = _dataflow(text, located)
+    with _collector_paused():
+        return scoped(model)
+
+
+def _scoped(stage) -> Scoped:
+    return _scoped_texts(stage.text, stage.text_with_locations or stage.text)
 
 
 @dataclass(frozen=True)
@@ -151,24 +199,6 @@ def _draw_all(model: Dataflow, caption: list[str], changed: frozenset[str]) -> g
     return g
 
 
-def _draw_collapsed(model: Dataflow, caption: list[str], changed: frozenset[str]) -> graphviz.Digraph:
-    g = _new_graph(caption)
-    per_function = Counter(n.function for n in model.signed() if n.id in changed)
-    ids = {f.name: f"f{i}" for i, f in enumerate(model.functions)}
-    for f in model.functions:
-        lines = [f.label, f"{f.ops} ops"]
-        if per_function[f.name]:
-            lines.append(f"{per_function[f.name]} new/changed")
-        g.node(ids[f.name], label=_dot_text(*lines), shape="box",
-               fillcolor=CHANGED_FILL if per_function[f.name] else _OP_FILL)
-    for f in model.functions:
-        for callee, count in f.calls:
-            if callee in ids:
-                attrs = {"xlabel": _dot_text(f"\u00d7{count}")} if count > 1 else {}
-                g.edge(ids[f.name], ids[callee], style="dashed", **attrs)
-    return g
-
-
 def _parent_comparison(model: Dataflow, kind: str, parent) -> tuple[_Comparison | None, str]:
     if parent is None:
         return None, ""
@@ -179,7 +209,7 @@ def _parent_comparison(model: Dataflow, kind: str, parent) -> tuple[_Comparison 
         what = {"hlo": "XLA HLO", "mlir": "MLIR", "none": "not a module"}[parent_kind]
         return None, f"not compared with {parent.name!r}: it is {what}"
     try:
-        parent_model = _dataflow(parent.text)
+        parent_model = _model(parent)
     except GraphUnavailableError as err:
         return None, f"not compared with {parent.name!r}: it does not parse ({str(err).splitlines()[0]})"
     comparison = _compare(model, parent_model)
@@ -195,15 +225,122 @@ def _parent_comparison(model: Dataflow, kind: str, parent) -> tuple[_Comparison 
     return comparison, line
 
 
-def stage_graph(stage, parent=None, max_ops: int = 400) -> graphviz.Digraph:
-    """The dataflow graph of ``stage`` (a ``Stage``), highlighting what changed since ``parent``.
+_BOX_FILLS = {"group": _GROUP_FILL, "fold": _FOLD_FILL, "run": _FOLD_FILL}
 
-    MLIR/StableHLO and XLA HLO stages can be drawn; a jaxpr or backend dump raises
-    ``GraphUnavailableError``. ``parent`` (a ``Stage`` or None) is compared only when it holds the
-    same kind of text. Above ``max_ops`` ops the graph has one node per function (computation);
-    pass a larger ``max_ops`` to see every op. The result renders with ``.pipe(format="svg")`` and
-    shows as SVG in a notebook.
-    """
+
+def _box(graph: graphviz.Digraph, b: Box, stage: str, unit: str, linked: int) -> None:
+    """``linked``: the boxes it has edges with, when they are too many to draw (0 otherwise)."""
+    hub = [f"linked with {linked} boxes"] if linked else []
+    if b.kind == "op":
+        item = b.item
+        more = [f"+{b.ops - 1} ops inside"] if b.ops > 1 and isinstance(item, Node) else []
+        tooltip = [item.tooltip if isinstance(item, Node) else item.label]
+        if item.scope:
+            tooltip.append(f"name stack: {item.scope}")
+        if isinstance(item, Node):
+            attrs = {"label": _dot_text(*item.label, *more, *hub), "shape": _SHAPES[item.kind],
+                     "fillcolor": CHANGED_FILL if b.changed else _FILLS[item.kind]}
+            if item.root:
+                attrs["peripheries"] = "2"
+        else:  # an HLO fusion or call, with the instructions of its computation
+            attrs = {"label": _dot_text(item.label, _plural(b.ops, "instruction"), *hub), "shape": "box",
+                     "fillcolor": CHANGED_FILL if b.changed else _OP_FILL}
+        graph.node(b.key, tooltip=_dot_text(*tooltip), **attrs)
+        return
+    if b.kind == "port":
+        word = "from" if b.direction == "in" else "to"
+        graph.node(b.key, label=_dot_text(f"{word} {b.label}", *hub), shape="ellipse", style="dashed,filled", fillcolor="#ffffff", **{"class": "wbg-port"},
+                   tooltip=_dot_text(f"values {'read from' if b.direction == 'in' else 'used by'} {b.label}, "
+                                     "outside this group"))
+        return
+    lines = [b.label, _plural(b.members, "argument") if not b.ops else _plural(b.ops, unit)]
+    if b.changed:
+        lines.append(f"{b.changed} new/changed")
+    lines += hub
+    kinds = ", ".join(f"{name} \u00d7{n}" for name, n in b.kinds)
+    graph.node(b.key, label=_dot_text(*lines), shape="box3d",
+               fillcolor=CHANGED_FILL if b.changed else _BOX_FILLS[b.kind],
+               id=_dot_text(GROUP_ID + b.path), **{"class": GROUP_CLASS},
+               tooltip=_dot_text(f"{b.path}: {_plural(b.ops, unit)}" + (f" ({kinds})" if kinds else ""),
+                                 f"open it: click it (in the panel's Graph tab) or ex.graph({stage!r}, group={b.path!r})"))
+
+
+def _draw_level(lv: Level, caption: list[str], stage: str, unit: str) -> graphviz.Digraph:
+    degree: dict[str, set] = defaultdict(set)
+    for link in lv.links:
+        degree[link.tail].add(link.head)
+        degree[link.head].add(link.tail)
+    hubs = {key: len(linked) for key, linked in degree.items() if len(linked) > _HUB_LINKS}
+    if hubs:
+        caption = caption + [f"a box linked with more than {_HUB_LINKS} others is drawn without its edges; "
+                             "its label counts them"]
+    g = _new_graph(caption)
+    if len(lv.links) > _LARGE_EDGES:
+        g.graph_attr["nslimit"] = "1"  # see _draw_all
+    by_cluster: dict[str, list[Box]] = defaultdict(list)
+    for b in lv.boxes:
+        by_cluster[b.cluster].append(b)
+
+    def emit(graph, depth: int) -> None:
+        for b in by_cluster["" if depth == 0 else lv.opened[depth - 1]]:
+            _box(graph, b, stage, unit, hubs.get(b.key, 0))
+        if depth < len(lv.opened):
+            path = lv.opened[depth]
+            with graph.subgraph(name=f"cluster_open{depth}") as sub:
+                sub.attr(label=_dot_text(path), style="rounded", color="#6b8fc7", fontsize="10",
+                         id=_dot_text(GROUP_ID + path), tooltip=_dot_text(
+                             f"{path}: the only group at its level, opened in place; "
+                             f"ex.graph({stage!r}, group={path!r}) draws it alone"), **{"class": GROUP_CLASS})
+                emit(sub, depth + 1)
+
+    emit(g, 0)
+    for link in lv.links:
+        if link.tail in hubs or link.head in hubs:
+            continue
+        attrs = {"penwidth": f"{1 + min(3.0, math.log2(link.values) / 2):.2f}"} if link.values > 1 else {}
+        if link.call:
+            attrs.update(style="dashed", xlabel=_dot_text("call"))
+        elif link.values > 1:
+            attrs["xlabel"] = _dot_text(f"\u00d7{link.values}")
+        attrs["tooltip"] = _dot_text(_plural(link.values, "value"))
+        g.edge(link.tail, link.head, **attrs)
+    return g
+
+
+def _level_caption(lv: Level, kind: str, max_ops: int, stage: str) -> list[str]:
+    unit = "instructions" if kind == "hlo" else "ops"
+    groups = [b for b in lv.boxes if b.kind == "group"]
+    lines = []
+    if lv.group:
+        lines.append(f"group {lv.group!r}: {lv.ops} of the {lv.total} {unit}")
+    else:
+        lines.append(f"{lv.total} {unit} > max_ops={max_ops}: the top level of a hierarchy; "
+                     f"pass max_ops={lv.total} to draw every op")
+    if lv.by == "scope" and groups:
+        lines.append(f"grouped by JAX's name stack: {_plural(len(groups), 'group')} here, each with its op count; "
+                     f"open one by clicking it in the panel's Graph tab, or with "
+                     f"ex.graph({stage!r}, group={groups[0].path!r})")
+    elif lv.by == "scope":
+        lines.append("no group inside: its ops, grouped by JAX's name stack")
+    else:
+        lines.append("this module has no name-stack locations (text without loc(...)): "
+                     "grouped by function and control-flow region, ops folded by kind")
+    if lv.opened:
+        lines.append(f"opened in place, as the only group at its level: {', '.join(lv.opened)}")
+    if lv.folded:
+        lines.append("[name]: the ops of one kind directly in a group, folded")
+    if lv.runs:
+        lines.append(f"[i-j]: a run of the level's entries (there are more than {LEVEL_LIMIT})")
+    if lv.adopted and lv.by == "scope":
+        lines.append(f"{lv.adopted} ops without a name stack (constants JAX makes at the boundary, ops passes add) "
+                     "are counted in the group of their users")
+    if any(b.kind == "port" for b in lv.boxes):
+        lines.append("from ... / to ...: where values come from and go outside the group")
+    lines.append("an edge stands for the values one box defines and the other uses (\u00d7n: n values)")
+    return lines
+
+
+def _checked_model(stage) -> tuple[Dataflow, str]:
     if stage.error or not stage.text:
         raise GraphUnavailableError(
             f"stage {stage.name!r} has no text to draw" + (" (it failed; see ex.error)" if stage.error else ""))
@@ -213,9 +350,43 @@ def stage_graph(stage, parent=None, max_ops: int = 400) -> graphviz.Digraph:
             f"stage {stage.name!r} is not an MLIR or HLO module (group {stage.group!r}); "
             "draw a StableHLO, MLIR-pass or xla: stage instead")
     try:
-        model = _dataflow(stage.text)
+        return _model(stage), kind
     except GraphUnavailableError as err:
         raise GraphUnavailableError(f"stage {stage.name!r} does not parse as MLIR: {err}") from err
+
+
+def _changed_units(s: Scoped, changed: frozenset[str]) -> dict[int, int]:
+    out: Counter = Counter()
+    for node in changed:
+        k = s.unit_of.get(node)
+        if k is not None:
+            out[k] += 1
+    return out
+
+
+def stage_level(stage, parent=None, group: str | None = None) -> Level:
+    """One level of the hierarchy of ``stage``'s ops by JAX's name stack: the top level, or the group
+    at path ``group`` (``"block_0/attn"``); ``workbench.analysis.graph.levels`` says what a level holds.
+    ``parent`` counts each box's ops that are new or changed since it. UnknownNameError names the
+    groups there are when ``group`` is none of them."""
+    model, kind = _checked_model(stage)
+    comparison, _ = _parent_comparison(model, kind, parent)
+    s = _scoped(stage)
+    return level(s, group, _changed_units(s, comparison.changed) if comparison else None)
+
+
+def stage_graph(stage, parent=None, max_ops: int = 400, group: str | None = None) -> graphviz.Digraph:
+    """The dataflow graph of ``stage`` (a ``Stage``), highlighting what changed since ``parent``.
+
+    MLIR/StableHLO and XLA HLO stages can be drawn; a jaxpr or backend dump raises
+    ``GraphUnavailableError``. ``parent`` (a ``Stage`` or None) is compared only when it holds the
+    same kind of text. Up to ``max_ops`` ops every op is drawn; above, the top level of the stage's
+    hierarchy by JAX's name stack (``stage_level``): one box per group with its op count, the values
+    between them. ``group`` (a path such as ``"block_0/attn"``, as a box's tooltip names it) draws
+    that group's level, whatever the size. The result renders with ``.pipe(format="svg")`` and shows
+    as SVG in a notebook.
+    """
+    model, kind = _checked_model(stage)
     comparison, compared = _parent_comparison(model, kind, parent)
     changed = comparison.changed if comparison else frozenset()
     total = model.op_count
@@ -223,11 +394,10 @@ def stage_graph(stage, parent=None, max_ops: int = 400) -> graphviz.Digraph:
     caption = [f"{stage.name}: {total} {unit}"]
     if compared:
         caption.append(compared)
-    if total <= max_ops:
+    if group is None and total <= max_ops:
         caption.extend(model.notes)
-    if total > max_ops:
-        per = "computation" if kind == "hlo" else "function"
-        caption.append(f"collapsed to one node per {per}: {total} {unit} > max_ops={max_ops}; "
-                       f"pass max_ops={total} to draw every op")
-        return _draw_collapsed(model, caption, changed)
-    return _draw_all(model, caption, changed)
+        return _draw_all(model, caption, changed)
+    s = _scoped(stage)
+    lv = level(s, group, _changed_units(s, changed))
+    return _draw_level(lv, caption + _level_caption(lv, kind, max_ops, stage.name), stage.name,
+                       "instruction" if kind == "hlo" else "op")

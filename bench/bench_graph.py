@@ -1,0 +1,89 @@
+"""Drawing big stages: the top level of their name-stack hierarchy, and one group opened, timed.
+
+Lowers a stack of named blocks (``block_i/attn``, ``block_i/mlp``, as a model's modules name them) with
+JAX -- forward, and its gradient for about 10,000 ops -- and, for each stage, clears the graph caches
+and times what ``ex.graph(stage)`` does on a cold cache: read the module (parse, dataflow, name stacks),
+build the level, lay it out with dot and write the SVG; then one group opened (caches warm, as in the
+panel after the first picture). ``--hlo`` adds XLA's optimized HLO of each program (compiled once,
+not timed). Target: a 10,000-op stage's top level in under 2 s.
+
+Run:  .venv/bin/python bench/bench_graph.py [--repeat 3] [--hlo]
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax
+import jax.numpy as jnp
+
+from workbench.analysis.graph import render, stage_graph, stage_level
+from workbench.stages import Stage
+
+
+def params(blocks: int, d: int = 16, hidden: int = 32):
+    return [{"wq": jnp.full((d, d), 0.01 * (i + 1)), "wk": jnp.full((d, d), 0.02), "wv": jnp.full((d, d), 0.03),
+             "wo": jnp.full((d, d), 0.04), "w1": jnp.full((d, hidden), 0.05), "w2": jnp.full((hidden, d), 0.06)}
+            for i in range(blocks)]
+
+
+def model(ps, x):
+    for i, p in enumerate(ps):
+        with jax.named_scope(f"block_{i}"):
+            with jax.named_scope("attn"):
+                q, k, v = x @ p["wq"], x @ p["wk"], x @ p["wv"]
+                x = x + (jax.nn.softmax(q @ k.T / 4.0) @ v) @ p["wo"]
+            with jax.named_scope("mlp"):
+                x = x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
+    with jax.named_scope("head"):
+        return jnp.tanh(x - x.mean(-1, keepdims=True)).sum()
+
+
+def stages(fn, args, hlo: bool) -> list[Stage]:
+    lowered = jax.jit(fn).lower(*args)
+    out = [Stage("stablehlo", "trace", lowered.as_text(), "lower", True, None, None,
+                 text_with_locations=lowered.as_text(debug_info=True))]
+    if hlo:
+        out.append(Stage("xla:optimized", "xla", lowered.compile().as_text(), "compile", True, None, None))
+    return out
+
+
+def cold() -> None:
+    render._dataflow.cache_clear()
+    render._scoped_texts.cache_clear()
+
+
+def timed(fn, repeat: int, before=lambda: None) -> float:
+    seconds = []
+    for _ in range(repeat):
+        before()
+        t = time.perf_counter()
+        fn()
+        seconds.append(time.perf_counter() - t)
+    return statistics.median(seconds)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--hlo", action="store_true", help="also XLA's optimized HLO of each program")
+    a = ap.parse_args()
+    x = jnp.ones((8, 16))
+    programs = [("forward, 24 blocks", model, 24), ("gradient, 80 blocks", jax.grad(model), 80)]
+    print(f"{'program':22} {'stage':14} {'ops':>6} {'boxes':>5} {'read':>7} {'top level':>10} {'group':>7}  opened")
+    for title, fn, blocks in programs:
+        for stage in stages(fn, (params(blocks), x), a.hlo):
+            read = timed(lambda: render._scoped(stage), a.repeat, cold)
+            top = timed(lambda: stage_graph(stage).pipe(format="svg"), a.repeat, cold)
+            level = stage_level(stage)
+            group = next(b.path for b in level.boxes if b.path and b.kind != "fold")
+            opened = timed(lambda: stage_graph(stage, group=group).pipe(format="svg"), a.repeat)
+            print(f"{title:22} {stage.name:14} {level.total:6d} {len(level.boxes):5d} {read:6.2f}s {top:9.2f}s "
+                  f"{opened:6.2f}s  {group}")
+
+
+if __name__ == "__main__":
+    main()
