@@ -222,3 +222,79 @@ def test_the_file_holds_the_cost_table_for_viewers_without_a_kernel(attention, s
     assert rows["stablehlo"]["ops"] == int(live.set_index("stage").loc["stablehlo", "ops"])
     assert rows["xla:optimized"]["xla_flops"] == pytest.approx(attention.xla_result.cost["flops"])
     assert rows["jaxpr"]["ops"] is None  # not a module: null, as JSON has no NaN
+
+
+# -- what a run leaves in the manifest: plain JSON, by one encoder -----------------------------------
+def test_a_run_with_an_all_zero_output_saves_and_loads_with_the_same_check(tmp_path):
+    import jax
+    import jax.numpy as jnp
+
+    def f(x, key):
+        return x * jax.random.normal(key, x.shape), jnp.zeros(3)
+
+    ex = wb.explore(f, jnp.ones(3), jax.random.key(0))
+    run = ex.run()
+    back = wb.load(ex.save(tmp_path / "zeros.hlox"))
+    (after,) = back.runs
+    assert after.check == run.check and after.check.passed
+    assert after.timing.times == run.timing.times
+
+
+def test_a_per_dtype_tolerance_of_an_all_zero_output_is_saved_as_a_number(tmp_path):
+    import jax
+    import jax.numpy as jnp
+
+    # random numbers and a LAPACK routine: neither a float64 evaluation nor a floating input to
+    # nudge, so the per-dtype rule sets the tolerances; the all-zero output's came out a numpy float32
+    def f(key):
+        a = jax.random.normal(key, (3, 3)) + 4.0 * jnp.eye(3)
+        return jnp.linalg.inv(a), jnp.zeros(3)
+
+    ex = wb.explore(f, jax.random.key(0), pipeline="canonicalize")
+    run = ex.run(repeat=2)
+    assert [leaf.rule for leaf in run.check.leaves] == ["dtype", "dtype"]
+    path = ex.save(tmp_path / "dtype.hlox")
+    with zipfile.ZipFile(path) as z:
+        leaf = json.loads(z.read("manifest.json"))["runs"][0]["check"]["leaves"][1]
+    assert type(leaf["tolerance"]) is float and leaf["tolerance"] == run.check.leaves[1].tolerance
+    assert leaf["shape"] == [3] and leaf["rule"] == "dtype"
+    assert wb.load(path).runs[0].check == run.check
+
+
+def test_the_encoder_makes_numpy_tuples_and_dataclasses_plain_and_names_what_it_cannot():
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Leaf:
+        tolerance: float
+        shape: tuple
+
+    value = {"runs": [{"check": Leaf(np.float32(0.5), (np.int64(3), 2)), "times": np.array([1.0, 2.0]),
+                       "passed": np.bool_(True), "max": float("inf")}]}
+    plain = {"runs": [{"check": {"tolerance": 0.5, "shape": [3, 2]}, "times": [1.0, 2.0], "passed": True,
+                       "max": float("inf")}]}
+    assert saved.plain_json(value) == plain
+    assert [type(x) for x in plain["runs"][0]["check"]["shape"]] == [int, int]
+    assert json.loads(saved.json_text(value)) == plain  # NaN and infinities round-trip through Python's json
+    with pytest.raises(ValueError, match=r"report\.runs\[0\]\.max is inf"):
+        saved.json_text(value, "report", allow_nan=False)  # strict JSON, for a browser's JSON.parse
+    with pytest.raises(TypeError, match=r"manifest\.runs\[0\]\.check\.shape\[1\] holds a builtins\.complex"):
+        saved.plain_json({"runs": [{"check": Leaf(0.5, (3, 1j))}]}, "manifest")
+    with pytest.raises(TypeError, match=r"manifest\.xla has a key 3"):
+        saved.plain_json({"xla": {3: "three"}}, "manifest")
+
+
+def test_a_value_that_cannot_be_saved_is_a_saved_file_error_and_nothing_is_written(attention, saved_file,
+                                                                                    tmp_path):
+    path = tmp_path / "keep.hlox"
+    path.write_bytes(saved_file.read_bytes())
+    before = path.read_bytes()
+    table = attention.cost().copy()
+    table["phase"] = [1j] * len(table)  # a complex column: JSON has no complex numbers
+    with pytest.raises(SavedFileError) as e:
+        saved.save_exploration(attention, path, cost=table)
+    message = str(e.value)
+    assert str(path) in message and "cost table's row[0].phase" in message and "no JSON form" in message
+    assert "nothing was written" in message
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["keep.hlox"]  # no temporary file left behind

@@ -39,7 +39,7 @@ from .cost import cost_table, plot_cost
 from .diff import diff_texts, normalize
 from .graph import stage_graph
 from .numbers import num
-from ..pipeline.saved import write_replacing
+from ..pipeline.saved import json_text, write_replacing
 from ..stages import Stage
 
 __all__ = ["render_report", "write_report", "render_diff_page", "write_diff_page"]
@@ -142,7 +142,7 @@ def _esc(x) -> str:
 
 def _json_for_html(obj) -> str:
     """JSON that cannot end or open anything inside a ``<script>`` element."""
-    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    text = json_text(obj, "the report's settings", allow_nan=False, separators=(",", ":"), ensure_ascii=True)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -262,7 +262,7 @@ def _payload(stages, first):
         pairs.append([by_name[a], by_name[b], texts.add(d.before), texts.add(d.after), _row_runs(d.rows())])
         done.add((a, b))
     data = {"pool": list(texts.pool), "texts": texts.runs, "stage_text": stage_text, "pairs": pairs}
-    raw = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    raw = json_text(data, "the report's texts", separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     packed = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
     return packed, diffs, [p for p in extra if p in done]
 

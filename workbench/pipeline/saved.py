@@ -19,7 +19,14 @@ stored, as it is compressed already; the others are deflated):
 
 Reading checks everything before it builds anything: the zip's CRCs, the manifest's format (a file
 from a newer workbench says so), and the SHA-256 of every text. Saving writes a temporary file in the
-same folder and renames it over the target, so a crash mid-save leaves the old file whole.
+same folder and renames it over the target, so a crash mid-save leaves the old file whole; the
+manifest and the arrays are encoded before anything is written, and a value that cannot be is a
+SavedFileError naming it.
+
+``plain_json`` is the one conversion to JSON of everything the workbench writes for a reader without
+a kernel -- this manifest, a panel's saved bundle, a report's data: numpy scalars and arrays become
+numbers and lists, tuples lists, dataclasses dicts of their fields, and anything else is refused with
+the path of the field that holds it.
 """
 from __future__ import annotations
 
@@ -28,6 +35,8 @@ import datetime
 import hashlib
 import io
 import json
+import math
+import numbers
 import os
 import platform
 import sys
@@ -35,7 +44,7 @@ import tempfile
 import zipfile
 from concurrent.futures import Future
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import Any, BinaryIO, Callable
 
 from ..errors import SavedFileError, StageError
 from ..options import PatternOptions, PatternSelection
@@ -44,7 +53,7 @@ from .build import Built, XlaStages
 from .xla import XlaResult
 
 __all__ = ["FORMAT", "SUFFIX", "save_exploration", "load_exploration", "versions", "table_json",
-           "write_replacing"]
+           "write_replacing", "plain_json", "json_text"]
 
 FORMAT = 1  # the manifest's "format": bump it when a reader of this version could misread a new file
 SUFFIX = ".hlox"
@@ -64,6 +73,59 @@ def versions() -> dict:
 
     return {"workbench": version("hlo-workbench"), "jax": version("jax"), "jaxlib": version("jaxlib"),
             "enzyme-ad": version("enzyme-ad"), "python": platform.python_version(), "platform": sys.platform}
+
+
+# -- JSON ---------------------------------------------------------------------------------------------
+def plain_json(value: Any, where: str = "", allow_nan: bool = True) -> Any:
+    """``value`` as the plain data ``json.dumps`` writes: None, bools, ints, floats, strings, lists
+    and dicts with string keys. numpy scalars become Python numbers, numpy arrays (nested) lists,
+    tuples lists, dataclass instances dicts of their fields. NaN and infinities stay floats where
+    ``allow_nan`` (json writes them as ``NaN``/``Infinity``, which Python reads back, a browser's
+    JSON.parse not), else are a ValueError. Anything else is a TypeError; both name the field that
+    holds the value, as a path from ``where`` (``manifest.runs[0].check.leaves[1].tolerance``)."""
+    import numpy as np
+
+    def convert(v: Any, at: str) -> Any:
+        if v is None or type(v) in (bool, str, int):
+            return v
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, str):
+            return str(v)
+        if isinstance(v, numbers.Integral):
+            return int(v)
+        if isinstance(v, numbers.Real):
+            f = float(v)
+            if not allow_nan and not math.isfinite(f):
+                raise ValueError(f"{at or 'the value'} is {f}, which strict JSON has no form for")
+            return f
+        if isinstance(v, np.ndarray):
+            return convert(v.tolist(), at)
+        if isinstance(v, np.generic):
+            return convert(v.item(), at)
+        if isinstance(v, (list, tuple)):
+            return [convert(x, f"{at}[{i}]") for i, x in enumerate(v)]
+        if isinstance(v, dict):
+            out = {}
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    raise TypeError(f"{at or 'the value'} has a key {k!r} of type {type(k).__name__}; "
+                                    "JSON keys are strings")
+                out[str(k)] = convert(x, f"{at}.{k}" if at else k)
+            return out
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return {f.name: convert(getattr(v, f.name), f"{at}.{f.name}" if at else f.name)
+                    for f in dataclasses.fields(v)}
+        raise TypeError(f"{at or 'the value'} holds a {type(v).__module__}.{type(v).__qualname__} ({v!r:.80}), "
+                        "which has no JSON form")
+
+    return convert(value, where)
+
+
+def json_text(value: Any, where: str = "", allow_nan: bool = True, **dumps: Any) -> str:
+    """``json.dumps`` of ``plain_json(value, where, allow_nan)``: the text every manifest, bundle and
+    report writes; ``dumps``: json.dumps's layout options (separators, ensure_ascii, indent)."""
+    return json.dumps(plain_json(value, where, allow_nan), allow_nan=allow_nan, **dumps)
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -124,29 +186,39 @@ def _avals(ex) -> list[dict]:
 
 
 def _arg_values(ex) -> list:
-    import jax
-    import numpy as np
-
     spec = ex.spec
     if spec.traced is not None:
-        return [np.asarray(x) for x in spec.traced.module_args()]
-    if spec.loaded is not None:
-        return [np.asarray(x) for x in spec.loaded.args]
-    return []
+        values = spec.traced.module_args()
+    elif spec.loaded is not None:
+        values = spec.loaded.args
+    else:
+        return []
+    return [_array(x, f"example argument {i}") for i, x in enumerate(values)]
 
 
 def _run_json(r, k: int, arrays: dict | None) -> dict:
-    out = {"stage": r.stage, "device": r.device, "times": list(r.timing.times),
-           "check": None if r.check is None else dataclasses.asdict(r.check)}
+    out = {"stage": r.stage, "device": r.device, "times": list(r.timing.times), "check": r.check}
     if arrays is not None and r.outputs is not None:
         import jax
-        import numpy as np
 
         leaves = jax.tree_util.tree_leaves(r.outputs)
         for i, leaf in enumerate(leaves):
-            arrays[f"run{k}_{i}"] = np.asarray(leaf)
+            arrays[f"run{k}_{i}"] = _array(leaf, f"output {i} of run {k} (on {r.stage!r})")
         out["outputs"] = len(leaves)
     return out
+
+
+class _Unsaveable(Exception):
+    """What ``save_exploration`` cannot write, in words; it becomes a SavedFileError with the path."""
+
+
+def _array(value, what: str):
+    import numpy as np
+
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise _Unsaveable(f"{what} cannot be saved as an array: {e}") from None
 
 
 def _xla_json(ex) -> dict | None:
@@ -157,30 +229,27 @@ def _xla_json(ex) -> dict | None:
             "memory": r.memory, "warnings": list(r.warnings)}
 
 
-def table_json(df) -> dict | None:
+def table_json(df, where: str = "table") -> dict | None:
     """A DataFrame as ``{"columns": [...], "rows": [[...], ...]}``, JSON-safe: NaN and NA are null,
-    numpy numbers plain ones (what a viewer without a kernel reads)."""
+    other cells as ``plain_json`` makes them (what a viewer without a kernel reads); ``where`` names
+    the table in the error about a cell that has no JSON form."""
     if df is None:
         return None
-    import math
 
-    def cell(v):
-        if v is None:
-            return None
-        if hasattr(v, "item"):  # numpy scalars
-            v = v.item()
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
+    import pandas as pd
+
+    def cell(v, at: str):
         try:
-            import pandas as pd
-
-            if pd.isna(v):
+            if v is None or pd.isna(v):
                 return None
-        except (TypeError, ValueError):
+        except (TypeError, ValueError):  # pd.isna of a list-like cell
             pass
-        return v if isinstance(v, (bool, int, float, str)) else str(v)
+        v = plain_json(v, at)
+        return None if isinstance(v, float) and not math.isfinite(v) else v
 
-    return {"columns": [str(c) for c in df.columns], "rows": [[cell(v) for v in row] for row in df.itertuples(index=False)]}
+    columns = [str(c) for c in df.columns]
+    return {"columns": columns, "rows": [[cell(v, f"{where}[{r}].{c}") for v, c in zip(row, columns)]
+                                         for r, row in enumerate(df.itertuples(index=False))]}
 
 
 def save_exploration(ex, path, arrays: bool = False, cost=None) -> Path:
@@ -207,6 +276,19 @@ def save_exploration(ex, path, arrays: bool = False, cost=None) -> Path:
     params = zstandard.ZstdCompressionParameters.from_level(_ZSTD_LEVEL, enable_ldm=True,
                                                              window_log=max(20, min(27, len(blob).bit_length())))
     packed = zstandard.ZstdCompressor(compression_params=params).compress(blob)
+    try:
+        manifest, npz = _encoded(ex, rows, input_hash, index, blob, arrays, cost)
+    except _Unsaveable as e:
+        raise SavedFileError(path, f"cannot save: {e}; nothing was written") from None
+    return _write_atomically(path, manifest, npz, packed)
+
+
+def _encoded(ex, rows: list[dict], input_hash: str | None, index: list[dict], blob: bytes, arrays: bool,
+             cost) -> tuple[str, bytes | None]:
+    """The manifest's JSON text and the arrays' npz bytes (None without ``arrays``): all of the file
+    but the texts, made before anything is written. _Unsaveable says what cannot be encoded."""
+    import numpy as np
+
     array_data: dict | None = {} if arrays else None
     manifest = {
         "format": FORMAT, "kind": KIND, "saved_by": {**versions(), "date": datetime.datetime.now(
@@ -217,12 +299,23 @@ def save_exploration(ex, path, arrays: bool = False, cost=None) -> Path:
         "xla": _xla_json(ex), "args": _avals(ex), "arrays": bool(arrays),
         "runs": [_run_json(r, k, array_data) for k, r in enumerate(ex.runs)],
         "texts": index, "texts_bytes": len(blob), "texts_sha256": hashlib.sha256(blob).hexdigest(),
-        "cost": table_json(cost),  # ex.cost(), for viewers without a kernel; wb.load recomputes its own
     }
-    if arrays:
-        for i, a in enumerate(_arg_values(ex)):
-            array_data[f"arg{i}"] = a
-    return _write_atomically(path, manifest, packed, array_data)
+    try:
+        # ex.cost(), for viewers without a kernel; wb.load recomputes its own
+        manifest["cost"] = table_json(cost, "the cost table's row")
+        text = json_text(manifest, "manifest", allow_nan=True, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise _Unsaveable(e) from None
+    if array_data is None:
+        return text, None
+    for i, a in enumerate(_arg_values(ex)):
+        array_data[f"arg{i}"] = a
+    buf = io.BytesIO()
+    try:
+        np.savez(buf, **array_data)
+    except (TypeError, ValueError) as e:
+        raise _Unsaveable(f"the arrays (example arguments and run outputs) cannot be saved: {e}") from None
+    return text, buf.getvalue()
 
 
 def write_replacing(path: Path, write: Callable[[BinaryIO], None], mode: int | None = None,
@@ -255,9 +348,7 @@ def write_replacing(path: Path, write: Callable[[BinaryIO], None], mode: int | N
     return path
 
 
-def _write_atomically(path: Path, manifest: dict, packed: bytes, array_data: dict | None) -> Path:
-    import numpy as np
-
+def _write_atomically(path: Path, manifest: str, npz: bytes | None, packed: bytes) -> Path:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise SavedFileError(path, f"cannot save: the folder {str(folder)!r} does not exist")
@@ -265,16 +356,17 @@ def _write_atomically(path: Path, manifest: dict, packed: bytes, array_data: dic
     def write(f: BinaryIO) -> None:
         with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
             # the manifest repeats the long pattern-list pass strings: deflate takes them down
-            z.writestr("manifest.json", json.dumps(manifest, separators=(",", ":"), allow_nan=True),
-                       compress_type=zipfile.ZIP_DEFLATED)
+            z.writestr("manifest.json", manifest, compress_type=zipfile.ZIP_DEFLATED)
             z.writestr("texts.zst", packed)
-            if array_data is not None:
-                buf = io.BytesIO()
-                np.savez(buf, **array_data)
-                z.writestr("arrays.npz", buf.getvalue(), compress_type=zipfile.ZIP_DEFLATED)
+            if npz is not None:
+                z.writestr("arrays.npz", npz, compress_type=zipfile.ZIP_DEFLATED)
 
-    return write_replacing(path, write, cannot_open=lambda e: SavedFileError(
-        path, f"cannot save into {str(folder)!r}: {e.strerror or e}"))
+    try:
+        return write_replacing(path, write, cannot_open=lambda e: SavedFileError(
+            path, f"cannot save into {str(folder)!r}: {e.strerror or e}"))
+    except OSError as e:
+        raise SavedFileError(path, f"cannot save: writing the file failed ({e.strerror or e}); the old file, if "
+                             "any, is as it was") from None
 
 
 # -- reading ------------------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ toggles as options (``--disable``, ``--xla-disable``).
 """
 from __future__ import annotations
 
-import json
 from html import escape
 from importlib import metadata
 from typing import Any, Sequence
@@ -39,7 +38,7 @@ from typing import Any, Sequence
 from ...analysis.cost import cost_table
 from ...exploration import XLA_WAIT, Exploration
 from ...ir.ops import op_counts
-from ...pipeline.saved import table_json
+from ...pipeline.saved import json_text, plain_json, table_json
 from ...stages import Stage
 from ..text import short_pass
 
@@ -177,7 +176,8 @@ def exploration_json(ex: Exploration, left: str | None = None, right: str | None
     limit = TEXT_BYTES
     while True:  # the texts share what the rest leaves of TOTAL_BYTES (JSON escapes count too)
         data["texts"] = {n: _text_entry(by_name.get(n), n, limit) for n in names}
-        size = len(json.dumps(data, ensure_ascii=False).encode())
+        data = plain_json(data, "bundle")
+        size = len(json_text(data, "bundle", ensure_ascii=False).encode())
         if size <= TOTAL_BYTES or limit == 0:
             return data
         limit = max(0, int(limit * TOTAL_BYTES / size) - 1000)
