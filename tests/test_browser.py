@@ -134,6 +134,7 @@ def lab(tmp_path_factory):
     _notebook(root / "big.ipynb", BIG_MODULE, BIG_PANEL)
     _notebook(root / "widths.ipynb", "%load_ext workbench\nimport jax, jax.numpy as jnp", MLP_GRAD)
     _notebook(root / "graph.ipynb", GRAPH_PANEL)
+    _notebook(root / "groups.ipynb", GROUPS_PANEL)
     _notebook(root / "analyze.ipynb", "%load_ext workbench\nimport jax.numpy as jnp", TRANSPOSES)
     _notebook(root / "speculative.ipynb", "%load_ext workbench\nimport workbench.examples.attention as att", ATTENTION)
     with serve_lab(home, root) as server:
@@ -775,6 +776,68 @@ def test_the_graph_tab_fits_zooms_pans_and_focuses_a_big_graph(browser, lab, sho
         page.close()
 
 
+# A stage too big to draw op by op (535 StableHLO ops), whose ops JAX put in named scopes: block_i/attn, block_i/mlp.
+GROUPS_PANEL = """\
+import jax, jax.numpy as jnp
+import workbench as wb
+
+def model(ws, x):
+    for i, w in enumerate(ws):
+        with jax.named_scope(f"block_{i}"):
+            with jax.named_scope("attn"):
+                x = x + jax.nn.softmax(x @ w) @ w.T
+            with jax.named_scope("mlp"):
+                x = x + jnp.tanh(x @ w)
+    return (x ** 2).sum()
+
+deep = wb.explore(model, [jnp.full((16, 16), 0.01) for _ in range(24)], jnp.ones((4, 16)), pipeline="canonicalize")
+wb.panel(deep, name="deep", right="stablehlo")"""
+
+
+def test_the_graph_tab_opens_a_big_stages_groups_and_goes_back_without_the_kernel(browser, lab, shots):
+    page = open_notebook(browser, lab, "groups.ipynb")
+    try:
+        run_cell(page, 0)
+        panel = page.locator(".wb-panel")
+        panel.locator('.wbs-row.picked[data-name="stablehlo"]').wait_for(timeout=300_000)
+        page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('\u2713')", timeout=300_000)
+        tab(panel, "Graph")
+        view = panel.locator(".wbg")
+        view.locator(".wbg-view svg").wait_for(timeout=180_000)
+        boxes = "el => [...el.querySelectorAll('.wbg-view g.node.wbg-group')].map(g => g.id)"
+        # the top level: one box per block, each opening its group
+        assert [g for g in view.evaluate(boxes) if "[" not in g] == [f"wbg-group:block_{i}" for i in range(24)]
+        assert view.locator(".wbg-crumbs").inner_text() == "top level"
+        assert "535 ops > max_ops=400: the top level of a hierarchy" in view.locator("svg").inner_html()
+        shots(panel, "panel_graph_groups")
+
+        # a click on block_3 opens it: Python draws its level
+        view.locator('g[id="wbg-group:block_3"]').click()
+        page.wait_for_function("document.querySelector('.wbg').dataset.group === 'block_3'", timeout=60_000)
+        assert view.evaluate(boxes) == ["wbg-group:block_3/attn", "wbg-group:block_3/mlp"]
+        assert view.locator(".wbg-crumbs").inner_text() == "top level \u203a block_3"
+        assert "from block_2" in view.locator("svg").inner_text() and "to block_4" in view.locator("svg").inner_text()
+        view.locator('g[id="wbg-group:block_3/attn"]').click()
+        page.wait_for_function("document.querySelector('.wbg').dataset.group === 'block_3/attn'", timeout=60_000)
+        assert view.locator(".wbg-crumbs").inner_text() == "top level \u203a block_3 \u203a attn"
+        assert "dot_general" in view.locator("svg").inner_text() and not view.evaluate(boxes)
+        shots(panel, "panel_graph_group_open")
+
+        # back up by the breadcrumb: levels shown before come from the browser, at once (no wait)
+        view.locator(".wbg-crumb", has_text="block_3").click()
+        assert view.evaluate("el => [el.dataset.group, 'opening' in el.dataset]") == ["block_3", False]
+        view.locator(".wbg-crumb", has_text="top level").click()
+        assert view.evaluate("el => el.dataset.group") == ""
+        assert len(view.evaluate(boxes)) > 24
+        # a node that is an op, not a group, still focuses its neighbourhood
+        view.locator('g[id="wbg-group:block_5"]').click()
+        page.wait_for_function("document.querySelector('.wbg').dataset.group === 'block_5'", timeout=60_000)
+        view.locator(".wbg-view g.node:not(.wbg-group):not(.wbg-port)").first.click()
+        page.wait_for_function("(d => +d.shown < +d.nodes)(document.querySelector('.wbg').dataset)")
+    finally:
+        page.close()
+
+
 def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(browser):
     """The pure parts of the diff and graph views, loaded from their files: a real graphviz SVG's nodes and
     edges read back, neighbourhoods by hops, unified rows from an alignment, the auto layout by width."""
@@ -815,6 +878,7 @@ def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(brow
                 ], 40, 20)].sort(),
                 down: graph.route([0, 0, 40, 20], [0, 100, 40, 20], 7),
                 up: graph.route([0, 100, 40, 20], [50, 0, 40, 20], 7),
+                paths: ['', 'block_0', 'transpose(jvp(block_0/x))/attn/[1-3]'].map(graph.splitPath),
             };
         }""", [(ROOT / "workbench" / "assets" / "diffview.js").read_text(), (widgets / "graphview.js").read_text(), svg])
     finally:
@@ -833,6 +897,8 @@ def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(brow
     assert out["down"]["d"].startswith("M0,10 ") and out["down"]["d"].endswith(" 0,83")
     assert out["down"]["points"].startswith("0,90 ")
     assert out["up"]["d"].startswith("M0,90 ") and out["up"]["points"].startswith("50,10 ")
+    # a group path cut where Python's scopes.split_path cuts it: not inside a transformation's parentheses
+    assert out["paths"] == [[], ["block_0"], ["transpose(jvp(block_0/x))", "attn", "[1-3]"]]
 
 
 # -- XLA compiling in the background: the MLIR stages first ------------------------------------------------

@@ -1,6 +1,8 @@
 """The panel's navigable views on the Python side: the graph view holding graphviz's SVG of a real
-stage, focus and hops as state Python can set and check, the diff view's layout mode and the stage
-list's fold. What they do in a browser is in test_browser.py."""
+stage, focus and hops as state Python can set and check, a big stage's groups opened level by level,
+the diff view's layout mode and the stage list's fold. What they do in a browser is in test_browser.py."""
+import html
+import re
 import xml.etree.ElementTree as ET
 
 import jax
@@ -57,6 +59,50 @@ def test_focus_and_hops_are_checked_and_a_new_graph_shows_all_of_it(svg):
     assert g.svg == "" and g.nodes == [] and "jaxpr" in g.message
     with pytest.raises(ValueError, match="not an SVG document"):
         g.show("digraph { a -> b }")
+
+
+def scoped(x, ws):
+    for i, w in enumerate(ws):
+        with jax.named_scope(f"layer_{i}"):
+            x = jnp.tanh(x @ w) * 0.5 + x
+    return x.sum()
+
+
+def test_a_click_on_a_group_opens_it_and_a_level_seen_before_is_not_drawn_again():
+    ex = wb.explore(scoped, jnp.ones((4, 8)), [jnp.full((8, 8), 0.1)] * 6, pipeline="canonicalize")
+    drawn = []
+
+    def opener(group: str) -> str:
+        drawn.append(group)
+        return ex.graph("stablehlo", max_ops=20, group=group or None).pipe(format="svg").decode()
+
+    g = GraphView()
+    g.show(opener(""), opener=opener)
+    assert g.openable and g.group == g.level == "" and drawn == [""]
+    # graphviz writes the group's path in the box's id, which the browser reads when it is clicked
+    groups = re.findall(r'<g id="wbg-group:([^"]*)" class="node wbg-group">', html.unescape(g.svg))
+    assert groups == [f"layer_{i}" for i in range(6)] and len(g.nodes) > 6
+
+    g.group = "layer_2"  # what a click on the box does in the browser
+    assert g.level == "layer_2" and drawn == ["", "layer_2"] and "group &#39;layer_2&#39;" in g.svg
+    g.group = ""  # the breadcrumb back: drawn already
+    assert g.level == "" and drawn == ["", "layer_2"]
+    g.open_group("layer_2")  # Python opens it as a click would, from what it keeps
+    assert (g.group, g.level) == ("layer_2", "layer_2") and drawn == ["", "layer_2"]
+    with pytest.raises(UnknownNameError, match="unknown group 'layer_9'"):
+        g.open_group("layer_9")
+    assert g.level == "layer_2" and g.message == ""  # refused: nothing changed
+
+    g.group = "layer_7"  # a path no group has, set from the browser: a message, the kernel lives
+    assert g.svg == "" and "cannot open group 'layer_7': unknown group" in g.message
+    g.group = "layer_1"
+    assert g.message == "" and g.level == "layer_1"
+
+    drawing = g.drawing
+    g.show(opener(""))  # a graph without an opener: its boxes do not open, the levels kept are dropped
+    assert not g.openable and g.drawing == drawing + 1
+    g.group = "layer_3"
+    assert g.level == "" and drawn.count("layer_3") == 0
 
 
 def test_the_diff_layout_and_the_stage_list_fold_name_their_choices():

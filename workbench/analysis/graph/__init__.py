@@ -30,8 +30,9 @@ Debian's ``dot``.
   count, edges between groups counting the values that cross, small groups and ops outside any group
   drawn as ops. ``stage_graph(..., group="block_0/attn")`` draws one group's level, with ports for
   the values that come from and go outside it. ``stage_level`` is the same level as values (boxes,
-  links, counts); ``scopes`` says how ops are grouped, ``levels`` what a level promises. Each group box's SVG element has class
-  ``GROUP_CLASS`` and id ``GROUP_ID`` + its path, which the notebook's graph view opens on a click.
+  links, counts); ``scopes`` says how ops are grouped, ``levels`` what a level promises. Each group
+  box's SVG element has class ``GROUP_CLASS`` and id ``GROUP_ID`` + its path, which the notebook's
+  graph view opens on a click.
 
 * Op counts, in the caption and per group, come from ``workbench.ir.ops`` and the drawn model; a
   level's boxes add up to the stage's count.

@@ -249,7 +249,8 @@ def _box(graph: graphviz.Digraph, b: Box, stage: str, unit: str, linked: int) ->
         return
     if b.kind == "port":
         word = "from" if b.direction == "in" else "to"
-        graph.node(b.key, label=_dot_text(f"{word} {b.label}", *hub), shape="ellipse", style="dashed,filled", fillcolor="#ffffff", **{"class": "wbg-port"},
+        graph.node(b.key, label=_dot_text(f"{word} {b.label}", *hub), shape="ellipse", style="dashed,filled",
+                   fillcolor="#ffffff", **{"class": "wbg-port"},
                    tooltip=_dot_text(f"values {'read from' if b.direction == 'in' else 'used by'} {b.label}, "
                                      "outside this group"))
         return
@@ -262,7 +263,8 @@ def _box(graph: graphviz.Digraph, b: Box, stage: str, unit: str, linked: int) ->
                fillcolor=CHANGED_FILL if b.changed else _BOX_FILLS[b.kind],
                id=_dot_text(GROUP_ID + b.path), **{"class": GROUP_CLASS},
                tooltip=_dot_text(f"{b.path}: {_plural(b.ops, unit)}" + (f" ({kinds})" if kinds else ""),
-                                 f"open it: click it (in the panel's Graph tab) or ex.graph({stage!r}, group={b.path!r})"))
+                                 "open it: click it (in the panel's Graph tab) or "
+                                 f"ex.graph({stage!r}, group={b.path!r})"))
 
 
 def _draw_level(lv: Level, caption: list[str], stage: str, unit: str) -> graphviz.Digraph:
@@ -321,7 +323,9 @@ def _level_caption(lv: Level, kind: str, max_ops: int, stage: str) -> list[str]:
                      f"open one by clicking it in the panel's Graph tab, or with "
                      f"ex.graph({stage!r}, group={groups[0].path!r})")
     elif lv.by == "scope":
-        lines.append("no group inside: its ops, grouped by JAX's name stack")
+        lines.append("no group inside it: its ops" if lv.group else
+                     "JAX's name stack puts no op in a named scope here: the ops themselves, folded by kind past "
+                     f"{LEVEL_LIMIT}")
     else:
         lines.append("this module has no name-stack locations (text without loc(...)): "
                      "grouped by function and control-flow region, ops folded by kind")

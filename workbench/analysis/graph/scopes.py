@@ -220,7 +220,7 @@ def scoped(model: Dataflow) -> Scoped:
         if tail is None or head is None or tail == head:
             continue
         flows.append(Flow(tail, head, (e.tail, e.label), bool(e.lhead)))
-    located = any(r.own)
+    located = any(item.scope for item in r.items)  # a name stack at all, if only the function's own
     if located:
         paths = [own or inherited for own, inherited in zip(r.own, r.inherited)]
         placed = [bool(p) for p in paths]

@@ -1,6 +1,11 @@
 // A graphviz SVG to navigate: fit to the width, zoom (buttons, ctrl/cmd + wheel), pan (drag), and
 // focus on a node's neighbourhood (click it; "whole graph" goes back).
-// Model: svg (graphviz's SVG text), message, focus (a node's title; "" = the whole graph), hops, height.
+// Model: svg (graphviz's SVG text), message, focus (a node's title; "" = the whole graph), hops, height,
+// and for a level of a big stage's hierarchy: level (the path of the group whose level svg is; "" = the
+// top level), group (the group asked for), openable (Python draws other levels), drawing (changes with
+// each new graph). A box with class wbg-group and id
+// "wbg-group:<path>" opens that group on a click: the view sets group and Python sends the level's SVG,
+// unless this view has shown that level before and keeps it. A breadcrumb leads back up.
 // Focus works on the SVG itself: graphviz writes <g class="node"><title>name</title> for each node and
 // <g class="edge"><title>tail->head</title> for each edge. A neighbourhood in a big graph is spread
 // over all of it (a gradient uses a value of the forward pass hundreds of ranks later), so focus
@@ -14,6 +19,26 @@ const FOCUS_MAX_SCALE = 1.5; // a focused neighbourhood is fitted into the view,
 const PAD = 14; // user units kept around a focused neighbourhood
 const DRAG = 4; // px a press must move to be a drag (pan) rather than a click
 const HINT = "click a node: its neighbourhood only \u00b7 drag: pan \u00b7 ctrl/cmd + wheel: zoom";
+const GROUP_HINT = "click a group to open it \u00b7 " + HINT;
+const GROUP_ID = "wbg-group:";
+
+// A group path's parts: cut at the "/" outside parentheses ("transpose(jvp(a/b))/c" has two), as Python's
+// workbench.analysis.graph.scopes.split_path cuts it.
+export function splitPath(path) {
+  const parts = [];
+  let depth = 0, start = 0;
+  for (let i = 0; i < path.length; i++) {
+    const c = path[i];
+    if (c === "(") depth++;
+    else if (c === ")") depth = Math.max(0, depth - 1);
+    else if (c === "/" && depth === 0) {
+      parts.push(path.slice(start, i));
+      start = i + 1;
+    }
+  }
+  parts.push(path.slice(start));
+  return parts.filter((p) => p);
+}
 
 // The nodes (title -> <g>), edges ([tail, head, <g>]) and clusters of a graphviz SVG element.
 export function readGraph(svg) {
@@ -107,6 +132,7 @@ export function route(a, b, arrow = 7) {
 function render({ model, el }) {
   el.classList.add("wbg");
   el.innerHTML = `
+    <div class="wbg-crumbs"></div>
     <div class="wbg-bar">
       <button class="wbg-fit" title="fit the graph to the width of the view">fit width</button>
       <button class="wbg-out" title="zoom out (or ctrl/cmd + wheel)">&minus;</button>
@@ -133,6 +159,10 @@ function render({ model, el }) {
   let scale = 1;
   let pending = false; // laid out while hidden: size (and focus) once the view has a width
   let moved = new Map(); // element -> Map(attribute -> its value before a focus changed it)
+  const levels = new Map(); // group path -> the SVG text of its level, as shown here (until a new drawing)
+  let shownText = null; // the SVG text on display
+  let shownGroup = "";
+  const crumbs = $(".wbg-crumbs");
 
   function moveAttr(elm, key, value) {
     if (!moved.has(elm)) moved.set(elm, new Map());
@@ -180,17 +210,70 @@ function render({ model, el }) {
     else setScale(1);
   }
 
+  // The path to the level shown, each part opening its group; shown for a hierarchy's levels only.
+  function showCrumbs() {
+    const group = shownGroup;
+    el.dataset.group = group;
+    const hierarchy = model.get("openable") && (group || (svg && svg.querySelector(".wbg-group")));
+    crumbs.replaceChildren();
+    crumbs.classList.toggle("wbg-hidden", !hierarchy);
+    if (!hierarchy) return;
+    const parts = splitPath(group);
+    const steps = [["top level", ""], ...parts.map((p, i) => [p, parts.slice(0, i + 1).join("/")])];
+    steps.forEach(([label, path], i) => {
+      if (i) crumbs.append(" \u203a ");
+      const last = i === steps.length - 1;
+      const item = document.createElement(last ? "span" : "button");
+      item.textContent = label;
+      item.className = last ? "wbg-here" : "wbg-crumb";
+      if (!last) {
+        item.title = path ? `open ${path}` : "the top level";
+        item.addEventListener("click", () => openGroup(path));
+      }
+      crumbs.append(item);
+    });
+  }
+
+  // Open a group: at once from the levels kept here, else when Python sends its SVG.
+  function openGroup(path) {
+    if (!model.get("openable")) return;
+    const kept = levels.get(path);
+    if (kept !== undefined) show(kept, path, "");
+    else {
+      info.textContent = `opening ${path || "the top level"}\u2026`;
+      el.dataset.opening = path;
+    }
+    setModel("group", path);
+  }
+
   function load() {
+    const message = model.get("message");
+    const text = model.get("svg");
+    if (!message && text && text === shownText) {
+      shownGroup = model.get("level");
+      levels.set(shownGroup, text);
+      showCrumbs();
+      return; // the level already on display: kept here, shown before Python sent it
+    }
+    show(text, model.get("level"), message);
+  }
+
+  function show(text, group, message) {
     view.replaceChildren();
     svg = graph = null;
     moved = new Map();
-    const message = model.get("message");
-    const text = model.get("svg");
+    shownText = text;
+    shownGroup = group;
+    delete el.dataset.opening;
+    if (text && !message) levels.set(group, text);
     el.classList.toggle("wbg-has-msg", !!message);
     el.classList.toggle("wbg-empty", !text);
     $(".wbg-msg").textContent = message;
     delete el.dataset.nodes;
-    if (!text) return;
+    if (!text) {
+      showCrumbs();
+      return;
+    }
     const doc = new DOMParser().parseFromString(text, "image/svg+xml");
     if (doc.documentElement.nodeName !== "svg" || doc.querySelector("parsererror")) {
       el.classList.add("wbg-has-msg");
@@ -208,6 +291,8 @@ function render({ model, el }) {
     graph = readGraph(svg);
     el.dataset.nodes = String(graph.nodes.size);
     scale = 1;
+    showCrumbs();
+    if (model.get("focus")) setModel("focus", ""); // a new level shows all of itself
     applyFocus();
   }
 
@@ -228,7 +313,8 @@ function render({ model, el }) {
       box = full;
       svg.setAttribute("viewBox", full.join(" "));
       el.dataset.shown = String(graph.nodes.size);
-      info.textContent = name ? `no node ${name} in this graph: the whole graph` : HINT;
+      const hint = model.get("openable") && svg.querySelector(".wbg-group") ? GROUP_HINT : HINT;
+      info.textContent = name ? `no node ${name} in this graph: the whole graph` : hint;
       size();
       return;
     }
@@ -336,6 +422,11 @@ function render({ model, el }) {
   view.addEventListener("click", (e) => {
     if (dragged || !graph) return;
     const g = e.target.closest("g.node");
+    const group = e.target.closest("g.wbg-group"); // a group's box, or the cluster of one opened in place
+    if (group && model.get("openable") && group.id.startsWith(GROUP_ID)) {
+      openGroup(group.id.slice(GROUP_ID.length));
+      return;
+    }
     const title = g?.querySelector(":scope > title")?.textContent;
     if (title) setModel("focus", title);
   });
@@ -360,6 +451,9 @@ function render({ model, el }) {
   };
   model.on("change:svg", reload);
   model.on("change:message", reload);
+  model.on("change:level", reload);
+  model.on("change:openable", () => (queued ? null : showCrumbs()));
+  model.on("change:drawing", () => levels.clear());
   model.on("change:focus", () => (queued ? null : applyFocus()));
   model.on("change:hops", () => {
     hopsInput.value = model.get("hops");

@@ -1,11 +1,18 @@
 """A graphviz SVG you can navigate: fit to the width, zoom (buttons, ctrl/cmd + wheel), pan (drag),
-and focus on an op's neighbourhood.
+focus on an op's neighbourhood, and open the groups of a big stage's hierarchy.
 
 Python sends graphviz's SVG once; the browser does the rest on it. Focus reads the SVG's own
 structure (``<g class="node"><title>name</title>`` and ``<g class="edge"><title>a->b</title>``):
 clicking a node shows only the nodes within ``hops`` edges of it (edges followed either way), the
 edges among them and the clusters holding them, scaled to fit; "whole graph" (``focus = ""``) shows
 every node again. The layout is graphviz's, of the whole graph: focus hides, it does not re-lay out.
+
+A big stage is drawn one level of its hierarchy at a time (``ex.graph(stage, group=...)``): a box that
+stands for a group has the SVG class ``wbg-group`` and the id ``wbg-group:<path>``. Shown with an
+``opener`` (a function from a group's path to the SVG of its level), clicking such a box opens the
+group: the browser sets ``group``, Python draws that level once, and a breadcrumb leads back. The
+browser keeps every level it has shown (until the next ``show``), so going back, and opening a group
+again, needs no call to Python.
 """
 from __future__ import annotations
 
@@ -13,22 +20,28 @@ import html
 import pathlib
 import re
 
+from collections import OrderedDict
+from typing import Callable
+
 import anywidget
 import traitlets
 
-from ...errors import UnknownNameError
+from ...errors import UnknownNameError, WorkbenchError
 
 __all__ = ["GraphView", "MAX_HOPS"]
 
 _HERE = pathlib.Path(__file__).parent
-_NODE = re.compile(r'<g id="[^"]*" class="node">\s*<title>([^<]*)</title>')
+_NODE = re.compile(r'<g id="[^"]*" class="node(?: [^"]*)?">\s*<title>([^<]*)</title>')
 MAX_HOPS = 20
+_KEPT_LEVELS = 16  # levels Python keeps drawn, for groups opened again from Python
 
 
 class GraphView(anywidget.AnyWidget):
     """Graphviz's SVG with fit-to-width (the default when the graph is wider than the view), zoom,
     pan and click-to-focus. ``focus`` is the node shown with its ``hops``-edge neighbourhood ("" for
-    the whole graph); the browser sets it on a click, Python may set it with ``focus_on``."""
+    the whole graph); the browser sets it on a click, Python may set it with ``focus_on``. ``group``
+    is the group of a hierarchy whose level is shown ("" for the top level); the browser sets it when
+    a group box is clicked, Python with ``open_group``."""
 
     _esm = _HERE / "graphview.js"
     _css = _HERE / "graphview.css"
@@ -38,6 +51,16 @@ class GraphView(anywidget.AnyWidget):
     focus = traitlets.Unicode("").tag(sync=True)
     hops = traitlets.Int(2).tag(sync=True)
     height = traitlets.Int(640).tag(sync=True)
+    group = traitlets.Unicode("").tag(sync=True)  # the group asked for: a click sets it
+    level = traitlets.Unicode("").tag(sync=True)  # the group whose level svg is
+    openable = traitlets.Bool(False).tag(sync=True)  # an opener draws the groups' levels
+    drawing = traitlets.Int(0).tag(sync=True)  # one more for each show: the browser drops the levels it kept
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._opener: Callable[[str], str] | None = None
+        self._levels: OrderedDict[str, str] = OrderedDict()
+        self._setting = False
 
     @traitlets.validate("hops")
     def _valid_hops(self, proposal):
@@ -46,22 +69,82 @@ class GraphView(anywidget.AnyWidget):
             raise traitlets.TraitError(f"hops must be between 1 and {MAX_HOPS} (edges from the focused node), not {k}")
         return k
 
-    def show(self, svg: str) -> None:
-        """Display graphviz's SVG (``graph.pipe(format="svg")``), the whole graph."""
-        start = svg.find("<svg")
-        if start < 0:
-            raise ValueError("not an SVG document: no <svg> element (pass graphviz's output, "
-                             "graph.pipe(format='svg').decode())")
+    def show(self, svg: str, opener: Callable[[str], str] | None = None, group: str = "") -> None:
+        """Display graphviz's SVG (``graph.pipe(format="svg")``), the whole graph. ``svg`` is the level
+        of group ``group`` when the graph is a level of a hierarchy, and ``opener(path)`` returns the
+        SVG of another group's level (``lambda g: ex.graph(stage, group=g).pipe(format="svg").decode()``):
+        with one, a click on a group box opens it."""
+        body = _svg_body(svg)
+        self._opener = opener
+        self._levels = OrderedDict([(group, body)])
         with self.hold_sync():
             self.message = ""
-            self.focus = ""
-            self.svg = svg[start:]  # without the XML prologue and doctype
+            self.openable = opener is not None
+            self.drawing += 1
+            self._show_level(group, body)
+
+    def open_group(self, path: str) -> None:
+        """Show the level of group ``path`` ("" for the top level) of the hierarchy shown. What the
+        opener raises (UnknownNameError for a path that is no group) propagates, and nothing changes."""
+        if self._opener is None:
+            raise WorkbenchError("this graph was shown without an opener: GraphView.show(svg, opener=...) "
+                                 "draws the groups' levels")
+        body = self._level(path)
+        with self.hold_sync():
+            self.message = ""
+            self._show_level(path, body)
 
     def show_message(self, text: str) -> None:
         """Replace the graph by a message (why there is no graph to draw)."""
+        self._opener = None
         with self.hold_sync():
-            self.svg = self.focus = ""
+            self.svg = self.focus = self.level = ""
+            self.openable = False
+            self._set_group("")
             self.message = text
+
+    def _level(self, path: str) -> str:
+        body = self._levels.get(path)
+        if body is None:
+            body = _svg_body(self._opener(path))
+            self._levels[path] = body
+            while len(self._levels) > _KEPT_LEVELS:
+                self._levels.popitem(last=False)
+        self._levels.move_to_end(path)
+        return body
+
+    def _show_level(self, path: str, body: str) -> None:
+        self.focus = ""
+        self._set_group(path)
+        self.level = path
+        self.svg = body
+
+    def _set_group(self, path: str) -> None:
+        self._setting = True
+        try:
+            self.group = path
+        finally:
+            self._setting = False
+
+    @traitlets.observe("group")
+    def _group_clicked(self, change) -> None:
+        """The browser opened a group (a click, or its breadcrumb): draw that level if not drawn yet."""
+        if self._setting or self._opener is None:
+            return
+        path = change["new"]
+        try:
+            body = self._level(path)
+        except Exception as e:  # a click's callback: say why (dot missing, a stage gone), the breadcrumb leads back
+            with self.hold_sync():
+                self.svg = self.focus = ""
+                self.level = path
+                self.message = f"cannot open group {path!r}: {e}"
+            return
+        with self.hold_sync():
+            self.message = ""
+            self.focus = ""
+            self.level = path
+            self.svg = body
 
     @property
     def nodes(self) -> list[str]:
@@ -79,3 +162,12 @@ class GraphView(anywidget.AnyWidget):
             if hops is not None:
                 self.hops = hops
             self.focus = node
+
+
+def _svg_body(svg: str) -> str:
+    """graphviz's SVG without its XML prologue and doctype."""
+    start = svg.find("<svg")
+    if start < 0:
+        raise ValueError("not an SVG document: no <svg> element (pass graphviz's output, "
+                         "graph.pipe(format='svg').decode())")
+    return svg[start:]

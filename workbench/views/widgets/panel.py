@@ -647,4 +647,6 @@ class Panel:
         except WorkbenchError as e:
             self.graph_view.show_message(str(e))
             return
-        self.graph_view.show(svg)
+        # a big stage's groups open on a click: each level drawn as ex.graph(right, group=...) draws it
+        self.graph_view.show(svg, opener=lambda group: ex.graph(right, group=group or None)
+                             .pipe(format="svg").decode())
