@@ -137,6 +137,7 @@ class Traced:
     out_avals: tuple = field(default=(), compare=False, repr=False)  # flattened
     platforms: tuple[str, ...] = ()
     host_callbacks: int = 0  # jax.debug.print, pure_callback, io_callback calls in the program
+    library_jit: str = ""  # the type of a library's jit that lowered it ("JitWrapped", "_JitWrapper"), else ""
     kept_var_idx: tuple[int, ...] | None = None  # the flattened arguments @main takes (None: all)
 
     def full_args(self, dynamic: tuple) -> tuple:

@@ -139,6 +139,9 @@ def float64_reference(traced, device, dynamic_args) -> tuple[Any, str]:
     (outputs as numpy arrays, "") or (None, why there is none)."""
     if traced is None or traced.fn is None:
         return None, "the module was given as text, so there is no function to evaluate in float64"
+    if traced.library_jit:  # its call returns the function's outputs and writes state back into the user's objects
+        return None, (f"{traced.how} returns its outputs through its own wrapper, not as the compiled program "
+                      "does, so the function is not evaluated again in float64")
     if not any(_narrow(dtype_name(a.dtype)) for a in traced.out_avals):
         return None, ("no output is floating point narrower than float64, so there is no wider dtype to "
                       "evaluate the function in")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import os
 import re
 import time
@@ -305,8 +306,9 @@ def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
         raise TraceError(f"tracing {name}{_shapes(args)} with its own {type(fn).__name__} failed:\n"
                          f"{user_frames(e)}") from None
     how = f"{name} (a {type(fn).__module__.split('.')[0]} {type(fn).__name__})"
-    return _traced(lowered, str(jaxpr.pretty_print(use_color=False)), how, args, (), t1 - t0, t2 - t1, fn, args,
-                   lambda full: _wrapper_call_args(outer, full), None)
+    traced = _traced(lowered, str(jaxpr.pretty_print(use_color=False)), how, args, (), t1 - t0, t2 - t1, fn, args,
+                     lambda full: _wrapper_call_args(outer, full), None)
+    return dataclasses.replace(traced, library_jit=type(fn).__name__)
 
 
 def _traced(lowered, jaxpr: str, how: str, dynamic: tuple, static: tuple[int, ...], s_jaxpr: float, s_lower: float,
