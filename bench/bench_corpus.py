@@ -10,9 +10,10 @@ Per program:
                 workbench's step caches are cleared, the persistent compilation cache is off, and the
                 program is built afresh (new arguments; functions and modules built again where the
                 builder makes them). The pass worker stays warm, as in a notebook session.
-  peak RSS      of a fresh subprocess that explores once (``ru_maxrss`` of the process, and the peak
-                (VmHWM) of each pass worker it started, read before it exits), next to a fresh subprocess
-                that compiles bare once.
+  peak RSS      of a fresh subprocess that explores once (its VmHWM, and that of each pass worker it
+                started, read before it exits), next to a fresh subprocess
+                that compiles bare once; "imp." is the bare child's peak after its imports (jax, the
+                libraries, the workbench), before it builds or compiles anything.
 A program that fails prints its error and the others go on.
 
 Run:  .venv/bin/python bench/bench_corpus.py [--repeat 3] [--only nnx_transformer linalg] [--no-memory]
@@ -22,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -62,6 +62,8 @@ def cold() -> None:
 
 
 def vm_hwm_mib(pid: int) -> float | None:
+    """The peak resident set of process ``pid`` (VmHWM), in MiB. Not getrusage's ru_maxrss: Linux
+    carries that across exec, so a child started by a large parent reports the parent's size."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
@@ -75,9 +77,11 @@ def vm_hwm_mib(pid: int) -> float | None:
 def child(side: str, name: str) -> None:
     """One side once in this fresh process; prints its peak memory as JSON on the last line."""
     p = program(name)
+    imported = vm_hwm_mib(os.getpid())  # jax, the libraries, the workbench
     seconds = bare_compile(p) if side == "bare" else explore_all(p)[0]
     workers = [w for w in dict.fromkeys([default_worker(), *default_pool().workers]) if w.pid is not None]
-    print(json.dumps({"seconds": seconds, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    print(json.dumps({"seconds": seconds, "imported_mib": imported,
+                      "rss_mib": vm_hwm_mib(os.getpid()),
                       "workers_mib": [vm_hwm_mib(w.pid) for w in workers]}))
 
 
@@ -122,7 +126,7 @@ def main():
     print(f"explore (all stages, defaults) / bare compile: medians of {a.repeat} interleaved rounds; "
           "peak RSS of one fresh process each (explore: + its pass workers' peaks)")
     head = (f"{'program':24s} {'bare ms':>9s} {'explore ms':>11s} {'ratio':>6s} {'stages':>6s} {'shlo lines':>10s}"
-            f" {'bare MiB':>9s} {'explore MiB':>12s} {'workers MiB':>12s}")
+            f" {'imp. MiB':>8s} {'bare MiB':>9s} {'explore MiB':>12s} {'workers MiB':>12s}")
     print(head)
     print("-" * len(head))
     for p in chosen:
@@ -143,7 +147,7 @@ def memory_columns(name: str) -> str:
     except Exception as e:  # noqa: BLE001
         return f"  memory: {type(e).__name__}: {str(e)[:120]}"
     workers = "+".join(f"{w:.0f}" for w in explored["workers_mib"] if w is not None) or "-"
-    return f" {bare['rss_mib']:9.0f} {explored['rss_mib']:12.0f} {workers:>12s}"
+    return (f" {bare['imported_mib']:8.0f} {bare['rss_mib']:9.0f} {explored['rss_mib']:12.0f} {workers:>12s}")
 
 
 if __name__ == "__main__":
