@@ -56,7 +56,7 @@ class Box:
     item: Union[Node, Cluster, None] = None  # the op a kind "op" box draws
     kinds: tuple[tuple[str, int], ...] = ()  # the commonest ops inside, for the tooltip
     members: int = 0  # the units inside a group, fold or run (arguments included)
-    direction: str = ""  # a port's: "in" (values come from there) or "out"
+    direction: Literal["", "in", "out"] = ""  # a port's: "in" (values come from there) or "out"
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class Level:
     total: int  # the stage's
     folded: bool  # ops folded by kind somewhere in this level
     runs: bool  # entries cut into runs
-    adopted: int
+    adopted: int  # ops of the stage without a name stack, counted in the group of their users
     work: LevelWork
 
     def box(self, path_or_label: str) -> Box:

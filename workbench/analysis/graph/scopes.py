@@ -209,7 +209,15 @@ class _Reader:
 def scoped(model: Dataflow) -> Scoped:
     """The units of ``model``, their flows and the tree of their name stacks (see the module's docstring)."""
     r = _Reader(model)
-    r.walk(model.items, None, None, (), ())
+    # functions first, then what one of their ops owns: an HLO computation that several instructions
+    # call comes before its first caller in the text
+    owned = [item for item in model.items if isinstance(item, Cluster) and item.owner]
+    r.walk([item for item in model.items if not (isinstance(item, Cluster) and item.owner)], None, None, (), ())
+    while owned:
+        ready = [item for item in owned if item.owner in r.unit_of] or owned[:1]
+        r.walk(ready, None, None, (), ())
+        done = {id(item) for item in ready}
+        owned = [item for item in owned if id(item) not in done]
     flows: list[Flow] = []
     for e in model.edges:
         if e.lhead and e.style != "dashed":
