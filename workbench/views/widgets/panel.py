@@ -647,6 +647,4 @@ class Panel:
         except WorkbenchError as e:
             self.graph_view.show_message(str(e))
             return
-        # a big stage's groups open on a click: each level drawn as ex.graph(right, group=...) draws it
-        self.graph_view.show(svg, opener=lambda group: ex.graph(right, group=group or None)
-                             .pipe(format="svg").decode())
+        self.graph_view.show(svg, opener=lambda g: ex.graph(right, group=g or None).pipe(format="svg").decode())
