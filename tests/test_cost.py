@@ -400,7 +400,8 @@ def test_a_chain_of_constants_is_costed_in_work_linear_in_its_text(depth):
     text = constant_chain(depth)
     work = model_work(text)
     mc = module_cost(text)
-    assert work.ops_visited == work.ops_costed == work.rows == mc.ops - 1  # every op once, func.func aside
+    assert work.ops_costed == work.rows == mc.ops - 1  # every op costed once, func.func aside
+    assert work.ops_visited <= 4 * mc.ops  # each of the model's four passes visits an op once
     assert work.constant_keys == depth + 2  # the constant, its broadcast and each product: one key each
     assert work.constant_key_size <= len(text)  # no key spells out another's
     # XLA folds the chain into one constant and materializes it once, as the model does
@@ -430,7 +431,8 @@ def test_a_chain_of_calls_is_walked_once_per_function_yet_costs_every_call():
     work = model_work(text)
     functions = text.count("func.func")
     assert functions == depth + 2  # @main, the chain and the leaf
-    assert work.ops_visited == work.ops_costed == work.rows == mc.ops - functions
+    assert work.ops_costed == work.rows == mc.ops - functions
+    assert work.ops_visited <= 4 * mc.ops
     # the leaf's multiply and add run 2**depth times on 4 elements
     assert mc.flops == mc.flops_body_once == 2**depth * 2 * 4
     leaf = op_costs(text).query("op == 'stablehlo.multiply'")

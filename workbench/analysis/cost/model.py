@@ -184,7 +184,7 @@ class _Walker:
         self.loops_read = 0
         self.work = WorkCounter()
         self.imported = {name: import_rewrites(func, self.work) for name, func in self.funcs.items()}
-        self.loop_states = {name: loop_states(func) for name, func in self.funcs.items()}
+        self.loop_states = {name: loop_states(func, self.work) for name, func in self.funcs.items()}
         if "main" in self.funcs:
             self.roots = ["main"]
         else:
@@ -210,12 +210,14 @@ class _Walker:
         An iterative depth-first search (roots first, so recursion is cut where a root's walk meets it):
         a call chain as deep as the module allows cannot overflow Python's stack.
         """
-        callees = {
-            name: list(dict.fromkeys(
-                c for c in (_callee(op) for op in nested_ops(f) if op.name in CALL_OPS) if c in self.funcs
-            ))
-            for name, f in self.funcs.items()
-        }
+        callees: dict[str, list[str]] = {}
+        for name, f in self.funcs.items():
+            found: dict[str, None] = {}
+            for op in nested_ops(f):
+                self.work.ops_visited += 1
+                if op.name in CALL_OPS and _callee(op) in self.funcs:
+                    found[_callee(op)] = None
+            callees[name] = list(found)
         order: list[str] = []
         done: set[str] = set()
         active: set[str] = set()

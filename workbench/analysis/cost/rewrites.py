@@ -156,6 +156,7 @@ def import_rewrites(func: ir.Operation, work: WorkCounter) -> Imported:
     materialized: dict[ir.Operation, int] = {}
     seen: set[int] = set()
     for op in nested_ops(func):
+        work.ops_visited += 1
         dialect, _, short = op.name.partition(".")
         operands = list(op.operands)
         if dialect != "stablehlo":

@@ -47,6 +47,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from .tensors import (TUPLE_POINTER_BYTES, attribute, element_count, int_attribute, int_list, static_tensor,
                       total_bytes)
+from .work import WorkCounter
 from .xla import xla_cost
 
 __all__ = ["APPLIED_REGION_OPS", "CALL_OPS", "ELEMENTWISE", "TRANSCENDENTAL", "Cost", "cost_of", "loop_states"]
@@ -376,7 +377,7 @@ def _is_constant(value: ir.Value) -> bool:
     return isinstance(value, ir.OpResult) and value.owner.operation.name == "stablehlo.constant"
 
 
-def loop_states(root: ir.Operation) -> dict[ir.Operation, int]:
+def loop_states(root: ir.Operation, work: WorkCounter | None = None) -> dict[ir.Operation, int]:
     """How many values each HLO while loop in ``root`` (``root`` included) carries: its loop state
     plus the values its regions capture.
 
@@ -384,7 +385,7 @@ def loop_states(root: ir.Operation) -> dict[ir.Operation, int]:
     non-constant value through the loop state (constants it copies into the loop instead). One walk
     finds the values each op's regions read from outside; an op's set is its nested ops' sets merged,
     the smaller into the larger, less what its own regions define -- n log n in the ops of ``root``,
-    however deep its loops nest.
+    however deep its loops nest. The ops it visits are counted in ``work``.
     """
     states: dict[ir.Operation, int] = {}
 
@@ -397,6 +398,8 @@ def loop_states(root: ir.Operation) -> dict[ir.Operation, int]:
                 defined += block.arguments
                 for inner in block.operations:
                     inner = inner.operation
+                    if work is not None:
+                        work.ops_visited += 1
                     used.update(v for v in inner.operands if not _is_constant(v))
                     defined += inner.results
                     if len(inner.regions):

@@ -18,8 +18,9 @@ __all__ = ["Work", "WorkCounter"]
 class Work:
     """The work done to cost one module.
 
-    ``ops_visited``: op visits of the walk (an op is visited once per time the walk reaches it);
-    ``ops_costed``: calls of the per-op cost rules; ``constant_keys``: keys built for constant values
+    ``ops_visited``: op visits of all the model's passes (the import rewrites, the call graph, the
+    loop states and the costing walk: a few per op of the text); ``ops_costed``: calls of the per-op
+    cost rules by the costing walk; ``constant_keys``: keys built for constant values
     (to tell which constants XLA would unify); ``constant_key_size``: their total size, in characters
     of text plus references to other keys; ``rows``: rows produced.
     """
