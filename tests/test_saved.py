@@ -4,6 +4,8 @@ import os
 import sys
 import zipfile
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -298,3 +300,15 @@ def test_a_value_that_cannot_be_saved_is_a_saved_file_error_and_nothing_is_writt
     assert "nothing was written" in message
     assert path.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["keep.hlox"]  # no temporary file left behind
+
+
+def test_a_loaded_program_with_a_prng_key_runs_from_its_saved_arrays(tmp_path):
+    # JAX writes an empty mesh into a program that takes a key: it is not sharded, and runs loaded
+    def f(x, key):
+        return x * jax.random.normal(key, x.shape)
+
+    ex = wb.explore(f, jnp.ones(3), jax.random.key(0))
+    want = np.asarray(ex.run(repeat=1).outputs)
+    loaded = wb.load(ex.save(tmp_path / "key.hlox", arrays=True))
+    r = loaded.run(repeat=1)
+    np.testing.assert_array_equal(np.asarray(r.outputs), want)

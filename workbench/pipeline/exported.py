@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import ModuleParseError, WorkbenchError
 from ..ir.mlir import parse_module, strip_enzymexla_attributes
 from ..ir.text import host_callback_count, publish_functions
+from .shardy import is_sharded
 from .worker import PassFailure, default_worker, enzyme_available
 
 __all__ = ["prepare_for_jax", "readable_module", "module_bytecode", "swap_module", "exported_for_text", "main_signature"]
@@ -114,7 +115,8 @@ def exported_for_text(text: str, platform: str = "cpu"):
         raise WorkbenchError(f"the module calls {callbacks} host callback(s) (jax.debug.print, pure_callback, "
                              "io_callback) whose Python functions are not part of its text: it can be transformed "
                              "and costed, not run. Explore the function itself (wb.explore) to run it.")
-    if re.search(r"sdy\.mesh|mhlo\.sharding", text):
+    # JAX writes an empty or maximal mesh into single-device programs (a PRNG key): not a sharding
+    if is_sharded(text) or re.search(r'mhlo\.sharding\s*=\s*"\{devices=', text):
         raise WorkbenchError("a sharded module given as text cannot be compiled without its mesh; "
                              "explore the function with sharded arguments instead")
 
