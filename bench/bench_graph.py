@@ -4,8 +4,9 @@ Lowers a stack of named blocks (``block_i/attn``, ``block_i/mlp``, as a model's 
 JAX -- forward, and its gradient for about 10,000 ops -- and, for each stage, clears the graph caches
 and times what ``ex.graph(stage)`` does on a cold cache: read the module (parse, dataflow, name stacks),
 build the level, lay it out with dot and write the SVG; then one group opened (caches warm, as in the
-panel after the first picture). ``--hlo`` adds XLA's optimized HLO of each program (compiled once,
-not timed). Target: a 10,000-op stage's top level in under 2 s.
+panel after the first picture). The canonicalize stage is compared with stablehlo, as ``ex.graph``
+compares a pass's stage with its parent: both are read. ``--hlo`` adds XLA's optimized HLO of each
+program (compiled once, not timed). Target: a 10,000-op stage's top level in under 2 s.
 
 Run:  .venv/bin/python bench/bench_graph.py [--repeat 3] [--hlo]
 """
@@ -20,7 +21,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax
 import jax.numpy as jnp
 
+import workbench as wb
 from workbench.analysis.graph import render, stage_graph, stage_level
+from workbench.ir.text import strip_locations
 from workbench.stages import Stage
 
 
@@ -42,12 +45,18 @@ def model(ps, x):
         return jnp.tanh(x - x.mean(-1, keepdims=True)).sum()
 
 
-def stages(fn, args, hlo: bool) -> list[Stage]:
+def stages(fn, args, hlo: bool) -> list[tuple[Stage, Stage | None]]:
+    """(stage, the parent it is compared with): stablehlo as lowered, canonicalize of it (run by the
+    workbench's worker, compared with stablehlo: both read), and XLA's optimized HLO."""
     lowered = jax.jit(fn).lower(*args)
-    out = [Stage("stablehlo", "trace", lowered.as_text(), "lower", True, None, None,
-                 text_with_locations=lowered.as_text(debug_info=True))]
+    located = lowered.as_text(debug_info=True)
+    first = Stage("stablehlo", "trace", lowered.as_text(), "lower", True, None, None, text_with_locations=located)
+    located = wb.opt(located, "canonicalize")
+    second = Stage("canonicalize#1", "mlir", strip_locations(located), "canonicalize", True, None, "stablehlo",
+                   text_with_locations=located)
+    out = [(first, None), (second, first)]
     if hlo:
-        out.append(Stage("xla:optimized", "xla", lowered.compile().as_text(), "compile", True, None, None))
+        out.append((Stage("xla:optimized", "xla", lowered.compile().as_text(), "compile", True, None, None), None))
     return out
 
 
@@ -75,12 +84,12 @@ def main() -> None:
     programs = [("forward, 24 blocks", model, 24), ("gradient, 80 blocks", jax.grad(model), 80)]
     print(f"{'program':22} {'stage':14} {'ops':>6} {'boxes':>5} {'read':>7} {'top level':>10} {'group':>7}  opened")
     for title, fn, blocks in programs:
-        for stage in stages(fn, (params(blocks), x), a.hlo):
+        for stage, parent in stages(fn, (params(blocks), x), a.hlo):
             read = timed(lambda: render._scoped(stage), a.repeat, cold)
-            top = timed(lambda: stage_graph(stage).pipe(format="svg"), a.repeat, cold)
-            level = stage_level(stage)
+            top = timed(lambda: stage_graph(stage, parent).pipe(format="svg"), a.repeat, cold)
+            level = stage_level(stage, parent)
             group = next(b.path for b in level.boxes if b.path and b.kind != "fold")
-            opened = timed(lambda: stage_graph(stage, group=group).pipe(format="svg"), a.repeat)
+            opened = timed(lambda: stage_graph(stage, parent, group=group).pipe(format="svg"), a.repeat)
             print(f"{title:22} {stage.name:14} {level.total:6d} {len(level.boxes):5d} {read:6.2f}s {top:9.2f}s "
                   f"{opened:6.2f}s  {group}")
 

@@ -155,6 +155,8 @@ def _callee(op) -> tuple[str, str] | None:
 # JAX's own form of an op's location: the name stack around the call-site chain of Python frames. Read by
 # its first string alone: the chain behind it is hundreds of characters that the name stack does not need.
 _JAX_NAME = re.compile(r'loc\("((?:[^"\\]|\\.)*)"\(callsite\(')
+# A file location and nothing else (what the parser gives ops of text without locations): no name stack.
+_FILE_ONLY = re.compile(r'loc\("(?:[^"\\]|\\.)*":\d+:\d+(?: to (?:\d+:)?\d+)?\)\Z')
 
 
 _REGION_NAMES = {"while": ("cond", "body"), "if": ("true", "false"), "sort": ("comparator",)}
@@ -200,6 +202,8 @@ class MlirReader:
         m = _JAX_NAME.match(text)
         if m:
             return m.group(1).replace('\\"', '"').replace("\\\\", "\\")
+        if _FILE_ONLY.match(text):
+            return ""
         if text not in self._scopes:  # other forms (fused locations that passes make) by the one reader
             self._scopes[text] = next((o.name for o in read_location(text) if o.name), "")
         return self._scopes[text]
