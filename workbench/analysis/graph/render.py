@@ -263,7 +263,7 @@ def _box(graph: graphviz.Digraph, b: Box, stage: str, unit: str, linked: int) ->
     graph.node(b.key, label=_dot_text(*lines), shape="box3d",
                fillcolor=CHANGED_FILL if b.changed else _BOX_FILLS[b.kind],
                id=_dot_text(GROUP_ID + b.path), **{"class": GROUP_CLASS},
-               tooltip=_dot_text(f"{b.path}: {_plural(b.ops, unit)}" + (f" ({kinds})" if kinds else ""),
+               tooltip=_dot_text(f"{b.path}: {lines[1]}" + (f" ({kinds})" if kinds else ""),
                                  "open it: click it (in the panel's Graph tab) or "
                                  f"ex.graph({stage!r}, group={b.path!r})"))
 
@@ -331,8 +331,8 @@ def _level_caption(lv: Level, kind: str, max_ops: int, stage: str) -> list[str]:
                      "JAX's name stack puts no op in a named scope here: the ops themselves, folded by kind past "
                      f"{LEVEL_LIMIT}")
     else:
-        lines.append("this module has no name-stack locations (text without loc(...)): "
-                     "grouped by function and control-flow region, ops folded by kind")
+        lines.append("this module has no name-stack locations (text without loc(...)): grouped by function "
+                     f"and control-flow region, ops folded by kind past {LEVEL_LIMIT}")
     if lv.opened:
         lines.append(f"opened in place, as the only group at its level: {', '.join(lv.opened)}")
     if lv.folded:

@@ -3,9 +3,9 @@
 // Model: svg (graphviz's SVG text), message, focus (a node's title; "" = the whole graph), hops, height,
 // and for a level of a big stage's hierarchy: level (the path of the group whose level svg is; "" = the
 // top level), group (the group asked for), openable (Python draws other levels), drawing (changes with
-// each new graph). A box with class wbg-group and id
-// "wbg-group:<path>" opens that group on a click: the view sets group and Python sends the level's SVG,
-// unless this view has shown that level before and keeps it. A breadcrumb leads back up.
+// each new graph). A box with class wbg-group and id "wbg-group:<path>" opens that group on a click: the
+// view sets group and Python sends the level's SVG, unless this view has shown that level before and
+// keeps it. A breadcrumb leads back up.
 // Focus works on the SVG itself: graphviz writes <g class="node"><title>name</title> for each node and
 // <g class="edge"><title>tail->head</title> for each edge. A neighbourhood in a big graph is spread
 // over all of it (a gradient uses a value of the forward pass hundreds of ranks later), so focus
