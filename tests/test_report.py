@@ -153,7 +153,7 @@ def test_the_header_stage_table_cost_graph_and_runs_are_static_html(attention, a
     graph = section(text, "graph")
     assert graph.count("<svg") == 1 and f"Graph of {final}" in graph and "<text" in graph and "class=\"node\"" in graph
     runs = section(text, "runs")
-    assert "Runs (1)" in runs and final in runs and "passed" in runs and "fn in float64" in runs
+    assert "Runs (1)" in runs and final in runs and "passed" in runs and "stablehlo promoted to float64" in runs
     assert "<script" not in cost + graph  # the SVGs are re-serialized drawing elements only
 
 

@@ -195,8 +195,8 @@ def test_run_shows_outputs_timing_and_the_check(p, ex):
     p.device.value = "cpu:0"
     p.run_button.click()
     out = p.run_out.value
-    # measured against the function in float64, next to the as-lowered program's own error
-    assert "passed" in out and "against <code>transposed_dot in float64</code>" in out
+    # measured against the as-lowered module in float64, next to the as-lowered program's own error
+    assert "passed" in out and "against <code>stablehlo promoted to float64</code>" in out
     assert re.search(r"the program as lowered: [\d.e+-]+;", out) and "<th>as lowered</th>" in out
     number = r"[\d.]+(?:e[+-]\d+)?"  # html.num: scientific below 1e-3
     assert re.search(rf"median <b>{number} ms</b> &middot; min {number} ms &middot; IQR {number} ms &middot; n=20", out)
