@@ -439,8 +439,9 @@ class _DiffersFrom(BuiltinPredicate):
 
 def miscompiles(device: str | None = None, repeat: int = 1) -> BuiltinPredicate:
     """Holds when the last MLIR stage, run on ``device``, fails ``ex.run``'s numeric check: its error against
-    the function evaluated in float64 is materially larger than the as-lowered program's own (where no
-    float64 evaluation exists -- text input, random numbers -- against "stablehlo" at a per-dtype tolerance)."""
+    the as-lowered module promoted to float64 (or the function evaluated in float64) is materially larger
+    than the as-lowered program's own (where no float64 evaluation exists, its difference from "stablehlo"
+    is materially larger than the program's own noise; ``workbench.analysis.check`` has the rules)."""
     return _Miscompiles(device=device, repeat=repeat)
 
 

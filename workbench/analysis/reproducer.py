@@ -249,7 +249,7 @@ def _explain(config, ex, later) -> str:
                 "boolean element differs, or when a floating element differs by more than "
                 "`rtol(dtype) * max|output of input.mlir|` (its largest finite magnitude):"
                 f"{table}\n\nThe workbench's own check measures "
-                "each stage against the traced function evaluated in float64; this script compares with `input.mlir`, "
+                "each stage against the as-lowered module promoted to float64; this script compares with `input.mlir`, "
                 "the module before the failing stage. A pipeline that fails is not a miscompile (PASS; see crashes).")
     if kind == "crashes":
         xla = " then compiles its output with XLA (FAIL also when that fails or dies)," if recipe["include_xla"] else ""
