@@ -26,6 +26,7 @@ from ..ir.locations import (
     Frame,
     OpLocation,
     Origin,
+    call_sites,
     hlo_instruction_locations,
     mlir_op_locations,
     read_location,
@@ -101,10 +102,15 @@ def op_locations(stage: Stage) -> pd.DataFrame:
 def _costed(stage: Stage) -> pd.DataFrame:
     """One row per costed op of ``stage``: file, line, function, flops, bytes (and the fusion it is, for XLA)."""
     if _kind(stage) == "mlir":
-        df = located_op_costs(stage.text_with_locations or stage.text)
-        seen: dict[str, Frame | None] = {}  # ops of one line of code print one location string
-        frames = [seen[loc] if loc in seen else seen.setdefault(loc, _frame(read_location(loc))[0])
-                  for loc in df["location"]]
+        text = stage.text_with_locations or stage.text
+        df = located_op_costs(text)
+        sites = call_sites(text)
+        seen: dict[tuple[str, str], Frame | None] = {}  # ops of one line of code print one location string
+        frames = []
+        for loc, func in zip(df["location"], df["func"]):
+            if (loc, func) not in seen:
+                seen[loc, func] = _frame(sites.attribute(func, read_location(loc)))[0]
+            frames.append(seen[loc, func])
         out = pd.DataFrame({"flops": df["flops"], "bytes": df["bytes"], "fusion": ""})
     else:
         df = hlo_op_costs(stage.text)

@@ -1,5 +1,8 @@
 """Where each op of a program text came from: MLIR locations and XLA's per-instruction metadata, read as text.
 
+The one place the workbench reads them from: MLIR here, XLA's metadata in ``hlo_locations.py``, the values
+(``Frame``, ``Origin``, ``OpLocation``) in ``origins.py``, all importable from here.
+
 MLIR (StableHLO as JAX lowers it, every Enzyme-JaX / MLIR stage after it): each op line ends in
 ``loc(...)``, usually an alias ``loc(#loc12)`` whose definition (``#loc12 = loc(...)``) follows the
 module. JAX writes a name location (the name stack, ``"jit(f)/jvp()/dot_general"``) around a call-site
@@ -7,87 +10,44 @@ chain of the Python frames, innermost first: ``callsite("layer"("/x.py":3:17 to 
 Passes that merge ops merge their locations (``fused[...]``). ``read_location`` parses any of these
 forms; ``mlir_op_locations`` gives every op of a module text with its result names and its origins.
 
-XLA HLO: each instruction's ``metadata={op_name="..." source_file=... source_line=...}``, or in newer
-dumps ``stack_frame_id=N`` into the module's ``FileNames`` / ``FunctionNames`` / ``FileLocations`` /
-``StackFrames`` tables. ``hlo_instruction_locations`` gives every instruction with its origin, and each
-instruction of a fused computation with the fusion instruction that holds it.
-
-An **origin** is one source position: the innermost Python frame (file, line, column, function) and the
-name stack. Two ops in two stages with an origin in common came from the same JAX equation
-(``Origin.key``: the name stack without XLA's ``jit(...)/call_exported/`` prefix, file, line, column).
+JAX lowers a function it caches (``jnp.linalg.cholesky``, ``jnp.where``, a scan body, a linen submodule) once,
+as a private function whose ops carry a name and no file (``loc("transpose")``); the file, line and name
+stack are on the call. ``call_sites`` finds each private function's call, and an op of one reads as it
+would once inlined there -- as MLIR's inliner writes it, ``callsite(the op's at the call's)``.
+``xla_locations`` rewrites what XLA's translation to HLO would otherwise lose of these.
 """
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .text import skip_string
+from .hlo_locations import hlo_instruction_locations
+from .origins import Frame, OpLocation, Origin, distinct_origins, user_frame
+from .text import mask_strings, skip_string
 
 __all__ = [
+    "CallSites",
     "Frame",
     "OpLocation",
     "Origin",
+    "call_sites",
     "hlo_instruction_locations",
     "mlir_op_locations",
     "read_location",
     "user_frame",
+    "xla_locations",
 ]
 
 
-@dataclass(frozen=True)
-class Frame:
-    """One Python frame of a location: file, line, column (1-based, 0 when unknown) and function."""
-
-    file: str
-    line: int
-    column: int = 0
-    function: str = ""
-
-
-@dataclass(frozen=True)
-class Origin:
-    """One source position of an op: the name stack and the Python frames, innermost first."""
-
-    name: str
-    frames: tuple[Frame, ...]
-
-    @property
-    def frame(self) -> Frame | None:
-        """The innermost frame (the line of the user's code that made the op), if any."""
-        return self.frames[0] if self.frames else None
-
-    @property
-    def key(self) -> tuple:
-        """What two stages' ops share when they came from the same JAX equation."""
-        f = self.frame
-        return (_short_name(self.name),) + ((f.file, f.line, f.column) if f else ("", 0, 0))
-
-
-@dataclass(frozen=True)
-class OpLocation:
-    """One op of a program text: ``op`` its name (``stablehlo.add``; an HLO opcode), ``result`` its first
-    result (``%3``; an HLO instruction's name), ``func`` the function or computation it sits in, ``line``
-    its line (0-based) in the text without locations (``strip_locations``: the stage's text), ``origins`` where it came from (empty: no location), and for an HLO
-    instruction inside a fused computation, ``fusion``: the fusion instruction that holds it."""
-
-    op: str
-    result: str
-    func: str
-    line: int
-    origins: tuple[Origin, ...]
-    fusion: str = ""
-
-
-_XLA_PREFIX = re.compile(r"^(?:jit\([^/]*\)/)?call_exported/")
-
-
-def _short_name(name: str) -> str:
-    """The name stack as JAX wrote it in StableHLO: XLA's ``jit(call)/call_exported/`` prefix removed."""
-    return _XLA_PREFIX.sub("", name)
-
-
 # -- MLIR locations ----------------------------------------------------------------------------------------
+# One origin as the reader carries it: (name stack, frames innermost first).
+_Pair = tuple[str, tuple[Frame, ...]]
+
+_MAX_ALIAS_DEPTH = 200  # alias chains are as deep as Python's stack was; a longer one is not JAX's
+
+
 class _Reader:
     """A recursive-descent reader of one location's text (inside ``loc(...)``), aliases resolved."""
 
@@ -122,30 +82,38 @@ class _Reader:
         self.i = m.end()
         return int(m.group())
 
-    def origins(self) -> list[tuple[str, list[Frame]]]:
+    def alias(self, alias: str) -> list[_Pair]:
+        """The origins of alias ``alias`` (``#loc12``), read once per module."""
+        if alias not in self.memo:
+            self.memo[alias] = []  # a cycle of aliases (not valid MLIR) reads as nothing
+            body = self.aliases.get(alias)
+            if body is not None and self.depth <= _MAX_ALIAS_DEPTH:
+                self.memo[alias] = _Reader(body, self.aliases, self.depth + 1, self.memo).origins()
+        return self.memo[alias]
+
+    def callsite(self) -> tuple[list[_Pair], list[_Pair]]:
+        """The callee's and the caller's origins of the ``callsite(callee at caller)`` at the reader's position
+        (after the word ``callsite``)."""
+        self._take("(")
+        callee = self.origins()
+        self._take("at")
+        caller = self.origins()
+        self._take(")")
+        return callee, caller
+
+    def origins(self) -> list[_Pair]:
         """The (name stack, frames innermost first) pairs of the location at the reader's position."""
         self._space()
         if self.i >= len(self.s):
             return []
         if self.s[self.i] == "#":  # an alias
-            m = re.compile(r"#[\w$.-]*").match(self.s, self.i)
+            m = _ALIAS_NAME.match(self.s, self.i)
             self.i = m.end()
-            alias = m.group()
-            if alias not in self.memo:
-                body = self.aliases.get(alias)
-                self.memo[alias] = [] if body is None or self.depth > 200 else \
-                    _Reader(body, self.aliases, self.depth + 1, self.memo).origins()
-            return [(n, list(fs)) for n, fs in self.memo[alias]]
+            return self.alias(m.group())
         if self._take("unknown"):
             return []
         if self._take("callsite"):
-            self._take("(")
-            callee = self.origins()
-            self._take("at")
-            caller = self.origins()
-            self._take(")")
-            outer = caller[0][1] if caller else []
-            return [(n, fs + outer) for n, fs in callee] or [(n, fs) for n, fs in caller[:1]]
+            return _at(*self.callsite())
         if self._take("fused"):
             if self._peek("<"):  # fused<metadata>[...]
                 depth = 0
@@ -157,7 +125,7 @@ class _Reader:
                     if depth == 0:
                         break
             self._take("[")
-            out: list[tuple[str, list[Frame]]] = []
+            out: list[_Pair] = []
             while self.i < len(self.s) and not self._peek("]"):
                 out += self.origins()
                 if not self._take(","):
@@ -175,18 +143,34 @@ class _Reader:
                     self._int()
                     if self._take(":"):
                         self._int()
-                return [("", [Frame(text, line, col)])]
+                return [("", (Frame(text, line, col),))]
             if self._take("("):  # "name"(child)
                 inner = self.origins()
                 self._take(")")
                 if (len(inner) == 1 and not inner[0][0] and len(inner[0][1]) == 1 and not inner[0][1][0].function
                         and not _is_name_stack(text)):
                     f = inner[0][1][0]  # "layer"("/x.py":3:17): the frame of function layer
-                    return [("", [Frame(f.file, f.line, f.column, text)])]
-                return [(n or text, fs) for n, fs in inner] or [(text, [])]
-            return [(text, [])]
+                    return [("", (Frame(f.file, f.line, f.column, text),))]
+                return [(n or text, fs) for n, fs in inner] or [(text, ())]
+            return [(text, ())]
         self.i = len(self.s)  # something else (an opaque location): nothing to read
         return []
+
+
+_ALIAS_NAME = re.compile(r"#[\w$.-]*")
+
+
+def _join(outer: str, inner: str) -> str:
+    return f"{outer}/{inner}" if outer and inner else outer or inner
+
+
+def _at(callee: Sequence[_Pair], caller: Sequence[_Pair]) -> list[_Pair]:
+    """The origins of ``callsite(callee at caller)``. In JAX's chain of Python frames the callee's frames
+    continue into the caller's. Where MLIR's inliner put an op of a private function at its call (the callee
+    the op's own location, the caller the call's), JAX had begun the function's name stack afresh: it
+    continues the call's (``jit(f)/jit(cholesky)`` + ``transpose``), as it would had JAX inlined the function."""
+    name, outer = caller[0] if caller else ("", ())
+    return [(_join(name, n), fs + outer) for n, fs in callee] or list(caller[:1])
 
 
 def _is_name_stack(text: str) -> bool:
@@ -194,28 +178,26 @@ def _is_name_stack(text: str) -> bool:
     return "/" in text or "(" in text
 
 
-def _origins(pairs: list[tuple[str, list[Frame]]]) -> tuple[Origin, ...]:
-    out = []
-    for name, frames in pairs:
-        o = Origin(name, tuple(frames))
-        if (o.name or o.frames) and o not in out:
-            out.append(o)
-    return tuple(out)
-
-
 def read_location(text: str, aliases: dict[str, str] | None = None, memo: dict | None = None) -> tuple[Origin, ...]:
     """The origins of one MLIR location, written ``loc(...)`` or as its inside; ``aliases`` maps
     ``#locN`` to the inside of its definition. A name location around a call site (JAX's form) gives one
-    origin: the name stack and the frames; a fused location one origin per part; ``unknown`` none."""
+    origin: the name stack and the frames; a fused location one origin per part; ``unknown`` none; an op
+    that MLIR's inliner moved out of a private function (``callsite(its own at the call's)``) the call's
+    frames and the call's name stack joined with its own."""
     text = text.strip()
     if text.startswith("loc(") and text.endswith(")"):
         text = text[4:-1]
-    return _origins(_Reader(text, aliases or {}, memo=memo).origins())
+    return distinct_origins(_Reader(text, aliases or {}, memo=memo).origins())
 
 
 _ALIAS = re.compile(r"^(#[\w$.-]+)\s*=\s*loc\((.*)\)\s*$")
-_OP_LINE = re.compile(r"^\s*(?:(%[\w$.#:-]+(?::\d+)?(?:\s*,\s*%[\w$.#:-]+(?::\d+)?)*)\s*=\s*)?\"?([A-Za-z_][\w$]*\.[\w$.]+)\"?")
+# an op: a dialect's ``name.op`` (quoted in the generic form), or func's ``call`` and ``return`` as printed bare
+_OP_LINE = re.compile(r"^\s*(?:(%[\w$.#:-]+(?::\d+)?(?:\s*,\s*%[\w$.#:-]+(?::\d+)?)*)\s*=\s*)?\"?"
+                      r"([A-Za-z_][\w$]*\.[\w$.]+|(?:call|return)(?=\s|$))\"?")
 _FUNC = re.compile(r"^\s*func\.func\s+(?:\w+\s+)*@([\w$.-]+|\"[^\"]*\")")
+# a call of a function of the module: func.call (and its generic form's callee), a composite's decomposition
+_CALLEE = re.compile(r"(?:(?<![\w.])(?:func\.)?call\s+@|\b(?:callee|decomposition)\s*=\s*@)"
+                     r"([\w$.-]+|\"(?:[^\"\\]|\\.)*\")")
 
 
 def _trailing_loc(line: str) -> str | None:
@@ -241,165 +223,257 @@ def _trailing_loc(line: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Op:
+    """One op line of a module text: ``line`` its line in the text without alias definitions (the stage's
+    text), ``at`` the index among all lines of the line that holds its location ``loc`` (an op with regions
+    prints it after its closing brace)."""
+
+    op: str
+    result: str
+    func: str
+    line: int
+    at: int
+    loc: str | None
+
+
+@dataclass(frozen=True)
+class _Module:
+    """A module text read once: its lines, alias definitions and ops, and each private function's first call
+    (the call op's index in ``ops``), a call from a function to itself left out."""
+
+    lines: tuple[str, ...]
+    aliases: dict[str, str]
+    ops: tuple[_Op, ...]
+    first_call: dict[str, int]
+
+
 @functools.lru_cache(maxsize=64)  # stages that a pass left unchanged share their parent's text
-def mlir_op_locations(text: str) -> tuple[OpLocation, ...]:
-    """Every op of an MLIR module text (one per line that starts an op, ``func.func`` and ``return``
-    included) with its origins, read from its trailing ``loc(...)`` and the module's alias definitions.
-    Text without locations gives ops with no origins."""
+def _read_module(text: str) -> _Module:
     lines = text.splitlines()
     aliases = {}
     for ln in lines:
-        m = _ALIAS.match(ln)
-        if m:
-            aliases[m.group(1)] = m.group(2)
-    out: list[OpLocation] = []
-    func = ""
-    memo: dict = {}
-    dropped = 0  # alias lines so far: strip_locations (the stage's text) drops them
+        if ln.startswith("#"):
+            m = _ALIAS.match(ln)
+            if m:
+                aliases[m.group(1)] = m.group(2)
+    ops: list[_Op] = []
+    locs: dict[int, tuple[int, str]] = {}  # op index -> (line, loc) read after its regions
+    pending: list[tuple[int, int]] = []  # (brace depth before it, op index): region ops waiting for their loc
+    first_call: dict[str, int] = {}
+    func, depth, dropped = "", 0, 0
     for k, ln in enumerate(lines):
         if ln.startswith("#loc"):
-            dropped += 1
+            dropped += 1  # strip_locations (the stage's text) drops alias lines
             continue
         if not ln.strip() or ln.startswith("#") or ln.lstrip().startswith("//"):
+            continue
+        code = mask_strings(ln)
+        before, depth = depth, depth + code.count("{") - code.count("}")
+        loc = _trailing_loc(ln)
+        if code.lstrip().startswith("}"):  # a region closes: the op that opened it may print its loc here
+            if pending and pending[-1][0] == depth and loc:
+                locs[pending.pop()[1]] = (k, loc)
             continue
         fm = _FUNC.match(ln)
         if fm:
             func = fm.group(1).strip('"')
         m = _OP_LINE.match(ln)
-        if not m:
+        if not m or m.group(2).startswith(("loc", "tensor")):
             continue
-        op = m.group(2)
-        if op.startswith(("loc", "tensor")):
-            continue
+        while pending and pending[-1][0] >= before:  # a region op that printed no loc after its regions
+            pending.pop()
+        if loc is None:
+            pending.append((before, len(ops)))
+        c = _CALLEE.search(code) if "call" in code or "decomposition" in code else None
+        if c:
+            callee = ln[c.start(1):c.end(1)].strip('"')
+            if callee != func:
+                first_call.setdefault(callee, len(ops))
         result = (m.group(1) or "").split(",")[0].strip().split(":")[0]
-        loc = _trailing_loc(ln)
-        origins = read_location(loc, aliases, memo) if loc else ()
-        out.append(OpLocation(op, result, func, k - dropped, origins))
-    return tuple(out)
+        ops.append(_Op(m.group(2), result, func, k - dropped, k, loc))
+    for i, (k, loc) in locs.items():
+        o = ops[i]
+        ops[i] = _Op(o.op, o.result, o.func, o.line, k, loc)
+    return _Module(tuple(lines), aliases, tuple(ops), first_call)
 
 
-# -- XLA HLO metadata --------------------------------------------------------------------------------------
-_TABLE_ROW = re.compile(r"^(\d+)\s+(.*)$")
-_FIELD = re.compile(r"(\w+)=(\"(?:[^\"\\]|\\.)*\"|[^\s}]+)")
-_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.+?)\s+([\w\-]+)\(")
-_COMPUTATION = re.compile(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
-_CALLS = re.compile(r"calls=%?([\w.\-]+)")
+def _resolve_sites(module: _Module, own: Callable[[_Op], list[_Pair]]) -> dict[str, list[_Pair]]:
+    """For each private function, the origins of its first call site in text order (``own``: an op's own
+    origins), attributed through the call site of the function that makes the call: nested private
+    functions resolve to the outermost call. Each function is resolved once (linear in the module); a
+    function on a cycle of calls has no call site to resolve to."""
+    sites: dict[str, list[_Pair] | None] = {}
+    for start in module.first_call:
+        chain: list[str] = []
+        on_chain: set[str] = set()
+        f = start
+        while f in module.first_call and f not in sites and f not in on_chain:
+            chain.append(f)
+            on_chain.add(f)
+            f = module.ops[module.first_call[f]].func
+        if f in on_chain:  # a cycle: its functions call each other only, none reaches a caller outside
+            cycle = chain.index(f)
+            for g in chain[cycle:]:
+                sites[g] = None
+            chain = chain[:cycle]
+        for g in reversed(chain):
+            call = module.ops[module.first_call[g]]
+            outer = sites.get(call.func)
+            sites[g] = own(call) if outer is None else _at(own(call), outer)
+    return {f: s for f, s in sites.items() if s is not None}
 
 
-def _fields(text: str) -> dict[str, str]:
-    return {k: (v[1:-1].replace('\\"', '"') if v.startswith('"') else v) for k, v in _FIELD.findall(text)}
+@dataclass(frozen=True)
+class CallSites:
+    """Where a module's private functions are called: JAX lowers a function it caches (``@cholesky``,
+    ``@_where``, a scan body, a linen submodule) once, as a private function whose ops carry only a name
+    (``loc("transpose")``) or no location at all; the file, line and name stack are on its call. ``sites`` maps
+    each private function to the origins of its call -- the **first call in text order** where it is
+    called from several places (every op of it counts at that one) -- themselves attributed through the
+    call site of the function the call sits in."""
 
+    sites: Mapping[str, tuple[Origin, ...]]
 
-def _metadata(line: str) -> str:
-    i = line.find("metadata={")
-    if i < 0:
-        return ""
-    depth, j = 0, i + len("metadata=")
-    while j < len(line):
-        c = line[j]
-        if c == '"':
-            j = skip_string(line, j)
-            continue
-        depth += c == "{"
-        depth -= c == "}"
-        j += 1
-        if depth == 0:
-            break
-    return line[i + len("metadata={"):j - 1]
-
-
-class _Frames:
-    """A module's stack-frame tables (FileNames, FunctionNames, FileLocations, StackFrames)."""
-
-    def __init__(self, lines: list[str]):
-        tables: dict[str, dict[int, str]] = {}
-        current = None
-        for ln in lines:
-            s = ln.strip()
-            if s in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
-                current = tables.setdefault(s, {})
-                continue
-            if current is None:
-                continue
-            m = _TABLE_ROW.match(s)
-            if not m:
-                current = None
-                continue
-            current[int(m.group(1))] = m.group(2)
-        self.files = {k: v.strip().strip('"') for k, v in tables.get("FileNames", {}).items()}
-        self.functions = {k: v.strip().strip('"') for k, v in tables.get("FunctionNames", {}).items()}
-        self.locations = {k: _fields(v) for k, v in tables.get("FileLocations", {}).items()}
-        self.frames = {k: _fields(v) for k, v in tables.get("StackFrames", {}).items()}
-
-    def chain(self, frame_id: int) -> tuple[Frame, ...]:
-        """The frames from ``frame_id`` outwards (a frame whose parent is itself, or 0, ends the chain)."""
-        out: list[Frame] = []
-        seen: set[int] = set()
-        while frame_id and frame_id in self.frames and frame_id not in seen:
-            seen.add(frame_id)
-            f = self.frames[frame_id]
-            loc = self.locations.get(int(f.get("file_location_id", 0)), {})
-            if loc:
-                out.append(Frame(self.files.get(int(loc.get("file_name_id", 0)), ""), int(loc.get("line", 0)),
-                                 int(loc.get("column", 0)),
-                                 self.functions.get(int(loc.get("function_name_id", 0)), "")))
-            parent = int(f.get("parent_frame_id", 0))
-            frame_id = 0 if parent == frame_id else parent
-        return tuple(out)
+    def attribute(self, func: str, origins: Sequence[Origin]) -> tuple[Origin, ...]:
+        """The origins of an op of function ``func`` as they read once the function is inlined at its call:
+        the call's frames after the op's own (an op with no file has the call's line), the call's name stack
+        before the op's (``jit(f)/jit(cholesky)/transpose``); ``origins`` unchanged outside private functions."""
+        site = self.sites.get(func)
+        if not site:
+            return tuple(origins)
+        return distinct_origins(_at([(o.name, o.frames) for o in origins], [(o.name, o.frames) for o in site]))
 
 
 @functools.lru_cache(maxsize=64)
-def hlo_instruction_locations(text: str) -> tuple[OpLocation, ...]:
-    """Every instruction of an XLA HLO module text with its origin (its metadata's ``op_name`` and its
-    frames: ``source_file``/``source_line``, or ``stack_frame_id`` into the module's tables); ``func`` is its
-    computation; an instruction of a fused computation carries the fusion instruction that calls it."""
-    lines = text.splitlines()
-    frames = _Frames(lines)
-    fusion_of: dict[str, str] = {}
-    for ln in lines:
-        m = _INSTRUCTION.match(ln)
-        if m and m.group(3) == "fusion":
-            c = _CALLS.search(ln)
-            if c:
-                fusion_of[c.group(1)] = m.group(1)
-    out: list[OpLocation] = []
-    comp = ""
+def call_sites(text: str) -> CallSites:
+    """The call sites of the private functions of an MLIR module text (see ``CallSites``)."""
+    module = _read_module(text)
+    memo: dict = {}
+    sites = _resolve_sites(module, lambda o: _own(module, o, memo))
+    return CallSites({f: distinct_origins(s) for f, s in sites.items()})
+
+
+def _own(module: _Module, op: _Op, memo: dict) -> list[_Pair]:
+    if not op.loc:
+        return []
+    text = op.loc.strip()
+    return _Reader(text[4:-1] if text.startswith("loc(") else text, module.aliases, memo=memo).origins()
+
+
+@functools.lru_cache(maxsize=64)  # stages that a pass left unchanged share their parent's text
+def mlir_op_locations(text: str) -> tuple[OpLocation, ...]:
+    """Every op of an MLIR module text (one per line that starts an op, ``func.func`` and ``return``
+    included) with its origins, read from its trailing ``loc(...)`` (an op with regions: the one after its
+    closing brace) and the module's alias definitions; an op of a private function is attributed through
+    its function's call site (``CallSites.attribute``). Text without locations gives ops with no origins."""
+    module = _read_module(text)
+    sites = call_sites(text)
+    memo: dict = {}
+    return tuple(OpLocation(o.op, o.result, o.func, o.line,
+                            sites.attribute(o.func, distinct_origins(_own(module, o, memo))))
+                 for o in module.ops)
+
+
+def xla_locations(text: str) -> str:
+    """``text`` with the locations XLA's translation to HLO would lose rewritten into JAX's own form, which
+    it keeps: ``"name stack"(callsite("fn"("file":line:col) at ...))``.
+
+    XLA names an instruction after the callee of a ``callsite(...)`` location and reads no file from it, so
+    an op that MLIR's inliner moved out of a private function (``callsite("cholesky" at <the call>)``) would
+    reach the HLO metadata as ``op_name="cholesky"`` and nothing else. Here such a location becomes the
+    origins ``read_location`` gives it (the call's name stack joined with the op's own, the call's frames),
+    and an op still inside a private function gets its call site's (``CallSites.attribute``): the same
+    origin the MLIR stages show, so an XLA instruction and its MLIR op share ``Origin.key``. Only locations
+    change; the program is the same. New chains of frames are defined as aliases (``#loc_wbN``), above the first
+    definition that uses one."""
+    if "loc(" not in text:
+        return text
+    module = _read_module(text)
+    memo: dict = {}
+    printer = _LocationPrinter(module.aliases)
+    lines = list(module.lines)
+
+    def lost(body: str) -> list[_Pair] | None:
+        """The origins of a location whose frames XLA would not read, else None: ``callsite(...)`` whose
+        caller carries a name stack (the inliner's call site; in JAX's chains of frames a frame is there),
+        and ``fused[...]`` of several origins (XLA names the op after all of them, with no frame)."""
+        body = body.strip()
+        if body.startswith("callsite"):
+            callee, caller = _Reader(body[len("callsite"):], module.aliases, memo=memo).callsite()
+            return _at(callee, caller) if caller and caller[0][0] else None
+        if body.startswith("fused"):
+            pairs = _Reader(body, module.aliases, memo=memo).origins()
+            return pairs if len(distinct_origins(pairs)) > 1 and any(fs for _, fs in pairs) else None
+        return None
+
+    first = len(lines)  # an alias definition may only use aliases defined above it (an op, any)
     for k, ln in enumerate(lines):
-        m = _INSTRUCTION.match(ln)
-        if not m:
-            cm = _COMPUTATION.match(ln)
-            if cm and not ln.lstrip().startswith(("HloModule",)):
-                comp = cm.group(1)
+        m = _ALIAS.match(ln) if ln.startswith("#") else None
+        pairs = lost(m.group(2)) if m else None
+        if pairs is not None:
+            lines[k] = f"{m.group(1)} = loc({printer.location(pairs)})"
+            first = min(first, k)
+    sites = _resolve_sites(module, lambda o: _own(module, o, memo))
+    for o in module.ops:
+        if not o.loc:
             continue
-        name, opcode = m.group(1), m.group(3)
-        meta = _fields(_metadata(ln))
-        origins: tuple[Origin, ...] = ()
-        op_name = meta.get("op_name", "")
-        chain: tuple[Frame, ...] = ()
-        if "stack_frame_id" in meta:
-            chain = frames.chain(int(meta["stack_frame_id"]))
-        elif "source_file" in meta:
-            chain = (Frame(meta["source_file"], int(meta.get("source_line", 0) or 0),
-                           int(meta.get("source_column", 0) or 0)),)
-        if op_name or chain:
-            origins = (Origin(op_name, chain),)
-        out.append(OpLocation(opcode, name, comp, k, origins, fusion_of.get(comp, "")))
-    return tuple(out)
+        site = sites.get(o.func)
+        pairs = _at(_own(module, o, memo), site) if site is not None else lost(o.loc.strip()[4:-1])
+        ln = lines[o.at]
+        i = ln.rfind(o.loc)
+        if pairs is not None and i >= 0:
+            lines[o.at] = ln[:i] + f"loc({printer.alias(printer.location(pairs))})" + ln[i + len(o.loc):]
+    return "\n".join(lines[:first] + printer.definitions + lines[first:]) + ("\n" if text.endswith("\n") else "")
 
 
-def user_frame(origin: Origin, skip: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> Frame | None:
-    """The innermost frame of ``origin``, unless its file is under one of ``skip`` and none of ``keep``
-    (folders of tools, e.g. the workbench's own package but its examples): an op made where a tool called
-    JAX (a constant at the traced function's boundary) came from no line of the user's, and the frames
-    outside the tool's are its caller's."""
-    f = origin.frame
-    if f is None or f.file in _BUFFERS:
-        return None
-    if any(f.file.startswith(s) for s in skip) and not any(f.file.startswith(k) for k in keep):
-        return None
-    return f
+class _LocationPrinter:
+    """Prints origins as MLIR locations; each chain of frames (and each of its tails) once, as an alias, and
+    the aliases' definitions (each after those it uses)."""
+
+    def __init__(self, taken: Mapping[str, str]):
+        self.taken = taken
+        self.chains: dict[tuple[Frame, ...], str] = {}
+        self.named: dict[str, str] = {}
+        self.definitions: list[str] = []
+
+    def location(self, pairs: Sequence[_Pair]) -> str:
+        """One location of ``pairs``; several origins as XLA names a fused location, ``"a;b"``, around the
+        frames of the first that has frames (put first): XLA reads no frame from a fused location."""
+        origins = sorted(distinct_origins(pairs), key=lambda o: not o.frames)
+        if not origins:
+            return "unknown"
+        return self._origin(";".join(o.name for o in origins if o.name), origins[0].frames)
+
+    def alias(self, location: str) -> str:
+        """An alias of ``location``: an op may refer to an alias defined further down only directly
+        (``loc(#alias)``), not from inside a location."""
+        if location not in self.named:
+            self.named[location] = self._define(location)
+        return self.named[location]
+
+    def _define(self, body: str) -> str:
+        alias = f"#loc_wb{len(self.definitions)}"
+        while alias in self.taken:
+            alias += "_"
+        self.definitions.append(f"{alias} = loc({body})")
+        return alias
+
+    def _origin(self, name: str, frames: tuple[Frame, ...]) -> str:
+        chain = self._chain(frames) if frames else ""
+        if not name:
+            return chain or "unknown"
+        return f"{_quoted(name)}({chain})" if chain else _quoted(name)
+
+    def _chain(self, frames: tuple[Frame, ...]) -> str:
+        if frames not in self.chains:
+            f = frames[0]
+            at = f'{_quoted(f.file)}:{f.line}:{f.column}'
+            here = f"{_quoted(f.function)}({at})" if f.function else at
+            body = here if len(frames) == 1 else f"callsite({here} at {self._chain(frames[1:])})"
+            self.chains[frames] = self._define(body)
+        return self.chains[frames]
 
 
-# what MLIR's parser names a buffer read from a string or stdin: a location into the pass's own input text
-# (a module given without locations gets these from the first pass that parses it), never the user's code
-_BUFFERS = ("-", "", "<stdin>", "<unknown>")
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
