@@ -20,6 +20,7 @@ from typing import Any
 import jax
 
 from ..errors import WorkbenchError
+from ..ir.locations import xla_locations
 from ..ir.mlir import parse_module
 from .exported import prepare_for_jax
 
@@ -42,9 +43,10 @@ def unwrap_lowered(obj: Any) -> jax.stages.Lowered:
 
 def relowered(lowered: jax.stages.Lowered, text: str) -> jax.stages.Lowered:
     """``lowered`` with its module replaced by ``text`` (parsed in JAX's own MLIR context, Enzyme's
-    attributes dropped, ``@main`` public): compile, cost and call it as the original."""
+    attributes dropped, ``@main`` public, locations that XLA would lose rewritten: ``xla_locations``):
+    compile, cost and call it as the original."""
     try:
-        module = parse_module(prepare_for_jax(text), allow_unregistered=False)
+        module = parse_module(prepare_for_jax(xla_locations(text)), allow_unregistered=False)
     except WorkbenchError as e:
         raise WorkbenchError(f"the module cannot be handed to JAX: {e}") from None
     lowering = copy.copy(lowered._lowering)
