@@ -134,7 +134,7 @@ def test_a_real_program_passes_on_every_changed_stage_against_its_promoted_modul
     alarms = {stage: check for stage, check in checks.items() if not check.passed}
     assert not alarms, "\n".join(f"{stage}:\n{check.table().to_string()}" for stage, check in alarms.items())
     for check in checks.values():
-        assert check.kind == "float64" and check.source == "promoted", check.note
+        assert check.kind == "float64" and check.source == "promoted" and not check.why_not_promoted, check.note
         assert check.reference == "stablehlo promoted to float64" and "promoted" in check.tolerance_from
 
 
@@ -182,6 +182,16 @@ def test_a_nan_fed_to_a_no_nan_fold_fails():
     assert wb.explore(f, x, y).run(repeat=1).check.passed
 
 
+def test_a_lapack_call_is_checked_against_the_function_in_float64_and_says_why_not_promoted():
+    def solve(a, b):
+        return jnp.linalg.solve(a + 8 * jnp.eye(8), jnp.tanh(b))
+
+    ex = wb.explore(solve, jax.random.normal(jax.random.PRNGKey(0), (8, 8)), jnp.ones((8, 3)))
+    check = ex.run(repeat=1).check
+    assert check.passed and check.kind == "float64" and check.source == "traced" and check.note == ""
+    assert check.reference == "solve in float64" and "custom_call @lapack_sgetrf_ffi" in check.why_not_promoted
+
+
 def test_without_a_wider_evaluation_the_tolerance_is_the_programs_own_noise():
     """LAPACK's sgetrf is compiled for float32 (no promotion), and the function pins float32 (no
     float64 trace): each stage is held to what moving the inputs by one ulp does to the program."""
@@ -194,7 +204,7 @@ def test_without_a_wider_evaluation_the_tolerance_is_the_programs_own_noise():
     r = ex.run(repeat=1)
     check = r.check
     assert check.kind == "stage" and check.source == "as-lowered" and check.passed, check
-    assert "lapack" in check.note and "float32" in check.note
+    assert "lapack" in check.note and "float32" in check.note and "lapack" in check.why_not_promoted
     assert [leaf.rule for leaf in check.leaves] == ["noise"] and "one ulp" in check.tolerance_from
     broken = ex.run(edited(ex.default_run_stage(), "dense<3.000000e+00>", "dense<3.010000e+00>"), repeat=1)
     assert not broken.check.passed and broken.check.leaves[0].rule == "noise"

@@ -96,7 +96,8 @@ class Check:
     each stage measured against it next to the as-lowered program's own error) or "stage" (the
     as-lowered stage). ``source`` says which evaluation that was ("promoted", "traced" or
     "as-lowered", see the module docstring), ``reference`` names it, ``note`` says why there was no
-    float64 evaluation, and ``tolerance_from`` where each tolerance came from.
+    float64 evaluation, ``why_not_promoted`` why the as-lowered module was not promoted to float64
+    ("" when it was), and ``tolerance_from`` where each tolerance came from.
     """
 
     reference: str
@@ -104,6 +105,7 @@ class Check:
     kind: ReferenceKind = "stage"
     note: str = ""
     source: ReferenceSource = "as-lowered"
+    why_not_promoted: str = ""
 
     @property
     def passed(self) -> bool:
@@ -173,6 +175,7 @@ class Reference:
     source: ReferenceSource = "as-lowered"
     nudged: tuple = ()
     computed: tuple[str | None, ...] | None = None
+    why_not_promoted: str = ""
 
     @property
     def wide_label(self) -> str:
@@ -402,5 +405,5 @@ def check_outputs(got, ref: Reference) -> Check:
         else:
             out.append(_dtype_rule(name, g, low, dtype, c))
     if ref.wide is not None:
-        return Check(ref.wide_label, tuple(out), "float64", "", ref.source)
-    return Check(ref.label, tuple(out), "stage", ref.note, "as-lowered")
+        return Check(ref.wide_label, tuple(out), "float64", "", ref.source, ref.why_not_promoted)
+    return Check(ref.label, tuple(out), "stage", ref.note, "as-lowered", ref.why_not_promoted)

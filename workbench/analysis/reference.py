@@ -34,9 +34,11 @@ class Evaluations:
     note: str = ""  # why there is no float64 evaluation
     nudged: tuple = ()
     computed: tuple[str | None, ...] | None = None
+    why_not_promoted: str = ""
 
     def reference(self, label: str, lowered, title: str) -> Reference:
-        return Reference(label, lowered, self.wide, self.note, title, self.source, self.nudged, self.computed)
+        return Reference(label, lowered, self.wide, self.note, title, self.source, self.nudged, self.computed,
+                         self.why_not_promoted)
 
 
 def reference_evaluations(ex, stage: Stage, device: str, args) -> Evaluations:
@@ -56,12 +58,12 @@ def reference_evaluations(ex, stage: Stage, device: str, args) -> Evaluations:
     dynamic = traced.args if (traced is not None and args is None) else args
     wide, why_not_traced = float64_reference(traced, device, dynamic)
     if wide is not None:
-        return Evaluations(wide, "traced", computed=computed)
+        return Evaluations(wide, "traced", computed=computed, why_not_promoted=why_not_promoted)
     note = f"the module cannot be promoted to float64: {why_not_promoted}; and {why_not_traced}"
     nudged, why_not_nudged = nudged_outputs(ex, stage, device, args)
     if why_not_nudged:
         note += f"; {why_not_nudged}"
-    return Evaluations(None, "as-lowered", note, nudged, computed)
+    return Evaluations(None, "as-lowered", note, nudged, computed, why_not_promoted)
 
 
 def promoted_outputs(ex, stage: Stage, text: str, device: str, args) -> tuple[Any, str]:
