@@ -159,6 +159,27 @@ def test_the_nnx_key_bias_update_is_rounding_noise_and_passes():
     assert noisy, "no stage differs from the as-lowered program by more than the per-dtype rule allows"
 
 
+def test_the_noise_rule_alone_tells_the_nnx_steps_rounding_from_its_planted_miscompile():
+    """Where no float64 evaluation exists, the one-ulp noise is the yardstick: on the NNX step (whose
+    key-bias update is pure rounding) it passes every changed stage and fails the learning rate 10% off."""
+    from workbench.analysis.check import Reference, check_outputs
+    from workbench.analysis.reference import nudged_outputs
+    from workbench.ir.promote import computed_in
+
+    ex = explored("nnx_adamw_step")
+    ref = ex.reference_stage()
+    nudged, why_not = nudged_outputs(ex, ref, "cpu:0", None)
+    assert len(nudged) == 3 and not why_not
+    noise_only = Reference("stablehlo", ex.run(ref.name, repeat=1).outputs, nudged=nudged,
+                           computed=computed_in(ref.text_with_locations))
+    for s in (s for s in ex.changed() if s.group == "mlir"):
+        check = check_outputs(ex.run(s.name, repeat=1, check=False).outputs, noise_only)
+        assert check.passed and {leaf.rule for leaf in check.leaves} == {"noise", "exact"}, check.table().to_string()
+    _, old, new, changed = PROGRAMS["nnx_adamw_step"]
+    broken = check_outputs(ex.run(edited(ex.default_run_stage(), old, new), repeat=1, check=False).outputs, noise_only)
+    assert {leaf.path for leaf in broken.leaves if not leaf.passed} == changed
+
+
 def test_a_bf16_program_is_held_to_bf16_precision_not_its_float32_outputs():
     ex = explored("bf16_scan")
     check = ex.run(repeat=1).check

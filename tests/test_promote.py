@@ -114,6 +114,9 @@ def test_computed_in_follows_each_result_back_to_its_narrowest_rounding():
     x, w = jnp.ones((4, 8)), jnp.ones((8, 2))
     # an argument passed through rounds nothing; narrowing it to bfloat16 rounds
     assert computed_in(lowered_text(f, x, w)) == ("float32", "bfloat16", None, "bfloat16")
+    # so does rounding to bfloat16's mantissa inside a float32 value
+    rounded = lowered_text(lambda x: jax.lax.reduce_precision(x, exponent_bits=8, mantissa_bits=7), x)
+    assert computed_in(rounded) == ("bfloat16",)
 
 
 def test_computed_in_visits_each_op_once_through_shared_callees(monkeypatch):

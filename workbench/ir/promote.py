@@ -242,6 +242,7 @@ _EPS = {"f64": 2.0 ** -52, "f32": 2.0 ** -23, "tf32": 2.0 ** -10, "f16": 2.0 ** 
         "f8E5M2": 2.0 ** -2, "f8E5M2FNUZ": 2.0 ** -2, "f8E3M4": 2.0 ** -4}
 _NUMPY = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn",
           "f8E5M2": "float8_e5m2"}
+_BY_MANTISSA = {52: "float64", 23: "float32", 10: "float16", 7: "bfloat16", 3: "float8_e4m3fn", 2: "float8_e5m2"}
 # Ops whose floating results are exactly values of their operands (or constants, exact in their own
 # type): they round nothing, so they pass their operands' precision on and add none.
 _EXACT = {"stablehlo.constant", "stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim",
@@ -298,6 +299,10 @@ class _Reader:
                 p = max(p, self.block(block, inputs))
         if name == "func.call":
             p = max(p, self.function(ir.FlatSymbolRefAttr(op.attributes["callee"]).value))
+        elif name == "stablehlo.reduce_precision":  # rounds to a narrower format inside its own type
+            mantissa = ir.IntegerAttr(op.attributes["mantissa_bits"]).value
+            p = max(p, _precision_of(op.results[0].type, ir),
+                    _Precision(2.0 ** -mantissa, _BY_MANTISSA.get(mantissa, f"{mantissa}-bit mantissa")))
         elif name == "stablehlo.convert":
             own = _precision_of(op.results[0].type, ir)
             source = _precision_of(op.operands[0].type, ir)
