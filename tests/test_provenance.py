@@ -236,7 +236,7 @@ def _unlocated(ex) -> dict[str, tuple[int, int]]:
     computations source_map costs: the entry and loop bodies), and how many ops it has."""
     sm = ex.source_map()
     xla = ex.locations("xla:optimized")
-    arguments = set(xla[(xla.op == "parameter") & (xla.fusion == "")].name)
+    arguments = set(xla[(xla.op == "parameter") & (xla.fusion == "")].name) - {""}
     counts = {}
     for column, stage in sm.attrs["stages"].items():
         df = ex.locations(stage)
