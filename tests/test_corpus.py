@@ -16,6 +16,7 @@ the toggle (a few seconds per program) are marked slow.
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import re
 
@@ -56,8 +57,10 @@ def last_mlir(ex) -> "wb.Stage":
     return mlir[-1]
 
 
+@functools.cache
 def own_outputs(name: str):
-    """The program's outputs from its own jit (jax.jit for a plain function), on fresh arguments."""
+    """The program's outputs from its own jit (jax.jit for a plain function), on fresh arguments;
+    once per session (two tests compare with them)."""
     p = program(name)
     return p.run_own(p.build())
 
