@@ -204,7 +204,10 @@ def _nudged(leaf, rng: np.random.Generator):
 
 def nudged_outputs(ex, stage: Stage, device: str, args) -> tuple[tuple, str]:
     """(``NOISE_TRIES`` output trees of ``stage`` run on inputs moved by one ulp, "") or ((), why not)."""
-    values = _arguments(ex, stage, args)
+    try:
+        values = _arguments(ex, stage, args)
+    except WorkbenchError as e:
+        return (), f"the program has no arguments to move by one ulp ({str(e).splitlines()[0][:300]})"
     rng = np.random.default_rng(0)  # the same nudges on every call: a check is reproducible
     outputs = []
     for _ in range(NOISE_TRIES):

@@ -228,7 +228,7 @@ def promote_to_f64(text: str) -> Promotion:
         try:
             _promote(module)
             module.operation.verify()
-        except (ir.MLIRError, ValueError) as e:
+        except (ir.MLIRError, ValueError, TypeError) as e:  # a type the rewrite cannot build, or the verifier's no
             first = str(e).strip().splitlines()
             return Promotion(refused=f"the promoted module is not valid ({first[0][:200] if first else type(e).__name__})")
         return Promotion(text=module.operation.get_asm(enable_debug_info=False))
