@@ -116,7 +116,7 @@ def test_nnx_jit_explores_the_program_it_compiles_and_leaves_the_model_alone():
     assert r.check.passed
     np.testing.assert_array_equal(np.asarray(model.l1.kernel[...]), kernel)  # explore and run changed nothing
     # what the compiled program returns includes the updated parameters: the real step ran
-    leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(r.outputs)]
+    leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(r.program_outputs)]
     assert any(x.shape == kernel.shape and not np.array_equal(x, kernel) for x in leaves)
 
 
@@ -163,3 +163,13 @@ def test_a_module_with_callbacks_given_as_text_or_loaded_is_refused_to_run_and_i
     done = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr  # it died of a segmentation fault before
     assert "host callback" in done.stdout
+
+
+def test_a_library_jits_run_returns_what_the_function_returns_and_checks_all_the_program_returns():
+    train_step, model, optimizer, batch = _nnx_step()
+    want = float(train_step(*__import__("copy").deepcopy((model, optimizer, batch))))
+    ex = wb.explore(train_step, model, optimizer, batch)
+    r = ex.run(repeat=1)
+    assert np.ndim(r.outputs) == 0 and float(r.outputs) == pytest.approx(want, rel=1e-5)  # the loss, as nnx.jit returns it
+    n_program = len(jax.tree_util.tree_leaves(r.program_outputs))
+    assert n_program > 10 and len(r.check.leaves) == n_program  # the new parameters and Adam's state are checked

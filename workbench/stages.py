@@ -137,6 +137,7 @@ class Traced:
     out_avals: tuple = field(default=(), compare=False, repr=False)  # flattened
     platforms: tuple[str, ...] = ()
     host_callbacks: int = 0  # jax.debug.print, pure_callback, io_callback calls in the program
+    to_returned: Callable[[tuple, Any], Any] | None = field(default=None, compare=False, repr=False)
     library_jit: str = ""  # the type of a library's jit that lowered it ("JitWrapped", "_JitWrapper"), else ""
     kept_var_idx: tuple[int, ...] | None = None  # the flattened arguments @main takes (None: all)
 
@@ -153,14 +154,31 @@ class Traced:
     def module_args(self, dynamic: tuple | None = None) -> list:
         """The arrays ``@main`` takes, in its order, for the traced arguments ``dynamic`` (default:
         the traced ones): the executable's arguments flattened, those JAX pruned as unused left out,
-        typed PRNG keys as their raw data (as the module sees them)."""
+        typed PRNG keys as their raw data, Python numbers as arrays of the type JAX traced them at
+        (as the module sees them)."""
         import jax
         import numpy as np
 
         leaves = jax.tree_util.tree_leaves(self.executable_args(dynamic))
-        leaves = [jax.random.key_data(x) if jax.dtypes.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.extended)
-                  else x for x in leaves]
+        avals = self.in_avals if len(self.in_avals) == len(leaves) else (None,) * len(leaves)
+
+        def as_module_sees(x, aval):
+            if jax.dtypes.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.extended):
+                return jax.random.key_data(x)
+            if not hasattr(x, "shape") and aval is not None:  # a Python number: a weakly typed scalar
+                return np.asarray(x, dtype=aval.dtype)
+            return x
+
+        leaves = [as_module_sees(x, a) for x, a in zip(leaves, avals)]
         return leaves if self.kept_var_idx is None else [leaves[i] for i in self.kept_var_idx]
+
+    def returned(self, program_outputs: Any, dynamic: tuple | None = None) -> Any:
+        """What the user's function returns, given what its compiled program returned: the same for
+        ``jax.jit`` and plain functions; through a library's jit (``nnx.jit``, ``eqx.filter_jit``) its
+        own unpacking, applied to copies of the arguments (the state it writes back lands there)."""
+        if self.to_returned is None:
+            return program_outputs
+        return self.to_returned(self.full_args(self.args if dynamic is None else tuple(dynamic)), program_outputs)
 
     @property
     def exported(self) -> Any:

@@ -429,8 +429,8 @@ class _DiffersFrom(BuiltinPredicate):
         ref = ex.stage(self.args["stage"])
         key = (text_hash(ref.text_with_locations or ref.text), device, id(ex.spec.traced))
         if key not in self._outputs:
-            self._outputs[key] = (ex.run(ref, device=device, repeat=1, check=False).outputs, ex.spec.traced)
-        got = ex.run(last, device=device, repeat=1, check=False).outputs
+            self._outputs[key] = (ex.run(ref, device=device, repeat=1, check=False).program_outputs, ex.spec.traced)
+        got = ex.run(last, device=device, repeat=1, check=False).program_outputs
         try:
             return not compare_outputs(got, self._outputs[key][0], ref.name).passed
         except WorkbenchError:  # another structure of outputs: they differ

@@ -68,11 +68,17 @@ class Timing:
 
 @dataclass(frozen=True)
 class RunResult:
+    """One run of a stage. ``outputs`` is what the user's function returns, as its own jit returns
+    it; ``program_outputs`` is everything the compiled program returned, which the check covers (the
+    same, except through a library's jit such as ``nnx.jit``, whose program also returns the state
+    it writes back into the model and optimizer)."""
+
     stage: str
     device: str
     outputs: Any
     timing: Timing
     check: Check | None
+    program_outputs: Any = None
 
     @property
     def seconds(self) -> tuple[float, ...]:

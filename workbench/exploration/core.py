@@ -387,7 +387,9 @@ class Exploration:
             known = (st.name, outputs) if owner is self and not self._spec.xla_options and not spread else None
             result_check = check_outputs(outputs, owner._reference(device, args, known,
                                                                    foreign=owner is not self))
-        result = RunResult(st.name, where, outputs, timing, result_check)
+        traced = self._spec.traced
+        returned = traced.returned(outputs, None if args is None else tuple(args)) if traced is not None else outputs
+        result = RunResult(st.name, where, returned, timing, result_check, program_outputs=outputs)
         self._runs.append(result)
         return result
 

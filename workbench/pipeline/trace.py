@@ -253,33 +253,45 @@ class _Recorded(Exception):
         self.args_kwargs = (args, kwargs)
 
 
-class _RecordingExecutable:
+class _StandInExecutable:
+    """In place of XLA's executable inside a library's compiled object: records the arguments the
+    library prepares (state split from arrays, static parts removed) and stops, or, given outputs,
+    returns them for the library to unpack."""
+
+    def __init__(self, outputs: Any = None, replay: bool = False):
+        self._outputs, self._replay = outputs, replay
+
     def __call__(self, *args, **kwargs):
+        if self._replay:
+            return self._outputs
         raise _Recorded(args, kwargs)
 
 
-class _RecordingLowered:
-    """Stands for a library's inner ``jax.stages.Lowered``: its ``compile`` returns an executable
-    that records the arguments the library prepares (state split from arrays, static parts removed)
-    instead of running."""
+class _StandInLowered:
+    """Stands for a library's inner ``jax.stages.Lowered``: its ``compile`` returns the stand-in
+    executable, and nothing is compiled."""
 
-    def __init__(self, inner):
-        self._inner = inner
+    def __init__(self, inner, executable: _StandInExecutable):
+        self._inner, self._executable = inner, executable
 
     def compile(self, *_, **__):
-        return _RecordingExecutable()
+        return self._executable
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
+
+
+def _with_stand_in(outer, executable: _StandInExecutable):
+    stand_in = copy.copy(outer)
+    object.__setattr__(stand_in, "lowered", _StandInLowered(unwrap_lowered(outer), executable))
+    return stand_in.compile()
 
 
 def _wrapper_call_args(outer, full: tuple) -> tuple[tuple, dict]:
     """The arguments a library's jit hands its inner ``jax.jit`` for the user's arguments ``full``:
     its own compiled object is called on copies (so no state of the user's changes) with a recording
     executable in place of XLA's."""
-    stand_in = copy.copy(outer)
-    object.__setattr__(stand_in, "lowered", _RecordingLowered(unwrap_lowered(outer)))
-    compiled = stand_in.compile()
+    compiled = _with_stand_in(outer, _StandInExecutable())
     try:
         compiled(*copy.deepcopy(full))
     except _Recorded as r:
@@ -308,7 +320,11 @@ def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
     how = f"{name} (a {type(fn).__module__.split('.')[0]} {type(fn).__name__})"
     traced = _traced(lowered, str(jaxpr.pretty_print(use_color=False)), how, args, (), t1 - t0, t2 - t1, fn, args,
                      lambda full: _wrapper_call_args(outer, full), None)
-    return dataclasses.replace(traced, library_jit=type(fn).__name__)
+
+    def returned(full: tuple, program_outputs):
+        return _with_stand_in(outer, _StandInExecutable(program_outputs, replay=True))(*copy.deepcopy(full))
+
+    return dataclasses.replace(traced, library_jit=type(fn).__name__, to_returned=returned)
 
 
 def _traced(lowered, jaxpr: str, how: str, dynamic: tuple, static: tuple[int, ...], s_jaxpr: float, s_lower: float,
