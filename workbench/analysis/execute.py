@@ -178,16 +178,27 @@ def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
     call_args, call_kwargs = traced.executable_args(None if args is None else tuple(args))
     if traced.nr_devices == 1:
         call_args, call_kwargs = _place((call_args, call_kwargs), None, dev)
-    try:
+
+    def compile_it():
         guard_compile(source, device, options, ex.spec.timeout, partitions=traced.nr_devices)
         compiled = lowered.compile(compiler_options=options or None)
-        a, k = undonated_call(lowered, call_args, call_kwargs)
-        outputs = jax.block_until_ready(compiled(*a, **k))
+        return lambda: undonated_call(lowered, call_args, call_kwargs), lambda ak: compiled(*ak[0], **ak[1])
+
+    return _timed(stage, device, repeat, compile_it)
+
+
+def _timed(stage, device: str, repeat: int, compile_it) -> tuple[Any, Timing]:
+    """Compile (``compile_it`` returns ``fresh``, which makes one call's arguments -- copies of the
+    donated ones --, and ``call``), call once to warm up, then time ``repeat`` calls, the copies made
+    outside the timed region; any failure but the workbench's own is a WorkbenchError naming the stage."""
+    try:
+        fresh, call = compile_it()
+        outputs = jax.block_until_ready(call(fresh()))
         times = []
         for _ in range(max(1, repeat)):
-            a, k = undonated_call(lowered, call_args, call_kwargs)
+            arguments = fresh()
             t = time.perf_counter()
-            jax.block_until_ready(compiled(*a, **k))
+            jax.block_until_ready(call(arguments))
             times.append(time.perf_counter() - t)
     except WorkbenchError:
         raise
@@ -211,22 +222,14 @@ def _run_exported(ex, stage, device: str, repeat: int, args, options: dict) -> t
         raise WorkbenchError(f"stage {stage.name!r} was lowered for {exported.platforms}, not {dev.platform}: "
                              f"explore with device={device!r} to run there")
     placed = _place(tuple(args), exported, dev)
-    call = jax.jit(exported.call)
-    try:
+
+    def compile_it():
         # disabled passes and sharded modules can make XLA abort: guard_compile tries those in a child first
         guard_compile(stage.text_with_locations or stage.text, device, options, ex.spec.timeout,
                       partitions=exported.nr_devices)
+        call = jax.jit(exported.call)
         if options:
             call = call.lower(*placed).compile(compiler_options=options)
-        outputs = jax.block_until_ready(call(*placed))
-        times = []
-        for _ in range(max(1, repeat)):
-            t = time.perf_counter()
-            jax.block_until_ready(call(*placed))
-            times.append(time.perf_counter() - t)
-    except WorkbenchError:
-        raise
-    except Exception as e:
-        raise WorkbenchError(f"stage {stage.name!r} did not run on {device}: {type(e).__name__}: "
-                             f"{str(e).splitlines()[0] if str(e) else ''}") from None
-    return outputs, Timing(tuple(times))
+        return lambda: placed, lambda arguments: call(*arguments)
+
+    return _timed(stage, device, repeat, compile_it)
