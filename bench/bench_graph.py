@@ -26,23 +26,7 @@ from workbench.analysis.graph import render, stage_graph, stage_level
 from workbench.ir.text import strip_locations
 from workbench.stages import Stage
 
-
-def params(blocks: int, d: int = 16, hidden: int = 32):
-    return [{"wq": jnp.full((d, d), 0.01 * (i + 1)), "wk": jnp.full((d, d), 0.02), "wv": jnp.full((d, d), 0.03),
-             "wo": jnp.full((d, d), 0.04), "w1": jnp.full((d, hidden), 0.05), "w2": jnp.full((hidden, d), 0.06)}
-            for i in range(blocks)]
-
-
-def model(ps, x):
-    for i, p in enumerate(ps):
-        with jax.named_scope(f"block_{i}"):
-            with jax.named_scope("attn"):
-                q, k, v = x @ p["wq"], x @ p["wk"], x @ p["wv"]
-                x = x + (jax.nn.softmax(q @ k.T / 4.0) @ v) @ p["wo"]
-            with jax.named_scope("mlp"):
-                x = x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
-    with jax.named_scope("head"):
-        return jnp.tanh(x - x.mean(-1, keepdims=True)).sum()
+from tests.corpus.scoped import scoped_model, scoped_params
 
 
 def stages(fn, args, hlo: bool) -> list[tuple[Stage, Stage | None]]:
@@ -81,10 +65,10 @@ def main() -> None:
     ap.add_argument("--hlo", action="store_true", help="also XLA's optimized HLO of each program")
     a = ap.parse_args()
     x = jnp.ones((8, 16))
-    programs = [("forward, 24 blocks", model, 24), ("gradient, 80 blocks", jax.grad(model), 80)]
+    programs = [("forward, 24 blocks", scoped_model, 24), ("gradient, 80 blocks", jax.grad(scoped_model), 80)]
     print(f"{'program':22} {'stage':14} {'ops':>6} {'boxes':>5} {'read':>7} {'top level':>10} {'group':>7}  opened")
     for title, fn, blocks in programs:
-        for stage, parent in stages(fn, (params(blocks), x), a.hlo):
+        for stage, parent in stages(fn, (scoped_params(blocks), x), a.hlo):
             read = timed(lambda: render._scoped(stage), a.repeat, cold)
             top = timed(lambda: stage_graph(stage, parent).pipe(format="svg"), a.repeat, cold)
             level = stage_level(stage, parent)

@@ -20,6 +20,7 @@ from workbench.analysis.graph.render import _scoped
 from workbench.analysis.graph.levels import LEVEL_LIMIT, PORT_LIMIT
 from workbench.errors import UnknownNameError
 from workbench.stages import Stage
+from tests.corpus.scoped import scoped_model, scoped_params
 
 # --- reading the DOT source back ---------------------------------------------------------------------
 
@@ -270,26 +271,6 @@ def test_scan_shows_while_cond_and_body_and_calls_point_to_their_function(scan_e
 
 
 # --- big modules: a hierarchy by JAX's name stack ----------------------------------------------------
-
-
-def scoped_params(blocks: int, d: int = 16, hidden: int = 32):
-    return [{"wq": jnp.full((d, d), 0.01 * (i + 1)), "wk": jnp.full((d, d), 0.02), "wv": jnp.full((d, d), 0.03),
-             "wo": jnp.full((d, d), 0.04), "w1": jnp.full((d, hidden), 0.05), "w2": jnp.full((hidden, d), 0.06)}
-            for i in range(blocks)]
-
-
-def scoped_model(params, x):
-    """A transformer-like stack whose structure JAX records: block_i/attn, block_i/mlp, head."""
-    for i, p in enumerate(params):
-        with jax.named_scope(f"block_{i}"):
-            with jax.named_scope("attn"):
-                q, k, v = x @ p["wq"], x @ p["wk"], x @ p["wv"]
-                x = x + (jax.nn.softmax(q @ k.T / 4.0) @ v) @ p["wo"]
-            with jax.named_scope("mlp"):
-                x = x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
-    with jax.named_scope("head"):
-        x = x - x.mean(-1, keepdims=True)
-        return jnp.tanh(x).sum()
 
 
 BLOCKS = [f"block_{i}" for i in range(12)]
