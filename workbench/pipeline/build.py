@@ -30,7 +30,7 @@ from .trace import resolve_device, trace
 from .worker import enzyme_available
 from .program import relowered
 from .xla import check_options, compile_lowered_with_dumps, compile_with_dumps
-from .xla_probe import compile_sharded, guard_compile, remember_verdict
+from .xla_probe import XlaProbeDied, compile_sharded, guard_compile, remember_verdict
 
 __all__ = ["Built", "XlaStages", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
            "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
@@ -510,6 +510,8 @@ def _run(e: _Compile) -> None:
         result, error = None, exc
     with _XLA_LOCK:
         _XLA_RUNNING.remove(e)
+        if isinstance(error, XlaProbeDied) and _XLA_CACHE.get(e.key) is e:  # no answer (killed): never kept
+            del _XLA_CACHE[e.key]
         done = [k for k, q in _XLA_CACHE.items() if q.future.done()]  # forget the oldest finished ones
         for k in done[: max(0, len(done) + 1 - _XLA_KEEP)]:
             del _XLA_CACHE[k]

@@ -131,8 +131,15 @@ class ExecutorPool(WorkerPool):
         return outer
 
     def send(self, method: str, args: tuple, timeout: float | None) -> Reply:
-        """``Worker.call``'s answer from the executor (what ``worker.routed`` takes)."""
-        return self.submit(method, args, timeout).result()
+        """``Worker.call``'s answer from the executor (what ``worker.routed`` takes). Each request has a
+        Future of its own, so no answer can be another's; an interrupted wait cancels the task, which
+        then neither runs nor holds its result on the cluster for nobody."""
+        future = self.submit(method, args, timeout)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
 
     def call(self, method: str, *args, timeout: float | None = None) -> Reply:
         return self.send(method, args, timeout)

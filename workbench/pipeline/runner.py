@@ -82,8 +82,11 @@ class StepRunner:
         except PassFailure as e:
             raise StageError(stage, pipeline, _reason(e.message), e.message + "\n" + e.diagnostics) from None
         except WorkerCrash as e:
-            raise StageError(stage, pipeline, f"the pass crashed its worker process (exit code {e.exitcode}); "
-                             "the worker was restarted", e.diagnostics) from None
+            if e.exitcode == -9:  # SIGKILL comes from outside (the OOM killer), not from the pass
+                why = f"the worker process running the pass {e.how}; the pass may need more memory than is free"
+            else:
+                why = f"the pass crashed its worker process ({e.how})"
+            raise StageError(stage, pipeline, f"{why}; the worker was restarted", e.diagnostics) from None
         except WorkerTimeout as e:
             raise StageError(stage, pipeline, f"the pass ran for more than {e.seconds:.0f} s and was stopped",
                              e.diagnostics) from None

@@ -15,6 +15,7 @@ import contextlib
 import functools
 import os
 import queue
+import signal
 import socket
 import subprocess
 import sys
@@ -29,8 +30,10 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Literal, Sequence
 
+from .channel import Request, Response, ended, exchange
+
 __all__ = ["Worker", "WorkerPool", "WorkerCrash", "WorkerTimeout", "PassFailure", "PassOutcome", "ItemFailure",
-           "PoolResult", "Reply", "default_worker", "default_pool", "enzyme_available", "routed"]
+           "PoolResult", "Reply", "Request", "Response", "default_worker", "default_pool", "enzyme_available", "routed"]
 
 
 def enzyme_available() -> bool:
@@ -61,8 +64,13 @@ class WorkerCrash(Exception):
     """The worker process died while running a request."""
 
     def __init__(self, exitcode: int | None, diagnostics: str):
-        super().__init__(f"worker process died (exit code {exitcode})")
+        super().__init__(f"worker process {ended(exitcode)}")
         self.exitcode, self.diagnostics = exitcode, diagnostics
+
+    @property
+    def how(self) -> str:
+        """How it ended, in words: a SIGKILL is the system's (the OOM killer's), a SIGABRT the pass's own."""
+        return ended(self.exitcode)
 
     def __reduce__(self):
         return type(self), (self.exitcode, self.diagnostics)
@@ -235,8 +243,6 @@ def _transform_passes(args: tuple) -> PatternLists:
 
 def _crash(kind: str) -> None:
     """Deliberately die, for tests of crash recovery: 'abort' like a failed C++ CHECK, or 'segv'."""
-    import signal
-
     os.kill(os.getpid(), signal.SIGABRT if kind == "abort" else signal.SIGSEGV)
 
 
@@ -310,21 +316,23 @@ _METHODS = {"run_pipeline": _run_pipeline, "hlo_costs": _hlo_costs, "transform_p
 
 def serve(conn: Connection) -> None:
     """The worker process's loop: answer requests on ``conn`` until the client closes it."""
+    # A Ctrl-C in a terminal reaches the whole process group; the client decides what an interrupt ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if enzyme_available():
         from enzyme_ad.jax import enzyme_call  # noqa: F401  -- pay the 485 MB import once, up front
-    conn.send(("ready", None))
+    conn.send(Response(0, "ready", None))
     while True:
         try:
-            method, args = conn.recv()
+            req: Request = conn.recv()
         except EOFError:
             return
         start = time.perf_counter()
         try:
-            result = _METHODS[method](*args)
-            conn.send(("ok", (result, time.perf_counter() - start)))
+            result = _METHODS[req.method](*req.args)
+            conn.send(Response(req.id, "ok", (result, time.perf_counter() - start)))
         except Exception as e:  # the pass pipeline's own error: report it, keep serving
             sys.stderr.flush()
-            conn.send(("error", (f"{type(e).__name__}: {e}", traceback.format_exc(limit=2))))
+            conn.send(Response(req.id, "error", (f"{type(e).__name__}: {e}", traceback.format_exc(limit=2))))
 
 
 # ---- the client side -------------------------------------------------------------------------
@@ -358,13 +366,16 @@ class Worker:
     """One worker process, started on first use, restarted after a crash or time-out.
 
     ``executions`` counts the requests that ran a pipeline, so tests and benchmarks can check that
-    caching avoided work.
+    caching avoided work; ``stale`` the replies to other requests dropped (``channel.exchange``). A call
+    interrupted while it waits ends the process (its pass may run on for minutes); the next starts afresh.
     """
 
     def __init__(self, timeout: float = 600.0):
         self.timeout = timeout
         self.executions = 0
         self.restarts = 0
+        self.stale = 0
+        self._next_id = 0
         self._proc: _Proc | None = None
         self._lost = False  # the last process died or was killed; the next start is a restart
         self._lock = threading.Lock()
@@ -386,14 +397,18 @@ class Worker:
             )
         child_sock.close()
         proc = _Proc(process, Connection(parent_sock.detach()))
-        if not proc.conn.poll(120):
-            self._kill(proc)
-            raise WorkerTimeout(120, self._log_since(0))
         try:
+            if not proc.conn.poll(120):
+                self._kill(proc)
+                raise WorkerTimeout(120, self._log_since(0))
             proc.conn.recv()
         except EOFError:
             process.wait(5)
+            proc.conn.close()
             raise WorkerCrash(process.returncode, self._log_since(0)) from None
+        except BaseException:  # interrupted while it starts: it is nobody's, so it ends here
+            self._kill(proc)
+            raise
         return proc
 
     def _log_since(self, offset: int) -> str:
@@ -431,26 +446,38 @@ class Worker:
             offset = os.path.getsize(self.log_path)
             if method in ("run_pipeline", "run_each", "check_pipeline"):
                 self.executions += 1
+            self._next_id += 1
             try:
-                proc.conn.send((method, args))
-                if not proc.conn.poll(limit):
-                    self._kill(proc)
-                    self._proc, self._lost = None, True
-                    raise WorkerTimeout(limit, self._log_since(offset))
-                status, payload = proc.conn.recv()
+                answer, dropped = exchange(proc.conn, Request(self._next_id, method, args), limit)
+                self.stale += dropped
             except (EOFError, BrokenPipeError, ConnectionResetError):
                 try:
                     code = proc.process.wait(5)
                 except subprocess.TimeoutExpired:
                     code = None
-                self._kill(proc)
-                self._proc, self._lost = None, True
+                self._lose(proc)
                 raise WorkerCrash(code, self._log_since(offset)) from None
-            if status == "error":
-                message, _ = payload
+            except BaseException:  # interrupted: the reply would be unread, the stream perhaps cut mid-message
+                self._lose(proc)
+                raise
+            if answer is None:
+                self._lose(proc)
+                raise WorkerTimeout(limit, self._log_since(offset))
+            if answer.status == "error":
+                message, _ = answer.payload
                 raise PassFailure(message, self._log_since(offset))
-            value, seconds = payload
+            value, seconds = answer.payload
             return Reply(value, seconds)
+
+    def _lose(self, proc: _Proc) -> None:
+        self._kill(proc)
+        self._proc, self._lost = None, True
+
+    def interrupt(self) -> None:
+        """End the process under another thread's waiting request (which raises WorkerCrash)."""
+        proc = self._proc
+        if proc is not None and proc.alive():
+            proc.process.kill()
 
     @property
     def pid(self) -> int | None:
@@ -500,16 +527,33 @@ class WorkerPool:
         free: queue.SimpleQueue[Worker] = queue.SimpleQueue()
         for w in self.workers:
             free.put(w)
+        busy: set[Worker] = set()
+        stopping = threading.Event()
 
         def request(method: str, args: tuple, timeout: float | None) -> Reply:
             worker = free.get()  # one thread per worker: there is always a free one
+            busy.add(worker)
             try:
+                if stopping.is_set():
+                    raise WorkerCrash(None, "the scan was interrupted before this request started")
                 return worker.call(method, *args, timeout=timeout)
             finally:
+                busy.discard(worker)
                 free.put(worker)
 
-        with ThreadPoolExecutor(len(self.workers), thread_name_prefix="wb-pool") as executor:
+        executor = ThreadPoolExecutor(len(self.workers), thread_name_prefix="wb-pool")
+        try:
             yield lambda method, args, timeout: executor.submit(request, method, args, timeout)
+        except KeyboardInterrupt:
+            # Ctrl-C reaches the calling thread only: the requests under way would run to the end of
+            # their passes, so their processes end now (each worker starts afresh on its next request).
+            stopping.set()
+            executor.shutdown(wait=False, cancel_futures=True)
+            for w in list(busy):
+                w.interrupt()
+            raise
+        finally:
+            executor.shutdown(wait=True)
 
     def map(self, method: str, chunks: Sequence[Sequence], make_args: Callable[[Sequence], tuple],
             on_done: Callable[[int], None] | None = None, timeout: float | None = None) -> PoolResult:

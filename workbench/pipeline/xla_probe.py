@@ -8,6 +8,12 @@ fresh interpreter (``python -m workbench.pipeline.xla_probe``): ``guard_compile`
 otherwise. The bisection of XLA passes (``analysis.bisect``) asks ``probe_compile`` which passes are
 always needed the same way.
 
+Only a SIGABRT is XLA's abort (a failed CHECK ends in ``abort()``). A child ended any other way -- above
+all by SIGKILL, what the kernel's out-of-memory killer sends -- says nothing about the module:
+``probe_compile`` raises ``XlaProbeDied`` then, and no verdict is kept, so the next call tries again.
+Requests and answers are numbered, and an interrupted wait ends the child, so an answer is never
+taken for another request's.
+
 A sharded module is tried there too, whatever its options: XLA's SPMD pipeline can fail a RET_CHECK
 that ends the process (measured: the sharded ``scan`` example through ``pipeline="canonicalize"`` and
 Shardy's propagation stage, "hlo_sharding.cc:747 leaf_count == tuple_elements_.size()"). The child
@@ -28,15 +34,34 @@ import threading
 from multiprocessing.connection import Connection
 
 from ..errors import WorkbenchError
+from .channel import Request, Response, ended, exchange
 
-__all__ = ["XlaAbortError", "guard_compile", "compile_sharded", "probe_compile", "probe_payload", "release_spare",
-           "remember_verdict", "serve_probes"]
+__all__ = ["XlaAbortError", "XlaProbeDied", "guard_compile", "compile_sharded", "probe_compile", "probe_payload",
+           "release_spare", "remember_verdict", "serve_probes"]
 
 KILLED = "XLA killed the compiling process"
 
 
 class XlaAbortError(WorkbenchError):
     """XLA aborted the process compiling this module with these options (tried in a child process)."""
+
+
+class XlaProbeDied(WorkbenchError):
+    """The child process compiling the module died of something other than XLA's abort (SIGKILL: most
+    likely the out-of-memory killer); whether XLA accepts the module is not known, and nothing is kept."""
+
+
+def _death(code: int | None, check: str | None) -> str:
+    """XlaProbeDied's message for a child that ended with ``code`` (Popen's returncode) without XLA's abort."""
+    import signal
+
+    if code == -signal.SIGKILL:
+        return (f"the child process compiling this module with XLA {ended(code)}: the compile ran out of "
+                "memory. That says nothing about the module or its options, so nothing is kept: free memory "
+                "(other kernels, big arrays) and try again, or try a smaller program")
+    said = f"; it printed: {check}" if check else ""
+    return (f"the child process compiling this module with XLA {ended(code)}{said}. That is not XLA's abort on "
+            "these options (a SIGABRT); nothing is kept, so the next call tries again")
 
 
 def probe_payload(source: str, device: str, partitions: int = 1) -> dict:
@@ -113,6 +138,7 @@ class _Prober:
         self._lock = threading.Lock()
         self._live: tuple | None = None  # (process, connection)
         self._spare: tuple | None = None
+        self._next_id = 0
         self.log_path: str | None = None  # the children's stderr (XLA's CHECK failures), made on first use
 
     def _start(self) -> tuple:
@@ -131,8 +157,11 @@ class _Prober:
         return proc, Connection(parent.detach())
 
     def compile(self, payload: dict, timeout: float, spare: bool = True) -> str | None:
-        """None when XLA compiled it; else why not (its error, or how the child died). ``spare``: keep a
-        second child warming up meanwhile (for a burst of probes that may kill children)."""
+        """None when XLA compiled it; else why not (its error, or KILLED and XLA's CHECK message when XLA
+        aborted the child). A child that died otherwise raises XlaProbeDied. ``spare``: keep a second
+        child warming up meanwhile (for a burst of probes that may kill children)."""
+        import signal
+
         with self._lock:
             if self._live is None or self._live[0].poll() is not None:
                 self._live, self._spare = (self._spare or self._start()), None
@@ -140,12 +169,10 @@ class _Prober:
                 self._spare = self._spare or self._start()
             proc, conn = self._live
             offset = os.path.getsize(self.log_path)
+            self._next_id += 1
+            rid = self._next_id
             try:
-                conn.send(payload)
-                if not conn.poll(timeout):
-                    self._drop()
-                    return f"no answer after {timeout:.0f} s"
-                return conn.recv()
+                answer, _ = exchange(conn, Request(rid, "compile", (payload,)), timeout)
             except (EOFError, BrokenPipeError, ConnectionResetError):
                 try:
                     code = proc.wait(10)
@@ -157,8 +184,17 @@ class _Prober:
                     said = [re.sub(r"^[EFWI]\d{4} [\d:.]+\s+\d+ \S+\] ", "", ln.strip())  # glog's prefix
                         for ln in f.read().decode(errors="replace").splitlines()
                         if "Check failed" in ln or "RET_CHECK failure" in ln]
-                died = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-                return f"{KILLED} ({died})" + (f": {said[0][:200]}" if said else "")
+                check = said[0][:200] if said else None
+                if code != -signal.SIGABRT:  # a failed CHECK ends in abort(); any other death is not XLA's verdict
+                    raise XlaProbeDied(_death(code, check)) from None
+                return f"{KILLED}: SIGABRT" + (f", {check}" if check else "")
+            except BaseException:  # interrupted: the answer would be unread, the stream perhaps cut mid-message
+                self._drop()
+                raise
+            if answer is None:
+                self._drop()
+                return f"no answer after {timeout:.0f} s"
+            return answer.payload
 
     def _drop(self, which: str = "_live") -> None:
         got = getattr(self, which)
@@ -201,7 +237,8 @@ atexit.register(_PROBER.close)
 
 
 def probe_compile(payload: dict, timeout: float = 600.0, spare: bool = True) -> str | None:
-    """Compile a module with XLA in the probe process: None when it compiled, else why not."""
+    """Compile a module with XLA in the probe process: None when it compiled, else why not. Raises
+    XlaProbeDied when the child died other than by XLA's abort (killed for memory, say): no answer."""
     return _PROBER.compile(payload, timeout, spare)
 
 
@@ -216,19 +253,23 @@ def serve_probes(conn: Connection) -> None:
     from .trace import resolve_device
     from .xla import compile_with_dumps
 
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the group; the parent decides
     jax.jit(lambda x: x + 1).lower(1.0).compile()  # start XLA's CPU client before the first request comes
     while True:
         try:
-            p = conn.recv()
+            req: Request = conn.recv()
         except EOFError:
             return
+        p, = req.args
         try:
             if "dumps" in p:
-                conn.send(_compile_with_dumps_here(p))
+                conn.send(Response(req.id, "ok", _compile_with_dumps_here(p)))
                 continue
             if p.get("partitions", 1) > 1:
                 _compile_partitioned(p)
-                conn.send(None)
+                conn.send(Response(req.id, "ok", None))
                 continue
             with jax.enable_x64(p["x64"]):
                 dev = resolve_device(p["device"])
@@ -243,10 +284,10 @@ def serve_probes(conn: Connection) -> None:
                 exported = dataclasses.replace(base, module_kept_var_idx=tuple(range(len(ins))),
                                                mlir_module_serialized=p["bytecode"])
                 compile_with_dumps(exported, dev, p["options"])
-            conn.send(None)
+            conn.send(Response(req.id, "ok", None))
         except Exception as e:  # XLA's refusal of the module or an option: the answer, not the end
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            conn.send(f"{type(e).__name__}: {first[:300]}")
+            conn.send(Response(req.id, "ok", f"{type(e).__name__}: {first[:300]}"))
 
 
 def compile_sharded(exported, device: str, options: dict, shardings, timeout: float = 600.0):

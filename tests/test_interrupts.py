@@ -1,0 +1,250 @@
+"""A Ctrl-C or a killed child never makes a later answer wrong.
+
+A KeyboardInterrupt while the workbench waits for its pass worker used to leave that reply unread, so every
+later request got the previous request's answer (a ``wb.opt`` of a small module came back as the interrupted
+program's module, and that wrong step was cached). Requests and replies now carry an id; an interrupted
+request's worker is replaced, and a reply to another request is never returned. A probe child killed by
+SIGKILL (what the OOM killer does) is reported as killed, not as XLA refusing the disabled passes, and that
+verdict is not kept.
+
+The interrupts are real ones: SIGALRM's handler raises KeyboardInterrupt, as Ctrl-C's does. Tests count
+where they landed and what came back; the delays only spread the landings over the explore.
+"""
+import os
+import signal
+import threading
+import time
+import traceback
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import workbench as wb
+from workbench.pipeline import worker as worker_mod
+from workbench.pipeline import xla_probe
+from workbench.pipeline.runner import default_runner
+
+pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+
+def big(x, w):  # unrolled: a module of a few thousand lines, whose passes keep the worker busy a while
+    for i in range(150):
+        x = jnp.tanh(x @ w) * (1.0 + i / 150) + jnp.sin(x)
+    return x.sum()
+
+
+def small(x):
+    return jnp.sin(x) * 2 + 1
+
+
+BIG_ARGS = (jnp.ones((4, 4)), jnp.eye(4) * 0.5)
+SMALL_ARG = jnp.arange(4.0)
+SMALL_TEXT = """module @m {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>
+    %1 = stablehlo.add %0, %0 : tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+}
+"""
+
+
+def _children(module: str) -> list[int]:
+    """This process's children that run ``python -m module``, and any zombie child (one nobody reaped)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+            argv = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[1]) == os.getpid() and (module.encode() in argv or stat[0] == "Z"):
+            out.append(int(d))
+    return out
+
+
+def _alarm(seconds: float):
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    return previous
+
+
+def _disarm(previous) -> None:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def _in_worker_call(tb) -> bool:
+    return any(f.name == "call" and f.filename.endswith(os.path.join("pipeline", "worker.py"))
+               for f in traceback.extract_tb(tb))
+
+
+def _stages(ex) -> list[tuple[str, str]]:
+    return [(s.name, s.text) for s in ex.pipeline_stages]
+
+
+def test_an_interrupted_explore_leaves_every_later_answer_right():
+    runner = default_runner()
+    want_opt = wb.opt(SMALL_TEXT, "canonicalize")
+    want_small = wb.explore(small, SMALL_ARG)
+    assert want_small.error is None
+    want_stages, want_out = _stages(want_small), want_small.run(repeat=1).outputs
+    whole_big = wb.explore(big, *BIG_ARGS)
+    assert whole_big.error is None
+    runner.clear()
+    t = time.perf_counter()  # only to spread the interrupts over one explore, never asserted
+    wb.explore(big, *BIG_ARGS)
+    whole = time.perf_counter() - t
+    t = time.perf_counter()
+    whole_big.run(repeat=3)
+    run_seconds = time.perf_counter() - t
+
+    landed_in_call = landed_elsewhere = 0
+    plan = [("explore", whole * k / 10) for k in range(1, 10)] + [("run", run_seconds * k / 4) for k in (1, 3)]
+    for what, delay in plan:
+        runner.clear()  # every step runs in the worker again
+        previous = _alarm(delay)
+        try:
+            wb.explore(big, *BIG_ARGS) if what == "explore" else whole_big.run(repeat=3)
+        except KeyboardInterrupt as e:
+            if _in_worker_call(e.__traceback__):
+                landed_in_call += 1
+            else:
+                landed_elsewhere += 1
+        finally:
+            _disarm(previous)
+        runner.clear()
+        before = default_runner().worker.executions
+        assert wb.opt(SMALL_TEXT, "canonicalize") == want_opt
+        ex = wb.explore(small, SMALL_ARG)
+        assert default_runner().worker.executions > before  # the answers came from the worker, not a cache
+        assert ex.error is None and _stages(ex) == want_stages
+        got = ex.run(repeat=1).outputs
+        assert len(got) == len(want_out) and all((a == b).all() for a, b in zip(got, want_out))
+        allowed = {default_runner().worker.pid}
+        if worker_mod._POOL is not None:
+            allowed |= {w.pid for w in worker_mod._POOL.workers}
+        assert set(_children("workbench.pipeline.worker")) <= allowed
+    assert landed_in_call >= 2 and landed_elsewhere >= 1  # some hit requests waiting for the worker, some not
+
+
+def test_a_stale_reply_is_discarded():
+    """A reply to a request nobody waits for any more (its caller was interrupted) is never the answer
+    to the next request: a request is planted on the worker's connection with an id no call waits for."""
+    w = worker_mod.Worker()
+    try:
+        want = w.call("run_pipeline", SMALL_TEXT, "canonicalize").value.text
+        other = SMALL_TEXT.replace("@m", "@other").replace("stablehlo.add %0, %0", "stablehlo.multiply %0, %0")
+        w._proc.conn.send(worker_mod.Request(-1, "run_pipeline", (other, "canonicalize")))
+        assert w.call("run_pipeline", SMALL_TEXT, "canonicalize").value.text == want
+        assert w.call("run_pipeline", SMALL_TEXT, "canonicalize").value.text == want
+        assert w.restarts == 0  # the stale reply was read and dropped, the worker kept
+    finally:
+        w.close()
+
+
+def test_an_interrupted_request_leaves_no_process_behind():
+    w = worker_mod.Worker()
+    text = wb.explore(big, *BIG_ARGS).stage("stablehlo").text_with_locations
+    slow = ",".join(["canonicalize", "cse"] * 40)  # some tenths of a second on it
+    try:
+        w.call("parse_module", SMALL_TEXT)
+        landed = 0
+        for _ in range(3):
+            previous = _alarm(0.05)
+            try:
+                w.call("run_pipeline", text, slow)
+            except KeyboardInterrupt as e:
+                landed += _in_worker_call(e.__traceback__)
+            finally:
+                _disarm(previous)
+            out = w.call("run_pipeline", SMALL_TEXT, "canonicalize").value.text
+            assert "@m" in out and "@main" in out and len(out) < 2000
+            assert set(_children("workbench.pipeline.worker")) <= {w.pid, default_runner().worker.pid}
+        assert landed >= 1
+    finally:
+        w.close()
+
+
+def noise(k):
+    return jax.random.normal(k, (64,)) * 2.0
+
+
+def _cpu_ticks(pid: int) -> int:
+    stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(stat[11]) + int(stat[12])
+
+
+def test_a_probe_child_killed_by_sigkill_is_not_a_verdict():
+    ex = wb.explore(noise, jax.random.PRNGKey(0))
+    assert ex.error is None
+    assert ex.with_xla(disable=["algsimp"]).error is None  # the probe child is started and idle
+    pid = xla_probe._PROBER._live[0].pid
+    idle = _cpu_ticks(pid)
+    killed = []
+
+    def kill_when_busy():  # the child works only on a request: kill it as soon as it starts compiling
+        while True:
+            try:
+                if _cpu_ticks(pid) > idle:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    return
+            except OSError:
+                return
+
+    watcher = threading.Thread(target=kill_when_busy, daemon=True)
+    watcher.start()
+    bad = ex.with_xla(disable=["cse"])
+    watcher.join(60)
+    assert killed == [pid]
+    assert bad.error is not None and bad.error.stage == "xla:compile"
+    message = str(bad.error)
+    assert "killed" in message and "out of memory" in message, message
+    assert "needs some of those passes" not in message and "aborts" not in message
+    again = ex.with_xla(disable=["cse"])  # probed again, in a fresh child: it compiles
+    assert again.error is None and "xla:optimized" in again.names
+    assert xla_probe._PROBER._live[0].pid != pid
+
+
+def test_a_pass_worker_killed_by_sigkill_is_said_to_be_killed_not_a_crashing_pass():
+    from workbench.errors import StageError
+    from workbench.pipeline.runner import StepRunner
+
+    text = wb.explore(big, *BIG_ARGS).stage("stablehlo").text_with_locations
+    w = worker_mod.Worker()
+    runner = StepRunner(w)
+    try:
+        w.call("parse_module", SMALL_TEXT)  # started and idle
+        pid = w.pid
+        idle = _cpu_ticks(pid)
+        killed = []
+
+        def kill_when_busy():
+            while True:
+                try:
+                    if _cpu_ticks(pid) > idle:
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+                        return
+                except OSError:
+                    return
+
+        watcher = threading.Thread(target=kill_when_busy, daemon=True)
+        watcher.start()
+        with pytest.raises(StageError) as caught:
+            runner.run("slow", text, ",".join(["canonicalize", "cse"] * 40))
+        watcher.join(60)
+        assert killed == [pid]
+        assert "killed (SIGKILL)" in str(caught.value) and "out-of-memory" in str(caught.value)
+        assert "crashed" not in str(caught.value)
+        assert runner.run("small", SMALL_TEXT, "canonicalize").cached is False  # nothing of it was kept
+        assert w.restarts == 1
+    finally:
+        w.close()

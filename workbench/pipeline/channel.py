@@ -1,0 +1,68 @@
+"""The numbered request/answer exchange the workbench's child processes speak over their socket.
+
+The pass worker (``worker.py``) and the XLA probe child (``xla_probe.py``) each answer one request at a
+time over a ``multiprocessing.connection.Connection``. A reply that nobody read -- its caller was
+interrupted while it waited -- would otherwise be taken as the answer to the next request, and every
+later answer would be one behind. Each request carries a number, the answer repeats it, and the client
+drops any answer that is not to the request it sent; a client interrupted mid-exchange ends the child
+(the stream may be cut mid-message), so the next request goes to a fresh one.
+"""
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any, Literal
+
+__all__ = ["Request", "Response", "exchange", "ended"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """``method(*args)``, numbered ``id`` by the client that sends it."""
+
+    id: int
+    method: str
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Response:
+    """The answer to the request numbered ``id``: "ok" with its value, "error" with what went wrong, or
+    "ready" (id 0, once, when the child has started)."""
+
+    id: int
+    status: Literal["ok", "error", "ready"]
+    payload: Any
+
+
+def exchange(conn: Connection, request: Request, limit: float) -> tuple[Response | None, int]:
+    """Send ``request`` and wait up to ``limit`` seconds for its Response: that Response (None when none
+    came in time) and how many answers to earlier requests were read and dropped meanwhile. EOFError or
+    a pipe error means the child died."""
+    conn.send(request)
+    deadline = time.monotonic() + limit
+    dropped = 0
+    while conn.poll(max(0.0, deadline - time.monotonic())):
+        answer = conn.recv()
+        if isinstance(answer, Response) and answer.id == request.id:
+            return answer, dropped
+        dropped += 1
+    return None, dropped
+
+
+def ended(code: int | None) -> str:
+    """How a child with ``Popen.returncode`` ``code`` ended, in words. A SIGKILL comes from outside the
+    child -- most often the kernel's out-of-memory killer -- and says nothing about what it was doing."""
+    if code is None:
+        return "died (its exit code is unknown)"
+    if code == -signal.SIGKILL:
+        return "was killed (SIGKILL), probably by the system's out-of-memory killer"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"crashed ({name}, exit code {code})"
+    return f"exited with code {code}"
