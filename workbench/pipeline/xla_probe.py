@@ -8,9 +8,10 @@ fresh interpreter (``python -m workbench.pipeline.xla_probe``): ``guard_compile`
 otherwise. The bisection of XLA passes (``analysis.bisect``) asks ``probe_compile`` which passes are
 always needed the same way.
 
-Only a SIGABRT is XLA's abort (a failed CHECK ends in ``abort()``). A child ended any other way -- above
-all by SIGKILL, what the kernel's out-of-memory killer sends -- says nothing about the module:
-``probe_compile`` raises ``XlaProbeDied`` then, and no verdict is kept, so the next call tries again.
+Only a SIGABRT is XLA refusing the options (a failed CHECK ends in ``abort()``); another signal is XLA
+crashing on the module (a RET_CHECK of the SPMD pipeline can end in SIGSEGV). A SIGKILL -- what the
+kernel's out-of-memory killer sends -- or an exit says nothing about the module: ``probe_compile``
+raises ``XlaProbeDied`` then, and no verdict is kept, so the next call tries again.
 Requests and answers are numbered, and an interrupted wait ends the child, so an answer is never
 taken for another request's.
 
@@ -61,7 +62,7 @@ def _death(code: int | None, check: str | None) -> str:
                 "(other kernels, big arrays) and try again, or try a smaller program")
     said = f"; it printed: {check}" if check else ""
     return (f"the child process compiling this module with XLA {ended(code)}{said}. That is not XLA's abort on "
-            "these options (a SIGABRT); nothing is kept, so the next call tries again")
+            "these options; nothing is kept, so the next call tries again")
 
 
 def probe_payload(source: str, device: str, partitions: int = 1) -> dict:
@@ -121,6 +122,12 @@ def guard_compile(source: str, device: str, options: dict, timeout: float = 600.
     if why is not None and why.startswith(KILLED):
         names = [n for n in str(options["xla_disable_hlo_passes"]).split(",") if n]
         off = ", ".join(names) if len(names) <= 6 else f"{len(names)} passes ({', '.join(names[:4])}, ...)"
+        if not why.startswith(f"{KILLED}: SIGABRT"):  # a crash, not a failed CHECK: no word on the passes
+            raise XlaAbortError(
+                f"XLA crashed the process compiling this module with these HLO passes disabled: {off} "
+                f"({why[len(KILLED):].strip(' :')}); tried in a child process, so this one lives on. That is a "
+                "crash in XLA rather than a refusal of the options: enabling the passes again, an earlier stage "
+                "(ex.run(stage)) or other options may compile")
         raise XlaAbortError(
             f"XLA aborts the process compiling this module with these HLO passes disabled: {off} "
             f"({why[len(KILLED):].strip(' :')}); "
@@ -185,9 +192,13 @@ class _Prober:
                         for ln in f.read().decode(errors="replace").splitlines()
                         if "Check failed" in ln or "RET_CHECK failure" in ln]
                 check = said[0][:200] if said else None
-                if code != -signal.SIGABRT:  # a failed CHECK ends in abort(); any other death is not XLA's verdict
+                if code is None or code >= 0 or code == -signal.SIGKILL:  # not XLA's doing: no verdict
                     raise XlaProbeDied(_death(code, check)) from None
-                return f"{KILLED}: SIGABRT" + (f", {check}" if check else "")
+                try:
+                    name = signal.Signals(-code).name
+                except ValueError:
+                    name = f"signal {-code}"
+                return f"{KILLED}: {name}" + (f", {check}" if check else "")
             except BaseException:  # interrupted: the answer would be unread, the stream perhaps cut mid-message
                 self._drop()
                 raise
