@@ -248,3 +248,26 @@ def test_a_pass_worker_killed_by_sigkill_is_said_to_be_killed_not_a_crashing_pas
         assert w.restarts == 1
     finally:
         w.close()
+
+
+def test_an_interrupted_pool_scan_ends_its_busy_requests_and_the_pool_answers_right_after():
+    """Ctrl-C reaches only the thread that waits on a pool's scan; the requests under way in its threads
+    end with their worker processes, and each worker answers its next request with its own answer."""
+    text = wb.explore(big, *BIG_ARGS).stage("stablehlo").text_with_locations
+    slow = ",".join(["canonicalize", "cse"] * 40)
+    pool = worker_mod.WorkerPool(2)
+    try:
+        want = pool.workers[1].call("run_pipeline", SMALL_TEXT, "canonicalize").value.text
+        restarts = sum(w.restarts for w in pool.workers)
+        previous = _alarm(0.3)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                pool.map("run_each", [[slow]] * 8, lambda chunk: (text, list(chunk), False))
+        finally:
+            _disarm(previous)
+        for w in pool.workers:
+            assert w.call("run_pipeline", SMALL_TEXT, "canonicalize").value.text == want
+        assert sum(w.restarts for w in pool.workers) > restarts  # the requests under way were ended, not waited for
+        assert set(_children("workbench.pipeline.worker")) <= {w.pid for w in pool.workers}
+    finally:
+        pool.workers[1].close()
