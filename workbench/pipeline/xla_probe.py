@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -48,14 +49,12 @@ class XlaAbortError(WorkbenchError):
 
 
 class XlaProbeDied(WorkbenchError):
-    """The child process compiling the module died of something other than XLA's abort (SIGKILL: most
-    likely the out-of-memory killer); whether XLA accepts the module is not known, and nothing is kept."""
+    """The child process compiling the module was killed from outside (SIGKILL: most likely the
+    out-of-memory killer) or exited; whether XLA accepts the module is not known, and nothing is kept."""
 
 
 def _death(code: int | None, check: str | None) -> str:
-    """XlaProbeDied's message for a child that ended with ``code`` (Popen's returncode) without XLA's abort."""
-    import signal
-
+    """XlaProbeDied's message for a child that ended with ``code`` (Popen's returncode), not by XLA's crash."""
     if code == -signal.SIGKILL:
         return (f"the child process compiling this module with XLA {ended(code)}: the compile ran out of "
                 "memory. That says nothing about the module or its options, so nothing is kept: free memory "
@@ -164,11 +163,9 @@ class _Prober:
         return proc, Connection(parent.detach())
 
     def compile(self, payload: dict, timeout: float, spare: bool = True) -> str | None:
-        """None when XLA compiled it; else why not (its error, or KILLED and XLA's CHECK message when XLA
-        aborted the child). A child that died otherwise raises XlaProbeDied. ``spare``: keep a second
-        child warming up meanwhile (for a burst of probes that may kill children)."""
-        import signal
-
+        """None when XLA compiled it; else why not (its error, or KILLED, the signal and XLA's CHECK message
+        when XLA ended the child). A child killed by SIGKILL, or that exited, raises XlaProbeDied.
+        ``spare``: keep a second child warming up meanwhile (for a burst of probes that may kill children)."""
         with self._lock:
             if self._live is None or self._live[0].poll() is not None:
                 self._live, self._spare = (self._spare or self._start()), None
@@ -263,8 +260,6 @@ def serve_probes(conn: Connection) -> None:
 
     from .trace import resolve_device
     from .xla import compile_with_dumps
-
-    import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the group; the parent decides
     jax.jit(lambda x: x + 1).lower(1.0).compile()  # start XLA's CPU client before the first request comes
