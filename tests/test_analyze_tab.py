@@ -2,6 +2,7 @@
 predicates (has_op, lacks_op, differs_from) and their repr, and its Reduce button, on real small
 programs through ``Panel(ex, background=False)``: what the tab shows, the Python line of each action,
 and that the line, pasted, gives what the tab shows."""
+import jax
 import jax.numpy as jnp
 import pytest
 
@@ -15,8 +16,13 @@ def tb(x, y):  # the patterns remove all three transposes; XLA has nothing to do
     return jnp.dot(x.T, y.T).T
 
 
-def elementwise(x):  # XLA wraps it in a call it inlines (call-inliner)
-    return jnp.sin(x) * 2 + jnp.exp(x)
+@jax.jit
+def _scaled_sine(x):
+    return jnp.sin(x) * 2
+
+
+def elementwise(x):  # the nested jit is a call, which XLA inlines (call-inliner)
+    return _scaled_sine(x) + jnp.exp(x)
 
 
 NO_CALL = 'wb.lacks_op("call", stage="xla:optimized")'
@@ -29,7 +35,8 @@ def tb_ex():
 
 @pytest.fixture(scope="module")
 def elementwise_ex():
-    return wb.explore(elementwise, jnp.ones((8, 4)))
+    # only the patterns: without MLIR's inline pass the call reaches XLA
+    return wb.explore(elementwise, jnp.ones((8, 4)), pipeline="enzyme-hlo-patterns")
 
 
 def test_the_predicate_dropdown_offers_the_new_predicates_and_shows_their_repr(tb_ex):
