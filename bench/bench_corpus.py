@@ -30,9 +30,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
 
+from memory import peak_rss_mib  # bench/memory.py
 import workbench as wb  # noqa: E402
 from tests.corpus import PROGRAMS, Program, program  # noqa: E402
 from workbench.pipeline.build import clear_caches  # noqa: E402
@@ -61,28 +63,15 @@ def cold() -> None:
     jax.clear_caches()
 
 
-def vm_hwm_mib(pid: int) -> float | None:
-    """The peak resident set of process ``pid`` (VmHWM), in MiB. Not getrusage's ru_maxrss: Linux
-    carries that across exec, so a child started by a large parent reports the parent's size."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
-
-
 def child(side: str, name: str) -> None:
     """One side once in this fresh process; prints its peak memory as JSON on the last line."""
     p = program(name)
-    imported = vm_hwm_mib(os.getpid())  # jax, the libraries, the workbench
+    imported = peak_rss_mib(os.getpid())  # jax, the libraries, the workbench
     seconds = bare_compile(p) if side == "bare" else explore_all(p)[0]
     workers = [w for w in dict.fromkeys([default_worker(), *default_pool().workers]) if w.pid is not None]
     print(json.dumps({"seconds": seconds, "imported_mib": imported,
-                      "rss_mib": vm_hwm_mib(os.getpid()),
-                      "workers_mib": [vm_hwm_mib(w.pid) for w in workers]}))
+                      "rss_mib": peak_rss_mib(os.getpid()),
+                      "workers_mib": [peak_rss_mib(w.pid) for w in workers]}))
 
 
 def peak_memory(side: str, name: str) -> dict:

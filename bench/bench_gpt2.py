@@ -19,11 +19,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax
 import jax.numpy as jnp
 
 from bench_core import final_mlir, measure, report
+from memory import peak_rss_mib  # bench/memory.py
 from workbench.examples.attention import layer_norm  # the same pre-norm layer norm as the example block
 from workbench.pipeline.worker import default_pool, default_worker
 
@@ -87,20 +89,6 @@ def make(layers: int, batch: int = 1, seq: int = 128):
     params = init(layers)
     tokens = jax.random.randint(jax.random.PRNGKey(1), (batch, seq + 1), 0, VOCAB, jnp.int32)
     return train_step, (params, tokens[:, :-1], tokens[:, 1:])
-
-
-def peak_rss_mib(pid: int | None) -> float | None:
-    """The peak resident set size (VmHWM) of process ``pid``, in MiB; None when it cannot be read."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
 
 
 def main():
