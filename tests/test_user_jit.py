@@ -173,3 +173,16 @@ def test_a_library_jits_run_returns_what_the_function_returns_and_checks_all_the
     assert np.ndim(r.outputs) == 0 and float(r.outputs) == pytest.approx(want, rel=1e-5)  # the loss, as nnx.jit returns it
     n_program = len(jax.tree_util.tree_leaves(r.program_outputs))
     assert n_program > 10 and len(r.check.leaves) == n_program  # the new parameters and Adam's state are checked
+
+
+def test_a_step_that_returns_its_next_prng_key_runs_checks_and_saves_with_its_arrays(tmp_path):
+    def step(x, key):
+        key, sub = jax.random.split(key)
+        return x * jax.random.normal(sub, x.shape), key
+
+    ex = wb.explore(step, jnp.ones(4), jax.random.key(0))
+    r = ex.run(repeat=1)
+    assert r.check.passed
+    assert jax.dtypes.issubdtype(r.outputs[1].dtype, jax.dtypes.prng_key)  # the key, as the function returns it
+    loaded = wb.load(ex.save(tmp_path / "step.hlox", arrays=True))
+    assert loaded.runs and loaded.runs[0].check.passed

@@ -28,6 +28,7 @@ import jax
 import numpy as np
 
 from ..errors import WorkbenchError
+from ..pipeline.program import host_array
 
 __all__ = ["Check", "LeafCheck", "Reference", "ReferenceKind", "ReferenceSource", "LeafRule", "compare_outputs",
            "check_outputs", "machine_eps", "dtype_name", "REFERENCE", "NOISE_TRIES", "RTOL"]
@@ -200,7 +201,7 @@ def dtype_name(dt) -> str | None:
 
 def _leaves(tree) -> list[tuple[str, np.ndarray]]:
     leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
-    return [(jax.tree_util.keystr(path) or "output", np.asarray(leaf)) for path, leaf in leaves]
+    return [(jax.tree_util.keystr(path) or "output", host_array(leaf)) for path, leaf in leaves]
 
 
 def _same_structure(got, want) -> None:

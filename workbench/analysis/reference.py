@@ -15,6 +15,7 @@ import jax
 import numpy as np
 
 from ..errors import WorkbenchError
+from ..pipeline.program import host_array
 from ..ir.promote import computed_in, promote_to_f64
 from ..pipeline.exported import prepare_for_jax
 from ..pipeline.trace import resolve_device
@@ -77,7 +78,7 @@ def promoted_outputs(ex, stage: Stage, text: str, device: str, args) -> tuple[An
         outputs, _ = run_stage(ex, wide, device, 1, args, xla_options=())
     except WorkbenchError as e:
         return None, f"the promoted module did not run ({str(e).splitlines()[0][:300]})"
-    return jax.tree_util.tree_map(np.asarray, outputs), ""
+    return jax.tree_util.tree_map(host_array, outputs), ""
 
 
 # ---- the traced function in float64 --------------------------------------------------------------
@@ -159,7 +160,7 @@ def float64_reference(traced, device, dynamic_args) -> tuple[Any, str]:
             if why:
                 return None, why
             out = jax.jit(traced.fn, static_argnums=traced.static_argnums)(*wide)
-            return jax.tree_util.tree_map(np.asarray, out), ""
+            return jax.tree_util.tree_map(host_array, out), ""
     except Exception as e:  # the function cannot be traced in float64 (a dtype assertion, an op without f64)
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         return None, f"the function cannot be evaluated in float64 ({type(e).__name__}: {first[:200]})"
@@ -221,5 +222,5 @@ def nudged_outputs(ex, stage: Stage, device: str, args) -> tuple[tuple, str]:
                                xla_options=())
         except WorkbenchError as e:
             return (), f"the program did not run on inputs moved by one ulp ({str(e).splitlines()[0][:300]})"
-        outputs.append(jax.tree_util.tree_map(np.asarray, out))
+        outputs.append(jax.tree_util.tree_map(host_array, out))
     return tuple(outputs), ""

@@ -25,7 +25,7 @@ from ..ir.mlir import parse_module
 from .exported import prepare_for_jax
 
 __all__ = ["unwrap_lowered", "relowered", "num_devices", "kept_var_idx", "host_callbacks", "in_avals", "out_avals",
-           "platforms", "donated", "undonated_call", "portable_text"]
+           "platforms", "donated", "undonated_call", "portable_text", "host_array"]
 
 
 def unwrap_lowered(obj: Any) -> jax.stages.Lowered:
@@ -137,3 +137,13 @@ def portable_text(lowered: jax.stages.Lowered) -> str:
             return jax_mlir.module_to_string(_jax.mlir.deserialize_portable_artifact(blob), enable_debug_info=True)
     except Exception:  # noqa: BLE001 -- a module the portable format cannot carry: shown as JAX printed it
         return text
+
+
+def host_array(leaf: Any):
+    """An output or argument leaf as a numpy array: a typed PRNG key as its raw bits (numpy cannot
+    hold JAX's key types), anything else as ``np.asarray`` gives it."""
+    import numpy as np
+
+    if jax.dtypes.issubdtype(getattr(leaf, "dtype", np.float32), jax.dtypes.extended):
+        return np.asarray(jax.random.key_data(leaf))
+    return np.asarray(leaf)

@@ -215,8 +215,10 @@ class _Unsaveable(Exception):
 def _array(value, what: str):
     import numpy as np
 
+    from .program import host_array
+
     try:
-        return np.asarray(value)
+        return host_array(value)
     except (TypeError, ValueError) as e:
         raise _Unsaveable(f"{what} cannot be saved as an array: {e}") from None
 
