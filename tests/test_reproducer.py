@@ -216,6 +216,20 @@ def test_slower_than_times_the_pipeline(tmp_path, blocker):
     assert rc == 0 and last.startswith("PASS: slower_than"), out
 
 
+
+@pytest.mark.parametrize("name", ["__RTOL__", "x'''__CONFIG__'''y", 'a"""b\\n__CONFIG____RTOL__'])
+def test_a_name_that_holds_the_templates_placeholders_or_quotes_reaches_repro_py_as_given(tmp_path, blocker, name):
+    """repro.py's settings go into its template once, as a literal: a predicate's op name is data, never
+    a placeholder that a later replacement rewrites, nor quotes that end the literal early."""
+    ex = wb.explore(double_transpose, jnp.ones((3, 4)))
+    predicate = wb.has_op(name)
+    folder = ex.reproducer(tmp_path / "odd", predicate=predicate)
+    rc, last, out = run_repro(folder, blocker)
+    assert rc == 0 and last == f"PASS: has_op: the output has 0 {name} op(s): the predicate does not hold", out
+    assert f"predicate: {predicate.__name__};" in out.splitlines()[0], out
+    assert f"Predicate: `{predicate.__name__}`" in (folder / "README.md").read_text()
+
+
 _TRICKY = '''#loc1 = loc("x")
 module @m attributes {mhlo.note = "stablehlo.multiply"} {
   func.func public @main(%arg0: tensor<2x5xf32>) -> tensor<5xf32> {

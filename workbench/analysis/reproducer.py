@@ -8,6 +8,7 @@ with ReproducerError, never replaced by something else.
 """
 from __future__ import annotations
 
+import ast
 import datetime
 import json
 import platform
@@ -76,10 +77,7 @@ def write_reproducer(ex, directory, stage=None, predicate=None) -> Path:
     config = {"stage": chosen.name, "parent": parent.name, "device": (recipe or {}).get("device") or ex.spec.device,
               "predicate": recipe, "predicate_text": described, "inputs": inputs, "timeout": float(ex.spec.timeout),
               "versions": _versions(), "cannot_run": _cannot_run(text)}
-    literal = json.dumps(config, indent=1)
-    literal = f"r'''{literal}'''" if "'''" not in literal else repr(literal)
-    script = _SCRIPT_FILE.read_text().replace("__CONFIG__", literal).replace("__RTOL__", repr(TOLERANCES))
-    (out / "repro.py").write_text(script)
+    (out / "repro.py").write_text(_script({**config, "rtol": dict(TOLERANCES)}))
     (out / "README.md").write_text(_readme(ex, chosen, parent, later, pipeline, config, why,
                                            _workbench_verdict(ex, predicate)))
     return out
@@ -335,6 +333,25 @@ Predicate: `{config['predicate_text']}`. FAIL means the predicate holds, i.e. th
 """
 
 
-# ---- repro.py: repro_script.py, standalone (jax, jaxlib, numpy, enzyme-ad), copied with its two
-# placeholders filled in: __CONFIG__ (the folder's settings, a JSON literal) and __RTOL__ (TOLERANCES).
+# ---- repro.py: repro_script.py, standalone (jax, jaxlib, numpy, enzyme-ad), copied with its one
+# placeholder, __CONFIG__, filled in by the folder's settings (tolerances included) as a string literal of JSON.
 _SCRIPT_FILE = Path(__file__).with_name("repro_script.py")
+_PLACEHOLDER = "__CONFIG__"
+
+
+def _script(config: dict) -> str:
+    """The template with its placeholder replaced exactly once. The settings hold user text (op and stage
+    names, the predicate's description), so nothing is replaced after they are in, and their literal is
+    checked to read back as the same string: a raw triple-quoted one where that holds, for a readable
+    script, else repr's."""
+    before, *after = _SCRIPT_FILE.read_text().split(_PLACEHOLDER)
+    if len(after) != 1:
+        raise RuntimeError(f"{_SCRIPT_FILE} must hold {_PLACEHOLDER} exactly once, not {len(after)} times: "
+                           "the installed workbench is damaged; reinstall it")
+    text = json.dumps(config, indent=1)
+    literal = f"r'''{text}'''"
+    try:
+        readable = ast.literal_eval(literal) == text
+    except (SyntaxError, ValueError):
+        readable = False
+    return before + (literal if readable else repr(text)) + after[0]
