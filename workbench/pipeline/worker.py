@@ -19,7 +19,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Literal, Sequence
 
+from . import leftovers
 from .channel import Request, Response, ended, exchange
 
 __all__ = ["Worker", "WorkerPool", "WorkerCrash", "WorkerTimeout", "PassFailure", "PassOutcome", "ItemFailure",
@@ -379,8 +379,7 @@ class Worker:
         self._proc: _Proc | None = None
         self._lost = False  # the last process died or was killed; the next start is a restart
         self._lock = threading.Lock()
-        fd, self.log_path = tempfile.mkstemp(prefix="hlo-workbench-worker-", suffix=".log")
-        os.close(fd)
+        self.log_path = leftovers.log_file("worker")
         atexit.register(self.close)
 
     def _start(self) -> _Proc:
@@ -412,12 +411,7 @@ class Worker:
         return proc
 
     def _log_since(self, offset: int) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(offset)
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return leftovers.read_from(self.log_path, offset)
 
     @staticmethod
     def _kill(proc: _Proc) -> None:
@@ -443,7 +437,7 @@ class Worker:
                 self._lost = False
                 self._proc = self._start()
             proc = self._proc
-            offset = os.path.getsize(self.log_path)
+            offset = leftovers.bounded(self.log_path)
             if method in ("run_pipeline", "run_each", "check_pipeline"):
                 self.executions += 1
             self._next_id += 1
@@ -487,10 +481,13 @@ class Worker:
         return proc.process.pid if proc is not None and proc.alive() else None
 
     def close(self) -> None:
+        """End the process and remove its log (a crash's tail is in its error); a later call writes it afresh."""
         with self._lock:
             if self._proc is not None:
                 self._kill(self._proc)
                 self._proc = None
+            with contextlib.suppress(OSError):
+                os.unlink(self.log_path)
 
 
 class WorkerPool:

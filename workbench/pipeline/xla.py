@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import jax
 
 from ..errors import XlaOptionError
+from . import leftovers
 
 __all__ = ["XlaStage", "XlaResult", "compile_with_dumps", "check_options", "dump_options"]
 
@@ -185,7 +186,7 @@ def compile_lowered_with_dumps(lowered, options: dict | None = None) -> XlaResul
     failed stage); options that would abort the process are refused beforehand by ``check_options``.
     """
     opts = check_options(dict(options or {}))
-    d = tempfile.mkdtemp(prefix="hlo-workbench-xla-")
+    d = tempfile.mkdtemp(prefix=leftovers.prefix("xla"))  # named by this process: see leftovers
     try:  # the files are removed on the analysis thread: the result holds their texts
         compiler_options = {**dump_options(d), **opts}
         t0 = time.perf_counter()

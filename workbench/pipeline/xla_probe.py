@@ -31,11 +31,11 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 from multiprocessing.connection import Connection
 
 from ..errors import WorkbenchError
+from . import leftovers
 from .channel import Request, Response, ended, exchange
 
 __all__ = ["XlaAbortError", "XlaProbeDied", "guard_compile", "compile_sharded", "probe_compile", "probe_payload",
@@ -149,8 +149,7 @@ class _Prober:
 
     def _start(self) -> tuple:
         if self.log_path is None:
-            fd, self.log_path = tempfile.mkstemp(prefix="hlo-workbench-xla-probe-", suffix=".log")
-            os.close(fd)
+            self.log_path = leftovers.log_file("xla-probe")
         parent, child = socket.socketpair()
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
@@ -172,7 +171,7 @@ class _Prober:
             if spare:
                 self._spare = self._spare or self._start()
             proc, conn = self._live
-            offset = os.path.getsize(self.log_path)
+            offset = leftovers.bounded(self.log_path)
             self._next_id += 1
             rid = self._next_id
             try:
