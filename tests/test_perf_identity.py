@@ -189,7 +189,8 @@ def test_xla_stages_and_analyses_are_a_plain_reading_of_xlas_own_compile(attenti
         "temp_bytes": memory.temp_size_in_bytes, "alias_bytes": memory.alias_size_in_bytes,
         "generated_code_bytes": memory.generated_code_size_in_bytes}
     drain()  # the clean-up follows the analyses on their thread
-    assert removed == [str(kept)]
+    # this compile's folder is removed once (an earlier test's background compile may end in between)
+    assert removed.count(str(kept)) == 1
     stages = {s.name: s for s in ex.stages}
     xla_stages = [s for s in ex.stages if s.group == "xla"]
     assert [s.name for s in xla_stages] == [s.name for s in result.stages if s.group == "xla"]
