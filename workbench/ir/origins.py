@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Frame", "OpLocation", "Origin", "distinct_origins", "user_frame"]
+__all__ = ["Frame", "OpLocation", "Origin", "distinct_origins", "jax_name_stack", "user_frame"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Origin:
     def key(self) -> tuple:
         """What two stages' ops share when they came from the same JAX equation."""
         f = self.frame
-        return (_short_name(self.name),) + ((f.file, f.line, f.column) if f else ("", 0, 0))
+        return (jax_name_stack(self.name),) + ((f.file, f.line, f.column) if f else ("", 0, 0))
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class OpLocation:
 _XLA_PREFIX = re.compile(r"^(?:jit\([^/]*\)/)?call_exported/")
 
 
-def _short_name(name: str) -> str:
+def jax_name_stack(name: str) -> str:
     """The name stack as JAX wrote it in StableHLO: XLA's ``jit(call)/call_exported/`` prefix removed."""
     return _XLA_PREFIX.sub("", name)
 

@@ -26,6 +26,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
+from ...ir.origins import jax_name_stack
 from .model import Cluster, Dataflow, Node
 
 __all__ = ["ARGUMENT", "Flow", "Group", "GroupBy", "Scoped", "Unit", "scope_path", "scoped", "split_path"]
@@ -37,7 +38,6 @@ ARGUMENT = "argument"  # the name of a unit that is a function's argument
 GroupBy = Literal["scope", "structure"]
 
 # XLA's wrapper of an exported module, then the traced function's own jit
-_XLA_WRAPPER = re.compile(r"^(?:jit\([^/]*\)/)?call_exported/")
 _JIT = re.compile(r"p?jit\(.*\)\Z")
 
 
@@ -60,7 +60,7 @@ def split_path(text: str) -> tuple[str, ...]:
 def scope_path(name: str) -> tuple[str, ...]:
     """The groups of an op's name stack: without XLA's ``jit(call)/call_exported/``, the traced
     function's ``jit(f)`` and the op's own name (the last part)."""
-    parts = split_path(_XLA_WRAPPER.sub("", name))
+    parts = split_path(jax_name_stack(name))
     if parts and _JIT.match(parts[0]):
         parts = parts[1:]
     return parts[:-1]
