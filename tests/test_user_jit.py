@@ -186,3 +186,23 @@ def test_a_step_that_returns_its_next_prng_key_runs_checks_and_saves_with_its_ar
     assert jax.dtypes.issubdtype(r.outputs[1].dtype, jax.dtypes.prng_key)  # the key, as the function returns it
     loaded = wb.load(ex.save(tmp_path / "step.hlox", arrays=True))
     assert loaded.runs and loaded.runs[0].check.passed
+
+
+def test_an_eqx_filter_jit_step_that_returns_the_updated_module_explores_and_runs():
+    import equinox as eqx
+    import optax
+
+    model = eqx.nn.MLP(3, 1, 16, 2, key=jax.random.PRNGKey(1))
+    opt = optax.adam(1e-2)
+    state = opt.init(eqx.filter(model, eqx.is_array))
+
+    @eqx.filter_jit
+    def step(model, state, x, y):
+        loss, grads = eqx.filter_value_and_grad(lambda m: ((jax.vmap(m)(x) - y) ** 2).mean())(model)
+        updates, state = opt.update(grads, state, eqx.filter(model, eqx.is_array))
+        return eqx.apply_updates(model, updates), state, loss
+
+    ex = wb.explore(step, model, state, jnp.ones((4, 3)), jnp.zeros((4, 1)))  # its jaxpr failed: a module out
+    assert ex.error is None
+    r = ex.run(repeat=1)
+    assert r.check.passed and isinstance(r.outputs[0], eqx.nn.MLP)

@@ -307,7 +307,9 @@ def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
         if traced is not None and hasattr(traced, "jaxpr"):
             jaxpr = traced.jaxpr
         else:  # a jit without .trace (eqx.filter_jit): its call as one jaxpr equation holding its program
-            jaxpr = jax.make_jaxpr(lambda: fn(*copy.deepcopy(args)))()
+            # (its array outputs only: it may return a module holding functions, as a train step does)
+            jaxpr = jax.make_jaxpr(lambda: [x for x in jax.tree_util.tree_leaves(fn(*copy.deepcopy(args)))
+                                            if _is_array_like(x)])()
         t1 = time.perf_counter()
         outer = fn.lower(*copy.deepcopy(args))
         lowered = unwrap_lowered(outer)
