@@ -224,3 +224,15 @@ def test_a_scan_isolates_a_crashing_request_and_keeps_going():
     assert ok.failures == () and sorted(o.pipeline for o in ok.results) == ["canonicalize", "cse"]
     assert not any(o.changed or o.error for o in ok.results)
     assert sum(w.restarts for w in pool.workers) >= 1
+
+
+def test_running_an_exploration_of_shapes_asks_for_arrays():
+    """Exploring with jax.ShapeDtypeStruct arguments works (a shape is enough to trace, compile and cost);
+    running needs values, and says so by argument instead of XLA's "not a valid JAX type"."""
+    spec = jax.ShapeDtypeStruct((3,), jnp.float32)
+    ex = wb.explore(lambda x, y: jnp.sin(x) + y["a"], spec, {"a": spec}, pipeline="canonicalize")
+    assert ex.error is None and ex.cost("stablehlo") is not None
+    with pytest.raises(wb.WorkbenchError, match=r"args\[0\]: float32\[3\], args\[1\]\['a'\]: float32\[3\] are shapes"):
+        ex.run()
+    got = ex.run(args=(jnp.ones(3), {"a": jnp.ones(3)}), repeat=1)
+    assert np.allclose(got.outputs, np.sin(1.0) + 1) and got.check.passed

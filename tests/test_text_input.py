@@ -274,3 +274,45 @@ def test_refusals_without_enzyme_use_jaxlibs_parser(tmp_path, texts):
     out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env,
                          timeout=300, cwd=root).stdout
     assert "MlirSyntaxError 3 45 None" in out and "InputKindError None None hlo" in out
+
+
+ONE = """module @m {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("entry", ["explore_text", "opt"])
+def test_a_lone_surrogate_is_refused_with_where_it_is(entry):
+    """A str that no UTF-8 can hold (a file read with surrogateescape) used to end in UnicodeEncodeError
+    from deep inside; it is refused before the worker is asked, with its line and column."""
+    text = ONE.replace("%0 = stablehlo.add", "%0 = stablehlo.add\udce9", 1)
+    runner = default_runner()
+    executions = runner.worker.executions
+    with pytest.raises(wb.InputKindError, match="line 3, column 23: a lone surrogate") as e:
+        wb.explore_text(text) if entry == "explore_text" else wb.opt(text, "canonicalize")
+    assert e.value.kind == "not-utf-8" and runner.worker.executions == executions
+
+
+@pytest.mark.parametrize("text, names", [
+    (ONE + ONE.replace("@m", "@n"), "(@m, @n)"),
+    (ONE.replace("module @m", "module") * 3, "((unnamed), (unnamed), (unnamed))"),
+])
+def test_modules_pasted_one_after_another_are_refused_by_name(text, names):
+    """MLIR reads two modules in a row as one unnamed module around them: it used to explore, and then
+    every XLA stage failed with "the module has no @main function" though each module has one."""
+    with pytest.raises(wb.InputKindError, match=r"holds \d modules one after another") as e:
+        wb.explore_text(text)
+    assert names in str(e.value) and e.value.kind == "modules"
+    with pytest.raises(wb.InputKindError, match="one after another"):
+        wb.opt(text, "canonicalize")
+
+
+def test_a_module_nested_in_a_named_one_is_not_taken_for_two():
+    ex = wb.explore_text("module @outer {\n" + ONE + "}\n", pipeline="canonicalize")
+    assert [s.name for s in ex.pipeline_stages][:2] == ["input", "canonicalize#1"]
+    ex = wb.explore_text(ONE, pipeline="canonicalize")
+    assert ex.error is None and ex.run(repeat=1).check.passed

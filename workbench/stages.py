@@ -146,6 +146,19 @@ class Traced:
         dynamic = list(dynamic)
         return tuple(a if i in self.static_argnums else dynamic.pop(0) for i, a in enumerate(self.all_args))
 
+    def abstract_args(self, dynamic: tuple | None = None) -> list[str]:
+        """Where the traced arguments ``dynamic`` (default: the ones traced with) hold shapes with no
+        values (``jax.ShapeDtypeStruct``): enough to trace and compile, not to run. As
+        ``"args[0]['w']: float32[3,4]"``."""
+        import jax
+
+        found = []
+        for path, leaf in jax.tree_util.tree_leaves_with_path(self.args if dynamic is None else tuple(dynamic)):
+            if isinstance(leaf, jax.ShapeDtypeStruct):
+                shape = ",".join(map(str, leaf.shape))
+                found.append(f"args{jax.tree_util.keystr(path)}: {leaf.dtype}[{shape}]")
+        return found
+
     def executable_args(self, dynamic: tuple | None = None) -> tuple[tuple, dict]:
         """What the lowered program's executable is called with, for the traced arguments ``dynamic``
         (default: the ones it was traced with)."""

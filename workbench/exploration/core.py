@@ -23,7 +23,7 @@ from ..analysis.reproducer import write_reproducer
 from ..analysis.collectives import collective_table
 from ..analysis.cost import cost_table, hlo_op_costs, op_costs, plot_cost
 from ..analysis.scan import StepRun, pattern_timing, scan_patterns, step_patterns
-from ..errors import StageError, UnknownNameError
+from ..errors import StageError, UnknownNameError, WorkbenchError
 from ..ir.text import text_hash
 from ..pipeline.saved import save_exploration
 from ..pipeline.build import (Built, build, rebuild_xla, with_exactly, with_toggles,
@@ -373,6 +373,14 @@ class Exploration:
         """
         st = self.default_run_stage() if stage is None else self.stage(stage)
         device = device or self._spec.device
+        traced = self._spec.traced
+        abstract = traced.abstract_args(None if args is None else tuple(args)) if traced is not None else []
+        if abstract:
+            raise WorkbenchError(
+                f"stage {st.name!r} needs arrays to run, and {', '.join(abstract[:4])}"
+                f"{f' and {len(abstract) - 4} more' if len(abstract) > 4 else ''} "
+                f"{'is a shape' if len(abstract) == 1 else 'are shapes'} (jax.ShapeDtypeStruct) with no values: "
+                "a shape is enough to explore, compile and cost; pass arrays of it, ex.run(args=(...))")
         spread = not (processes is None and coordinator is None and num_processes is None and process_id is None)
         if spread:
             outputs, timing, where = run_processes(self, st, processes=processes, coordinator=coordinator,
@@ -387,7 +395,6 @@ class Exploration:
             known = (st.name, outputs) if owner is self and not self._spec.xla_options and not spread else None
             result_check = check_outputs(outputs, owner._reference(device, args, known,
                                                                    foreign=owner is not self))
-        traced = self._spec.traced
         returned = traced.returned(outputs, None if args is None else tuple(args)) if traced is not None else outputs
         result = RunResult(st.name, where, returned, timing, result_check, program_outputs=outputs)
         self._runs.append(result)

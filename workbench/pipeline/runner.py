@@ -11,7 +11,7 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from ..errors import MlirSyntaxError, PipelineSyntaxError, StageError
+from ..errors import InputKindError, MlirSyntaxError, PipelineSyntaxError, StageError
 from ..ir.text import public_functions, publish_functions, text_hash
 from .worker import PassFailure, Worker, WorkerCrash, WorkerTimeout, default_worker
 
@@ -54,17 +54,30 @@ class StepRunner:
         self._checked.add(pipeline)
 
     def check_module(self, text: str) -> None:
-        """Parse ``text`` once with the parser the passes use; MlirSyntaxError with its line:col if it fails."""
+        """Parse ``text`` once with the parser the passes use; MlirSyntaxError with its line:col if it fails,
+        InputKindError if it holds several modules side by side (each would need exploring on its own)."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate (e.g. from bytes decoded with surrogateescape)
+            line = text.count("\n", 0, e.start) + 1
+            column = e.start - text.rfind("\n", 0, e.start)
+            raise InputKindError("not-utf-8", f"the text holds {text[e.start]!r} at line {line}, column {column}: "
+                                 "a lone surrogate, which no UTF-8 text can hold and the MLIR parser cannot read; "
+                                 "remove it, or read the file as UTF-8") from None
         key = text_hash(text)
         if key in self._parsed:
             return
         try:
-            self.worker.call("parse_module", text)
+            several = self.worker.call("parse_module", text).value
         except PassFailure as e:
             raise _syntax_error(e.message + "\n" + e.diagnostics, text) from None
         except (WorkerCrash, WorkerTimeout) as e:
             raise MlirSyntaxError(f"parsing the module stopped its worker process ({e}); the worker was "
                                   "restarted", tuple(e.diagnostics.strip().splitlines()[-30:])) from None
+        if several:
+            raise InputKindError("modules", f"the text holds {len(several)} modules one after another "
+                                 f"({', '.join(several)}), which MLIR reads as one unnamed module around them, "
+                                 "with no @main of its own; explore each module on its own")
         if len(self._parsed) >= self.max_entries:
             self._parsed.clear()
         self._parsed.add(key)

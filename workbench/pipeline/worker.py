@@ -218,21 +218,46 @@ def _check_pipeline(pipeline: str) -> None:
         passmanager.PassManager.parse(_anchored(pipeline))
 
 
-def _parse_module(text: str) -> None:
+def _parse_module(text: str) -> list[str]:
     """Parse (and verify) ``text`` with the parser the passes will use; raise with its diagnostics.
 
     With enzyme-ad, an empty pipeline through its runner: the cheapest call it has that parses
     (parse, verify, print; the printed text is dropped here rather than sent back). Its diagnostics
     go to stderr, i.e. the worker log, as ``loc("-":line:col): error: ...``.
+
+    Returns the names of the modules the text holds side by side (MLIR's parser wraps several top-level
+    modules in one unnamed module, which then has no ``@main`` of its own); empty for one module.
     """
     if enzyme_available():
         from enzyme_ad.jax import enzyme_call
 
         enzyme_call.run_pass_pipeline([], text, "")
-        return
+    else:
+        from ..ir.mlir import parse_module
+
+        parse_module(text, allow_unregistered=False)
+    return _side_by_side_modules(text)
+
+
+def _side_by_side_modules(text: str) -> list[str]:
+    """The names (``@name``, or ``(unnamed)``) of the modules directly inside an unnamed outer module,
+    when it holds nothing else and more than one: text pasted as two modules one after the other."""
+    if text.count("module") < 2:  # one module, or none written out: nothing to look at (the common case)
+        return []
+    from jaxlib.mlir import ir
+
     from ..ir.mlir import parse_module
 
-    parse_module(text, allow_unregistered=False)
+    module = parse_module(text, allow_unregistered=True)
+    with module.context:
+        op = module.operation
+        if "sym_name" in op.attributes:
+            return []
+        inner = list(module.body.operations)
+        if len(inner) < 2 or any(o.operation.name != "builtin.module" for o in inner):
+            return []
+        return ["@" + ir.StringAttr(o.operation.attributes["sym_name"]).value
+                if "sym_name" in o.operation.attributes else "(unnamed)" for o in inner]
 
 
 def _transform_passes(args: tuple) -> PatternLists:
