@@ -297,3 +297,87 @@ def test_an_interrupted_pool_scan_ends_its_busy_requests_and_the_pool_answers_ri
         assert _new_children(earlier) <= {w.pid for w in pool.workers}
     finally:
         pool.workers[1].close()
+
+
+def chain(x, y):  # the patterns remove its transposes: a scan finds them, a bisect needs two of them
+    for _ in range(150):
+        x = jnp.tanh(jnp.dot(x.T, y.T).T) + jnp.sin(x)
+    return x
+
+
+CHAIN_ARGS = (jnp.ones((4, 4)), jnp.eye(4))
+NO_TRANSPOSE = wb.op_count_at_most("stablehlo.transpose", 0)
+
+_FRESH = """
+import json, sys
+import jax.numpy as jnp
+import workbench as wb
+from tests.test_interrupts import CHAIN_ARGS, NO_TRANSPOSE, SMALL_ARG, chain, small
+ex = wb.explore(chain, *CHAIN_ARGS)
+print(json.dumps({"applicable": ex.applicable(), "bisect": ex.bisect(NO_TRANSPOSE).patterns,
+                  "small": [[s.name, s.text] for s in wb.explore(small, SMALL_ARG).pipeline_stages]}))
+"""
+
+
+def _fresh_answers() -> dict:
+    """What a fresh Python process answers: the reference every interrupted session is held to."""
+    import json
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", _FRESH], capture_output=True, text=True, timeout=600, cwd=root,
+                         env={**os.environ, "PYTHONPATH": root})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_ctrl_c_in_applicable_and_bisect_leaves_every_later_answer_as_a_fresh_process_gives_it():
+    """A real SIGINT (Python's own handler raises KeyboardInterrupt in the main thread) at several points of
+    ``ex.applicable()`` and ``ex.bisect(...)``: afterwards the scan, the bisect and a small exploration answer
+    exactly what a fresh process answers, and no worker process is left over from the interrupted call."""
+    fresh = _fresh_answers()
+    earlier = set(_children("workbench.pipeline.worker"))
+    ex = wb.explore(chain, *CHAIN_ARGS)
+    assert ex.applicable() == fresh["applicable"]  # the pool is up: what follows times the work, not its start
+    seconds = {}
+    for what in ("applicable", "bisect"):
+        default_runner().clear()
+        t = time.perf_counter()  # only to spread the interrupts over one call, never asserted
+        ex.applicable() if what == "applicable" else ex.bisect(NO_TRANSPOSE)
+        seconds[what] = time.perf_counter() - t
+
+    armed = threading.Event()
+
+    def on_sigint(signum, frame):
+        if armed.is_set():  # a signal arriving after the call returned must not interrupt the test itself
+            armed.clear()
+            signal.default_int_handler(signum, frame)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    interrupted = 0
+    try:
+        for what, fraction in [(w, k / 4) for w in ("applicable", "bisect") for k in (1, 2, 3)]:
+            default_runner().clear()  # every request reaches the workers again
+            timer = threading.Timer(seconds[what] * fraction, os.kill, (os.getpid(), signal.SIGINT))
+            armed.set()
+            timer.start()
+            try:
+                ex.applicable() if what == "applicable" else ex.bisect(NO_TRANSPOSE)
+            except KeyboardInterrupt:
+                interrupted += 1
+            finally:
+                armed.clear()
+                timer.cancel()
+                timer.join()
+            default_runner().clear()
+            assert ex.applicable() == fresh["applicable"], (what, fraction)
+            assert ex.bisect(NO_TRANSPOSE).patterns == fresh["bisect"], (what, fraction)
+            assert [[s.name, s.text] for s in wb.explore(small, SMALL_ARG).pipeline_stages] == fresh["small"]
+            allowed = {default_runner().worker.pid}
+            if worker_mod._POOL is not None:
+                allowed |= {w.pid for w in worker_mod._POOL.workers}
+            assert _new_children(earlier) <= allowed, (what, fraction)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert interrupted >= 3  # most of the signals landed inside the calls they were aimed at
