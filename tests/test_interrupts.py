@@ -381,3 +381,19 @@ def test_ctrl_c_in_applicable_and_bisect_leaves_every_later_answer_as_a_fresh_pr
     finally:
         signal.signal(signal.SIGINT, previous)
     assert interrupted >= 3  # most of the signals landed inside the calls they were aimed at
+
+
+def test_a_probe_that_gives_no_answer_in_time_is_ended_and_not_a_verdict():
+    """A compile in the probe child that outlasts the timeout used to be kept as the verdict "no answer after
+    0 s", and the compile then went ahead in this process unguarded; now it is said, and the next call
+    tries again."""
+    source = wb.explore(big, *BIG_ARGS).stage("stablehlo").text_with_locations
+    options = {"xla_disable_hlo_passes": "cse"}
+    kept = dict(xla_probe._VERDICTS)
+    earlier = set(_children("workbench.pipeline.xla_probe"))
+    with pytest.raises(xla_probe.XlaProbeDied, match="gave no answer within 0.001 s"):
+        xla_probe.guard_compile(source, "cpu:0", options, timeout=0.001)
+    assert xla_probe._VERDICTS == kept  # nothing was kept
+    assert xla_probe._PROBER._live is None and not set(_children("workbench.pipeline.xla_probe")) - earlier
+    xla_probe.guard_compile(source, "cpu:0", options)  # tried again with time enough: XLA compiles it
+    assert len(xla_probe._VERDICTS) == len(kept) + 1

@@ -50,7 +50,8 @@ class XlaAbortError(WorkbenchError):
 
 class XlaProbeDied(WorkbenchError):
     """The child process compiling the module was killed from outside (SIGKILL: most likely the
-    out-of-memory killer) or exited; whether XLA accepts the module is not known, and nothing is kept."""
+    out-of-memory killer), exited, or gave no answer within the timeout and was ended; whether XLA
+    accepts the module is not known, and nothing is kept."""
 
 
 def _death(code: int | None, check: str | None) -> str:
@@ -163,7 +164,8 @@ class _Prober:
 
     def compile(self, payload: dict, timeout: float, spare: bool = True) -> str | None:
         """None when XLA compiled it; else why not (its error, or KILLED, the signal and XLA's CHECK message
-        when XLA ended the child). A child killed by SIGKILL, or that exited, raises XlaProbeDied.
+        when XLA ended the child). A child killed by SIGKILL, that exited, or that did not answer within
+        ``timeout`` (it is ended) raises XlaProbeDied.
         ``spare``: keep a second child warming up meanwhile (for a burst of probes that may kill children)."""
         with self._lock:
             if self._live is None or self._live[0].poll() is not None:
@@ -198,9 +200,12 @@ class _Prober:
             except BaseException:  # interrupted: the answer would be unread, the stream perhaps cut mid-message
                 self._drop()
                 raise
-            if answer is None:
+            if answer is None:  # slow, not refused: a verdict would stand in for a compile that never ended
                 self._drop()
-                return f"no answer after {timeout:.0f} s"
+                raise XlaProbeDied(
+                    f"the child process compiling this module with XLA gave no answer within {timeout:g} s (the "
+                    "exploration's timeout) and was ended. Whether XLA accepts the module is not known, so nothing "
+                    "is kept: explore with a larger timeout= for a module this large, and the next call tries again")
             return answer.payload
 
     def _drop(self, which: str = "_live") -> None:
