@@ -142,6 +142,9 @@ def test_the_header_stage_table_cost_graph_and_runs_are_static_html(attention, a
                           ("enzyme-ad", metadata.version("enzyme-ad")), ("hlo-workbench", metadata.version("hlo-workbench"))):
         assert f"{dist} {version}" in words
     assert attention.spec.title in words and "cpu:0" in words and attention.spec.pipeline in words
+    # the report's limits, stated in it (tests/test_bounds.py checks that they hold)
+    limits = re.search(r'<span id="wb-limits">(.*?)</span>', text).group(1)
+    assert "characters of one stage&#x27;s text" in limits and limits.endswith("every stage is embedded whole.")
     table = section(text, "stages")
     rows = re.findall(r'<tr data-stage="([^"]*)"', table)
     assert [html.unescape(r) for r in rows] == attention.names

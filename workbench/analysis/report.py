@@ -13,17 +13,19 @@ Stage texts are never written as markup: they travel as gzip + base64 inside a n
 ``<script type="text/plain">`` (the browser unpacks them with ``DecompressionStream``), every other
 piece of text from the program or the tools is HTML-escaped, JSON blocks have ``<``, ``>``, ``&``
 escaped as ``\\u003c``, and the SVGs are re-serialized from their parsed trees keeping only drawing
-elements and attributes (no scripts, handlers or links out). The texts are the normalized ones the
-diff shows (``analysis.diff.normalize``), each distinct text once, as runs over a pool of distinct
-lines, so a 54-stage pipeline whose stages mostly repeat their parents' lines stays small. The
-workbench's structural diff is precomputed for every stage against its parent and for the pair
-shown first; any other pair is diffed line by line in the page (``assets/report.js``).
+elements and attributes (no scripts, handlers or links out). The texts and the precomputed diffs
+are packed by ``report_texts``: each distinct text once, normalized as the diff shows it.
+
+What a report reads, embeds and computes is bounded by its ``ReportLimits`` (``report_texts``),
+stated in the report's header with what they left out: a stage text over ``text_chars`` is embedded
+cut and is neither diffed, costed nor drawn; past ``total_chars`` of distinct texts in all, the same;
+structural diffs are precomputed up to ``diff_lines`` and ``diff_budget``; the graph's layout gets
+``graph_seconds``. So the report's work grows with the program up to those caps and no further.
 """
 from __future__ import annotations
 
 import base64
 import datetime
-import gzip
 import hashlib
 import html
 import io
@@ -36,33 +38,31 @@ from importlib import metadata
 from pathlib import Path
 
 from .cost import cost_table, plot_cost
-from .diff import diff_texts, normalize
 from .graph import stage_graph
 from .numbers import num
+from .report_texts import LIMITS, REFERENCE, ReportLimits, limits_note, pack_texts, pairs_note
 from ..pipeline.saved import json_text, write_replacing
 from ..stages import Stage
 
-__all__ = ["render_report", "write_report", "render_diff_page", "write_diff_page"]
+__all__ = ["ReportLimits", "render_report", "write_report", "render_diff_page", "write_diff_page"]
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 _ASSETS = _PACKAGE / "assets"  # the report's own page script and style
 _VIEWER = _ASSETS  # diffview.js / .css: the panel's DiffView widget loads the same files
-_KINDS = {"equal": 0, "changed": 1, "deleted": 2, "inserted": 3, "moved": 4}  # diffview.js's row kind codes
 _COST_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes",
                  "collective_bytes", "temp_bytes", "seconds", "note")  # collective_bytes: a sharded program's only
 _GRAPH_MAX_OPS = 300
 _DIFF_HEIGHT = 600
-_REFERENCE = "stablehlo"
 _FOOTER = ('<footer class="wb-note">Written by hlo-workbench\'s <code>ex.report(path)</code>. One file: no network '
            "access; the stage texts are inside it, normalized as <code>ex.diff</code> prints them.</footer>")
 
 
-def write_report(ex, path, graph=None, max_ops: int = _GRAPH_MAX_OPS) -> Path:
+def write_report(ex, path, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportLimits = LIMITS) -> Path:
     """Write the report of ``ex`` to ``path`` (a temporary file in the same folder, then renamed, so a
     crash leaves any older report whole) and return the path. ``graph`` picks the stage drawn (default:
     the last MLIR stage that succeeded, ``ex.default_run_stage()``); above ``max_ops`` ops it is drawn
-    one node per function."""
-    return _write(Path(path), render_report(ex, graph=graph, max_ops=max_ops))
+    one node per function. ``limits`` bound what the report reads, embeds and computes."""
+    return _write(Path(path), render_report(ex, graph=graph, max_ops=max_ops, limits=limits))
 
 
 def write_diff_page(before: str, after: str, before_name: str, after_name: str, path) -> Path:
@@ -75,35 +75,41 @@ def _write(path: Path, page: str) -> Path:
     return write_replacing(path, lambda f: f.write(page.encode("utf-8")), mode=0o644)
 
 
-def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS) -> str:
+def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportLimits = LIMITS) -> str:
     """The report of ``ex`` as one HTML document (see the module docstring)."""
     stages = ex.stages
     first = _first_pair(ex, stages)
-    packed, diffs, precomputed = _payload(stages, first)
+    packed = pack_texts(stages, first, limits)
+    whole = packed.whole
+    read = [s for s in stages if not s.error and s.text in whole]
     body = "\n".join([
-        _header(ex, stages),
+        _header(ex, stages, limits_note(limits, packed.usage)),
         _stage_table(stages),
-        _diff_section(stages, first, diffs.get(first)),
-        _cost_section(ex),
-        _graph_section(ex, stages, graph, max_ops),
+        _diff_section(stages, first, packed.first_diff, whole),
+        _cost_section(ex, read, [s.name for s in stages if not s.error and s.text not in whole]),
+        _graph_section(ex, stages, graph, max_ops, whole, limits),
         _runs_section(ex),
         _FOOTER,
     ])
-    return _document(f"{ex.spec.title} \u2014 hlo-workbench report", body, packed, stages, first, precomputed)
+    return _document(f"{ex.spec.title} \u2014 hlo-workbench report", body, packed.data, stages, first,
+                     packed.precomputed)
 
 
-def render_diff_page(before: str, after: str, before_name: str, after_name: str) -> str:
+def render_diff_page(before: str, after: str, before_name: str, after_name: str,
+                     limits: ReportLimits = LIMITS) -> str:
     """The structural diff of two module texts as one HTML document: the diff viewer and the ops delta."""
     group = "xla" if "HloModule" in before[:4000] else "mlir"
     stages = [Stage(before_name, group, before, "", True, None, None),
               Stage(after_name, group, after, "", True, None, before_name)]
     first = (before_name, after_name)
-    packed, diffs, precomputed = _payload(stages, first)
+    packed = pack_texts(stages, first, limits)
+    note = limits_note(limits, packed.usage)
     body = "\n".join([f"<h1>{_esc(before_name)} \u2192 {_esc(after_name)}</h1>",
-                      _diff_section(stages, first, diffs.get(first)), _FOOTER.replace("ex.report(path)",
-                                                                                      "hlo-workbench diff --html")])
-    return _document(f"{before_name} \u2192 {after_name} \u2014 hlo-workbench diff", body, packed, stages, first,
-                     precomputed)
+                      f'<p class="wb-note" id="wb-limits">{_esc(note)}</p>',
+                      _diff_section(stages, first, packed.first_diff, packed.whole),
+                      _FOOTER.replace("ex.report(path)", "hlo-workbench diff --html")])
+    return _document(f"{before_name} \u2192 {after_name} \u2014 hlo-workbench diff", body, packed.data, stages, first,
+                     packed.precomputed)
 
 
 def _document(title: str, body: str, packed: str, stages, first, precomputed) -> str:
@@ -113,7 +119,7 @@ def _document(title: str, body: str, packed: str, stages, first, precomputed) ->
                    for s in stages],
         "first": list(first),
         "height": _DIFF_HEIGHT,
-        "pairs_note": _pairs_note(precomputed),
+        "pairs_note": pairs_note(precomputed),
     }
     script = _asset(_ASSETS / "report.js", "script")
     style = _asset(_VIEWER / "diffview.css", "style") + "\n" + _asset(_ASSETS / "report.css", "style")
@@ -154,63 +160,11 @@ def _asset(path: Path, tag: str) -> str:
     return text
 
 
-# -- what the page's diff viewer reads --------------------------------------------------------------------
-class _Texts:
-    """Distinct texts, each a list of runs (first, count) of consecutive indices into a pool of lines."""
-
-    def __init__(self):
-        self.pool: dict[str, int] = {}
-        self.runs: list[list[int]] = []
-        self.ids: dict[str, int] = {}
-
-    def add(self, lines) -> int:
-        key = "\n".join(lines)
-        known = self.ids.get(key)
-        if known is not None:
-            return known
-        runs: list[int] = []
-        pool = self.pool
-        for line in lines:
-            k = pool.setdefault(line, len(pool))
-            if runs and runs[-2] + runs[-1] == k:
-                runs[-1] += 1
-            else:
-                runs += [k, 1]
-        self.ids[key] = len(self.runs)
-        self.runs.append(runs)
-        return self.ids[key]
-
-
-def _row_runs(rows) -> list[int]:
-    """``Diff.rows()`` as runs (before line, after line, kind, count): along a run both lines count up
-    by one (or stay -1) and the kind stays."""
-    out: list[int] = []
-    i0 = j0 = k0 = n = None
-    for i, j, kind in rows:
-        k = _KINDS[kind]
-        if n and k == k0 and (i < 0 if i0 < 0 else i == i0 + n) and (j < 0 if j0 < 0 else j == j0 + n):
-            n += 1
-            continue
-        if n:
-            out += [i0, j0, k0, n]
-        i0, j0, k0, n = i, j, k, 1
-    if n:
-        out += [i0, j0, k0, n]
-    return out
-
-
-def _lines(text: str) -> list[str]:
-    try:
-        return normalize(text)
-    except Exception:  # a text the diff's reader cannot read is shown as it is
-        return text.splitlines()
-
-
 def _first_pair(ex, stages) -> tuple[str, str]:
     """The pair the diff viewer opens on: the program as lowered against the last MLIR stage (what the
     MLIR pipeline did), else the first stage that changed against its parent."""
     ok = [s for s in stages if not s.error]
-    ref = next((s for s in ok if s.name == _REFERENCE), None) or next((s for s in ok if s.is_module), None)
+    ref = next((s for s in ok if s.name == REFERENCE), None) or next((s for s in ok if s.is_module), None)
     try:
         last = ex.default_run_stage()
     except IndexError:  # no module stage at all
@@ -221,58 +175,6 @@ def _first_pair(ex, stages) -> tuple[str, str]:
     if changed is not None:
         return changed.parent, changed.name
     return stages[0].name, stages[-1].name
-
-
-def _payload(stages, first):
-    """The stage texts and the precomputed diffs, packed (gzip, base64); the Diffs computed, by pair;
-    the pairs besides parent -> stage that were diffed."""
-    by_name = {s.name: k for k, s in enumerate(stages)}
-    texts = _Texts()
-    normalized: dict[str, list[str]] = {}
-    stage_text = []
-    for s in stages:
-        if s.error:
-            stage_text.append(-1)
-            continue
-        if s.text not in normalized:
-            normalized[s.text] = _lines(s.text)
-        stage_text.append(texts.add(normalized[s.text]))
-    wanted = [(s.parent, s.name) for s in stages if s.parent in by_name]
-    ref = next((s.name for s in stages if s.name == _REFERENCE and not s.error), None)
-    distinct_mlir = {s.text: s.name for s in reversed(stages) if s.group == "mlir" and not s.error}
-    extra = [first] + [(ref, n) for n in reversed(distinct_mlir.values()) if ref is not None]
-    extra += [p for p in [("xla:before_optimizations", "xla:optimized")] if all(n in by_name for n in p)]
-    extra = [p for p in dict.fromkeys(extra) if p not in set(wanted) and p[0] != p[1]]
-    pairs, diffs, done = [], {}, set()
-    for a, b in wanted + extra:
-        sa, sb = stages[by_name[a]], stages[by_name[b]]
-        if sa.error or sb.error:
-            continue
-        la, lb = normalized[sa.text], normalized[sb.text]
-        if la == lb:
-            t = texts.add(la)
-            pairs.append([by_name[a], by_name[b], t, t, [0, 0, 0, len(la)] if la else []])
-            done.add((a, b))
-            continue
-        try:
-            d = diff_texts(sa.text, sb.text, a, b)
-        except Exception:  # left to the page's line diff
-            continue
-        diffs[(a, b)] = d
-        pairs.append([by_name[a], by_name[b], texts.add(d.before), texts.add(d.after), _row_runs(d.rows())])
-        done.add((a, b))
-    data = {"pool": list(texts.pool), "texts": texts.runs, "stage_text": stage_text, "pairs": pairs}
-    raw = json_text(data, "the report's texts", separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    packed = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
-    return packed, diffs, [p for p in extra if p in done]
-
-
-def _pairs_note(pairs) -> str:
-    with_ref = [b for a, b in pairs if a == _REFERENCE]
-    parts = [f"{a} \u2192 {b}" for a, b in pairs if a != _REFERENCE or len(with_ref) < 3]
-    if len(with_ref) >= 3:
-        parts.insert(0, f"{_REFERENCE} against each MLIR stage")
-    return "and for " + " and ".join(parts) if parts else "and for no other pair"
 
 
 # -- numbers and tables -------------------------------------------------------------------------------
@@ -330,7 +232,7 @@ def _versions() -> str:
     return " \u00b7 ".join(bits + [f"Python {platform.python_version()}"])
 
 
-def _header(ex, stages) -> str:
+def _header(ex, stages, limits_note: str) -> str:
     spec = ex.spec
     groups = {}
     for s in stages:
@@ -351,7 +253,8 @@ def _header(ex, stages) -> str:
     if spec.xla_options:
         facts.append(("XLA options", "; ".join(f"{k}={v}" for k, v in spec.xla_options)))
     facts += [("versions", _versions()),
-              ("written", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z"))]
+              ("written", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")),
+              ("limits", _Html(f'<span id="wb-limits">{_esc(limits_note)}</span>'))]
     dl = "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(v)}</dd>" for k, v in facts)
     error = ex.error
     failed = (f'<div class="wb-error"><b>Stage {_esc(error.stage)} failed</b> (the stages before it are '
@@ -398,16 +301,20 @@ def _ops_delta(d, why: str) -> str:
     return f'<div class="wb-delta">ops: {chips}</div>'
 
 
-def _why_no_diff(stages, pair) -> str:
+def _why_no_diff(stages, pair, whole) -> str:
     by_name = {s.name: s for s in stages}
     failed = [n for n in pair if by_name[n].error]
     if failed:
         return f"stage {failed[0]} failed, so it has no text to compare"
-    same = _lines(by_name[pair[0]].text) == _lines(by_name[pair[1]].text)
-    return "no change (up to value names and locations)" if same else "the structural diff failed"
+    la, lb = (whole.get(by_name[n].text) for n in pair)
+    if la is None or lb is None:
+        return "not compared: a text is over the report's limits (see the header)"
+    if la == lb:
+        return "no change (up to value names and locations)"
+    return "the structural diff failed, or is over the report's diff limits (see the header)"
 
 
-def _diff_section(stages, first, first_diff) -> str:
+def _diff_section(stages, first, first_diff, whole) -> str:
     def picker(ident: str, label: str, chosen: str) -> str:
         options = "".join(f'<option value="{_esc(s.name)}"{" selected" if s.name == chosen else ""}>'
                           f'{_esc(s.name)}{" (failed)" if s.error else ""}</option>' for s in stages)
@@ -418,7 +325,7 @@ def _diff_section(stages, first, first_diff) -> str:
                f'{picker("wb-pick-b", "after", first[1])}</div>')
     delta = (f'<p class="wb-note">What {_esc(first[0])} \u2192 {_esc(first[1])} changed, by op '
              f"(<code>ex.diff({_esc(json.dumps(first[0]))}, {_esc(json.dumps(first[1]))}).ops_delta()</code>):</p>"
-             + _ops_delta(first_diff, _why_no_diff(stages, first)))
+             + _ops_delta(first_diff, _why_no_diff(stages, first, whole)))
     return _section("diff", "Diff of two stages", (
         pickers + '<noscript><p>The diff viewer needs JavaScript; everything else in this report is static.</p>'
         '</noscript><div class="wb-note" id="wb-diff-note"></div><div id="wb-diff"></div>' + delta))
@@ -481,9 +388,10 @@ def _unavailable(what: str, err: BaseException) -> str:
     return f'<p class="wb-error">{_esc(what)}: {_esc(type(err).__name__)}: {_esc(err)}</p>'
 
 
-def _cost_section(ex) -> str:
+def _cost_section(ex, read, left_out: list[str]) -> str:
+    """The cost table and chart of the stages in ``read`` (those whose text the report read whole)."""
     try:
-        df = cost_table(ex)
+        df = cost_table(ex, stages=read)
         cols = [c for c in _COST_COLUMNS if c in df and (c != "collective_bytes" or df[c].fillna(0).gt(0).any())]
         table = _table(cols, df[cols].itertuples(index=False, name=None))
     except Exception as e:  # the rest of the report stands without it
@@ -491,7 +399,7 @@ def _cost_section(ex) -> str:
     try:
         import matplotlib
 
-        fig = plot_cost(ex)
+        fig = plot_cost(ex, stages=read)
         buf = io.StringIO()
         with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hlo-workbench"}):
             fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -501,23 +409,31 @@ def _cost_section(ex) -> str:
     note = ('<p class="wb-note"><code>ex.cost()</code>: the analytic model\'s ops, flops, transcendentals and '
             "bytes of each module stage, XLA's HloCostAnalysis (<code>xla_*</code>) of the same module and of "
             "each HLO stage, and the compiled module's temporary memory.</p>")
+    if left_out:
+        note += (f'<p class="wb-note">Not costed here (their texts are over the report\'s limits, see the header; '
+                 f"<code>ex.cost()</code> has them): {_esc(', '.join(left_out))}</p>")
     return _section("cost", "Cost", note + plot + '<div class="wb-scroll">' + table + "</div>")
 
 
-def _graph_section(ex, stages, graph, max_ops: int) -> str:
+def _graph_section(ex, stages, graph, max_ops: int, whole, limits: ReportLimits) -> str:
     try:
         st = ex.default_run_stage() if graph is None else ex.stage(graph)
     except Exception as e:
         return _section("graph", "Graph", _unavailable("no stage to draw", e))
-    ref = next((s for s in stages if s.name == _REFERENCE and s.is_module), None)
+    ref = next((s for s in stages if s.name == REFERENCE and s.is_module), None)
     against = ref if ref is not None and ref.name != st.name and st.group == "mlir" else ex.parent_of(st)
     what = (f"<code>ex.graph({_esc(json.dumps(st.name))}, max_ops={max_ops})</code>: the dataflow of "
             f"<b>{_esc(st.name)}</b>" + (f", ops new or changed since <b>{_esc(against.name)}</b> filled orange"
                                            if against is not None else "") + ".")
+    if st.text not in whole or (against is not None and not against.error and against.text not in whole):
+        drawn = (f'<p class="wb-note">Not drawn: the text of {_esc(st.name)} or of the stage it is compared with is '
+                 "over the report's limits (see the header).</p>")
+        return _section("graph", f"Graph of {st.name}", f'<p class="wb-note">{what}</p>' + drawn)
     try:
-        svg = stage_graph(st, against, max_ops=max_ops).pipe(format="svg").decode("utf-8")
+        g = stage_graph(st, against, max_ops=max_ops, layout_seconds=limits.graph_seconds)
+        svg = g.pipe(format="svg").decode("utf-8")
         drawn = f'<div class="wb-graph wb-scroll">{_clean_svg(svg, "wb-graph-")}</div>'
-    except Exception as e:  # graphviz missing, dot failing, a stage that cannot be drawn
+    except Exception as e:  # no graphviz, dot failing or too slow (GraphTooLargeError), a stage not drawable
         drawn = _unavailable(f"the graph of {st.name} could not be drawn", e)
     return _section("graph", f"Graph of {st.name}", f'<p class="wb-note">{what}</p>' + drawn)
 

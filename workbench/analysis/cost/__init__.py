@@ -8,7 +8,8 @@ The input is one stage of a pipeline as MLIR text (StableHLO as JAX lowers it, o
 * ``xla_cost(text)`` / ``memory_analysis(text)`` -- what XLA itself says: its ``HloCostAnalysis`` of
   this module's unoptimized HLO on CPU, and the buffer sizes of the compiled CPU executable.
 * ``hlo_op_costs(text)`` / ``hlo_module_cost(text)`` -- the same for XLA's HLO stages, per instruction
-  and in total, by XLA's own HloCostAnalysis (each instruction analysed alone, in the worker).
+  and in total, by XLA's own HloCostAnalysis (each instruction analysed alone, in the worker);
+  ``hlo_work(text)`` counts what that does before XLA, as ``model_work(text)`` does for the model.
 * ``roofline(mc, device)`` -- lower-bound run times from the peak rates in ``PEAKS``.
 * ``cost_table(ex)`` / ``plot_cost(ex)`` -- all of that for every stage of an Exploration.
 
@@ -20,7 +21,7 @@ and where it still differs from XLA), ``peaks`` (peak rates and the roofline), `
 from __future__ import annotations
 
 from ...errors import ModuleParseError
-from .hlo import HLO_COLUMNS, hlo_module_cost, hlo_module_costs, hlo_op_costs
+from .hlo import HLO_COLUMNS, HloWork, hlo_module_cost, hlo_module_costs, hlo_op_costs, hlo_work
 from .model import COLUMNS, KINDS, ModuleCost, located_op_costs, model_work, module_cost, op_costs
 from .peaks import PEAKS, DevicePeak, Roofline, cpu_peak, roofline
 from .table import cost_table, plot_cost
@@ -32,6 +33,7 @@ __all__ = [
     "KINDS",
     "PEAKS",
     "DevicePeak",
+    "HloWork",
     "ModuleCost",
     "ModuleParseError",
     "Roofline",
@@ -41,6 +43,7 @@ __all__ = [
     "hlo_module_cost",
     "hlo_module_costs",
     "hlo_op_costs",
+    "hlo_work",
     "located_op_costs",
     "memory_analysis",
     "model_work",

@@ -11,9 +11,16 @@ HloCostAnalysis adds up over instructions, so the rows sum to XLA's total for th
 
 XLA's HLO parser and analysis run in the worker process: a module put together this way can fail a
 CHECK inside XLA, which would end the kernel. An instruction that does is reported in its row.
+
+The work stays linear in the module's text: the module is read once, each computation's shapes are
+mapped and each called computation printed at most once, and each instruction's module holds its
+own line, its operands' shapes and the computations it calls. ``hlo_work`` counts that work (without
+asking XLA), as ``model.model_work`` does for the analytic model. Only a computation that many
+analysed instructions call (one reducer shared by many reduces) is copied into each of their modules.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import pandas as pd
@@ -24,12 +31,42 @@ from ...ir.hlo import (Computation, HloModule, Instruction, attribute_value, dro
 from ...ir.text import text_hash
 from ...pipeline.worker import default_pool
 
-__all__ = ["HLO_COLUMNS", "hlo_op_costs", "hlo_module_cost", "hlo_module_costs"]
+__all__ = ["HLO_COLUMNS", "HloWork", "hlo_op_costs", "hlo_module_cost", "hlo_module_costs", "hlo_work"]
 
 HLO_COLUMNS = ("computation", "name", "op", "shape", "flops", "transcendentals", "bytes", "note")
 
 # A call's callee runs in its place: its instructions are the rows.
 _OPENED = ("call",)
+
+
+@dataclasses.dataclass(frozen=True)
+class HloWork:
+    """What ``hlo_op_costs`` does to one module before XLA sees it, counted as it does it.
+
+    ``instructions``: the module's instructions as read; ``visited``: instruction visits of the three
+    walks that pick the rows and count their calls (about three per instruction of the entry and of
+    each opened call); ``shapes_mapped``: instructions entered into the per-computation maps of
+    operand shapes (each computation mapped once); ``computations_printed``: called computations
+    printed for the modules (each at most once); ``fused_counted``: instructions counted for the
+    fusions' notes (each fused computation once); ``modules`` and ``module_chars``: the
+    one-instruction modules sent to XLA and their size.
+    """
+
+    instructions: int
+    visited: int
+    shapes_mapped: int
+    computations_printed: int
+    fused_counted: int
+    modules: int
+    module_chars: int
+
+
+@dataclasses.dataclass
+class _Counter:
+    visited: int = 0
+    shapes_mapped: int = 0
+    computations_printed: int = 0
+    fused_counted: int = 0
 
 
 def _line(ins: Instruction, root: bool | None = None) -> str:
@@ -58,6 +95,8 @@ class _Module:
             self.calls_of.setdefault(call.caller, []).append(call.callee)
         self._shapes: dict[str, dict[str, str]] = {}
         self._texts: dict[str, str] = {}
+        self._fused_ops: dict[str, int] = {}
+        self.count = _Counter()
 
     def reachable(self, names: list[str]) -> set[str]:
         seen: set[str] = set()
@@ -73,6 +112,7 @@ class _Module:
         """A module whose entry computes ``ins`` from parameters shaped like its operands."""
         if comp.name not in self._shapes:
             self._shapes[comp.name] = {i.name: i.shape for i in comp.instructions}
+            self.count.shapes_mapped += len(comp.instructions)
         shapes = self._shapes[comp.name]
         operands = [o for o in dict.fromkeys(ins.operand_names) if o in shapes]
         params = [f"  %{o} = {shapes[o]} parameter({k})" for k, o in enumerate(operands)]
@@ -84,7 +124,16 @@ class _Module:
     def _text(self, name: str) -> str:
         if name not in self._texts:
             self._texts[name] = _computation_text(self.by_name[name])
+            self.count.computations_printed += 1
         return self._texts[name]
+
+    def fused_ops(self, name: str) -> int:
+        """The instructions of fused computation ``name``, parameters aside (counted once per computation)."""
+        if name not in self._fused_ops:
+            instructions = self.by_name[name].instructions
+            self._fused_ops[name] = sum(i.opcode != "parameter" for i in instructions)
+            self.count.fused_counted += len(instructions)
+        return self._fused_ops[name]
 
     def _opened(self, comp: Computation, ins: Instruction) -> str | None:
         """The callee whose instructions stand for ``ins``: a call's, else None."""
@@ -105,6 +154,7 @@ class _Module:
         while stack:
             comp, pending = stack[-1]
             ins = next(pending, None)
+            self.count.visited += 1
             if ins is None:
                 stack.pop()
                 active.discard(comp.name)
@@ -119,6 +169,7 @@ class _Module:
         calls[entry.name] = 1
         for name in reversed(order):
             comp = self.by_name[name]
+            self.count.visited += len(comp.instructions)
             for ins in comp.instructions:
                 callee = self._opened(comp, ins)
                 if callee is not None:
@@ -129,6 +180,7 @@ class _Module:
         while stack:
             comp, pending = stack[-1]
             ins = next(pending, None)
+            self.count.visited += 1
             if ins is None:
                 stack.pop()
                 continue
@@ -163,11 +215,17 @@ def _count(value: float | None) -> int | None:
     return int(round(value))
 
 
-@functools.lru_cache(maxsize=64)
-def _op_costs(_key: str, text: str) -> pd.DataFrame:
+def _prepared(text: str) -> tuple[_Module, list[tuple[Computation, Instruction, int]], list[str]]:
+    """The module read, the instructions to cost (with their calls), and the module of each for XLA."""
     module = _Module(text)
     found = module.rows()
-    analyses = _analyse([module.alone(c, i) for c, i, _ in found])
+    return module, found, [module.alone(c, i) for c, i, _ in found]
+
+
+@functools.lru_cache(maxsize=64)
+def _op_costs(_key: str, text: str) -> pd.DataFrame:
+    module, found, texts = _prepared(text)
+    analyses = _analyse(texts)
     rows = []
     for (comp, ins, calls), a in zip(found, analyses):
         row = {"computation": comp.name, "name": ins.name, "op": ins.opcode, "shape": ins.shape}
@@ -196,9 +254,8 @@ def _times(value: int | None, calls: int) -> int | None:
 def _note(module: _Module, comp: Computation, ins: Instruction) -> str:
     callees = module.callees.get((comp.name, ins.name), [])
     if ins.opcode == "fusion" and callees:
-        fused = module.by_name[callees[0]]
         kind = attribute_value(ins.attributes, "kind") or ""
-        return f"{kind + ' ' if kind else ''}fusion of {sum(i.opcode != 'parameter' for i in fused.instructions)} ops"
+        return f"{kind + ' ' if kind else ''}fusion of {module.fused_ops(callees[0])} ops"
     if ins.opcode == "while":
         return "loop body counted once, as XLA does"
     return ""
@@ -214,6 +271,19 @@ def hlo_op_costs(text: str) -> pd.DataFrame:
     in ``note``. Raises ModuleParseError for text that is not HLO.
     """
     return _op_costs(text_hash(text), text).copy()
+
+
+def hlo_work(text: str) -> HloWork:
+    """The work ``hlo_op_costs(text)`` does on its side, before and besides XLA's analyses: counted by the
+    same code, without asking XLA (see ``HloWork``). For tests and benchmarks: it must grow with the
+    module's text, never with its square."""
+    module, found, texts = _prepared(text)
+    for comp, ins, _ in found:
+        _note(module, comp, ins)
+    c = module.count
+    return HloWork(instructions=sum(len(comp.instructions) for comp in module.hlo.computations), visited=c.visited,
+                   shapes_mapped=c.shapes_mapped, computations_printed=c.computations_printed,
+                   fused_counted=c.fused_counted, modules=len(texts), module_chars=sum(map(len, texts)))
 
 
 def hlo_module_costs(texts: list[str]) -> list[dict[str, float] | str]:

@@ -124,11 +124,12 @@ def _hlo_cached(texts: tuple[str, ...]) -> tuple:
     return tuple(hlo_module_costs(list(texts)))
 
 
-def plot_cost(ex):
-    """A small chart of ops, flops and bytes across the module stages (changed stages marked)."""
+def plot_cost(ex, stages=None):
+    """A small chart of ops, flops and bytes across the module stages (changed stages marked);
+    ``stages``: only these (default: all)."""
     import matplotlib.pyplot as plt
 
-    df = cost_table(ex, xla=False)
+    df = cost_table(ex, xla=False, stages=stages)
     df = df[df["ops"].notna()].reset_index(drop=True)
     changed = {s.name for s in ex.stages if s.changed}
     fig, axes = plt.subplots(3, 1, figsize=(max(6, 0.28 * len(df) + 2), 6), sharex=True)

@@ -1,8 +1,9 @@
 """Dataflow pictures of one stage: ops as nodes, SSA values as edges, regions as clusters.
 
-``stage_graph(stage, parent)`` returns a ``graphviz.Digraph``: notebooks show it as SVG through the
-Digraph's own rich display (``_repr_mimebundle_``), and ``.pipe(format="svg")`` renders it with
-Debian's ``dot``.
+``stage_graph(stage, parent)`` returns a ``StageGraph`` (a ``graphviz.Digraph``): notebooks show it as
+SVG through the Digraph's own rich display (``_repr_mimebundle_``), and ``.pipe(format="svg")`` renders
+it with Debian's ``dot`` -- within ``LAYOUT_SECONDS``; past it ``dot`` is stopped and
+``GraphTooLargeError`` says how to draw less (a notebook shows that message instead).
 
 * MLIR / StableHLO stages are parsed with jaxlib's MLIR (``pipeline.exported.readable_module``, which tolerates
   Enzyme-JaX's attributes). Each op is a node labelled with its short name and result types
@@ -25,10 +26,10 @@ Debian's ``dot``.
   not have (counting multiplicity) are the changed ones. Ops the parent had and this stage lacks
   cannot be drawn; the caption counts them by name.
 * Constants bigger than a few elements show their type, never their payload; splats show the value.
-* A module with more than ``max_ops`` ops is drawn as the top level of a hierarchy, the model's own
-  structure as JAX's name stack records it (``block_0/attn/...``): one box per group with its op
-  count, edges between groups counting the values that cross, small groups and ops outside any group
-  drawn as ops. ``stage_graph(..., group="block_0/attn")`` draws one group's level, with ports for
+* A module with more than ``max_ops`` ops (or more than ``DRAW_LIMIT``, whatever ``max_ops`` says) is
+  drawn as the top level of a hierarchy, the model's own structure as JAX's name stack records it
+  (``block_0/attn/...``): one box per group with its op count, edges between groups counting the
+  values that cross, small groups and ops outside any group drawn as ops. ``stage_graph(..., group="block_0/attn")`` draws one group's level, with ports for
   the values that come from and go outside it. ``stage_level`` is the same level as values (boxes,
   links, counts); ``scopes`` says how ops are grouped, ``levels`` what a level promises. Each group
   box's SVG element has class ``GROUP_CLASS`` and id ``GROUP_ID`` + its path, which the notebook's
@@ -44,8 +45,9 @@ and one level of it), ``render`` (comparing and drawing).
 from __future__ import annotations
 
 from ...errors import GraphUnavailableError
-from .render import CHANGED_FILL, GROUP_CLASS, GROUP_ID, stage_graph, stage_level
+from .render import (CHANGED_FILL, DRAW_LIMIT, GROUP_CLASS, GROUP_ID, LAYOUT_SECONDS, GraphTooLargeError, StageGraph,
+                     stage_graph, stage_level)
 from .levels import Box, Level, Link
 
-__all__ = ["stage_graph", "stage_level", "CHANGED_FILL", "GROUP_CLASS", "GROUP_ID", "GraphUnavailableError",
-           "Box", "Level", "Link"]
+__all__ = ["stage_graph", "stage_level", "CHANGED_FILL", "GROUP_CLASS", "GROUP_ID", "DRAW_LIMIT", "LAYOUT_SECONDS",
+           "GraphUnavailableError", "GraphTooLargeError", "StageGraph", "Box", "Level", "Link"]

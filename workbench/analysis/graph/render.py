@@ -1,8 +1,18 @@
-"""Comparing a stage's dataflow with its parent's, and drawing it with graphviz: ``stage_graph``."""
+"""Comparing a stage's dataflow with its parent's, and drawing it with graphviz: ``stage_graph``.
+
+Laying a graph out is the one step here whose time is not linear in what is drawn: graphviz's ``dot``
+took 118 s on a 984-op gradient and more than 10 minutes on 3,008 ops. So the graph is a
+``StageGraph``, whose ``pipe`` (what notebooks, the panel and the report call) runs ``dot`` with a
+time limit, kills it when the limit passes and raises ``GraphTooLargeError`` (shown as a note by a
+notebook's display); and ``stage_graph`` never draws more than ``draw_limit`` ops one by one.
+"""
 from __future__ import annotations
 
 import gc
 import math
+import re
+import subprocess
+import sys
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +30,8 @@ from .model import Cluster, Dataflow, Node
 from .levels import LEVEL_LIMIT, Box, Level, level
 from .scopes import Scoped, scoped
 
-__all__ = ["stage_graph", "stage_level", "CHANGED_FILL", "GROUP_CLASS", "GROUP_ID"]
+__all__ = ["stage_graph", "stage_level", "CHANGED_FILL", "GROUP_CLASS", "GROUP_ID", "DRAW_LIMIT", "LAYOUT_SECONDS",
+           "GraphTooLargeError", "StageGraph"]
 
 CHANGED_FILL = "#ffb454"
 _OP_FILL = "#ffffff"
@@ -36,6 +47,92 @@ _HUB_LINKS = 12
 _LARGE_LEVEL = 30  # boxes
 GROUP_CLASS = "wbg-group"  # the SVG class of a box (or opened cluster) that stands for a group
 GROUP_ID = "wbg-group:"  # its SVG id: this, then the path that group= opens
+LAYOUT_SECONDS = 30.0
+"""How long ``dot`` may lay one graph out (``StageGraph.layout_seconds``): a 400-op gradient (the
+default ``max_ops``) takes a few seconds, a 1,000-op one minutes."""
+DRAW_LIMIT = 1000
+"""The most ops ``stage_graph`` draws one by one, whatever ``max_ops`` asks: above, the hierarchy's top
+level. ``dot`` lays out a 1,000-op gradient in minutes, not seconds."""
+
+
+class GraphTooLargeError(GraphUnavailableError):
+    """``dot`` did not lay the graph out within its time limit; it was stopped, and nothing was drawn.
+    ``seconds`` is the limit, ``nodes`` and ``edges`` what was to be laid out."""
+
+    def __init__(self, message: str, seconds: float, nodes: int, edges: int):
+        self.seconds, self.nodes, self.edges = seconds, nodes, edges
+        super().__init__(message)
+
+
+class StageGraph(graphviz.Digraph):
+    """A ``graphviz.Digraph`` whose ``pipe`` runs the layout with a time limit.
+
+    graphviz's own ``pipe`` waits for ``dot`` as long as it takes, and a Ctrl-C leaves ``dot`` running.
+    Here ``dot`` gets ``layout_seconds`` (``LAYOUT_SECONDS`` unless set on the graph): past it ``dot`` is
+    killed and reaped and ``pipe`` raises ``GraphTooLargeError`` saying what to narrow (``hint``); a
+    Ctrl-C kills it too. A notebook showing the graph shows that message instead of the picture.
+    ``render`` and ``view`` (files and viewers) are graphviz's own, without a limit.
+    """
+
+    layout_seconds: float = LAYOUT_SECONDS
+    hint: str = "draw fewer ops: a smaller max_ops (the hierarchy's top level), group=... (one group), a smaller stage"
+
+    def pipe(self, format: str | None = None, renderer: str | None = None, formatter: str | None = None,
+             neato_no_op: bool | int | None = None, quiet: bool = False, *, engine: str | None = None,
+             encoding: str | None = None) -> bytes | str:
+        """``graphviz.Digraph.pipe``, bounded by ``layout_seconds``; GraphTooLargeError past it."""
+        from graphviz.backend import dot_command
+
+        cmd = dot_command.command(engine or self.engine, format or self.format, renderer=renderer,
+                                  formatter=formatter, neato_no_op=neato_no_op)
+        try:
+            proc = subprocess.run(cmd, input=self.source.encode(self.encoding), capture_output=True,
+                                  timeout=self.layout_seconds)
+        except FileNotFoundError as e:
+            raise graphviz.ExecutableNotFound(cmd) from e
+        except subprocess.TimeoutExpired:  # subprocess.run has killed and reaped dot
+            raise GraphTooLargeError(
+                f"graphviz's dot could not lay out this graph ({_plural(self.nodes, 'node')}, "
+                f"{_plural(self.edges, 'edge')}) within {self.layout_seconds:g} s and was stopped; {self.hint}. "
+                "or give it longer: set graph.layout_seconds (e.g. 120) and show the graph again",
+                self.layout_seconds, self.nodes, self.edges) from None
+        if not quiet and proc.stderr:
+            sys.stderr.write(proc.stderr.decode(self.encoding, "replace"))
+        if proc.returncode:
+            raise graphviz.CalledProcessError(proc.returncode, cmd, output=proc.stdout, stderr=proc.stderr)
+        return proc.stdout.decode(encoding) if encoding is not None else proc.stdout
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        try:
+            return super()._repr_mimebundle_(include, exclude, **kwargs)
+        except GraphTooLargeError as e:  # a note in the notebook rather than a formatter's traceback
+            return {"text/plain": f"GraphTooLargeError: {e}"}
+
+    @property
+    def nodes(self) -> int:
+        """The node statements of the DOT source (clusters' included)."""
+        return self._statements()[0]
+
+    @property
+    def edges(self) -> int:
+        """The edge statements of the DOT source."""
+        return self._statements()[1]
+
+    def _statements(self) -> tuple[int, int]:
+        nodes = edges = 0
+        for line in self.body:
+            m = _STATEMENT.match(line)
+            if m and m.group(1) not in _NOT_NODES:
+                if m.group(2) == "->":
+                    edges += 1
+                else:
+                    nodes += 1
+        return nodes, edges
+
+
+# A DOT statement line as graphviz writes it: an id, then an edge arrow, attributes or nothing
+_STATEMENT = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[^\s\[\]"=]+)\s*(->|\[|$)')
+_NOT_NODES = frozenset(("graph", "node", "edge", "{", "}"))
 
 
 def _kind(text: str) -> str:
@@ -167,8 +264,8 @@ def _emit(graph: graphviz.Digraph, items, changed: frozenset[str]) -> None:
         graph.node(item.id, **attrs)
 
 
-def _new_graph(caption: list[str]) -> graphviz.Digraph:
-    return graphviz.Digraph(
+def _new_graph(caption: list[str]) -> StageGraph:
+    return StageGraph(
         graph_attr={"compound": "true", "rankdir": "TB", "labelloc": "t", "labeljust": "l",
                     "fontname": "Helvetica", "fontsize": "11", "label": _dot_text(*caption, left=True),
                     "nodesep": "0.25", "ranksep": "0.35"},
@@ -178,7 +275,7 @@ def _new_graph(caption: list[str]) -> graphviz.Digraph:
     )
 
 
-def _draw_all(model: Dataflow, caption: list[str], changed: frozenset[str]) -> graphviz.Digraph:
+def _draw_all(model: Dataflow, caption: list[str], changed: frozenset[str]) -> StageGraph:
     g = _new_graph(caption)
     if len(model.edges) > _LARGE_EDGES:
         # dot places x coordinates by network simplex over one virtual node per rank an edge
@@ -268,7 +365,7 @@ def _box(graph: graphviz.Digraph, b: Box, stage: str, unit: str, linked: int) ->
                                  f"ex.graph({stage!r}, group={b.path!r})"))
 
 
-def _draw_level(lv: Level, caption: list[str], stage: str, unit: str) -> graphviz.Digraph:
+def _draw_level(lv: Level, caption: list[str], stage: str, unit: str) -> StageGraph:
     degree: dict[str, set] = defaultdict(set)
     for link in lv.links:
         degree[link.tail].add(link.head)
@@ -313,15 +410,21 @@ def _draw_level(lv: Level, caption: list[str], stage: str, unit: str) -> graphvi
     return g
 
 
-def _level_caption(lv: Level, kind: str, max_ops: int, stage: str) -> list[str]:
+def _level_caption(lv: Level, kind: str, max_ops: int, stage: str, draw_limit: int) -> list[str]:
     unit = "instructions" if kind == "hlo" else "ops"
     groups = [b for b in lv.boxes if b.kind in ("group", "run")]
     lines = []
     if lv.group:
         lines.append(f"group {lv.group!r}: {lv.ops} of the {lv.total} {unit}")
-    else:
+    elif lv.total <= max_ops:
+        lines.append(f"{lv.total} {unit}: the top level of a hierarchy; at most {draw_limit} are drawn one by one, "
+                     "whatever max_ops says (graphviz would take minutes to lay out more)")
+    elif lv.total <= draw_limit:
         lines.append(f"{lv.total} {unit} > max_ops={max_ops}: the top level of a hierarchy; "
                      f"pass max_ops={lv.total} to draw every op")
+    else:
+        lines.append(f"{lv.total} {unit} > max_ops={max_ops}: the top level of a hierarchy; at most {draw_limit} are "
+                     "drawn one by one, whatever max_ops says (graphviz would take minutes to lay out more)")
     if lv.by == "scope" and groups:
         lines.append(f"grouped by JAX's name stack: {_plural(len(groups), 'group')} here, each with its op count; "
                      f"open one by clicking it in the panel's Graph tab, or with "
@@ -383,16 +486,18 @@ def stage_level(stage, parent=None, group: str | None = None) -> Level:
     return level(s, group, _changed_units(s, comparison.changed) if comparison else None)
 
 
-def stage_graph(stage, parent=None, max_ops: int = 400, group: str | None = None) -> graphviz.Digraph:
+def stage_graph(stage, parent=None, max_ops: int = 400, group: str | None = None, draw_limit: int = DRAW_LIMIT,
+                layout_seconds: float | None = None) -> StageGraph:
     """The dataflow graph of ``stage`` (a ``Stage``), highlighting what changed since ``parent``.
 
     MLIR/StableHLO and XLA HLO stages can be drawn; a jaxpr or backend dump raises
     ``GraphUnavailableError``. ``parent`` (a ``Stage`` or None) is compared only when it holds the
-    same kind of text. Up to ``max_ops`` ops every op is drawn; above, the top level of the stage's
-    hierarchy by JAX's name stack (``stage_level``): one box per group with its op count, the values
-    between them. ``group`` (a path such as ``"block_0/attn"``, as a box's tooltip names it) draws
-    that group's level, whatever the size. The result renders with ``.pipe(format="svg")`` and shows
-    as SVG in a notebook.
+    same kind of text. Up to ``max_ops`` ops (and never more than ``draw_limit``) every op is drawn;
+    above, the top level of the stage's hierarchy by JAX's name stack (``stage_level``): one box per
+    group with its op count, the values between them. ``group`` (a path such as ``"block_0/attn"``,
+    as a box's tooltip names it) draws that group's level, whatever the size. The result renders with
+    ``.pipe(format="svg")`` and shows as SVG in a notebook, laid out within ``layout_seconds``
+    (``LAYOUT_SECONDS`` by default; past it ``GraphTooLargeError``, see ``StageGraph``).
     """
     model, kind = _checked_model(stage)
     comparison, compared = _parent_comparison(model, kind, parent)
@@ -402,10 +507,19 @@ def stage_graph(stage, parent=None, max_ops: int = 400, group: str | None = None
     caption = [f"{stage.name}: {total} {unit}"]
     if compared:
         caption.append(compared)
-    if group is None and total <= max_ops:
+    if group is None and total <= min(max_ops, draw_limit):
         caption.extend(model.notes)
-        return _draw_all(model, caption, changed)
-    s = _scoped(stage)
-    lv = level(s, group, _changed_units(s, changed))
-    return _draw_level(lv, caption + _level_caption(lv, kind, max_ops, stage.name), stage.name,
-                       "instruction" if kind == "hlo" else "op")
+        g = _draw_all(model, caption, changed)
+        g.hint = (f"draw fewer ops: a max_ops below {total} draws the top level of its hierarchy by JAX's name "
+                  f"stack (ex.graph({stage.name!r}, max_ops=100)), group=... one group of it; or draw a smaller stage")
+    else:
+        s = _scoped(stage)
+        lv = level(s, group, _changed_units(s, changed))
+        g = _draw_level(lv, caption + _level_caption(lv, kind, max_ops, stage.name, draw_limit), stage.name,
+                        "instruction" if kind == "hlo" else "op")
+        inside = next((b.path for b in lv.boxes if b.kind == "group"), None)
+        g.hint = (f"draw one group of it: ex.graph({stage.name!r}, group={inside!r})" if inside else
+                  "draw a smaller group or stage")
+    if layout_seconds is not None:
+        g.layout_seconds = layout_seconds
+    return g

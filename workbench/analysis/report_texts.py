@@ -1,0 +1,246 @@
+"""The stage texts and structural diffs an offline report carries (``report.py``), within its limits.
+
+The texts are the normalized ones the diff shows (``analysis.diff.normalize``), each distinct text once,
+as runs over a pool of distinct lines, so a 54-stage pipeline whose stages mostly repeat their parents'
+lines stays small. The workbench's structural diff is precomputed for every stage against its parent
+and for a few other pairs; the page diffs any other pair line by line (``assets/report.js``).
+
+``ReportLimits`` bound what is read, embedded and diffed: a stage text over ``text_chars`` is embedded
+cut (as printed, not normalized: a module cut in two does not read) and is not diffed; past
+``total_chars`` of distinct texts in all, a text is cut to what is left, then replaced by one line saying
+so; a structural diff is precomputed only for stages of at most ``diff_lines`` lines, ``diff_budget``
+lines in all. A cut or missing text ends with, or is, a line saying where the whole text is. So the
+work and the size grow with the program up to those caps and no further, whatever the number and
+size of its stages.
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+from dataclasses import dataclass, field
+
+from .diff import Diff, diff_texts, normalize
+from ..pipeline.saved import json_text
+
+__all__ = ["LIMITS", "REFERENCE", "PackedTexts", "ReportLimits", "TextUsage", "limits_note", "pack_texts", "pairs_note"]
+
+REFERENCE = "stablehlo"  # the stage every MLIR stage is also diffed with
+_KINDS = {"equal": 0, "changed": 1, "deleted": 2, "inserted": 3, "moved": 4}  # diffview.js's row kind codes
+
+
+@dataclass(frozen=True)
+class ReportLimits:
+    """What one report may read, embed and compute (see the module docstring); its header states them.
+
+    ``text_chars``: the most characters of one stage's text read and embedded whole; ``total_chars``:
+    of all distinct stage texts together; ``diff_lines``: the most lines of either stage of a
+    precomputed structural diff; ``diff_budget``: lines (both sides) of all precomputed diffs together;
+    ``graph_seconds``: the time graphviz may take to lay the graph out.
+    """
+
+    text_chars: int = 4_000_000
+    total_chars: int = 16_000_000
+    diff_lines: int = 60_000
+    diff_budget: int = 600_000
+    graph_seconds: float = 20.0
+
+
+LIMITS = ReportLimits()
+
+
+@dataclass
+class TextUsage:
+    """What the limits left out of one report, and what it spent."""
+
+    read_chars: int = 0  # characters of the texts read, whole or cut
+    embedded_chars: int = 0  # characters of the distinct lines embedded
+    diff_lines: int = 0
+    cut: list[str] = field(default_factory=list)  # stages whose text is embedded cut
+    left_out: list[str] = field(default_factory=list)  # stages whose text is not embedded
+    diffs_left: int = 0  # pairs not precomputed for the limits
+
+
+@dataclass(frozen=True)
+class PackedTexts:
+    """``data``: the texts and diffs as the page reads them (JSON, gzip, base64); ``first_diff``: the
+    Diff of the pair shown first (None if not precomputed); ``precomputed``: the pairs besides
+    parent -> stage that were diffed; ``whole``: the texts read whole, with their normalized lines;
+    ``usage``: what the limits left out."""
+
+    data: str
+    first_diff: Diff | None
+    precomputed: tuple[tuple[str, str], ...]
+    whole: dict
+    usage: TextUsage
+
+
+class _Texts:
+    """Distinct texts, each a list of runs (first, count) of consecutive indices into a pool of lines."""
+
+    def __init__(self):
+        self.pool: dict[str, int] = {}
+        self.runs: list[list[int]] = []
+        self.ids: dict[str, int] = {}
+
+    def add(self, lines) -> int:
+        key = "\n".join(lines)
+        known = self.ids.get(key)
+        if known is not None:
+            return known
+        runs: list[int] = []
+        pool = self.pool
+        for line in lines:
+            k = pool.setdefault(line, len(pool))
+            if runs and runs[-2] + runs[-1] == k:
+                runs[-1] += 1
+            else:
+                runs += [k, 1]
+        self.ids[key] = len(self.runs)
+        self.runs.append(runs)
+        return self.ids[key]
+
+
+def _row_runs(rows) -> list[int]:
+    """``Diff.rows()`` as runs (before line, after line, kind, count): along a run both lines count up
+    by one (or stay -1) and the kind stays."""
+    out: list[int] = []
+    i0 = j0 = k0 = n = None
+    for i, j, kind in rows:
+        k = _KINDS[kind]
+        if n and k == k0 and (i < 0 if i0 < 0 else i == i0 + n) and (j < 0 if j0 < 0 else j == j0 + n):
+            n += 1
+            continue
+        if n:
+            out += [i0, j0, k0, n]
+        i0, j0, k0, n = i, j, k, 1
+    if n:
+        out += [i0, j0, k0, n]
+    return out
+
+
+def _lines(text: str) -> list[str]:
+    try:
+        return normalize(text)
+    except Exception:  # a text the diff's reader cannot read is shown as it is
+        return text.splitlines()
+
+
+def _cut(text: str, chars: int) -> str:
+    """The first ``chars`` characters of ``text``, ended at the last whole line among them (if any)."""
+    head = text[:chars]
+    end = head.rfind("\n")
+    return head[:end] if end > 0 else head
+
+
+def _embedded(text: str, name: str, limits: ReportLimits, usage: TextUsage) -> tuple[list[str], bool]:
+    """The lines embedded for a stage text first seen at stage ``name``, and whether it was read whole:
+    normalized within the limits; else cut, or only a line saying why it is not there."""
+    size = len(text)
+    room = limits.total_chars - usage.read_chars
+    where = f"ex.stage({name!r}).text has all of it"
+    if size <= limits.text_chars and size <= room:
+        usage.read_chars += size
+        return _lines(text), True
+    if room > 0:
+        allowed = min(limits.text_chars, room)
+        head = _cut(text, allowed)
+        usage.read_chars += allowed
+        usage.cut.append(name)
+        why = "text_chars" if size > limits.text_chars else "total_chars, nearly spent on the stages before it"
+        return head.splitlines() + [
+            f"[hlo-workbench report: this text is {size:,} characters; only its first {len(head):,} are embedded "
+            f"(ReportLimits.{why}), as printed, not normalized; {where}]"], False
+    usage.left_out.append(name)
+    return [f"[hlo-workbench report: this text ({size:,} characters) is not embedded: the report reads at most "
+            f"{limits.total_chars:,} characters of stage texts in all (ReportLimits.total_chars), spent on the "
+            f"stages before it; {where}]"], False
+
+
+def pack_texts(stages, first: tuple[str, str], limits: ReportLimits = LIMITS) -> PackedTexts:
+    """The stage texts of ``stages`` and their precomputed diffs, within ``limits`` (see ``PackedTexts``);
+    ``first`` is the pair the page shows first.
+
+    Each stage is diffed with its parent right after it is read, while the diff's reader still holds
+    both modules (``normalize.read_module`` keeps the last few); only the first pair's Diff is kept."""
+    by_name = {s.name: k for k, s in enumerate(stages)}
+    texts = _Texts()
+    embedded: dict[str, list[str]] = {}  # stage text -> the lines embedded for it
+    whole: dict[str, list[str]] = {}  # the texts read whole -> their normalized lines
+    usage = TextUsage()
+    stage_text = []
+    pairs, done = [], set()
+    first_diff = None
+
+    def diff(a: str, b: str) -> None:
+        nonlocal first_diff
+        sa, sb = stages[by_name[a]], stages[by_name[b]]
+        if sa.error or sb.error or (a, b) in done:
+            return
+        la, lb = whole.get(sa.text), whole.get(sb.text)
+        if la is not None and la == lb:
+            t = texts.add(la)
+            pairs.append([by_name[a], by_name[b], t, t, [0, 0, 0, len(la)] if la else []])
+            done.add((a, b))
+            return
+        if (la is None or lb is None or max(len(la), len(lb)) > limits.diff_lines
+                or usage.diff_lines + len(la) + len(lb) > limits.diff_budget):
+            usage.diffs_left += 1  # left to the page's line diff
+            return
+        usage.diff_lines += len(la) + len(lb)
+        try:
+            d = diff_texts(sa.text, sb.text, a, b)
+        except Exception:  # left to the page's line diff
+            return
+        if (a, b) == tuple(first):
+            first_diff = d
+        pairs.append([by_name[a], by_name[b], texts.add(d.before), texts.add(d.after), _row_runs(d.rows())])
+        done.add((a, b))
+
+    for s in stages:
+        if s.error:
+            stage_text.append(-1)
+            continue
+        if s.text not in embedded:
+            lines, read = _embedded(s.text, s.name, limits, usage)
+            embedded[s.text] = lines
+            if read:
+                whole[s.text] = lines
+        stage_text.append(texts.add(embedded[s.text]))
+        if s.parent in by_name:
+            diff(s.parent, s.name)
+    ref = next((s.name for s in stages if s.name == REFERENCE and not s.error), None)
+    distinct_mlir = {s.text: s.name for s in reversed(stages) if s.group == "mlir" and not s.error}
+    extra = [first] + [(ref, n) for n in reversed(distinct_mlir.values()) if ref is not None]
+    extra += [p for p in [("xla:before_optimizations", "xla:optimized")] if all(n in by_name for n in p)]
+    wanted = {(s.parent, s.name) for s in stages if s.parent in by_name}
+    extra = [p for p in dict.fromkeys(extra) if p not in wanted and p[0] != p[1]]
+    for a, b in extra:
+        diff(a, b)
+    usage.embedded_chars = sum(map(len, texts.pool))
+    data = {"pool": list(texts.pool), "texts": texts.runs, "stage_text": stage_text, "pairs": pairs}
+    raw = json_text(data, "the report's texts", separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    packed = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+    return PackedTexts(packed, first_diff, tuple(p for p in extra if p in done), whole, usage)
+
+
+def limits_note(limits: ReportLimits, usage: TextUsage) -> str:
+    """The report's limits, and what they left out of it."""
+    caps = (f"at most {limits.text_chars:,} characters of one stage's text and {limits.total_chars:,} of all are "
+            f"read and embedded; structural diffs are precomputed for stages of at most {limits.diff_lines:,} lines, "
+            f"{limits.diff_budget:,} lines in all; the graph is laid out within {limits.graph_seconds:g} s")
+    left = []
+    if usage.cut:
+        left.append(f"embedded cut, and not diffed, costed or drawn: {', '.join(usage.cut)}")
+    if usage.left_out:
+        left.append(f"not embedded: {', '.join(usage.left_out)}")
+    if usage.diffs_left:
+        left.append(f"{usage.diffs_left} pair{'s' if usage.diffs_left > 1 else ''} left to the page's line diff")
+    return caps + (". Here: " + "; ".join(left) if left else ". Here: every stage is embedded whole") + "."
+
+
+def pairs_note(pairs) -> str:
+    with_ref = [b for a, b in pairs if a == REFERENCE]
+    parts = [f"{a} \u2192 {b}" for a, b in pairs if a != REFERENCE or len(with_ref) < 3]
+    if len(with_ref) >= 3:
+        parts.insert(0, f"{REFERENCE} against each MLIR stage")
+    return "and for " + " and ".join(parts) if parts else "and for no other pair"
