@@ -292,3 +292,23 @@ def test_the_built_in_predicates_describe_themselves_and_still_work(planted):
     assert wb.miscompiles("cpu:0")(planted) and not wb.crashes()(planted)
     assert wb.op_count_at_most("stablehlo.compare", 0)(planted)  # no_nan removed the NaN test
     assert TOLERANCES == _RTOL  # repro.py's table is the workbench's per-dtype rule
+
+
+def test_inputs_over_the_limit_are_not_written_and_repro_py_says_so(planted, tmp_path, blocker, monkeypatch):
+    """Arguments over the workbench's array limit are neither made nor written: the folder is complete
+    without inputs.npz, its README and repro.py say why, and repro.py runs once the file is put there."""
+    from workbench.pipeline import array_limit
+
+    monkeypatch.setattr(array_limit, "ARRAY_BYTES_CAP", 8)  # X is 12 bytes
+    folder = planted.reproducer(tmp_path / "capped", stage=BUG_STAGE, predicate=wb.miscompiles("cpu:0"))
+    assert sorted(os.listdir(folder)) == ["README.md", "input.mlir", "pipeline.txt", "repro.py"]
+    readme = (folder / "README.md").read_text()
+    assert ("**not written**: the reproducer would write the arguments of @main to inputs.npz: argument 0 (%arg0 of "
+            "@main), float32[3], would take 12 bytes, more than the workbench's limit of 8 bytes") in readme
+    assert "prints ERROR (exit 2) until it is there" in readme
+    rc, last, out = run_repro(folder, blocker)
+    assert rc == 2 and last.startswith("ERROR: inputs.npz was not written (why: above)"), out
+    assert "arg0 float32[3] stored as float32" in last
+    np.savez(folder / "inputs.npz", arg0=np.asarray(X))
+    rc, last, out = run_repro(folder, blocker)
+    assert rc == 1 and last.startswith("FAIL: miscompiles"), out

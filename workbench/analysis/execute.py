@@ -17,6 +17,7 @@ import jax
 import numpy as np
 
 from ..errors import WorkbenchError
+from ..pipeline.array_limit import Planned, refuse_large
 from ..pipeline.exported import exported_for_text, swap_module
 from ..pipeline.program import relowered, undonated_call
 from ..pipeline.trace import all_devices, resolve_device
@@ -129,8 +130,12 @@ def runnable_exported(ex, stage):
         raise WorkbenchError(f"stage {stage.name!r} cannot run: {e}") from None
 
 
-def example_args(exported, seed: int = 0) -> tuple:
-    """Seeded random arguments matching an Exported's input shapes, for modules given as text."""
+def example_args(exported, seed: int = 0, doing: str = "the workbench would make seeded example arguments "
+                 "for @main") -> tuple:
+    """Seeded random arguments matching an Exported's input shapes, for modules given as text;
+    ArrayTooLargeError (``doing`` says for what) before any is made when they pass ``array_limit()``."""
+    refuse_large([Planned(f"argument {i}", a.shape, a.dtype) for i, a in enumerate(exported.in_avals)], doing,
+                 _OWN_ARGS)
     key = jax.random.PRNGKey(seed)
     flat = []
     for aval in exported.in_avals:
@@ -145,9 +150,17 @@ def example_args(exported, seed: int = 0) -> tuple:
     return tuple(args)
 
 
+_OWN_ARGS = "Pass arrays of your own (ex.run(args=...)), or explore a smaller module."
+
+
 def _place(args, exported, device):
     if exported is not None and exported.nr_devices > 1:
         return args  # sharded: the arguments already live on their mesh
+    leaves = jax.tree_util.tree_leaves(args)
+    # a numpy array becomes an XLA buffer of its logical size (a zero-stride view expands): bounded
+    refuse_large([Planned(f"numpy argument leaf {i}", x.shape, x.dtype) for i, x in enumerate(leaves)
+                  if isinstance(x, np.ndarray)], f"the workbench would copy numpy arguments to {device}",
+                 "Place it on the device yourself (jax.device_put) and pass that, or run on smaller arrays.")
     return jax.tree_util.tree_map(lambda x: jax.device_put(x, device) if isinstance(x, (jax.Array, np.ndarray)) else x,
                                   args)
 
@@ -211,12 +224,17 @@ def _timed(stage, device: str, repeat: int, compile_it) -> tuple[Any, Timing]:
 def _run_exported(ex, stage, device: str, repeat: int, args, options: dict) -> tuple[Any, Timing]:
     """A module given as text (or loaded): run through ``jax.export`` with its ``@main``'s signature."""
     exported = runnable_exported(ex, stage)
+    loaded = ex.spec.loaded
+    if args is None and loaded is not None and loaded.args:  # saved with its arrays: the values it was explored with
+        args = loaded.args
+    # the outputs of @main are this run's making too, and a text module declares them freely
+    made = [] if args is not None else [Planned(f"argument {i}", a.shape, a.dtype)
+                                        for i, a in enumerate(exported.in_avals)]
+    refuse_large(made + [Planned(f"output {i}", a.shape, a.dtype) for i, a in enumerate(exported.out_avals)],
+                 f"running stage {stage.name!r} would make {'its seeded example arguments and ' * bool(made)}"
+                 "the outputs of @main", _OWN_ARGS if made else "Explore a smaller module.")
     if args is None:
-        loaded = ex.spec.loaded
-        if loaded is not None and loaded.args:  # saved with its arrays: the values it was explored with
-            args = loaded.args
-        else:
-            args = example_args(exported)
+        args = example_args(exported)
     dev = resolve_device(device)
     if exported.nr_devices == 1 and dev.platform not in exported.platforms:
         raise WorkbenchError(f"stage {stage.name!r} was lowered for {exported.platforms}, not {dev.platform}: "

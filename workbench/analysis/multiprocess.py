@@ -38,6 +38,7 @@ import jax
 import numpy as np
 
 from ..errors import WorkbenchError
+from ..pipeline.array_limit import Planned, refuse_large, write_npz
 from ..pipeline.xla import check_options
 from .execute import Timing, runnable_exported
 
@@ -187,19 +188,21 @@ def _stage_args(ex, args):
 
 
 def _write_inputs(folder: str, exported, args) -> list[str]:
+    """Write the arguments, whole (gathered from their shards), to ``inputs.npz`` for the children;
+    ArrayTooLargeError before any is gathered when they pass ``array_limit()``."""
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), {}))
     if tree != exported.in_tree or len(leaves) != len(exported.in_avals):
         raise WorkbenchError(f"the arguments do not match the module's: {tree} vs {exported.in_tree}")
-    arrays, dtypes = {}, []
     for i, leaf in enumerate(leaves):
         if jax.dtypes.issubdtype(getattr(leaf, "dtype", np.float32), jax.dtypes.extended):
             raise WorkbenchError(f"argument leaf {i} is a typed PRNG key, which processes= cannot ship; pass "
                                  "jax.random.key_data(key) and wrap it inside the function")
-        a = np.asarray(leaf)
-        arrays[f"a{i}"] = a
-        dtypes.append(str(a.dtype))
-    np.savez(os.path.join(folder, "inputs.npz"), **arrays)
-    return dtypes
+    doing = "processes= would write the arguments to inputs.npz for its processes"
+    refuse_large([Planned(f"argument leaf {i}", np.shape(leaf), leaf.dtype if hasattr(leaf, "dtype") else
+                          np.asarray(leaf).dtype) for i, leaf in enumerate(leaves)], doing, "Run it on smaller arrays.")
+    arrays = {f"a{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
+    write_npz(os.path.join(folder, "inputs.npz"), arrays, doing)
+    return [str(a.dtype) for a in arrays.values()]
 
 
 def _tail(path: str, lines: int = _TAIL_LINES) -> str:

@@ -195,7 +195,12 @@ def load_inputs():
 
     if not CONFIG["inputs"]:
         return []
-    with np.load(os.path.join(HERE, "inputs.npz"), allow_pickle=False) as saved:
+    path = os.path.join(HERE, "inputs.npz")
+    if CONFIG.get("inputs_not_written") and not os.path.exists(path):
+        names = ", ".join(f"{i['name']} {i['dtype']}{i['shape']} stored as {i['stored_as']}" for i in CONFIG["inputs"])
+        raise Undecided(f"inputs.npz was not written (why: above), so the modules cannot run; write the arguments "
+                        f"there (np.savez('inputs.npz', name=array): {names}) to run them")
+    with np.load(path, allow_pickle=False) as saved:
         # dtypes numpy cannot store (bfloat16, float8) are saved as unsigned integers of their width
         return [saved[i["name"]].view(jnp.dtype(i["dtype"])) for i in CONFIG["inputs"]]
 
@@ -439,6 +444,8 @@ def main(argv=None):
     device_id = args.device or (recipe or {}).get("device") or CONFIG["device"]
     print(f"input.mlir (the module before {CONFIG['stage']!r}) through pipeline.txt; predicate: "
           f"{CONFIG['predicate_text']}; device {device_id}")
+    if CONFIG.get("inputs_not_written") and not os.path.exists(os.path.join(HERE, "inputs.npz")):
+        print(f"inputs.npz was not written: {CONFIG['inputs_not_written']}")
     try:
         word, reason = decide(recipe, device_id, args.output)
     except Undecided as e:

@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import ReproducerError, WorkbenchError
 from ..ir.ops import op_counts
 from ..ir.text import host_callback_count, publish_functions
+from ..pipeline.array_limit import ArrayTooLargeError, Planned, refuse_large, write_npz
 from ..pipeline.exported import exported_for_text, main_signature
 from ..pipeline.trace import resolve_device
 from .execute import example_args
@@ -66,17 +67,21 @@ def write_reproducer(ex, directory, stage=None, predicate=None) -> Path:
                               f"has {parent.name!r} as input.mlir. Leave stage=None (it starts after {recipe['stage']!r})")
     text = publish_functions(parent.text_with_locations or parent.text, {"main"})
     pipeline = ",".join(s.produced_by for s in later)
-    inputs, args = _inputs(ex, text, recipe)
+    inputs, args, not_written = _inputs(ex, text, recipe)
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     (out / "input.mlir").write_text(text)
     (out / "pipeline.txt").write_text(pipeline + "\n")
     (out / "inputs.npz").unlink(missing_ok=True)
-    if inputs:
-        np.savez(out / "inputs.npz", **{i["name"]: a for i, a in zip(inputs, args)})
+    if inputs and not not_written:
+        try:
+            write_npz(out / "inputs.npz", {i["name"]: a for i, a in zip(inputs, args)}, "the reproducer would write "
+                      "the arguments of @main to inputs.npz")
+        except (ArrayTooLargeError, OSError) as e:  # a full disk, say: the file is not left half written
+            not_written = str(e) if isinstance(e, ArrayTooLargeError) else f"writing it failed: {e}."
     config = {"stage": chosen.name, "parent": parent.name, "device": (recipe or {}).get("device") or ex.spec.device,
               "predicate": recipe, "predicate_text": described, "inputs": inputs, "timeout": float(ex.spec.timeout),
-              "versions": _versions(), "cannot_run": _cannot_run(text)}
+              "versions": _versions(), "cannot_run": _cannot_run(text), "inputs_not_written": not_written}
     (out / "repro.py").write_text(_script({**config, "rtol": dict(TOLERANCES)}))
     (out / "README.md").write_text(_readme(ex, chosen, parent, later, pipeline, config, why,
                                            _workbench_verdict(ex, predicate)))
@@ -137,6 +142,9 @@ def _default_stage(ex, mlir, recipe):
     if kind == "crashes" and ex.pipeline_error is not None:
         failed = next((s for s in mlir if s.name == ex.pipeline_error.stage), first)
         return failed, f"{failed.name!r} is the stage that failed (stage=None with crashes)"
+    if kind == "miscompiles" and ex.spec.traced is not None and ex.spec.traced.abstract_args():
+        return first, ("the function was explored with shapes that have no values (jax.ShapeDtypeStruct), so no stage "
+                       "was run to find where the numbers go wrong: the reproducer starts at the first MLIR stage")
     if kind == "miscompiles":
         for s in mlir:
             if s.error:
@@ -145,6 +153,9 @@ def _default_stage(ex, mlir, recipe):
                 continue  # the same module as its parent: the same verdict
             try:
                 passed = ex.run(s.name, device=recipe["device"], repeat=1).check.passed
+            except ArrayTooLargeError as e:
+                return first, (f"the stages were not run to find where the numbers go wrong ({e}), so the "
+                               "reproducer starts at the first MLIR stage")
             except WorkbenchError:
                 break
             if not passed:
@@ -173,7 +184,9 @@ def _flat_arguments(ex, text):
     (typed PRNG keys as their raw data), or the seeded example arguments for a text exploration."""
     traced = ex.spec.traced
     if traced is None:
-        return jax.tree_util.tree_leaves(example_args(exported_for_text(text, resolve_device(ex.spec.device).platform)))
+        exported = exported_for_text(text, resolve_device(ex.spec.device).platform)
+        return jax.tree_util.tree_leaves(example_args(exported, doing="the reproducer would make seeded arguments "
+                                                                      "of @main for inputs.npz"))
     return traced.module_args()
 
 
@@ -184,9 +197,16 @@ def _cannot_run(text: str) -> str:
             "Python functions live only in the kernel that traced it") if callbacks else ""
 
 
+def _runs_modules(recipe) -> bool:
+    """Whether repro.py runs the modules on inputs.npz to decide ``recipe`` (None: it prints the differences)."""
+    return recipe is None or recipe["kind"] == "miscompiles" or (recipe["kind"] == "differs_from" and recipe["numbers"])
+
+
 def _inputs(ex, text, recipe):
-    """(what repro.py reads from inputs.npz, the arrays as stored); none when @main cannot run."""
-    runs = recipe is None or recipe["kind"] == "miscompiles" or (recipe["kind"] == "differs_from" and recipe["numbers"])
+    """(what repro.py reads from inputs.npz, the arrays as stored, why they are not written or "");
+    none when @main cannot run. Arrays over ``array_limit()`` are neither made nor written (checked
+    from @main's types first): the folder says so."""
+    runs = _runs_modules(recipe)
     traced = ex.spec.traced
     if runs and traced is not None and traced.nr_devices > 1:
         raise ReproducerError("the module is sharded over several devices; repro.py runs single-device modules "
@@ -197,24 +217,37 @@ def _inputs(ex, text, recipe):
             raise ReproducerError(f"input.mlir calls {callbacks} host callback(s) (jax.debug.print, pure_callback, "
                                   f"io_callback), so repro.py cannot run it and {recipe['kind']} cannot be checked "
                                   "there; crashes, op counts and slower_than need no run")
-        return [], []
+        return [], [], ""
     try:
         ins, _ = main_signature(text)
+        described = [_described(k, tuple(i.shape), np.dtype(i.dtype)) for k, i in enumerate(ins)]
+        refuse_large([Planned(f"argument {k} (%arg{k} of @main)", i.shape, i.dtype) for k, i in enumerate(ins)],
+                     "the reproducer would write the arguments of @main to inputs.npz")
+        shapes = ex.spec.traced.abstract_args() if ex.spec.traced is not None else []
+        if shapes:
+            return described, [], (f"the function was explored with shapes that have no values (jax.ShapeDtypeStruct): "
+                                   f"{', '.join(shapes)}.")
         arrays = [np.asarray(a) for a in _flat_arguments(ex, text)]
+    except ArrayTooLargeError as e:
+        return described, [], str(e)
     except WorkbenchError as e:
         if recipe is not None and runs:
             raise ReproducerError(f"input.mlir cannot run, so {recipe['kind']} cannot be checked: {e}") from None
-        return [], []
+        return [], [], ""
     got = [(a.shape, a.dtype) for a in arrays]
     if got != [(tuple(i.shape), np.dtype(i.dtype)) for i in ins]:
         raise ReproducerError(f"the example arguments {got} do not match @main's arguments {ins}")
-    inputs, stored = [], []
-    for k, a in enumerate(arrays):
-        native = a.dtype.char in _NATIVE
-        inputs.append({"name": f"arg{k}", "dtype": str(a.dtype), "shape": list(a.shape),
-                       "stored_as": str(a.dtype) if native else f"uint{8 * a.dtype.itemsize}"})
-        stored.append(a if native else a.view(f"uint{8 * a.dtype.itemsize}"))
-    return inputs, stored
+    inputs = [_described(k, a.shape, a.dtype) for k, a in enumerate(arrays)]
+    stored = [a if a.dtype.char in _NATIVE else a.view(f"uint{8 * a.dtype.itemsize}") for a in arrays]
+    return inputs, stored, ""
+
+
+def _described(k: int, shape: tuple, dtype: np.dtype) -> dict:
+    """What repro.py reads about argument ``k``: its name in inputs.npz, dtype, shape and the dtype
+    it is stored as (numpy cannot store bfloat16 and float8: their bits as unsigned integers)."""
+    native = dtype.char in _NATIVE
+    return {"name": f"arg{k}", "dtype": str(dtype), "shape": list(shape),
+            "stored_as": str(dtype) if native else f"uint{8 * dtype.itemsize}"}
 
 
 def _versions() -> dict:
@@ -286,6 +319,18 @@ def _explain(config, ex, later) -> str:
             "output's largest difference (exit code 0: nothing to decide).")
 
 
+def _without_inputs(config) -> str:
+    if not config["inputs_not_written"] or config["cannot_run"] or not _runs_modules(config["predicate"]):
+        return ""
+    return ("\n\n`inputs.npz` was not written (the table above says why), so `repro.py` prints ERROR (exit 2) "
+            "until it is there.")
+
+
+def _one_line(text: str) -> str:
+    """``text`` for a Markdown table cell: one line, its pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def _readme(ex, chosen, parent, later, pipeline, config, why, verdict) -> str:
     v = config["versions"]
     rows = "\n".join(f"| {k} | {v[k]} |" for k in ("jax", "jaxlib", "enzyme-ad", "python", "platform", "date"))
@@ -293,6 +338,9 @@ def _readme(ex, chosen, parent, later, pipeline, config, why, verdict) -> str:
     literal = (f"\n{command}" if len(command) <= 2000 else
                f"\n# the same with pipeline.txt written out is a {len(command)}-character line")
     inputs = ", ".join(f"`{i['name']}` {i['dtype']}{i['shape']}" for i in config["inputs"]) or "none (no runnable @main)"
+    if config["inputs_not_written"]:
+        inputs = (f"**not written**: {_one_line(config['inputs_not_written'])} `repro.py` says ERROR where it would "
+                  f"run the modules, until an `inputs.npz` with the arguments of `@main` is put here: {inputs}")
     return f"""# Reproducer: {ex.spec.title} at stage `{chosen.name}`
 
 Written by hlo-workbench on {v['date']}. It starts at stage `{chosen.name}` (pass
@@ -323,7 +371,7 @@ enzymexlamlir-opt input.mlir --pass-pipeline="builtin.module($(cat pipeline.txt)
 
 Predicate: `{config['predicate_text']}`. FAIL means the predicate holds, i.e. the bug reproduces.
 
-{_explain(config, ex, later)}
+{_explain(config, ex, later)}{_without_inputs(config)}
 
 ## Versions
 
