@@ -13,7 +13,7 @@ import re
 from ..errors import ModuleParseError
 from .text import skip_string
 
-__all__ = ["parse_module", "strip_enzymexla_attributes", "ModuleParseError"]
+__all__ = ["parse_module", "side_by_side_modules", "strip_enzymexla_attributes", "ModuleParseError"]
 
 
 def parse_module(text: str, *, allow_unregistered: bool = True):
@@ -72,6 +72,25 @@ def _value_end(text: str, pos: int) -> int:
             return i
         i += 1
     return i
+
+
+def side_by_side_modules(text: str) -> list[str]:
+    """The names (``@name``, or ``(unnamed)``) of the modules directly inside an unnamed outer module,
+    when it holds nothing else and more than one: text pasted as two modules one after the other, which
+    MLIR's parser wraps in one module of its own. Empty for one module (the common case: no parse)."""
+    if text.count("module") < 2:
+        return []
+    from jaxlib.mlir import ir
+
+    module = parse_module(text, allow_unregistered=True)
+    with module.context:
+        if "sym_name" in module.operation.attributes:
+            return []
+        inner = [o.operation for o in module.body.operations]
+        if len(inner) < 2 or any(o.name != "builtin.module" for o in inner):
+            return []
+        return ["@" + ir.StringAttr(o.attributes["sym_name"]).value if "sym_name" in o.attributes else "(unnamed)"
+                for o in inner]
 
 
 def strip_enzymexla_attributes(text: str) -> str:

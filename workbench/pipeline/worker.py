@@ -236,28 +236,9 @@ def _parse_module(text: str) -> list[str]:
         from ..ir.mlir import parse_module
 
         parse_module(text, allow_unregistered=False)
-    return _side_by_side_modules(text)
+    from ..ir.mlir import side_by_side_modules
 
-
-def _side_by_side_modules(text: str) -> list[str]:
-    """The names (``@name``, or ``(unnamed)``) of the modules directly inside an unnamed outer module,
-    when it holds nothing else and more than one: text pasted as two modules one after the other."""
-    if text.count("module") < 2:  # one module, or none written out: nothing to look at (the common case)
-        return []
-    from jaxlib.mlir import ir
-
-    from ..ir.mlir import parse_module
-
-    module = parse_module(text, allow_unregistered=True)
-    with module.context:
-        op = module.operation
-        if "sym_name" in op.attributes:
-            return []
-        inner = list(module.body.operations)
-        if len(inner) < 2 or any(o.operation.name != "builtin.module" for o in inner):
-            return []
-        return ["@" + ir.StringAttr(o.operation.attributes["sym_name"]).value
-                if "sym_name" in o.operation.attributes else "(unnamed)" for o in inner]
+    return side_by_side_modules(text)
 
 
 def _transform_passes(args: tuple) -> PatternLists:
