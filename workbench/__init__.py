@@ -4,8 +4,10 @@
     ex = wb.explore(f, x, y, pipeline="all")
     ex.stages, ex["stablehlo"], ex.changed(), ex.with_patterns(disable=["transpose_transpose"])
 """
-from .errors import (ArgumentError, InputKindError, MlirSyntaxError, PipelineSyntaxError, SavedFileError, StageError,
-                     TraceError, UnknownNameError, UnknownPeakError, WorkbenchError, XlaOptionError, XlaPassWarning)
+from .errors import (ArgumentError, ArrayTooLargeError, GraphTooLargeError, GraphUnavailableError, InputKindError,
+                     MlirSyntaxError, PipelineSyntaxError, ProcessRunError, SavedFileError, StageError, TraceError,
+                     UnknownNameError, UnknownPeakError, WorkbenchError, XlaAbortError, XlaOptionError, XlaPassWarning,
+                     XlaProbeDied)
 from .analysis.bisect import (crashes, differs_from, has_op, lacks_op, miscompiles, op_count_above, op_count_at_most,
                               slower_than)
 from .analysis.execute import devices
@@ -30,7 +32,8 @@ __all__ = [
     "miscompiles", "crashes", "slower_than", "op_count_above", "op_count_at_most", "differs_from", "has_op", "lacks_op",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
     "XlaOptionError", "XlaPassWarning", "UnknownPeakError", "InputKindError", "MlirSyntaxError",
-    "SavedFileError",
+    "SavedFileError", "ArrayTooLargeError", "GraphUnavailableError", "GraphTooLargeError", "XlaAbortError",
+    "XlaProbeDied", "ProcessRunError",
 ]
 __version__ = "0.1.0"
 

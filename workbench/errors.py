@@ -113,3 +113,44 @@ class ReproducerError(WorkbenchError, ValueError):
     """A reproducer folder that cannot be written as asked: a predicate without a standalone form
     (a custom function rather than one of the built-in predicates), a stage that is not an MLIR
     pipeline stage, or a module that cannot be run on its own."""
+
+
+class XlaAbortError(WorkbenchError):
+    """XLA aborted the process compiling this module with these options (tried in a child process)."""
+
+
+class XlaProbeDied(WorkbenchError):
+    """The child process compiling the module was killed from outside (SIGKILL: most likely the
+    out-of-memory killer), exited, or gave no answer within the timeout and was ended; whether XLA
+    accepts the module is not known, and nothing is kept."""
+
+
+class ArrayTooLargeError(WorkbenchError, ValueError):
+    """Arrays the workbench would make, place or write for a module's shapes are larger than
+    ``array_limit()``; refused before anything was allocated or written. ``what`` names the array
+    (``"argument 0"``), ``shape`` and ``dtype`` are its own, ``nbytes`` its size, ``total`` the bytes
+    of it and the arrays counted before it, ``limit`` the limit then."""
+
+    def __init__(self, message: str, what: str, shape: tuple, dtype: str, nbytes: int, total: int, limit: int):
+        self.what, self.shape, self.dtype, self.nbytes, self.total, self.limit = what, shape, dtype, nbytes, total, limit
+        super().__init__(message)
+
+
+class ProcessRunError(WorkbenchError):
+    """A multi-process run that failed: a process exited non-zero or was killed (``process_id``,
+    ``returncode``), or the run outlived its ``timeout`` (``process_id`` None). ``stderr`` is the end
+    of the failing process's stderr. Every process of the run was stopped before this was raised."""
+
+    def __init__(self, message: str, process_id: int | None = None, returncode: int | None = None,
+                 stderr: str = ""):
+        self.process_id, self.returncode, self.stderr = process_id, returncode, stderr
+        super().__init__(message)
+
+
+class GraphTooLargeError(GraphUnavailableError):
+    """``dot`` did not lay the graph out within its time limit; it was stopped, and nothing was drawn.
+    ``seconds`` is the limit, ``nodes`` and ``edges`` what was to be laid out."""
+
+    def __init__(self, message: str, seconds: float, nodes: int, edges: int):
+        self.seconds, self.nodes, self.edges = seconds, nodes, edges
+        super().__init__(message)

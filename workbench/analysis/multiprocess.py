@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-from ..errors import WorkbenchError
+from ..errors import ProcessRunError, WorkbenchError
 from ..pipeline.array_limit import Planned, refuse_large, write_npz
 from ..pipeline.xla import check_options
 from .execute import Timing, runnable_exported
@@ -51,15 +51,6 @@ CHILD = "workbench.analysis.multiprocess_child"
 _TAIL_LINES = 30
 
 
-class ProcessRunError(WorkbenchError):
-    """A multi-process run that failed: a process exited non-zero or was killed (``process_id``,
-    ``returncode``), or the run outlived its ``timeout`` (``process_id`` None). ``stderr`` is the end
-    of the failing process's stderr. Every process of the run was stopped before this was raised."""
-
-    def __init__(self, message: str, process_id: int | None = None, returncode: int | None = None,
-                 stderr: str = ""):
-        self.process_id, self.returncode, self.stderr = process_id, returncode, stderr
-        super().__init__(message)
 
 
 @dataclass(frozen=True)

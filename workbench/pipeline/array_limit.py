@@ -32,7 +32,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..errors import WorkbenchError
+from ..errors import ArrayTooLargeError
 
 __all__ = ["ARRAY_BYTES_CAP", "MEMORY_FRACTION", "ArrayTooLargeError", "Planned", "array_limit", "refuse_large",
            "nbytes", "write_npz"]
@@ -41,15 +41,6 @@ ARRAY_BYTES_CAP = 4 * 2**30  # 4 GiB: at most this many bytes of arrays for one 
 MEMORY_FRACTION = 0.25  # at most this share of the memory available when the action starts
 
 
-class ArrayTooLargeError(WorkbenchError, ValueError):
-    """Arrays the workbench would make, place or write for a module's shapes are larger than
-    ``array_limit()``; refused before anything was allocated or written. ``what`` names the array
-    (``"argument 0"``), ``shape`` and ``dtype`` are its own, ``nbytes`` its size, ``total`` the bytes
-    of it and the arrays counted before it, ``limit`` the limit then."""
-
-    def __init__(self, message: str, what: str, shape: tuple, dtype: str, nbytes: int, total: int, limit: int):
-        self.what, self.shape, self.dtype, self.nbytes, self.total, self.limit = what, shape, dtype, nbytes, total, limit
-        super().__init__(message)
 
 
 @dataclass(frozen=True)

@@ -220,24 +220,17 @@ def _check_pipeline(pipeline: str) -> None:
 
 def _parse_module(text: str) -> list[str]:
     """Parse (and verify) ``text`` with the parser the passes will use; raise with its diagnostics.
+    With enzyme-ad, an empty pipeline through its runner: the cheapest call it has that parses (its
+    diagnostics go to the worker log as ``loc("-":line:col): error: ...``). Returns the names of the
+    modules the text holds side by side (``ir.mlir.side_by_side_modules``): empty for one module."""
+    from ..ir.mlir import parse_module, side_by_side_modules
 
-    With enzyme-ad, an empty pipeline through its runner: the cheapest call it has that parses
-    (parse, verify, print; the printed text is dropped here rather than sent back). Its diagnostics
-    go to stderr, i.e. the worker log, as ``loc("-":line:col): error: ...``.
-
-    Returns the names of the modules the text holds side by side (MLIR's parser wraps several top-level
-    modules in one unnamed module, which then has no ``@main`` of its own); empty for one module.
-    """
     if enzyme_available():
         from enzyme_ad.jax import enzyme_call
 
         enzyme_call.run_pass_pipeline([], text, "")
     else:
-        from ..ir.mlir import parse_module
-
         parse_module(text, allow_unregistered=False)
-    from ..ir.mlir import side_by_side_modules
-
     return side_by_side_modules(text)
 
 

@@ -34,7 +34,7 @@ import sys
 import threading
 from multiprocessing.connection import Connection
 
-from ..errors import WorkbenchError
+from ..errors import XlaAbortError, XlaProbeDied
 from . import leftovers
 from .channel import Request, Response, ended, exchange
 
@@ -44,14 +44,8 @@ __all__ = ["XlaAbortError", "XlaProbeDied", "guard_compile", "compile_sharded", 
 KILLED = "XLA killed the compiling process"
 
 
-class XlaAbortError(WorkbenchError):
-    """XLA aborted the process compiling this module with these options (tried in a child process)."""
 
 
-class XlaProbeDied(WorkbenchError):
-    """The child process compiling the module was killed from outside (SIGKILL: most likely the
-    out-of-memory killer), exited, or gave no answer within the timeout and was ended; whether XLA
-    accepts the module is not known, and nothing is kept."""
 
 
 def _death(code: int | None, check: str | None) -> str:

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import graphviz
 
-from ...errors import GraphUnavailableError, ModuleParseError
+from ...errors import GraphTooLargeError, GraphUnavailableError, ModuleParseError
 from ...ir.hlo import read_hlo
 from ...ir.ops import op_counts_by_function
 from ...ir.text import input_kind
@@ -55,13 +55,6 @@ DRAW_LIMIT = 1000
 level. ``dot`` lays out a 1,000-op gradient in minutes, not seconds."""
 
 
-class GraphTooLargeError(GraphUnavailableError):
-    """``dot`` did not lay the graph out within its time limit; it was stopped, and nothing was drawn.
-    ``seconds`` is the limit, ``nodes`` and ``edges`` what was to be laid out."""
-
-    def __init__(self, message: str, seconds: float, nodes: int, edges: int):
-        self.seconds, self.nodes, self.edges = seconds, nodes, edges
-        super().__init__(message)
 
 
 class StageGraph(graphviz.Digraph):
