@@ -232,3 +232,20 @@ def test_the_checks_copies_are_bounded_too(monkeypatch):
     monkeypatch.setattr(array_limit, "ARRAY_BYTES_CAP", 4 * 2**30)
     assert float64_reference(ex.spec.traced, "cpu:0", ex.spec.traced.args)[0] is not None
     assert len(nudged_outputs(ex, ex.stage("stablehlo"), "cpu:0", None)[0]) == 3
+
+
+# ---- the command line's --args -------------------------------------------------------------------
+
+
+def test_cli_args_of_a_huge_shape_are_refused_before_any_array_is_made(tmp_path, capsys):
+    """``hlo-workbench report f.py:f --args 'f32[100000,100000]'`` used to ask jax.random for 40 GB."""
+    from workbench.views.cli import main
+
+    (tmp_path / "f.py").write_text("import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x)\n")
+    live = len(jax.live_arrays())
+    with pytest.raises(SystemExit) as caught:
+        main(["report", f"{tmp_path / 'f.py'}:f", "--args", "f32[8],f32[100000,100000]"])
+    said = str(caught.value.code)
+    assert said.startswith("--args asks for random arrays: array 1, float32[100000, 100000], would take "
+                           "40,000,000,000 bytes") and "Nothing was allocated" in said
+    assert len(jax.live_arrays()) == live

@@ -334,7 +334,10 @@ class Exploration:
     def graph(self, stage=None, max_ops: int = 400, group: str | None = None):
         """The dataflow of a stage as a graphviz graph (SVG in notebooks); ops changed relative to the
         parent stage are highlighted. Above ``max_ops`` ops, the top level of the stage's hierarchy by
-        JAX's name stack (one box per group); ``group="block_0/attn"`` draws that group's level."""
+        JAX's name stack (one box per group); ``group="block_0/attn"`` draws that group's level. At most
+        1,000 ops are drawn one by one, whatever ``max_ops`` says. graphviz lays it out within
+        ``graph.layout_seconds`` (30 s unless set); past that it is stopped and GraphTooLargeError says
+        how to draw less."""
         st = self.default_run_stage() if stage is None else self.stage(stage)
         return stage_graph(st, self.parent_of(st), max_ops=max_ops, group=group)
 
@@ -522,12 +525,14 @@ class Exploration:
                 table = None
         return save_exploration(self, path, arrays=arrays, cost=table)
 
-    def report(self, path, graph=None):
+    def report(self, path, graph=None, limits=None):
         """Write one self-contained HTML file (no network access, JS and CSS inlined) with the
         header, the stage table, the diff viewer with stage pickers, the cost table and plot, the
         graph of stage ``graph`` (default: the last MLIR stage) and the runs made so far. Returns
-        the path."""
-        return write_report(self, path, graph=None if graph is None else self.stage(graph).name)
+        the path. ``limits`` (``workbench.analysis.report_texts.ReportLimits``) bound what it reads,
+        embeds, diffs and lays out; the header states them and what they left out."""
+        kw = {} if limits is None else {"limits": limits}
+        return write_report(self, path, graph=None if graph is None else self.stage(graph).name, **kw)
 
     def reproducer(self, directory, stage=None, predicate=None):
         """Write a folder a compiler engineer can attach to a bug report: the module before

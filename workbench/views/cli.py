@@ -37,12 +37,21 @@ def parse_args_spec(spec: str) -> tuple:
     rebuilt = ",".join(f"{d}[{s}]" for d, s in items).replace(" ", "")
     if rebuilt != spec.replace(" ", ""):
         raise SystemExit(f"--args {spec!r}: expected comma-separated DTYPE[DIMS], e.g. 'f32[64,64],i32[8]'")
-    key = jax.random.PRNGKey(0)
-    out = []
-    for dtype, dims in items:
+    from ..errors import ArrayTooLargeError
+    from ..pipeline.array_limit import Planned, refuse_large
+
+    for dtype, _ in items:
         if dtype not in _DTYPES:
             raise SystemExit(f"--args: unknown dtype {dtype!r}; use one of {', '.join(_DTYPES)}")
-        shape = tuple(int(d) for d in dims.split(",") if d.strip())
+    shapes = [tuple(int(d) for d in dims.split(",") if d.strip()) for _, dims in items]
+    try:  # sized before any is made: a typo'd extra zero must not take the machine's memory
+        refuse_large([Planned(f"array {k}", shape, _DTYPES[d]) for k, ((d, _), shape)
+                      in enumerate(zip(items, shapes))], "--args asks for random arrays")
+    except ArrayTooLargeError as e:
+        raise SystemExit(str(e)) from None
+    key = jax.random.PRNGKey(0)
+    out = []
+    for (dtype, _), shape in zip(items, shapes):
         key, sub = jax.random.split(key)
         dt = jnp.dtype(_DTYPES[dtype])
         if jnp.issubdtype(dt, jnp.floating):
