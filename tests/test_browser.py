@@ -4,31 +4,19 @@ A user runs a ``%%hlo`` cell, picks two stages, switches a pattern off, runs a s
 and a 50,000-line module scrolls in the diff view (render and frame times are printed, never
 asserted). Screenshots go to the test's tmp dir and to test-output/ for a person to look at.
 """
-import contextlib
-import json
-import os
-import pathlib
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import time
-import urllib.request
-import uuid
 
-import nbformat
 import pytest
+
+from tests.browser_pages import ROOT, open_notebook, pane_text, run_cell, show_panel, side_by_side, tab, write_notebook
 
 pytestmark = pytest.mark.slow
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-JUPYTER = pathlib.Path(sys.executable).parent / "jupyter"
-OUTPUT = ROOT / "test-output"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+# tests/test_report.py still says `from test_browser import browser, chromium`: these names keep that import
+# working while its own tests get tests/conftest.py's session fixture `browser` (a name imported as a fixture
+# would start a second Chromium). Remove them once that line is gone.
+browser = chromium = None
 
 TRANSPOSES = """\
 %%hlo -o ex
@@ -79,179 +67,18 @@ deep = wb.explore(jax.grad(loss), [jnp.full((16, 16), 0.01) for _ in range(30)],
 wb.panel(deep, name="deep", right="stablehlo")"""
 
 
-# -- what the tests need: chromium, playwright, a JupyterLab server ------------------------------------
-def _apt_install(package: str) -> None:
-    if os.geteuid() != 0:
-        pytest.fail(f"{package} is missing and this user cannot install it: run `apt-get install -y {package}` as root")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    if subprocess.run(["apt-get", "install", "-y", package], env=env).returncode != 0:
-        subprocess.run(["apt-get", "update"], env=env, check=True)
-        subprocess.run(["apt-get", "install", "-y", package], env=env, check=True)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    if not os.path.exists(CHROMIUM):
-        _apt_install("chromium")
-    return CHROMIUM
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        subprocess.run([sys.executable, "-m", "pip", "install", "playwright"], check=True)
-        from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _notebook(path: pathlib.Path, *cells: str) -> None:
-    nb = nbformat.v4.new_notebook(metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}})
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    nbformat.write(nb, path)
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A JupyterLab server on a free localhost port, with its own config, data and settings dirs."""
-    home = tmp_path_factory.mktemp("lab")
-    root = home / "notebooks"
-    root.mkdir()
-    _notebook(root / "test.ipynb", "%load_ext workbench\nimport jax.numpy as jnp", TRANSPOSES)
-    _notebook(root / "big.ipynb", BIG_MODULE, BIG_PANEL)
-    _notebook(root / "widths.ipynb", "%load_ext workbench\nimport jax, jax.numpy as jnp", MLP_GRAD)
-    _notebook(root / "graph.ipynb", GRAPH_PANEL)
-    _notebook(root / "groups.ipynb", GROUPS_PANEL)
-    _notebook(root / "analyze.ipynb", "%load_ext workbench\nimport jax.numpy as jnp", TRANSPOSES)
-    _notebook(root / "speculative.ipynb", "%load_ext workbench\nimport workbench.examples.attention as att", ATTENTION)
-    with serve_lab(home, root) as server:
-        yield server
-
-
-@contextlib.contextmanager
-def serve_lab(home: pathlib.Path, root: pathlib.Path, app: str = "lab"):
-    """JupyterLab (``app`` "lab"; "notebook": Notebook 7, on the same extension system) serving ``root`` on
-    a free localhost port, with its config, data and settings dirs under ``home``; yields its base URL,
-    token, root and log file, and shuts it (and its kernels) down after."""
-    settings = home / "settings"
-    # no "official Jupyter news?" toast over the panel
-    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
-    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    port, token = _free_port(), uuid.uuid4().hex
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"),
-               JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
-    log = open(home / "server.log", "w")
-    server = subprocess.Popen(
-        [str(JUPYTER), app, "--no-browser", "--ServerApp.open_browser=False", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", "--LabApp.news_url=", f"--LabApp.user_settings_dir={settings}",
-         f"--LabApp.workspaces_dir={home / 'workspaces'}"] + (["--allow-root"] if os.geteuid() == 0 else []),
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"jupyter lab exited with {server.returncode}:\n{(home / 'server.log').read_text()}")
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"jupyter lab did not answer in 90 s:\n{(home / 'server.log').read_text()}")
-            time.sleep(0.3)
-        yield {"base": base, "token": token, "root": root, "log": home / "server.log"}
-    finally:
-        try:  # the server shuts its kernels down with it
-            req = urllib.request.Request(f"{base}/api/shutdown", method="POST",
-                                         headers={"Authorization": f"token {token}"})
-            urllib.request.urlopen(req, timeout=10).close()
-            server.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
-        log.close()
-
-
-@pytest.fixture
-def shots(tmp_path):
-    """save(page_or_locator, name): a screenshot in tmp_path and in test-output/."""
-    OUTPUT.mkdir(exist_ok=True)
-
-    def save(target, name: str) -> pathlib.Path:
-        path = tmp_path / f"{name}.png"
-        target.screenshot(path=str(path))
-        shutil.copy(path, OUTPUT / path.name)
-        print(f"screenshot: {OUTPUT / path.name}")
-        return path
-
-    return save
-
-
-def open_notebook(browser, lab, name: str, width: int = 1500):
-    page = browser.new_page(viewport={"width": width, "height": 1250})
-    page.set_default_timeout(60_000)
-    page.goto(f"{lab['base']}/lab/tree/{name}?reset&token={lab['token']}")  # reset: only this notebook open
-    page.locator(".jp-NotebookPanel:visible .jp-Cell").first.wait_for()
-    # the kernel is up when the status bar says so
-    page.locator(".jp-StatusBar-TextItem", has_text="Idle").first.wait_for(timeout=120_000)
-    page.keyboard.press("Control+b")  # close the file browser: the notebook gets the width
-    return page
-
-
-def run_cell(page, index: int) -> None:
-    """Click into cell ``index``'s editor and press Shift+Enter, as a user does."""
-    page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(index).locator(".cm-content").click()
-    page.keyboard.press("Shift+Enter")
-
-
-def show_panel(page, timeout: int = 180_000, status_timeout: int | None = None):
-    """Run the notebook's first two cells (set-up, then the %%hlo cell) and wait until the panel lists
-    the XLA stages and its status line says the last job ended; the panel's locator."""
-    run_cell(page, 0)
-    run_cell(page, 1)
-    panel = page.locator(".wb-panel")
-    panel.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=timeout)
-    page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')",
-                           **({} if status_timeout is None else {"timeout": status_timeout}))
-    return panel
-
-
-def tab(panel, title: str) -> None:
-    panel.locator(".lm-TabBar-tab", has_text=title).first.click()
-
-
-def pane_text(panel, side: str) -> str:
-    return panel.locator(f".wbd-{side} .wbd-rows").inner_text()
-
-
-def side_by_side(panel) -> None:
-    """Pick the diff's side-by-side layout, as a user does (auto may choose unified at this width)."""
-    panel.locator(".wbd-mode").first.select_option("split")
-    panel.locator('.wbd[data-mode="split"]').first.wait_for()
+# -- the notebooks the tests open, in the session's JupyterLab server (tests/conftest.py) ------------------
+@pytest.fixture(scope="module", autouse=True)
+def notebook_files(lab_server):
+    root = lab_server["root"]
+    write_notebook(root / "test.ipynb", "%load_ext workbench\nimport jax.numpy as jnp", TRANSPOSES)
+    write_notebook(root / "big.ipynb", BIG_MODULE, BIG_PANEL)
+    write_notebook(root / "widths.ipynb", "%load_ext workbench\nimport jax, jax.numpy as jnp", MLP_GRAD)
+    write_notebook(root / "graph.ipynb", GRAPH_PANEL)
+    write_notebook(root / "groups.ipynb", GROUPS_PANEL)
+    write_notebook(root / "analyze.ipynb", "%load_ext workbench\nimport jax.numpy as jnp", TRANSPOSES)
+    write_notebook(root / "speculative.ipynb", "%load_ext workbench\nimport workbench.examples.attention as att",
+                   ATTENTION)
 
 
 # -- the tests ---------------------------------------------------------------------------------------------

@@ -5,17 +5,7 @@ Collectives tab. Screenshots go to test-output/panel_sharding_hover.png and pane
 """
 import pytest
 
-from tests.test_browser import (  # noqa: F401
-    _notebook,
-    browser,
-    chromium,
-    open_notebook,
-    serve_lab,
-    shots,
-    show_panel,
-    side_by_side,
-    tab,
-)
+from tests.browser_pages import open_notebook, show_panel, side_by_side, tab, write_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -31,14 +21,9 @@ ex = wb.explore(attention.fn, *attention.sharded_args())
 wb.panel(ex, name="ex")"""
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    home = tmp_path_factory.mktemp("lab")
-    root = home / "notebooks"
-    root.mkdir()
-    _notebook(root / "sharded.ipynb", SETUP, PANEL)
-    with serve_lab(home, root) as server:
-        yield server
+@pytest.fixture(scope="module", autouse=True)
+def notebook_files(lab_server):
+    write_notebook(lab_server["root"] / "sharded.ipynb", SETUP, PANEL)
 
 
 def hover_until_tip(panel, rows, pick):

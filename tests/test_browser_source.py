@@ -5,17 +5,7 @@ test-output/panel_source_tab.png.
 """
 import pytest
 
-from tests.test_browser import (  # noqa: F401
-    _notebook,
-    browser,
-    chromium,
-    open_notebook,
-    serve_lab,
-    shots,
-    show_panel,
-    side_by_side,
-    tab,
-)
+from tests.browser_pages import open_notebook, show_panel, side_by_side, tab, write_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -34,14 +24,9 @@ def loss(p, x):
 jax.grad(loss)({n: jnp.full((16, 16), 0.01) for n in ("wq", "wk", "wv", "wo")}, jnp.ones((8, 16)))"""
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    home = tmp_path_factory.mktemp("lab")
-    root = home / "notebooks"
-    root.mkdir()
-    _notebook(root / "source.ipynb", "%load_ext workbench\nimport jax, jax.numpy as jnp", BLOCK)
-    with serve_lab(home, root) as server:
-        yield server
+@pytest.fixture(scope="module", autouse=True)
+def notebook_files(lab_server):
+    write_notebook(lab_server["root"] / "source.ipynb", "%load_ext workbench\nimport jax, jax.numpy as jnp", BLOCK)
 
 
 def test_the_source_tab_marks_a_lines_ops_and_an_ops_lineage(browser, lab, shots):

@@ -5,24 +5,20 @@ an .hlo file in JupyterLab's editor, highlighted with the diff view's token clas
 scripts/setup.sh installs Node.js, runs `npm ci` and builds the extension; these tests use what it made.
 """
 import os
-import pathlib
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-from test_browser import browser, chromium, serve_lab  # noqa: F401 -- fixtures, the lab server
+from tests.browser_pages import JUPYTER, OUTPUT, ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXT = ROOT / "extensions" / "hlo-workbench-lab"
 FIXTURES = EXT / "test" / "fixtures"
-JUPYTER = pathlib.Path(sys.executable).parent / "jupyter"
-OUTPUT = ROOT / "test-output"
 NO_COLOR = re.compile(r"\x1b\[[0-9;]*m")
 
 
+@pytest.mark.subprocess  # npm, vitest
 def test_the_tokenizer_unit_tests_pass():
     """`npm test` in the extension: vitest runs test/*.test.ts against the shared tokenizer and the
     CodeMirror language."""
@@ -40,6 +36,7 @@ def test_the_tokenizer_unit_tests_pass():
         assert (FIXTURES / name).stat().st_size > 10_000, name
 
 
+@pytest.mark.subprocess
 def test_jupyterlab_lists_the_extension_enabled_and_ok():
     p = subprocess.run([str(JUPYTER), "labextension", "list"], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "NO_COLOR": "1"})
@@ -51,18 +48,12 @@ def test_jupyterlab_lists_the_extension_enabled_and_ok():
     assert "disabled" not in line, line
 
 
-# -- a real browser: JupyterLab on localhost, Debian's chromium, playwright (tests/test_browser.py's) ---------
+# -- a real browser: the session's JupyterLab and Chromium (tests/conftest.py) ------------------------------
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A JupyterLab server on a free localhost port, with its own config, data and settings dirs, serving a
-    folder with real program texts: an Enzyme-JaX stage as .mlir and XLA's optimized HLO as .hlo."""
-    home = tmp_path_factory.mktemp("lab")
-    root = home / "files"
-    root.mkdir()
-    shutil.copy(FIXTURES / "attention.enzyme.mlir", root / "attention.mlir")
-    shutil.copy(FIXTURES / "attention.xla-optimized.hlo", root / "attention.hlo")
-    with serve_lab(home, root) as server:
-        yield server
+def program_files(lab_server):
+    """Real program texts in the server's folder: an Enzyme-JaX stage as .mlir and XLA's optimized HLO as .hlo."""
+    shutil.copy(FIXTURES / "attention.enzyme.mlir", lab_server["root"] / "attention.mlir")
+    shutil.copy(FIXTURES / "attention.xla-optimized.hlo", lab_server["root"] / "attention.hlo")
 
 
 def _open(browser, lab, name: str):
@@ -100,7 +91,7 @@ def _diffview_colour(page, cls: str) -> str:
 
 
 @pytest.mark.slow
-def test_jupyterlab_highlights_mlir_and_hlo_files_with_the_diff_views_classes(browser, lab):
+def test_jupyterlab_highlights_mlir_and_hlo_files_with_the_diff_views_classes(browser, lab, program_files):
     OUTPUT.mkdir(exist_ok=True)
     page, content, requests = _open(browser, lab, "attention.mlir")
     try:

@@ -9,7 +9,7 @@ import time
 import nbformat
 import pytest
 
-from tests.test_extension import OUTPUT, browser, chromium, lab  # noqa: F401 -- its fixtures: chromium, a JupyterLab server
+from tests.browser_pages import OUTPUT
 
 pytestmark = pytest.mark.slow
 MIME = "application/vnd.hlo-workbench.exploration+json"

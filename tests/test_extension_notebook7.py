@@ -8,13 +8,12 @@ import shutil
 import nbformat
 import pytest
 
-from tests.test_browser import serve_lab
-from tests.test_extension import FIXTURES, OUTPUT, browser, chromium  # noqa: F401 -- fixtures
+from tests.browser_pages import KERNEL, OUTPUT, ROOT
 
 pytest.importorskip("notebook", reason="Notebook 7 (pip install notebook) is not installed")
 pytestmark = pytest.mark.slow
 
-KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}}
+FIXTURES = ROOT / "extensions" / "hlo-workbench-lab" / "test" / "fixtures"
 HLO_CELL = """\
 %%hlo -o ex --xla-wait 600
 def tb(x, y):
@@ -24,22 +23,20 @@ PLAIN = "def f(x):\n    return jnp.sin(x.T) @ x\nf(jnp.ones((4, 4)))"
 
 
 @pytest.fixture(scope="module")
-def nb7(tmp_path_factory):
-    from nbclient import NotebookClient
-
-    home = tmp_path_factory.mktemp("nb7")
-    root = home / "files"
-    root.mkdir()
+def nb7(lab_server, run_notebook):
+    """The session's Jupyter server, which serves Notebook 7's pages (/edit/..., /notebooks/...) beside
+    JupyterLab's, with nb7/ in its folder: a .mlir file, and saved.ipynb executed headless by nbclient."""
+    root = lab_server["root"] / "nb7"
+    root.mkdir(exist_ok=True)
     shutil.copy(FIXTURES / "attention.enzyme.mlir", root / "attention.mlir")
     nb = nbformat.v4.new_notebook(metadata=KERNEL)
     nb.cells = [nbformat.v4.new_code_cell("%load_ext workbench\nimport jax.numpy as jnp"),
                 nbformat.v4.new_code_cell(HLO_CELL), nbformat.v4.new_code_cell(PLAIN)]
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(root)}}).execute()
+    run_notebook(nb, root, timeout=300)
     nb.metadata.pop("widgets", None)  # as JupyterLab and Notebook save by default: no widget state
     nb.cells[2].outputs = []
     nbformat.write(nb, root / "saved.ipynb")
-    with serve_lab(home, root, app="notebook") as server:
-        yield server
+    return lab_server
 
 
 def _page(browser, nb7, url: str):
@@ -49,9 +46,9 @@ def _page(browser, nb7, url: str):
     return page
 
 
-def test_notebook7_highlights_a_mlir_file(browser, nb7):
+def test_notebook7_highlights_a_mlir_file(browser, lab, nb7):
     OUTPUT.mkdir(exist_ok=True)
-    page = _page(browser, nb7, "/edit/attention.mlir")
+    page = _page(browser, nb7, "/edit/nb7/attention.mlir")
     try:
         content = page.locator(".jp-FileEditor .cm-content")
         content.locator(".h-op").first.wait_for()
@@ -65,9 +62,9 @@ def test_notebook7_highlights_a_mlir_file(browser, nb7):
         page.close()
 
 
-def test_notebook7_shows_the_saved_output_and_explores_a_cell(browser, nb7):
+def test_notebook7_shows_the_saved_output_and_explores_a_cell(browser, lab, nb7):
     OUTPUT.mkdir(exist_ok=True)
-    page = _page(browser, nb7, "/notebooks/saved.ipynb")
+    page = _page(browser, nb7, "/notebooks/nb7/saved.ipynb")
     try:
         # the saved %%hlo output: its bundle's view (the kernel that made the panel is gone)
         view = page.locator('.hwb-bundle[data-shown="saved"] .hwb-view')

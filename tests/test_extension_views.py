@@ -4,15 +4,13 @@ with no kernel started, and shows its stages and the diff of any two; a %%hlo ou
 while its kernel lives, and the saved view of its bundle (stage list, the shown pair's diff) once the notebook
 is reopened without the kernel that made the panel. The vitest tests of the decoding run in
 tests/test_extension.py (`npm test`)."""
-import json
 import re
 import time
-import urllib.request
 
 import nbformat
 import pytest
 
-from tests.test_extension import OUTPUT, browser, chromium, lab  # noqa: F401 -- its fixtures: chromium, a JupyterLab server
+from tests.browser_pages import OUTPUT, api as _api
 
 pytestmark = pytest.mark.slow
 
@@ -32,23 +30,11 @@ def _template(line: str) -> str:
     return NAME.sub(r"%\1", line).strip()
 
 
-def _api(lab, path: str, method: str = "GET"):
-    req = urllib.request.Request(f"{lab['base']}{path}", method=method,
-                                 headers={"Authorization": f"token {lab['token']}"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        body = r.read()
-    return json.loads(body) if body else None
-
-
 @pytest.fixture(scope="module")
-def saved(lab):
+def saved(lab_server, attention_ex):
     """attention.hlox in the server's folder, saved by the workbench, and the lines ex.diff deletes."""
-    import workbench as wb
-    from workbench import examples
-
-    fn, args = examples.load("attention")
-    ex = wb.explore(fn, *args)
-    path = lab["root"] / "attention.hlox"
+    ex = attention_ex
+    path = lab_server["root"] / "attention.hlox"
     ex.save(path)
     deleted = [_template(l[1:]) for l in ex.diff(*PAIR).unified().splitlines()
                if l.startswith("-") and not l.startswith("---")]

@@ -1,0 +1,155 @@
+"""What the browser tests share: the JupyterLab server they all talk to (tests/conftest.py starts one per
+session with ``serve_lab``), the notebooks they write into its folder, and the steps a user takes in a
+page (open a notebook, run a cell, wait for the panel, pick a tab). A plain module, imported as
+``tests.browser_pages``: no test file imports another test file."""
+import contextlib
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"  # Debian's, installed by scripts/setup.sh --test
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+JUPYTER = pathlib.Path(sys.executable).parent / "jupyter"
+OUTPUT = ROOT / "test-output"  # screenshots, for a person to look at
+KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}}
+
+
+def write_notebook(path: pathlib.Path, *cells: str) -> None:
+    """A notebook of code cells, for the python3 kernel, without outputs."""
+    nb = nbformat.v4.new_notebook(metadata=KERNEL)
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, path)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_lab(home: pathlib.Path, root: pathlib.Path):
+    """A JupyterLab server serving ``root`` on a free localhost port, with its config, data and settings dirs
+    under ``home``; yields its base URL, token, root and log file, and shuts it (and its kernels) down after.
+    The same server answers Notebook 7's pages (/notebooks/..., /edit/...): the ``notebook`` package is a
+    server extension that every Jupyter server of this environment loads."""
+    settings = home / "settings"
+    # no "official Jupyter news?" toast over the panel
+    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port, token = _free_port(), uuid.uuid4().hex
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"),
+               JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+    log = open(home / "server.log", "w")
+    server = subprocess.Popen(
+        [str(JUPYTER), "lab", "--no-browser", "--ServerApp.open_browser=False", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={root}", "--LabApp.news_url=", f"--LabApp.user_settings_dir={settings}",
+         f"--LabApp.workspaces_dir={home / 'workspaces'}"] + (["--allow-root"] if os.geteuid() == 0 else []),
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {server.returncode}:\n{(home / 'server.log').read_text()}")
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyter lab did not answer in 90 s:\n{(home / 'server.log').read_text()}")
+            time.sleep(0.3)
+        yield {"base": base, "token": token, "root": root, "log": home / "server.log"}
+    finally:
+        try:  # the server shuts its kernels down with it
+            req = urllib.request.Request(f"{base}/api/shutdown", method="POST",
+                                         headers={"Authorization": f"token {token}"})
+            urllib.request.urlopen(req, timeout=10).close()
+            server.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+        log.close()
+
+
+def api(lab, path: str, method: str = "GET"):
+    """The server's REST API: ``path``'s JSON answer (None for an empty one)."""
+    req = urllib.request.Request(f"{lab['base']}{path}", method=method,
+                                 headers={"Authorization": f"token {lab['token']}"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        body = r.read()
+    return json.loads(body) if body else None
+
+
+def shut_down_kernels(lab) -> None:
+    """End every session and kernel the server holds (tests leave theirs when they close their pages)."""
+    for s in api(lab, "/api/sessions"):
+        api(lab, f"/api/sessions/{s['id']}", "DELETE")
+    for k in api(lab, "/api/kernels"):
+        api(lab, f"/api/kernels/{k['id']}", "DELETE")
+
+
+def open_notebook(browser, lab, name: str, width: int = 1500):
+    page = browser.new_page(viewport={"width": width, "height": 1250})
+    page.set_default_timeout(60_000)
+    page.goto(f"{lab['base']}/lab/tree/{name}?reset&token={lab['token']}")  # reset: only this notebook open
+    page.locator(".jp-NotebookPanel:visible .jp-Cell").first.wait_for()
+    # the kernel is up when the status bar says so
+    page.locator(".jp-StatusBar-TextItem", has_text="Idle").first.wait_for(timeout=120_000)
+    page.keyboard.press("Control+b")  # close the file browser: the notebook gets the width
+    return page
+
+
+def run_cell(page, index: int) -> None:
+    """Click into cell ``index``'s editor and press Shift+Enter, as a user does."""
+    page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(index).locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")
+
+
+def show_panel(page, timeout: int = 180_000, status_timeout: int | None = None):
+    """Run the notebook's first two cells (set-up, then the %%hlo cell) and wait until the panel lists
+    the XLA stages and its status line says the last job ended; the panel's locator."""
+    run_cell(page, 0)
+    run_cell(page, 1)
+    panel = page.locator(".wb-panel")
+    panel.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=timeout)
+    page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')",
+                           **({} if status_timeout is None else {"timeout": status_timeout}))
+    return panel
+
+
+def tab(panel, title: str) -> None:
+    panel.locator(".lm-TabBar-tab", has_text=title).first.click()
+
+
+def pane_text(panel, side: str) -> str:
+    return panel.locator(f".wbd-{side} .wbd-rows").inner_text()
+
+
+def side_by_side(panel) -> None:
+    """Pick the diff's side-by-side layout, as a user does (auto may choose unified at this width)."""
+    panel.locator(".wbd-mode").first.select_option("split")
+    panel.locator('.wbd[data-mode="split"]').first.wait_for()
