@@ -1,4 +1,6 @@
-"""The hlo-workbench command on real programs."""
+"""The hlo-workbench command on real programs: its behaviour through ``workbench.views.cli.main`` in this
+process (tests/conftest.py's ``cli``), and the installed ``hlo-workbench`` script, ``python -m workbench``
+and a lit RUN line each run once as a user runs them."""
 import argparse
 import glob
 import importlib.util
@@ -18,11 +20,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = [sys.executable, "-m", "workbench"]
 
 
-def run(*args, input=None):
-    return subprocess.run(CLI + list(args), capture_output=True, text=True, cwd=ROOT, timeout=600, input=input)
+@pytest.fixture
+def run(cli):
+    """run(*args, input=None): the command in this process, from the checkout's root."""
+    return lambda *args, input=None: cli(*args, input=input, cwd=ROOT)
 
 
-def test_stages_with_shapes(tmp_path):
+def test_stages_with_shapes(run, tmp_path):
     src = tmp_path / "m.py"
     src.write_text("import jax.numpy as jnp\n\ndef f(x, y):\n    return jnp.tanh(x @ y).sum(0)\n")
     r = run("stages", f"{src}:f", "--args", "f32[64,64],f32[64,32]", "--pipeline", "only_enzyme",
@@ -32,7 +36,7 @@ def test_stages_with_shapes(tmp_path):
         assert name in r.stdout
 
 
-def test_default_is_a_report_on_a_builtin_example():
+def test_default_is_a_report_on_a_builtin_example(run):
     r = run()
     assert r.returncode == 0, r.stderr
     assert "enzyme-hlo-patterns#1" in r.stdout and "Final MLIR stage" in r.stdout
@@ -46,7 +50,7 @@ def test_default_is_a_report_on_a_builtin_example():
     assert total == early + late == len(rows) and late == sum(" xla " in l or " backend " in l for l in rows)
 
 
-def test_bad_input_is_a_clear_message():
+def test_bad_input_is_a_clear_message(run):
     r = run("stages", "mlp", "--disable", "dot_transpos")
     assert r.returncode == 2 and "did you mean 'dot_transpose'" in r.stderr and "Traceback" not in r.stderr
     r = run("stages", "workbench/examples/mlp.py:nope")
@@ -55,20 +59,21 @@ def test_bad_input_is_a_clear_message():
     assert r.returncode != 0 and "DTYPE[DIMS]" in r.stderr
 
 
-def test_patterns_and_pipelines_listings():
+def test_patterns_and_pipelines_listings(run):
     r = run("patterns", "--search", "transpose_transpose")
     assert r.returncode == 0 and "transpose_transpose" in r.stdout
     r = run("pipelines")
     assert r.returncode == 0 and "only_enzyme" in r.stdout and "just_batch" in r.stdout
 
 
-def test_a_misspelled_xla_pass_is_a_warning_that_names_the_closest():
+def test_a_misspelled_xla_pass_is_a_warning_that_names_the_closest(run):
     r = run("stages", "mlp", "--xla-disable", "algsimpp")
     assert r.returncode == 0, r.stderr
     assert "hlo-workbench: warning: XLA did not report running a pass named 'algsimpp'" in r.stderr
     assert "Closest passes it reported: algsimp" in r.stderr and "build.py" not in r.stderr
 
 
+@pytest.mark.subprocess
 def test_python_dash_m_workbench_is_the_command_and_a_closed_pipe_is_quiet():
     r = subprocess.run(f"{sys.executable} -m workbench pipelines | head -1", shell=True, capture_output=True,
                        text=True, cwd=ROOT, timeout=300)
@@ -135,7 +140,7 @@ def test_an_unknown_pattern_group_lists_the_groups(capsys):
     assert "did you mean 'transpose up', 'transpose down'?" in capsys.readouterr().err
 
 
-def test_show_an_unknown_stage_lists_the_stages():
+def test_show_an_unknown_stage_lists_the_stages(run):
     r = run("show", "mlp", "--stage", "nope")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     message = r.stderr.strip()
@@ -149,14 +154,10 @@ def test_show_an_unknown_stage_lists_the_stages():
 
 
 @pytest.fixture(scope="module")
-def attention_files(tmp_path_factory):
-    """The built-in attention example explored once: some of its stages written to files, and the
-    exploration saved as a .hlox."""
-    import workbench as wb
-    from workbench import examples
-
-    fn, args = examples.load("attention")
-    ex = wb.explore(fn, *args)
+def attention_files(tmp_path_factory, attention_ex):
+    """The built-in attention example (tests/conftest.py's exploration): some of its stages written to files,
+    and the exploration saved as a .hlox."""
+    ex = attention_ex
     d = tmp_path_factory.mktemp("attention")
     files = {"dir": d, "ex": ex}
     for key, stage, with_locations in (("stablehlo", "stablehlo", False), ("stablehlo_loc", "stablehlo", True),
@@ -178,7 +179,7 @@ def _summary_ops(stdout: str) -> dict[str, tuple[int, int]]:
     return {op: (int(b), int(a)) for op, b, a in re.findall(r"([\w.-]+) (\d+) -> (\d+) \([+-]\d+\)", line)}
 
 
-def test_diff_of_two_mlir_stages_shows_what_the_pass_did(attention_files):
+def test_diff_of_two_mlir_stages_shows_what_the_pass_did(run, attention_files):
     f, ex = attention_files, attention_files["ex"]
     r = run("diff", f["stablehlo"], f["inline"])
     assert r.returncode == 1 and r.stderr == "", r.stderr  # like diff(1): 1 when the modules differ
@@ -201,7 +202,7 @@ def test_diff_of_two_mlir_stages_shows_what_the_pass_did(attention_files):
     assert a < b and not any(l.startswith(" ") for l in r.stdout.splitlines())  # no context lines with -U 0
 
 
-def test_diff_ignores_locations_and_value_names(attention_files, tmp_path):
+def test_diff_ignores_locations_and_value_names(run, attention_files, tmp_path):
     f = attention_files
     r = run("diff", f["stablehlo"], f["stablehlo_loc"])
     assert r.returncode == 0, r.stdout + r.stderr
@@ -220,7 +221,7 @@ def test_diff_ignores_locations_and_value_names(attention_files, tmp_path):
                              "1 line deleted, 1 inserted, 0 changed, 0 moved\n")
 
 
-def test_diff_of_two_hlo_files(attention_files):
+def test_diff_of_two_hlo_files(run, attention_files):
     f = attention_files
     r = run("diff", f["hlo_before"], f["hlo_optimized"])
     assert r.returncode == 1, r.stderr
@@ -234,7 +235,7 @@ def test_diff_of_two_hlo_files(attention_files):
     assert ops == {op: (b, a) for op, b, a, _ in delta.head(12).itertuples(index=False)}
 
 
-def test_diff_of_different_kinds_or_missing_files_is_trouble(attention_files, tmp_path):
+def test_diff_of_different_kinds_or_missing_files_is_trouble(run, attention_files, tmp_path):
     f = attention_files
     r = run("diff", f["stablehlo"], f["hlo_optimized"])
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
@@ -283,6 +284,7 @@ def _filecheck() -> str:
     return llvm
 
 
+@pytest.mark.subprocess  # the RUN line, as lit's shell runs it: two commands and FileCheck
 def test_opt_canonicalize_in_a_lit_filecheck_pipeline(tmp_path):
     test = tmp_path / "fold.mlir"
     test.write_text(FILECHECK_TEST)
@@ -297,7 +299,7 @@ def test_opt_canonicalize_in_a_lit_filecheck_pipeline(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
 
 
-def test_opt_prints_only_the_module_reads_stdin_and_writes_files(tmp_path):
+def test_opt_prints_only_the_module_reads_stdin_and_writes_files(run, tmp_path):
     src = tmp_path / "in.mlir"
     src.write_text(FOLDABLE)
     r = run("opt", str(src), "--pass-pipeline=canonicalize,cse")  # a bare list
@@ -318,7 +320,7 @@ def test_opt_prints_only_the_module_reads_stdin_and_writes_files(tmp_path):
 
 @pytest.mark.parametrize("pipeline", ["builtin.module(canonicalize,no-such-pass)", "canonicalize,(cse",
                                       "canonicalize{max-iterations=x}"])
-def test_opt_with_a_bad_pipeline_says_what_the_api_says(tmp_path, pipeline):
+def test_opt_with_a_bad_pipeline_says_what_the_api_says(run, tmp_path, pipeline):
     import workbench as wb
 
     with pytest.raises(wb.PipelineSyntaxError) as api:
@@ -330,7 +332,7 @@ def test_opt_with_a_bad_pipeline_says_what_the_api_says(tmp_path, pipeline):
     assert r.stderr == f"hlo-workbench: {api.value}\n"
 
 
-def test_opt_refuses_a_module_that_does_not_parse_and_reports_a_failing_pass(attention_files, tmp_path):
+def test_opt_refuses_a_module_that_does_not_parse_and_reports_a_failing_pass(run, attention_files, tmp_path):
     bad = tmp_path / "bad.mlir"
     bad.write_text(FOLDABLE.replace("arith.addf", "stablehlo.bogus"))
     r = run("opt", str(bad), "--pass-pipeline=canonicalize")
@@ -346,7 +348,7 @@ def test_opt_refuses_a_module_that_does_not_parse_and_reports_a_failing_pass(att
     assert r.stderr.startswith("hlo-workbench: pipeline failed: ") and "__transform_main" in r.stderr
 
 
-def test_opt_runs_enzyme_passes(tmp_path):
+def test_opt_runs_enzyme_passes(run, tmp_path):
     from workbench.pipeline.worker import enzyme_available
 
     if not enzyme_available():
@@ -364,7 +366,7 @@ def test_opt_runs_enzyme_passes(tmp_path):
     assert r.returncode == 0 and "stablehlo.add" not in r.stdout and "dense<3.000000e+00>" in r.stdout, r.stderr
 
 
-def test_open_prints_the_stage_table_and_stages_of_a_saved_exploration(attention_files, tmp_path):
+def test_open_prints_the_stage_table_and_stages_of_a_saved_exploration(run, attention_files, tmp_path):
     import workbench as wb
     from workbench.views.text import stage_table
 
@@ -383,7 +385,7 @@ def test_open_prints_the_stage_table_and_stages_of_a_saved_exploration(attention
                                "'enzyme-hlo-patterns#3'")
 
 
-def test_open_a_missing_or_broken_file_is_a_clear_message(attention_files, tmp_path):
+def test_open_a_missing_or_broken_file_is_a_clear_message(run, attention_files, tmp_path):
     r = run("open", str(tmp_path / "nope.hlox"))
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
     assert r.stderr.startswith(f"hlo-workbench: {tmp_path / 'nope.hlox'}: ")
@@ -395,7 +397,7 @@ def test_open_a_missing_or_broken_file_is_a_clear_message(attention_files, tmp_p
     assert r.stderr.startswith(f"hlo-workbench: {cut}: ")
 
 
-def test_save_open_write_a_stage_diff_and_html_as_a_user_chains_them(tmp_path):
+def test_save_open_write_a_stage_diff_and_html_as_a_user_chains_them(run, tmp_path):
     src = tmp_path / "m.py"
     src.write_text("import jax.numpy as jnp\n\ndef f(x, y):\n    return jnp.tanh((x @ y).T).sum(0)\n")
     saved = tmp_path / "f.hlox"
@@ -417,7 +419,7 @@ def test_save_open_write_a_stage_diff_and_html_as_a_user_chains_them(tmp_path):
     assert ex.stage("stablehlo").text == a.read_text()
 
 
-def test_report_html_writes_the_offline_report(tmp_path):
+def test_report_html_writes_the_offline_report(run, tmp_path):
     out = tmp_path / "r.html"
     r = run("report", "mlp", "--html", str(out), "--save", str(tmp_path / "m.hlox"))
     assert r.returncode == 0, r.stderr[-2000:]
@@ -429,7 +431,7 @@ def test_report_html_writes_the_offline_report(tmp_path):
     assert wb.load(tmp_path / "m.hlox").runs  # the report command's run is saved with it
 
 
-def test_opt_is_wb_opt_and_takes_a_lone_pass_name(tmp_path):
+def test_opt_is_wb_opt_and_takes_a_lone_pass_name(run, tmp_path):
     import workbench as wb
     from workbench.ir.text import strip_locations
 
@@ -443,10 +445,9 @@ def test_opt_is_wb_opt_and_takes_a_lone_pass_name(tmp_path):
         wb.opt(FOLDABLE, "sccpp")
 
 
-def test_course_copies_the_notebooks_to_a_folder_and_never_overwrites_a_students_copy(tmp_path):
-    console = shutil.which("hlo-workbench", path=os.path.dirname(sys.executable))
+def test_course_copies_the_notebooks_to_a_folder_and_never_overwrites_a_students_copy(cli, tmp_path):
     folder = tmp_path / "my-course"
-    r = subprocess.run([console, "course", str(folder)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    r = cli("course", folder, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     shipped = sorted(p.name for p in (pathlib.Path(ROOT) / "notebooks").iterdir() if p.suffix in (".ipynb", ".md"))
     assert sorted(p.name for p in folder.iterdir()) == shipped and "00_tour.ipynb" in shipped
@@ -454,13 +455,27 @@ def test_course_copies_the_notebooks_to_a_folder_and_never_overwrites_a_students
     mine = folder / "03_rewrite_patterns.ipynb"
     mine.write_text(mine.read_text().replace('"cells": [', '"cells": [{"cell_type": "markdown", "metadata": {}, '
                                                            '"source": ["my answer"]}, ', 1))
-    again = subprocess.run([console, "course", str(folder)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    again = cli("course", folder, cwd=tmp_path)
     assert again.returncode == 0 and "kept as they were" in again.stdout and "03_rewrite_patterns" in again.stdout
     assert "my answer" in mine.read_text()
     (tmp_path / "afile").write_text("")
-    bad = subprocess.run([console, "course", str(tmp_path / "afile")], capture_output=True, text=True, timeout=120)
+    bad = cli("course", tmp_path / "afile")
     assert bad.returncode == 2 and "is a file, not a folder" in bad.stderr
-    plain = subprocess.run([console, "course"], capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                           stdin=subprocess.DEVNULL)  # no folder given: ./hlo-workbench-course
+    plain = cli("course", cwd=tmp_path)  # no folder given: ./hlo-workbench-course
     assert plain.returncode == 0, plain.stderr
     assert sorted(p.name for p in (tmp_path / "hlo-workbench-course").iterdir()) == shipped
+
+
+@pytest.mark.subprocess
+def test_the_installed_script_runs_as_a_user_runs_it(tmp_path):
+    """`hlo-workbench` as installed in the environment's bin/ (the console script of pyproject.toml), from a
+    folder that is not the checkout: its argv reaches main(), the stage table goes to stdout, and a warning
+    goes to stderr in the command's own words (the in-process tests print warnings as Python would)."""
+    console = shutil.which("hlo-workbench", path=os.path.dirname(sys.executable))
+    assert console, f"no hlo-workbench script beside {sys.executable}: scripts/setup.sh installs the package"
+    r = subprocess.run([console, "stages", "mlp", "--pipeline", "none", "--xla-disable", "algsimpp"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=600, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0] == "stage" and "xla:optimized" in r.stdout and "stablehlo" in r.stdout
+    assert "hlo-workbench: warning: XLA did not report running a pass named 'algsimpp'" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr

@@ -1,7 +1,8 @@
 """README.md as a user meets it: every Python block runs as written, with its defaults, in a fresh
 process without a terminal; the notebook blocks run as cells of a real kernel; the command lines
-run as typed. A prelude defines only what the README leaves to the reader (``mlir_text``, and the
-``my.py`` that the CLI example names)."""
+run as typed, split as a shell splits them, through the command's main() in this process (the installed
+script is run as a user runs it in tests/test_cli.py). A prelude defines only what the README leaves to
+the reader (``mlir_text``, and the ``my.py`` that the CLI example names)."""
 import os
 import re
 import shlex
@@ -16,7 +17,6 @@ pytest.importorskip("enzyme_ad.jax", reason="the README's examples use Enzyme-Ja
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-BIN = Path(sys.executable).parent
 
 PRELUDE = textwrap.dedent("""
     import jax, jax.numpy as jnp
@@ -47,6 +47,7 @@ def own_script(block: str) -> str | None:
     return m.group(1) if m else None
 
 
+@pytest.mark.subprocess  # a fresh interpreter, as a user's script
 def test_every_python_block_runs_as_written(tmp_path):
     script = [PRELUDE]
     for k, block in enumerate(blocks("python")):
@@ -61,6 +62,7 @@ def test_every_python_block_runs_as_written(tmp_path):
     assert r.stdout.count("-- README block") == len([b for b in blocks("python") if not own_script(b)])
 
 
+@pytest.mark.subprocess
 def test_every_script_block_runs_as_its_own_script(tmp_path):
     scripts = [b for b in blocks("python") if own_script(b)]
     for block in scripts:
@@ -71,25 +73,23 @@ def test_every_script_block_runs_as_its_own_script(tmp_path):
         assert r.returncode == 0, (path.name, r.stdout[-2000:], r.stderr[-4000:])
 
 
-def test_every_command_line_runs_as_typed(tmp_path):
+def test_every_command_line_runs_as_typed(cli, tmp_path):
     (tmp_path / "my.py").write_text(MY_PY)
     for line in command_lines():
         argv = shlex.split(line)
         assert argv[0] == "hlo-workbench"
-        r = subprocess.run([str(BIN / "hlo-workbench")] + argv[1:], capture_output=True, text=True, cwd=tmp_path,
-                           stdin=subprocess.DEVNULL, timeout=600)
+        r = cli(*argv[1:], cwd=tmp_path)
         # diff exits 1 when the modules differ, as diff(1) does: the README says so next to it
         assert r.returncode == (1 if argv[1] == "diff" else 0), (line, r.stderr[-3000:])
         assert r.stdout.strip(), line
 
 
 @pytest.mark.slow
-def test_the_notebook_blocks_run_in_a_kernel(tmp_path):
+def test_the_notebook_blocks_run_in_a_kernel(run_notebook, tmp_path):
     import nbformat
-    from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(b.rstrip("\n")) for b in blocks("ipython")])
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    run_notebook(nb, tmp_path)
     errors = [o for c in nb.cells for o in c.outputs if o.output_type == "error"]
     assert not errors, errors
     for cell in nb.cells[1:]:  # %%hlo and %%mlir: a panel each, with the bundle a saved notebook keeps
