@@ -17,11 +17,19 @@ stored, as it is compressed already; the others are deflated):
                     the module's argument order) and each run's outputs (``run0_0``, ...); numpy's own
                     format, read with ``allow_pickle=False``
 
-Reading checks everything before it builds anything: the zip's CRCs, the manifest's format (a file
-from a newer workbench says so), and the SHA-256 of every text. Saving writes a temporary file in the
-same folder and renames it over the target, so a crash mid-save leaves the old file whole; the
-manifest and the arrays are encoded before anything is written, and a value that cannot be is a
-SavedFileError naming it.
+Reading treats the file as possibly hostile and checks everything before it builds anything: the
+zip's layout and names (archive.py), the manifest against its one schema (manifest.py; a file from a
+newer workbench says so first), the zip's CRCs and the SHA-256 of every text. Each member is read
+in pieces and counted against a limit -- ``MANIFEST_LIMIT`` for the manifest, the size the manifest
+declares for the texts (at most ``TEXTS_LIMIT``) and for the arrays (at most ``ARRAYS_LIMIT``) --
+and refused past it, before that much is allocated. Anything wrong is a SavedFileError naming the
+member or the field.
+
+Saving writes a temporary file in the same folder and renames it over the target, so a crash
+mid-save leaves the old file whole. The manifest is encoded and checked against the same schema
+before anything is written, and a value that cannot be is a SavedFileError naming it; the arrays are
+counted by their logical size first (refused past ``ARRAYS_LIMIT``) and then streamed into the file
+in numpy's 16 MiB pieces, never assembled in memory.
 
 ``plain_json`` is the one conversion to JSON of everything the workbench writes for a reader without
 a kernel -- this manifest, a panel's saved bundle, a report's data: numpy scalars and arrays become
@@ -33,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
-import io
 import json
 import math
 import numbers
@@ -41,6 +48,7 @@ import os
 import platform
 import sys
 import tempfile
+import time
 import zipfile
 from concurrent.futures import Future
 from pathlib import Path
@@ -49,16 +57,24 @@ from typing import Any, BinaryIO, Callable
 from ..errors import SavedFileError, StageError
 from ..options import PatternOptions, PatternSelection
 from ..stages import Loaded, Spec, Stage
+from .archive import ArchiveError, copy_member, open_zip, read_member, read_npy, size_text, unpack_zstd
 from .build import Built, XlaStages
+from .manifest import ManifestError, check_field, check_manifest, parse_manifest
 from .xla import XlaResult
 
-__all__ = ["FORMAT", "SUFFIX", "save_exploration", "load_exploration", "versions", "table_json",
-           "write_replacing", "plain_json", "json_text"]
+__all__ = ["FORMAT", "SUFFIX", "MANIFEST_LIMIT", "TEXTS_LIMIT", "ARRAYS_LIMIT", "save_exploration",
+           "load_exploration", "versions", "table_json", "write_replacing", "plain_json", "json_text"]
 
 FORMAT = 1  # the manifest's "format": bump it when a reader of this version could misread a new file
 SUFFIX = ".hlox"
 KIND = "hlo-workbench exploration"
 _ZSTD_LEVEL = 9  # measured on a 3-layer block's 8 MB of stage texts: 0.02-0.03 of their size in ~0.05 s
+# What a .hlox may hold, written and read: the reader refuses more before allocating it, the writer
+# refuses to write it (a file it wrote must read back)
+MANIFEST_LIMIT = 32 * 2**20  # a 200-stage exploration's manifest is ~0.5 MB, most of it pass strings
+TEXTS_LIMIT = 2**30  # the distinct stage texts, decompressed (a 3-layer block: 8 MB)
+ARRAYS_LIMIT = 2 * 2**30  # the example arguments and run outputs of save(arrays=True), by logical size
+_MEMBERS = ("manifest.json", "texts.zst", "arrays.npz")
 
 
 def versions() -> dict:
@@ -254,9 +270,10 @@ def table_json(df, where: str = "table") -> dict | None:
                                          for r, row in enumerate(df.itertuples(index=False))]}
 
 
-def save_exploration(ex, path, arrays: bool = False, cost=None) -> Path:
+def save_exploration(ex, path, arrays: bool = False, cost=None, arrays_limit: int = ARRAYS_LIMIT) -> Path:
     """Write ``ex`` to ``path`` as a ``.hlox`` file (see the module docstring); returns the path.
-    ``cost``: the cost table (a DataFrame) to store for viewers without a kernel.
+    ``cost``: the cost table (a DataFrame) to store for viewers without a kernel. ``arrays_limit``:
+    the most bytes of arrays (logical: a broadcast view counts its full shape) ``arrays=True`` writes.
 
     Every stage is computed first (XLA's too). Nothing touches ``path`` until the whole file is
     written: it is written next to it under a temporary name, then renamed over it."""
@@ -275,23 +292,49 @@ def save_exploration(ex, path, arrays: bool = False, cost=None) -> Path:
                      "located": texts.add(s.text_with_locations) if s.text_with_locations != s.text else None})
     input_hash = texts.add(ex.spec.input_text)
     blob, index = texts.blob()
+    try:
+        if len(blob) > TEXTS_LIMIT:
+            raise _Unsaveable(f"the stage texts are {size_text(len(blob))}, over the {size_text(TEXTS_LIMIT)} a "
+                              ".hlox holds")
+        manifest, array_data = _encoded(ex, rows, input_hash, index, blob, arrays, cost, arrays_limit)
+    except _Unsaveable as e:
+        raise SavedFileError(path, f"cannot save: {e}; nothing was written") from None
+    # a window of at most 2**27 bytes: what the reader allows (archive.ZSTD_WINDOW_LIMIT)
     params = zstandard.ZstdCompressionParameters.from_level(_ZSTD_LEVEL, enable_ldm=True,
                                                              window_log=max(20, min(27, len(blob).bit_length())))
     packed = zstandard.ZstdCompressor(compression_params=params).compress(blob)
-    try:
-        manifest, npz = _encoded(ex, rows, input_hash, index, blob, arrays, cost)
-    except _Unsaveable as e:
-        raise SavedFileError(path, f"cannot save: {e}; nothing was written") from None
-    return _write_atomically(path, manifest, npz, packed)
+    return _write_atomically(path, manifest, array_data, packed)
+
+
+def _logical_bytes(a) -> int:
+    """An array's bytes by its shape and dtype (a broadcast view counts them all), in Python integers."""
+    return math.prod(int(d) for d in a.shape) * a.dtype.itemsize
+
+
+def _saved_arrays(ex, runs_arrays: dict, limit: int) -> tuple[dict, int]:
+    """The arrays ``arrays=True`` writes (numpy arrays, views where they can be), and their total
+    logical bytes; _Unsaveable when that passes ``limit``, counted from shapes and dtypes before any
+    array is copied, or when an array holds Python objects (which only a pickle could write)."""
+    out = {f"arg{i}": a for i, a in enumerate(_arg_values(ex))}
+    out.update(runs_arrays)
+    total = 0
+    for name, a in out.items():
+        if a.dtype.hasobject:
+            raise _Unsaveable(f"the array {name} holds Python objects (dtype {a.dtype}), which a .hlox does not "
+                              "store; save without arrays=True")
+        total += _logical_bytes(a)
+    if total > limit:
+        raise _Unsaveable(f"the arrays (example arguments and run outputs) take {size_text(total)}, over the limit "
+                          f"of {size_text(limit)}; save without arrays=True to keep their shapes and dtypes only")
+    return out, total
 
 
 def _encoded(ex, rows: list[dict], input_hash: str | None, index: list[dict], blob: bytes, arrays: bool,
-             cost) -> tuple[str, bytes | None]:
-    """The manifest's JSON text and the arrays' npz bytes (None without ``arrays``): all of the file
-    but the texts, made before anything is written. _Unsaveable says what cannot be encoded."""
-    import numpy as np
-
-    array_data: dict | None = {} if arrays else None
+             cost, arrays_limit: int) -> tuple[str, dict | None]:
+    """The manifest's JSON text, checked against the manifest's schema, and the arrays to write (None
+    without ``arrays``): all of the file but the texts, made before anything is written.
+    _Unsaveable says what cannot be encoded."""
+    runs_arrays: dict | None = {} if arrays else None
     manifest = {
         "format": FORMAT, "kind": KIND, "saved_by": {**versions(), "date": datetime.datetime.now(
             datetime.timezone.utc).isoformat(timespec="seconds")},
@@ -299,25 +342,27 @@ def _encoded(ex, rows: list[dict], input_hash: str | None, index: list[dict], bl
         "pipeline_error": _error_json(ex.pipeline_error),
         "xla_error": _error_json(ex.error) if ex.pipeline_error is None else None,
         "xla": _xla_json(ex), "args": _avals(ex), "arrays": bool(arrays),
-        "runs": [_run_json(r, k, array_data) for k, r in enumerate(ex.runs)],
+        "runs": [_run_json(r, k, runs_arrays) for k, r in enumerate(ex.runs)],
         "texts": index, "texts_bytes": len(blob), "texts_sha256": hashlib.sha256(blob).hexdigest(),
     }
+    array_data = None
+    if runs_arrays is not None:
+        array_data, manifest["arrays_bytes"] = _saved_arrays(ex, runs_arrays, arrays_limit)
     try:
         # ex.cost(), for viewers without a kernel; wb.load recomputes its own
         manifest["cost"] = table_json(cost, "the cost table's row")
-        text = json_text(manifest, "manifest", allow_nan=True, separators=(",", ":"))
+        plain = plain_json(manifest, "manifest", allow_nan=True)
     except (TypeError, ValueError) as e:
         raise _Unsaveable(e) from None
-    if array_data is None:
-        return text, None
-    for i, a in enumerate(_arg_values(ex)):
-        array_data[f"arg{i}"] = a
-    buf = io.BytesIO()
     try:
-        np.savez(buf, **array_data)
-    except (TypeError, ValueError) as e:
-        raise _Unsaveable(f"the arrays (example arguments and run outputs) cannot be saved: {e}") from None
-    return text, buf.getvalue()
+        check_manifest(plain)  # what wb.load reads back: a file this writes must pass it
+    except ManifestError as e:
+        raise _Unsaveable(f"the manifest would not read back: {e}") from None
+    text = json.dumps(plain, allow_nan=True, separators=(",", ":"))
+    if len(text.encode()) > MANIFEST_LIMIT:
+        raise _Unsaveable(f"the manifest is {size_text(len(text.encode()))}, over the {size_text(MANIFEST_LIMIT)} a "
+                          ".hlox holds")
+    return text, array_data
 
 
 def write_replacing(path: Path, write: Callable[[BinaryIO], None], mode: int | None = None,
@@ -350,18 +395,26 @@ def write_replacing(path: Path, write: Callable[[BinaryIO], None], mode: int | N
     return path
 
 
-def _write_atomically(path: Path, manifest: str, npz: bytes | None, packed: bytes) -> Path:
+def _write_atomically(path: Path, manifest: str, arrays: dict | None, packed: bytes) -> Path:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise SavedFileError(path, f"cannot save: the folder {str(folder)!r} does not exist")
 
     def write(f: BinaryIO) -> None:
+        import numpy as np
+
         with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
             # the manifest repeats the long pattern-list pass strings: deflate takes them down
             z.writestr("manifest.json", manifest, compress_type=zipfile.ZIP_DEFLATED)
             z.writestr("texts.zst", packed)
-            if npz is not None:
-                z.writestr("arrays.npz", npz, compress_type=zipfile.ZIP_DEFLATED)
+            if arrays is not None:
+                # streamed: numpy writes each array in 16 MiB pieces into the member, deflated on the way
+                # to the file; a zero-stride view is never expanded. Zip64 records where it may pass 2 GiB.
+                info = zipfile.ZipInfo("arrays.npz", time.localtime()[:6])
+                info.compress_type, info.external_attr = zipfile.ZIP_DEFLATED, 0o600 << 16
+                most = sum(_logical_bytes(a) for a in arrays.values()) + 1024 * (len(arrays) + 1)
+                with z.open(info, "w", force_zip64=most * 1.05 > zipfile.ZIP64_LIMIT) as member:
+                    np.savez(member, allow_pickle=False, **arrays)
 
     try:
         return write_replacing(path, write, cannot_open=lambda e: SavedFileError(
@@ -372,7 +425,14 @@ def _write_atomically(path: Path, manifest: str, npz: bytes | None, packed: byte
 
 
 # -- reading ------------------------------------------------------------------------------------------
+def _refused(path: Path, e: ArchiveError | ManifestError) -> SavedFileError:
+    if isinstance(e, ManifestError):
+        return SavedFileError(path, f"corrupt manifest.json: {e}")
+    return SavedFileError(path, f"corrupt or refused: {e}")
+
+
 def _open(path: Path) -> tuple[dict, zipfile.ZipFile]:
+    """The checked manifest and the open archive (the caller closes it)."""
     if not path.exists():
         raise SavedFileError(path, "no such file")
     if path.is_dir():
@@ -384,55 +444,100 @@ def _open(path: Path) -> tuple[dict, zipfile.ZipFile]:
                                              if head.startswith(b"PK") else "it is not a zip archive")
         raise SavedFileError(path, f"not a saved exploration (.hlox): {why}")
     try:
-        z = zipfile.ZipFile(path)
-        manifest = json.loads(z.read("manifest.json"))
-    except KeyError:
-        raise SavedFileError(path, "not a saved exploration (.hlox): the zip has no manifest.json") from None
-    except (zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError) as e:
-        raise SavedFileError(path, f"corrupt or truncated: the manifest cannot be read ({e})") from None
-    if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
-        raise SavedFileError(path, "not a saved exploration (.hlox): its manifest is not an hlo-workbench one")
-    fmt = manifest.get("format")
-    if not isinstance(fmt, int):
-        raise SavedFileError(path, f"corrupt: the manifest's format is {fmt!r}")
-    if fmt > FORMAT:
-        by = (manifest.get("saved_by") or {}).get("workbench", "a newer version")
-        raise SavedFileError(path, f"written by hlo-workbench {by} in file format {fmt}; this hlo-workbench reads "
-                             f"format {FORMAT} and older: upgrade hlo-workbench to open it")
+        z = open_zip(path, "the file", max_entries=16)  # a bound on the directory; each name is checked below
+    except ArchiveError as e:
+        raise _refused(path, e) from None
+    try:
+        if "manifest.json" not in z.namelist():
+            raise SavedFileError(path, "not a saved exploration (.hlox): the zip has no manifest.json")
+        manifest = parse_manifest(read_member(z, "manifest.json", MANIFEST_LIMIT, "manifest.json"))
+        if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
+            raise SavedFileError(path, "not a saved exploration (.hlox): its manifest is not an hlo-workbench one")
+        check_field("format", manifest)
+        if manifest["format"] > FORMAT:
+            by = manifest.get("saved_by")
+            by = by.get("workbench") if isinstance(by, dict) else None
+            raise SavedFileError(path, f"written by hlo-workbench {by if isinstance(by, str) else 'a newer version'} "
+                                 f"in file format {manifest['format']}; this hlo-workbench reads format {FORMAT} and "
+                                 "older: upgrade hlo-workbench to open it")
+        check_manifest(manifest)
+        wanted = set(_MEMBERS[: 3 if manifest["arrays"] else 2])
+        for name in z.namelist():
+            if name not in wanted:
+                why = ("but its manifest says no arrays were saved" if name == "arrays.npz" else
+                       f"which a .hlox of format {FORMAT} does not have (it holds {', '.join(_MEMBERS)})")
+                raise SavedFileError(path, f"corrupt or refused: the zip holds a member {name!r}, {why}")
+        missing = sorted(wanted - set(z.namelist()))
+        if missing:
+            raise SavedFileError(path, f"corrupt: the member {missing[0]} is missing")
+    except (ArchiveError, ManifestError) as e:
+        z.close()
+        raise _refused(path, e) from None
+    except BaseException:
+        z.close()
+        raise
     return manifest, z
 
 
 def _texts(path: Path, z: zipfile.ZipFile, manifest: dict) -> dict[str, str]:
-    import zstandard
-
-    try:
-        packed = z.read("texts.zst")
-        blob = zstandard.ZstdDecompressor().decompress(packed, max_output_size=int(manifest["texts_bytes"]))
-    except KeyError as e:
-        raise SavedFileError(path, f"corrupt: {e} is missing") from None
-    except (zipfile.BadZipFile, zstandard.ZstdError, OSError, EOFError, ValueError) as e:
-        raise SavedFileError(path, f"corrupt or truncated: the stage texts cannot be read ({e})") from None
-    if len(blob) != manifest["texts_bytes"] or hashlib.sha256(blob).hexdigest() != manifest["texts_sha256"]:
+    """Each distinct text by its hash, decompressed within the size the manifest declares."""
+    size = manifest["texts_bytes"]
+    if size > TEXTS_LIMIT:
+        raise SavedFileError(path, f"refused: the manifest says the stage texts are {size_text(size)}, over the "
+                             f"limit of {size_text(TEXTS_LIMIT)}")
+    # a zstd frame is at most its content plus 1/256 of it and a few headers
+    packed = read_member(z, "texts.zst", size + size // 256 + 1024, "texts.zst")
+    blob = unpack_zstd(packed, size, "texts.zst")
+    if hashlib.sha256(blob).hexdigest() != manifest["texts_sha256"]:
         raise SavedFileError(path, "corrupt: the stage texts do not match their checksum")
     out: dict[str, str] = {}
-    for t in manifest["texts"]:
-        data = blob[t["offset"]: t["offset"] + t["length"]]
-        if hashlib.sha256(data).hexdigest() != t["sha256"]:
-            raise SavedFileError(path, "corrupt: a stage text does not match its checksum")
-        out[t["sha256"]] = data.decode("utf-8", "surrogatepass")
+    with memoryview(blob) as view:
+        for t in manifest["texts"]:  # they tile the blob (check_manifest): each byte decoded once
+            data = view[t["offset"]: t["offset"] + t["length"]]
+            if hashlib.sha256(data).hexdigest() != t["sha256"]:
+                raise SavedFileError(path, "corrupt: a stage text does not match its checksum")
+            try:
+                out[t["sha256"]] = str(data, "utf-8", "surrogatepass")
+            except UnicodeDecodeError as e:
+                raise SavedFileError(path, f"corrupt: a stage text is not UTF-8 ({e.reason} at byte {e.start})") from None
     return out
 
 
-def _arrays(path: Path, z: zipfile.ZipFile) -> dict:
-    import numpy as np
-
-    try:
-        with np.load(io.BytesIO(z.read("arrays.npz")), allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except KeyError:
-        raise SavedFileError(path, "corrupt: the manifest says arrays were saved, but arrays.npz is missing") from None
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
-        raise SavedFileError(path, f"corrupt or truncated: the saved arrays cannot be read ({e})") from None
+def _arrays(path: Path, z: zipfile.ZipFile, manifest: dict, limit: int) -> dict:
+    """The arrays the manifest lists (``arg<i>``, ``run<k>_<i>``), each refused before it is allocated
+    when it would pass the arrays' declared total or ``limit``."""
+    names = [f"arg{i}" for i in range(len(manifest["args"]))]
+    names += [f"run{k}_{i}" for k, r in enumerate(manifest["runs"]) for i in range(r.get("outputs", 0))]
+    room, said = limit, "the arrays' limit"
+    declared = manifest.get("arrays_bytes")
+    if declared is not None:
+        if declared > room:
+            raise SavedFileError(path, f"refused: the manifest says the arrays take {size_text(declared)}, over "
+                                 f"the limit of {size_text(room)}")
+        room, said = declared, "the arrays' total the manifest declares"
+    out, used = {}, 0
+    with tempfile.TemporaryFile(prefix="hlox-arrays-") as tmp:  # the npz is a zip: zipfile needs to seek in it
+        copy_member(z, "arrays.npz", tmp, room + 8192 * (len(names) + 1), "arrays.npz")
+        with open_zip(tmp, "arrays.npz", max_entries=len(names) + 16) as npz:
+            listed = {f"{n}.npy" for n in names}
+            for member in npz.namelist():
+                if member not in listed:
+                    raise ArchiveError(f"arrays.npz holds {member!r}, which the manifest does not list")
+            for n in names:
+                if f"{n}.npy" not in npz.namelist():
+                    raise ArchiveError(f"arrays.npz lacks {n}.npy, which the manifest lists")
+                left = room - used
+                a = read_npy(npz, f"{n}.npy", left, f"the {size_text(left)} left of {said}", f"arrays.npz/{n}.npy")
+                used += a.nbytes
+                out[n] = a
+    if declared is not None and used != declared:
+        raise SavedFileError(path, f"corrupt: arrays.npz's arrays take {size_text(used)}, the manifest says "
+                             f"{size_text(declared)}")
+    for i, aval in enumerate(manifest["args"]):
+        if list(out[f"arg{i}"].shape) != aval["shape"]:
+            raise SavedFileError(path, f"corrupt: arrays.npz/arg{i}.npy has the shape {list(out[f'arg{i}'].shape)}, "
+                                 f"the manifest's args[{i}] says {aval['shape']}")
+    return out
 
 
 def _error(e: dict | None) -> StageError | None:
@@ -469,39 +574,44 @@ def _xla_result(d: dict | None, stages: tuple[Stage, ...]) -> XlaResult | None:
                      dict(d.get("options") or {}), done, tuple(d.get("warnings") or ()))
 
 
-def load_exploration(path) -> tuple[Built, list[dict], dict]:
+def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> tuple[Built, list[dict], dict]:
     """Read a ``.hlox`` file: (the Built to make an Exploration of, the saved runs as dicts with their
     output arrays, the manifest). SavedFileError, before anything is built, for a file that is
-    missing, not a .hlox, from a newer workbench, corrupt or truncated."""
+    missing, not a .hlox, from a newer workbench, corrupt, truncated, or over a limit (the module's
+    MANIFEST_LIMIT, TEXTS_LIMIT and ``arrays_limit``): members are read in pieces, counted, and refused
+    past their limit before that much is allocated; the manifest is checked against its schema
+    (manifest.py) before anything is built from it."""
     path = Path(path)
     manifest, z = _open(path)
     with z:
         try:
             texts = _texts(path, z, manifest)
-            arrays = _arrays(path, z) if manifest.get("arrays") else {}
-            stages = []
-            for r in manifest["stages"]:
-                text = texts[r["text"]] if r["text"] else ""
-                located = texts[r["located"]] if r.get("located") else (text if r["group"] in ("trace", "mlir")
-                                                                         and r["name"] != "jaxpr" else "")
-                stages.append(Stage(r["name"], r["group"], text, r["produced_by"], bool(r["changed"]), r["seconds"],
-                                    r["parent"], r["error"], text_with_locations=located, cached=bool(r["cached"])))
-            early, late = tuple(stages[: manifest["early"]]), tuple(stages[manifest["early"]:])
-            first = tuple(s for s in early if s.group == "trace")
-            input_text = texts[manifest["input"]] if manifest.get("input") else (first[-1].text_with_locations
-                                                                                if first else "")
-            avals = tuple((tuple(a["shape"]), a["dtype"]) for a in manifest["args"])
-            args = tuple(arrays[f"arg{i}"] for i in range(len(avals))) if manifest.get("arrays") else ()
-            loaded = Loaded(first, input_text, avals, args, dict(manifest.get("saved_by") or {}), str(path))
-            spec = _spec(manifest["spec"], loaded)
-            pipeline_error = _error(manifest.get("pipeline_error"))
-            xla_error = _error(manifest.get("xla_error"))
-            result = _xla_result(manifest.get("xla"), late)
-            runs = [{**r, "output_arrays": [arrays[f"run{k}_{i}"] for i in range(r.get("outputs", 0))]
-                     if manifest.get("arrays") else None} for k, r in enumerate(manifest.get("runs") or [])]
-        except SavedFileError:
-            raise
-        except (KeyError, TypeError, ValueError, IndexError) as e:
-            raise SavedFileError(path, f"corrupt: the manifest lacks or garbles {e}") from None
+            arrays = _arrays(path, z, manifest, arrays_limit) if manifest["arrays"] else {}
+        except (ArchiveError, ManifestError) as e:
+            raise _refused(path, e) from None
+    try:
+        stages = []
+        for r in manifest["stages"]:
+            text = texts[r["text"]] if r["text"] else ""
+            located = texts[r["located"]] if r.get("located") else (text if r["group"] in ("trace", "mlir")
+                                                                     and r["name"] != "jaxpr" else "")
+            stages.append(Stage(r["name"], r["group"], text, r["produced_by"], r["changed"], r["seconds"],
+                                r["parent"], r["error"], text_with_locations=located, cached=r["cached"]))
+        early, late = tuple(stages[: manifest["early"]]), tuple(stages[manifest["early"]:])
+        first = tuple(s for s in early if s.group == "trace")
+        input_text = texts[manifest["input"]] if manifest.get("input") else (first[-1].text_with_locations
+                                                                            if first else "")
+        avals = tuple((tuple(a["shape"]), a["dtype"]) for a in manifest["args"])
+        args = tuple(arrays[f"arg{i}"] for i in range(len(avals))) if manifest["arrays"] else ()
+        loaded = Loaded(first, input_text, avals, args, dict(manifest["saved_by"]), str(path))
+        spec = _spec(manifest["spec"], loaded)
+        pipeline_error = _error(manifest["pipeline_error"])
+        xla_error = _error(manifest["xla_error"])
+        result = _xla_result(manifest.get("xla"), late)
+        runs = [{**r, "output_arrays": [arrays[f"run{k}_{i}"] for i in range(r.get("outputs", 0))]
+                 if manifest["arrays"] else None} for k, r in enumerate(manifest["runs"])]
+    except (KeyError, TypeError, ValueError, IndexError) as e:  # a gap in manifest.py's description
+        raise SavedFileError(path, f"corrupt: the manifest passed its checks but cannot be built from "
+                             f"({type(e).__name__}: {e})") from None
     late_fn = None if pipeline_error is not None else SavedXla(late, xla_error, result)
     return Built(spec, early, pipeline_error, late_fn), runs, manifest
