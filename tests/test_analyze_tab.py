@@ -12,10 +12,6 @@ from workbench.views.widgets import Panel
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
 
-def tb(x, y):  # the patterns remove all three transposes; XLA has nothing to do with it
-    return jnp.dot(x.T, y.T).T
-
-
 @jax.jit
 def _scaled_sine(x):
     return jnp.sin(x) * 2
@@ -29,8 +25,10 @@ NO_CALL = 'wb.lacks_op("call", stage="xla:optimized")'
 
 
 @pytest.fixture(scope="module")
-def tb_ex():
-    return wb.explore(tb, jnp.ones((8, 16)), jnp.ones((4, 8)))
+def tb_ex(transposes_ex):
+    """tests/conftest.py's jnp.dot(x.T, y.T).T: the patterns remove all three transposes; XLA has nothing to
+    do with it."""
+    return transposes_ex
 
 
 @pytest.fixture(scope="module")

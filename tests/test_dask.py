@@ -3,7 +3,6 @@ a real ``dask.distributed.LocalCluster`` (two worker processes, each running enz
 warm worker subprocess) and through a plain ThreadPoolExecutor; a pass that kills its worker process
 on a Dask worker is isolated as it is here, and the Dask worker lives on."""
 import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,14 +23,9 @@ distributed = pytest.importorskip("distributed")
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    c = distributed.Client(cluster, set_as_default=False)
-    try:
-        yield c
-    finally:
-        c.close()
-        cluster.close()
+def client(dask_client):
+    """tests/conftest.py's LocalCluster (two worker processes, one thread each) and its client."""
+    return dask_client
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +40,10 @@ def mlp():
     return wb.explore(fn, *args, pipeline="none")
 
 
-def _transposes(x, y):
-    return jnp.dot(x.T, y.T).T
-
-
 @pytest.fixture(scope="module")
-def transposes():
-    return wb.explore(_transposes, jnp.ones((8, 16)), jnp.ones((4, 8)))
+def transposes(transposes_ex):
+    """tests/conftest.py's three transposes that the patterns remove."""
+    return transposes_ex
 
 
 def served(client) -> int:
@@ -190,10 +181,9 @@ def test_config_sets_the_default_executor(client, mlp):
     assert wb.config() == {"executor": None}
 
 
-def test_an_address_without_dask_says_what_to_install():
-    code = ("import sys; sys.modules['distributed'] = None\n"  # as if dask.distributed were not installed
-            "import workbench as wb\n"
-            "try:\n    wb.config(executor='tcp://scheduler:8786')\n"
-            "except ImportError as e:\n    print(e)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert "executor='tcp://scheduler:8786' needs dask.distributed: pip install 'hlo-workbench[cluster]'" in r.stdout, r.stderr
+def test_an_address_without_dask_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` fails, as where it is not installed
+    with pytest.raises(ImportError) as e:
+        wb.config(executor="tcp://scheduler:8786")
+    assert str(e.value) == "executor='tcp://scheduler:8786' needs dask.distributed: pip install 'hlo-workbench[cluster]'"
+    assert wb.config() == {"executor": None}

@@ -1,7 +1,8 @@
 """The GPU paths: running a stage on a GPU, XLA's GPU stages with the PTX the backend emits, and the
 roofline of a known GPU against the time measured on it. They run where JAX sees a GPU (the device
 machine some tasks are lent: Python 3.12, where enzyme-ad has no build, so the MLIR pipeline is the
-upstream one there) and are skipped elsewhere, saying why."""
+upstream one there) and are skipped elsewhere, saying why: each asks for tests/conftest.py's ``gpu``
+fixture, which marks it ``gpu``."""
 import math
 
 import jax
@@ -11,26 +12,14 @@ import workbench as wb
 from workbench import examples
 from workbench.pipeline.worker import enzyme_available
 
-
-def _gpus():
-    try:
-        return jax.devices("gpu")
-    except RuntimeError:
-        return []
-
-
-GPUS = _gpus()
-pytestmark = pytest.mark.skipif(not GPUS, reason="no GPU here: jax.devices('gpu') finds none (jaxlib without "
-                                "CUDA, or no device); these tests run on a machine with one")
 PIPELINE = "all" if enzyme_available() else "upstream"  # enzyme-ad ships for CPython 3.11 only
 
 
-def _peak_name() -> str | None:
-    kind = GPUS[0].device_kind if GPUS else ""
-    return next((n for n in ("H200", "H100", "A100") if n in kind), None)
+def _peak_name(gpu) -> str | None:
+    return next((n for n in ("H200", "H100", "A100") if n in gpu.device_kind), None)
 
 
-def test_a_stage_runs_on_the_gpu_and_its_numbers_are_checked():
+def test_a_stage_runs_on_the_gpu_and_its_numbers_are_checked(gpu):
     fn, args = examples.load("mlp")
     ex = wb.explore(fn, *args, pipeline=PIPELINE, device="gpu:0")
     r = ex.run(device="gpu:0", repeat=5)
@@ -39,7 +28,7 @@ def test_a_stage_runs_on_the_gpu_and_its_numbers_are_checked():
     assert next(iter(leaf.devices())).platform == "gpu"
 
 
-def test_xla_gpu_stages_end_in_ptx():
+def test_xla_gpu_stages_end_in_ptx(gpu):
     fn, args = examples.load("attention")
     ex = wb.explore(fn, *args, pipeline=PIPELINE, device="gpu:0")
     names = ex.names
@@ -48,11 +37,12 @@ def test_xla_gpu_stages_end_in_ptx():
     assert any(n.startswith("xla:") and "fusion" in n for n in names)  # GPU fusion passes are stages
 
 
-@pytest.mark.skipif(bool(GPUS) and _peak_name() is None, reason="the GPU here is not one whose peaks the cost model knows")
-def test_the_roofline_of_the_gpu_bounds_the_measured_time():
+def test_the_roofline_of_the_gpu_bounds_the_measured_time(gpu):
+    if _peak_name(gpu) is None:
+        pytest.skip(f"the GPU here ({gpu.device_kind}) is not one whose peaks the cost model knows")
     fn, args = examples.load("attention")
     ex = wb.explore(fn, *args, pipeline=PIPELINE, device="gpu:0")
-    table = ex.cost(device=_peak_name())
+    table = ex.cost(device=_peak_name(gpu))
     row = table[table["stage"] == "xla:optimized"].iloc[0]
     bound = max(float(row["roofline_flops_s"]), float(row["roofline_bytes_s"]))  # the roofline's time bound
     measured = ex.run(device="gpu:0", repeat=20).timing.median

@@ -9,7 +9,6 @@ import time
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 import course_answers
 from workbench import course
@@ -19,11 +18,12 @@ NOTEBOOKS = sorted(ROOT.glob("*.ipynb"))
 CHECK = re.compile(r"course\.check\(\s*[\"'](l\d+\.q\d+)[\"']")
 
 
-def execute(nb, path):
-    """Run ``nb`` top to bottom on a fresh kernel in ``path``'s folder; the seconds it took."""
+def execute(run_notebook, nb, path):
+    """Run ``nb`` top to bottom on a fresh kernel in ``path``'s folder (tests/conftest.py's run_notebook); the
+    seconds it took."""
     pytest.importorskip("enzyme_ad.jax", reason="the lessons run Enzyme-JaX's patterns (CPython 3.11, x86-64 Linux)")
     start = time.perf_counter()
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    run_notebook(nb, path.parent)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors, [(e.ename, e.evalue) for e in errors]
     return time.perf_counter() - start
@@ -70,9 +70,9 @@ def test_the_index_lists_every_lesson_and_the_tour_links_to_it():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_executes(path, capsys):
+def test_notebook_executes(run_notebook, path, capsys):
     nb = nbformat.read(path, as_version=4)
-    seconds = execute(nb, path)
+    seconds = execute(run_notebook, nb, path)
     with capsys.disabled():
         print(f"\n  {path.name} executed in {seconds:.1f} s", flush=True)
     for c in nb.cells:
@@ -85,7 +85,7 @@ def test_notebook_executes(path, capsys):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_a_student_who_writes_the_right_answers_in_the_notebook_is_told_right(path, capsys):
+def test_a_student_who_writes_the_right_answers_in_the_notebook_is_told_right(run_notebook, path, capsys):
     """The student's road: the right answer typed into each exercise cell (``answer = ...``) of the notebook
     run top to bottom, so each checker runs in the lesson's own kernel (lesson 9's on its 8 devices)."""
     answers = course_answers.lessons()
@@ -99,7 +99,7 @@ def test_a_student_who_writes_the_right_answers_in_the_notebook_is_told_right(pa
             c.source, n = re.subn(r"^answer = None\b", lambda _: f"answer = {code}", c.source, flags=re.M)
             assert n == 1, c.source
             asked.append((qid, c))
-    seconds = execute(nb, path)
+    seconds = execute(run_notebook, nb, path)
     with capsys.disabled():
         print(f"\n  {path.name} with its {len(asked)} answers executed in {seconds:.1f} s", flush=True)
     for qid, c in asked:

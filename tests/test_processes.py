@@ -305,6 +305,7 @@ def test_a_child_gets_its_share_of_devices_and_keeps_the_other_xla_flags():
     assert child_env(2, {})["XLA_FLAGS"] == f"{DEVICE_COUNT_FLAG}=2"
 
 
+@pytest.mark.subprocess
 def test_the_child_refuses_to_run_without_its_folder(tmp_path):
     r = subprocess.run([sys.executable, "-m", CHILD, "--dir", str(tmp_path), "--coordinator", "127.0.0.1:1",
                         "--num-processes", "1", "--process-id", "0"], capture_output=True, text=True, timeout=120,

@@ -19,7 +19,6 @@ from tests.test_shardy import SHARDED_TEXT
 from workbench.analysis.shardings import describe_hlo, describe_sdy, is_partitioned, read_shardings, value_shardings
 from workbench.views.widgets import Panel
 from workbench.views.widgets.collectives import TITLE, is_sharded_program
-from tests.devices import run_on_cpu_devices
 
 ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -176,10 +175,10 @@ print("RESULT" + json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def block(tmp_path_factory):
+def block(tmp_path_factory, cpu_devices):
     script = tmp_path_factory.mktemp("sharding_panel") / "block.py"
     script.write_text(SCRIPT % {"root": ROOT})
-    return run_on_cpu_devices(script)
+    return cpu_devices(script)
 
 
 def _arg_of(after: list[str], type_text: str) -> str:

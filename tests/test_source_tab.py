@@ -13,7 +13,6 @@ import jax.numpy as jnp
 import pytest
 
 import workbench as wb
-from workbench import examples
 from workbench.analysis.diff import normalize, shown_lines
 from workbench.errors import WorkbenchError
 from workbench.views.widgets import Panel
@@ -30,10 +29,9 @@ def tb(x, y):
 
 
 @pytest.fixture(scope="module")
-def attention():
-    """The attention example (a transformer block's gradient) and the file of its source."""
-    fn, args = examples.load("attention")
-    return wb.explore(fn, *args), str(EXAMPLE)
+def attention(attention_ex):
+    """The attention example (a transformer block's gradient; tests/conftest.py's) and the file of its source."""
+    return attention_ex, str(EXAMPLE)
 
 
 @pytest.fixture

@@ -103,7 +103,7 @@ def build_wheel(tmp: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def wheel_build(tmp_path_factory):
     """One wheel for the tests that read it: (the wheel, the source copy it was built from)."""
     return build_wheel(tmp_path_factory.mktemp("wheel"))
 
@@ -125,8 +125,8 @@ def check_the_extension(wheel: Path, built_dir: Path) -> dict[str, zipfile.ZipIn
 
 
 @pytest.mark.slow
-def test_the_wheel_installs_into_a_fresh_venv_and_runs_a_builtin_example_from_any_folder(built, tmp_path):
-    wheel, src = built
+def test_the_wheel_installs_into_a_fresh_venv_and_runs_a_builtin_example_from_any_folder(wheel_build, tmp_path):
+    wheel, src = wheel_build
     check_the_extension(wheel, src / EXT / "labextension")
     names = set(zipfile.ZipFile(wheel).namelist())
     assets = [p.relative_to(ROOT).as_posix() for ext in ("*.js", "*.css") for p in (ROOT / "workbench/views/widgets").glob(ext)]
@@ -187,11 +187,11 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_a_builtin_example_from_an
 
 
 @pytest.mark.slow
-def test_the_wheel_ships_the_built_jupyterlab_extension_under_1_mb(built):
+def test_the_wheel_ships_the_built_jupyterlab_extension_under_1_mb(wheel_build):
     """The built extension (package.json, install.json, static/*.js with the remote entry) is in the wheel,
     where an installer puts it into share/jupyter/labextensions/hlo-workbench-lab; the bundle is small and
     fetches nothing from elsewhere."""
-    wheel, src = built
+    wheel, src = wheel_build
     ours = check_the_extension(wheel, src / EXT / "labextension")
     with zipfile.ZipFile(wheel) as z:
         scripts = {n: i.file_size for n, i in ours.items() if n.startswith("static/") and n.endswith(".js")}
@@ -218,11 +218,11 @@ print(importlib.import_module(system["build-backend"]).build_sdist(out))
 
 
 @pytest.mark.slow
-def test_the_sdist_has_the_extension_sources_and_its_wheel_builds_the_extension(built, tmp_path):
+def test_the_sdist_has_the_extension_sources_and_its_wheel_builds_the_extension(wheel_build, tmp_path):
     """The sdist, made from a tree with the extension built (labextension/, lib/, node_modules), has the
     extension's sources and none of those; a wheel built from it (no labextension/ there) builds the
     extension on the way and ships it."""
-    _, src = built
+    _, src = wheel_build
     assert (src / EXT / "labextension" / "package.json").is_file() and (src / EXT / "lib").is_dir()
     assert (src / EXT / "node_modules").is_dir()
     name = sh(sys.executable, "-c", SDIST_FRONTEND, tmp_path / "sdist", cwd=src).strip().splitlines()[-1]

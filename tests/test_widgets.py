@@ -25,8 +25,10 @@ def transposed_dot(x, y):
 
 
 @pytest.fixture(scope="module")
-def ex():
-    return wb.explore(transposed_dot, jnp.ones((8, 16)), jnp.ones((4, 8)))
+def ex(transposes_ex):
+    """tests/conftest.py's exploration of the same program as transposed_dot (three transposes the patterns
+    remove)."""
+    return transposes_ex
 
 
 @pytest.fixture
