@@ -312,3 +312,27 @@ def test_a_loaded_program_with_a_prng_key_runs_from_its_saved_arrays(tmp_path):
     loaded = wb.load(ex.save(tmp_path / "key.hlox", arrays=True))
     r = loaded.run(repeat=1)
     np.testing.assert_array_equal(np.asarray(r.outputs), want)
+
+
+def test_bfloat16_arguments_and_outputs_come_back_as_bfloat16(tmp_path):
+    """numpy's .npy keeps bfloat16 as raw bytes (|V2): a bf16 program saved with its arrays used to load
+    arguments JAX refused ("Dtype |V2 is not a valid JAX array type") and outputs of no type."""
+    x = jnp.arange(6, dtype=jnp.bfloat16).reshape(2, 3) / 4
+    ex = wb.explore(lambda a: (a * 2, (a + 1).astype(jnp.float32)), x, pipeline="canonicalize")
+    first = ex.run(repeat=1)
+    back = wb.load(ex.save(tmp_path / "bf16.hlox", arrays=True))
+    assert str(back.runs[0].outputs[0].dtype) == "bfloat16" and str(back.runs[0].outputs[1].dtype) == "float32"
+    assert all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(back.runs[0].outputs, first.outputs))
+    again = back.run(repeat=1)
+    assert again.check.passed and np.array_equal(np.asarray(again.outputs[0]), np.asarray(first.outputs[0]))
+    # a manifest that names another type for the bytes is refused, not guessed at
+    with zipfile.ZipFile(tmp_path / "bf16.hlox") as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(members["manifest.json"])
+    manifest["runs"][0]["dtypes"][0] = "float32"
+    members["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(tmp_path / "lies.hlox", "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    with pytest.raises(SavedFileError, match=r"run0_0.npy does not hold the type the manifest says"):
+        wb.load(tmp_path / "lies.hlox")

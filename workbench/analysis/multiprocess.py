@@ -38,6 +38,7 @@ import jax
 import numpy as np
 
 from ..errors import ProcessRunError, WorkbenchError
+from ..ir.dtypes import numpy_dtype, with_dtype
 from ..pipeline.array_limit import Planned, refuse_large, write_npz
 from ..pipeline.xla import check_options
 from .execute import Timing, runnable_exported
@@ -49,8 +50,6 @@ DEFAULT_TIMEOUT = 300.0  # seconds a multi-process run may take, start-up and co
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 CHILD = "workbench.analysis.multiprocess_child"
 _TAIL_LINES = 30
-
-
 
 
 @dataclass(frozen=True)
@@ -97,10 +96,9 @@ def as_dtype(a, name: str):
     """The array with its dtype back: numpy's .npz keeps bfloat16 and float8 as raw bytes (void)."""
     if str(a.dtype) == name:
         return a
-    import ml_dtypes  # noqa: F401 -- registers bfloat16 and the float8 types with numpy
-
-    wanted = np.dtype(getattr(ml_dtypes, name, name))
-    return a.view(wanted) if a.dtype.itemsize == wanted.itemsize else a.astype(wanted)
+    if a.dtype.kind == "V":
+        return with_dtype(a, name)
+    return a.astype(numpy_dtype(name))
 
 
 def _count(value, name: str, least: int) -> int:

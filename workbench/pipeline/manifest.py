@@ -298,7 +298,7 @@ MANIFEST = Record({
     "arrays": Bool(),
     "runs": List(Record(
         {"stage": Str(), "device": Str(), "times": List(Num(least=0.0), _MANY, least=1), "check": Opt(CHECK)},
-        {"outputs": Int(0, _MANY)}), 10_000),
+        {"outputs": Int(0, _MANY), "dtypes": List(Str(nonempty=True), _MANY)}), 10_000),
     "texts": List(Record({"sha256": SHA256, "offset": Int(0), "length": Int(1)}), 2 * _MANY + 1),
     "texts_bytes": Int(0),
     "texts_sha256": SHA256,

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
 from ..errors import SavedFileError, StageError
+from ..ir.dtypes import with_dtype
 from ..options import PatternOptions, PatternSelection
 from ..stages import Loaded, Spec, Stage
 from .archive import ArchiveError, copy_member, open_zip, read_member, read_npy, size_text, unpack_zstd
@@ -221,6 +222,7 @@ def _run_json(r, k: int, arrays: dict | None) -> dict:
         for i, leaf in enumerate(leaves):
             arrays[f"run{k}_{i}"] = _array(leaf, f"output {i} of run {k} (on {r.stage!r})")
         out["outputs"] = len(leaves)
+        out["dtypes"] = [str(arrays[f"run{k}_{i}"].dtype) for i in range(len(leaves))]  # .npy keeps bf16 as void
     return out
 
 
@@ -537,6 +539,14 @@ def _arrays(path: Path, z: zipfile.ZipFile, manifest: dict, limit: int) -> dict:
         if list(out[f"arg{i}"].shape) != aval["shape"]:
             raise SavedFileError(path, f"corrupt: arrays.npz/arg{i}.npy has the shape {list(out[f'arg{i}'].shape)}, "
                                  f"the manifest's args[{i}] says {aval['shape']}")
+    typed = {f"arg{i}": aval["dtype"] for i, aval in enumerate(manifest["args"])}
+    typed.update({f"run{k}_{i}": d for k, r in enumerate(manifest["runs"]) for i, d in enumerate(r.get("dtypes", ()))})
+    for name, dtype in typed.items():
+        try:  # bfloat16 and float8 arrays come out of .npy as raw bytes: their saved type's name restores them
+            out[name] = with_dtype(out[name], dtype)
+        except (TypeError, KeyError) as e:
+            raise SavedFileError(path, f"corrupt: arrays.npz/{name}.npy does not hold the type the manifest "
+                                 f"says ({e})") from None
     return out
 
 
