@@ -690,3 +690,39 @@ def test_a_manifest_that_would_not_read_back_is_not_written(tmp_path):
         ex.save(tmp_path / "t.hlox", cost=False)
     assert "spec.title: holds a lone surrogate" in str(e.value) and "nothing was written" in str(e.value)
     assert os.listdir(tmp_path) == []
+
+
+# -- the same description as a JSON Schema, for readers in other languages -------------------------------
+def test_the_committed_json_schema_is_the_manifests_description(manifest):
+    """workbench/assets/hlox-manifest.schema.json is made from MANIFEST (json_schema()), never edited by hand;
+    a good file's manifest passes it under a real JSON Schema validator."""
+    import importlib.resources
+
+    import jsonschema
+
+    committed = json.loads(importlib.resources.files("workbench.assets").joinpath("hlox-manifest.schema.json")
+                           .read_text())
+    assert committed == schema.json_schema(), (
+        "regenerate it: python -c 'import json; from workbench.pipeline.manifest import json_schema; "
+        "print(json.dumps(json_schema(), indent=1))' > workbench/assets/hlox-manifest.schema.json")
+    jsonschema.Draft202012Validator.check_schema(committed)
+    jsonschema.Draft202012Validator(committed).validate(manifest)
+
+
+@pytest.mark.parametrize("where, value, words", WRONG, ids=[f"{'.'.join(map(str, w))}={v!r:.20}" for w, v, _ in WRONG])
+def test_the_json_schema_refuses_what_the_field_description_refuses(manifest, where, value, words):
+    """Each wrong field the loader names is refused by the JSON Schema too, and each manifest that passes the
+    field description but breaks a rule between fields (check_manifest's) passes the JSON Schema: the two
+    say the same of every field. JSON has no lone surrogates and no infinities, so those cases are Python's."""
+    import jsonschema
+
+    m = changed(manifest, where, value)
+    if "surrogate" in words or (isinstance(value, float) and not np.isfinite(value)):
+        pytest.skip("not expressible in JSON Schema: checked by the loader alone")
+    try:
+        schema.check(schema.MANIFEST, m, "")
+        field_wrong = False
+    except schema.ManifestError:
+        field_wrong = True
+    errors = list(jsonschema.Draft202012Validator(schema.json_schema()).iter_errors(m))
+    assert bool(errors) == field_wrong, (words, [e.message for e in errors])

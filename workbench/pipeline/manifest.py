@@ -35,7 +35,7 @@ from ..options import PROPAGATE, PatternOptions
 from ..stages import StageKind
 
 __all__ = ["ManifestError", "MANIFEST", "CHECK", "LEAF", "MAX_DEPTH", "MAX_VALUES", "check", "check_manifest",
-           "check_field", "parse_manifest", "Str", "Int", "Num", "Bool", "Opt", "List", "Map", "Record", "Scalar"]
+           "check_field", "parse_manifest", "json_schema", "Str", "Int", "Num", "Bool", "Opt", "List", "Map", "Record", "Scalar"]
 
 MAX_DEPTH = 32  # a manifest nests 7 deep (runs[].check.leaves[].shape[]); json recurses per level
 MAX_VALUES = 4_000_000  # JSON values (objects, lists, scalars) in one manifest: ~100x a 200-stage one
@@ -96,6 +96,16 @@ class Str:
         if self.nonempty and not v:
             raise ManifestError(where, "expected a non-empty string, got \"\"")
 
+    def schema(self) -> dict:
+        out: dict = {"type": "string"}
+        if self.choices:
+            out["enum"] = list(self.choices)
+        if self.pattern is not None:
+            out["pattern"] = f"^(?:{self.pattern})$"
+        if self.nonempty:
+            out["minLength"] = 1
+        return out
+
 
 @dataclass(frozen=True)
 class Int:
@@ -113,6 +123,14 @@ class Int:
             raise ManifestError(where, f"expected an integer >= {self.least}, got {v}")
         if self.most is not None and v > self.most:
             raise ManifestError(where, f"expected an integer <= {self.most}, got {v}")
+
+    def schema(self) -> dict:
+        out: dict = {"type": "integer"}
+        if self.least is not None:
+            out["minimum"] = self.least
+        if self.most is not None:
+            out["maximum"] = self.most
+        return out
 
 
 @dataclass(frozen=True)
@@ -133,6 +151,9 @@ class Num:
         if self.least is not None and v < self.least:  # NaN passes: only finite=True refuses it
             raise ManifestError(where, f"expected a number >= {self.least:g}, got {v}")
 
+    def schema(self) -> dict:  # NaN and infinities are JSON extensions (Python's json writes them): not said here
+        return {"type": "number"} if self.least is None else {"type": "number", "minimum": self.least}
+
 
 @dataclass(frozen=True)
 class Bool:
@@ -143,6 +164,9 @@ class Bool:
 
     def inside(self, v: bool, where: str) -> None:
         pass
+
+    def schema(self) -> dict:
+        return {"type": "boolean"}
 
 
 @dataclass(frozen=True)
@@ -157,6 +181,9 @@ class Scalar:
     def inside(self, v: Any, where: str) -> None:
         if type(v) is str:
             _text_ok(v, where)
+
+    def schema(self) -> dict:
+        return {"type": ["null", "boolean", "number", "string"]}
 
 
 @dataclass(frozen=True)
@@ -175,6 +202,9 @@ class Opt:
     def inside(self, v: Any, where: str) -> None:
         if v is not None:
             self.inner.inside(v, where)
+
+    def schema(self) -> dict:
+        return {"anyOf": [self.inner.schema(), {"type": "null"}]}
 
 
 @dataclass(frozen=True)
@@ -195,6 +225,9 @@ class List:
         for i, x in enumerate(v):
             check(self.item, x, f"{where}[{i}]")
 
+    def schema(self) -> dict:
+        return {"type": "array", "items": self.item.schema(), "minItems": self.least, "maxItems": self.most}
+
 
 @dataclass(frozen=True)
 class Map:
@@ -213,6 +246,9 @@ class Map:
         for k, x in v.items():
             _text_ok(k, f"{where} (a key)")
             check(self.value, x, f"{where}.{k}")
+
+    def schema(self) -> dict:
+        return {"type": "object", "additionalProperties": self.value.schema(), "maxProperties": self.most}
 
 
 @dataclass(frozen=True)
@@ -244,6 +280,13 @@ class Record:
                 _text_ok(unknown[0], f"{where} (a key)")
                 raise ManifestError(f"{at}{unknown[0][:80]}", f"is not a field of {where or 'the manifest'} "
                                     f"(its fields: {', '.join([*self.required, *self.optional])})")
+
+    def schema(self) -> dict:
+        out = {"type": "object", "properties": {k: n.schema() for k, n in {**self.required, **self.optional}.items()},
+               "required": list(self.required)}
+        if self.closed:
+            out["additionalProperties"] = False
+        return out
 
 
 # -- the manifest -------------------------------------------------------------------------------------
@@ -310,6 +353,20 @@ MANIFEST = Record({
     "cost": Opt(Record({"columns": List(Str(), 1000), "rows": List(List(Scalar(), 1000), _MANY)})),
     "arrays_bytes": Int(0),  # the arrays' total bytes; files saved before it was written lack it
 })
+
+
+SCHEMA_ID = "https://hlo-workbench.invalid/hlox-manifest.schema.json"
+
+
+def json_schema() -> dict:
+    """``MANIFEST`` as a JSON Schema (draft 2020-12): the document ``workbench/assets/hlox-manifest.schema.json``
+    holds, for readers in other languages (the JupyterLab extension checks a manifest against it). It says
+    every field's type and range; the rules between fields (``check_manifest``: distinct stage names,
+    parents before children, the texts' index) and the bounds on the JSON itself (``parse_manifest``)
+    are not JSON Schema's to say."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+            "title": "the manifest.json of a saved hlo-workbench exploration (.hlox), format 1",
+            **MANIFEST.schema()}
 
 
 def check_field(name: str, manifest: dict) -> None:
