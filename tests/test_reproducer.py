@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.analysis.execute import _RTOL
+from workbench.analysis.check import RTOL
 from workbench.analysis.reproducer import TOLERANCES
 from workbench.errors import ReproducerError
 from workbench.examples import load
@@ -291,7 +291,7 @@ def test_the_built_in_predicates_describe_themselves_and_still_work(planted):
         json.dumps(p.recipe)
     assert wb.miscompiles("cpu:0")(planted) and not wb.crashes()(planted)
     assert wb.op_count_at_most("stablehlo.compare", 0)(planted)  # no_nan removed the NaN test
-    assert TOLERANCES == _RTOL  # repro.py's table is the workbench's per-dtype rule
+    assert TOLERANCES is RTOL  # repro.py's table is the workbench's per-dtype rule, the one table
 
 
 def test_inputs_over_the_limit_are_not_written_and_repro_py_says_so(planted, tmp_path, blocker, monkeypatch):

@@ -24,7 +24,6 @@ from ..pipeline.trace import all_devices, resolve_device
 from ..pipeline.xla import check_options
 from ..pipeline.xla_probe import guard_compile
 from .check import REFERENCE, Check, LeafCheck, Reference, check_outputs, compare_outputs  # noqa: F401
-from .check import RTOL as _RTOL  # noqa: F401 -- the per-dtype table, by the name tests/test_reproducer.py reads
 
 __all__ = ["devices", "RunResult", "Timing", "Check", "LeafCheck", "Reference", "run_stage", "compare_outputs",
            "check_outputs", "args_key", "REFERENCE"]

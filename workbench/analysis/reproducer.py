@@ -25,16 +25,16 @@ from ..ir.text import host_callback_count, publish_functions
 from ..pipeline.array_limit import ArrayTooLargeError, Planned, refuse_large, write_npz
 from ..pipeline.exported import exported_for_text, main_signature
 from ..pipeline.trace import resolve_device
+from .check import RTOL
 from .execute import example_args
 
 __all__ = ["write_reproducer", "KINDS", "TOLERANCES"]
 
 KINDS = ("miscompiles", "crashes", "op_count_above", "op_count_at_most", "slower_than", "differs_from", "has_op",
          "lacks_op")
-# repro.py's miscompile tolerance, relative to an output's largest finite magnitude: the per-dtype
-# rule of ``execute.compare_outputs`` (tests keep the two tables equal).
-TOLERANCES = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2, "complex64": 1e-4,
-              "complex128": 1e-9}
+# repro.py's miscompile tolerance, relative to an output's largest finite magnitude: the workbench's own
+# per-dtype table (``check.RTOL``), written into repro.py's config.
+TOLERANCES = RTOL
 _NATIVE = set("?bhilqBHILQefdgFD")  # numpy dtype characters np.save stores as they are
 
 
