@@ -27,7 +27,14 @@ class PipelineSyntaxError(WorkbenchError, ValueError):
 
 
 class TraceError(WorkbenchError):
-    """The user's function raised while JAX traced it; the message holds the user's own frames."""
+    """The user's function raised while JAX traced it; the message holds the user's own frames.
+
+    ``call`` is what was traced, as ``f(float32[3])``; ``detail`` what went wrong, the user's frames
+    first; ``cause`` the name of the exception the function raised (None when unknown)."""
+
+    def __init__(self, call: str, detail: str, cause: str | None = None):
+        self.call, self.detail, self.cause = call, detail, cause
+        super().__init__(f"tracing {call} failed:\n{detail}")
 
 
 class ArgumentError(WorkbenchError, TypeError):

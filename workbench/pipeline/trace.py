@@ -234,7 +234,7 @@ def _trace_jit(fn: Callable, name: str, kind: str, args: tuple, static_argnums: 
         t2 = time.perf_counter()
     except Exception as e:
         hint = _concrete_value_hint(fn, args, static, e)
-        raise TraceError(f"tracing {name}{_shapes(args)} failed:\n{user_frames(e)}{hint}") from None
+        raise TraceError(f"{name}{_shapes(args)}", f"{user_frames(e)}{hint}", type(e).__name__) from None
 
     def export():
         return jax.export.export(jitted, platforms=list(platforms(lowered)) or None)(*lower_args)
@@ -317,8 +317,8 @@ def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
     except WorkbenchError:
         raise
     except Exception as e:
-        raise TraceError(f"tracing {name}{_shapes(args)} with its own {type(fn).__name__} failed:\n"
-                         f"{user_frames(e)}") from None
+        raise TraceError(f"{name}{_shapes(args)} with its own {type(fn).__name__}", user_frames(e),
+                         type(e).__name__) from None
     how = f"{name} (a {type(fn).__module__.split('.')[0]} {type(fn).__name__})"
     traced = _traced(lowered, str(jaxpr.pretty_print(use_color=False)), how, args, (), t1 - t0, t2 - t1, fn, args,
                      lambda full: _wrapper_call_args(outer, full), None)

@@ -92,17 +92,14 @@ class CellFailed(MagicFailure):
     """The cell's own code (before the traced call) raised; its traceback is shown above."""
 
 
-def _trace_failure(shell, e: WorkbenchError) -> str:
+def _trace_failure(shell, e: TraceError | ArgumentError) -> str:
     """The message of a trace failure: what failed and why, then the user's frames, each cell named
     as IPython names it in tracebacks ("Cell In[5], line 3"), lines numbered as the cell shows them."""
-    text = str(e).rstrip()
-    m = re.match(r"tracing (.+?) failed:\n", text)
-    if m:
-        cause = e.__context__  # TraceError is raised "from None": the cause stays as the context
-        raised = f" raised {type(cause).__name__}" if cause is not None else ""
-        text = f"tracing failed: {m.group(1)}{raised}\n{text[m.end():]}"
+    if isinstance(e, TraceError):
+        raised = f" raised {e.cause}" if e.cause else ""
+        text = f"tracing failed: {e.call}{raised}\n{e.detail.rstrip()}"
     else:
-        text = f"tracing failed: {text}"
+        text = f"tracing failed: {str(e).rstrip()}"
 
     def cell(name: str, line: str) -> str | None:
         label = shell.compile.format_code_name(name) if hasattr(shell.compile, "format_code_name") else None
