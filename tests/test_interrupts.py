@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import pytest
 
 import workbench as wb
+from workbench.children import Request
 from workbench.pipeline import worker as worker_mod
 from workbench.pipeline import xla_probe
 from workbench.pipeline.runner import default_runner
@@ -148,7 +149,7 @@ def test_a_stale_reply_is_discarded():
     try:
         want = w.call("run_pipeline", SMALL_TEXT, "canonicalize").value.text
         other = SMALL_TEXT.replace("@m", "@other").replace("stablehlo.add %0, %0", "stablehlo.multiply %0, %0")
-        w._proc.conn.send(worker_mod.Request(-1, "run_pipeline", (other, "canonicalize")))
+        w._child._held.process.conn.send(Request(-1, "run_pipeline", (other, "canonicalize")))
         assert w.call("run_pipeline", SMALL_TEXT, "canonicalize").value.text == want
         assert w.call("run_pipeline", SMALL_TEXT, "canonicalize").value.text == want
         assert w.restarts == 0  # the stale reply was read and dropped, the worker kept
@@ -193,7 +194,7 @@ def test_a_probe_child_killed_by_sigkill_is_not_a_verdict():
     ex = wb.explore(noise, jax.random.PRNGKey(0))
     assert ex.error is None
     assert ex.with_xla(disable=["algsimp"]).error is None  # the probe child is started and idle
-    pid = xla_probe._PROBER._live[0].pid
+    pid = xla_probe._PROBER.pid
     idle = _cpu_ticks(pid)
     killed = []
 
@@ -218,7 +219,7 @@ def test_a_probe_child_killed_by_sigkill_is_not_a_verdict():
     assert "needs some of those passes" not in message and "aborts" not in message
     again = ex.with_xla(disable=["cse"])  # probed again, in a fresh child: it compiles
     assert again.error is None and "xla:optimized" in again.names
-    assert xla_probe._PROBER._live[0].pid != pid
+    assert xla_probe._PROBER.pid != pid
 
 
 def test_a_pass_worker_killed_by_sigkill_is_said_to_be_killed_not_a_crashing_pass():
@@ -394,6 +395,6 @@ def test_a_probe_that_gives_no_answer_in_time_is_ended_and_not_a_verdict():
     with pytest.raises(xla_probe.XlaProbeDied, match="gave no answer within 0.001 s"):
         xla_probe.guard_compile(source, "cpu:0", options, timeout=0.001)
     assert xla_probe._VERDICTS == kept  # nothing was kept
-    assert xla_probe._PROBER._live is None and not set(_children("workbench.pipeline.xla_probe")) - earlier
+    assert xla_probe._PROBER.pid is None and not set(_children("workbench.pipeline.xla_probe")) - earlier
     xla_probe.guard_compile(source, "cpu:0", options)  # tried again with time enough: XLA compiles it
     assert len(xla_probe._VERDICTS) == len(kept) + 1

@@ -3,12 +3,14 @@ XLA dump folder of a process killed mid-compile is removed by the next process's
 process's. Each test runs in its own temporary folder (TMPDIR), so the counts are of its files only."""
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import weakref
 
 import pytest
 
@@ -61,8 +63,42 @@ def test_a_worker_started_and_closed_leaves_no_log(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
+def _worker_processes() -> set[int]:
+    """This process's children that run the pass worker, and any zombie child (ended, never reaped)."""
+    out = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+            argv = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[1]) == os.getpid() and (b"workbench.pipeline.worker" in argv or stat[0] == "Z"):
+            out.add(int(d))
+    return out
+
+
+def test_a_worker_nobody_references_is_collected_with_its_process_and_log(tmp_path, monkeypatch):
+    """Nothing (an atexit hook, say) keeps a Worker alive: once the last reference goes, so do its process
+    (reaped, not a zombie) and its log."""
+    from workbench.pipeline.worker import Worker
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    before = _worker_processes()
+    worker = Worker()
+    worker.call("parse_module", "module {\n}\n")
+    assert len(_worker_processes() - before) == 1 and len(os.listdir(tmp_path)) == 1
+    gone = weakref.ref(worker)
+    del worker
+    gc.collect()
+    assert gone() is None
+    assert _worker_processes() - before == set()
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_worker_log_stays_bounded(tmp_path, monkeypatch):
-    from workbench.pipeline import leftovers
+    from workbench.children import leftovers
     from workbench.pipeline.worker import Worker
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -98,7 +134,7 @@ def test_a_process_killed_mid_compile_leaves_a_folder_the_next_start_removes(tmp
 
 
 def test_a_live_process_folders_are_kept_and_dead_ones_removed(tmp_path):
-    from workbench.pipeline import leftovers
+    from workbench.children import leftovers
 
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -1,7 +1,7 @@
 """The numbered request/answer exchange the workbench's child processes speak over their socket.
 
-The pass worker (``worker.py``) and the XLA probe child (``xla_probe.py``) each answer one request at a
-time over a ``multiprocessing.connection.Connection``. A reply that nobody read -- its caller was
+A ``Child`` (the pass worker, the XLA probe child) answers one request at a time over a
+``multiprocessing.connection.Connection``. A reply that nobody read -- its caller was
 interrupted while it waited -- would otherwise be taken as the answer to the next request, and every
 later answer would be one behind. Each request carries a number, the answer repeats it, and the client
 drops any answer that is not to the request it sent; a client interrupted mid-exchange ends the child
@@ -29,18 +29,21 @@ class Request:
 
 @dataclass(frozen=True)
 class Response:
-    """The answer to the request numbered ``id``: "ok" with its value, "error" with what went wrong, or
-    "ready" (id 0, once, when the child has started)."""
+    """The answer to the request numbered ``id``: "ok" with its value, "error" with what went wrong (the
+    message and the child's traceback), or "ready" (id 0, once, when the child has started); ``seconds``
+    is how long the method ran in the child."""
 
     id: int
     status: Literal["ok", "error", "ready"]
     payload: Any
+    seconds: float = 0.0
 
 
 def exchange(conn: Connection, request: Request, limit: float) -> tuple[Response | None, int]:
     """Send ``request`` and wait up to ``limit`` seconds for its Response: that Response (None when none
-    came in time) and how many answers to earlier requests were read and dropped meanwhile. EOFError or
-    a pipe error means the child died."""
+    came in time) and how many answers to earlier requests were read and dropped meanwhile (a child's
+    "ready", read here when its start was not waited for, is not one of them). EOFError or a pipe error
+    means the child died."""
     conn.send(request)
     deadline = time.monotonic() + limit
     dropped = 0
@@ -48,7 +51,8 @@ def exchange(conn: Connection, request: Request, limit: float) -> tuple[Response
         answer = conn.recv()
         if isinstance(answer, Response) and answer.id == request.id:
             return answer, dropped
-        dropped += 1
+        if not (isinstance(answer, Response) and answer.status == "ready"):
+            dropped += 1
     return None, dropped
 
 

@@ -1,4 +1,4 @@
-"""The workbench's files in the temporary folder: worker logs and XLA's dump folders.
+"""The workbench's files in the temporary folder: its children's logs and XLA's dump folders.
 
 Each name carries the id of the process that made it (``hlo-workbench-<kind>-<pid>-<random>``), so that a
 later process can tell a dead owner's files from a live one's: a process killed mid-compile (SIGKILL, the
@@ -15,10 +15,12 @@ import re
 import shutil
 import tempfile
 
-__all__ = ["LOG_LIMIT", "prefix", "log_file", "read_from", "bounded", "sweep", "remove_own"]
+__all__ = ["LOG_LIMIT", "TAIL_BYTES", "prefix", "log_file", "read_from", "bounded", "tail", "sweep", "remove_own"]
 
 # a child's stderr is kept for the tail shown when it crashes; past this it starts afresh
 LOG_LIMIT = 4 * 1024 * 1024
+# what ``tail`` reads at most from the end of a log, whatever its size
+TAIL_BYTES = 64 * 1024
 
 _NAME = re.compile(r"hlo-workbench-[a-z]+(?:-[a-z]+)*-(\d+)-")
 
@@ -58,6 +60,19 @@ def bounded(path: str) -> int:
         return size
     except OSError:
         return 0
+
+
+def tail(path: str, lines: int) -> str:
+    """The last ``lines`` lines of the log at ``path`` ("" when it is gone), read from its last
+    TAIL_BYTES bytes only: a child that printed gigabytes costs no more to show than one that did not."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - TAIL_BYTES))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
 def _alive(pid: int) -> bool:

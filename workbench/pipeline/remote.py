@@ -2,16 +2,17 @@
 
 ``applicable``, ``step``, ``pattern_timing``, ``bisect``, ``reduce`` and ``compare_pipelines`` take
 ``executor=``: a ``concurrent.futures.Executor``, a ``dask.distributed.Client`` (its
-``get_executor()``), or a scheduler's address (``"tcp://host:port"``: a Client is made for it, once
-per address); ``None`` is the process-wide default that ``config(executor=...)`` sets, and with none
-set, the built-in ``WorkerPool``. ``"local"`` (or a WorkerPool) is the built-in pool whatever the
-default. The workbench never runs a scheduler of its own.
+``get_executor()``), a scheduler's address (``"tcp://host:port"``: a Client is made for it, once
+per address) or a ``Pool`` (an ``ExecutorPool`` that names its executor's width); ``None`` is the
+process-wide default that ``config(executor=...)`` sets, and with none set, the built-in
+``WorkerPool``. ``"local"`` (or a WorkerPool) is the built-in pool whatever the default. The
+workbench never runs a scheduler of its own.
 
 The unit of remote work is one worker request, ``(method, args, timeout)``, as ``Worker.call``
 takes it. The function submitted, ``run_request``, runs it in the remote process through a warm
 ``Worker`` subprocess of that process (one per request running at once there), so a pass that aborts
 kills only that subprocess, never the Dask worker, and comes back as the same WorkerCrash or
-WorkerTimeout (they pickle by their arguments); ``WorkerPool.map``'s splitting then isolates the item
+WorkerTimeout (they pickle by their arguments); ``Pool.map``'s splitting then isolates the item
 that does it exactly as it does here. Values are the same dataclasses as here (PassOutcome, ...);
 the seconds in them are measured over there. The remote processes need this workbench and enzyme-ad
 installed (the same versions); for a Dask cluster, ``pip install 'hlo-workbench[cluster]'``.
@@ -32,7 +33,7 @@ import weakref
 from concurrent.futures import Executor, Future, InvalidStateError, ThreadPoolExecutor
 from typing import Any, Callable
 
-from .worker import PassFailure, Reply, Worker, WorkerCrash, WorkerPool, WorkerTimeout, default_pool, default_worker, routed
+from .worker import PassFailure, Pool, Reply, Worker, WorkerCrash, WorkerTimeout, default_pool, default_worker, routed
 
 __all__ = ["ExecutorPool", "Prefetch", "config", "requests_served", "resolve", "run_request"]
 
@@ -85,20 +86,28 @@ def requests_served() -> int:
 # ---- the client side ----------------------------------------------------------------------------
 
 
-class ExecutorPool(WorkerPool):
-    """``WorkerPool``'s ``map``, ``work`` and ``call`` with every request sent to ``executor``:
-    ``run_request`` there. ``width`` is how many it runs at once: a Dask cluster's threads (asked each
-    time: a cluster can grow), an executor's ``max_workers``, else this machine's cores."""
+class ExecutorPool(Pool):
+    """``Pool``'s ``map``, ``work`` and ``call`` with every request sent to ``executor``: ``run_request``
+    there.
 
-    def __init__(self, executor: Executor, client: Any = None, name: str = ""):
+    ``width``, how many requests it runs at once, is ``width`` when given; else, with a Dask ``client``,
+    that cluster's threads (``Client.nthreads()``, asked each time: a cluster can grow); else this
+    machine's cores (``concurrent.futures`` executors do not say how many workers they have:
+    ``ExecutorPool(ThreadPoolExecutor(n), width=n)`` says it for them, and is itself an ``executor=``)."""
+
+    def __init__(self, executor: Executor, client: Any = None, name: str = "", width: int | None = None):
+        if width is not None and (isinstance(width, bool) or not isinstance(width, int) or width < 1):
+            raise ValueError(f"width must be a whole number of requests at once, 1 or more, not {width!r}")
         self.executor, self.client, self.name = executor, client, name or type(executor).__name__
-        self.workers = []
+        self._width = width
 
     @property
     def width(self) -> int:
+        if self._width is not None:
+            return self._width
         if self.client is not None:
             return max(1, sum(self.client.nthreads().values()))
-        return max(1, getattr(self.executor, "_max_workers", None) or os.cpu_count() or 1)
+        return max(1, os.cpu_count() or 1)
 
     @property
     def depth(self) -> int:
@@ -145,7 +154,7 @@ class ExecutorPool(WorkerPool):
         return self.send(method, args, timeout)
 
     @contextlib.contextmanager
-    def _requests(self):
+    def requests(self):
         yield self.submit
 
     def __repr__(self) -> str:
@@ -180,7 +189,7 @@ def _client(address: str):
 
 def _check(executor) -> None:
     """Raise TypeError (or ImportError, for an address without Dask) for what cannot be an executor."""
-    if executor is None or _local(executor) or isinstance(executor, (WorkerPool, Executor)) or _is_client(executor):
+    if executor is None or _local(executor) or isinstance(executor, (Pool, Executor)) or _is_client(executor):
         return
     if isinstance(executor, str):
         if "://" not in executor:
@@ -205,7 +214,7 @@ def config(executor=_UNSET) -> dict:
     return dict(_CONFIG)
 
 
-def resolve(executor=None) -> WorkerPool:
+def resolve(executor=None) -> Pool:
     """The pool that runs a call's requests: ``executor`` (see ``config``), else the configured
     default, else the built-in pool."""
     if executor is None:
@@ -213,18 +222,17 @@ def resolve(executor=None) -> WorkerPool:
     _check(executor)
     if executor is None or _local(executor):
         return default_pool()
-    if isinstance(executor, WorkerPool):
+    if isinstance(executor, Pool):
         return executor
     if isinstance(executor, str):
         client = _client(executor)
         return ExecutorPool(client.get_executor(pure=False), client, executor)
     if _is_client(executor):
         return ExecutorPool(executor.get_executor(pure=False), executor, f"Client({executor.scheduler.address})")
-    client = getattr(executor, "_client", None)  # a Client's own get_executor(): its threads are the width
-    return ExecutorPool(executor, client if _is_client(client) else None)
+    return ExecutorPool(executor)
 
 
-def route(pool: WorkerPool):
+def route(pool: Pool):
     """A block in which this thread's worker requests go to ``pool``'s executor (nothing changes for
     the built-in pool)."""
     return routed(pool.send) if isinstance(pool, ExecutorPool) else contextlib.nullcontext()
@@ -238,7 +246,7 @@ class Prefetch:
     nothing ahead: ``take`` calls ``make``. Whatever it built ahead, taken or not, is built the same
     way ``make`` builds it, so the search's answers, and the order it asks in, do not change."""
 
-    def __init__(self, pool: WorkerPool):
+    def __init__(self, pool: Pool):
         self.pool = pool
         self.remote = isinstance(pool, ExecutorPool)
         self.width = min(pool.width, 32) if self.remote else 1  # builds at once (a cluster's width is asked once)

@@ -1,39 +1,33 @@
 """A warm worker process for Enzyme-JaX and MLIR pass pipelines.
 
 Passes are C++ code that can abort or loop forever; running them in a separate process keeps the
-notebook kernel alive. The worker is a fresh interpreter (``python -m workbench.pipeline.worker``),
-never a fork: JAX and XLA are not fork-safe once initialised, and unlike multiprocessing's ``spawn``
-it does not re-import the user's ``__main__``. It imports enzyme-ad once, and is restarted
-transparently after a crash. Its stderr goes to a log file so that the diagnostics a pass printed
-before dying can be shown to the user. A ``WorkerPool`` spreads many independent requests over a
-few workers.
+notebook kernel alive. The worker is a ``children.Child`` (a fresh interpreter running this module,
+``python -P -m workbench.pipeline.worker``) that serves the method table ``METHODS``. It imports
+enzyme-ad once, and is restarted transparently after a crash; the diagnostics a pass printed before
+dying are read from its log and shown to the user. A ``WorkerPool`` spreads many independent requests
+over a few workers; ``Pool`` is what a scan needs of any pool (``remote.ExecutorPool`` is the other).
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import os
 import queue
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-import traceback
+from abc import ABC, abstractmethod
 from collections import deque
 from contextvars import ContextVar
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, ContextManager, Literal, Sequence
 
-from . import leftovers
-from .channel import Request, Response, ended, exchange
+from ..children import Child, ChildDied, ChildFailed, ChildTimeout, ended, serve
 
-__all__ = ["Worker", "WorkerPool", "WorkerCrash", "WorkerTimeout", "PassFailure", "PassOutcome", "ItemFailure",
-           "PoolResult", "Reply", "Request", "Response", "default_worker", "default_pool", "enzyme_available", "routed"]
+__all__ = ["Worker", "Pool", "WorkerPool", "WorkerCrash", "WorkerTimeout", "PassFailure", "PassOutcome",
+           "ItemFailure", "PoolResult", "Reply", "Submit", "METHODS", "default_worker", "default_pool",
+           "enzyme_available", "routed"]
 
 
 def enzyme_available() -> bool:
@@ -308,30 +302,16 @@ def _hlo_costs(items: list[tuple[Any, str]]) -> list[tuple[Any, dict | str]]:
     return out
 
 
-_METHODS = {"run_pipeline": _run_pipeline, "hlo_costs": _hlo_costs, "transform_passes": _transform_passes,
-            "crash": _crash,
-            "run_each": _run_each, "check_pipeline": _check_pipeline, "parse_module": _parse_module}
+METHODS = {"run_pipeline": _run_pipeline, "hlo_costs": _hlo_costs, "transform_passes": _transform_passes,
+           "crash": _crash, "run_each": _run_each, "check_pipeline": _check_pipeline, "parse_module": _parse_module}
+# the requests that run a pipeline, which ``Worker.executions`` counts
+_EXECUTING = ("run_pipeline", "run_each", "check_pipeline")
 
 
-def serve(conn: Connection) -> None:
-    """The worker process's loop: answer requests on ``conn`` until the client closes it."""
-    # A Ctrl-C in a terminal reaches the whole process group; the client decides what an interrupt ends.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _warm_up() -> None:
+    """The worker's start: pay enzyme-ad's 485 MB import once, before the first request."""
     if enzyme_available():
-        from enzyme_ad.jax import enzyme_call  # noqa: F401  -- pay the 485 MB import once, up front
-    conn.send(Response(0, "ready", None))
-    while True:
-        try:
-            req: Request = conn.recv()
-        except EOFError:
-            return
-        start = time.perf_counter()
-        try:
-            result = _METHODS[req.method](*req.args)
-            conn.send(Response(req.id, "ok", (result, time.perf_counter() - start)))
-        except Exception as e:  # the pass pipeline's own error: report it, keep serving
-            sys.stderr.flush()
-            conn.send(Response(req.id, "error", (f"{type(e).__name__}: {e}", traceback.format_exc(limit=2))))
+        from enzyme_ad.jax import enzyme_call  # noqa: F401
 
 
 # ---- the client side -------------------------------------------------------------------------
@@ -352,72 +332,35 @@ def routed(send: Callable[[str, tuple, float], "Reply"] | None):
         _ROUTE.reset(token)
 
 
-@dataclass
-class _Proc:
-    process: subprocess.Popen
-    conn: Connection
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-
 class Worker:
     """One worker process, started on first use, restarted after a crash or time-out.
 
     ``executions`` counts the requests that ran a pipeline, so tests and benchmarks can check that
     caching avoided work; ``stale`` the replies to other requests dropped (``channel.exchange``). A call
     interrupted while it waits ends the process (its pass may run on for minutes); the next starts afresh.
+    A Worker nobody references is collected, and its process ends with it.
     """
 
     def __init__(self, timeout: float = 600.0):
         self.timeout = timeout
-        self.executions = 0
-        self.restarts = 0
-        self.stale = 0
-        self._next_id = 0
-        self._proc: _Proc | None = None
-        self._lost = False  # the last process died or was killed; the next start is a restart
-        self._lock = threading.Lock()
-        self.log_path = leftovers.log_file("worker")
-        atexit.register(self.close)
+        self._child = Child("workbench.pipeline.worker", "worker")
 
-    def _start(self) -> _Proc:
-        parent_sock, child_sock = socket.socketpair()
-        with open(self.log_path, "ab") as log:
-            # The worker imports the same workbench as this process, not one that happens to lie in
-            # the current directory: -P keeps the directory off sys.path, PYTHONPATH names ours.
-            here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-            path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
-            process = subprocess.Popen(
-                [sys.executable, "-P", "-m", "workbench.pipeline.worker", str(child_sock.fileno())],
-                pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                env={**os.environ, "PYTHONPATH": path},
-            )
-        child_sock.close()
-        proc = _Proc(process, Connection(parent_sock.detach()))
-        try:
-            if not proc.conn.poll(120):
-                self._kill(proc)
-                raise WorkerTimeout(120, self._log_since(0))
-            proc.conn.recv()
-        except EOFError:
-            process.wait(5)
-            proc.conn.close()
-            raise WorkerCrash(process.returncode, self._log_since(0)) from None
-        except BaseException:  # interrupted while it starts: it is nobody's, so it ends here
-            self._kill(proc)
-            raise
-        return proc
+    @property
+    def executions(self) -> int:
+        return sum(self._child.sent[m] for m in _EXECUTING)
 
-    def _log_since(self, offset: int) -> str:
-        return leftovers.read_from(self.log_path, offset)
+    @property
+    def restarts(self) -> int:
+        return self._child.restarts
 
-    @staticmethod
-    def _kill(proc: _Proc) -> None:
-        if proc.alive():
-            proc.process.kill()
-        proc.process.wait(5)
-        proc.conn.close()
+    @property
+    def stale(self) -> int:
+        return self._child.stale
+
+    @property
+    def log_path(self) -> str | None:
+        """The worker's log (its stderr: what passes print), while it has one."""
+        return self._child.log_path
 
     def call(self, method: str, *args, timeout: float | None = None):
         """Run ``method(*args)`` in the worker; returns its Reply (the value and the seconds it took).
@@ -429,81 +372,43 @@ class Worker:
         send = _ROUTE.get()
         if send is not None:  # routed (see ``routed``): the request runs on an executor's worker
             return send(method, args, limit)
-        with self._lock:
-            if self._proc is None or not self._proc.alive():
-                if self._proc is not None or self._lost:
-                    self.restarts += 1
-                self._lost = False
-                self._proc = self._start()
-            proc = self._proc
-            offset = leftovers.bounded(self.log_path)
-            if method in ("run_pipeline", "run_each", "check_pipeline"):
-                self.executions += 1
-            self._next_id += 1
-            try:
-                answer, dropped = exchange(proc.conn, Request(self._next_id, method, args), limit)
-                self.stale += dropped
-            except (EOFError, BrokenPipeError, ConnectionResetError):
-                try:
-                    code = proc.process.wait(5)
-                except subprocess.TimeoutExpired:
-                    code = None
-                self._lose(proc)
-                raise WorkerCrash(code, self._log_since(offset)) from None
-            except BaseException:  # interrupted: the reply would be unread, the stream perhaps cut mid-message
-                self._lose(proc)
-                raise
-            if answer is None:
-                self._lose(proc)
-                raise WorkerTimeout(limit, self._log_since(offset))
-            if answer.status == "error":
-                message, _ = answer.payload
-                raise PassFailure(message, self._log_since(offset))
-            value, seconds = answer.payload
-            return Reply(value, seconds)
-
-    def _lose(self, proc: _Proc) -> None:
-        self._kill(proc)
-        self._proc, self._lost = None, True
+        try:
+            answer = self._child.call(method, args, limit)
+        except ChildFailed as e:
+            raise PassFailure(e.message, e.log) from None
+        except ChildDied as e:
+            raise WorkerCrash(e.exitcode, e.log) from None
+        except ChildTimeout as e:
+            raise WorkerTimeout(e.seconds, e.log) from None
+        return Reply(answer.payload, answer.seconds)
 
     def interrupt(self) -> None:
         """End the process under another thread's waiting request (which raises WorkerCrash)."""
-        proc = self._proc
-        if proc is not None and proc.alive():
-            proc.process.kill()
+        self._child.interrupt()
 
     @property
     def pid(self) -> int | None:
         """The process id of the worker process while it runs (for benchmarks reading its memory); None
         before the first request and after a crash or ``close``."""
-        proc = self._proc
-        return proc.process.pid if proc is not None and proc.alive() else None
+        return self._child.pid
 
     def close(self) -> None:
         """End the process and remove its log (a crash's tail is in its error); a later call writes it afresh."""
-        with self._lock:
-            if self._proc is not None:
-                self._kill(self._proc)
-                self._proc = None
-            with contextlib.suppress(OSError):
-                os.unlink(self.log_path)
+        self._child.close()
 
 
-class WorkerPool:
-    """A few workers (one per core by default, the first being the shared warm one) for scans that
-    run many independent pass pipelines: "which patterns apply here", pattern timing.
+Submit = Callable[[str, tuple, "float | None"], "Future[Reply]"]
 
-    ``map`` and ``work`` only need ``width`` and ``_requests``; ``remote.ExecutorPool`` supplies them
-    from a ``concurrent.futures.Executor`` (a Dask cluster's), and the splitting is the same."""
 
-    def __init__(self, size: int | None = None):
-        size = size or max(1, min(os.cpu_count() or 1, 4))
-        self.workers = [default_worker()] + [Worker() for _ in range(size - 1)]
+class Pool(ABC):
+    """What a scan needs of a pool of workers: ``width`` requests at once, ``call`` for one request,
+    and ``requests()`` to start many; ``map`` and ``work`` split and schedule on top of those, the same
+    for the built-in ``WorkerPool`` and for ``remote.ExecutorPool`` (an executor's, a Dask cluster's)."""
 
     @property
+    @abstractmethod
     def width(self) -> int:
         """How many requests run at once."""
-        return len(self.workers)
 
     @property
     def depth(self) -> int:
@@ -511,45 +416,14 @@ class WorkerPool:
         that a worker's next request is already there when it answers one)."""
         return self.width
 
+    @abstractmethod
     def call(self, method: str, *args, timeout: float | None = None) -> Reply:
-        """One request, on the first (the shared warm) worker, here even in a ``routed`` block."""
-        with routed(None):
-            return self.workers[0].call(method, *args, timeout=timeout)
+        """One request; its Reply, or the error it raised."""
 
-    @contextlib.contextmanager
-    def _requests(self):
-        """While the block runs: ``submit(method, args, timeout)``, which starts one request on whichever
-        worker is free and returns the Future of its Reply."""
-        free: queue.SimpleQueue[Worker] = queue.SimpleQueue()
-        for w in self.workers:
-            free.put(w)
-        busy: set[Worker] = set()
-        stopping = threading.Event()
-
-        def request(method: str, args: tuple, timeout: float | None) -> Reply:
-            worker = free.get()  # one thread per worker: there is always a free one
-            busy.add(worker)
-            try:
-                if stopping.is_set():
-                    raise WorkerCrash(None, "the scan was interrupted before this request started")
-                return worker.call(method, *args, timeout=timeout)
-            finally:
-                busy.discard(worker)
-                free.put(worker)
-
-        executor = ThreadPoolExecutor(len(self.workers), thread_name_prefix="wb-pool")
-        try:
-            yield lambda method, args, timeout: executor.submit(request, method, args, timeout)
-        except KeyboardInterrupt:
-            # Ctrl-C reaches the calling thread only: the requests under way would run to the end of
-            # their passes, so their processes end now (each worker starts afresh on its next request).
-            stopping.set()
-            executor.shutdown(wait=False, cancel_futures=True)
-            for w in list(busy):
-                w.interrupt()
-            raise
-        finally:
-            executor.shutdown(wait=True)
+    @abstractmethod
+    def requests(self) -> ContextManager[Submit]:
+        """A block in which ``submit(method, args, timeout)`` starts one request and returns the Future
+        of its Reply."""
 
     def map(self, method: str, chunks: Sequence[Sequence], make_args: Callable[[Sequence], tuple],
             on_done: Callable[[int], None] | None = None, timeout: float | None = None) -> PoolResult:
@@ -562,7 +436,7 @@ class WorkerPool:
         """
         results: list = []
         failures: list[ItemFailure] = []
-        with self._requests() as submit:
+        with self.requests() as submit:
             pending: dict[Future, Sequence] = {submit(method, make_args(c), timeout): c for c in chunks}
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -600,7 +474,7 @@ class WorkerPool:
         waiting = deque(tasks)
         width = self.depth  # never more requests in flight than workers (and a queue, for an executor's)
         pending: dict[Future, Any] = {}
-        with self._requests() as submit:
+        with self.requests() as submit:
             try:
                 while waiting or pending:
                     while waiting and len(pending) < width:
@@ -619,6 +493,58 @@ class WorkerPool:
                 for f in pending:
                     f.cancel()
                 raise
+
+
+class WorkerPool(Pool):
+    """A few workers (one per core by default, the first being the shared warm one) for scans that
+    run many independent pass pipelines: "which patterns apply here", pattern timing."""
+
+    def __init__(self, size: int | None = None):
+        size = size or max(1, min(os.cpu_count() or 1, 4))
+        self.workers = [default_worker()] + [Worker() for _ in range(size - 1)]
+
+    @property
+    def width(self) -> int:
+        return len(self.workers)
+
+    def call(self, method: str, *args, timeout: float | None = None) -> Reply:
+        """One request, on the first (the shared warm) worker, here even in a ``routed`` block."""
+        with routed(None):
+            return self.workers[0].call(method, *args, timeout=timeout)
+
+    @contextlib.contextmanager
+    def requests(self):
+        """Each request on whichever worker is free (one thread per worker)."""
+        free: queue.SimpleQueue[Worker] = queue.SimpleQueue()
+        for w in self.workers:
+            free.put(w)
+        busy: set[Worker] = set()
+        stopping = threading.Event()
+
+        def request(method: str, args: tuple, timeout: float | None) -> Reply:
+            worker = free.get()  # one thread per worker: there is always a free one
+            busy.add(worker)
+            try:
+                if stopping.is_set():
+                    raise WorkerCrash(None, "the scan was interrupted before this request started")
+                return worker.call(method, *args, timeout=timeout)
+            finally:
+                busy.discard(worker)
+                free.put(worker)
+
+        executor = ThreadPoolExecutor(len(self.workers), thread_name_prefix="wb-pool")
+        try:
+            yield lambda method, args, timeout: executor.submit(request, method, args, timeout)
+        except KeyboardInterrupt:
+            # Ctrl-C reaches the calling thread only: the requests under way would run to the end of
+            # their passes, so their processes end now (each worker starts afresh on its next request).
+            stopping.set()
+            executor.shutdown(wait=False, cancel_futures=True)
+            for w in list(busy):
+                w.interrupt()
+            raise
+        finally:
+            executor.shutdown(wait=True)
 
 
 _POOL: WorkerPool | None = None
@@ -642,4 +568,4 @@ if __name__ == "__main__":
     # pickled by their module's name, and the client knows them as workbench.pipeline.worker's.
     from workbench.pipeline import worker
 
-    worker.serve(Connection(int(sys.argv[1])))
+    serve(worker.METHODS, worker._warm_up)

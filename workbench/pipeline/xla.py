@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import jax
 
+from ..children import leftovers
 from ..errors import XlaOptionError
-from . import leftovers
 
 __all__ = ["XlaStage", "XlaResult", "compile_with_dumps", "check_options", "dump_options"]
 

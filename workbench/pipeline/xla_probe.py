@@ -3,7 +3,7 @@
 Some XLA options make XLA abort the whole process instead of raising (a failed CHECK): disabling the HLO
 passes a module cannot compile without (``copy-insertion`` for a program with random numbers is one). A
 notebook kernel must never die of that, so a compile with user-disabled passes is first tried here, in a
-fresh interpreter (``python -m workbench.pipeline.xla_probe``): ``guard_compile`` raises
+child process (a ``children.Child`` running this module, serving ``METHODS``): ``guard_compile`` raises
 ``XlaAbortError`` with XLA's CHECK message when the child died, and lets the real compile go on
 otherwise. The bisection of XLA passes (``analysis.bisect``) asks ``probe_compile`` which passes are
 always needed the same way.
@@ -24,28 +24,20 @@ an explore does not try again.
 """
 from __future__ import annotations
 
-import atexit
-import os
+import functools
 import re
 import signal
-import socket
-import subprocess
-import sys
 import threading
-from multiprocessing.connection import Connection
+from dataclasses import dataclass
+from typing import Any, Callable
 
+from ..children import Child, ChildDied, ChildTimeout, child_env, ended, serve
 from ..errors import XlaAbortError, XlaProbeDied
-from . import leftovers
-from .channel import Request, Response, ended, exchange
 
-__all__ = ["XlaAbortError", "XlaProbeDied", "guard_compile", "compile_sharded", "probe_compile", "probe_payload",
-           "release_spare", "remember_verdict", "serve_probes"]
+__all__ = ["XlaAbortError", "XlaProbeDied", "METHODS", "ShardedCompile", "guard_compile", "compile_sharded",
+           "probe_compile", "probe_payload", "release_spare", "remember_verdict"]
 
 KILLED = "XLA killed the compiling process"
-
-
-
-
 
 
 def _death(code: int | None, check: str | None) -> str:
@@ -129,169 +121,97 @@ def guard_compile(source: str, device: str, options: dict, timeout: float = 600.
             "them again (ex.bisect(..., over='xla') lists the passes XLA cannot do without as always_needed)")
 
 
+@dataclass(frozen=True)
+class ShardedCompile:
+    """``compile_sharded``'s request: the serialized Exported, the device, XLA's options, whether 64-bit
+    types are on, and the mesh (axis names, sizes and type names) its arguments are placed on."""
+
+    exported: bytes
+    device: str
+    options: dict
+    x64: bool
+    mesh: tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...]]
+
+
+def _probe_env() -> dict:
+    """The child's environment: as many CPU devices as this process has (a sharded module's partitions
+    need them)."""
+    import jax
+
+    return child_env(cpu_devices=len(jax.devices("cpu")))
+
+
 class _Prober:
-    """Fresh interpreters (``python -m workbench.pipeline.xla_probe``, never a fork: JAX is not fork-safe)
-    that compile modules with XLA on request. One is started on first use, with a spare that warms up
-    (imports JAX, starts XLA's CPU client) meanwhile, so that after a death the next compile does not
-    wait for a whole start; ``release_spare`` ends the spare when the probing is over."""
+    """The probe child, started on first use, with a spare that warms up (imports JAX, starts XLA's CPU
+    client) meanwhile, so that after a death the next compile does not wait for a whole start;
+    ``release_spare`` ends the spare when the probing is over. A start is not waited for: the
+    request's time limit covers it."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._live: tuple | None = None  # (process, connection)
-        self._spare: tuple | None = None
-        self._next_id = 0
-        self.log_path: str | None = None  # the children's stderr (XLA's CHECK failures), made on first use
+        self._live = self._child()
+        self._spare = self._child()
 
-    def _start(self) -> tuple:
-        if self.log_path is None:
-            self.log_path = leftovers.log_file("xla-probe")
-        parent, child = socket.socketpair()
-        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
-        with open(self.log_path, "ab") as log:
-            proc = subprocess.Popen([sys.executable, "-P", "-m", "workbench.pipeline.xla_probe", str(child.fileno())],
-                                    pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    env={**os.environ, "PYTHONPATH": path, "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
-                                         "XLA_FLAGS": _child_xla_flags()})
-        child.close()
-        return proc, Connection(parent.detach())
+    @staticmethod
+    def _child() -> Child:
+        return Child("workbench.pipeline.xla_probe", "xla-probe", env=_probe_env, ready_within=None)
 
-    def compile(self, payload: dict, timeout: float, spare: bool = True) -> str | None:
-        """None when XLA compiled it; else why not (its error, or KILLED, the signal and XLA's CHECK message
-        when XLA ended the child). A child killed by SIGKILL, that exited, or that did not answer within
-        ``timeout`` (it is ended) raises XlaProbeDied.
+    @property
+    def pid(self) -> int | None:
+        """The process id of the child that takes the next compile, while it runs."""
+        return self._live.pid
+
+    def compile(self, method: str, payload: Any, timeout: float, spare: bool = True):
+        """``method``'s answer (None when XLA compiled it, else why not: its error, or KILLED, the signal and
+        XLA's CHECK message when XLA ended the child). A child killed by SIGKILL, that exited, or that did
+        not answer within ``timeout`` (it is ended) raises XlaProbeDied.
         ``spare``: keep a second child warming up meanwhile (for a burst of probes that may kill children)."""
         with self._lock:
-            if self._live is None or self._live[0].poll() is not None:
-                self._live, self._spare = (self._spare or self._start()), None
+            if not self._live.alive() and self._spare.alive():
+                self._live, self._spare = self._spare, self._live
             if spare:
-                self._spare = self._spare or self._start()
-            proc, conn = self._live
-            offset = leftovers.bounded(self.log_path)
-            self._next_id += 1
-            rid = self._next_id
+                self._spare.start()
             try:
-                answer, _ = exchange(conn, Request(rid, "compile", (payload,)), timeout)
-            except (EOFError, BrokenPipeError, ConnectionResetError):
-                try:
-                    code = proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    code = None
-                self._drop()
-                with open(self.log_path, "rb") as f:
-                    f.seek(offset)
-                    said = [re.sub(r"^[EFWI]\d{4} [\d:.]+\s+\d+ \S+\] ", "", ln.strip())  # glog's prefix
-                        for ln in f.read().decode(errors="replace").splitlines()
-                        if "Check failed" in ln or "RET_CHECK failure" in ln]
-                check = said[0][:200] if said else None
-                if code is None or code >= 0 or code == -signal.SIGKILL:  # not XLA's doing: no verdict
-                    raise XlaProbeDied(_death(code, check)) from None
-                try:
-                    name = signal.Signals(-code).name
-                except ValueError:
-                    name = f"signal {-code}"
-                return f"{KILLED}: {name}" + (f", {check}" if check else "")
-            except BaseException:  # interrupted: the answer would be unread, the stream perhaps cut mid-message
-                self._drop()
-                raise
-            if answer is None:  # slow, not refused: a verdict would stand in for a compile that never ended
-                self._drop()
+                return self._live.call(method, (payload,), timeout).payload
+            except ChildDied as e:
+                return _verdict_of_death(e.exitcode, e.log)
+            except ChildTimeout:  # slow, not refused: a verdict would stand in for a compile that never ended
                 raise XlaProbeDied(
                     f"the child process compiling this module with XLA gave no answer within {timeout:g} s (the "
                     "exploration's timeout) and was ended. Whether XLA accepts the module is not known, so nothing "
-                    "is kept: explore with a larger timeout= for a module this large, and the next call tries again")
-            return answer.payload
-
-    def _drop(self, which: str = "_live") -> None:
-        got = getattr(self, which)
-        setattr(self, which, None)
-        if got is not None:
-            proc, conn = got
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-            conn.close()
+                    "is kept: explore with a larger timeout= for a module this large, and the next call tries again"
+                ) from None
 
     def release_spare(self) -> None:
         with self._lock:
-            self._drop("_spare")
-
-    def close(self) -> None:
-        self._drop("_live")
-        self._drop("_spare")
-        if self.log_path is not None:
-            try:
-                os.unlink(self.log_path)
-            except OSError:
-                pass
-            self.log_path = None
+            self._spare.close()
 
 
-def _child_xla_flags() -> str:
-    """The parent's XLA_FLAGS, with its number of CPU devices (a sharded module's partitions need them)."""
-    import jax
-
-    flags = os.environ.get("XLA_FLAGS", "")
-    count = len(jax.devices("cpu"))
-    if count > 1 and "xla_force_host_platform_device_count" not in flags:
-        flags = f"{flags} --xla_force_host_platform_device_count={count}".strip()
-    return re.sub(r"\s+", " ", flags)
+def _verdict_of_death(code: int | None, log: str) -> str:
+    """KILLED with the signal and XLA's CHECK message for a child that XLA ended; XlaProbeDied for one
+    that was killed from outside (SIGKILL) or exited, which says nothing about the module."""
+    said = [re.sub(r"^[EFWI]\d{4} [\d:.]+\s+\d+ \S+\] ", "", ln.strip())  # glog's prefix
+            for ln in log.splitlines() if "Check failed" in ln or "RET_CHECK failure" in ln]
+    check = said[0][:200] if said else None
+    if code is None or code >= 0 or code == -signal.SIGKILL:  # not XLA's doing: no verdict
+        raise XlaProbeDied(_death(code, check)) from None
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"{KILLED}: {name}" + (f", {check}" if check else "")
 
 
 _PROBER = _Prober()
-atexit.register(_PROBER.close)
 
 
-def probe_compile(payload: dict, timeout: float = 600.0, spare: bool = True) -> str | None:
-    """Compile a module with XLA in the probe process: None when it compiled, else why not. Raises
-    XlaProbeDied when the child died other than by XLA's abort (killed for memory, say): no answer."""
-    return _PROBER.compile(payload, timeout, spare)
-
-
-def serve_probes(conn: Connection) -> None:
-    """The probe process's loop: compile each module it is sent (with per-pass dumps, as the
-    workbench's own compile) and answer None or the error, until the client closes the connection."""
-    import dataclasses
-
-    import jax
-    import jax.numpy as jnp
-
-    from .trace import resolve_device
-    from .xla import compile_with_dumps
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the group; the parent decides
-    jax.jit(lambda x: x + 1).lower(1.0).compile()  # start XLA's CPU client before the first request comes
-    while True:
-        try:
-            req: Request = conn.recv()
-        except EOFError:
-            return
-        p, = req.args
-        try:
-            if "dumps" in p:
-                conn.send(Response(req.id, "ok", _compile_with_dumps_here(p)))
-                continue
-            if p.get("partitions", 1) > 1:
-                _compile_partitioned(p)
-                conn.send(Response(req.id, "ok", None))
-                continue
-            with jax.enable_x64(p["x64"]):
-                dev = resolve_device(p["device"])
-                ins = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["ins"]]
-                outs = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["outs"]]
-
-                def placeholder(*_):
-                    results = tuple(jnp.zeros(o.shape, o.dtype) for o in outs)
-                    return results[0] if len(results) == 1 else results
-
-                base = jax.export.export(jax.jit(placeholder), platforms=[dev.platform])(*ins)
-                exported = dataclasses.replace(base, module_kept_var_idx=tuple(range(len(ins))),
-                                               mlir_module_serialized=p["bytecode"])
-                compile_with_dumps(exported, dev, p["options"])
-            conn.send(Response(req.id, "ok", None))
-        except Exception as e:  # XLA's refusal of the module or an option: the answer, not the end
-            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            conn.send(Response(req.id, "ok", f"{type(e).__name__}: {first[:300]}"))
+def probe_compile(payload: dict | ShardedCompile, timeout: float = 600.0, spare: bool = True):
+    """Compile a module with XLA in the probe process: ``probe_payload``'s dict with the options (None
+    when it compiled, else why not), or a ShardedCompile (what ``compile_sharded`` needs back, or why
+    not). Raises XlaProbeDied when the child died other than by XLA's abort (killed for memory, say):
+    no answer."""
+    method = "compile_sharded" if isinstance(payload, ShardedCompile) else "compile"
+    return _PROBER.compile(method, payload, timeout, spare)
 
 
 def compile_sharded(exported, device: str, options: dict, shardings, timeout: float = 600.0):
@@ -316,8 +236,8 @@ def compile_sharded(exported, device: str, options: dict, shardings, timeout: fl
     except Exception:  # noqa: BLE001 -- no flatbuffers, or a module JAX cannot serialize: the other road
         return None
     (names, sizes, types), = meshes
-    reply = probe_compile({"dumps": blob, "device": device, "options": dict(options), "x64": bool(jax.config.jax_enable_x64),
-                           "mesh": [list(names), list(sizes), list(types)]}, timeout, spare=False)
+    reply = probe_compile(ShardedCompile(blob, device, dict(options), bool(jax.config.jax_enable_x64),
+                                         (names, sizes, types)), timeout, spare=False)
     if isinstance(reply, str):
         if reply.startswith(KILLED):
             raise _sharded_refusal(reply, exported.nr_devices, "compiled")
@@ -328,7 +248,7 @@ def compile_sharded(exported, device: str, options: dict, shardings, timeout: fl
     return XlaResult(stages, tuple(reply["passes"]), reply["seconds"], reply["options"], done)
 
 
-def _compile_with_dumps_here(p: dict) -> dict:
+def _compile_sharded_here(req: ShardedCompile) -> dict:
     """The child's side of ``compile_sharded``: the Exported rebuilt on a mesh of this process's devices."""
     import jax
     import numpy as np
@@ -337,17 +257,46 @@ def _compile_with_dumps_here(p: dict) -> dict:
     from .trace import resolve_device
     from .xla import compile_with_dumps
 
-    names, sizes, types = p["mesh"]
-    exp = jax.export.deserialize(bytearray(p["dumps"]))
-    dev = resolve_device(p["device"])
+    names, sizes, types = req.mesh
+    exp = jax.export.deserialize(bytearray(req.exported))
+    dev = resolve_device(req.device)
     devices = jax.devices(dev.platform)[:int(np.prod(sizes))]
     mesh = Mesh(np.array(devices).reshape(sizes), tuple(names), axis_types=tuple(getattr(AxisType, t) for t in types))
     shardings = [sh if sh is not None else NamedSharding(mesh, PartitionSpec()) for sh in exp.in_shardings_jax(mesh)]
-    with jax.enable_x64(p["x64"]):
-        r = compile_with_dumps(exp, dev, p["options"], shardings)
+    with jax.enable_x64(req.x64):
+        r = compile_with_dumps(exp, dev, req.options, shardings)
         cost, memory = r.cost, r.memory
     return {"stages": [(st.name, st.group, st.text, st.produced_by) for st in r.stages], "passes": list(r.passes),
             "seconds": r.seconds, "options": dict(r.options), "cost": dict(cost), "memory": dict(memory)}
+
+
+def _compile_here(p: dict) -> None:
+    """The child's side of ``probe_compile``: compile the module for its partitions, with its options
+    and per-pass dumps, as the workbench's own compile does."""
+    import dataclasses
+
+    import jax
+    import jax.numpy as jnp
+
+    from .trace import resolve_device
+    from .xla import compile_with_dumps
+
+    if p.get("partitions", 1) > 1:
+        return _compile_partitioned(p)
+    with jax.enable_x64(p["x64"]):
+        dev = resolve_device(p["device"])
+        ins = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["ins"]]
+        outs = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["outs"]]
+
+        def placeholder(*_):
+            results = tuple(jnp.zeros(o.shape, o.dtype) for o in outs)
+            return results[0] if len(results) == 1 else results
+
+        base = jax.export.export(jax.jit(placeholder), platforms=[dev.platform])(*ins)
+        exported = dataclasses.replace(base, module_kept_var_idx=tuple(range(len(ins))),
+                                       mlir_module_serialized=p["bytecode"])
+        compile_with_dumps(exported, dev, p["options"])
+    return None
 
 
 def _compile_partitioned(p: dict) -> None:
@@ -375,13 +324,40 @@ def _compile_partitioned(p: dict) -> None:
                                            compile_options=options)
 
 
+def _refusal_is_the_answer(compile_here: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A child method whose exception (XLA's refusal of the module or an option) is its answer, as
+    ``"<Error>: <first line>"``, not an error: only a dead child is more than an answer."""
+
+    @functools.wraps(compile_here)
+    def method(request):
+        try:
+            return compile_here(request)
+        except Exception as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            return f"{type(e).__name__}: {first[:300]}"
+
+    return method
+
+
+METHODS = {"compile": _refusal_is_the_answer(_compile_here),
+           "compile_sharded": _refusal_is_the_answer(_compile_sharded_here)}
+
+
+def _warm_up() -> None:
+    """The child's start: import JAX and start XLA's CPU client before the first request comes."""
+    import jax
+
+    jax.jit(lambda x: x + 1).lower(1.0).compile()
+
+
 def release_spare() -> None:
     """End the warm spare child (when a burst of probes is over)."""
     _PROBER.release_spare()
 
 
 if __name__ == "__main__":
-    # Serve from the module under its own name, as the pipeline worker does.
+    # Serve from the module under its own name, as the pipeline worker does (ShardedCompile is unpickled
+    # as workbench.pipeline.xla_probe's).
     from workbench.pipeline import xla_probe as _self
 
-    _self.serve_probes(Connection(int(sys.argv[1])))
+    serve(_self.METHODS, _self._warm_up)
