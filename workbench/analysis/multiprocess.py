@@ -5,11 +5,14 @@ or as this host's share of a real multi-host cluster (``coordinator=``, ``num_pr
 The stage's module goes into the traced ``jax.export.Exported`` (as ``run_stage`` does), which is
 serialized (``Exported.serialize``) into a temporary folder with the full input arrays (numpy
 ``.npz``, no pickle) and the mesh's shape. The processes are fresh interpreters
-(``python -m workbench.analysis.multiprocess_child``; never a fork: JAX is not fork-safe), each in
-its own process group with ``JAX_PLATFORMS=cpu`` and ``XLA_FLAGS`` giving it its share of the CPU
-devices (the user's other XLA flags kept). Each joins the cluster, builds the global arrays with the
-shardings the Exported expects on the global mesh, calls the module, gathers the outputs and (the
-one that writes) leaves them and its timings in the folder. See ``multiprocess_child``.
+(``python -P -m workbench.analysis.multiprocess_child``: ``children.command``; never a fork: JAX is
+not fork-safe), each in its own process group with the workbench's child environment
+(``children.child_env``): ``JAX_PLATFORMS=cpu`` and ``XLA_FLAGS`` giving it its share of the CPU
+devices (the user's other XLA flags kept). They talk to each other through ``jax.distributed``, not
+to this process: what they leave in the folder is their answer. Each joins the cluster, builds the
+global arrays with the shardings the Exported expects on the global mesh, calls the module, gathers
+the outputs and (the one that writes) leaves them and its timings in the folder. See
+``multiprocess_child``.
 
 Every run is bounded by ``timeout``: when it passes, or when any process fails, every process group
 is killed, and the error names the process and shows the end of its stderr (kept in a log file per
@@ -29,7 +32,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -37,6 +39,8 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
+from .. import children
+from ..children import DEVICE_COUNT_FLAG, command, ended, leftovers
 from ..errors import ProcessRunError, WorkbenchError
 from ..ir.dtypes import numpy_dtype, with_dtype
 from ..pipeline.array_limit import Planned, refuse_large, write_npz
@@ -47,7 +51,6 @@ __all__ = ["ProcessRunError", "DEFAULT_TIMEOUT", "DEVICE_COUNT_FLAG", "run_proce
            "free_port", "as_dtype"]
 
 DEFAULT_TIMEOUT = 300.0  # seconds a multi-process run may take, start-up and compiles included
-DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 CHILD = "workbench.analysis.multiprocess_child"
 _TAIL_LINES = 30
 
@@ -79,17 +82,10 @@ def free_port() -> int:
 
 
 def child_env(local_devices: int, base: dict | None = None) -> dict:
-    """The environment of one child: ``base`` (default: this process's) with ``JAX_PLATFORMS=cpu``
-    and ``XLA_FLAGS`` giving ``local_devices`` CPU devices -- the user's other XLA flags kept, any
-    device-count flag replaced -- and this package importable."""
-    env = dict(os.environ if base is None else base)
-    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(DEVICE_COUNT_FLAG)]
-    env["XLA_FLAGS"] = " ".join(flags + [f"{DEVICE_COUNT_FLAG}={local_devices}"])
-    env["JAX_PLATFORMS"] = "cpu"
-    env["JAX_NUM_CPU_DEVICES"] = str(local_devices)  # JAX's own setting wins over the flag: keep them equal
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    return env
+    """The environment of one process: ``children.child_env`` on the CPU alone with ``local_devices``
+    CPU devices (``JAX_PLATFORMS=cpu``; ``XLA_FLAGS``' device count replaced, the user's other XLA
+    flags kept), ``base`` (default: this process's) underneath."""
+    return children.child_env(local_devices, base, platforms="cpu")
 
 
 def as_dtype(a, name: str):
@@ -194,26 +190,8 @@ def _write_inputs(folder: str, exported, args) -> list[str]:
     return [str(a.dtype) for a in arrays.values()]
 
 
-def _tail(path: str, lines: int = _TAIL_LINES) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return ""
-    return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
 def _indent(text: str) -> str:
     return "    " + "\n    ".join(text.splitlines()) if text.strip() else "    (nothing on stderr)"
-
-
-def _how(code: int) -> str:
-    if code < 0:
-        try:
-            return f"was killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
 
 
 def _stop(procs) -> None:
@@ -236,9 +214,9 @@ def _start(folder: str, plan: _Plan, timeout: float, procs: dict) -> None:
     env = child_env(plan.local_devices)
     init = str(max(1, int(min(timeout, 300))))
     for pid in plan.local_ids:
-        cmd = [sys.executable, "-m", CHILD, "--dir", folder, "--coordinator", plan.coordinator,
-               "--num-processes", str(plan.num_processes), "--process-id", str(pid), "--init-timeout", init,
-               "--parent", str(os.getpid())]
+        cmd = command(CHILD, "--dir", folder, "--coordinator", plan.coordinator,
+                      "--num-processes", str(plan.num_processes), "--process-id", str(pid), "--init-timeout", init,
+                      "--parent", str(os.getpid()))
         if pid == plan.writer:
             cmd.append("--write")
         with open(os.path.join(folder, f"process{pid}.out"), "wb") as out, \
@@ -256,11 +234,11 @@ def _wait(folder: str, procs: dict, plan: _Plan, timeout: float) -> None:
             # the process that failed first is the one killed by a signal, if any (the others then notice)
             pid = min(failed, key=lambda i: (codes[i] >= 0, i))
             _stop(procs.values())
-            tail = _tail(os.path.join(folder, f"process{pid}.err"))
+            tail = leftovers.tail(os.path.join(folder, f"process{pid}.err"), _TAIL_LINES)
             others = [i for i in failed if i != pid]
             also = f" (process {', '.join(map(str, others))} failed too)" if others else ""
             raise ProcessRunError(
-                f"process {pid} of {plan.num_processes} (pid {procs[pid].pid}) {_how(codes[pid])}{also}; every "
+                f"process {pid} of {plan.num_processes} (pid {procs[pid].pid}) {ended(codes[pid])}{also}; every "
                 f"process of the run was stopped. The end of its stderr:\n{_indent(tail)}",
                 pid, codes[pid], tail)
         if all(c == 0 for c in codes.values()):
@@ -268,7 +246,8 @@ def _wait(folder: str, procs: dict, plan: _Plan, timeout: float) -> None:
         if time.monotonic() > deadline:
             running = [pid for pid, c in codes.items() if c is None]
             _stop(procs.values())
-            tails = "\n".join(f"  process {pid}:\n{_indent(_tail(os.path.join(folder, f'process{pid}.err'), 12))}"
+            tails = "\n".join(f"  process {pid}:\n"
+                              f"{_indent(leftovers.tail(os.path.join(folder, f'process{pid}.err'), 12))}"
                               for pid in running)
             hint = (" Are the other hosts running the same call with their process_id, and can they reach the "
                     f"coordinator {plan.coordinator}?" if plan.cluster else "")
