@@ -35,7 +35,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import ModuleParseError, UnknownNameError, WorkbenchError
 from ..ir.mlir import parse_module
@@ -56,12 +56,16 @@ _PURE_DIALECTS = ("stablehlo", "chlo", "mhlo", "func", "arith", "math", "tensor"
 _NOT_COUNTED = ("func.func", "func.return")
 
 
+MoveKind = Literal["output", "root", "argument", "to_arg", "to_zero", "erase", "func", "inline"]
+"""The rewrites a reduction tries (the module docstring says what each does)."""
+
+
 @dataclass(frozen=True, order=True)
 class Move:
     """One rewrite of a module: ``kind`` (see the module docstring) and an op's pre-order index, or
     @main's output or argument position."""
 
-    kind: str
+    kind: MoveKind
     index: int
 
     def __str__(self) -> str:

@@ -8,6 +8,7 @@ so toggling a pattern changes only those steps' pass strings.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..errors import PipelineSyntaxError, UnknownNameError
 from ..ir.text import pass_name, split_pipeline
@@ -21,12 +22,15 @@ ENZYME_PASS = ('enzyme{postpasses="arith-raise{stablehlo=true},enzyme-batch-to-s
 PATTERNS_STEP = "enzyme-hlo-patterns"
 
 
+StepKind = Literal["pass", "patterns"]
+
+
 @dataclass(frozen=True)
 class Step:
     """One top-level pass. ``kind`` is "pass" (``text`` is the pass) or "patterns" (the pattern list,
     with ``direction`` overriding transpose/reshape propagation when set)."""
 
-    kind: str
+    kind: StepKind
     text: str = ""
     direction: str | None = None
 
