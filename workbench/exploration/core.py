@@ -40,9 +40,8 @@ def xla_checked(ex: "Exploration") -> "Exploration":
     that no compile has reported, so that a name XLA did not run is reported (XlaPassWarning) by
     the call that gave it, not later by whatever first reads a stage (a name reported before cannot
     draw the warning)."""
-    start = getattr(ex._late_fn, "start", None)
-    if start is not None:
-        start()
+    if ex._late_fn is not None:
+        ex._late_fn.start()
     if ex.spec.xla_disabled and not xla_passes_known(ex.spec.xla_disabled):
         ex.warnings  # noqa: B018 -- computing the XLA stages runs the check
     return ex
@@ -93,9 +92,7 @@ class Exploration:
         withdrawn; the compile goes on for whoever else waits)."""
         if self._late is not None:
             return True
-        ready = getattr(self._late_fn, "ready", None)
-        if ready is None:
-            return False
+        ready = self._late_fn.ready
         if wait > 0 and not ready():
             watch = self.xla_future()
             try:
@@ -110,9 +107,8 @@ class Exploration:
         pending, no newer Exploration's compile cancels this one's; ``cancel()`` it when its stages
         are no longer wanted. Callbacks run on XLA's compile thread: hand work on from them (the
         panel queues a job) rather than read the stages there."""
-        watch = getattr(self._late_fn, "watch", None)
-        if watch is not None and self._late is None:
-            return watch()
+        if self._late is None:
+            return self._late_fn.watch()
         done: Future = Future()
         done.set_result(None)
         return done

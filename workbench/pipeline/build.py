@@ -14,7 +14,7 @@ import warnings
 from collections import OrderedDict
 from concurrent.futures import Future, InvalidStateError, wait as futures_wait
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import jax
 
@@ -32,7 +32,7 @@ from .program import relowered
 from .xla import check_options, compile_lowered_with_dumps, compile_with_dumps
 from .xla_probe import XlaProbeDied, compile_sharded, guard_compile, remember_verdict
 
-__all__ = ["Built", "XlaStages", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
+__all__ = ["Built", "XlaStages", "XlaSource", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
            "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
            "LateXla", "xla_compiles", "xla_passes_known", "run_passes"]
 
@@ -55,8 +55,22 @@ class Built:
     spec: Spec
     early: tuple[Stage, ...]
     error: StageError | None
-    late: Callable[[], XlaStages] | None
+    late: XlaSource | None
     runs: tuple = ()  # RunResults made before (a saved exploration's)
+
+
+class XlaSource(Protocol):
+    """Where an Exploration's XLA stages come from (``Built.late``): a compile (``LateXla``) or a saved
+    file (``saved.SavedXla``). Calling gives them, waiting as needed; ``start`` begins the work in the
+    background, ``ready`` says whether calling would wait, ``watch`` gives a Future done when it would not."""
+
+    def __call__(self) -> XlaStages: ...
+
+    def start(self) -> None: ...
+
+    def ready(self) -> bool: ...
+
+    def watch(self) -> Future: ...
 
 
 def _split_options(options: dict) -> tuple[bool, PatternOptions]:
