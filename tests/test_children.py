@@ -1,0 +1,98 @@
+"""workbench/children: the one way the workbench starts a child process and talks to it, the environment
+every child gets, and the small interface a scan needs of a pool (an executor's included). The children
+here are real ones (the pass worker's module); counts of processes and bytes, never seconds."""
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from workbench.children import Child, ChildFailed, DEVICE_COUNT_FLAG, child_env, leftovers
+from workbench.children.env import ROOT
+
+pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+EMPTY = "module {\n}\n"
+
+
+def _children_running(module: str) -> set[int]:
+    """This process's children that run ``module``, and any zombie child (ended, never reaped)."""
+    out = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
+            argv = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[1]) == os.getpid() and (module.encode() in argv or stat[0] == "Z"):
+            out.add(int(d))
+    return out
+
+
+def test_a_child_serves_its_method_table_restarts_and_ends_without_leftovers():
+    before = _children_running("workbench.pipeline.worker")
+    child = Child("workbench.pipeline.worker", "worker")
+    try:
+        assert child.pid is None and child.log_path is None  # nothing before the first request
+        assert child.call("parse_module", (EMPTY,), 120).payload == []
+        with pytest.raises(ChildFailed, match="no method 'no_such_method'.*parse_module"):
+            child.call("no_such_method", (), 120)
+        first = child.pid
+        assert first is not None and child.restarts == 0  # a method's error leaves the child alive
+        child.restart()
+        assert child.pid not in (None, first) and child.restarts == 1
+        child.kill()
+        assert not child.alive() and _children_running("workbench.pipeline.worker") - before == set()
+        assert child.call("parse_module", (EMPTY,), 120).payload == [] and child.restarts == 2
+        assert child.sent == {"parse_module": 2, "no_such_method": 1}
+        log = child.log_path
+    finally:
+        child.close()
+    assert _children_running("workbench.pipeline.worker") - before == set() and not os.path.exists(log)
+
+
+def test_child_env_puts_this_workbench_first_and_rewrites_only_the_device_count():
+    env = child_env(3, {"XLA_FLAGS": f"--xla_dump_to=/tmp/d  {DEVICE_COUNT_FLAG}=8", "PYTHONPATH": "/elsewhere"})
+    assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/d {DEVICE_COUNT_FLAG}=3" and env["JAX_NUM_CPU_DEVICES"] == "3"
+    assert env["PYTHONPATH"].split(os.pathsep) == [ROOT, "/elsewhere"]
+    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false" and "JAX_PLATFORMS" not in env
+    plain = child_env(base={"XLA_FLAGS": "--xla_dump_to=/tmp/d"})
+    assert plain["XLA_FLAGS"] == "--xla_dump_to=/tmp/d" and "JAX_NUM_CPU_DEVICES" not in plain
+    assert "XLA_FLAGS" not in child_env(base={}) and child_env(2, {}, platforms="cpu")["JAX_PLATFORMS"] == "cpu"
+
+
+def _bytes_read() -> int:
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+def test_a_log_tail_reads_a_bounded_end_of_the_file(tmp_path):
+    path = tmp_path / "process0.err"
+    with open(path, "wb") as f:
+        for i in range(400_000):  # about 12 MB of output
+            f.write(f"line {i} of a chatty process\n".encode())
+    before = _bytes_read()
+    tail = leftovers.tail(str(path), 3)
+    read = _bytes_read() - before
+    assert tail.splitlines() == [f"line {i} of a chatty process" for i in (399_997, 399_998, 399_999)]
+    assert read < 4 * leftovers.TAIL_BYTES, read
+    assert leftovers.tail(str(tmp_path / "missing.err"), 3) == ""
+
+
+def test_an_executor_pool_is_a_pool_of_its_own_with_the_width_it_is_given():
+    from workbench.pipeline.remote import ExecutorPool, resolve
+    from workbench.pipeline.worker import Pool, WorkerPool, default_pool
+
+    with ThreadPoolExecutor(2) as threads:
+        pool = ExecutorPool(threads, width=2)
+        assert isinstance(pool, Pool) and not isinstance(pool, WorkerPool)
+        assert resolve(pool) is pool and pool.width == 2 and pool.depth == 4
+        assert resolve(threads).width == (os.cpu_count() or 1)  # a bare executor does not say its width
+        chunks = [["canonicalize"], ["cse"], ["canonicalize", "cse"]]
+        there = pool.map("run_each", chunks, lambda c: (EMPTY, list(c), False))
+        here = default_pool().map("run_each", chunks, lambda c: (EMPTY, list(c), False))
+        assert sorted(o.pipeline for o in there.results) == sorted(o.pipeline for o in here.results)
+        assert there.failures == () and len(there.results) == 4
+        with pytest.raises(ValueError, match="width must be"):
+            ExecutorPool(threads, width=0)
