@@ -1,6 +1,7 @@
 """The layout holds: layers import only downwards (import-linter's contract in pyproject.toml), no
 import cycles, no private name imported across modules, modules of one job and modest size."""
 import ast
+import inspect
 import os
 from pathlib import Path
 
@@ -72,3 +73,31 @@ def test_no_private_name_is_imported_across_modules():
 def test_modules_stay_small(name):
     lines = modules()[name].read_text().count("\n")
     assert lines <= MAX_LINES, f"{name} has {lines} lines: split it by job"
+
+
+def test_no_layer_below_the_facade_names_it_even_for_type_checking():
+    """Analysis, pipeline and ir code are written against declared Protocols (analysis.explored.Explored,
+    pipeline.build.XlaSource), never against the facade's classes, not even under TYPE_CHECKING."""
+    found = []
+    for name, path in modules().items():
+        if name.split(".")[1:2] not in (["analysis"], ["pipeline"], ["children"], ["ir"]):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("exploration") and node.level:
+                found.append(f"{name}:{node.lineno}")
+    assert not found, found
+
+
+def test_the_exploration_is_what_the_searches_declare_they_need():
+    from workbench.analysis.explored import Explored
+    from workbench.exploration import Exploration
+
+    declared = {n for n in vars(Explored) if not n.startswith("_")}
+    assert declared and declared <= set(dir(Exploration)), declared - set(dir(Exploration))
+    for name in declared:  # the same signature, so a caller written against the Protocol can call the real one
+        want, got = inspect.signature(getattr(Explored, name).fget if isinstance(getattr(Explored, name), property)
+                                      else getattr(Explored, name)), None
+        real = getattr(Exploration, name)
+        got = inspect.signature(real.fget if isinstance(real, property) else real)
+        named = [n for n, p in want.parameters.items() if p.kind is not p.VAR_KEYWORD]
+        assert list(got.parameters)[:len(named)] == named, (name, want, got)  # **kwargs: the real one's others

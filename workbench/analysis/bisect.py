@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, TYPE_CHECKING
+from typing import Callable
 
 from ..errors import UnknownNameError, WorkbenchError
 from ..ir.ops import op_counts
@@ -46,13 +46,12 @@ from ..pipeline.xla_probe import probe_compile, probe_payload, release_spare
 from .execute import compare_outputs
 from .progress import OnProgress, Progress
 
-if TYPE_CHECKING:  # the facade hands itself down; analysis never imports it
-    from ..exploration import Exploration
+from .explored import Explored  # what the facade hands down (analysis never imports the facade)
 
 __all__ = ["BisectResult", "BuiltinPredicate", "bisect", "ddmin", "miscompiles", "crashes", "slower_than",
            "op_count_above", "op_count_at_most", "differs_from", "has_op", "lacks_op", "OVER"]
 
-Predicate = Callable[["Exploration"], bool]
+Predicate = Callable[["Explored"], bool]
 OVER = ("patterns", "xla", "all")
 
 
@@ -97,7 +96,7 @@ class BisectResult:
     runs: int
     seconds: float
     log: list[tuple[int, bool]] = field(default_factory=list, repr=False)  # (set size, predicate held)
-    _ex: Exploration | None = field(default=None, repr=False)
+    _ex: Explored | None = field(default=None, repr=False)
     xla_passes: list[str] = field(default_factory=list)
     always_needed: list[str] = field(default_factory=list)
     always_needed_how: str = ""
@@ -144,7 +143,7 @@ class BisectResult:
         return diff_texts(a.text, b.text, f"without {', '.join(self.patterns)}", "with all patterns")
 
 
-def _changes(less: Exploration, full: Exploration, kind: str) -> str:
+def _changes(less: Explored, full: Explored, kind: str) -> str:
     from .diff import diff_texts
 
     try:
@@ -160,7 +159,7 @@ def _changes(less: Exploration, full: Exploration, kind: str) -> str:
     return "no change" if d.is_empty else f"{n} change{'s' * (n != 1)}, no op count"
 
 
-def _configure(ex: Exploration, over: str, xla_candidates, patterns, xla_on) -> Exploration:
+def _configure(ex: Explored, over: str, xla_candidates, patterns, xla_on) -> Explored:
     """``ex`` with exactly ``patterns`` enabled (unless over="xla") and every candidate XLA pass not in
     ``xla_on`` disabled (unless over="patterns")."""
     out = ex if over == "xla" else ex.with_only_patterns(frozenset(patterns))
@@ -169,7 +168,7 @@ def _configure(ex: Exploration, over: str, xla_candidates, patterns, xla_on) -> 
     return out
 
 
-def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: bool = True,
+def bisect(ex: Explored, predicate: Predicate, candidates=None, progress: bool = True,
            on_progress: OnProgress | None = None, over: str = "patterns", executor=None) -> BisectResult:
     """ddmin over ``candidates`` (default: the enabled patterns, the XLA passes ``ex.xla_passes``, or
     both, by ``over``), one try per subset. For ``over="all"``, ``candidates`` may mix pattern names
@@ -201,7 +200,7 @@ def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: boo
     bar = Progress(None, "bisect runs", progress, on_progress, unit="run")
     prefetch = Prefetch(resolve(executor))
 
-    def trial(key: frozenset) -> Callable[[], Exploration]:
+    def trial(key: frozenset) -> Callable[[], Explored]:
         on = {n for k, n in key if k == "xla"} | set(needed)
         return lambda: _configure(ex, over, xla, [n for k, n in key if k == "pattern"], on)
 
@@ -242,7 +241,7 @@ def bisect(ex: Exploration, predicate: Predicate, candidates=None, progress: boo
 # ---- the XLA passes that cannot be disabled: probed in a child process --------------------------------
 
 
-def _always_needed(ex: Exploration, passes: list[str]) -> tuple[list[str], str, int]:
+def _always_needed(ex: Explored, passes: list[str]) -> tuple[list[str], str, int]:
     """(the passes that must stay enabled, how they were found, child compiles made)."""
     if not passes:
         return [], "no XLA pass is a candidate, so none was probed", 0
@@ -345,14 +344,14 @@ class BuiltinPredicate:
     def __hash__(self) -> int:
         return hash((self.kind, tuple(sorted(self.args.items()))))
 
-    def __call__(self, ex: Exploration) -> bool:
+    def __call__(self, ex: Explored) -> bool:
         raise NotImplementedError
 
 
 class _Miscompiles(BuiltinPredicate):
     kind, params = "miscompiles", (("device", None, True), ("repeat", 1, False))
 
-    def __call__(self, ex: Exploration) -> bool:
+    def __call__(self, ex: Explored) -> bool:
         if ex.error and ex.error.stage != "xla:compile":
             return False
         return not ex.run(device=self.args["device"], repeat=self.args["repeat"]).check.passed
@@ -361,7 +360,7 @@ class _Miscompiles(BuiltinPredicate):
 class _Crashes(BuiltinPredicate):
     kind, params = "crashes", (("include_xla", False, False),)
 
-    def __call__(self, ex: Exploration) -> bool:
+    def __call__(self, ex: Explored) -> bool:
         return ex.pipeline_error is not None or (self.args["include_xla"] and ex.error is not None)
 
 
@@ -372,14 +371,14 @@ class _SlowerThan(BuiltinPredicate):
     def recipe(self) -> dict:
         return {"kind": self.kind, "seconds": float(self.args["seconds"])}
 
-    def __call__(self, ex: Exploration) -> bool:
+    def __call__(self, ex: Explored) -> bool:
         return sum(s.seconds or 0.0 for s in ex.pipeline_stages if s.group == "mlir") > self.args["seconds"]
 
 
 class _OpCountAbove(BuiltinPredicate):
     kind, params = "op_count_above", (("name", _REQUIRED, True), ("n", _REQUIRED, True))
 
-    def __call__(self, ex: Exploration) -> bool:
+    def __call__(self, ex: Explored) -> bool:
         above = op_counts(ex.default_run_stage().text)[self.args["name"]] > self.args["n"]
         return above if self.kind == "op_count_above" else not above
 
@@ -388,7 +387,7 @@ class _OpCountAtMost(_OpCountAbove):
     kind = "op_count_at_most"
 
 
-def _stage_text(ex: Exploration, stage: str | None) -> str | None:
+def _stage_text(ex: Explored, stage: str | None) -> str | None:
     """The text of ``stage`` (None: the last MLIR stage), or None when it is an XLA stage that does not
     exist because XLA's compile failed (or the MLIR pipeline did); any other unknown name raises."""
     if stage is None:
@@ -402,7 +401,7 @@ def _stage_text(ex: Exploration, stage: str | None) -> str | None:
 class _HasOp(BuiltinPredicate):
     kind, params = "has_op", (("name", _REQUIRED, True), ("stage", None, False))
 
-    def __call__(self, ex: Exploration) -> bool:
+    def __call__(self, ex: Explored) -> bool:
         text = _stage_text(ex, self.args["stage"])
         if text is None:
             return False
@@ -421,7 +420,7 @@ class _DiffersFrom(BuiltinPredicate):
         super().__init__(**args)
         self._outputs: dict = {}  # the given stage's outputs, by (text, device, trace): one run per bisection
 
-    def __call__(self, ex: Exploration) -> bool:
+    def __call__(self, ex: Explored) -> bool:
         last = ex.default_run_stage()
         if not self.args["numbers"]:
             return not ex.diff(self.args["stage"], last).is_empty

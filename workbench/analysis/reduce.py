@@ -35,7 +35,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from ..errors import ModuleParseError, UnknownNameError, WorkbenchError
 from ..ir.mlir import parse_module
@@ -44,12 +44,11 @@ from ..ir.text import mask_strings, publish_functions, strip_locations
 from ..pipeline.remote import Prefetch, resolve
 from .progress import OnProgress, Progress
 
-if TYPE_CHECKING:  # the facade hands itself (and a way to explore text) down; analysis never imports it
-    from ..exploration import Exploration
+from .explored import Explored  # what the facade hands down (analysis never imports the facade)
 
 __all__ = ["Move", "ReduceResult", "apply_moves", "count_ops", "module_size", "moves", "reduce"]
 
-Predicate = Callable[["Exploration"], bool]
+Predicate = Callable[["Explored"], bool]
 KINDS = ("output", "root", "func", "erase", "inline", "to_arg", "to_zero", "argument")  # the order moves are tried in
 _IMPURE = {f"{d}.{n}" for d in ("stablehlo", "mhlo") for n in ("send", "recv", "infeed", "outfeed")}
 _PURE_DIALECTS = ("stablehlo", "chlo", "mhlo", "func", "arith", "math", "tensor", "shape", "sdy", "enzymexla")
@@ -441,11 +440,11 @@ class ReduceResult:
     seconds: float
     predicate: Predicate = field(repr=False)
     source: str = field(repr=False, default="")  # the reduced module with locations, as explored
-    _ex: Exploration | None = field(default=None, repr=False)
-    _make: Callable[[str], Exploration] | None = field(default=None, repr=False)
+    _ex: Explored | None = field(default=None, repr=False)
+    _make: Callable[[str], Explored] | None = field(default=None, repr=False)
 
     @property
-    def exploration(self) -> Exploration:
+    def exploration(self) -> Explored:
         """The Exploration of the reduced module (its first stage is "input")."""
         if self._ex is None:
             self._ex = self._make(self.source)
@@ -475,7 +474,7 @@ class _Search:
         self.verdicts: dict[str, bool] = {}
         self.skipped: set[tuple[int, tuple[Move, ...]]] = set()
         self.errors, self.start = 0, None
-        self.explorations: dict[str, Exploration] = {}  # the start module's and the latest one that held
+        self.explorations: dict[str, Explored] = {}  # the start module's and the latest one that held
 
     @property
     def runs(self) -> int:
@@ -545,7 +544,7 @@ class _Search:
                 self.prefetch.want(made[0], lambda text=made[0]: self.make(text))
 
 
-def reduce(ex: Exploration, predicate: Predicate, make: Callable[[str], Exploration], stage: str = "stablehlo",
+def reduce(ex: Explored, predicate: Predicate, make: Callable[[str], Explored], stage: str = "stablehlo",
            progress: bool = True, on_progress: OnProgress | None = None, executor=None) -> ReduceResult:
     """The smallest module reachable from ``stage``'s by the moves, on which ``predicate`` holds; each
     candidate is explored with ``make(text)`` (the whole pipeline of the spec runs on it, whichever

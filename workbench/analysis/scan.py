@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Hashable, Sequence
+from typing import Callable, Hashable, Sequence
 
 from ..errors import StageError, WorkbenchError
 from ..ir.text import public_functions, publish_functions, strip_locations
@@ -55,8 +55,7 @@ from ..pipeline.worker import ItemFailure, PassOutcome, PoolResult, WorkerCrash,
 from ..stages import Stage
 from .progress import OnProgress, Progress
 
-if TYPE_CHECKING:  # the facade hands itself down; analysis never imports it
-    from ..exploration import Exploration
+from .explored import Explored  # what the facade hands down (analysis never imports the facade)
 
 __all__ = ["ScanRow", "PatternScan", "StepRun", "FirstChange", "scan", "scan_patterns", "first_change",
            "step_patterns", "pattern_timing", "family"]
@@ -89,7 +88,7 @@ class PatternScan:
     limited: int = 0
 
 
-def _module_stage(ex: Exploration, stage) -> Stage:
+def _module_stage(ex: Explored, stage) -> Stage:
     st = ex.stage(stage)
     if not st.is_module:
         raise WorkbenchError(f"stage {st.name!r} is not an MLIR module the patterns can run on; pick "
@@ -97,7 +96,7 @@ def _module_stage(ex: Exploration, stage) -> Stage:
     return st
 
 
-def scan(ex: Exploration, stage, patterns: Sequence[Pattern] | None = None, exact: bool = False,
+def scan(ex: Explored, stage, patterns: Sequence[Pattern] | None = None, exact: bool = False,
          progress: bool = True, on_progress: OnProgress | None = None, chunk: int = 24,
          families: Callable[[Pattern], Hashable] | None = None, batch_limit: float | None = None,
          executor=None) -> PatternScan:
@@ -132,7 +131,7 @@ def scan(ex: Exploration, stage, patterns: Sequence[Pattern] | None = None, exac
     return PatternScan(tuple(rows[p.name] for p in pats if p.name in rows), calibration + len(passes), True)
 
 
-def scan_patterns(ex: Exploration, stage, patterns: list[Pattern] | None = None, progress: bool = True,
+def scan_patterns(ex: Explored, stage, patterns: list[Pattern] | None = None, progress: bool = True,
                   chunk: int = 24, on_progress: OnProgress | None = None, exact: bool = False,
                   executor=None) -> list[ScanRow]:
     """``scan``'s rows: one per pattern, whether it changes ``stage`` when applied alone."""
@@ -291,7 +290,7 @@ class StepRun:
     runs: int = 0
 
 
-def step_patterns(ex: Exploration, stage, max_steps: int = 200, progress: bool = True,
+def step_patterns(ex: Explored, stage, max_steps: int = 200, progress: bool = True,
                   on_progress: OnProgress | None = None, exact: bool = False,
                   batch_limit: float | None = None, executor=None) -> StepRun:
     """Apply the enabled patterns one at a time, the first applicable one each step, to a fixpoint.
@@ -313,7 +312,7 @@ def step_patterns(ex: Exploration, stage, max_steps: int = 200, progress: bool =
         return _step(ex, stage, max_steps, progress, on_progress, exact, batch_limit, pool)
 
 
-def _step(ex: Exploration, stage, max_steps: int, progress: bool, on_progress: OnProgress | None, exact: bool,
+def _step(ex: Explored, stage, max_steps: int, progress: bool, on_progress: OnProgress | None, exact: bool,
           batch_limit: float | None, pool: WorkerPool) -> StepRun:
     st = _module_stage(ex, stage)
     specs = list(pattern_list(ex.spec.selection))
@@ -447,7 +446,7 @@ def _first_grouped(pool: WorkerPool, text: str, specs: list[str], timeout: float
     return None, tuple(raised), runs
 
 
-def pattern_timing(ex: Exploration, stage, per_pattern: bool = False, progress: bool = True,
+def pattern_timing(ex: Explored, stage, per_pattern: bool = False, progress: bool = True,
                    on_progress: OnProgress | None = None, executor=None):
     """Seconds each pattern group (or, with ``per_pattern``, each pattern) takes on ``stage``, run alone.
 

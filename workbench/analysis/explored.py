@@ -1,0 +1,53 @@
+"""What the searches (bisect, reduce, the pattern scans) need of an exploration: the ``Explored`` Protocol.
+
+The facade's ``Exploration`` satisfies it (tests/test_architecture.py checks that it has every member);
+analysis code is written against this, so nothing here imports the facade above it.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+from ..errors import StageError
+from ..stages import Spec, Stage
+
+__all__ = ["Explored"]
+
+
+@runtime_checkable
+class Explored(Protocol):
+    """Every stage of one program through one pipeline (see ``workbench.Exploration`` for each member)."""
+
+    @property
+    def spec(self) -> Spec: ...
+
+    @property
+    def error(self) -> StageError | None: ...
+
+    @property
+    def pipeline_error(self) -> StageError | None: ...
+
+    @property
+    def stages(self) -> list[Stage]: ...
+
+    @property
+    def pipeline_stages(self) -> list[Stage]: ...
+
+    @property
+    def xla_passes(self) -> list[str]: ...
+
+    def stage(self, key: Any) -> Stage: ...
+
+    def default_run_stage(self) -> Stage: ...
+
+    def reference_stage(self) -> Stage: ...
+
+    def run(self, stage: Any = None, device: str | None = None, repeat: int = 20, args: Any = None,
+            check: bool = True, **kwargs: Any) -> Any: ...
+
+    def with_xla(self, disable: Sequence[str] = (), enable: Sequence[str] = (), **options: Any) -> Explored: ...
+
+    def with_only_patterns(self, names: Sequence[str]) -> Explored: ...
+
+    def diff(self, a: Any, b: Any = None) -> Any: ...
+
+    def reproducer(self, directory: Any, stage: Any = None, predicate: Any = None) -> Any: ...
