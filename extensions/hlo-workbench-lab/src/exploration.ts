@@ -9,6 +9,7 @@ import { Inflate } from 'fflate';
 import { Decompress } from 'fzstd';
 
 import { lineDiff } from '../../../workbench/assets/diffview.js';
+import { manifestProblem } from './manifest';
 
 export const BUNDLE_MIME = 'application/vnd.hlo-workbench.exploration+json';
 export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
@@ -181,8 +182,9 @@ function costTable(cost: any): ICostTable | null {
 // allocated or inflated before it is checked against a limit, as workbench/pipeline/archive.py and
 // saved.py do on the Python side. The zip's end record is read first (how many members, how large the
 // directory), then the directory (plain, known, distinct member names; stored or deflated; not
-// encrypted), then only the members shown: manifest.json inflated piece by piece and counted, texts.zst
-// decompressed by fzstd's streaming decoder and counted. arrays.npz is never read.
+// encrypted), then only the members shown: manifest.json inflated piece by piece and counted, then
+// checked against the manifest's JSON Schema and rules (manifest.ts) before anything reads a field of
+// it, texts.zst decompressed by fzstd's streaming decoder and counted. arrays.npz is never read.
 
 /** What a .hlox file may make this page hold. `texts` is lower than the workbench's TEXTS_LIMIT
  * (1 GiB): a tab holds the decompressed texts, fzstd's window and the decoded strings at once. */
@@ -236,6 +238,15 @@ export class HloxError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'HloxError';
+  }
+}
+
+/** A manifest that does not match its description (manifest.ts): `where` is the field as a path from
+ * the top, as the Python loader names it (`stages[3].seconds`), `why` what was expected and found. */
+export class ManifestError extends HloxError {
+  constructor(readonly where: string, readonly why: string) {
+    super(`corrupt manifest.json: ${where ? `${where}: ` : ''}${why}`);
+    this.name = 'ManifestError';
   }
 }
 
@@ -454,8 +465,14 @@ function readMember(bytes: Uint8Array, entry: IZipEntry, limit: number, meter: I
   return data;
 }
 
-/** The manifest's JSON, nesting and size checked by one linear scan before JSON.parse sees it; the bare
- * NaN / Infinity Python's json writes (allow_nan) become null, as JSON.parse does not read them. */
+// JSON.parse reads no NaN: it is written as this string, and a reviver turns the string back into NaN.
+// A lone low surrogate starts it, which no text holds (manifest.py refuses one in every string it
+// reads); a file that writes this very string anyway is refused, not misread (see parseManifest).
+const NAN_STAND_IN = '\udeadNaN';
+
+/** The manifest's JSON, nesting and size checked by one linear scan before JSON.parse sees it. The bare
+ * NaN / Infinity / -Infinity Python's json writes (allow_nan) are read as those numbers, as Python's
+ * json.loads reads them: the schema check then refuses them where the manifest may not hold them. */
 function parseManifest(data: Uint8Array, limits: IHloxLimits): any {
   let text: string;
   try {
@@ -467,6 +484,8 @@ function parseManifest(data: Uint8Array, limits: IHloxLimits): any {
   let deepest = 0;
   let values = 1;
   let inString = false;
+  let nan = false;
+  let standIn = false;  // a string starts with \uDEAD, as NaN's stand-in does
   const parts: string[] = [];
   let copied = 0;
   for (let i = 0; i < text.length; i++) {
@@ -476,6 +495,7 @@ function parseManifest(data: Uint8Array, limits: IHloxLimits): any {
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) {
       inString = true;
+      if (text.charCodeAt(i + 1) === 0x5c && text.slice(i + 2, i + 7).toLowerCase() === 'udead') standIn = true;
     } else if (c === 0x5b || c === 0x7b) {  // [ {
       values++;
       if (++depth > deepest) deepest = depth;
@@ -487,9 +507,12 @@ function parseManifest(data: Uint8Array, limits: IHloxLimits): any {
       const word = text.startsWith('NaN', i) ? 'NaN' : text.startsWith('Infinity', i) ? 'Infinity' :
         text.startsWith('-Infinity', i) ? '-Infinity' : '';
       if (word) {
-        parts.push(text.slice(copied, i), 'null');
+        // 1e999 is a JSON number JSON.parse reads as Infinity
+        const number = word === 'NaN' ? JSON.stringify(NAN_STAND_IN) : word === 'Infinity' ? '1e999' : '-1e999';
+        parts.push(text.slice(copied, i), number);
         copied = i + word.length;
         i = copied - 1;
+        nan ||= word === 'NaN';
       }
     }
   }
@@ -501,9 +524,14 @@ function parseManifest(data: Uint8Array, limits: IHloxLimits): any {
     throw new HloxError(`manifest.json holds about ${values.toLocaleString('en-US')} values; a manifest holds at ` +
       `most ${limits.values.toLocaleString('en-US')}`);
   }
+  if (nan && standIn) {
+    throw new HloxError('corrupt .hlox file: manifest.json holds a string that starts with a lone surrogate (\\uDEAD), ' +
+      'which is not text');
+  }
   parts.push(text.slice(copied));
   try {
-    return JSON.parse(parts.join(''));
+    const json = parts.join('');
+    return nan ? JSON.parse(json, (_key, v) => (v === NAN_STAND_IN ? NaN : v)) : JSON.parse(json);
   } catch (err) {
     throw new HloxError(`corrupt .hlox file: manifest.json is not JSON (${(err as Error).message})`);
   }
@@ -602,30 +630,18 @@ export function readHlox(bytes: Uint8Array, options: IReadHloxOptions = {}): IHl
   if (!manifest || manifest.kind !== HLOX_KIND) {
     throw new HloxError('not a saved exploration (.hlox): its manifest is not an hlo-workbench one');
   }
-  if (typeof manifest.format === 'number' && manifest.format > 1) {
+  if (Number.isInteger(manifest.format) && manifest.format > 1) {  // else the schema says what is wrong with it
     throw new HloxError(`this file was written by a newer hlo-workbench (format ${manifest.format}); this extension ` +
       'reads format 1');
   }
-  if (!Array.isArray(manifest.stages ?? [])) throw new HloxError('corrupt .hlox file: the manifest\'s stages are not a list');
-  const index: unknown = manifest.texts ?? [];
-  if (!Array.isArray(index)) throw new HloxError('corrupt .hlox file: the manifest\'s texts are not a list');
+  // every field the views read has its type and range, and the texts' index tiles the blob (each byte
+  // is decoded once, however many entries): manifest.ts, the Python loader's description and rules
+  const problem = manifestProblem(manifest);
+  if (problem) throw new ManifestError(problem.where, problem.why);
+  const index: { sha256: string; offset: number; length: number }[] = manifest.texts;
   const texts = new Map<string, string>();
   if (index.length) {
-    const size = manifest.texts_bytes;
-    if (!Number.isSafeInteger(size) || size < 0) {
-      throw new HloxError('corrupt .hlox file: the manifest does not say how many bytes the texts take (texts_bytes)');
-    }
-    // the texts tile the blob, as manifest.py checks: each byte is decoded once, however many entries
-    let covered = 0;
-    for (const [i, t] of index.entries()) {
-      if (!t || typeof t.sha256 !== 'string' || t.offset !== covered || !Number.isSafeInteger(t.length) || t.length < 0) {
-        throw new HloxError(`corrupt .hlox file: the manifest's texts[${i}] is not the text that starts at byte ${covered}`);
-      }
-      covered += t.length;
-    }
-    if (covered !== size) {
-      throw new HloxError(`corrupt .hlox file: the texts' index covers ${sizeText(covered)}, texts_bytes says ${sizeText(size)}`);
-    }
+    const size: number = manifest.texts_bytes;
     if (size > limits.texts) {
       throw new HloxError(`refused: the manifest says the stage texts are ${sizeText(size)}, over this viewer's limit of ` +
         `${sizeText(limits.texts)} (the workbench itself loads up to 1 GiB: open the file with wb.load)`);

@@ -140,15 +140,23 @@ function zstdRle(blocks: number, each: number, header: { declared?: number; wind
   return out;
 }
 
-/** A manifest of one stage whose text is the `size` bytes of texts.zst. */
-function manifest(size: number, extra: object = {}): Uint8Array {
+/** The smallest manifest the schema and its rules pass, of one stage whose text is the `size` bytes of
+ * texts.zst (none when `size` is 0), with `extra`'s fields on top. */
+function manifestJson(size: number, extra: object = {}): object {
   const sha = 'ab'.repeat(32);
-  return encode(JSON.stringify({
-    kind: 'hlo-workbench exploration', format: 1, spec: { title: 'hostile' },
-    stages: [{ name: 'input', group: 'stablehlo', changed: true, text: sha, parent: null }],
-    texts: size ? [{ sha256: sha, offset: 0, length: size }] : [], texts_bytes: size, ...extra
-  }));
+  return {
+    format: 1, kind: 'hlo-workbench exploration', saved_by: { workbench: '0.1.0' },
+    spec: { title: 'hostile', pipeline: '', inline: false, pattern_options: {}, disabled: [], enabled: [],
+      xla_options: [], device: 'cpu', timeout: 60 },
+    early: 1,
+    stages: [{ name: 'input', group: 'mlir', produced_by: 'the text', changed: true, seconds: null, parent: null,
+      error: null, cached: false, text: size ? sha : null }],
+    pipeline_error: null, xla_error: null, args: [], arrays: false, runs: [],
+    texts: size ? [{ sha256: sha, offset: 0, length: size }] : [], texts_bytes: size, texts_sha256: sha, ...extra
+  };
 }
+
+const manifest = (size: number, extra: object = {}) => encode(JSON.stringify(manifestJson(size, extra)));
 
 const deflated = (name: string, data: Uint8Array): IMember =>
   ({ name, data: deflateRawSync(data), method: 8, size: data.length, crc: crc32(data) });
@@ -245,11 +253,11 @@ describe('a zstd bomb in texts.zst', () => {
   it('whose index names the blob many times over is refused: each byte is decoded once', () => {
     const sha = (k: number) => k.toString(16).padStart(64, '0');
     const texts = Array.from({ length: 1000 }, (_, k) => ({ sha256: sha(k), offset: 0, length: MiB }));
-    const m = encode(JSON.stringify({ kind: 'hlo-workbench exploration', format: 1, stages: [], texts,
-      texts_bytes: MiB }));
-    const { message } = refusal(zip([deflated('manifest.json', m),
+    const m = manifest(MiB, { texts, stages: [], early: 0 });
+    const { message, m: counted } = refusal(zip([deflated('manifest.json', m),
       { name: 'texts.zst', data: zstdRle(8, 128 * 1024, { declared: MiB }) }]));
-    expect(message).toBe('corrupt .hlox file: the manifest\'s texts[1] is not the text that starts at byte 1048576');
+    expect(message).toBe('corrupt manifest.json: texts[1].offset: expected 1048576 (where texts[0] ends), got 0');
+    expect(counted.unpacked).toBe(0);
   });
 });
 
@@ -314,14 +322,24 @@ describe('the manifest\'s JSON', () => {
       'manifest holds at most 1,000');
   });
 
-  it('reads brackets and NaN inside strings as text, and bare NaN / Infinity as null', () => {
+  it('reads brackets and NaN inside strings as text, and bare NaN / Infinity as the numbers Python wrote', () => {
     const title = 'a, NaN] [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[ "quoted" -Infinity}';
-    const text = JSON.stringify({ kind: 'hlo-workbench exploration', format: 1, spec: { title }, stages: [],
-      texts: [], texts_bytes: 0, cost: { columns: ['stage', 'flops'], rows: [['a', 0]] } })
-      .replace('[["a",0]]', '[["a",NaN],["b", Infinity],["c",-Infinity]]');
+    const base = manifestJson(0, { cost: { columns: ['stage', 'flops'], rows: [['a', 0]] } }) as any;
+    base.spec.title = title;
+    const text = JSON.stringify(base).replace('[["a",0]]', '[["a",NaN],["b", Infinity],["c",-Infinity]]');
     const file = readHlox(withManifest(text));
     expect(file.manifest.spec.title).toBe(title);
-    expect(file.manifest.cost.rows).toEqual([['a', null], ['b', null], ['c', null]]);
+    expect(file.manifest.cost.rows).toEqual([['a', NaN], ['b', Infinity], ['c', -Infinity]]);
+  });
+
+  it('holding NaN\'s stand-in as a string is refused, not read as NaN', () => {
+    const base = manifestJson(0, { cost: { columns: ['stage', 'flops'], rows: [['a', 0]] } }) as any;
+    base.spec.title = '\udeadNaN';  // a lone surrogate: JSON.stringify writes it as \udead
+    const text = JSON.stringify(base);
+    expect(text).toContain('"\\udeadNaN"');
+    expect(readHlox(withManifest(text)).manifest.spec.title).toBe('\udeadNaN');  // without a bare NaN: a string
+    expect(refusal(withManifest(text.replace('[["a",0]]', '[["a",NaN]]'))).message)
+      .toMatch(/manifest\.json holds a string that starts with a lone surrogate/);
   });
 });
 
