@@ -51,7 +51,7 @@ from ..pipeline.build import failed_stage, stage_from_run, stage_name
 from ..pipeline.catalog import Pattern, catalog, pattern_list, pattern_name, patterns_pass
 from ..pipeline.remote import resolve, route
 from ..pipeline.runner import default_runner
-from ..pipeline.worker import ItemFailure, PassOutcome, PoolResult, WorkerCrash, WorkerPool, WorkerTimeout
+from ..pipeline.worker import ItemFailure, PassOutcome, PoolResult, Pool, WorkerCrash, WorkerTimeout
 from ..stages import Stage
 from .progress import OnProgress, Progress
 
@@ -170,7 +170,7 @@ def _known_to_change(items: tuple[int, ...]) -> list[_Batch]:
     return [_Batch(left, then=right)]
 
 
-def _prepared(pool: WorkerPool, text: str, timeout: float, calibrate: bool = True
+def _prepared(pool: Pool, text: str, timeout: float, calibrate: bool = True
               ) -> tuple[str, PassOutcome | None, int]:
     """The module to scan, as enzyme-ad's runner prints it, the empty pattern list's outcome on it
     (with ``calibrate``), and the runs that took.
@@ -194,7 +194,7 @@ def _prepared(pool: WorkerPool, text: str, timeout: float, calibrate: bool = Tru
     return printed, None, runs
 
 
-def _as_printed(pool: WorkerPool, text: str, timeout: float) -> str | None:
+def _as_printed(pool: Pool, text: str, timeout: float) -> str | None:
     """``text`` parsed and printed by enzyme-ad's runner (no pass), compared as ``run_each`` compares
     outputs: without locations, its public functions public. None when it does not parse."""
     try:
@@ -204,7 +204,7 @@ def _as_printed(pool: WorkerPool, text: str, timeout: float) -> str | None:
     return strip_locations(publish_functions(out, public_functions(text)))
 
 
-def _calibrate(pool: WorkerPool, text: str, timeout: float) -> PassOutcome | None:
+def _calibrate(pool: Pool, text: str, timeout: float) -> PassOutcome | None:
     """The empty pattern list run on ``text``: what the driver does without any pattern, and how long
     a run takes at the least. None when it failed or crashed."""
     try:
@@ -217,7 +217,7 @@ def _batch_limit(empty: PassOutcome, timeout: float, given: float | None) -> flo
     return given if given is not None else min(timeout, max(MIN_BATCH_LIMIT, 100 * empty.seconds))
 
 
-def _group_scan(pool: WorkerPool, text: str, pats: list[Pattern], families: Callable[[Pattern], Hashable],
+def _group_scan(pool: Pool, text: str, pats: list[Pattern], families: Callable[[Pattern], Hashable],
                 desc: str, progress: bool, on_progress: OnProgress | None, timeout: float, limit: float,
                 runs: int) -> PatternScan:
     """Group testing (see the module's docstring) of ``pats`` on ``text`` over ``pool``, after ``runs``
@@ -266,7 +266,7 @@ def _error_note(error: Exception | None) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _run_each(pool: WorkerPool, text: str, chunks: list[list[str]], desc: str, progress: bool, timeout: float,
+def _run_each(pool: Pool, text: str, chunks: list[list[str]], desc: str, progress: bool, timeout: float,
               on_progress: OnProgress | None = None) -> PoolResult:
     """Each pipeline of ``chunks`` alone on ``text`` over ``pool``: one bar for the whole scan,
     advanced as each batch comes back (see ``progress``: none when there is nowhere to draw it)."""
@@ -313,7 +313,7 @@ def step_patterns(ex: Explored, stage, max_steps: int = 200, progress: bool = Tr
 
 
 def _step(ex: Explored, stage, max_steps: int, progress: bool, on_progress: OnProgress | None, exact: bool,
-          batch_limit: float | None, pool: WorkerPool) -> StepRun:
+          batch_limit: float | None, pool: Pool) -> StepRun:
     st = _module_stage(ex, stage)
     specs = list(pattern_list(ex.spec.selection))
     runner, timeout = default_runner(), ex.spec.timeout
@@ -382,7 +382,7 @@ def first_change(text: str, specs: Sequence[str], timeout: float = 600.0, exact:
     return FirstChange(index, raised, runs + extra)
 
 
-def _first_alone(pool: WorkerPool, text: str, specs: list[str], timeout: float
+def _first_alone(pool: Pool, text: str, specs: list[str], timeout: float
                  ) -> tuple[int | None, tuple[int, ...], int]:
     """The first of ``specs`` that changes ``text`` alone, the earlier ones that raised, and the runs:
     each worker runs a contiguous share alone, stopping at its first hit, and the earliest hit wins
@@ -406,7 +406,7 @@ def _pieces(lo: int, hi: int, n: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
-def _first_grouped(pool: WorkerPool, text: str, specs: list[str], timeout: float, limit: float
+def _first_grouped(pool: Pool, text: str, specs: list[str], timeout: float, limit: float
                    ) -> tuple[int | None, tuple[int, ...], int]:
     """``_first_alone``'s answer by group testing: ``specs[:lo]`` are decided (unchanged or raised
     alone); ``hint``, when set, ends a range ``[lo, hint)`` known to hold a piece that is not
