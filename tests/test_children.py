@@ -8,30 +8,15 @@ import pytest
 
 from workbench.children import Child, ChildFailed, DEVICE_COUNT_FLAG, child_env, leftovers
 from workbench.children.env import ROOT
+from tests.processes import children_running
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
 EMPTY = "module {\n}\n"
 
 
-def _children_running(module: str) -> set[int]:
-    """This process's children that run ``module``, and any zombie child (ended, never reaped)."""
-    out = set()
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            stat = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
-            argv = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        if int(stat[1]) == os.getpid() and (module.encode() in argv or stat[0] == "Z"):
-            out.add(int(d))
-    return out
-
-
 def test_a_child_serves_its_method_table_restarts_and_ends_without_leftovers():
-    before = _children_running("workbench.pipeline.worker")
+    before = children_running("workbench.pipeline.worker")
     child = Child("workbench.pipeline.worker", "worker")
     try:
         assert child.pid is None and child.log_path is None  # nothing before the first request
@@ -43,13 +28,13 @@ def test_a_child_serves_its_method_table_restarts_and_ends_without_leftovers():
         child.restart()
         assert child.pid not in (None, first) and child.restarts == 1
         child.kill()
-        assert not child.alive() and _children_running("workbench.pipeline.worker") - before == set()
+        assert not child.alive() and children_running("workbench.pipeline.worker") - before == set()
         assert child.call("parse_module", (EMPTY,), 120).payload == [] and child.restarts == 2
         assert child.sent == {"parse_module": 2, "no_such_method": 1}
         log = child.log_path
     finally:
         child.close()
-    assert _children_running("workbench.pipeline.worker") - before == set() and not os.path.exists(log)
+    assert children_running("workbench.pipeline.worker") - before == set() and not os.path.exists(log)
 
 
 def test_child_env_puts_this_workbench_first_and_rewrites_only_the_device_count():

@@ -25,6 +25,7 @@ from workbench.children import Request
 from workbench.pipeline import worker as worker_mod
 from workbench.pipeline import xla_probe
 from workbench.pipeline.runner import default_runner
+from tests.processes import children_running
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -51,26 +52,10 @@ SMALL_TEXT = """module @m {
 """
 
 
-def _children(module: str) -> list[int]:
-    """This process's children that run ``python -m module``, and any zombie child (one nobody reaped)."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            stat = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
-            argv = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        if int(stat[1]) == os.getpid() and (module.encode() in argv or stat[0] == "Z"):
-            out.append(int(d))
-    return out
-
-
 def _new_children(since: set[int]) -> set[int]:
     """The worker processes (and zombies) that appeared since ``since`` was taken: workers that earlier
     tests in this process still hold open are not this test's."""
-    return set(_children("workbench.pipeline.worker")) - since
+    return set(children_running("workbench.pipeline.worker")) - since
 
 
 def _alarm(seconds: float):
@@ -97,7 +82,7 @@ def _stages(ex) -> list[tuple[str, str]]:
 
 
 def test_an_interrupted_explore_leaves_every_later_answer_right():
-    earlier = set(_children("workbench.pipeline.worker"))
+    earlier = set(children_running("workbench.pipeline.worker"))
     runner = default_runner()
     want_opt = wb.opt(SMALL_TEXT, "canonicalize")
     want_small = wb.explore(small, SMALL_ARG)
@@ -158,7 +143,7 @@ def test_a_stale_reply_is_discarded():
 
 
 def test_an_interrupted_request_leaves_no_process_behind():
-    earlier = set(_children("workbench.pipeline.worker"))
+    earlier = set(children_running("workbench.pipeline.worker"))
     w = worker_mod.Worker()
     text = wb.explore(big, *BIG_ARGS).stage("stablehlo").text_with_locations
     slow = ",".join(["canonicalize", "cse"] * 40)  # some tenths of a second on it
@@ -264,7 +249,7 @@ def test_an_interrupted_pool_scan_ends_its_busy_requests_and_the_pool_answers_ri
     end with their worker processes, and each worker answers its next request with its own answer."""
     text = wb.explore(big, *BIG_ARGS).stage("stablehlo").text_with_locations
     slow = ",".join(["canonicalize", "cse"] * 40)
-    earlier = set(_children("workbench.pipeline.worker"))
+    earlier = set(children_running("workbench.pipeline.worker"))
     pool = worker_mod.WorkerPool(2)
     try:
         want = pool.workers[1].call("run_pipeline", SMALL_TEXT, "canonicalize").value.text
@@ -338,7 +323,7 @@ def test_ctrl_c_in_applicable_and_bisect_leaves_every_later_answer_as_a_fresh_pr
     ``ex.applicable()`` and ``ex.bisect(...)``: afterwards the scan, the bisect and a small exploration answer
     exactly what a fresh process answers, and no worker process is left over from the interrupted call."""
     fresh = _fresh_answers()
-    earlier = set(_children("workbench.pipeline.worker"))
+    earlier = set(children_running("workbench.pipeline.worker"))
     ex = wb.explore(chain, *CHAIN_ARGS)
     assert ex.applicable() == fresh["applicable"]  # the pool is up: what follows times the work, not its start
     seconds = {}
@@ -391,10 +376,10 @@ def test_a_probe_that_gives_no_answer_in_time_is_ended_and_not_a_verdict():
     source = wb.explore(big, *BIG_ARGS).stage("stablehlo").text_with_locations
     options = {"xla_disable_hlo_passes": "cse"}
     kept = dict(xla_probe._VERDICTS)
-    earlier = set(_children("workbench.pipeline.xla_probe"))
+    earlier = set(children_running("workbench.pipeline.xla_probe"))
     with pytest.raises(xla_probe.XlaProbeDied, match="gave no answer within 0.001 s"):
         xla_probe.guard_compile(source, "cpu:0", options, timeout=0.001)
     assert xla_probe._VERDICTS == kept  # nothing was kept
-    assert xla_probe._PROBER.pid is None and not set(_children("workbench.pipeline.xla_probe")) - earlier
+    assert xla_probe._PROBER.pid is None and not set(children_running("workbench.pipeline.xla_probe")) - earlier
     xla_probe.guard_compile(source, "cpu:0", options)  # tried again with time enough: XLA compiles it
     assert len(xla_probe._VERDICTS) == len(kept) + 1

@@ -14,6 +14,8 @@ import weakref
 
 import pytest
 
+from tests.processes import children_running
+
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,37 +65,21 @@ def test_a_worker_started_and_closed_leaves_no_log(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-def _worker_processes() -> set[int]:
-    """This process's children that run the pass worker, and any zombie child (ended, never reaped)."""
-    out = set()
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            stat = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
-            argv = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        if int(stat[1]) == os.getpid() and (b"workbench.pipeline.worker" in argv or stat[0] == "Z"):
-            out.add(int(d))
-    return out
-
-
 def test_a_worker_nobody_references_is_collected_with_its_process_and_log(tmp_path, monkeypatch):
     """Nothing (an atexit hook, say) keeps a Worker alive: once the last reference goes, so do its process
     (reaped, not a zombie) and its log."""
     from workbench.pipeline.worker import Worker
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    before = _worker_processes()
+    before = children_running("workbench.pipeline.worker")
     worker = Worker()
     worker.call("parse_module", "module {\n}\n")
-    assert len(_worker_processes() - before) == 1 and len(os.listdir(tmp_path)) == 1
+    assert len(children_running("workbench.pipeline.worker") - before) == 1 and len(os.listdir(tmp_path)) == 1
     gone = weakref.ref(worker)
     del worker
     gc.collect()
     assert gone() is None
-    assert _worker_processes() - before == set()
+    assert children_running("workbench.pipeline.worker") - before == set()
     assert os.listdir(tmp_path) == []
 
 
