@@ -53,6 +53,178 @@ SIGNS = {
 }
 
 
+# Long tests (``slow``) of the files whose authors mark their own tests elsewhere: each took over 2 s (or a
+# parametrized group over 1.5 s a case) in `pytest --durations=0` of the fast tier on this 2-core machine
+# (2 December, load 1.5-4). A name is a test function (every case of it), one case ("name[id]"), or "*",
+# every test of the file. The files this conftest's author owns mark theirs with @pytest.mark.slow.
+# tests/test_tiers.py checks every name here still names a test.
+SLOW = {
+    "test_bisect_joint.py": {"*"},  # bisects over patterns and XLA passes together: many pipelines and compiles
+    "test_bounds.py": {
+        "test_a_report_reads_diffs_and_embeds_no_more_than_its_limits",
+        "test_dot_past_its_time_limit_is_stopped_with_a_named_error_and_a_note",
+    },
+    "test_bundle.py": {
+        "test_a_60000_line_text_is_cut_to_the_cap_and_says_so",
+        "test_a_bundle_made_while_xla_compiles_lists_the_mlir_stages_and_says_so",
+        "test_the_whole_bundle_stays_within_its_total",
+    },
+    "test_check.py": {
+        "test_a_bf16_program_is_held_to_bf16_precision_not_its_float32_outputs",
+        "test_a_changed_constant_still_fails_against_the_float64_reference",
+        "test_a_constant_changed_in_a_real_program_fails",
+        "test_a_nan_the_program_removes_is_a_miscompile_under_no_nan",
+        "test_a_near_constant_loss_gradient_passes_on_every_changed_stage",
+        "test_a_real_program_passes_on_every_changed_stage_against_its_promoted_module",
+        "test_text_random_numbers_and_pinned_dtypes_are_checked_against_a_promoted_module",
+        "test_the_nnx_key_bias_update_is_rounding_noise_and_passes",
+        "test_the_noise_rule_alone_tells_the_nnx_steps_rounding_from_its_planted_miscompile",
+        "test_without_a_wider_evaluation_the_tolerance_is_the_programs_own_noise",
+    },
+    "test_children.py": {
+        "test_a_child_serves_its_method_table_restarts_and_ends_without_leftovers",
+        "test_an_executor_pool_is_a_pool_of_its_own_with_the_width_it_is_given",
+    },
+    "test_core.py": {
+        "test_a_crashed_worker_is_replaced",
+        "test_a_pass_that_runs_too_long_is_stopped_and_the_worker_restarts",
+        "test_a_toggle_recomputes_only_later_stages",
+        "test_disabling_dot_transpose_matches_enzyme_ad_excluding_it",
+        "test_enable_adds_a_pattern_that_is_off_by_default",
+        "test_every_preset_produces_its_stages",
+        "test_reactant_and_enzyme_ad_option_names_shape_the_pattern_list",
+        "test_stepping_a_module_no_pattern_applies_to_says_so",
+        "test_whole_default_pipeline_matches_enzyme_ad",
+        "test_xla_stages_have_pass_names",
+    },
+    "test_corpus.py": {"*"},  # real Flax, Optax, Equinox and Diffrax programs: built, explored, run, reported
+    "test_cost.py": {
+        "test_analytic_totals_agree_with_xla_on_loop_free_programs[mlp_grad]",
+    },
+    "test_execute.py": {
+        "test_a_scan_isolates_a_crashing_request_and_keeps_going",
+        "test_builtin_predicates",
+        "test_compare_tabulates_stages",
+        "test_every_example_runs_on_cpu_and_matches_the_unoptimized_program",
+        "test_pattern_timing_by_group_and_by_pattern",
+        "test_stages_that_cannot_run_say_why",
+    },
+    "test_graph.py": {
+        "test_a_10k_op_module_draws_a_bounded_top_level_in_one_pass",
+        "test_a_flax_model_shows_its_modules_and_its_gradient_the_transformations",
+    },
+    "test_hlo_cost.py": {
+        "test_the_panels_cost_tab_shows_an_hlo_stage_per_instruction",
+    },
+    "test_hostile_files.py": {
+        "test_a_manifest_field_of_the_wrong_type_or_range_is_named",
+        "test_a_manifest_that_is_not_plain_json_is_refused_before_json_recurses",
+        "test_a_truncated_or_garbled_zstd_frame_is_refused",
+        "test_an_arrays_member_that_is_not_a_zip_is_refused",
+        "test_bad_arrays_are_refused",
+        "test_kind_and_format_say_what_the_file_is",
+        "test_manifest_text_garbled_at_random_loads_or_is_refused",
+        "test_missing_members_are_refused",
+        "test_other_compressions_and_encryption_are_refused",
+        "test_saving_a_200_mb_array_streams_it",
+        "test_truncated_and_foreign_files_are_refused",
+    },
+    "test_interrupts.py": {
+        "test_a_pass_worker_killed_by_sigkill_is_said_to_be_killed_not_a_crashing_pass",
+        "test_a_probe_child_killed_by_sigkill_is_not_a_verdict",
+        "test_a_probe_that_gives_no_answer_in_time_is_ended_and_not_a_verdict",
+        "test_a_stale_reply_is_discarded",
+        "test_an_interrupted_explore_leaves_every_later_answer_right",
+        "test_an_interrupted_pool_scan_ends_its_busy_requests_and_the_pool_answers_right_after",
+        "test_an_interrupted_request_leaves_no_process_behind",
+    },
+    "test_ir.py": {
+        "test_op_counts_agree_with_the_cost_models_walk_of_the_parsed_module[attention]",
+    },
+    "test_leftovers.py": {
+        "test_a_worker_log_stays_bounded",
+        "test_a_worker_nobody_references_is_collected_with_its_process_and_log",
+        "test_a_worker_started_and_closed_leaves_no_log",
+    },
+    "test_perf_identity.py": {
+        "test_the_text_scanners_give_what_the_plain_ones_give",
+        "test_tracing_runs_the_function_once_for_the_jaxpr_and_the_module",
+        "test_unchanged_stages_share_their_parents_text_objects",
+        "test_xla_stages_and_analyses_are_a_plain_reading_of_xlas_own_compile",
+    },
+    "test_pipelines_compare.py": {
+        "test_one_row_per_pipeline_with_time_check_cost_and_ops",
+    },
+    "test_progress.py": {
+        "test_on_progress_hears_every_long_call",
+    },
+    "test_promote.py": {
+        "test_bfloat16_and_branches_and_loops_promote",
+    },
+    "test_provenance.py": {
+        "test_locations_name_each_op_its_line_of_the_users_code",
+        "test_ops_of_private_functions_count_at_the_line_that_called_them",
+        "test_per_line_costs_add_up_to_each_stages_total",
+    },
+    "test_reduce.py": {
+        "test_the_reduced_module_runs_on_seeded_inputs_of_its_new_arguments",
+        "test_the_transformer_gradient_reduces_to_a_transpose_feeding_a_dot",
+    },
+    "test_report.py": {
+        "test_a_bigger_program_stays_a_sane_size",
+        "test_the_report_is_one_file_with_no_url_in_it",
+    },
+    "test_saved.py": {
+        "test_a_loaded_exploration_has_every_stage_and_needs_no_pass_nor_compile",
+        "test_a_loaded_program_with_a_prng_key_runs_from_its_saved_arrays",
+        "test_a_per_dtype_tolerance_of_an_all_zero_output_is_saved_as_a_number",
+        "test_a_run_with_an_all_zero_output_saves_and_loads_with_the_same_check",
+        "test_runs_and_arguments_come_back",
+        "test_the_file_is_small_on_a_3_layer_block",
+        "test_toggles_recompute_from_the_saved_input",
+        "test_without_arrays_the_shapes_remain_and_a_run_uses_seeded_ones",
+    },
+    "test_scan.py": {
+        "test_a_pattern_that_fails_alone_shows_its_error_as_one_by_one_does",
+        "test_group_testing_finds_exactly_what_one_by_one_finds",
+        "test_patterns_that_undo_each_other_never_return_and_never_share_a_batch",
+        "test_stepping_by_group_testing_takes_the_steps_one_by_one_takes",
+        "test_the_first_change_and_the_failures_before_it_are_the_serial_scans",
+        "test_the_pool_hands_crashes_to_the_caller_and_keeps_serving",
+    },
+    "test_speculative.py": {
+        "test_the_panel_shows_the_mlir_stages_while_xla_compiles_then_the_xla_stages",
+    },
+    "test_stagecost.py": {
+        "test_every_stage_is_costed_and_agrees_with_xla_on_loop_free_programs",
+        "test_plot_cost_draws_three_panels",
+    },
+    "test_user_jit.py": {
+        "test_a_library_jits_run_returns_what_the_function_returns_and_checks_all_the_program_returns",
+        "test_a_step_that_returns_its_next_prng_key_runs_checks_and_saves_with_its_arrays",
+        "test_an_eqx_filter_jit_step_that_returns_the_updated_module_explores_and_runs",
+        "test_eqx_filter_jit_and_an_equinox_module_as_an_argument",
+        "test_nnx_jit_explores_the_program_it_compiles_and_leaves_the_model_alone",
+    },
+    "test_xla_abort.py": {
+        "test_a_run_follows_the_xla_toggles",
+        "test_disabling_every_xla_pass_is_a_failed_stage_not_a_dead_kernel",
+    },
+}
+
+
+# Fixtures of those files whose making is long: every test that uses one is slow (its cost would only move to
+# the next test that uses it).
+SLOW_FIXTURES = {
+    "test_diff.py": {"mlp_20k"},  # a 20,000-line module before and after two passes
+    "test_ir.py": {"example_stages"},  # every built-in example explored (convnet's XLA compile)
+    "test_reduce.py": {"reduced"},  # the attention gradient reduced to a minimal module
+    "test_pipelines_compare.py": {"mlp_table"},  # the mlp example under every pipeline, each run and costed
+    "test_report.py": {"attention", "attention_report"},  # the attention gradient run; its full report
+    "test_saved.py": {"attention", "saved_file"},  # the attention gradient run; saved with its arrays
+}
+
+
 # -- the tiers -----------------------------------------------------------------------------------------
 def _in_tests(fn) -> bool:
     code = getattr(fn, "__code__", None)
@@ -98,6 +270,10 @@ def pytest_collection_modifyitems(config, items):
         for marker, signs in SIGNS.items():
             if used & signs and not item.get_closest_marker(marker):
                 item.add_marker(marker)
+        long = SLOW.get(item.path.name, ())
+        if ("*" in long or item.originalname in long or item.name in long
+                or names & SLOW_FIXTURES.get(item.path.name, set())) and not item.get_closest_marker("slow"):
+            item.add_marker("slow")
     # the browser tests last, in their order: see the module's docstring
     items[:] = sorted(items, key=lambda item: item.get_closest_marker("browser") is not None)
 

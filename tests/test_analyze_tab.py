@@ -60,6 +60,7 @@ def test_the_predicate_dropdown_offers_the_new_predicates_and_shows_their_repr(t
     p.close()
 
 
+@pytest.mark.slow  # bisects: many pipelines and compiles
 def test_bisect_over_all_blames_the_two_patterns_and_no_xla_pass(tb_ex):
     p = Panel(tb_ex, background=False)
     tab = p.analyze
@@ -85,6 +86,7 @@ def test_bisect_over_all_blames_the_two_patterns_and_no_xla_pass(tb_ex):
     p.close()
 
 
+@pytest.mark.slow  # bisects: many pipelines and compiles
 def test_bisect_over_xla_blames_the_call_inliner_and_switches_it_off(elementwise_ex):
     p = Panel(elementwise_ex, background=False)
     tab = p.analyze

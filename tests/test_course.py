@@ -34,6 +34,7 @@ def test_every_lesson_has_two_to_four_exercises_and_every_exercise_has_answers_h
     assert all(ALL.prompt.str.len() > 20)
 
 
+@pytest.mark.slow  # the checker explores its lesson's program (2 minutes for the 37 exercises)
 @pytest.mark.parametrize("qid", IDS)
 def test_a_right_answer_is_accepted(qid, tmp_path):
     v = course.check(qid, given(answers_of(qid, "RIGHT"), tmp_path))
@@ -41,6 +42,7 @@ def test_a_right_answer_is_accepted(qid, tmp_path):
     assert qid in str(v) and qid in v._repr_html_()
 
 
+@pytest.mark.slow  # the checker explores its lesson's program (2 minutes for the 37 exercises)
 @pytest.mark.parametrize("qid", IDS)
 def test_a_wrong_answer_is_rejected_with_a_hint(qid, tmp_path):
     for answer in answers_of(qid, "WRONG"):
@@ -105,6 +107,7 @@ ODD = [{"a": 1}, [1, 2], np.array([1, 2]), np.int64(3), b"cse", object(), float(
        jnp.float32(1.0)]
 
 
+@pytest.mark.slow  # the checker explores its lesson's program (2 minutes for the 37 exercises)
 @pytest.mark.parametrize("qid", IDS)
 def test_an_answer_of_any_kind_gets_a_verdict_and_never_an_exception(qid):
     for answer in ODD:

@@ -78,6 +78,7 @@ def test_applicable_through_the_cluster_is_the_local_answer(client, mlp):
     print(f"applicable on the mlp example: {seconds:.2f} s through the LocalCluster")
 
 
+@pytest.mark.slow  # two bisects from an empty cache
 def test_a_thread_pool_executor_gives_the_same_answers(threads, mlp, transposes):
     local = mlp.applicable(details=True, progress=False)
     assert _rows(mlp.applicable(details=True, progress=False, executor=threads)) == _rows(local)

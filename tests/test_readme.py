@@ -73,6 +73,7 @@ def test_every_script_block_runs_as_its_own_script(tmp_path):
         assert r.returncode == 0, (path.name, r.stdout[-2000:], r.stderr[-4000:])
 
 
+@pytest.mark.slow  # 14 commands: reports with runs, explorations
 def test_every_command_line_runs_as_typed(cli, tmp_path):
     (tmp_path / "my.py").write_text(MY_PY)
     for line in command_lines():

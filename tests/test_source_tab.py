@@ -171,6 +171,7 @@ def test_the_no_location_row_marks_the_ops_without_a_line(p, attention):
 
 
 # -- an op clicked in the diff: its counterparts, its line, its lineage ------------------------------------
+@pytest.mark.slow  # the lineage of an op through every stage
 def test_clicking_an_op_marks_its_counterparts_and_its_line_and_shows_its_lineage(p, attention):
     ex, path = attention
     a, b = p.left, p.right

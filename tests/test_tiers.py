@@ -2,6 +2,7 @@
 tier's -m expression is the same in conftest, scripts/test.sh and the README, and conftest marks a test
 from the fixtures it asks for and from its code, and fails a test that starts a process without a marker
 (a small suite of its own, run by a pytest of its own)."""
+import ast
 import os
 import pathlib
 import subprocess
@@ -32,21 +33,35 @@ def test_the_markers_and_the_fast_tier_are_named_alike_everywhere(conftest):
 def test_the_names_a_test_uses_include_those_of_the_test_folders_functions_it_calls(conftest):
     from tests import devices
 
+    here = globals()  # the functions below are looked up by name, so that this test's own code names none
     assert "subprocess" in conftest.names_used(devices.run_on_cpu_devices)
-
-    def through_a_helper():
-        return devices.run_on_cpu_devices  # an attribute of a module: the function is not followed
-
-    def direct():
-        return step()
-
-    assert "subprocess" not in conftest.names_used(through_a_helper)
-    assert "subprocess" in conftest.names_used(direct)
+    assert "subprocess" in conftest.names_used(here["_calls_a_starter"])  # through a function of this file
+    assert "subprocess" not in conftest.names_used(here["_names_a_module_attribute"])
     assert conftest.names_used(os.getcwd) == set()  # not a function of the test folder
 
 
-def step():
+def test_every_long_test_conftest_names_is_a_test_of_its_file(conftest):
+    for file in set(conftest.SLOW) | set(conftest.SLOW_FIXTURES):
+        path = ROOT / "tests" / file
+        assert path.is_file(), f"tests/conftest.py's SLOW or SLOW_FIXTURES names {file}, which is gone"
+        functions = {n.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)}
+        gone = sorted(n for n in conftest.SLOW.get(file, ()) if n != "*" and n.split("[")[0] not in functions)
+        gone += sorted(n for n in conftest.SLOW_FIXTURES.get(file, ()) if n not in functions)
+        assert not gone, f"tests/conftest.py names tests or fixtures that {file} no longer has: {gone}"
+
+
+def _starts_one():
     return subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+
+def _calls_a_starter():
+    return _starts_one()
+
+
+def _names_a_module_attribute():
+    from tests import devices
+
+    return devices.run_on_cpu_devices  # an attribute of a module: the function is not followed
 
 
 SAMPLE = '''
