@@ -8,7 +8,8 @@ a Dask cluster: ``cluster``): explicitly where its file says so, else from its c
 a process itself without any resource marker fails, naming the command, so that the unmarked tier stays
 fast: ``pytest -m "not (browser or notebook or subprocess or cluster or wheel or gpu or slow)"``
 (``scripts/test.sh --fast``). The processes the workbench starts for its own work (its pass worker,
-XLA's probe) are the workbench's, not the test's.
+XLA's probe) are the workbench's, not the test's. Tests measured long are ``slow`` (``SLOW``,
+``SLOW_FIXTURES``, or their file's own mark).
 
 Shared parts, made once per session: one Chromium (playwright) and one JupyterLab server for every
 browser test file, and the example explorations several files read. Playwright's sync API keeps an event
@@ -53,11 +54,11 @@ SIGNS = {
 }
 
 
-# Long tests (``slow``) of the files whose authors mark their own tests elsewhere: each took over 2 s (or a
-# parametrized group over 1.5 s a case) in `pytest --durations=0` of the fast tier on this 2-core machine
-# (2 December, load 1.5-4). A name is a test function (every case of it), one case ("name[id]"), or "*",
-# every test of the file. The files this conftest's author owns mark theirs with @pytest.mark.slow.
-# tests/test_tiers.py checks every name here still names a test.
+# Long tests (``slow``), by file: each took over 2 s (or a parametrized group over 1.5 s a case) in
+# `pytest --durations=0` of the fast tier on this 2-core machine (2 December, load 1.5-4). A name is a test
+# function (every case of it), one case ("name[id]"), or "*", every test of the file. A file may instead
+# mark its own tests @pytest.mark.slow, as test_cli.py and test_course.py do; these files were being
+# edited by others when the tiers were made. tests/test_tiers.py checks every name here still names a test.
 SLOW = {
     "test_bisect_joint.py": {"*"},  # bisects over patterns and XLA passes together: many pipelines and compiles
     "test_bounds.py": {
