@@ -34,8 +34,11 @@ class Program:
     notes: str
 
     def run_own(self, inst: Instance):
-        """Run the program the way its own library (or plain jax.jit) does, outside the workbench."""
+        """Run the program the way its own library (or plain jax.jit) does, outside the workbench, and wait
+        for its outputs and its host callbacks (jax.debug.print prints asynchronously, after the call returns)."""
         import jax
 
         call = jax.jit(inst.fn) if self.wrapper == "plain" else inst.fn
-        return call(*inst.args)
+        out = jax.block_until_ready(call(*inst.args))
+        jax.effects_barrier()
+        return out
