@@ -34,11 +34,11 @@ import jax
 import jax.numpy as jnp
 
 import workbench as wb
-from workbench.analysis import report_texts
+from workbench.artifacts import report_texts
 from workbench.analysis.cost import hlo_op_costs, hlo_work, model_work, op_costs
 from workbench.analysis.graph import DRAW_LIMIT, GraphTooLargeError, stage_graph, stage_level
-from workbench.analysis.report import render_report
-from workbench.analysis.report_texts import LIMITS, ReportLimits
+from workbench.artifacts.report import render_report
+from workbench.artifacts.report_texts import LIMITS, ReportLimits
 from workbench.stages import Stage
 
 from tests.corpus.scoped import scoped_model, scoped_params

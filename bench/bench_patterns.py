@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 import workbench as wb
 from workbench import examples
-from workbench.analysis.scan import scan, step_patterns
+from workbench.analysis.search.scan import scan, step_patterns
 from workbench.pipeline.catalog import patterns_pass
 from workbench.pipeline.worker import default_pool
 

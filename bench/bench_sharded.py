@@ -27,7 +27,7 @@ import jax  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from workbench.examples import attention  # noqa: E402
-from workbench.pipeline import xla_probe  # noqa: E402
+from workbench.pipeline import xla_probe# noqa: E402
 from workbench.pipeline.build import clear_caches  # noqa: E402
 
 

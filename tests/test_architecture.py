@@ -76,7 +76,7 @@ def test_modules_stay_small(name):
 
 
 def test_no_layer_below_the_facade_names_it_even_for_type_checking():
-    """Analysis, pipeline and ir code are written against declared Protocols (analysis.explored.Explored,
+    """Analysis, pipeline and ir code are written against declared Protocols (analysis.search.explored.Explored,
     pipeline.build.XlaSource), never against the facade's classes, not even under TYPE_CHECKING."""
     found = []
     for name, path in modules().items():
@@ -89,7 +89,7 @@ def test_no_layer_below_the_facade_names_it_even_for_type_checking():
 
 
 def test_the_exploration_is_what_the_searches_declare_they_need():
-    from workbench.analysis.explored import Explored
+    from workbench.analysis.search.explored import Explored
     from workbench.exploration import Exploration
 
     declared = {n for n in vars(Explored) if not n.startswith("_")}

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import pytest
 
 import workbench as wb
-from workbench.analysis.bisect import BuiltinPredicate
+from workbench.analysis.search.bisect import BuiltinPredicate
 from workbench.errors import ReproducerError
 from workbench.examples import load
 from workbench.ir.ops import op_counts

@@ -21,10 +21,10 @@ import jax.numpy as jnp
 import pytest
 
 import workbench as wb
-from workbench.analysis import report_texts
+from workbench.artifacts import report_texts
 from workbench.analysis.cost import hlo_op_costs, hlo_work, model_work, module_cost
 from workbench.analysis.graph import GraphTooLargeError, StageGraph, stage_graph
-from workbench.analysis.report import ReportLimits, render_report
+from workbench.artifacts.report import ReportLimits, render_report
 from workbench.ir.hlo import read_hlo, strip_debug_info
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.analysis.execute import compare_outputs
+from workbench.analysis.run.execute import compare_outputs
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -162,8 +162,8 @@ def test_the_nnx_key_bias_update_is_rounding_noise_and_passes():
 def test_the_noise_rule_alone_tells_the_nnx_steps_rounding_from_its_planted_miscompile():
     """Where no float64 evaluation exists, the one-ulp noise is the yardstick: on the NNX step (whose
     key-bias update is pure rounding) it passes every changed stage and fails the learning rate 10% off."""
-    from workbench.analysis.check import Reference, check_outputs
-    from workbench.analysis.reference import nudged_outputs
+    from workbench.analysis.run.check import Reference, check_outputs
+    from workbench.analysis.run.reference import nudged_outputs
     from workbench.ir.promote import computed_in
 
     ex = explored("nnx_adamw_step")

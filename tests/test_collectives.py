@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import workbench as wb
-from workbench.analysis.collectives import COLLECTIVE_COLUMNS
+from workbench.analysis.sharding.collectives import COLLECTIVE_COLUMNS
 from workbench.analysis.cost import PEAKS, module_cost, roofline
 from tests.devices import run_on_cpu_devices
 

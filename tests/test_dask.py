@@ -12,7 +12,7 @@ import pytest
 
 import workbench as wb
 from workbench import examples
-from workbench.analysis.scan import scan
+from workbench.analysis.search.scan import scan
 from workbench.pipeline.catalog import catalog
 from workbench.pipeline.remote import ExecutorPool, requests_served, resolve
 from workbench.pipeline.runner import default_runner

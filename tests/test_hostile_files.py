@@ -23,12 +23,12 @@ import pytest
 import zstandard
 
 import workbench as wb
-from workbench.analysis import check as check_module
+from workbench.analysis.run import check as check_module
 from workbench.errors import SavedFileError
 from workbench.exploration.core import Exploration
-from workbench.pipeline import manifest as schema
-from workbench.pipeline import saved
-from workbench.pipeline.archive import PIECE
+from workbench.artifacts import manifest as schema
+from workbench.artifacts import saved
+from workbench.artifacts.archive import PIECE
 
 GiB, MiB = 2**30, 2**20
 SLACK = 8 * PIECE  # what a load allocates besides what it keeps: a few pieces (compressed, inflated, copied)
@@ -403,7 +403,7 @@ def test_bad_arrays_are_refused(members, tmp_path, change, words):
 def test_the_array_reader_reads_what_numpy_writes(tmp_path):
     import ml_dtypes
 
-    from workbench.pipeline.archive import open_zip, read_npy
+    from workbench.artifacts.archive import open_zip, read_npy
 
     arrays = {"f": np.asfortranarray(np.arange(12, dtype=np.float64).reshape(3, 4)), "s": np.array(2.5, np.float32),
               "b": np.arange(6, dtype=ml_dtypes.bfloat16).reshape(2, 3), "e": np.zeros((0, 5), np.int8),
@@ -703,7 +703,7 @@ def test_the_committed_json_schema_is_the_manifests_description(manifest):
     committed = json.loads(importlib.resources.files("workbench.assets").joinpath("hlox-manifest.schema.json")
                            .read_text())
     assert committed == schema.json_schema(), (
-        "regenerate it: python -c 'import json; from workbench.pipeline.manifest import json_schema; "
+        "regenerate it: python -c 'import json; from workbench.artifacts.manifest import json_schema; "
         "print(json.dumps(json_schema(), indent=1))' > workbench/assets/hlox-manifest.schema.json")
     jsonschema.Draft202012Validator.check_schema(committed)
     jsonschema.Draft202012Validator(committed).validate(manifest)

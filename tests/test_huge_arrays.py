@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.analysis import multiprocess
-from workbench.analysis.reference import float64_reference, nudged_outputs
+from workbench.analysis.run import multiprocess
+from workbench.analysis.run.reference import float64_reference, nudged_outputs
 from workbench.errors import WorkbenchError
 from workbench.pipeline import array_limit
 from workbench.pipeline.array_limit import ArrayTooLargeError, array_limit as limit_now, write_npz

@@ -5,7 +5,7 @@ import pytest
 
 import workbench as wb
 from workbench import examples
-from workbench.analysis.pipelines import DEFAULT_PIPELINES
+from workbench.analysis.search.pipelines import DEFAULT_PIPELINES
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 

@@ -17,11 +17,11 @@ import pytest
 
 import workbench as wb
 from workbench import examples
-from workbench.analysis.multiprocess import DEVICE_COUNT_FLAG, child_env
+from workbench.analysis.run.multiprocess import DEVICE_COUNT_FLAG, child_env
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHILD = "workbench.analysis.multiprocess_child"
+CHILD = "workbench.analysis.run.multiprocess_child"
 
 PRELUDE = r"""
 import json, os, signal, sys, threading, time
@@ -169,7 +169,7 @@ def _result(proc) -> dict:
 
 
 def _free_port() -> int:
-    from workbench.analysis.multiprocess import free_port
+    from workbench.analysis.run.multiprocess import free_port
 
     return free_port()
 

@@ -1,5 +1,5 @@
 """ex.reduce(predicate, stage): the smallest module on which a predicate still holds, by delta debugging
-over the module's operations (workbench.analysis.reduce). Every candidate is a real module that parses
+over the module's operations (workbench.analysis.search.reduce). Every candidate is a real module that parses
 and verifies in jaxlib's MLIR and runs through the real pipeline; the result is 1-minimal: no single
 move applied to it keeps the predicate true."""
 import math
@@ -11,7 +11,7 @@ import pytest
 from jaxlib.mlir import ir
 
 import workbench as wb
-from workbench.analysis.reduce import (
+from workbench.analysis.search.reduce import (
     Move,
     ReduceResult,
     apply_moves,

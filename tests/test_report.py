@@ -18,7 +18,7 @@ from test_browser import browser, chromium  # noqa: F401 -- the browser fixtures
 
 import workbench as wb
 from workbench import examples
-from workbench.analysis import report as report_module
+from workbench.artifacts import report as report_module
 from workbench.analysis.diff import normalize
 
 # A module whose text holds markup: comments (kept in the "input" stage as given), a string attribute

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.analysis.check import RTOL
-from workbench.analysis.reproducer import TOLERANCES
+from workbench.analysis.run.check import RTOL
+from workbench.artifacts.reproducer import TOLERANCES
 from workbench.errors import ReproducerError
 from workbench.examples import load
 from workbench.ir.ops import op_counts

@@ -12,7 +12,7 @@ import pytest
 import workbench as wb
 from workbench import examples
 from workbench.errors import SavedFileError
-from workbench.pipeline import saved
+from workbench.artifacts import saved
 from workbench.pipeline.build import xla_compiles
 from workbench.pipeline.runner import default_runner
 

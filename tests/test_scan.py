@@ -12,7 +12,7 @@ import pytest
 
 import workbench as wb
 from workbench import examples
-from workbench.analysis.scan import family, first_change, scan, step_patterns
+from workbench.analysis.search.scan import family, first_change, scan, step_patterns
 from workbench.pipeline.catalog import Pattern, catalog, patterns_pass
 from workbench.pipeline.worker import Worker, WorkerPool, WorkerTimeout
 

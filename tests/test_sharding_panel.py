@@ -16,7 +16,7 @@ import pytest
 
 import workbench as wb
 from tests.test_shardy import SHARDED_TEXT
-from workbench.analysis.shardings import describe_hlo, describe_sdy, is_partitioned, read_shardings, value_shardings
+from workbench.analysis.sharding.shardings import describe_hlo, describe_sdy, is_partitioned, read_shardings, value_shardings
 from workbench.views.widgets import Panel
 from workbench.views.widgets.collectives import TITLE, is_sharded_program
 
@@ -114,7 +114,7 @@ def test_shardings_in_words_for_the_forms_shardy_and_xla_write():
     mesh = read_shardings('module {\n  sdy.mesh @m = <["a"=2, "b"=4]>\n  func.func @main(%arg0: tensor<8x8xf32> '
                           '{sdy.sharding = #sdy.sharding<@m, [{"a", "b"}, {}]>}) {\n    return\n  }\n}')
     assert mesh[0].values["%arg0"].summary == "sharded: dim 0 over a×b (8), dim 1 replicated; per device 1x8 of 8x8"
-    from workbench.analysis.shardings import Mesh
+    from workbench.analysis.sharding.shardings import Mesh
 
     meshes = {"m": Mesh("m", (("a", 2), ("b", 4)))}
     assert describe_sdy('<@m, [{"b":(1)2}, {?}]>', [6, 4], meshes) == (
@@ -140,7 +140,7 @@ import json, re, sys
 sys.path.insert(0, %(root)r)
 import workbench as wb
 from workbench.examples import attention
-from workbench.analysis.shardings import read_shardings
+from workbench.analysis.sharding.shardings import read_shardings
 from workbench.views.widgets import Panel
 
 ex = wb.explore(attention.fn, *attention.sharded_args())

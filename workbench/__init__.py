@@ -8,10 +8,10 @@ from .errors import (ArgumentError, ArrayTooLargeError, GraphTooLargeError, Grap
                      MlirSyntaxError, PipelineSyntaxError, ProcessRunError, SavedFileError, StageError, TraceError,
                      UnknownNameError, UnknownPeakError, WorkbenchError, XlaAbortError, XlaOptionError, XlaPassWarning,
                      XlaProbeDied)
-from .analysis.bisect import (crashes, differs_from, has_op, lacks_op, miscompiles, op_count_above, op_count_at_most,
+from .analysis.search.bisect import (crashes, differs_from, has_op, lacks_op, miscompiles, op_count_above, op_count_at_most,
                               slower_than)
-from .analysis.execute import devices
-from .analysis.pipelines import plot_pipelines
+from .analysis.run.execute import devices
+from .analysis.search.pipelines import plot_pipelines
 from .exploration import Exploration, compare_pipelines, explore, explore_text, load, opt
 from .pipeline.catalog import patterns
 from .pipeline.presets import pipelines

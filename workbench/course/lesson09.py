@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import workbench as wb
-from workbench.analysis.multiprocess import child_env
+from workbench.analysis.run.multiprocess import child_env
 from workbench.examples import attention
 
 from ..errors import WorkbenchError

@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Sequence
 
-from ..analysis.execute import Check, LeafCheck, RunResult, Timing
-from ..analysis.pipelines import DEFAULT_PIPELINES, compare_pipelines as pipelines_table
+from ..analysis.run.execute import Check, LeafCheck, RunResult, Timing
+from ..analysis.search.pipelines import DEFAULT_PIPELINES, compare_pipelines as pipelines_table
 from ..pipeline.build import build, run_passes, spec_for_function, spec_for_text
-from ..pipeline.saved import load_exploration
+from ..artifacts.saved import load_exploration
 from .core import XLA_WAIT, Exploration, Stepwise, xla_checked
 
 __all__ = ["Exploration", "Stepwise", "XLA_WAIT", "compare_pipelines", "explore", "explore_text", "load", "opt"]
@@ -72,7 +72,7 @@ def opt(text: str, pipeline: str, timeout: float = 600.0) -> str:
 def compare_pipelines(fn: Callable, *args, pipelines: Sequence[str] = DEFAULT_PIPELINES, device: str = "cpu:0",
                       repeat: int = 20, executor=None, **explore_kwargs):
     """``fn(*args)`` (or an Exploration ``fn``, no args) through each pipeline: a DataFrame, one row per pipeline
-    (median time and IQR, the numeric check, cost, op counts by dialect: ``workbench.analysis.pipelines``);
+    (median time and IQR, the numeric check, cost, op counts by dialect: ``workbench.analysis.search.pipelines``);
     ``wb.plot_pipelines(df)`` draws it. With ``executor`` (as ``ex.applicable`` takes it) each pipeline's MLIR
     passes run there, all at once; costing and timing stay here."""
     return pipelines_table(explore, fn, *args, pipelines=pipelines, device=device, repeat=repeat, executor=executor,

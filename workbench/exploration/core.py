@@ -10,22 +10,22 @@ from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FuturesTimeout
 from typing import Sequence
 
-from ..analysis.bisect import bisect
+from ..analysis.search.bisect import bisect
 from ..analysis.diff import diff_texts
-from ..analysis.execute import REFERENCE, RunResult, args_key, check_outputs, run_stage
+from ..analysis.run.execute import REFERENCE, RunResult, args_key, check_outputs, run_stage
 from ..analysis.graph import stage_graph
-from ..analysis.multiprocess import DEFAULT_TIMEOUT, run_processes
+from ..analysis.run.multiprocess import DEFAULT_TIMEOUT, run_processes
 from ..analysis.provenance import lineage, op_locations, source_map
-from ..analysis.reduce import reduce as reduce_module
-from ..analysis.reference import reference_evaluations
-from ..analysis.report import write_report
-from ..analysis.reproducer import write_reproducer
-from ..analysis.collectives import collective_table
+from ..analysis.search.reduce import reduce as reduce_module
+from ..analysis.run.reference import reference_evaluations
+from ..artifacts.report import write_report
+from ..artifacts.reproducer import write_reproducer
+from ..analysis.sharding.collectives import collective_table
 from ..analysis.cost import cost_table, hlo_op_costs, op_costs, plot_cost
-from ..analysis.scan import StepRun, pattern_timing, scan_patterns, step_patterns
+from ..analysis.search.scan import StepRun, pattern_timing, scan_patterns, step_patterns
 from ..errors import StageError, UnknownNameError, WorkbenchError
 from ..ir.text import text_hash
-from ..pipeline.saved import save_exploration
+from ..artifacts.saved import save_exploration
 from ..pipeline.build import (Built, build, rebuild_xla, with_exactly, with_toggles,
                              with_xla_options, xla_passes_known)
 from ..stages import Stage
@@ -324,7 +324,7 @@ class Exploration:
         buffer_bytes, bytes_per_device, source, note``. ``bytes_per_device`` is the ring estimate with S the
         per-device buffer and n the group size: all-reduce 2(n-1)/n S, all-gather (n-1)/n S_out,
         reduce-scatter (n-1)/n S_in, all-to-all (n-1)/n S, collective-permute S; Shardy's ops (global shapes)
-        are sized by their out_sharding's shard. ``workbench.analysis.collectives`` says what is assumed."""
+        are sized by their out_sharding's shard. ``workbench.analysis.sharding.collectives`` says what is assumed."""
         return collective_table(self.stages if stage is None else [self.stage(stage)])
 
     def graph(self, stage=None, max_ops: int = 400, group: str | None = None):
@@ -353,7 +353,7 @@ class Exploration:
         stage against the as-lowered module promoted to float64 (or the traced function evaluated
         in float64), next to the as-lowered program's own error, and passes a stage that is not
         materially less accurate than the program as lowered, at the precision it computes in (the
-        rules are in ``workbench.analysis.check``). Where no float64 evaluation exists, the program's
+        rules are in ``workbench.analysis.run.check``). Where no float64 evaluation exists, the program's
         own noise (its inputs moved by one ulp) sets the tolerance, and ``check.note`` says why. ``reference`` checks
         against another Exploration's program instead (e.g. a hand-edited module from
         ``explore_text`` against the function it came from), run on the same arguments.
@@ -368,7 +368,7 @@ class Exploration:
         coordinator at that address); since this process's JAX started long ago, it starts ONE child
         process that joins the cluster with this host's share of the devices, and gets the outputs.
         Both stop every process they started after ``timeout`` seconds or when one fails, and raise
-        ProcessRunError naming the process and showing its stderr (``workbench.analysis.multiprocess``).
+        ProcessRunError naming the process and showing its stderr (``workbench.analysis.run.multiprocess``).
         """
         st = self.default_run_stage() if stage is None else self.stage(stage)
         device = device or self._spec.device
@@ -451,7 +451,7 @@ class Exploration:
         testing (batches of patterns in one run each; only batches that change the module are split,
         down to single patterns), or with ``exact`` one run per pattern. Both give the same answer
         unless a pattern's match depends on what the compared text does not show (locations, the
-        order of a value's uses); ``workbench.analysis.scan`` says why. With ``details`` a DataFrame
+        order of a value's uses); ``workbench.analysis.search.scan`` says why. With ``details`` a DataFrame
         of every pattern (name, group, changed, seconds, error, batch): ``batch`` is 1 for a pattern
         that ran alone (every one that applies or fails), with its own ``seconds``; otherwise the size
         of the unchanged batch that decided it, and ``seconds`` is NaN. ``progress`` draws a bar in a
@@ -484,7 +484,7 @@ class Exploration:
                executor=None):
         """A 1-minimal set for which ``predicate(exploration)`` holds (delta debugging) ``over`` the enabled patterns
         ("patterns"), the XLA passes the compile ran ("xla", ``ex.xla_passes``; passes it cannot compile without
-        are ``.always_needed``) or both ("all"); see ``workbench.analysis.bisect``. Built-in predicates:
+        are ``.always_needed``) or both ("all"); see ``workbench.analysis.search.bisect``. Built-in predicates:
         ``wb.miscompiles``, ``crashes``, ``slower_than``, ``op_count_above``/``_at_most``, ``has_op``/``lacks_op``,
         ``differs_from``. Returns ``.patterns``, ``.xla_passes``, ``.runs``, ``.table()``, ``.diff``;
         ``on_progress(runs, None)`` hears each try (how many there will be is not known)."""
@@ -493,7 +493,7 @@ class Exploration:
 
     def reduce(self, predicate, stage="stablehlo", progress: bool = True, on_progress=None, executor=None):
         """The smallest module reachable from ``stage``'s by deleting and cutting ops on which ``predicate``
-        holds, each candidate explored as text with this spec (``workbench.analysis.reduce``): a ReduceResult."""
+        holds, each candidate explored as text with this spec (``workbench.analysis.search.reduce``): a ReduceResult."""
         return reduce_module(self, predicate, lambda text: Exploration(build(dataclasses.replace(
             self._spec, source=text, title=f"{self._spec.title}:reduced"))), stage, progress, on_progress, executor)
 
@@ -525,7 +525,7 @@ class Exploration:
         """Write one self-contained HTML file (no network access, JS and CSS inlined) with the
         header, the stage table, the diff viewer with stage pickers, the cost table and plot, the
         graph of stage ``graph`` (default: the last MLIR stage) and the runs made so far. Returns
-        the path. ``limits`` (``workbench.analysis.report_texts.ReportLimits``) bound what it reads,
+        the path. ``limits`` (``workbench.artifacts.report_texts.ReportLimits``) bound what it reads,
         embeds, diffs and lays out; the header states them and what they left out."""
         kw = {} if limits is None else {"limits": limits}
         return write_report(self, path, graph=None if graph is None else self.stage(graph).name, **kw)

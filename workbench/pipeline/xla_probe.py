@@ -5,7 +5,7 @@ passes a module cannot compile without (``copy-insertion`` for a program with ra
 notebook kernel must never die of that, so a compile with user-disabled passes is first tried here, in a
 child process (a ``children.Child`` running this module, serving ``METHODS``): ``guard_compile`` raises
 ``XlaAbortError`` with XLA's CHECK message when the child died, and lets the real compile go on
-otherwise. The bisection of XLA passes (``analysis.bisect``) asks ``probe_compile`` which passes are
+otherwise. The bisection of XLA passes (``analysis.search.bisect``) asks ``probe_compile`` which passes are
 always needed the same way.
 
 Only a SIGABRT is XLA refusing the options (a failed CHECK ends in ``abort()``); another signal is XLA

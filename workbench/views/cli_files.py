@@ -64,7 +64,7 @@ def cmd_diff(ns) -> int:
                              "both MLIR (StableHLO and friends) or both XLA HLO text")
     d = diff_texts(texts[0], texts[1], names[0], names[1])
     if ns.html:
-        from ..analysis.report import write_diff_page
+        from ..artifacts.report import write_diff_page
 
         path = write_diff_page(texts[0], texts[1], names[0], names[1], ns.html)
         print(f"wrote the diff viewer of {names[0]} -> {names[1]} to {path} (one file, opens offline)")

@@ -19,7 +19,7 @@ import zipfile
 import jax.numpy as jnp
 
 import workbench as wb
-from workbench.pipeline.manifest import ManifestError, check_manifest, parse_manifest
+from workbench.artifacts.manifest import ManifestError, check_manifest, parse_manifest
 
 OUT = pathlib.Path(__file__).resolve().parent / "fixtures" / "checked.hlox"
 CASES = OUT.with_name("wrong-manifests.json")

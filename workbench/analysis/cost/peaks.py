@@ -31,7 +31,7 @@ class DevicePeak:
 
     ``interconnect_bytes_per_s`` is what one device can send to its peers per second *in one direction*
     (NVLink's spec sheets give the sum of both directions: half of that), the rate at which the ring
-    estimates of ``analysis/collectives.py`` (bytes each device sends, and receives as many) go. NaN
+    estimates of ``analysis/sharding/collectives.py`` (bytes each device sends, and receives as many) go. NaN
     where it is not known -- the CPU: the "devices" of one host share its memory, and no figure of a
     link between hosts applies -- and then a roofline's collective time is NaN too.
     """

@@ -39,9 +39,9 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
     with ``device`` (a key of ``PEAKS``) roofline times too: ``roofline_collective_s`` (collective bytes
     at the device's interconnect bandwidth, NaN where that is unknown) on every stage with collective
     bytes, flops and bytes times and ``bound`` on the MLIR stages. ``stages``: only these (default: all)."""
-    # imported here: analysis/collectives.py reads tensor sizes with cost.tensors, so importing it while
+    # imported here: analysis/sharding/collectives.py reads tensor sizes with cost.tensors, so importing it while
     # this package loads would load the two halfway into each other
-    from ..collectives import stage_collective_bytes
+    from ..sharding.collectives import stage_collective_bytes
 
     rows = []
     dialects: set[str] = set()

@@ -153,7 +153,7 @@ def predicate_params(kind: str) -> tuple[str, ...]:
 
 def predicate(kind: str, *, op: str = "", n: int = 0, device: str = "cpu:0", stage: str = "") -> tuple[str, Callable]:
     """(the Python expression, the predicate) for one entry of PREDICATES."""
-    from ...analysis.bisect import (crashes, differs_from, has_op, lacks_op, miscompiles, op_count_above,
+    from ...analysis.search.bisect import (crashes, differs_from, has_op, lacks_op, miscompiles, op_count_above,
                                     op_count_at_most)
 
     predicate_params(kind)

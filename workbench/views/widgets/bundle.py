@@ -38,7 +38,7 @@ from typing import Any, Sequence
 from ...analysis.cost import cost_table
 from ...exploration import XLA_WAIT, Exploration
 from ...ir.ops import op_counts
-from ...pipeline.saved import json_text, plain_json, table_json
+from ...artifacts.saved import json_text, plain_json, table_json
 from ...stages import Stage
 from ..text import short_pass
 

@@ -54,7 +54,7 @@ class DiffView(Messages):
     next/previous change, an overview ruler of where the changes are, a "changes only" fold, and a
     line cut by the pane's width shown whole when hovered."""
 
-    _esm = _ASSETS / "diffview.js"  # one copy, shared with the offline report (analysis/report.py)
+    _esm = _ASSETS / "diffview.js"  # one copy, shared with the offline report (artifacts/report.py)
     _css = _ASSETS / "diffview.css"
 
     before_name = traitlets.Unicode("").tag(sync=True)

@@ -477,7 +477,7 @@ class Panel:
             self.compare_stages.options = runnable
             default_cmp = [n for n in (ex.reference_stage().name, self.run_stage.value) if n in runnable]
             self.compare_stages.value = tuple(keep_cmp or dict.fromkeys(default_cmp))
-            from ...analysis.execute import devices
+            from ...analysis.run.execute import devices
 
             ids = devices()["id"].tolist()
             keep = self.device.value

@@ -1,6 +1,6 @@
 """What the diff view shows when a value's name is hovered in a sharded stage: its sharding.
 
-``tips(text)`` turns the value shardings of one side's shown text (``analysis.shardings``, read on
+``tips(text)`` turns the value shardings of one side's shown text (``analysis.sharding.shardings``, read on
 the normalized lines the view shows, so the names are those on screen) into the compact form the
 browser reads: each distinct description once (a module repeats a few shardings many times), and
 per function the lines it spans and its names. An unsharded text gives ``{}`` after one substring
@@ -8,7 +8,7 @@ look.
 """
 from __future__ import annotations
 
-from ...analysis.shardings import has_shardings, read_shardings
+from ...analysis.sharding.shardings import has_shardings, read_shardings
 
 __all__ = ["tips"]
 

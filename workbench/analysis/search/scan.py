@@ -45,15 +45,15 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 
-from ..errors import StageError, WorkbenchError
-from ..ir.text import public_functions, publish_functions, strip_locations
-from ..pipeline.build import failed_stage, stage_from_run, stage_name
-from ..pipeline.catalog import Pattern, catalog, pattern_list, pattern_name, patterns_pass
-from ..pipeline.remote import resolve, route
-from ..pipeline.runner import default_runner
-from ..pipeline.worker import ItemFailure, PassOutcome, PoolResult, Pool, WorkerCrash, WorkerTimeout
-from ..stages import Stage
-from .progress import OnProgress, Progress
+from ...errors import StageError, WorkbenchError
+from ...ir.text import public_functions, publish_functions, strip_locations
+from ...pipeline.build import failed_stage, stage_from_run, stage_name
+from ...pipeline.catalog import Pattern, catalog, pattern_list, pattern_name, patterns_pass
+from ...pipeline.remote import resolve, route
+from ...pipeline.runner import default_runner
+from ...pipeline.worker import ItemFailure, PassOutcome, PoolResult, Pool, WorkerCrash, WorkerTimeout
+from ...stages import Stage
+from ..progress import OnProgress, Progress
 
 from .explored import Explored  # what the facade hands down (analysis never imports the facade)
 

@@ -37,12 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..errors import ModuleParseError, UnknownNameError, WorkbenchError
-from ..ir.mlir import parse_module
-from ..ir.ops import op_counts
-from ..ir.text import mask_strings, publish_functions, strip_locations
-from ..pipeline.remote import Prefetch, resolve
-from .progress import OnProgress, Progress
+from ...errors import ModuleParseError, UnknownNameError, WorkbenchError
+from ...ir.mlir import parse_module
+from ...ir.ops import op_counts
+from ...ir.text import mask_strings, publish_functions, strip_locations
+from ...pipeline.remote import Prefetch, resolve
+from ..progress import OnProgress, Progress
 
 from .explored import Explored  # what the facade hands down (analysis never imports the facade)
 

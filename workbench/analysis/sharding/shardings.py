@@ -30,8 +30,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..ir.hlo import read_header, read_instruction
-from ..ir.text import SSA_VALUE, input_kind, mask_strings, skip_angles, skip_brackets, skip_string
+from ...ir.hlo import read_header, read_instruction
+from ...ir.text import SSA_VALUE, input_kind, mask_strings, skip_angles, skip_brackets, skip_string
 
 __all__ = ["Mesh", "ValueSharding", "Scope", "has_shardings", "read_shardings", "value_shardings",
            "describe_sdy", "describe_hlo", "is_partitioned"]

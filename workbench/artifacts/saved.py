@@ -59,9 +59,9 @@ from ..ir.dtypes import with_dtype
 from ..options import PatternOptions, PatternSelection
 from ..stages import Loaded, Spec, Stage
 from .archive import ArchiveError, copy_member, open_zip, read_member, read_npy, size_text, unpack_zstd
-from .build import Built, XlaStages
+from ..pipeline.build import Built, XlaStages
 from .manifest import ManifestError, check_field, check_manifest, parse_manifest
-from .xla import XlaResult
+from ..pipeline.xla import XlaResult
 
 __all__ = ["FORMAT", "SUFFIX", "MANIFEST_LIMIT", "TEXTS_LIMIT", "ARRAYS_LIMIT", "save_exploration",
            "load_exploration", "versions", "table_json", "write_replacing", "plain_json", "json_text"]
@@ -193,7 +193,7 @@ def _avals(ex) -> list[dict]:
         return [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in spec.traced.module_args()]
     if spec.loaded is not None:
         return [{"shape": list(s), "dtype": d} for s, d in spec.loaded.avals]
-    from .exported import main_signature
+    from ..pipeline.exported import main_signature
 
     try:
         ins, _ = main_signature(spec.input_text)
@@ -233,7 +233,7 @@ class _Unsaveable(Exception):
 def _array(value, what: str):
     import numpy as np
 
-    from .program import host_array
+    from ..pipeline.program import host_array
 
     try:
         return host_array(value)

@@ -5,7 +5,7 @@ or as this host's share of a real multi-host cluster (``coordinator=``, ``num_pr
 The stage's module goes into the traced ``jax.export.Exported`` (as ``run_stage`` does), which is
 serialized (``Exported.serialize``) into a temporary folder with the full input arrays (numpy
 ``.npz``, no pickle) and the mesh's shape. The processes are fresh interpreters
-(``python -P -m workbench.analysis.multiprocess_child``: ``children.command``; never a fork: JAX is
+(``python -P -m workbench.analysis.run.multiprocess_child``: ``children.command``; never a fork: JAX is
 not fork-safe), each in its own process group with the workbench's child environment
 (``children.child_env``): ``JAX_PLATFORMS=cpu`` and ``XLA_FLAGS`` giving it its share of the CPU
 devices (the user's other XLA flags kept). They talk to each other through ``jax.distributed``, not
@@ -39,19 +39,19 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-from .. import children
-from ..children import DEVICE_COUNT_FLAG, command, ended, leftovers
-from ..errors import ProcessRunError, WorkbenchError
-from ..ir.dtypes import numpy_dtype, with_dtype
-from ..pipeline.array_limit import Planned, refuse_large, write_npz
-from ..pipeline.xla import check_options
+from ... import children
+from ...children import DEVICE_COUNT_FLAG, command, ended, leftovers
+from ...errors import ProcessRunError, WorkbenchError
+from ...ir.dtypes import numpy_dtype, with_dtype
+from ...pipeline.array_limit import Planned, refuse_large, write_npz
+from ...pipeline.xla import check_options
 from .execute import Timing, runnable_exported
 
 __all__ = ["ProcessRunError", "DEFAULT_TIMEOUT", "DEVICE_COUNT_FLAG", "run_processes", "child_env",
            "free_port", "as_dtype"]
 
 DEFAULT_TIMEOUT = 300.0  # seconds a multi-process run may take, start-up and compiles included
-CHILD = "workbench.analysis.multiprocess_child"
+CHILD = "workbench.analysis.run.multiprocess_child"
 _TAIL_LINES = 30
 
 

@@ -4,7 +4,7 @@
 (``ir.promote.promote_to_f64``) run through the same route as every stage (``execute.run_stage``) on
 the same arguments; the traced function evaluated with JAX's float64 mode (``float64_reference``);
 and where neither exists, the as-lowered program run on inputs moved by one ulp (``nudged_outputs``),
-the yardstick of its own noise. ``analysis.check`` says why each is sound and how it is used.
+the yardstick of its own noise. ``analysis.run.check`` says why each is sound and how it is used.
 """
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..errors import WorkbenchError
-from ..pipeline.array_limit import ArrayTooLargeError, Planned, refuse_large
-from ..pipeline.program import host_array
-from ..ir.promote import computed_in, promote_to_f64
-from ..pipeline.exported import prepare_for_jax
-from ..pipeline.trace import resolve_device
-from ..stages import Stage
+from ...errors import WorkbenchError
+from ...pipeline.array_limit import ArrayTooLargeError, Planned, refuse_large
+from ...pipeline.program import host_array
+from ...ir.promote import computed_in, promote_to_f64
+from ...pipeline.exported import prepare_for_jax
+from ...pipeline.trace import resolve_device
+from ...stages import Stage
 from .check import NOISE_TRIES, Reference, ReferenceSource, dtype_name, machine_eps
 from .execute import example_args, run_stage, runnable_exported
 

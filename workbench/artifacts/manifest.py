@@ -306,7 +306,7 @@ def _options_record() -> Record:
 
 _STAGE_ERROR = Record({"stage": Str(), "produced_by": Str(), "reason": Str()}, {"diagnostics": Str()}, closed=True)
 
-# wb.load builds analysis.check.LeafCheck(**leaf) and Check(**check) from these: closed, and the same
+# wb.load builds analysis.run.check.LeafCheck(**leaf) and Check(**check) from these: closed, and the same
 # fields (tests/test_hostile_files.py checks them against the dataclasses)
 LEAF = Record(
     {"path": Str(), "shape": _SHAPE, "dtype": Str(), "max_abs": Num(finite=False), "max_rel": Num(finite=False),

@@ -23,8 +23,8 @@ import statistics
 from collections import Counter
 from typing import Callable, Sequence
 
-from ..ir.ops import op_counts
-from ..pipeline.remote import Prefetch, resolve
+from ...ir.ops import op_counts
+from ...pipeline.remote import Prefetch, resolve
 
 __all__ = ["DEFAULT_PIPELINES", "compare_pipelines", "plot_pipelines"]
 

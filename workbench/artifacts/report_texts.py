@@ -19,8 +19,8 @@ import base64
 import gzip
 from dataclasses import dataclass, field
 
-from .diff import Diff, diff_texts, normalize
-from ..pipeline.saved import json_text
+from ..analysis.diff import Diff, diff_texts, normalize
+from .saved import json_text
 
 __all__ = ["LIMITS", "REFERENCE", "PackedTexts", "ReportLimits", "TextUsage", "limits_note", "pack_texts", "pairs_note"]
 

@@ -37,11 +37,11 @@ import xml.etree.ElementTree as ET
 from importlib import metadata
 from pathlib import Path
 
-from .cost import cost_table, plot_cost
-from .graph import stage_graph
-from .numbers import num
+from ..analysis.cost import cost_table, plot_cost
+from ..analysis.graph import stage_graph
+from ..analysis.numbers import num
 from .report_texts import LIMITS, REFERENCE, ReportLimits, limits_note, pack_texts, pairs_note
-from ..pipeline.saved import json_text, write_replacing
+from .saved import json_text, write_replacing
 from ..stages import Stage
 
 __all__ = ["ReportLimits", "render_report", "write_report", "render_diff_page", "write_diff_page"]

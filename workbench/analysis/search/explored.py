@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from ..errors import StageError
-from ..stages import Spec, Stage
+from ...errors import StageError
+from ...stages import Spec, Stage
 
 __all__ = ["Explored"]
 

@@ -16,13 +16,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..errors import WorkbenchError
-from ..pipeline.array_limit import Planned, refuse_large
-from ..pipeline.exported import exported_for_text, swap_module
-from ..pipeline.program import relowered, undonated_call
-from ..pipeline.trace import all_devices, resolve_device
-from ..pipeline.xla import check_options
-from ..pipeline.xla_probe import guard_compile
+from ...errors import WorkbenchError
+from ...pipeline.array_limit import Planned, refuse_large
+from ...pipeline.exported import exported_for_text, swap_module
+from ...pipeline.program import relowered, undonated_call
+from ...pipeline.trace import all_devices, resolve_device
+from ...pipeline.xla import check_options
+from ...pipeline.xla_probe import guard_compile
 from .check import REFERENCE, Check, LeafCheck, Reference, check_outputs, compare_outputs  # noqa: F401
 
 __all__ = ["devices", "RunResult", "Timing", "Check", "LeafCheck", "Reference", "run_stage", "compare_outputs",

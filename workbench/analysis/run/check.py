@@ -27,8 +27,8 @@ from typing import Any, Literal
 import jax
 import numpy as np
 
-from ..errors import WorkbenchError
-from ..pipeline.program import host_array
+from ...errors import WorkbenchError
+from ...pipeline.program import host_array
 
 __all__ = ["Check", "LeafCheck", "Reference", "ReferenceKind", "ReferenceSource", "LeafRule", "compare_outputs",
            "check_outputs", "machine_eps", "dtype_name", "REFERENCE", "NOISE_TRIES", "RTOL"]

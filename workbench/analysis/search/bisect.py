@@ -36,15 +36,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..errors import UnknownNameError, WorkbenchError
-from ..ir.ops import op_counts
-from ..ir.text import text_hash
-from ..pipeline.build import xla_compiles
-from ..pipeline.catalog import pattern_list, pattern_name
-from ..pipeline.remote import Prefetch, resolve
-from ..pipeline.xla_probe import probe_compile, probe_payload, release_spare
-from .execute import compare_outputs
-from .progress import OnProgress, Progress
+from ...errors import UnknownNameError, WorkbenchError
+from ...ir.ops import op_counts
+from ...ir.text import text_hash
+from ...pipeline.build import xla_compiles
+from ...pipeline.catalog import pattern_list, pattern_name
+from ...pipeline.remote import Prefetch, resolve
+from ...pipeline.xla_probe import probe_compile, probe_payload, release_spare
+from ..run.execute import compare_outputs
+from ..progress import OnProgress, Progress
 
 from .explored import Explored  # what the facade hands down (analysis never imports the facade)
 
@@ -129,7 +129,7 @@ class BisectResult:
     def diff(self):
         """Final MLIR stage with every pattern vs. with every pattern but the culprits; when the
         culprits are XLA passes only, ``xla:optimized`` with them vs. with them disabled too."""
-        from .diff import diff_texts
+        from ..diff import diff_texts
 
         ex = self._ex
         if not self.patterns and self.xla_passes:
@@ -144,7 +144,7 @@ class BisectResult:
 
 
 def _changes(less: Explored, full: Explored, kind: str) -> str:
-    from .diff import diff_texts
+    from ..diff import diff_texts
 
     try:
         a, b = ((less.default_run_stage(), full.default_run_stage()) if kind == "pattern"
@@ -440,7 +440,7 @@ def miscompiles(device: str | None = None, repeat: int = 1) -> BuiltinPredicate:
     """Holds when the last MLIR stage, run on ``device``, fails ``ex.run``'s numeric check: its error against
     the as-lowered module promoted to float64 (or the function evaluated in float64) is materially larger
     than the as-lowered program's own (where no float64 evaluation exists, its difference from "stablehlo"
-    is materially larger than the program's own noise; ``workbench.analysis.check`` has the rules)."""
+    is materially larger than the program's own noise; ``workbench.analysis.run.check`` has the rules)."""
     return _Miscompiles(device=device, repeat=repeat)
 
 

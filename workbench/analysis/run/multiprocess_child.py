@@ -1,6 +1,6 @@
-"""One process of a multi-process run (``python -m workbench.analysis.multiprocess_child``).
+"""One process of a multi-process run (``python -m workbench.analysis.run.multiprocess_child``).
 
-The parent (``workbench.analysis.multiprocess``) writes a folder with the stage as a serialized
+The parent (``workbench.analysis.run.multiprocess``) writes a folder with the stage as a serialized
 ``jax.export.Exported`` (``exported.bin``), the full input arrays (``inputs.npz``, no pickle) and
 ``meta.json`` (the mesh's axis names, sizes and types, the inputs' dtypes, XLA options, repeats),
 and starts this module once per process with its environment already set (``XLA_FLAGS`` with this
@@ -29,7 +29,7 @@ import time
 
 
 def _parse(argv):
-    p = argparse.ArgumentParser(prog="python -m workbench.analysis.multiprocess_child")
+    p = argparse.ArgumentParser(prog="python -m workbench.analysis.run.multiprocess_child")
     p.add_argument("--dir", required=True, help="the folder the parent wrote")
     p.add_argument("--coordinator", required=True, help="host:port of process 0's coordinator")
     p.add_argument("--num-processes", type=int, required=True)

@@ -59,18 +59,18 @@ import pandas as pd
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from ..ir.hlo import Instruction, attribute_value, read_hlo
-from ..ir.locations import (
+from ...ir.hlo import Instruction, attribute_value, read_hlo
+from ...ir.locations import (
     Origin,
     hlo_instruction_locations,
     mlir_op_locations,
     read_location,
     user_frame,
 )
-from ..ir.text import mask_strings, skip_brackets, split_strings
-from ..pipeline.exported import readable_module
-from ..stages import Stage
-from .cost.tensors import nested_ops, static_tensor
+from ...ir.text import mask_strings, skip_brackets, split_strings
+from ...pipeline.exported import readable_module
+from ...stages import Stage
+from ..cost.tensors import nested_ops, static_tensor
 
 __all__ = ["COLLECTIVE_COLUMNS", "collective_table", "moved_bytes", "stage_collective_bytes", "stage_collectives"]
 

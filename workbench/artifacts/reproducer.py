@@ -2,7 +2,7 @@
 on, the example inputs, ``repro.py`` (it decides a predicate with enzyme-ad and jax alone, never
 importing the workbench) and a README with the command lines and versions.
 
-The predicate must be a built-in one (``analysis.bisect``): each carries a ``recipe`` (kind and
+The predicate must be a built-in one (``analysis.search.bisect``): each carries a ``recipe`` (kind and
 arguments) that ``repro.py`` encodes standalone. A custom function has no such form and is refused
 with ReproducerError, never replaced by something else.
 """
@@ -25,8 +25,8 @@ from ..ir.text import host_callback_count, publish_functions
 from ..pipeline.array_limit import ArrayTooLargeError, Planned, refuse_large, write_npz
 from ..pipeline.exported import exported_for_text, main_signature
 from ..pipeline.trace import resolve_device
-from .check import RTOL
-from .execute import example_args
+from ..analysis.run.check import RTOL
+from ..analysis.run.execute import example_args
 
 __all__ = ["write_reproducer", "KINDS", "TOLERANCES"]
 

@@ -1,0 +1,1 @@
+"""What a sharded program holds: value shardings and the collectives between devices."""
