@@ -31,15 +31,14 @@ import html
 import io
 import json
 import numbers
-import platform
 import re
 import xml.etree.ElementTree as ET
-from importlib import metadata
 from pathlib import Path
 
 from ..analysis.cost import cost_table, plot_cost
 from ..analysis.graph import stage_graph
 from ..analysis.numbers import num
+from .versions import versions_line
 from .report_texts import LIMITS, REFERENCE, ReportLimits, limits_note, pack_texts, pairs_note
 from .saved import json_text, write_replacing
 from ..stages import Stage
@@ -222,16 +221,6 @@ def _folded(text: str, limit: int = 90) -> _Html:
 
 
 # -- the sections --------------------------------------------------------------------------------------
-def _versions() -> str:
-    bits = []
-    for dist in ("jax", "jaxlib", "enzyme-ad", "hlo-workbench"):
-        try:
-            bits.append(f"{dist} {metadata.version(dist)}")
-        except metadata.PackageNotFoundError:
-            bits.append(f"{dist} not installed")
-    return " \u00b7 ".join(bits + [f"Python {platform.python_version()}"])
-
-
 def _header(ex, stages, limits_note: str) -> str:
     spec = ex.spec
     groups = {}
@@ -252,7 +241,7 @@ def _header(ex, stages, limits_note: str) -> str:
         facts.append(("patterns added", ", ".join(sorted(sel.enabled))))
     if spec.xla_options:
         facts.append(("XLA options", "; ".join(f"{k}={v}" for k, v in spec.xla_options)))
-    facts += [("versions", _versions()),
+    facts += [("versions", versions_line()),
               ("written", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")),
               ("limits", _Html(f'<span id="wb-limits">{_esc(limits_note)}</span>'))]
     dl = "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(v)}</dd>" for k, v in facts)

@@ -25,6 +25,7 @@ from ..ir.text import host_callback_count, publish_functions
 from ..pipeline.array_limit import ArrayTooLargeError, Planned, refuse_large, write_npz
 from ..pipeline.exported import exported_for_text, main_signature
 from ..pipeline.trace import resolve_device
+from .versions import versions
 from ..analysis.run.check import RTOL
 from ..analysis.run.execute import example_args
 
@@ -251,11 +252,8 @@ def _described(k: int, shape: tuple, dtype: np.dtype) -> dict:
 
 
 def _versions() -> dict:
-    from importlib import metadata
-
-    found = {(d.metadata["Name"] or "").lower().replace("_", "-"): d.version for d in metadata.distributions()}
-    out = {name: found.get(name, "not installed") for name in ("jax", "jaxlib", "enzyme-ad")}
-    return {**out, "python": sys.version.split()[0], "platform": platform.platform(),
+    found = {k: v or "not installed" for k, v in versions().items()}
+    return {**found, "platform": platform.platform(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 

@@ -45,8 +45,6 @@ import json
 import math
 import numbers
 import os
-import platform
-import sys
 import tempfile
 import time
 import zipfile
@@ -60,6 +58,7 @@ from ..options import PatternOptions, PatternSelection
 from ..stages import Loaded, Spec, Stage
 from .archive import ArchiveError, copy_member, open_zip, read_member, read_npy, size_text, unpack_zstd
 from ..pipeline.build import Built, XlaStages
+from .versions import versions
 from .manifest import ManifestError, check_field, check_manifest, parse_manifest
 from ..pipeline.xla import XlaResult
 
@@ -76,20 +75,6 @@ MANIFEST_LIMIT = 32 * 2**20  # a 200-stage exploration's manifest is ~0.5 MB, mo
 TEXTS_LIMIT = 2**30  # the distinct stage texts, decompressed (a 3-layer block: 8 MB)
 ARRAYS_LIMIT = 2 * 2**30  # the example arguments and run outputs of save(arrays=True), by logical size
 _MEMBERS = ("manifest.json", "texts.zst", "arrays.npz")
-
-
-def versions() -> dict:
-    """The versions a saved file records: workbench, jax, jaxlib, enzyme-ad (None if absent), Python."""
-    from importlib import metadata
-
-    def version(dist: str) -> str | None:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return None
-
-    return {"workbench": version("hlo-workbench"), "jax": version("jax"), "jaxlib": version("jaxlib"),
-            "enzyme-ad": version("enzyme-ad"), "python": platform.python_version(), "platform": sys.platform}
 
 
 # -- JSON ---------------------------------------------------------------------------------------------

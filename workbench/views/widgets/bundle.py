@@ -32,12 +32,12 @@ toggles as options (``--disable``, ``--xla-disable``).
 from __future__ import annotations
 
 from html import escape
-from importlib import metadata
 from typing import Any, Sequence
 
 from ...analysis.cost import cost_table
 from ...exploration import XLA_WAIT, Exploration
 from ...ir.ops import op_counts
+from ...artifacts.versions import versions
 from ...artifacts.saved import json_text, plain_json, table_json
 from ...stages import Stage
 from ..text import short_pass
@@ -54,7 +54,6 @@ COLUMNS = ("stage", "group", "changed", "lines", "ms", "cached", "error", "produ
 PREVIEW_LINES = 80  # lines of diff (or of each text) in text/html
 PREVIEW_LINE_CHARS = 300
 DIFF_LINES = 20_000  # bigger texts: text/html shows their beginnings, not a diff (it would cost seconds)
-_VERSIONS = ("hlo-workbench", "jax", "jaxlib", "enzyme-ad")  # distributions
 
 
 def default_right(stages: Sequence[Stage]) -> Stage:
@@ -78,16 +77,6 @@ def _pair(stages: Sequence[Stage], left: str | None, right: str | None) -> tuple
         parent = next((s.parent for s in stages if s.name == right), None)
         left = parent or names[0]
     return left, right
-
-
-def _versions() -> dict[str, str]:
-    out = {}
-    for dist in _VERSIONS:
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue  # enzyme-ad is optional (and a source tree on sys.path is no installed distribution)
-    return out
 
 
 def cut_text(text: str, limit: int) -> tuple[str, int, int]:
@@ -161,7 +150,7 @@ def exploration_json(ex: Exploration, left: str | None = None, right: str | None
         "device": spec.device,
         "toggles": {"patterns_disabled": sorted(spec.selection.disabled),
                     "patterns_enabled": sorted(spec.selection.enabled), "xla_disabled": list(spec.xla_disabled)},
-        "versions": _versions(),
+        "versions": {k: v for k, v in versions().items() if v},  # installed ones only
         "complete": complete,
         "error": None if error is None else {"stage": error.stage, "message": _cell(str(error))},
         "columns": list(COLUMNS) + ["parent"],
