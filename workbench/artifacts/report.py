@@ -40,7 +40,7 @@ from ..analysis.graph import stage_graph
 from ..analysis.numbers import num
 from .versions import versions_line
 from .report_texts import LIMITS, REFERENCE, ReportLimits, limits_note, pack_texts, pairs_note
-from .saved import json_text, write_replacing
+from .jsonout import json_text, write_replacing
 from ..stages import Stage
 
 __all__ = ["ReportLimits", "render_report", "write_report", "render_diff_page", "write_diff_page"]

@@ -20,7 +20,7 @@ import gzip
 from dataclasses import dataclass, field
 
 from ..analysis.diff import Diff, diff_texts, normalize
-from .saved import json_text
+from .jsonout import json_text
 
 __all__ = ["LIMITS", "REFERENCE", "PackedTexts", "ReportLimits", "TextUsage", "limits_note", "pack_texts", "pairs_note"]
 

@@ -31,10 +31,7 @@ before anything is written, and a value that cannot be is a SavedFileError namin
 counted by their logical size first (refused past ``ARRAYS_LIMIT``) and then streamed into the file
 in numpy's 16 MiB pieces, never assembled in memory.
 
-``plain_json`` is the one conversion to JSON of everything the workbench writes for a reader without
-a kernel -- this manifest, a panel's saved bundle, a report's data: numpy scalars and arrays become
-numbers and lists, tuples lists, dataclasses dicts of their fields, and anything else is refused with
-the path of the field that holds it.
+The manifest's JSON is ``jsonout.plain_json``'s, the one encoder of what the workbench writes.
 """
 from __future__ import annotations
 
@@ -43,14 +40,12 @@ import datetime
 import hashlib
 import json
 import math
-import numbers
-import os
 import tempfile
 import time
 import zipfile
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import BinaryIO
 
 from ..errors import SavedFileError, StageError
 from ..ir.dtypes import with_dtype
@@ -59,11 +54,12 @@ from ..stages import Loaded, Spec, Stage
 from .archive import ArchiveError, copy_member, open_zip, read_member, read_npy, size_text, unpack_zstd
 from ..pipeline.build import Built, XlaStages
 from .versions import versions
+from .jsonout import plain_json, table_json, write_replacing
 from .manifest import ManifestError, check_field, check_manifest, parse_manifest
 from ..pipeline.xla import XlaResult
 
 __all__ = ["FORMAT", "SUFFIX", "MANIFEST_LIMIT", "TEXTS_LIMIT", "ARRAYS_LIMIT", "save_exploration",
-           "load_exploration", "versions", "table_json", "write_replacing", "plain_json", "json_text"]
+           "load_exploration", "versions"]
 
 FORMAT = 1  # the manifest's "format": bump it when a reader of this version could misread a new file
 SUFFIX = ".hlox"
@@ -75,59 +71,6 @@ MANIFEST_LIMIT = 32 * 2**20  # a 200-stage exploration's manifest is ~0.5 MB, mo
 TEXTS_LIMIT = 2**30  # the distinct stage texts, decompressed (a 3-layer block: 8 MB)
 ARRAYS_LIMIT = 2 * 2**30  # the example arguments and run outputs of save(arrays=True), by logical size
 _MEMBERS = ("manifest.json", "texts.zst", "arrays.npz")
-
-
-# -- JSON ---------------------------------------------------------------------------------------------
-def plain_json(value: Any, where: str = "", allow_nan: bool = True) -> Any:
-    """``value`` as the plain data ``json.dumps`` writes: None, bools, ints, floats, strings, lists
-    and dicts with string keys. numpy scalars become Python numbers, numpy arrays (nested) lists,
-    tuples lists, dataclass instances dicts of their fields. NaN and infinities stay floats where
-    ``allow_nan`` (json writes them as ``NaN``/``Infinity``, which Python reads back, a browser's
-    JSON.parse not), else are a ValueError. Anything else is a TypeError; both name the field that
-    holds the value, as a path from ``where`` (``manifest.runs[0].check.leaves[1].tolerance``)."""
-    import numpy as np
-
-    def convert(v: Any, at: str) -> Any:
-        if v is None or type(v) in (bool, str, int):
-            return v
-        if isinstance(v, (bool, np.bool_)):
-            return bool(v)
-        if isinstance(v, str):
-            return str(v)
-        if isinstance(v, numbers.Integral):
-            return int(v)
-        if isinstance(v, numbers.Real):
-            f = float(v)
-            if not allow_nan and not math.isfinite(f):
-                raise ValueError(f"{at or 'the value'} is {f}, which strict JSON has no form for")
-            return f
-        if isinstance(v, np.ndarray):
-            return convert(v.tolist(), at)
-        if isinstance(v, np.generic):
-            return convert(v.item(), at)
-        if isinstance(v, (list, tuple)):
-            return [convert(x, f"{at}[{i}]") for i, x in enumerate(v)]
-        if isinstance(v, dict):
-            out = {}
-            for k, x in v.items():
-                if not isinstance(k, str):
-                    raise TypeError(f"{at or 'the value'} has a key {k!r} of type {type(k).__name__}; "
-                                    "JSON keys are strings")
-                out[str(k)] = convert(x, f"{at}.{k}" if at else k)
-            return out
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return {f.name: convert(getattr(v, f.name), f"{at}.{f.name}" if at else f.name)
-                    for f in dataclasses.fields(v)}
-        raise TypeError(f"{at or 'the value'} holds a {type(v).__module__}.{type(v).__qualname__} ({v!r:.80}), "
-                        "which has no JSON form")
-
-    return convert(value, where)
-
-
-def json_text(value: Any, where: str = "", allow_nan: bool = True, **dumps: Any) -> str:
-    """``json.dumps`` of ``plain_json(value, where, allow_nan)``: the text every manifest, bundle and
-    report writes; ``dumps``: json.dumps's layout options (separators, ensure_ascii, indent)."""
-    return json.dumps(plain_json(value, where, allow_nan), allow_nan=allow_nan, **dumps)
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -234,29 +177,6 @@ def _xla_json(ex) -> dict | None:
             "memory": r.memory, "warnings": list(r.warnings)}
 
 
-def table_json(df, where: str = "table") -> dict | None:
-    """A DataFrame as ``{"columns": [...], "rows": [[...], ...]}``, JSON-safe: NaN and NA are null,
-    other cells as ``plain_json`` makes them (what a viewer without a kernel reads); ``where`` names
-    the table in the error about a cell that has no JSON form."""
-    if df is None:
-        return None
-
-    import pandas as pd
-
-    def cell(v, at: str):
-        try:
-            if v is None or pd.isna(v):
-                return None
-        except (TypeError, ValueError):  # pd.isna of a list-like cell
-            pass
-        v = plain_json(v, at)
-        return None if isinstance(v, float) and not math.isfinite(v) else v
-
-    columns = [str(c) for c in df.columns]
-    return {"columns": columns, "rows": [[cell(v, f"{where}[{r}].{c}") for v, c in zip(row, columns)]
-                                         for r, row in enumerate(df.itertuples(index=False))]}
-
-
 def save_exploration(ex, path, arrays: bool = False, cost=None, arrays_limit: int = ARRAYS_LIMIT) -> Path:
     """Write ``ex`` to ``path`` as a ``.hlox`` file (see the module docstring); returns the path.
     ``cost``: the cost table (a DataFrame) to store for viewers without a kernel. ``arrays_limit``:
@@ -350,36 +270,6 @@ def _encoded(ex, rows: list[dict], input_hash: str | None, index: list[dict], bl
         raise _Unsaveable(f"the manifest is {size_text(len(text.encode()))}, over the {size_text(MANIFEST_LIMIT)} a "
                           ".hlox holds")
     return text, array_data
-
-
-def write_replacing(path: Path, write: Callable[[BinaryIO], None], mode: int | None = None,
-                    cannot_open: Callable[[OSError], BaseException] | None = None) -> Path:
-    """Write ``path``'s new content with ``write(file)`` into a temporary file in the same folder,
-    then rename it over ``path`` (``mode``: its permissions, else mkstemp's 0600); if anything
-    raises, the temporary file goes and ``path`` stays as it was. ``cannot_open(error)`` is raised
-    instead when the temporary file cannot be made. Returns the path."""
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as e:
-        if cannot_open is None:
-            raise
-        raise cannot_open(e) from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
 
 
 def _write_atomically(path: Path, manifest: str, arrays: dict | None, packed: bytes) -> Path:

@@ -250,11 +250,28 @@ def level(s: Scoped, group: str | None = None, changed: dict[int, int] | None = 
     """The boxes and links of one level of ``s``: the top level, or the group at path ``group``
     (``"block_0/attn"``; folds and runs by their bracketed parts). ``changed`` maps unit indices to
     how many of their ops are new or changed. UnknownNameError for a path that is no group."""
-    changed = changed or {}
-    view = _resolve(s, group or "")
-    # open single groups in place while the ops beside them stay few
+    view, opened, beside = _open_in_place(_resolve(s, group or ""), s)
+    inner = opened[-1][1] if opened else ""  # the cluster the level's entries are drawn in
+    placed = beside + [(e, inner) for e in _cut(_view_entries(view, s))]
+    drawn = _draw(placed, s, changed or {}, view.path)
+    pairs, ports = _gather_flows(s, drawn.key_of, view.base.path)
+    boxes = list(drawn.boxes)
+    links = [Link(t, h, len(v), call) for (t, h, call), v in pairs.items()]
+    for direction in ("in", "out"):
+        port_boxes, port_links = _ports(ports, direction)
+        boxes += port_boxes
+        links += port_links
+    work = LevelWork(drawn.units, len(s.flows), len(boxes))
+    return Level(group or "", s.by, tuple(p for _, p in opened), tuple(boxes), tuple(links),
+                 sum(b.ops for b in boxes), s.ops, drawn.folded, drawn.runs, s.adopted, work)
+
+
+def _open_in_place(view: _View, s: Scoped) -> tuple[_View, list[tuple[Group, str]], list[tuple[_Entry, str]]]:
+    """Open groups that hold a single group in place while the ops beside them stay few
+    (``OPEN_LIMIT``): the view then drawn, the groups opened (with their paths, outermost first), and
+    what is drawn beside them with the cluster each sits in."""
     opened: list[tuple[Group, str]] = []
-    beside: list[tuple[_Entry, str]] = []  # what is drawn beside an opened group, and in which cluster
+    beside: list[tuple[_Entry, str]] = []
     while view.entries is None:
         g = view.base
         folds, units = _own(g, s)
@@ -267,43 +284,57 @@ def level(s: Scoped, group: str | None = None, changed: dict[int, int] | None = 
         path = "/".join(child.path)
         opened.append((child, path))
         view = _View(child, path)
-    entries = _cut(_view_entries(view, s))
-    inner = opened[-1][1] if opened else ""  # the cluster the level's entries are drawn in
-    placed: list[tuple[_Entry, str]] = beside + [(e, inner) for e in entries]
+    return view, opened, beside
 
-    key_of: dict[int, str] = {}  # unit -> the box it is drawn in
-    boxes: list[Box] = []
-    units_seen = 0
-    folded = runs = False
+
+@dataclass
+class _Drawn:
+    """The boxes of a level's entries as they are made: which box each unit is drawn in, the units
+    placed, and whether any fold of ops or any run was drawn."""
+
+    boxes: list[Box]
+    key_of: dict[int, str]  # unit -> the box it is drawn in
+    units: int = 0
+    folded: bool = False
+    runs: bool = False
+
+
+def _draw(placed: list[tuple[_Entry, str]], s: Scoped, changed: dict[int, int], view_path: str) -> _Drawn:
+    """One box per placed entry: an op box for a unit, a group, fold or run box holding its members."""
+    drawn = _Drawn([], {})
     for n, (entry, cluster) in enumerate(placed):
         if isinstance(entry, int):
             u = s.units[entry]
-            key = u.item.id
-            key_of[entry] = key
-            units_seen += 1
-            boxes.append(Box(key, "op", u.name, "", u.weight, changed.get(entry, 0), cluster, u.item))
+            drawn.key_of[entry] = u.item.id
+            drawn.units += 1
+            drawn.boxes.append(Box(u.item.id, "op", u.name, "", u.weight, changed.get(entry, 0), cluster, u.item))
             continue
         members = _members(entry)
         if isinstance(entry, Group):
             kind, label, path = "group", entry.name, "/".join(entry.path)
         elif isinstance(entry, _Fold):
-            folded = folded or entry.name != ARGUMENT
+            drawn.folded = drawn.folded or entry.name != ARGUMENT
             kind, label, path = "fold", entry.part, _join("/".join(entry.base.path), entry.part)
         else:
-            runs = True
-            kind, label, path = "run", _run_label(entry, s), _join(view.path, entry.part)
+            drawn.runs = True
+            kind, label, path = "run", _run_label(entry, s), _join(view_path, entry.part)
         key = f"g{n}"
         for k in members:
-            key_of[k] = key
-        units_seen += len(members)
-        boxes.append(Box(key, kind, label, path, sum(s.units[k].weight for k in members),
-                         sum(changed.get(k, 0) for k in members), cluster, kinds=_tally(members, s),
-                         members=len(members)))
+            drawn.key_of[k] = key
+        drawn.units += len(members)
+        drawn.boxes.append(Box(key, kind, label, path, sum(s.units[k].weight for k in members),
+                               sum(changed.get(k, 0) for k in members), cluster, kinds=_tally(members, s),
+                               members=len(members)))
+    return drawn
 
-    # values between boxes, and to and from the outside (ports) when the level is not the whole module
-    base = view.base.path
+
+def _gather_flows(s: Scoped, key_of: dict[int, str], base: tuple[str, ...]
+                  ) -> tuple[dict[tuple[str, str, bool], set], dict[tuple[str, str], set]]:
+    """One pass over the flows: the values between two boxes (by tail, head and whether a call), and
+    those to and from the outside of group ``base`` (by direction and outside label, with the box
+    inside each comes from or goes to)."""
     pairs: dict[tuple[str, str, bool], set] = defaultdict(set)
-    ports: dict[tuple[str, str], set] = defaultdict(set)  # (direction, outside label) -> values
+    ports: dict[tuple[str, str], set] = defaultdict(set)
     for f in s.flows:
         tail, head = key_of.get(f.tail), key_of.get(f.head)
         if tail is not None and head is not None:
@@ -313,26 +344,28 @@ def level(s: Scoped, group: str | None = None, changed: dict[int, int] | None = 
             ports[("out", _outside(s, f.head, base))].add((tail, f.value))
         elif head is not None:
             ports[("in", _outside(s, f.tail, base))].add((head, f.value))
-    links = [Link(t, h, len(v), call) for (t, h, call), v in pairs.items()]
-    for direction in ("in", "out"):
-        found = sorted(((label, v) for (d, label), v in ports.items() if d == direction),
-                       key=lambda p: (-len({x[1] for x in p[1]}), p[0]))
-        shown, rest = found[:PORT_LIMIT], found[PORT_LIMIT:]
-        if rest:
-            merged = set().union(*(v for _, v in rest))
-            shown.append((f"{len(rest)} more", merged))
-        for i, (label, values) in enumerate(shown):
-            key = f"{direction}{i}"
-            boxes.append(Box(key, "port", label, direction=direction))
-            per_box: dict[str, set] = defaultdict(set)
-            for inside, value in values:
-                per_box[inside].add(value)
-            for inside, vs in per_box.items():
-                links.append(Link(key, inside, len(vs)) if direction == "in" else Link(inside, key, len(vs)))
-    ops = sum(b.ops for b in boxes)
-    work = LevelWork(units_seen, len(s.flows), len(boxes))
-    return Level(group or "", s.by, tuple(p for _, p in opened), tuple(boxes), tuple(links), ops, s.ops,
-                 folded, runs, s.adopted, work)
+    return pairs, ports
+
+
+def _ports(ports: dict[tuple[str, str], set], direction: str) -> tuple[list[Box], list[Link]]:
+    """The port boxes one way and their links: the ``PORT_LIMIT`` outside neighbours with the most
+    values, the rest summed up in one port."""
+    found = sorted(((label, v) for (d, label), v in ports.items() if d == direction),
+                   key=lambda p: (-len({x[1] for x in p[1]}), p[0]))
+    shown, rest = found[:PORT_LIMIT], found[PORT_LIMIT:]
+    if rest:
+        shown.append((f"{len(rest)} more", set().union(*(v for _, v in rest))))
+    boxes: list[Box] = []
+    links: list[Link] = []
+    for i, (label, values) in enumerate(shown):
+        key = f"{direction}{i}"
+        boxes.append(Box(key, "port", label, direction=direction))
+        per_box: dict[str, set] = defaultdict(set)
+        for inside, value in values:
+            per_box[inside].add(value)
+        for inside, vs in per_box.items():
+            links.append(Link(key, inside, len(vs)) if direction == "in" else Link(inside, key, len(vs)))
+    return boxes, links
 
 
 def _members(entry) -> list[int]:

@@ -38,7 +38,7 @@ from ...analysis.cost import cost_table
 from ...exploration import XLA_WAIT, Exploration
 from ...ir.ops import op_counts
 from ...artifacts.versions import versions
-from ...artifacts.saved import json_text, plain_json, table_json
+from ...artifacts.jsonout import json_text, plain_json, table_json
 from ...stages import Stage
 from ..text import short_pass
 
