@@ -281,83 +281,143 @@ def _size(s: _Survey) -> tuple[int, ...]:
     return (len(ops) - zeros, zeros) + main + (len(s.funcs),)
 
 
-def _apply(module, chosen: list[Move]) -> None:
-    from jaxlib.mlir import ir
+class _Edit:
+    """The state of one candidate's moves on a module: its survey as parsed, the op indices already
+    gone with an op erased or inlined (a move on one of them is skipped), and @main's argument and
+    result attributes, which ``finish`` writes back with its new signature."""
 
-    s = _Survey(module)
-    gone: set[int] = set()
-    main = s.main
-    if main is None and any(m.kind in ("output", "root", "argument", "to_arg") for m in chosen):
-        raise _CannotApply("the module has no @main")
-    attrs = main.op.attributes if main else {}
-    n_args = len(s.main_block.arguments) if main else 0
-    arg_attrs = list(ir.ArrayAttr(attrs["arg_attrs"])) if main and "arg_attrs" in attrs else \
-        [ir.DictAttr.get({})] * n_args
-    res_attrs = list(ir.ArrayAttr(attrs["res_attrs"])) if main and "res_attrs" in attrs else None
+    def __init__(self, module, chosen: list[Move]):
+        from jaxlib.mlir import ir
 
-    def kill(rec):
-        gone.update(range(rec.index, rec.end + 1))
+        self.s = s = _Survey(module)
+        self.gone: set[int] = set()
+        main = s.main
+        if main is None and any(m.kind in ("output", "root", "argument", "to_arg") for m in chosen):
+            raise _CannotApply("the module has no @main")
+        attrs = main.op.attributes if main else {}
+        n_args = len(s.main_block.arguments) if main else 0
+        self.arg_attrs = list(ir.ArrayAttr(attrs["arg_attrs"])) if main and "arg_attrs" in attrs else \
+            [ir.DictAttr.get({})] * n_args
+        self.res_attrs = list(ir.ArrayAttr(attrs["res_attrs"])) if main and "res_attrs" in attrs else None
 
-    drop_outputs = {m.index for m in chosen if m.kind == "output"}
-    roots = [s.ops[m.index].op for m in chosen if m.kind == "root"]
-    if drop_outputs or roots:
-        ret = s.main_return()
-        kept = [k for k in range(len(ret.operands)) if k not in drop_outputs]
+    def kill(self, rec: _Op) -> None:
+        """Mark ``rec`` and every op nested in it as gone."""
+        self.gone.update(range(rec.index, rec.end + 1))
+
+    def new_outputs(self, drop: set[int], roots: list) -> None:
+        """``output`` and ``root`` moves: @main returns its outputs but those in ``drop``, or the results
+        of the ``roots`` ops in order (its result attributes no longer fit those)."""
+        from jaxlib.mlir import ir
+
+        if not (drop or roots):
+            return
+        ret = self.s.main_return()
+        kept = [k for k in range(len(ret.operands)) if k not in drop]
         values = [r for op in roots for r in op.results] if roots else [ret.operands[k] for k in kept]
         with ir.InsertionPoint(ret), ret.location:
             ir.Operation.create("func.return", operands=values)
         ret.erase()
-        res_attrs = None if roots else [res_attrs[k] for k in kept] if res_attrs is not None else None
-    drop_args = []
-    for m in chosen:
-        if m.kind in ("output", "root"):
-            continue
-        if m.kind == "argument":
-            drop_args.append(m.index)
-            continue
-        if m.kind not in KINDS or not 0 <= m.index < len(s.ops):
+        res_attrs = self.res_attrs
+        self.res_attrs = None if roots else [res_attrs[k] for k in kept] if res_attrs is not None else None
+
+    def target(self, m: Move) -> _Op | None:
+        """The op a move on an op rewrites; None when it is gone already. _CannotApply for a move that
+        names no op of the module, or an op of another kind than the move needs."""
+        if m.kind not in _OP_MOVES or not 0 <= m.index < len(self.s.ops):
             raise _CannotApply(f"no such move here: {m}")
-        rec = s.ops[m.index]
-        if m.index in gone:
-            continue
-        op = rec.op
+        if m.index in self.gone:
+            return None
+        op = self.s.ops[m.index].op
         if (m.kind == "func") != (op.name == "func.func") or (m.kind == "inline" and op.name != "func.call"):
             raise _CannotApply(f"no such move here: {m} is a {op.name}")
-        if m.kind == "erase":
-            if _used(op):
-                continue
-            kill(rec)
-            op.erase()
-        elif m.kind == "func":
-            kill(rec)
-            op.erase()
-        elif m.kind in ("to_arg", "to_zero"):
-            if m.kind == "to_arg":
-                new = [s.main_block.add_argument(r.type, op.location) for r in op.results]
-                arg_attrs += [ir.DictAttr.get({})] * len(new)
-            else:
-                with ir.InsertionPoint(op), op.location:
-                    new = [ir.Operation.create("stablehlo.constant", results=[r.type],
-                                               attributes={"value": _zero(r.type)}).result for r in op.results]
-            for r, v in zip(op.results, new):
-                r.replace_all_uses_with(v)
-            kill(rec)
-            op.erase()
-        elif m.kind == "inline":
-            callee = s.funcs[_callee(op)]
-            if callee.index in gone:
-                continue
-            _inline(op, callee.op)
-            kill(rec)
-            kill(callee)
-    if main is not None:
-        block = s.main_block
+        return self.s.ops[m.index]
+
+    def finish(self, drop_args: list[int]) -> None:
+        """``argument`` moves (after the others, which may leave an argument unused), then @main's
+        signature set from its block and return. _CannotApply for an argument still used."""
+        main = self.s.main
+        if main is None:
+            return
+        block = self.s.main_block
         for k in sorted(set(drop_args), reverse=True):
             if any(True for _ in block.arguments[k].uses):
                 raise _CannotApply(f"argument {k} is used")
             block.erase_argument(k)
-            del arg_attrs[k]
-        _set_signature(main.op, block, s.main_return(), arg_attrs, res_attrs)
+            del self.arg_attrs[k]
+        _set_signature(main.op, block, self.s.main_return(), self.arg_attrs, self.res_attrs)
+
+
+def _erase(edit: _Edit, rec: _Op) -> None:
+    """``erase``: the op goes when its results are (still) unused."""
+    if not _used(rec.op):
+        edit.kill(rec)
+        rec.op.erase()
+
+
+def _erase_func(edit: _Edit, rec: _Op) -> None:
+    """``func``: the private function goes."""
+    edit.kill(rec)
+    rec.op.erase()
+
+
+def _replace(edit: _Edit, rec: _Op, new: list) -> None:
+    """The op's results replaced by the values ``new``, and the op gone."""
+    for r, v in zip(rec.op.results, new):
+        r.replace_all_uses_with(v)
+    edit.kill(rec)
+    rec.op.erase()
+
+
+def _to_arg(edit: _Edit, rec: _Op) -> None:
+    """``to_arg``: the op's results become new arguments of @main (with empty attributes)."""
+    from jaxlib.mlir import ir
+
+    op = rec.op
+    new = [edit.s.main_block.add_argument(r.type, op.location) for r in op.results]
+    edit.arg_attrs += [ir.DictAttr.get({})] * len(new)
+    _replace(edit, rec, new)
+
+
+def _to_zero(edit: _Edit, rec: _Op) -> None:
+    """``to_zero``: the op's results become zero constants made just before it."""
+    from jaxlib.mlir import ir
+
+    op = rec.op
+    with ir.InsertionPoint(op), op.location:
+        new = [ir.Operation.create("stablehlo.constant", results=[r.type],
+                                   attributes={"value": _zero(r.type)}).result for r in op.results]
+    _replace(edit, rec, new)
+
+
+def _inline_call(edit: _Edit, rec: _Op) -> None:
+    """``inline``: the call is replaced by its callee's body, unless the callee is gone already."""
+    callee = edit.s.funcs[_callee(rec.op)]
+    if callee.index in edit.gone:
+        return
+    _inline(rec.op, callee.op)
+    edit.kill(rec)
+    edit.kill(callee)
+
+
+# The moves on one op, by kind; "output", "root" and "argument" change @main's signature (``_Edit``).
+_OP_MOVES: dict[MoveKind, Callable[[_Edit, _Op], None]] = {
+    "erase": _erase, "func": _erase_func, "to_arg": _to_arg, "to_zero": _to_zero, "inline": _inline_call}
+
+
+def _apply(module, chosen: list[Move]) -> None:
+    """Apply the moves ``chosen`` to ``module`` in place: @main's new outputs first, then the moves
+    on ops in order (one on an op already gone is skipped), then the arguments dropped and @main's
+    signature set. _CannotApply when a move does not fit the module."""
+    edit = _Edit(module, chosen)
+    edit.new_outputs({m.index for m in chosen if m.kind == "output"},
+                     [edit.s.ops[m.index].op for m in chosen if m.kind == "root"])
+    for m in chosen:
+        if m.kind in ("output", "root", "argument"):
+            continue
+        rec = edit.target(m)
+        if rec is not None:
+            _OP_MOVES[m.kind](edit, rec)
+    edit.finish([m.index for m in chosen if m.kind == "argument"])
 
 
 def _inline(call, callee) -> None:
