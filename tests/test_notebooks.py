@@ -70,37 +70,36 @@ def test_the_index_lists_every_lesson_and_the_tour_links_to_it():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_executes(run_notebook, path, capsys):
-    nb = nbformat.read(path, as_version=4)
-    seconds = execute(run_notebook, nb, path)
-    with capsys.disabled():
-        print(f"\n  {path.name} executed in {seconds:.1f} s", flush=True)
-    for c in nb.cells:
-        if c.cell_type == "code" and CHECK.search(c.source):
-            assert "not answered yet" in shown(c), (c.source, shown(c))
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
-    if path.name == "00_tour.ipynb":
-        assert "transposes without the pattern" in text and "one-shot-bufferize#1" in text
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_a_student_who_writes_the_right_answers_in_the_notebook_is_told_right(run_notebook, path, capsys):
-    """The student's road: the right answer typed into each exercise cell (``answer = ...``) of the notebook
-    run top to bottom, so each checker runs in the lesson's own kernel (lesson 9's on its 8 devices)."""
+def test_the_notebook_runs_as_shipped_and_a_student_who_writes_the_right_answers_is_told_right(
+        run_notebook, path, capsys):
+    """Two roads in one kernel (one run per notebook, the suite's slowest part before): the notebook as shipped,
+    every cell in order, each exercise blank and saying "not answered yet"; and the student's road, where
+    after each blank exercise cell the same cell follows with the right answer typed in (``answer = ...``),
+    so each checker runs in the lesson's own kernel (lesson 9's on its 8 devices) and says right."""
     answers = course_answers.lessons()
     nb = nbformat.read(path, as_version=4)
-    asked = []
+    blank, answered, cells_in_order = [], [], []
     for c in nb.cells:
+        cells_in_order.append(c)
         m = CHECK.search(c.source) if c.cell_type == "code" else None
         if m:
             qid = m.group(1)
             code = course_answers.notebook_answer(answers[int(qid[1:].split(".")[0])], qid)
-            c.source, n = re.subn(r"^answer = None\b", lambda _: f"answer = {code}", c.source, flags=re.M)
+            typed = nbformat.v4.new_code_cell(c.source)
+            typed.source, n = re.subn(r"^answer = None\b", lambda _: f"answer = {code}", c.source, flags=re.M)
             assert n == 1, c.source
-            asked.append((qid, c))
+            blank.append(c)
+            answered.append((qid, typed))
+            cells_in_order.append(typed)
+    nb.cells = cells_in_order
     seconds = execute(run_notebook, nb, path)
     with capsys.disabled():
-        print(f"\n  {path.name} with its {len(asked)} answers executed in {seconds:.1f} s", flush=True)
-    for qid, c in asked:
+        print(f"\n  {path.name} with its {len(answered)} exercises blank, then answered, executed in {seconds:.1f} s",
+              flush=True)
+    for c in blank:
+        assert "not answered yet" in shown(c), (c.source, shown(c))
+    for qid, c in answered:
         assert f"{qid}: right" in shown(c), (qid, c.source, shown(c))
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    if path.name == "00_tour.ipynb":
+        assert "transposes without the pattern" in text and "one-shot-bufferize#1" in text
