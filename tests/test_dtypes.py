@@ -17,6 +17,7 @@ from workbench.errors import WorkbenchError
 from workbench.ir.dtypes import (_NUMPY_NAMES, element_bits, element_bytes, element_dtype, element_type_named,
                                  float_with_mantissa, machine_eps, mantissa_bits, mlir_spelling)
 from workbench.ir.mlir import parse_module
+from workbench.ir.promote import computed_in
 from workbench.pipeline.exported import main_signature
 from workbench.views.cli import parse_args_spec
 
@@ -73,6 +74,14 @@ def test_promotes_tables_epsilon_numpy_name_and_mantissa_are_unchanged():
     for bits, name in PROMOTE_BY_MANTISSA.items():
         assert float_with_mantissa(bits) == name
     assert float_with_mantissa(9) is None
+
+
+def test_computed_in_names_every_float8_type_as_numpy_does():
+    text = ("func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+            "  %0 = stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xf8E4M3FNUZ>\n"
+            "  %1 = stablehlo.convert %0 : (tensor<4xf8E4M3FNUZ>) -> tensor<4xf32>\n"
+            "  return %1 : tensor<4xf32>\n}\n")
+    assert computed_in(text) == ("float8_e4m3fnuz",)  # its MLIR spelling before: not a name numpy knows
 
 
 def test_lesson_one_reads_answers_as_before():

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ModuleParseError
+from .dtypes import element_type_named, float_with_mantissa, machine_eps
 
 __all__ = ["Promotion", "promote_to_f64", "computed_in", "HOST_CALLBACK_TARGETS"]
 
@@ -236,13 +237,6 @@ def promote_to_f64(text: str) -> Promotion:
 
 # ---- the narrowest floating type each result was computed through ---------------------------------
 
-# Machine epsilon by MLIR element type; a type not listed falls back on its width.
-_EPS = {"f64": 2.0 ** -52, "f32": 2.0 ** -23, "tf32": 2.0 ** -10, "f16": 2.0 ** -10, "bf16": 2.0 ** -7,
-        "f8E4M3FN": 2.0 ** -3, "f8E4M3": 2.0 ** -3, "f8E4M3FNUZ": 2.0 ** -3, "f8E4M3B11FNUZ": 2.0 ** -3,
-        "f8E5M2": 2.0 ** -2, "f8E5M2FNUZ": 2.0 ** -2, "f8E3M4": 2.0 ** -4}
-_NUMPY = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn",
-          "f8E5M2": "float8_e5m2"}
-_BY_MANTISSA = {52: "float64", 23: "float32", 10: "float16", 7: "bfloat16", 3: "float8_e4m3fn", 2: "float8_e5m2"}
 # Ops whose floating results are exactly values of their operands (or constants, exact in their own
 # type): they round nothing, so they pass their operands' precision on and add none.
 _EXACT = {"stablehlo.constant", "stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim",
@@ -271,7 +265,11 @@ def _precision_of(t, ir) -> _Precision:
     if not isinstance(e, ir.FloatType):
         return _EXACTLY
     key = str(e)
-    return _Precision(_EPS.get(key, 2.0 ** -(e.width // 2)), _NUMPY.get(key, key))
+    try:
+        known = element_type_named(key)
+    except TypeError:  # a floating type the table does not have: a guess from its width
+        return _Precision(2.0 ** -(e.width // 2), key)
+    return _Precision(machine_eps(key), known.numpy or key)
 
 
 class _Reader:
@@ -302,7 +300,7 @@ class _Reader:
         elif name == "stablehlo.reduce_precision":  # rounds to a narrower format inside its own type
             mantissa = ir.IntegerAttr(op.attributes["mantissa_bits"]).value
             p = max(p, _precision_of(op.results[0].type, ir),
-                    _Precision(2.0 ** -mantissa, _BY_MANTISSA.get(mantissa, f"{mantissa}-bit mantissa")))
+                    _Precision(2.0 ** -mantissa, float_with_mantissa(mantissa) or f"{mantissa}-bit mantissa"))
         elif name == "stablehlo.convert":
             own = _precision_of(op.results[0].type, ir)
             source = _precision_of(op.operands[0].type, ir)
