@@ -10,9 +10,9 @@ import dataclasses
 import re
 
 import jax
-import numpy as np
 
 from ..errors import ModuleParseError, WorkbenchError
+from ..ir.dtypes import element_dtype
 from ..ir.mlir import parse_module, strip_enzymexla_attributes
 from ..ir.text import host_callback_count, publish_functions
 from .shardy import is_sharded
@@ -59,23 +59,11 @@ def module_bytecode(text: str) -> bytes:
     return jmlir.module_to_bytecode(_parse(prepare_for_jax(text)))
 
 
-_ELEMENT = {
-    "f64": np.float64, "f32": np.float32, "f16": np.float16, "i1": np.bool_,
-    "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-    "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
-    "complex<f32>": np.complex64, "complex<f64>": np.complex128,
-}
-
-
 def _dtype(element: str):
-    import ml_dtypes
-
-    if element in _ELEMENT:
-        return np.dtype(_ELEMENT[element])
-    names = {"bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2"}
-    if element in names:
-        return np.dtype(getattr(ml_dtypes, names[element]))
-    raise WorkbenchError(f"element type {element} of @main has no JAX dtype here")
+    try:
+        return element_dtype(element)
+    except TypeError:
+        raise WorkbenchError(f"element type {element} of @main has no JAX dtype here") from None
 
 
 def _aval(t) -> jax.ShapeDtypeStruct:
