@@ -20,12 +20,13 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from ..ir.dtypes import element_dtype
 from .cli_files import FILE_COMMANDS, add_file_commands
 from .text import stage_table
 
 EXAMPLES = "workbench.examples"  # the built-in programs live inside the package, so a wheel has them
-_DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16", "i64": "int64", "i32": "int32",
-           "i16": "int16", "i8": "int8", "u8": "uint8", "u32": "uint32", "pred": "bool", "bool": "bool"}
+# the --args spellings offered (the jaxpr's, and HLO's pred); ir/dtypes.py says which type each one is
+_DTYPES = ("f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u8", "u32", "pred", "bool")
 
 
 def parse_args_spec(spec: str) -> tuple:
@@ -45,7 +46,7 @@ def parse_args_spec(spec: str) -> tuple:
             raise SystemExit(f"--args: unknown dtype {dtype!r}; use one of {', '.join(_DTYPES)}")
     shapes = [tuple(int(d) for d in dims.split(",") if d.strip()) for _, dims in items]
     try:  # sized before any is made: a typo'd extra zero must not take the machine's memory
-        refuse_large([Planned(f"array {k}", shape, _DTYPES[d]) for k, ((d, _), shape)
+        refuse_large([Planned(f"array {k}", shape, element_dtype(d).name) for k, ((d, _), shape)
                       in enumerate(zip(items, shapes))], "--args asks for random arrays")
     except ArrayTooLargeError as e:
         raise SystemExit(str(e)) from None
@@ -53,7 +54,7 @@ def parse_args_spec(spec: str) -> tuple:
     out = []
     for (dtype, _), shape in zip(items, shapes):
         key, sub = jax.random.split(key)
-        dt = jnp.dtype(_DTYPES[dtype])
+        dt = jnp.dtype(element_dtype(dtype))
         if jnp.issubdtype(dt, jnp.floating):
             out.append(jax.random.normal(sub, shape, dt))
         elif dt == jnp.bool_:
