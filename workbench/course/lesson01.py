@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import workbench as wb
+from workbench.ir.dtypes import mlir_spelling
 from workbench.ir.mlir import parse_module
 
 from .common import stage_cost
@@ -127,12 +128,12 @@ def q2(answer):
                  "find the argument whose type is w's shape and dtype (8x8, bf16)")
 
 
-_DTYPE_NAMES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int32": "i32",
-                "int64": "i64", "int8": "i8", "bool": "i1", "uint8": "ui8", "uint32": "ui32"}
-
-
 def _mlir_dtype(dtype) -> str:
-    return _DTYPE_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)
+    name = np.dtype(dtype).name
+    try:
+        return mlir_spelling(name)
+    except TypeError:  # a type MLIR has no spelling for here: numpy's name says what it is
+        return name
 
 
 def _element_type_of(answer) -> str | None:
@@ -142,9 +143,10 @@ def _element_type_of(answer) -> str | None:
         if text.startswith("tensor<"):
             return element_type(text)
         text = text.split("[", 1)[0]  # the jaxpr's spelling: f32[4,8]
-        if text in _DTYPE_NAMES.values():
-            return text
-        return _DTYPE_NAMES.get(text)
+        try:
+            return mlir_spelling(text)
+        except TypeError:
+            return None
     if not isinstance(answer, (type, np.dtype)):
         return None
     try:
