@@ -29,69 +29,25 @@ def _split_hlo(line: str) -> list[str]:
 
 
 def read_hlo(text: str) -> Module:
-    text = strip_debug_info(text)
-    lines = [s for s in (raw.rstrip() for raw in text.splitlines()) if s and not s.isspace()]
+    """HLO text as a ``Module``: each line a format with its references to values (computations and
+    instructions) taken out, and the keys that ``align`` matches lines by."""
+    lines = [s for s in (raw.rstrip() for raw in strip_debug_info(text).splitlines()) if s and not s.isspace()]
+    headers, computations, values = _computations(lines)
+    vkey = [0] * len(values)
     fmts: list[str] = []
     all_refs: list[tuple[int, ...]] = []
     scopes: list[int] = []
     keys: list[int] = []
-    values: list[Value] = []
-    computations: dict[str, int] = {}
-    headers: dict[int, str] = {}  # line -> computation name as printed
-    per_base: Counter[str] = Counter()
-    for lineno, line in enumerate(lines):
-        header = read_header(line)
-        if header is not None:
-            # The signature repeats the parameter instructions and the ROOT type, and one of
-            # XLA's printers leaves it out, so a header is normalized to its name.
-            name, entry = header
-            lines[lineno] = f"{'ENTRY ' if entry else ''}%{name} {{"
-            headers[lineno] = name
-            base = _NUMERIC_SUFFIX.sub("", name)
-            number = per_base[base]
-            per_base[base] += 1
-            computations[name] = len(values)
-            values.append((f"{base}.{number}", 0, lineno, f"{base}.", f"c:{base}", number))
-    vkey = [0] * len(values)
-
-    split = _split_hlo
     scope = 0
     local: dict[str, int] = {}
     defined_on: dict[int, int] = {}  # line -> value defined there
     block_start = 0
     for lineno, line in enumerate(lines):
         if lineno in headers:
-            # Name the computation's instructions up front: a definition is easy to recognize
-            # and carries the opcode the canonical name is made of.
             scope += 1
-            local, defined_on = {}, {}
             block_start = lineno
-            n = 0
-            for inner in range(lineno + 1, len(lines)):
-                if lines[inner] == "}":
-                    break
-                if ins := read_instruction(lines[inner]):
-                    opcode = ins.opcode
-                    local[ins.name] = defined_on[inner] = len(values)
-                    values.append((f"{opcode}.{n}", scope, inner, f"{opcode}.", "i", n))
-                    vkey.append(0)
-                    n += 1
-        parts = split(line)
-        out = [parts[0]]
-        refs: list[int] = []
-        for k in range(1, len(parts), 2):
-            tok, follow = parts[k], parts[k + 1]
-            name = tok[1:] if tok[0] == "%" else tok
-            v = -1 if tok[0] == '"' else local.get(name, computations.get(name, -1))
-            if v < 0:
-                out[-1] += tok + follow
-                continue
-            # One printer writes names with "%", the other without: settle on "%".
-            out[-1] += "%"
-            refs.append(v)
-            out.append(follow)
-        fmt = "%s".join([piece.replace("%", "%%") for piece in out])
-        ref_tuple = tuple(refs)
+            local, defined_on = _name_instructions(lines, lineno, scope, values, vkey)
+        fmt, ref_tuple = _template(line, local, computations)
         key = hash((fmt, tuple(map(vkey.__getitem__, ref_tuple))))
         own = defined_on.get(lineno)
         if own is not None and own in ref_tuple:
@@ -104,3 +60,67 @@ def read_hlo(text: str) -> Module:
             # A computation is identified by its body, so callers' keys follow callee changes.
             vkey[computations[headers[block_start]]] = hash(tuple(keys[block_start : lineno + 1]))
     return Module.build(fmts, all_refs, scopes, keys, values, vkey, hlo=True)
+
+
+def _computations(lines: list[str]) -> tuple[dict[int, str], dict[str, int], list[Value]]:
+    """The computations' headers, each rewritten in ``lines`` to its name alone (the signature repeats
+    the parameter instructions and the ROOT type, and one of XLA's printers leaves it out): the
+    header lines with the names as printed, each name's value, and the values, one a computation
+    named by its base and how many of that base came before it."""
+    headers: dict[int, str] = {}
+    computations: dict[str, int] = {}
+    values: list[Value] = []
+    per_base: Counter[str] = Counter()
+    for lineno, line in enumerate(lines):
+        header = read_header(line)
+        if header is None:
+            continue
+        name, entry = header
+        lines[lineno] = f"{'ENTRY ' if entry else ''}%{name} {{"
+        headers[lineno] = name
+        base = _NUMERIC_SUFFIX.sub("", name)
+        number = per_base[base]
+        per_base[base] += 1
+        computations[name] = len(values)
+        values.append((f"{base}.{number}", 0, lineno, f"{base}.", f"c:{base}", number))
+    return headers, computations, values
+
+
+def _name_instructions(lines: list[str], header: int, scope: int, values: list[Value], vkey: list[int]
+                       ) -> tuple[dict[str, int], dict[int, int]]:
+    """Name the instructions of the computation whose header is line ``header`` up front (a definition
+    is easy to recognize and carries the opcode the canonical name is made of), appending them to
+    ``values`` and ``vkey``: each name's value, and the line each is defined on."""
+    local: dict[str, int] = {}
+    defined_on: dict[int, int] = {}
+    n = 0
+    for inner in range(header + 1, len(lines)):
+        if lines[inner] == "}":
+            break
+        if ins := read_instruction(lines[inner]):
+            opcode = ins.opcode
+            local[ins.name] = defined_on[inner] = len(values)
+            values.append((f"{opcode}.{n}", scope, inner, f"{opcode}.", "i", n))
+            vkey.append(0)
+            n += 1
+    return local, defined_on
+
+
+def _template(line: str, local: dict[str, int], computations: dict[str, int]) -> tuple[str, tuple[int, ...]]:
+    """The line as a format with ``%s`` for each name of a known value (an instruction of its
+    computation, or a computation), and those values in order."""
+    parts = _split_hlo(line)
+    out = [parts[0]]
+    refs: list[int] = []
+    for k in range(1, len(parts), 2):
+        tok, follow = parts[k], parts[k + 1]
+        name = tok[1:] if tok[0] == "%" else tok
+        v = -1 if tok[0] == '"' else local.get(name, computations.get(name, -1))
+        if v < 0:
+            out[-1] += tok + follow
+            continue
+        # One printer writes names with "%", the other without: settle on "%".
+        out[-1] += "%"
+        refs.append(v)
+        out.append(follow)
+    return "%s".join([piece.replace("%", "%%") for piece in out]), tuple(refs)
