@@ -228,6 +228,19 @@ class _Out:
     ) -> bool:
         """Read lines ``l0:l1`` (names ``t0:t1``), one scope; False, having read nothing, if a name
         in it is used before any value is defined under it."""
+        found = self._bulk_ids(t0, t1, kinds)
+        if found is None:
+            return False
+        ids, dpos = found
+        shaped = self.shaped[l0:l1]
+        self._add_values(scope, l0, shaped, list(map(kinds.__getitem__, dpos)))
+        self._add_lines(scope, l0, l1, ids, counts, shaped)
+        return True
+
+    def _bulk_ids(self, t0: int, t1: int, kinds: list[int]) -> tuple[list[int], list[int]] | None:
+        """The value id of each name ``t0:t1`` (of values to be added from ``len(self.vkey)`` on) and
+        the offsets of the names that define them; None if a name is never defined, or used before
+        its value is defined."""
         toks = self.names[t0:t1]
         n = t1 - t0
         dpos = list(compress(range(n), kinds))  # offsets of the names that define values
@@ -237,19 +250,21 @@ class _Out:
         try:
             ids = list(map(id_of.__getitem__, toks))
         except KeyError:  # a name never defined
-            return False
+            return None
         if len(id_of) != nd and not _follow_redefinitions(toks, kinds, def_names, dpos, base, ids):
-            return False
+            return None
         # No forward reference: every name's value is defined at that name or before it.
         local = map(sub, ids, repeat(base)) if base else ids
         if not all(map(le, map(dpos.__getitem__, local), range(n))):
-            return False
-        # The values, in order of definition.
-        dkinds = list(map(kinds.__getitem__, dpos))
+            return None
+        return ids, dpos
+
+    def _add_values(self, scope: int, l0: int, shaped: list[str], dkinds: list[int]) -> None:
+        """The scope's values, in order of definition (``dkinds``: what each definition is), added to
+        the columns with their canonical names and a content key still to come."""
+        nd = len(dkinds)
         n_args = nd - dkinds.count(_RESULT)
         name, v_scope, line, prefix, family, number = self.columns
-        defs_of = self.defs_of
-        shaped = self.shaped[l0:l1]
         line += _def_lines(l0, list(map(self.n_defs.__getitem__, shaped)))
         v_scope.extend(repeat(scope, nd))
         if dkinds[:n_args].count(_ARG) == n_args:  # the arguments come first, if any: a function
@@ -267,17 +282,19 @@ class _Out:
                 prefix.append("%" if kind == _RESULT else "%arg")
                 family.append("r" if kind == _RESULT else "a")
                 number.append(k)
+        self.vkey.extend(repeat(0, nd))
+
+    def _add_lines(self, scope: int, l0: int, l1: int, ids: list[int], counts: list[int], shaped: list[str]) -> None:
+        """Each line's refs, then the content keys: a line's key hashes its format with the keys of
+        its operands' definitions, so it is known once those lines' keys are."""
         vkey = self.vkey
-        vkey.extend(repeat(0, nd))
-        # Each line's refs, then the content keys: a line's key hashes its format with the keys
-        # of its operands' definitions, so it is known once those lines' keys are.
         refs = list(map(tuple, map(islice, repeat(iter(ids)), counts)))
         self.refs += refs
         self.flat += ids
         self.scopes.extend(repeat(scope, l1 - l0))
         add_key = self.keys.append
         vk = vkey.__getitem__
-        for fmt, r, dps in zip(self.fmts[l0:l1], refs, map(defs_of.__getitem__, shaped)):
+        for fmt, r, dps in zip(self.fmts[l0:l1], refs, map(self.defs_of.__getitem__, shaped)):
             key = hash((fmt, *map(vk, r)))
             if dps is _FIRST:
                 vkey[r[0]] = key  # (as hash((key, 0)) would be: one value per line and position)
@@ -285,7 +302,6 @@ class _Out:
                 for pos in dps:
                     vkey[r[pos]] = hash((key, pos))
             add_key(key)
-        return True
 
     def scope_by_lines(self, scope: int, l0: int, l1: int, t0: int, counts: list[int]) -> None:
         """Read lines ``l0:l1`` one by one: a name means the latest value defined under it; one
