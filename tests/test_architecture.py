@@ -101,3 +101,15 @@ def test_the_exploration_is_what_the_searches_declare_they_need():
         got = inspect.signature(real.fget if isinstance(real, property) else real)
         named = [n for n, p in want.parameters.items() if p.kind is not p.VAR_KEYWORD]
         assert list(got.parameters)[:len(named)] == named, (name, want, got)  # **kwargs: the real one's others
+
+
+def test_the_exploration_is_what_saving_declares_it_reads():
+    """``save_exploration`` is written against artifacts.saved.Saveable, never the facade: the Exploration has
+    each member it declares, as the same kind of member (a property where it declares a property)."""
+    from workbench.artifacts.saved import Saveable
+    from workbench.exploration import Exploration
+
+    declared = {n for n in vars(Saveable) if not n.startswith("_")}
+    assert declared and declared <= set(dir(Exploration)), declared - set(dir(Exploration))
+    for name in declared:
+        assert isinstance(getattr(Exploration, name), property) == isinstance(getattr(Saveable, name), property), name

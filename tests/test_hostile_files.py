@@ -663,7 +663,7 @@ def test_arrays_over_the_limit_are_refused_and_the_old_file_stays(good, tmp_path
 
 
 def test_a_broadcast_view_is_refused_by_its_logical_size_without_touching_it(good, tmp_path):
-    built, _, _ = saved.load_exploration(good)
+    built = saved.load_exploration(good).built
     huge = np.broadcast_to(np.float32(1), (10_000_000_000,))  # 40 GB to numpy, 4 bytes of memory
     loaded = dataclasses.replace(built.spec.loaded, args=(huge,), avals=(((10_000_000_000,), "float32"),))
     ex = Exploration(dataclasses.replace(built, spec=dataclasses.replace(built.spec, source=loaded)))

@@ -12,7 +12,8 @@ import pytest
 import workbench as wb
 from workbench import examples
 from workbench.errors import SavedFileError
-from workbench.artifacts import saved
+from workbench.analysis.run.execute import Check, LeafCheck, RunResult, Timing
+from workbench.artifacts import jsonout, saved
 from workbench.pipeline.build import xla_compiles
 from workbench.pipeline.runner import default_runner
 
@@ -226,6 +227,65 @@ def test_the_file_holds_the_cost_table_for_viewers_without_a_kernel(attention, s
     assert rows["jaxpr"]["ops"] is None  # not a module: null, as JSON has no NaN
 
 
+def test_load_exploration_gives_the_saved_runs_as_run_results(tmp_path):
+    """artifacts builds the RunResults from the checked manifest; the facade takes them as they are."""
+    ex = wb.explore(lambda x, y: (jnp.tanh(x) @ y, x.sum()), jnp.linspace(0.0, 1.0, 6).reshape(2, 3),
+                    jnp.ones((3, 2)), pipeline="canonicalize")
+    first, second = ex.run(repeat=2), ex.run(ex.reference_stage().name, repeat=3)
+    path = ex.save(tmp_path / "runs.hlox", arrays=True, cost=False)
+    back = saved.load_exploration(path)
+    assert isinstance(back, saved.SavedExploration) and back.arrays
+    assert back.saved_by == back.built.spec.loaded.saved_by and back.saved_by["jax"] == jax.__version__
+    for before, after in zip((first, second), back.runs, strict=True):
+        assert type(after) is RunResult and type(after.check) is Check and type(after.timing) is Timing
+        assert (after.stage, after.device) == (before.stage, before.device)
+        assert after.timing == before.timing and after.check == before.check
+        assert [type(leaf) for leaf in after.check.leaves] == [LeafCheck] * 2
+        assert all(np.array_equal(np.asarray(a), b) for a, b in zip(jax.tree_util.tree_leaves(before.outputs),
+                                                                    after.outputs, strict=True))
+    assert [(r.stage, r.check, r.timing) for r in wb.load(path).runs] == \
+           [(r.stage, r.check, r.timing) for r in back.runs]  # the facade's runs are these
+    # without arrays: the same checks and timings, no outputs
+    bare = saved.load_exploration(ex.save(tmp_path / "bare.hlox", cost=False))
+    assert [(r.check, r.timing, r.outputs) for r in bare.runs] == [(first.check, first.timing, None),
+                                                                   (second.check, second.timing, None)]
+
+
+def test_saving_reads_only_what_saveable_declares(tmp_path):
+    """An object with Saveable's members and nothing else saves the same file an Exploration does."""
+    import types
+
+    ex = wb.explore(lambda x: jnp.cos(x) + 1, jnp.arange(4.0), pipeline="canonicalize")
+    ex.run(repeat=1)
+    declared = [n for n in vars(saved.Saveable) if not n.startswith("_")]
+    only = types.SimpleNamespace(**{n: getattr(ex, n) for n in declared})
+    back = wb.load(saved.save_exploration(only, tmp_path / "only.hlox", arrays=True))
+    assert [(s.name, s.text) for s in back.stages] == [(s.name, s.text) for s in ex.stages]
+    assert back.runs[0].check == ex.runs[0].check and back.xla_passes == ex.xla_passes
+    np.testing.assert_array_equal(back.spec.loaded.args[0], np.arange(4.0, dtype=np.float32))
+
+
+def test_numbers_saved_as_integers_load_as_the_floats_a_check_holds(tmp_path):
+    """JSON writes 0.0 as 0.0, but a file written by another tool may say 0: the RunResult still holds floats."""
+    ex = wb.explore(lambda x: x * 2, jnp.ones(3), pipeline="canonicalize")
+    run = ex.run(repeat=1)
+    path = ex.save(tmp_path / "ints.hlox", cost=False)
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(members["manifest.json"])
+    leaf = manifest["runs"][0]["check"]["leaves"][0]
+    assert leaf["max_abs"] == 0.0 and leaf["max_rel"] == 0.0  # doubling is exact
+    leaf["max_abs"], leaf["max_rel"], manifest["runs"][0]["times"] = 0, 0, [1]
+    members["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(path, "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    (after,) = saved.load_exploration(path).runs
+    got = after.check.leaves[0]
+    assert (type(got.max_abs), type(got.max_rel), type(after.timing.times[0])) == (float, float, float)
+    assert after.check == run.check and after.timing.times == (1.0,)
+
+
 # -- what a run leaves in the manifest: plain JSON, by one encoder -----------------------------------
 def test_a_run_with_an_all_zero_output_saves_and_loads_with_the_same_check(tmp_path):
     import jax
@@ -275,15 +335,15 @@ def test_the_encoder_makes_numpy_tuples_and_dataclasses_plain_and_names_what_it_
                        "passed": np.bool_(True), "max": float("inf")}]}
     plain = {"runs": [{"check": {"tolerance": 0.5, "shape": [3, 2]}, "times": [1.0, 2.0], "passed": True,
                        "max": float("inf")}]}
-    assert saved.plain_json(value) == plain
+    assert jsonout.plain_json(value) == plain
     assert [type(x) for x in plain["runs"][0]["check"]["shape"]] == [int, int]
-    assert json.loads(saved.json_text(value)) == plain  # NaN and infinities round-trip through Python's json
+    assert json.loads(jsonout.json_text(value)) == plain  # NaN and infinities round-trip through Python's json
     with pytest.raises(ValueError, match=r"report\.runs\[0\]\.max is inf"):
-        saved.json_text(value, "report", allow_nan=False)  # strict JSON, for a browser's JSON.parse
+        jsonout.json_text(value, "report", allow_nan=False)  # strict JSON, for a browser's JSON.parse
     with pytest.raises(TypeError, match=r"manifest\.runs\[0\]\.check\.shape\[1\] holds a builtins\.complex"):
-        saved.plain_json({"runs": [{"check": Leaf(0.5, (3, 1j))}]}, "manifest")
+        jsonout.plain_json({"runs": [{"check": Leaf(0.5, (3, 1j))}]}, "manifest")
     with pytest.raises(TypeError, match=r"manifest\.xla has a key 3"):
-        saved.plain_json({"xla": {3: "three"}}, "manifest")
+        jsonout.plain_json({"xla": {3: "three"}}, "manifest")
 
 
 def test_a_value_that_cannot_be_saved_is_a_saved_file_error_and_nothing_is_written(attention, saved_file,

@@ -7,13 +7,13 @@ is about to write against the same description, so a file it writes reads back. 
 ManifestError naming the field as a path from the top (``stages[3].seconds``) and saying what was
 expected and what was found.
 
-What the description promises: every field ``load_exploration`` and ``wb.load`` read has the type
-they build from (a run's ``check`` and its leaves have exactly the fields of ``Check`` and
-``LeafCheck``, which are built with ``**``); stage names are distinct and a parent is an earlier
-stage (so walking parents ends); every text a stage names is in the texts' index, which tiles the
-decompressed texts exactly (no text is counted twice). What it does not: it bounds no size the
-loader limits itself (the texts' and arrays' bytes, see ``saved.py``), and it does not say whether a
-pass string parses or a device exists; those fail when used, with their own errors.
+What the description promises: every field ``load_exploration`` reads has the type it builds from
+(a run's ``check`` and its leaves have exactly the fields of ``Check`` and ``LeafCheck``, which it
+builds with ``**`` into the RunResults it returns); stage names are distinct and a parent is an
+earlier stage (so walking parents ends); every text a stage names is in the texts' index, which
+tiles the decompressed texts exactly (no text is counted twice). What it does not: it bounds no
+size the loader limits itself (the texts' and arrays' bytes, see ``saved.py``), and it does not
+say whether a pass string parses or a device exists; those fail when used, with their own errors.
 
 ``parse_manifest`` is json.loads with bounds a hostile file cannot pass: UTF-8 only, no nesting
 deeper than ``MAX_DEPTH`` (checked on the bytes, before json's recursive parser sees them), at most
@@ -306,8 +306,8 @@ def _options_record() -> Record:
 
 _STAGE_ERROR = Record({"stage": Str(), "produced_by": Str(), "reason": Str()}, {"diagnostics": Str()}, closed=True)
 
-# wb.load builds analysis.run.check.LeafCheck(**leaf) and Check(**check) from these: closed, and the same
-# fields (tests/test_hostile_files.py checks them against the dataclasses)
+# load_exploration builds analysis.run.check.LeafCheck(**leaf) and Check(**check) from these: closed, and the
+# same fields (tests/test_hostile_files.py checks them against the dataclasses)
 LEAF = Record(
     {"path": Str(), "shape": _SHAPE, "dtype": Str(), "max_abs": Num(finite=False), "max_rel": Num(finite=False),
      "tolerance": Num(finite=False), "passed": Bool()},

@@ -31,7 +31,10 @@ before anything is written, and a value that cannot be is a SavedFileError namin
 counted by their logical size first (refused past ``ARRAYS_LIMIT``) and then streamed into the file
 in numpy's 16 MiB pieces, never assembled in memory.
 
-The manifest's JSON is ``jsonout.plain_json``'s, the one encoder of what the workbench writes.
+``save_exploration`` reads an exploration only through ``Saveable``, the few members it writes;
+``load_exploration`` gives a ``SavedExploration``: the stages to make an Exploration of and the runs
+as RunResults, built from the checked manifest. The manifest's JSON is ``jsonout.plain_json``'s, the
+one encoder of what the workbench writes.
 """
 from __future__ import annotations
 
@@ -45,7 +48,7 @@ import time
 import zipfile
 from concurrent.futures import Future
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from ..errors import SavedFileError, StageError
 from ..ir.dtypes import with_dtype
@@ -57,9 +60,13 @@ from .versions import versions
 from .jsonout import plain_json, table_json, write_replacing
 from .manifest import ManifestError, check_field, check_manifest, parse_manifest
 from ..pipeline.xla import XlaResult
+from ..analysis.run.execute import Check, LeafCheck, RunResult, Timing
 
-__all__ = ["FORMAT", "SUFFIX", "MANIFEST_LIMIT", "TEXTS_LIMIT", "ARRAYS_LIMIT", "save_exploration",
-           "load_exploration", "versions"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["FORMAT", "SUFFIX", "MANIFEST_LIMIT", "TEXTS_LIMIT", "ARRAYS_LIMIT", "Saveable", "SavedExploration",
+           "save_exploration", "load_exploration", "versions"]
 
 FORMAT = 1  # the manifest's "format": bump it when a reader of this version could misread a new file
 SUFFIX = ".hlox"
@@ -71,6 +78,45 @@ MANIFEST_LIMIT = 32 * 2**20  # a 200-stage exploration's manifest is ~0.5 MB, mo
 TEXTS_LIMIT = 2**30  # the distinct stage texts, decompressed (a 3-layer block: 8 MB)
 ARRAYS_LIMIT = 2 * 2**30  # the example arguments and run outputs of save(arrays=True), by logical size
 _MEMBERS = ("manifest.json", "texts.zst", "arrays.npz")
+
+
+class Saveable(Protocol):
+    """What ``save_exploration`` reads of an exploration, and all it reads: the facade's ``Exploration``
+    has each member (tests/test_architecture.py checks it), and this layer never imports the facade."""
+
+    @property
+    def spec(self) -> Spec: ...
+
+    @property
+    def stages(self) -> list[Stage]: ...
+
+    @property
+    def pipeline_stages(self) -> list[Stage]: ...
+
+    @property
+    def pipeline_error(self) -> StageError | None: ...
+
+    @property
+    def error(self) -> StageError | None: ...
+
+    @property
+    def xla_result(self) -> XlaResult | None: ...
+
+    @property
+    def runs(self) -> list[RunResult]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class SavedExploration:
+    """What ``load_exploration`` read from a ``.hlox``: ``built``, the stages to make an Exploration of
+    (its XLA stages as saved, never compiled); ``runs``, the runs saved with it, oldest first, whose
+    ``outputs`` are the saved output arrays (flattened) or None when the file holds no arrays;
+    ``saved_by``, the versions and date the file records; ``arrays``, whether it holds the arrays."""
+
+    built: Built
+    runs: tuple[RunResult, ...]
+    saved_by: dict[str, str | None]
+    arrays: bool
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -114,9 +160,8 @@ def _error_json(e: StageError | None) -> dict | None:
                                    "diagnostics": e.diagnostics}
 
 
-def _avals(ex) -> list[dict]:
+def _avals(spec: Spec) -> list[dict]:
     """The example arguments' shapes and dtypes, flattened in the module's argument order."""
-    spec = ex.spec
     if spec.traced is not None:
         return [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in spec.traced.module_args()]
     if spec.loaded is not None:
@@ -130,8 +175,7 @@ def _avals(ex) -> list[dict]:
     return [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in ins]
 
 
-def _arg_values(ex) -> list:
-    spec = ex.spec
+def _arg_values(spec: Spec) -> list:
     if spec.traced is not None:
         values = spec.traced.module_args()
     elif spec.loaded is not None:
@@ -141,7 +185,7 @@ def _arg_values(ex) -> list:
     return [_array(x, f"example argument {i}") for i, x in enumerate(values)]
 
 
-def _run_json(r, k: int, arrays: dict | None) -> dict:
+def _run_json(r: RunResult, k: int, arrays: dict | None) -> dict:
     out = {"stage": r.stage, "device": r.device, "times": list(r.timing.times), "check": r.check}
     if arrays is not None and r.outputs is not None:
         import jax
@@ -159,8 +203,6 @@ class _Unsaveable(Exception):
 
 
 def _array(value, what: str):
-    import numpy as np
-
     from ..pipeline.program import host_array
 
     try:
@@ -169,15 +211,15 @@ def _array(value, what: str):
         raise _Unsaveable(f"{what} cannot be saved as an array: {e}") from None
 
 
-def _xla_json(ex) -> dict | None:
-    r = ex.xla_result
+def _xla_json(r: XlaResult | None) -> dict | None:
     if r is None:
         return None
     return {"passes": list(r.passes), "seconds": r.seconds, "options": dict(r.options), "cost": r.cost,
             "memory": r.memory, "warnings": list(r.warnings)}
 
 
-def save_exploration(ex, path, arrays: bool = False, cost=None, arrays_limit: int = ARRAYS_LIMIT) -> Path:
+def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFrame | None = None,
+                     arrays_limit: int = ARRAYS_LIMIT) -> Path:
     """Write ``ex`` to ``path`` as a ``.hlox`` file (see the module docstring); returns the path.
     ``cost``: the cost table (a DataFrame) to store for viewers without a kernel. ``arrays_limit``:
     the most bytes of arrays (logical: a broadcast view counts its full shape) ``arrays=True`` writes.
@@ -218,11 +260,11 @@ def _logical_bytes(a) -> int:
     return math.prod(int(d) for d in a.shape) * a.dtype.itemsize
 
 
-def _saved_arrays(ex, runs_arrays: dict, limit: int) -> tuple[dict, int]:
+def _saved_arrays(spec: Spec, runs_arrays: dict, limit: int) -> tuple[dict, int]:
     """The arrays ``arrays=True`` writes (numpy arrays, views where they can be), and their total
     logical bytes; _Unsaveable when that passes ``limit``, counted from shapes and dtypes before any
     array is copied, or when an array holds Python objects (which only a pickle could write)."""
-    out = {f"arg{i}": a for i, a in enumerate(_arg_values(ex))}
+    out = {f"arg{i}": a for i, a in enumerate(_arg_values(spec))}
     out.update(runs_arrays)
     total = 0
     for name, a in out.items():
@@ -236,8 +278,8 @@ def _saved_arrays(ex, runs_arrays: dict, limit: int) -> tuple[dict, int]:
     return out, total
 
 
-def _encoded(ex, rows: list[dict], input_hash: str | None, index: list[dict], blob: bytes, arrays: bool,
-             cost, arrays_limit: int) -> tuple[str, dict | None]:
+def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list[dict], blob: bytes, arrays: bool,
+             cost: pd.DataFrame | None, arrays_limit: int) -> tuple[str, dict | None]:
     """The manifest's JSON text, checked against the manifest's schema, and the arrays to write (None
     without ``arrays``): all of the file but the texts, made before anything is written.
     _Unsaveable says what cannot be encoded."""
@@ -248,13 +290,13 @@ def _encoded(ex, rows: list[dict], input_hash: str | None, index: list[dict], bl
         "spec": _spec_json(ex.spec), "early": len(ex.pipeline_stages), "stages": rows, "input": input_hash,
         "pipeline_error": _error_json(ex.pipeline_error),
         "xla_error": _error_json(ex.error) if ex.pipeline_error is None else None,
-        "xla": _xla_json(ex), "args": _avals(ex), "arrays": bool(arrays),
+        "xla": _xla_json(ex.xla_result), "args": _avals(ex.spec), "arrays": bool(arrays),
         "runs": [_run_json(r, k, runs_arrays) for k, r in enumerate(ex.runs)],
         "texts": index, "texts_bytes": len(blob), "texts_sha256": hashlib.sha256(blob).hexdigest(),
     }
     array_data = None
     if runs_arrays is not None:
-        array_data, manifest["arrays_bytes"] = _saved_arrays(ex, runs_arrays, arrays_limit)
+        array_data, manifest["arrays_bytes"] = _saved_arrays(ex.spec, runs_arrays, arrays_limit)
     try:
         # ex.cost(), for viewers without a kernel; wb.load recomputes its own
         manifest["cost"] = table_json(cost, "the cost table's row")
@@ -467,13 +509,40 @@ def _xla_result(d: dict | None, stages: tuple[Stage, ...]) -> XlaResult | None:
                      dict(d.get("options") or {}), done, tuple(d.get("warnings") or ()))
 
 
-def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> tuple[Built, list[dict], dict]:
-    """Read a ``.hlox`` file: (the Built to make an Exploration of, the saved runs as dicts with their
-    output arrays, the manifest). SavedFileError, before anything is built, for a file that is
-    missing, not a .hlox, from a newer workbench, corrupt, truncated, or over a limit (the module's
-    MANIFEST_LIMIT, TEXTS_LIMIT and ``arrays_limit``): members are read in pieces, counted, and refused
-    past their limit before that much is allocated; the manifest is checked against its schema
-    (manifest.py) before anything is built from it."""
+def _leaf(d: dict) -> LeafCheck:
+    lowered = d.get("lowered_abs")
+    return LeafCheck(**{**d, "shape": tuple(d["shape"]), "max_abs": float(d["max_abs"]), "max_rel": float(d["max_rel"]),
+                        "tolerance": float(d["tolerance"]), "lowered_abs": None if lowered is None else float(lowered)})
+
+
+def _run(entry: dict, outputs: tuple | None) -> RunResult:
+    """A saved run as the RunResult it was; ``outputs``: its output arrays, flattened (the pytree's
+    structure is not saved), or None when the file holds no arrays. The manifest's check and leaves
+    have exactly Check's and LeafCheck's fields (manifest.CHECK and LEAF are closed records)."""
+    check = entry["check"]
+    if check is not None:
+        check = Check(**{**check, "leaves": tuple(_leaf(leaf) for leaf in check["leaves"])})
+    return RunResult(entry["stage"], entry["device"], outputs, Timing(tuple(float(t) for t in entry["times"])), check)
+
+
+def _stages(manifest: dict, texts: dict[str, str]) -> list[Stage]:
+    out = []
+    for r in manifest["stages"]:
+        text = texts[r["text"]] if r["text"] else ""
+        located = texts[r["located"]] if r.get("located") else (text if r["group"] in ("trace", "mlir")
+                                                                 and r["name"] != "jaxpr" else "")
+        out.append(Stage(r["name"], r["group"], text, r["produced_by"], r["changed"], r["seconds"], r["parent"],
+                         r["error"], text_with_locations=located, cached=r["cached"]))
+    return out
+
+
+def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> SavedExploration:
+    """Read a ``.hlox`` file: its stages as a Built and its runs as RunResults (``SavedExploration``).
+    SavedFileError, before anything is built, for a file that is missing, not a .hlox, from a newer
+    workbench, corrupt, truncated, or over a limit (the module's MANIFEST_LIMIT, TEXTS_LIMIT and
+    ``arrays_limit``): members are read in pieces, counted, and refused past their limit before that
+    much is allocated; the manifest is checked against its schema (manifest.py) before anything is
+    built from it."""
     path = Path(path)
     manifest, z = _open(path)
     with z:
@@ -483,28 +552,23 @@ def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> tuple[Built, lis
         except (ArchiveError, ManifestError) as e:
             raise _refused(path, e) from None
     try:
-        stages = []
-        for r in manifest["stages"]:
-            text = texts[r["text"]] if r["text"] else ""
-            located = texts[r["located"]] if r.get("located") else (text if r["group"] in ("trace", "mlir")
-                                                                     and r["name"] != "jaxpr" else "")
-            stages.append(Stage(r["name"], r["group"], text, r["produced_by"], r["changed"], r["seconds"],
-                                r["parent"], r["error"], text_with_locations=located, cached=r["cached"]))
+        stages = _stages(manifest, texts)
         early, late = tuple(stages[: manifest["early"]]), tuple(stages[manifest["early"]:])
         first = tuple(s for s in early if s.group == "trace")
         input_text = texts[manifest["input"]] if manifest.get("input") else (first[-1].text_with_locations
                                                                             if first else "")
         avals = tuple((tuple(a["shape"]), a["dtype"]) for a in manifest["args"])
         args = tuple(arrays[f"arg{i}"] for i in range(len(avals))) if manifest["arrays"] else ()
-        loaded = Loaded(first, input_text, avals, args, dict(manifest["saved_by"]), str(path))
+        saved_by = dict(manifest["saved_by"])
+        loaded = Loaded(first, input_text, avals, args, saved_by, str(path))
         spec = _spec(manifest["spec"], loaded)
         pipeline_error = _error(manifest["pipeline_error"])
         xla_error = _error(manifest["xla_error"])
         result = _xla_result(manifest.get("xla"), late)
-        runs = [{**r, "output_arrays": [arrays[f"run{k}_{i}"] for i in range(r.get("outputs", 0))]
-                 if manifest["arrays"] else None} for k, r in enumerate(manifest["runs"])]
+        runs = tuple(_run(r, tuple(arrays[f"run{k}_{i}"] for i in range(r.get("outputs", 0)))
+                          if manifest["arrays"] else None) for k, r in enumerate(manifest["runs"]))
     except (KeyError, TypeError, ValueError, IndexError) as e:  # a gap in manifest.py's description
         raise SavedFileError(path, f"corrupt: the manifest passed its checks but cannot be built from "
                              f"({type(e).__name__}: {e})") from None
     late_fn = None if pipeline_error is not None else SavedXla(late, xla_error, result)
-    return Built(spec, early, pipeline_error, late_fn), runs, manifest
+    return SavedExploration(Built(spec, early, pipeline_error, late_fn), runs, saved_by, manifest["arrays"])

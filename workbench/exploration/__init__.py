@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Sequence
 
-from ..analysis.run.execute import Check, LeafCheck, RunResult, Timing
 from ..analysis.search.pipelines import DEFAULT_PIPELINES, compare_pipelines as pipelines_table
 from ..pipeline.build import build, run_passes, spec_for_function, spec_for_text
 from ..artifacts.saved import load_exploration
@@ -87,13 +86,5 @@ def load(path) -> "Exploration":
     were saved with ``arrays=True``; otherwise on seeded random ones of the saved shapes).
     Raises SavedFileError for a file that is missing, not a .hlox, from a newer workbench, corrupt
     or truncated; nothing is written."""
-    built, runs, _ = load_exploration(path)
-    made = []
-    for r in runs:
-        check = r.get("check")
-        if check is not None:
-            leaves = tuple(LeafCheck(**{**leaf, "shape": tuple(leaf["shape"])}) for leaf in check.pop("leaves"))
-            check = Check(leaves=leaves, **check)
-        outputs = tuple(r["output_arrays"]) if r.get("output_arrays") is not None else None
-        made.append(RunResult(r["stage"], r["device"], outputs, Timing(tuple(r["times"])), check))
-    return Exploration(dataclasses.replace(built, runs=tuple(made)))
+    saved = load_exploration(path)
+    return Exploration(dataclasses.replace(saved.built, runs=saved.runs))
