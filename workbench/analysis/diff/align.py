@@ -266,63 +266,92 @@ class Aligner:
         there are none, Myers' matches), and the gaps between them go on the stack: for the same
         round after patience anchors, for the next one after Myers'.
         """
-        match, consistent = self._match, self._checker()
+        consistent = self._checker()
+        fixed, last = self._round_keys()
+        stack = [(_CONTENT, 0, len(self.b.fmts), 0, len(self.a.fmts))]
+        while stack:
+            stack.extend(reversed(self._step(stack.pop(), fixed, last, consistent)))
+        self.pairs.sort()
+        return self.pairs
+
+    def _round_keys(self) -> tuple[dict[int, tuple[list, list]], int]:
+        """The keys of the rounds that do not change as values pair (content, template, and the
+        templates without shardings where a module has them), and the last round."""
         fixed = {_CONTENT: (self.b.keys, self.a.keys), _TEMPLATE: (self.b.fmts, self.a.fmts)}
-        last = _TEMPLATE
         if any(_SHARDING_MARK in f for f in self.a.fmts) or any(_SHARDING_MARK in f for f in self.b.fmts):
             # a last round for lines that differ by their Shardy shardings only (what propagation
             # writes on every op): the templates without them, so such lines pair as changed ones
             fixed[_UNSHARDED] = ([without_shardings(f) for f in self.b.fmts], [without_shardings(f) for f in self.a.fmts])
-            last = _UNSHARDED
-        stack = [(_CONTENT, 0, len(self.b.fmts), 0, len(self.a.fmts))]
-        while stack:
-            level, i0, i1, j0, j1 = stack.pop()
-            uses = level < _TEMPLATE
-            if level == _MAPPED:  # keys of the value pairing as it stands now, for this range
-                kb, ka = self._keys(level, i0, i1, j0, j1)
-                ob, oa = i0, j0
-            else:
-                kb, ka = fixed[level]
-                ob = oa = 0
-            # Lines whose keys agree from the start, then from the end.
-            i, j = i0, j0
-            while i < i1 and j < j1 and kb[i - ob] == ka[j - oa] and match(i, j, uses, True):
-                i += 1
-                j += 1
-            e, f = i1, j1
-            while e > i and f > j and kb[e - 1 - ob] == ka[f - 1 - oa] and consistent(e - 1, f - 1):
-                e -= 1
-                f -= 1
-            for t in range(e, i1):
-                match(t, f + t - e, uses, True)
-            if i == e or j == f:
-                continue
-            i0, i1, j0, j1 = i, e, j, f
-            kb, ka = kb[i0 - ob : i1 - ob], ka[j0 - oa : j1 - oa]
-            anchors = _unique_lcs(kb, ka)
-            between = level  # the round that handles the gaps between anchors
-            if not anchors and level != _CONTENT:
-                # Myers' matches are final for this key; what lies between them goes one round down.
-                max_d = min(_MYERS_MAX_EDITS, _MYERS_BUDGET // (len(kb) + len(ka)))
-                anchors = myers(kb, ka, max_d) or []
-                between = level + 1
-            anchors = [(x, y) for x, y in anchors if match(i0 + x, j0 + y, uses, True)]
-            if not anchors:
-                if level < last:
-                    stack.append((level + 1, i0, i1, j0, j1))
-                continue
-            if between > last:
-                continue
-            gaps = []
-            pi, pj = i0, j0
-            for x, y in anchors:
-                x += i0
-                y += j0
-                if pi < x and pj < y:
-                    gaps.append((between, pi, x, pj, y))
-                pi, pj = x + 1, y + 1
-            if pi < i1 and pj < j1:
-                gaps.append((between, pi, i1, pj, j1))
-            stack.extend(reversed(gaps))
-        self.pairs.sort()
-        return self.pairs
+            return fixed, _UNSHARDED
+        return fixed, _TEMPLATE
+
+    def _step(self, work: tuple[int, int, int, int, int], fixed: dict, last: int,
+              consistent: Callable[[int, int], bool]) -> list[tuple[int, int, int, int, int]]:
+        """Align what one range ``(round, i0, i1, j0, j1)`` of the stack can: its ends, then its
+        anchors; the ranges still to do, left to right."""
+        level, i0, i1, j0, j1 = work
+        uses = level < _TEMPLATE
+        if level == _MAPPED:  # keys of the value pairing as it stands now, for this range
+            kb, ka = self._keys(level, i0, i1, j0, j1)
+            ob, oa = i0, j0
+        else:
+            kb, ka = fixed[level]
+            ob = oa = 0
+        i, e, j, f = self._align_ends(kb, ka, ob, oa, (i0, i1, j0, j1), uses, consistent)
+        if i == e or j == f:
+            return []
+        anchors, between = self._anchors(level, kb[i - ob : e - ob], ka[j - oa : f - oa], i, j, uses)
+        if not anchors:
+            return [(level + 1, i, e, j, f)] if level < last else []
+        if between > last:
+            return []
+        return _gaps(anchors, between, i, e, j, f)
+
+    def _align_ends(self, kb: Sequence, ka: Sequence, ob: int, oa: int, bounds: tuple[int, int, int, int],
+                    uses: bool, consistent: Callable[[int, int], bool]) -> tuple[int, int, int, int]:
+        """Align the lines of the range ``bounds`` whose keys (``kb``, ``ka``, from lines ``ob``,
+        ``oa``) agree from the start, then from the end (those consistent with the pairing so far):
+        the range left between them, ``(i, e, j, f)``."""
+        match = self._match
+        i0, i1, j0, j1 = bounds
+        i, j = i0, j0
+        while i < i1 and j < j1 and kb[i - ob] == ka[j - oa] and match(i, j, uses, True):
+            i += 1
+            j += 1
+        e, f = i1, j1
+        while e > i and f > j and kb[e - 1 - ob] == ka[f - 1 - oa] and consistent(e - 1, f - 1):
+            e -= 1
+            f -= 1
+        for t in range(e, i1):
+            match(t, f + t - e, uses, True)
+        return i, e, j, f
+
+    def _anchors(self, level: int, kb: Sequence, ka: Sequence, i0: int, j0: int, uses: bool
+                 ) -> tuple[list[tuple[int, int]], int]:
+        """The anchors of a range's keys that align, as offsets from ``(i0, j0)``: patience's, or from
+        the second round on, if there are none, Myers' matches (final for this key: what lies
+        between them goes one round down); and the round that handles the gaps between them."""
+        anchors = _unique_lcs(kb, ka)
+        between = level
+        if not anchors and level != _CONTENT:
+            max_d = min(_MYERS_MAX_EDITS, _MYERS_BUDGET // (len(kb) + len(ka)))
+            anchors = myers(kb, ka, max_d) or []
+            between = level + 1
+        return [(x, y) for x, y in anchors if self._match(i0 + x, j0 + y, uses, True)], between
+
+
+def _gaps(anchors: list[tuple[int, int]], level: int, i0: int, i1: int, j0: int, j1: int
+          ) -> list[tuple[int, int, int, int, int]]:
+    """The ranges of round ``level`` between the ``anchors`` (offsets from ``(i0, j0)``) of the range
+    ``i0:i1``, ``j0:j1``, and after the last one, left to right."""
+    gaps = []
+    pi, pj = i0, j0
+    for x, y in anchors:
+        x += i0
+        y += j0
+        if pi < x and pj < y:
+            gaps.append((level, pi, x, pj, y))
+        pi, pj = x + 1, y + 1
+    if pi < i1 and pj < j1:
+        gaps.append((level, pi, i1, pj, j1))
+    return gaps
