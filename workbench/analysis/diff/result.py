@@ -234,28 +234,8 @@ class Diff:
         ``2 * context`` lines are folded (``context=None`` shows everything). All text is escaped.
         """
         esc = html.escape
-        rows: list[tuple[str, int, int]] = []  # (class, before index or -1, after index or -1)
-        for tag, i, j in self._script:
-            if tag == EQUAL:
-                rows.append(("equal", i, j))
-            elif tag == CHANGED:
-                rows.append(("changed", i, j))
-            elif tag == DELETED:
-                rows.append(("deleted", i, -1))
-            elif tag == INSERTED:
-                rows.append(("inserted", -1, j))
-            elif tag == MOVED_OUT:
-                rows.append(("moved", i, -1))
-            else:
-                rows.append(("moved", -1, j))
-        keep = [True] * len(rows)
-        if context is not None:
-            near = [False] * len(rows)
-            for k, row in enumerate(rows):
-                if row[0] != "equal":
-                    for t in range(max(0, k - context), min(len(rows), k + context + 1)):
-                        near[t] = True
-            keep = near
+        rows = _side_rows(self._script)
+        keep = _near_changes(rows, context) if context is not None else [True] * len(rows)
         moved_to = {i: j for i, j in self._moves}
         moved_from = {j: i for i, j in self._moves}
         out = [
@@ -273,28 +253,34 @@ class Diff:
             if skipped:
                 out.append(_skip_row(skipped))
                 skipped = 0
-            left = esc(self.before[i]) if i >= 0 else ""
-            right = esc(self.after[j]) if j >= 0 else ""
-            if cls == "changed":
-                left, right = _mark_tokens(self.before[i], self.after[j])
-            title = ""
-            if cls == "moved":
-                title = (
-                    f' title="moved to line {moved_to[i] + 1}"'
-                    if i >= 0
-                    else f' title="moved from line {moved_from[j] + 1}"'
-                )
-            out.append(
-                f'<tr class="wb-diff-{cls}"{title}>'
-                f'<td class="wb-diff-ln">{i + 1 if i >= 0 else ""}</td>'
-                f'<td class="wb-diff-code">{left}</td>'
-                f'<td class="wb-diff-ln">{j + 1 if j >= 0 else ""}</td>'
-                f'<td class="wb-diff-code">{right}</td></tr>'
-            )
+            out.append(self._row_html(cls, i, j, moved_to, moved_from))
         if skipped:
             out.append(_skip_row(skipped))
         out.append("</tbody></table></div>")
         return "".join(out)
+
+    def _row_html(self, cls: str, i: int, j: int, moved_to: dict[int, int], moved_from: dict[int, int]) -> str:
+        """One row of ``side_by_side``: before line ``i`` and after line ``j`` (-1: none) with their
+        numbers, the differing tokens marked in a changed row, where a moved line went or came from."""
+        esc = html.escape
+        left = esc(self.before[i]) if i >= 0 else ""
+        right = esc(self.after[j]) if j >= 0 else ""
+        if cls == "changed":
+            left, right = _mark_tokens(self.before[i], self.after[j])
+        title = ""
+        if cls == "moved":
+            title = (
+                f' title="moved to line {moved_to[i] + 1}"'
+                if i >= 0
+                else f' title="moved from line {moved_from[j] + 1}"'
+            )
+        return (
+            f'<tr class="wb-diff-{cls}"{title}>'
+            f'<td class="wb-diff-ln">{i + 1 if i >= 0 else ""}</td>'
+            f'<td class="wb-diff-code">{left}</td>'
+            f'<td class="wb-diff-ln">{j + 1 if j >= 0 else ""}</td>'
+            f'<td class="wb-diff-code">{right}</td></tr>'
+        )
 
     def _repr_html_(self) -> str:
         return self.side_by_side()
@@ -323,6 +309,30 @@ class Diff:
 
 def _skip_row(count: int) -> str:
     return f'<tr class="wb-diff-skip"><td colspan="4">… {count} unchanged lines …</td></tr>'
+
+
+# A script step's row in ``side_by_side``: its class, and whether it shows its before and after line.
+_ROW_OF = {EQUAL: ("equal", True, True), CHANGED: ("changed", True, True), DELETED: ("deleted", True, False),
+           INSERTED: ("inserted", False, True), MOVED_OUT: ("moved", True, False), MOVED_IN: ("moved", False, True)}
+
+
+def _side_rows(script: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """The rows of ``side_by_side``, one per script step: (class, before line or -1, after line or -1)."""
+    rows = []
+    for tag, i, j in script:
+        cls, left, right = _ROW_OF[tag]
+        rows.append((cls, i if left else -1, j if right else -1))
+    return rows
+
+
+def _near_changes(rows: list[tuple[str, int, int]], context: int) -> list[bool]:
+    """Which rows ``side_by_side`` shows: those within ``context`` rows of one that is not equal."""
+    near = [False] * len(rows)
+    for k, row in enumerate(rows):
+        if row[0] != "equal":
+            for t in range(max(0, k - context), min(len(rows), k + context + 1)):
+                near[t] = True
+    return near
 
 
 def _mark_tokens(old: str, new: str) -> tuple[str, str]:
