@@ -1,18 +1,16 @@
 """Build the stages of an Exploration: a Spec from the user's arguments, then the MLIR pipeline step
 by step (cached per step in the worker's runner), then XLA's per-pass dumps: compiled on a
-background thread as soon as an Exploration starts it, or on first use.
+background thread as soon as an Exploration starts it, or on first use (the queue of those compiles,
+one at a time, is ``compile_queue.py``; this module says what a compile is and what it gives).
 
 The result is a ``Built`` value; the ``Exploration`` facade (``workbench/exploration.py``) wraps it.
 """
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import difflib
-import threading
 import warnings
-from collections import OrderedDict
-from concurrent.futures import Future, InvalidStateError, wait as futures_wait
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
@@ -22,6 +20,7 @@ from ..errors import InputKindError, MlirSyntaxError, StageError, UnknownNameErr
 from .exported import exported_for_text, swap_module
 from ..ir.text import input_kind, strip_locations, text_hash
 from .catalog import PatternOptions, PatternSelection, catalog, pattern_list, patterns_pass
+from .compile_queue import XLA_QUEUE, CompileJob, Served
 from .presets import PRESETS, resolve
 from .runner import StepResult, default_runner
 from .shardy import SHARDY_MODES, is_sharded, resolve_mode, shardy_steps, unregistered_reason
@@ -30,7 +29,7 @@ from .trace import resolve_device, trace
 from .worker import enzyme_available
 from .program import relowered
 from .xla import check_options, compile_lowered_with_dumps, compile_with_dumps
-from .xla_probe import XlaProbeDied, compile_sharded, guard_compile, remember_verdict
+from .xla_probe import compile_sharded, guard_compile, remember_verdict
 
 __all__ = ["Built", "XlaStages", "XlaSource", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
            "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
@@ -297,40 +296,14 @@ def build(spec: Spec) -> Built:
     return Built(spec, tuple(stages), error, None if error else LateXla(spec, stages[-1]))
 
 
-# -- XLA: one compile per (module, device, options), on one background thread -------------------------
-# A compile is an entry of _XLA_CACHE whose Future the thread fulfils; a speculative start (LateXla.start,
-# after each explore/toggle) and a request for the stages (LateXla.__call__) find the same entry, so a
-# module is never compiled twice. Entries nobody waits for are cancelled while queued when a newer
-# compile of the same program supersedes them, or when more than _SPECULATIVE_MAX of them queue up. A
-# running XLA compile cannot be interrupted: a superseded one runs to its end and is cached like any.
-# One thread, so compiles never overlap (each one switches JAX's persistent cache off and on again).
-
-
-@dataclass(eq=False)
-class _Compile:
-    key: tuple
-    program: Any  # what "the same program" is for superseding: the Traced's id, or the text's hash
-    owner: Any  # the LateXla that asked first: any other is served from the cache
-    job: Callable[[], Any]
-    future: Future = dataclasses.field(default_factory=Future)
-    waiters: int = 0  # threads waiting for it and Futures watching it (LateXla.watch): never cancelled
-
-
-_XLA_LOCK = threading.Condition()  # guards everything below (an RLock inside: callbacks may re-enter)
-_XLA_CACHE: OrderedDict[tuple, _Compile] = OrderedDict()  # queued, running and finished compiles
-_XLA_QUEUE: list[_Compile] = []
-_XLA_RUNNING: list[_Compile] = []
-_XLA_KEEP = 16  # finished compiles kept
-_SPECULATIVE_MAX = 2  # queued compiles that nobody waits for, at most
-_XLA_THREAD: threading.Thread | None = None
-_XLA_COUNT = [0]  # compiles run in this process (xla_compiles())
+# -- XLA: one compile per (module, device, options), queued on the one compile thread (compile_queue.py) --
 
 
 class LateXla:
     """How an Exploration gets its XLA stages (``Built.late``): ``start()`` begins XLA's compile of the
     last MLIR stage in the background, ``ready()`` says whether calling would wait for XLA,
     ``watch()`` gives a Future done when it would not, and calling gives the XlaStages, waiting for
-    the compile (or running it) as needed. All of them use the same cache entry."""
+    the compile (or running it) as needed. All of them use the same entry of ``XLA_QUEUE``."""
 
     def __init__(self, spec: Spec, last: Stage):
         self.spec, self.last = spec, last
@@ -339,67 +312,34 @@ class LateXla:
     def __call__(self) -> XlaStages:
         return _xla_stages(self.spec, self.last, owner=self)
 
-    def _key_args(self):
-        return self.spec, self.last.text_with_locations, self.spec.xla_options
+    def _job(self) -> CompileJob:
+        return _xla_job(self.spec, self.last.text_with_locations, self.spec.xla_options)
 
     def start(self) -> None:
         """Queue the compile unless it is cached or queued already; older queued compiles of the same
         program that nobody waits for are cancelled (superseded)."""
         if self.compiles:
-            with _XLA_LOCK:
-                _entry(*self._key_args(), owner=self, speculative=True)
+            XLA_QUEUE.start(self._job(), owner=self)
 
     def ready(self) -> bool:
         """Whether the XLA stages can be had without waiting for a compile (also when it failed)."""
-        if not self.compiles:
-            return True
-        with _XLA_LOCK:
-            e = _XLA_CACHE.get(_xla_key(*self._key_args()))
-            return e is not None and e.future.done()
+        return not self.compiles or XLA_QUEUE.ready(self._job().key)
 
     def watch(self) -> Future:
         """A new Future, done (result None) when the XLA stages can be had without waiting. While it is
         pending the compile is never cancelled for a newer one; ``cancel()`` it when the stages are no
         longer wanted (a queued compile that nobody else waits for is then cancelled too). Its
         callbacks run on the compile thread: they should hand work on, not read the stages there."""
+        if self.compiles:
+            return XLA_QUEUE.watch(self._job(), owner=self)
         mine: Future = Future()
-        if not self.compiles:
-            mine.set_result(None)
-            return mine
-        with _XLA_LOCK:
-            e = _entry(*self._key_args(), owner=self)
-            e.waiters += 1
-        held = [True]
-
-        def release() -> bool:  # under _XLA_LOCK: the first of arrival and withdrawal lets go
-            if held[0]:
-                held[0] = False
-                e.waiters -= 1
-                return True
-            return False
-
-        def arrived(f: Future) -> None:
-            with _XLA_LOCK:
-                release()
-            try:
-                mine.cancel() if f.cancelled() else mine.set_result(None)
-            except InvalidStateError:  # withdrawn meanwhile
-                pass
-
-        def withdrawn(f: Future) -> None:
-            if f.cancelled():
-                with _XLA_LOCK:
-                    if release() and e.waiters == 0 and e in _XLA_QUEUE:
-                        _cancel(e)
-
-        mine.add_done_callback(withdrawn)
-        e.future.add_done_callback(arrived)
+        mine.set_result(None)
         return mine
 
 
 def xla_compiles() -> int:
     """How many XLA compiles (with per-pass dumps) this process has run."""
-    return _XLA_COUNT[0]
+    return XLA_QUEUE.runs
 
 
 def xla_passes_known(names) -> bool:
@@ -415,7 +355,8 @@ def _xla_stages(spec: Spec, last: Stage, owner: Any = None) -> XlaStages:
     if spec.traced is None and "@main" not in source:
         return XlaStages((), None, None)
     try:
-        result, cached = _compile(spec, source, spec.xla_options, owner)
+        served = _compile(spec, source, spec.xla_options, owner)
+        result, cached = served.value, served.cached
         result = _check_disabled_passes(spec, source, result)
     except Exception as e:  # XLA's own rejection of the module or an option, kept as a failed stage
         err = StageError("xla:compile", f"XLA compile with options {dict(spec.xla_options)}",
@@ -438,107 +379,23 @@ def _xla_key(spec: Spec, source: str, options: tuple[tuple[str, str], ...]) -> t
     return (text_hash(source), spec.device, options)
 
 
-def _compile(spec: Spec, source: str, options: tuple[tuple[str, str], ...], owner: Any = None):
-    """XLA's compile of ``source`` with per-pass dumps, cached by (module, device, options): the entry's
-    result, waiting for it when it is queued or running (ahead of the compiles nobody waits for).
-    Returns (result, whether someone other than ``owner`` asked for it first)."""
-    with _XLA_LOCK:
-        e = _entry(spec, source, options, owner=owner)
-        e.waiters += 1
-        # asked on the compile thread itself (in a callback): waiting would wait forever, so run it here
-        inline = threading.current_thread() is _XLA_THREAD and _take(e)
-    try:
-        if inline:
-            _run(e)
-        result = e.future.result()
-    finally:
-        with _XLA_LOCK:
-            e.waiters -= 1
-    return result, owner is None or e.owner is not owner
-
-
-def _entry(spec: Spec, source: str, options, owner: Any = None, speculative: bool = False) -> _Compile:
-    """The live entry of this compile, queued anew if there is none (under _XLA_LOCK). A speculative
-    new one cancels the queued compiles of the same program that nobody waits for, and the oldest
-    others beyond _SPECULATIVE_MAX."""
-    global _XLA_THREAD
-    key = _xla_key(spec, source, options)
-    e = _XLA_CACHE.get(key)
-    if e is not None:
-        _XLA_CACHE.move_to_end(key)
-        return e
+def _xla_job(spec: Spec, source: str, options: tuple[tuple[str, str], ...]) -> CompileJob:
+    """XLA's compile of ``source`` with per-pass dumps as ``XLA_QUEUE``'s job: keyed by (module, device,
+    options), of the program ``spec`` traced or read, with 64-bit types as the asking thread has them."""
     program = id(spec.traced) if spec.traced is not None else text_hash(spec.input_text)  # the job holds spec.traced
     x64 = bool(jax.config.jax_enable_x64)  # the asker's, maybe set by `with jax.enable_x64()` (thread-local)
-    e = _Compile(key, program, owner, lambda: _compile_now(spec, source, options, x64))
-    if speculative:
-        for q in [q for q in _XLA_QUEUE if q.waiters == 0 and q.program == program]:
-            _cancel(q)
-        idle = [q for q in _XLA_QUEUE if q.waiters == 0]
-        for q in idle[: max(0, len(idle) + 1 - _SPECULATIVE_MAX)]:
-            _cancel(q)
-    _XLA_CACHE[key] = e
-    _XLA_QUEUE.append(e)
-    if _XLA_THREAD is None:
-        _XLA_THREAD = threading.Thread(target=_xla_worker, name="wb-xla", daemon=True)
-        _XLA_THREAD.start()
-    _XLA_LOCK.notify_all()
-    return e
+    return CompileJob(_xla_key(spec, source, options), program, lambda: _compile_now(spec, source, options, x64))
 
 
-def _cancel(e: _Compile) -> None:
-    """Drop a queued compile (under _XLA_LOCK): out of the queue and the cache, its Future cancelled."""
-    _XLA_QUEUE.remove(e)
-    if _XLA_CACHE.get(e.key) is e:
-        del _XLA_CACHE[e.key]
-    e.future.cancel()
-
-
-def _take(e: _Compile) -> bool:
-    """Take a queued compile to run it now (under _XLA_LOCK); False when it is not queued."""
-    if e not in _XLA_QUEUE:
-        return False
-    _XLA_QUEUE.remove(e)
-    if not e.future.set_running_or_notify_cancel():
-        return False
-    _XLA_RUNNING.append(e)
-    return True
-
-
-def _xla_worker() -> None:
-    """The compile thread: the first queued compile that someone waits for, else the oldest queued one."""
-    while True:
-        with _XLA_LOCK:
-            while not _XLA_QUEUE:
-                _XLA_LOCK.wait()
-            e = next((q for q in _XLA_QUEUE if q.waiters), _XLA_QUEUE[0])
-            if not _take(e):
-                continue
-        _run(e)
-
-
-def _run(e: _Compile) -> None:
-    """Run a taken compile; XLA's refusal is its result too (whoever asks sees the failed stage)."""
-    try:
-        result, error = e.job(), None
-    except BaseException as exc:  # noqa: BLE001 -- handed to whoever asks, as the compile's outcome
-        result, error = None, exc
-    with _XLA_LOCK:
-        _XLA_RUNNING.remove(e)
-        if isinstance(error, XlaProbeDied) and _XLA_CACHE.get(e.key) is e:  # no answer (killed): never kept
-            del _XLA_CACHE[e.key]
-        done = [k for k, q in _XLA_CACHE.items() if q.future.done()]  # forget the oldest finished ones
-        for k in done[: max(0, len(done) + 1 - _XLA_KEEP)]:
-            del _XLA_CACHE[k]
-    if error is not None:
-        e.future.set_exception(error)
-    else:
-        e.future.set_result(result)
+def _compile(spec: Spec, source: str, options: tuple[tuple[str, str], ...], owner: Any = None) -> Served:
+    """XLA's compile of ``source`` with per-pass dumps, cached by (module, device, options), waiting for
+    it as needed; ``cached``: someone other than ``owner`` asked for it first."""
+    return XLA_QUEUE.result(_xla_job(spec, source, options), owner)
 
 
 def _compile_now(spec: Spec, source: str, options: tuple[tuple[str, str], ...], x64: bool):
     """One XLA compile of ``source`` with per-pass dumps (into a directory of its own), on the compile
-    thread, with 64-bit types as the thread that asked for it had them."""
-    _XLA_COUNT[0] += 1
+    thread, with 64-bit types as the thread that asked for it had them (``XLA_QUEUE.runs`` counts them)."""
     with jax.enable_x64(x64):
         return _compile_exported(spec, source, options)
 
@@ -564,18 +421,6 @@ def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], .
     return compile_lowered_with_dumps(relowered(traced.lowered, source), dict(options))
 
 
-def _at_exit() -> None:
-    """Leave no compile queued at exit, and let the running one end (XLA cannot be stopped mid-compile)."""
-    with _XLA_LOCK:
-        for e in list(_XLA_QUEUE):
-            _cancel(e)
-        running = [e.future for e in _XLA_RUNNING]
-    futures_wait(running, timeout=600)
-
-
-atexit.register(_at_exit)
-
-
 _XLA_PASSES_SEEN: set[str] = set()  # every pass name any compile in this process reported
 _WARNED: dict = {}  # the warnings registry of _check_disabled_passes
 
@@ -594,7 +439,8 @@ def _check_disabled_passes(spec: Spec, source: str, result):
     if not off - _XLA_PASSES_SEEN:
         return result
     try:
-        base, _ = _compile(spec, source, tuple((k, v) for k, v in spec.xla_options if k != "xla_disable_hlo_passes"))
+        plain = tuple((k, v) for k, v in spec.xla_options if k != "xla_disable_hlo_passes")
+        base = _compile(spec, source, plain).value
     except Exception:  # the check is advice: a module XLA rejects without the disables gets none
         return result
     _XLA_PASSES_SEEN.update(base.passes)
@@ -615,14 +461,8 @@ def _check_disabled_passes(spec: Spec, source: str, result):
 def clear_caches() -> None:
     """Forget cached pass results and XLA compiles (the worker stays warm): queued compiles that
     nobody waits for are cancelled, and a running one is waited for, so none runs on afterwards."""
-    r = default_runner()
-    r.clear()
-    with _XLA_LOCK:
-        for e in [e for e in _XLA_QUEUE if e.waiters == 0]:
-            _cancel(e)
-        _XLA_CACHE.clear()
-        running = [e.future for e in _XLA_RUNNING]
-    futures_wait(running)
+    default_runner().clear()
+    XLA_QUEUE.clear()
 
 
 def with_toggles(spec: Spec, disable: Sequence[str], enable: Sequence[str]) -> Spec:
