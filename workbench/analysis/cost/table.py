@@ -18,7 +18,7 @@ from .model import ModuleCost, module_cost
 from .peaks import collective_seconds, roofline
 from .xla import has_custom_calls, xla_cost
 
-__all__ = ["cost_table", "plot_cost"]
+__all__ = ["SUMMARY_COLUMNS", "cost_table", "plot_cost", "summary_columns"]
 
 
 @functools.lru_cache(maxsize=512)
@@ -30,6 +30,24 @@ def _costs(key: str, text: str) -> tuple[ModuleCost | None, dict | None, str]:
     return mc, xla_cost(text), ""
 
 
+# The columns a summary of ``cost_table`` shows (the panel's Cost tab, the offline report), in this order;
+# ``summary_columns`` drops collective_bytes where no stage sends any (only a sharded program's do).
+SUMMARY_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes",
+                   "collective_bytes", "temp_bytes", "seconds", "note")
+
+_BASE_COLUMNS = ["stage", "group", "ops", "flops", "transcendentals", "bytes", "loop_multiplied", "flops_body_once",
+                 "xla_flops", "xla_transcendentals", "xla_bytes", "collective_bytes", "unknown_custom_calls",
+                 "seconds", "argument_bytes", "output_bytes", "temp_bytes", "alias_bytes", "generated_code_bytes"]
+_ROOFLINE_COLUMNS = ["roofline_flops_s", "roofline_bytes_s", "roofline_collective_s", "bound"]
+_INT_COLUMNS = ["ops", "flops", "transcendentals", "bytes", "flops_body_once", "collective_bytes",
+                "unknown_custom_calls"]
+
+
+def summary_columns(df) -> list[str]:
+    """The ``SUMMARY_COLUMNS`` that ``df`` (a ``cost_table``) has, collective_bytes only if a stage sends any."""
+    return [c for c in SUMMARY_COLUMNS if c in df and (c != "collective_bytes" or df[c].fillna(0).gt(0).any())]
+
+
 def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = True, stages=None):
     """One row per stage: op counts (total and per dialect), analytic flops/transcendentals/bytes
     (loops multiplied by their trip counts where readable, ``loop_multiplied``), XLA's numbers for
@@ -39,73 +57,92 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
     with ``device`` (a key of ``PEAKS``) roofline times too: ``roofline_collective_s`` (collective bytes
     at the device's interconnect bandwidth, NaN where that is unknown) on every stage with collective
     bytes, flops and bytes times and ``bound`` on the MLIR stages. ``stages``: only these (default: all)."""
+    stages = ex.stages if stages is None else list(stages)
+    hlo = _hlo_costs([s for s in stages if s.group == "xla" and not s.error]) if xla else {}
+    rows = []
+    for s in stages:
+        row = {"stage": s.name, "group": s.group, "seconds": s.seconds}
+        collective = _collective_bytes(s, row, device)
+        if s.is_module:
+            _module_row(s, row, device, dtype, xla, collective)
+        elif s.name in hlo:
+            _hlo_row(s, row, hlo[s.name])
+        xla_result = ex.xla_result if s.name == "xla:optimized" else None  # (reading it waits for XLA)
+        if xla_result is not None:
+            _optimized_row(s, row, xla_result)
+        rows.append(row)
+    return _frame(rows, device)
+
+
+def _collective_bytes(s, row: dict, device: str | None) -> int | None:
+    """The bytes each device sends in the stage's collectives, into ``row`` (with their roofline time)."""
     # imported here: analysis/sharding/collectives.py reads tensor sizes with cost.tensors, so importing it while
     # this package loads would load the two halfway into each other
     from ..sharding.collectives import stage_collective_bytes
 
-    rows = []
-    dialects: set[str] = set()
-    stages = ex.stages if stages is None else list(stages)
-    hlo = _hlo_costs([s for s in stages if s.group == "xla" and not s.error]) if xla else {}
-    for s in stages:
-        row = {"stage": s.name, "group": s.group, "seconds": s.seconds}
-        try:
-            collective = stage_collective_bytes(s)
-        except Exception as e:  # noqa: BLE001 -- a module the reader cannot take: say so, keep the row
-            collective = None
-            row["note"] = f"collectives not read: {type(e).__name__}: {e}"
-        row["collective_bytes"] = collective
-        if device and collective is not None:
-            row["roofline_collective_s"] = collective_seconds(collective, device)
-        if s.is_module:
-            mc, x, err = _costs(text_hash(s.text), s.text)
-            if mc is not None:
-                row.update(ops=mc.ops, flops=mc.flops, transcendentals=mc.transcendentals, bytes=mc.bytes,
-                           loop_multiplied=mc.loop_multiplied, flops_body_once=mc.flops_body_once,
-                           unknown_custom_calls=mc.unknown_custom_calls)
-                for d, n in mc.ops_by_dialect.items():
-                    row[f"ops_{d}"] = n
-                    dialects.add(f"ops_{d}")
-                if device:
-                    r = roofline(mc, device=device, dtype=dtype, collective_bytes=collective or 0)
-                    row.update(roofline_flops_s=r.time_flops_s, roofline_bytes_s=r.time_bytes_s, bound=r.bound)
-            if xla and x is not None:
-                row.update(x)
-            if err:
-                row["note"] = "; ".join(n for n in (row.get("note"), err) if n)
-        elif s.name in hlo:
-            a = hlo[s.name]
-            if isinstance(a, str):
-                row["note"] = a
-            else:
-                unknown = has_custom_calls(s.text)
-                row.update(xla_flops=None if unknown else a.get("flops", 0.0),
-                           xla_transcendentals=a.get("transcendentals", 0.0),
-                           xla_bytes=None if unknown else a.get("bytes accessed", 0.0),
-                           note="XLA's analysis of this HLO" + ("; flops and bytes unknown: custom calls" if unknown else ""))
-        xla_result = ex.xla_result if s.name == "xla:optimized" else None  # (reading it waits for XLA)
-        if xla_result is not None:
-            c = xla_result.cost
-            unknown = has_custom_calls(s.text)  # XLA sums -1 for each custom call into flops and bytes
-            row.update(xla_flops=None if unknown else c.get("flops"), xla_transcendentals=c.get("transcendentals"),
-                       xla_bytes=None if unknown else c.get("bytes accessed"),
-                       note="XLA's analysis after fusion" + ("; flops and bytes unknown: custom calls" if unknown else ""))
-            row.update(xla_result.memory)
-            row["seconds"] = xla_result.seconds
-        rows.append(row)
-    base = ["stage", "group", "ops", "flops", "transcendentals", "bytes", "loop_multiplied", "flops_body_once",
-            "xla_flops", "xla_transcendentals", "xla_bytes", "collective_bytes", "unknown_custom_calls", "seconds",
-            "argument_bytes", "output_bytes", "temp_bytes", "alias_bytes", "generated_code_bytes"]
-    if device:
-        base += ["roofline_flops_s", "roofline_bytes_s", "roofline_collective_s", "bound"]
-    cols = base + sorted(dialects) + ["note"]
+    try:
+        collective = stage_collective_bytes(s)
+    except Exception as e:  # noqa: BLE001 -- a module the reader cannot take: say so, keep the row
+        collective = None
+        row["note"] = f"collectives not read: {type(e).__name__}: {e}"
+    row["collective_bytes"] = collective
+    if device and collective is not None:
+        row["roofline_collective_s"] = collective_seconds(collective, device)
+    return collective
+
+
+def _module_row(s, row: dict, device: str | None, dtype: str, xla: bool, collective: int | None) -> None:
+    """An MLIR module stage's analytic costs (per dialect too), roofline and XLA's numbers, into ``row``."""
+    mc, x, err = _costs(text_hash(s.text), s.text)
+    if mc is not None:
+        row.update(ops=mc.ops, flops=mc.flops, transcendentals=mc.transcendentals, bytes=mc.bytes,
+                   loop_multiplied=mc.loop_multiplied, flops_body_once=mc.flops_body_once,
+                   unknown_custom_calls=mc.unknown_custom_calls)
+        for d, n in mc.ops_by_dialect.items():
+            row[f"ops_{d}"] = n
+        if device:
+            r = roofline(mc, device=device, dtype=dtype, collective_bytes=collective or 0)
+            row.update(roofline_flops_s=r.time_flops_s, roofline_bytes_s=r.time_bytes_s, bound=r.bound)
+    if xla and x is not None:
+        row.update(x)
+    if err:
+        row["note"] = "; ".join(n for n in (row.get("note"), err) if n)
+
+
+def _xla_numbers(text: str, cost: dict, note: str) -> dict:
+    """XLA's flops, transcendentals and bytes of one module; flops and bytes unknown where it has custom
+    calls (XLA sums -1 for each custom call into them)."""
+    unknown = has_custom_calls(text)
+    return dict(xla_flops=None if unknown else cost.get("flops"), xla_transcendentals=cost.get("transcendentals"),
+                xla_bytes=None if unknown else cost.get("bytes accessed"),
+                note=note + ("; flops and bytes unknown: custom calls" if unknown else ""))
+
+
+def _hlo_row(s, row: dict, analysis) -> None:
+    """An HLO stage's numbers from XLA's analysis of its module (a string: why there are none)."""
+    if isinstance(analysis, str):
+        row["note"] = analysis
+        return
+    cost = {"flops": 0.0, "transcendentals": 0.0, "bytes accessed": 0.0, **analysis}
+    row.update(_xla_numbers(s.text, cost, "XLA's analysis of this HLO"))
+
+
+def _optimized_row(s, row: dict, xla_result) -> None:
+    """xla:optimized: XLA's own analysis after fusion, the compiled memory analysis and the compile's time."""
+    row.update(_xla_numbers(s.text, xla_result.cost, "XLA's analysis after fusion"))
+    row.update(xla_result.memory)
+    row["seconds"] = xla_result.seconds
+
+
+def _frame(rows: list[dict], device: str | None):
+    """The rows as a DataFrame with every column (blank where no row has it), counts as nullable ints."""
+    dialects = sorted({c for row in rows for c in row if c.startswith("ops_")})
+    cols = _BASE_COLUMNS + (_ROOFLINE_COLUMNS if device else []) + dialects + ["note"]
     df = pd.DataFrame(rows)
     for c in cols:
         if c not in df:
             df[c] = None
-    ints = (["ops", "flops", "transcendentals", "bytes", "flops_body_once", "collective_bytes", "unknown_custom_calls"]
-            + sorted(dialects))
-    for c in ints:
+    for c in _INT_COLUMNS + dialects:
         df[c] = df[c].astype("Int64")
     return df[cols]
 

@@ -8,6 +8,7 @@ import numbers
 from html import escape
 from typing import Collection, Sequence
 
+from ...analysis.cost.table import summary_columns
 from ...analysis.diff import Diff
 from ...analysis.numbers import num
 from ...exploration import Exploration
@@ -16,10 +17,6 @@ from ...stages import Stage
 __all__ = ["esc", "num", "cell", "table", "running", "failed", "done", "awaiting", "header", "stage_error",
            "pipeline_string", "python_line", "patterns_unused", "ops_delta", "run_result", "stage_costs", "op_costs",
            "op_costs_missing"]
-
-# the columns of ``Exploration.cost()`` the Cost tab shows, in this order
-_COST_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes",
-                 "collective_bytes", "temp_bytes", "seconds", "note")  # collective_bytes: a sharded program's only
 
 
 def esc(x) -> str:
@@ -196,8 +193,7 @@ def run_result(r) -> str:
 def stage_costs(python: str, df, cached: Collection[str] = ()) -> str:
     """``Exploration.cost()``, every stage, in the columns the Cost tab shows; the seconds of the
     ``cached`` stages (served from a cache, so timed on their first run) say so."""
-    cols = [c for c in _COST_COLUMNS if c in df and (c != "collective_bytes" or df[c].fillna(0).gt(0).any())]
-    df = df[cols].copy()
+    df = df[summary_columns(df)].copy()
     if "seconds" in df and "stage" in df:
         df["seconds"] = [cell(t) + (" (cached)" if st in cached and cell(t) else "")
                          for st, t in zip(df["stage"], df["seconds"])]
