@@ -101,6 +101,21 @@ def test_the_diff_rows_are_the_structural_diffs_alignment(ex):
     assert {j for _, j, k in rows if j >= 0 and k != "equal"} == {j for c in d.changes for j in c.after}
 
 
+def test_the_viewer_reads_row_kinds_by_the_diffs_codes(ex):
+    """The panel and the report send a row's kind as its code (analysis/diff/kinds.py); diffview.js names
+    it back with its own KINDS, which must be the same list in the same order."""
+    import json
+    import pathlib
+
+    from workbench.analysis.diff.kinds import ROW_KINDS
+
+    script = (pathlib.Path(wb.__file__).parent / "assets" / "diffview.js").read_text()
+    found = re.findall(r"^const KINDS = (\[[^\]]*\]);", script, re.MULTILINE)
+    assert len(found) == 1 and tuple(json.loads(found[0])) == ROW_KINDS == KINDS
+    d = diff_texts(ex["canonicalize#2"].text, ex["enzyme-hlo-patterns#1"].text)
+    assert {k for _, _, k in d.rows()} <= set(ROW_KINDS)
+
+
 def test_clicking_a_stage_diffs_it_with_its_parent_and_shift_click_sets_the_left(p, ex):
     send(p.stage_list, type="pick", name="xla:optimized", side="right")
     assert (p.left, p.right) == (ex["xla:optimized"].parent, "xla:optimized")

@@ -20,12 +20,12 @@ import gzip
 from dataclasses import dataclass, field
 
 from ..analysis.diff import Diff, diff_texts, normalize
+from ..analysis.diff.kinds import ROW_CODES
 from .jsonout import json_text
 
 __all__ = ["LIMITS", "REFERENCE", "PackedTexts", "ReportLimits", "TextUsage", "limits_note", "pack_texts", "pairs_note"]
 
 REFERENCE = "stablehlo"  # the stage every MLIR stage is also diffed with
-_KINDS = {"equal": 0, "changed": 1, "deleted": 2, "inserted": 3, "moved": 4}  # diffview.js's row kind codes
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def _row_runs(rows) -> list[int]:
     out: list[int] = []
     i0 = j0 = k0 = n = None
     for i, j, kind in rows:
-        k = _KINDS[kind]
+        k = ROW_CODES[kind]
         if n and k == k0 and (i < 0 if i0 < 0 else i == i0 + n) and (j < 0 if j0 < 0 else j == j0 + n):
             n += 1
             continue
@@ -162,26 +162,67 @@ def pack_texts(stages, first: tuple[str, str], limits: ReportLimits = LIMITS) ->
 
     Each stage is diffed with its parent right after it is read, while the diff's reader still holds
     both modules (``normalize.read_module`` keeps the last few); only the first pair's Diff is kept."""
-    by_name = {s.name: k for k, s in enumerate(stages)}
-    texts = _Texts()
-    embedded: dict[str, list[str]] = {}  # stage text -> the lines embedded for it
-    whole: dict[str, list[str]] = {}  # the texts read whole -> their normalized lines
-    usage = TextUsage()
-    stage_text = []
-    pairs, done = [], set()
-    first_diff = None
+    packer = _Packer(stages, first, limits)
+    for s in stages:
+        packer.read(s)
+    extra = _extra_pairs(stages, first, packer.by_name)
+    for a, b in extra:
+        packer.diff(a, b)
+    return packer.packed(extra)
 
-    def diff(a: str, b: str) -> None:
-        nonlocal first_diff
-        sa, sb = stages[by_name[a]], stages[by_name[b]]
-        if sa.error or sb.error or (a, b) in done:
+
+def _extra_pairs(stages, first, by_name) -> list[tuple[str, str]]:
+    """The pairs diffed besides each stage against its parent: the first pair, the reference against each
+    distinct MLIR text, and XLA's module before against after its optimizations."""
+    ref = next((s.name for s in stages if s.name == REFERENCE and not s.error), None)
+    distinct_mlir = {s.text: s.name for s in reversed(stages) if s.group == "mlir" and not s.error}
+    extra = [tuple(first)] + [(ref, n) for n in reversed(distinct_mlir.values()) if ref is not None]
+    extra += [p for p in [("xla:before_optimizations", "xla:optimized")] if all(n in by_name for n in p)]
+    wanted = {(s.parent, s.name) for s in stages if s.parent in by_name}
+    return [p for p in dict.fromkeys(extra) if p not in wanted and p[0] != p[1]]
+
+
+class _Packer:
+    """One ``pack_texts``: the texts embedded so far, the pairs diffed, and what the limits left out."""
+
+    def __init__(self, stages, first, limits: ReportLimits):
+        self.stages, self.first, self.limits = stages, tuple(first), limits
+        self.by_name = {s.name: k for k, s in enumerate(stages)}
+        self.texts = _Texts()
+        self.embedded: dict[str, list[str]] = {}  # stage text -> the lines embedded for it
+        self.whole: dict[str, list[str]] = {}  # the texts read whole -> their normalized lines
+        self.usage = TextUsage()
+        self.stage_text: list[int] = []  # each stage's text id, -1 for a failed stage
+        self.pairs: list[list] = []
+        self.done: set[tuple[str, str]] = set()
+        self.first_diff: Diff | None = None
+
+    def read(self, s) -> None:
+        """Embed stage ``s``'s text (each distinct text once) and diff it with its parent."""
+        if s.error:
+            self.stage_text.append(-1)
             return
-        la, lb = whole.get(sa.text), whole.get(sb.text)
+        if s.text not in self.embedded:
+            lines, read = _embedded(s.text, s.name, self.limits, self.usage)
+            self.embedded[s.text] = lines
+            if read:
+                self.whole[s.text] = lines
+        self.stage_text.append(self.texts.add(self.embedded[s.text]))
+        if s.parent in self.by_name:
+            self.diff(s.parent, s.name)
+
+    def diff(self, a: str, b: str) -> None:
+        """Precompute the diff of stage ``a`` against ``b`` if both were read whole and it is within the
+        limits; else the page diffs them line by line."""
+        sa, sb = self.stages[self.by_name[a]], self.stages[self.by_name[b]]
+        if sa.error or sb.error or (a, b) in self.done:
+            return
+        la, lb = self.whole.get(sa.text), self.whole.get(sb.text)
         if la is not None and la == lb:
-            t = texts.add(la)
-            pairs.append([by_name[a], by_name[b], t, t, [0, 0, 0, len(la)] if la else []])
-            done.add((a, b))
+            t = self.texts.add(la)
+            self._pair(a, b, t, t, [0, 0, 0, len(la)] if la else [])
             return
+        limits, usage = self.limits, self.usage
         if (la is None or lb is None or max(len(la), len(lb)) > limits.diff_lines
                 or usage.diff_lines + len(la) + len(lb) > limits.diff_budget):
             usage.diffs_left += 1  # left to the page's line diff
@@ -191,36 +232,22 @@ def pack_texts(stages, first: tuple[str, str], limits: ReportLimits = LIMITS) ->
             d = diff_texts(sa.text, sb.text, a, b)
         except Exception:  # left to the page's line diff
             return
-        if (a, b) == tuple(first):
-            first_diff = d
-        pairs.append([by_name[a], by_name[b], texts.add(d.before), texts.add(d.after), _row_runs(d.rows())])
-        done.add((a, b))
+        if (a, b) == self.first:
+            self.first_diff = d
+        self._pair(a, b, self.texts.add(d.before), self.texts.add(d.after), _row_runs(d.rows()))
 
-    for s in stages:
-        if s.error:
-            stage_text.append(-1)
-            continue
-        if s.text not in embedded:
-            lines, read = _embedded(s.text, s.name, limits, usage)
-            embedded[s.text] = lines
-            if read:
-                whole[s.text] = lines
-        stage_text.append(texts.add(embedded[s.text]))
-        if s.parent in by_name:
-            diff(s.parent, s.name)
-    ref = next((s.name for s in stages if s.name == REFERENCE and not s.error), None)
-    distinct_mlir = {s.text: s.name for s in reversed(stages) if s.group == "mlir" and not s.error}
-    extra = [first] + [(ref, n) for n in reversed(distinct_mlir.values()) if ref is not None]
-    extra += [p for p in [("xla:before_optimizations", "xla:optimized")] if all(n in by_name for n in p)]
-    wanted = {(s.parent, s.name) for s in stages if s.parent in by_name}
-    extra = [p for p in dict.fromkeys(extra) if p not in wanted and p[0] != p[1]]
-    for a, b in extra:
-        diff(a, b)
-    usage.embedded_chars = sum(map(len, texts.pool))
-    data = {"pool": list(texts.pool), "texts": texts.runs, "stage_text": stage_text, "pairs": pairs}
-    raw = json_text(data, "the report's texts", separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    packed = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
-    return PackedTexts(packed, first_diff, tuple(p for p in extra if p in done), whole, usage)
+    def _pair(self, a: str, b: str, before: int, after: int, runs: list[int]) -> None:
+        self.pairs.append([self.by_name[a], self.by_name[b], before, after, runs])
+        self.done.add((a, b))
+
+    def packed(self, extra) -> PackedTexts:
+        """Everything packed: the texts and pairs as JSON, gzip, base64, and what the report shows of them."""
+        self.usage.embedded_chars = sum(map(len, self.texts.pool))
+        data = {"pool": list(self.texts.pool), "texts": self.texts.runs, "stage_text": self.stage_text,
+                "pairs": self.pairs}
+        raw = json_text(data, "the report's texts", separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        packed = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+        return PackedTexts(packed, self.first_diff, tuple(p for p in extra if p in self.done), self.whole, self.usage)
 
 
 def limits_note(limits: ReportLimits, usage: TextUsage) -> str:

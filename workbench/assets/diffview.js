@@ -17,10 +17,10 @@ const ROW_H = 18; // px; must match .wbd-row in diffview.css
 const OVERSCAN = 40; // rows painted above and below the viewport; scrolling within them repaints nothing
 const MAX_CHARS = 4000; // longer lines are cut (dense constants can be megabytes)
 const CONTEXT = 3; // unchanged lines kept around changes in "changes only"
-const KINDS = ["equal", "changed", "deleted", "inserted", "moved"];
+const KINDS = ["equal", "changed", "deleted", "inserted", "moved"]; // a row's kind by its code: workbench/analysis/diff/kinds.py's ROW_KINDS
 const MIN_CHARS = 80; // "auto" shows side by side only when each pane shows this many characters
 const TITLE_CHARS = 3000; // the hover title of a line cut by the pane's width shows this much of it
-const RULER = { 1: "#c4a000", 2: "#cc0000", 3: "#4e9a06", 4: "#75507b" };
+const RULER = { changed: "#c4a000", deleted: "#cc0000", inserted: "#4e9a06", moved: "#75507b" };
 
 // ---- highlighting: MLIR / StableHLO / XLA HLO lines -> [text, class] tokens -----------------------
 // The one tokenizer of the project: the panel's diff view and the offline report use it from this file,
@@ -246,7 +246,7 @@ function render({ model, el }) {
     rows = readRows(model.get("rows"));
     cache = new Map();
     maxChars = 0;
-    const count = [0, 0, 0, 0, 0];
+    const count = KINDS.map(() => 0);
     for (let k = 0; k < rows.length; k += 3) {
       count[rows[k + 2]]++;
       const i = rows[k], j = rows[k + 1];
@@ -263,10 +263,10 @@ function render({ model, el }) {
     $(".wbd-head-r").textContent = model.get("after_name");
     const n = rows.length / 3;
     const parts = [];
-    if (count[1]) parts.push(`<span class="k-changed">~${count[1]} changed</span>`);
-    if (count[2]) parts.push(`<span class="k-deleted">&minus;${count[2]} deleted</span>`);
-    if (count[3]) parts.push(`<span class="k-inserted">+${count[3]} inserted</span>`);
-    if (count[4]) parts.push(`<span class="k-moved">${count[4]} moved</span>`);
+    for (const [kind, sign] of [["changed", "~"], ["deleted", "&minus;"], ["inserted", "+"], ["moved", ""]]) {
+      const c = count[KINDS.indexOf(kind)];
+      if (c) parts.push(`<span class="k-${kind}">${sign}${c} ${kind}</span>`);
+    }
     const summary = parts.length ? ": " + parts.join(" ") : ": no changes";
     $(".wbd-stats").innerHTML = msg ? "" : `${n.toLocaleString("en-US")} rows` + summary;
     readMarks();
@@ -528,7 +528,7 @@ function render({ model, el }) {
       if (k < 0) continue;
       const kind = rows[3 * k + 2];
       if (!kind) continue;
-      ctx.fillStyle = RULER[kind];
+      ctx.fillStyle = RULER[KINDS[kind]];
       ctx.fillRect(0, Math.floor(d * scale), ruler.width, Math.max(2 * dpr, Math.ceil(scale)));
     }
   }
@@ -676,7 +676,7 @@ function render({ model, el }) {
 
 // ---- a line diff, for a pair the workbench did not diff ------------------------------------------
 // Used by the offline report (report.js) and the JupyterLab extension's kernel-free views.
-const LINE_KIND = { equal: 0, changed: 1, deleted: 2, inserted: 3 };
+const LINE_KIND = Object.fromEntries(KINDS.map((kind, code) => [kind, code]));
 const MAX_D = 1000; // Myers gives up on a gap with more edits than this: its lines are deleted + inserted
 // Lines are aligned by their text with value names blanked (an op removed early renumbers every
 // later value), then patience anchors (lines unique on both sides) and Myers' O(ND) between them.

@@ -26,6 +26,7 @@ from typing import Iterable
 import traitlets
 
 from ...analysis.diff import Diff
+from ...analysis.diff.kinds import ROW_CODES, ROW_KINDS as KINDS  # the kinds by their code in ``rows``
 from .lists import Messages
 from .sharding_tips import tips
 
@@ -34,16 +35,13 @@ __all__ = ["DiffView", "KINDS", "MODES"]
 _HERE = pathlib.Path(__file__).parent
 _ASSETS = _HERE.parent.parent / "assets"  # the front-end code the panel, the report and the extension share
 
-# Row kinds, by their code in the ``rows`` array.
-KINDS = ("equal", "changed", "deleted", "inserted", "moved")
-_CODE = {k: i for i, k in enumerate(KINDS)}
 MODES = ("auto", "split", "unified")
 
 
 def _pack(rows: list[tuple[int, int, str]]) -> bytes:
     flat = array.array("i")
     for i, j, kind in rows:
-        flat.extend((i, j, _CODE[kind]))
+        flat.extend((i, j, ROW_CODES[kind]))
     if sys.byteorder == "big":  # the browser reads little-endian
         flat.byteswap()
     return flat.tobytes()
