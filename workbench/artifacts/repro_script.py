@@ -358,27 +358,13 @@ def hlo_opcodes(text):
 
 
 def decide(recipe, device_id, output=None):
+    """(verdict, reason) of the predicate ``recipe`` (None: no predicate, the modules compared); raises
+    Undecided when it cannot be decided. ``output``: where to write the pipeline's output module."""
     kind = recipe["kind"] if recipe else None
     if kind == "crashes":
-        compile_on = device_id if recipe.get("include_xla") else None
-        result = run_pipeline(compile_on=compile_on)
-        if "failure" in result:
-            what = "XLA's compile of the pipeline's output" if result["phase"] == "xla" else "the pipeline"
-            return "FAIL", f"crashes: {what} {result['failure']}"
-        return "PASS", "the pipeline ran and its output verified" + (" and compiled with XLA" if compile_on else "")
+        return decide_crashes(recipe, device_id)
     if kind in ("has_op", "lacks_op") and recipe.get("stage") == "xla:optimized":
-        result = run_pipeline(compile_on=device_id)
-        if "failure" in result:
-            if result.get("phase") != "xla":
-                raise Undecided(f"the pipeline {result['failure']}")
-            return "PASS", (f"XLA's compile of the pipeline's output {result['failure']}: there is no optimized module, "
-                            f"so {kind} does not hold (as in the workbench)")
-        if "hlo" not in result:
-            raise Undecided("the pipeline's output has no @main for XLA to compile")
-        count = sum(1 for op in hlo_opcodes(result["hlo"]) if op == recipe["name"])
-        holds = count > 0 if kind == "has_op" else count == 0
-        return ("FAIL" if holds else "PASS"), (f"{kind}: XLA's optimized module has {count} {recipe['name']} "
-                                               f"instruction(s): the predicate {'holds' if holds else 'does not hold'}")
+        return decide_optimized_ops(recipe, kind, device_id)
     repeat = int(recipe.get("repeat", 3)) if kind == "slower_than" else 1
     result = run_pipeline(repeat=repeat)
     if output and "text" in result:
@@ -388,27 +374,10 @@ def decide(recipe, device_id, output=None):
         if kind == "miscompiles":  # as the workbench's predicate: a failing pipeline is not a miscompile
             return "PASS", f"the pipeline failed, which miscompiles does not count (use crashes): it {result['failure']}"
         raise Undecided(f"the pipeline {result['failure']}")
-    if kind in ("op_count_above", "op_count_at_most"):
-        count = sum(1 for name in op_names(result["text"]) if name == recipe["name"])
-        holds = count > recipe["n"] if kind == "op_count_above" else count <= recipe["n"]
-        relation = "more than" if kind == "op_count_above" else "at most"
-        return ("FAIL" if holds else "PASS"), (f"{kind}: the output has {count} {recipe['name']} op(s); the "
-                                               f"predicate asks for {relation} {recipe['n']}: it {'holds' if holds else 'does not'}")
-    if kind in ("has_op", "lacks_op"):
-        count = sum(1 for name in op_names(result["text"]) if name == recipe["name"])
-        holds = count > 0 if kind == "has_op" else count == 0
-        return ("FAIL" if holds else "PASS"), (f"{kind}: the output has {count} {recipe['name']} op(s): the "
-                                               f"predicate {'holds' if holds else 'does not hold'}")
+    if kind in ("op_count_above", "op_count_at_most", "has_op", "lacks_op"):
+        return decide_op_count(recipe, kind, result["text"])
     if kind == "differs_from" and not recipe["numbers"]:
-        if "prepare_error" in result:
-            raise Undecided(f"the modules could not be prepared for jaxlib: {result['prepare_error']}")
-        try:
-            same = canonical(result["jax_input"]) == canonical(result["jax_output"])
-        except Exception as e:
-            raise Undecided(f"jaxlib could not read a module: {type(e).__name__}: {str(e).splitlines()[0][:300]}") from None
-        return ("PASS" if same else "FAIL"), ("differs_from: the pipeline's output " + (
-            "prints as input.mlir does (the predicate does not hold)" if same else
-            "differs from input.mlir as text (the predicate holds)"))
+        return decide_differs_as_text(result)
     if kind == "differs_from":
         return compare_modules(result, device_for(device_id), strict=True, label="differs_from")
     if kind == "slower_than":
@@ -421,6 +390,58 @@ def decide(recipe, device_id, output=None):
     if kind is None and CONFIG.get("cannot_run"):
         return "PASS", f"the pipeline ran; {CONFIG['cannot_run']}, so it is not run here"
     return compare_modules(result, device_for(device_id), strict=kind == "miscompiles")
+
+
+def decide_crashes(recipe, device_id):
+    """crashes: the pipeline (and with include_xla, XLA's compile of its output) fails or dies."""
+    compile_on = device_id if recipe.get("include_xla") else None
+    result = run_pipeline(compile_on=compile_on)
+    if "failure" in result:
+        what = "XLA's compile of the pipeline's output" if result["phase"] == "xla" else "the pipeline"
+        return "FAIL", f"crashes: {what} {result['failure']}"
+    return "PASS", "the pipeline ran and its output verified" + (" and compiled with XLA" if compile_on else "")
+
+
+def decide_optimized_ops(recipe, kind, device_id):
+    """has_op / lacks_op on xla:optimized: the instructions of XLA's optimized module of the pipeline's output."""
+    result = run_pipeline(compile_on=device_id)
+    if "failure" in result:
+        if result.get("phase") != "xla":
+            raise Undecided(f"the pipeline {result['failure']}")
+        return "PASS", (f"XLA's compile of the pipeline's output {result['failure']}: there is no optimized module, "
+                        f"so {kind} does not hold (as in the workbench)")
+    if "hlo" not in result:
+        raise Undecided("the pipeline's output has no @main for XLA to compile")
+    count = sum(1 for op in hlo_opcodes(result["hlo"]) if op == recipe["name"])
+    holds = count > 0 if kind == "has_op" else count == 0
+    return ("FAIL" if holds else "PASS"), (f"{kind}: XLA's optimized module has {count} {recipe['name']} "
+                                           f"instruction(s): the predicate {'holds' if holds else 'does not hold'}")
+
+
+def decide_op_count(recipe, kind, text):
+    """op_count_above, op_count_at_most, has_op, lacks_op on the pipeline's output ``text``."""
+    count = sum(1 for name in op_names(text) if name == recipe["name"])
+    if kind in ("op_count_above", "op_count_at_most"):
+        holds = count > recipe["n"] if kind == "op_count_above" else count <= recipe["n"]
+        relation = "more than" if kind == "op_count_above" else "at most"
+        return ("FAIL" if holds else "PASS"), (f"{kind}: the output has {count} {recipe['name']} op(s); the "
+                                               f"predicate asks for {relation} {recipe['n']}: it {'holds' if holds else 'does not'}")
+    holds = count > 0 if kind == "has_op" else count == 0
+    return ("FAIL" if holds else "PASS"), (f"{kind}: the output has {count} {recipe['name']} op(s): the "
+                                           f"predicate {'holds' if holds else 'does not hold'}")
+
+
+def decide_differs_as_text(result):
+    """differs_from without numbers: whether the output prints differently from input.mlir, as jaxlib reads both."""
+    if "prepare_error" in result:
+        raise Undecided(f"the modules could not be prepared for jaxlib: {result['prepare_error']}")
+    try:
+        same = canonical(result["jax_input"]) == canonical(result["jax_output"])
+    except Exception as e:
+        raise Undecided(f"jaxlib could not read a module: {type(e).__name__}: {str(e).splitlines()[0][:300]}") from None
+    return ("PASS" if same else "FAIL"), ("differs_from: the pipeline's output " + (
+        "prints as input.mlir does (the predicate does not hold)" if same else
+        "differs from input.mlir as text (the predicate holds)"))
 
 
 def main(argv=None):
