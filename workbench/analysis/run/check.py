@@ -17,7 +17,26 @@ accurate to measure against, so the check uses, in this order, the first that ex
 
 Each leaf's tolerance follows the precision the program actually computes in: the narrowest floating
 type that rounded anything the output depends on (``ir.promote.computed_in``), not the output's dtype;
-a float32 output of a bfloat16 scan is held to bfloat16's rounding. ``check_outputs`` states the rules.
+a float32 output of a bfloat16 scan is held to bfloat16's rounding. ``check_outputs`` states the rules;
+why they are what they are:
+
+- float64: the as-lowered program's error against the float64 evaluation is the rounding error of one
+  valid evaluation order at precision c, and a rewrite that reassociates, fuses or reorders is another
+  evaluation order whose rounding error is of the same size but not the same: the factor 4 leaves room
+  for that (on the real programs of the tests, every stage's error is within 1.3x of the as-lowered
+  one). ``8 eps * scale`` (8 ulp of the output's magnitude at precision c) keeps a stage passing when
+  the lowered program happens to be exact. An ill-conditioned output (a gradient that is zero but for
+  rounding, which Adam then scales up to the learning rate) has an error as large as the output
+  itself, so rounding noise passes, while a wrong result (a changed constant, a learning rate 10% off,
+  a dropped term, a NaN folded away) moves the output far more than rounding does and fails. No fixed
+  per-dtype constant enters: a float32 program is held to float32's rounding, not to 1e-4.
+- noise: the program is its own yardstick. Moving an input by one ulp is exactly the perturbation
+  rounding makes, and by backward-error analysis a rounding in the middle of a program acts like such
+  a perturbation of its inputs, so the noise measures how far rounding-size changes move each output
+  -- large on an ill-conditioned output, tiny on a well-conditioned one -- with no fixed per-dtype
+  constant. Other evaluation schemes were rejected as yardsticks: the same module compiled with other
+  valid XLA options, or the jaxpr run op by op, often reproduces the same roundings bit for bit (a
+  noise of zero, which would fail every reassociation), and inputs are the one thing every program has.
 """
 from __future__ import annotations
 
@@ -341,42 +360,24 @@ def check_outputs(got, ref: Reference) -> Check:
     Every floating leaf's tolerance is set by ``c``, the coarser of its dtype and the narrowest
     floating type the as-lowered module rounded anything it depends on to (``ref.computed``), with
     ``eps`` = c's machine epsilon and ``rtol`` = c's per-dtype tolerance (float32 1e-4, bfloat16
-    2e-2, ...). The rule, in the first case that applies:
+    2e-2, ...). The rule, in the first case that applies (the module docstring says why):
 
-    float64 (a float64 evaluation exists): the stage's error ``err_stage = max |stage - ref64|`` and
-    the as-lowered program's own ``err_lowered = max |lowered - ref64|`` (over the elements where all
-    three are finite); it passes when
+    float64 (a float64 evaluation exists): over the elements where the stage, the as-lowered program
+    and ``ref64`` are all finite, it passes when
 
-        err_stage <= 4 * err_lowered + 8 * eps * scale,   scale = max |ref64|
+        max |stage - ref64| <= 4 * max |lowered - ref64| + 8 * eps * scale,   scale = max |ref64|
 
-    Why: ``err_lowered`` is the rounding error of one valid evaluation order at precision c, and a
-    rewrite that reassociates, fuses or reorders is another evaluation order whose rounding error is
-    of the same size but not the same: the factor 4 leaves room for that (on the real programs of
-    the tests, every stage's error is within 1.3x of the as-lowered one). ``8 eps * scale`` (8 ulp of
-    the output's magnitude at precision c) keeps a stage passing when the lowered program happens to
-    be exact. An ill-conditioned output (a gradient that is zero but for rounding, which Adam then
-    scales up to the learning rate) has an ``err_lowered`` as large as the output itself, so
-    rounding noise passes, while a wrong result (a changed constant, a learning rate 10% off, a
-    dropped term, a NaN folded away) moves the output far more than rounding does and fails. No
-    fixed per-dtype constant enters: a float32 program is held to float32's rounding, not to 1e-4.
-    Where the as-lowered program or the reference is not finite, the stage must match the program
-    as lowered (or be finite and within tolerance of a finite reference: avoiding an overflow is
-    more accurate, not wrong).
+    and where the as-lowered program or the reference is not finite, the stage must match the program
+    as lowered (or be finite and within tolerance of a finite reference: avoiding an overflow is more
+    accurate, not wrong).
 
-    noise (no float64 evaluation; the program has floating inputs): the program is its own
-    yardstick. It is run ``NOISE_TRIES`` more times, each with every finite nonzero floating input
-    moved by one ulp up or down at random (seeded), and ``noise = max |nudged - lowered|``. Moving an
-    input by one ulp is exactly the perturbation rounding makes, and by backward-error analysis a
-    rounding in the middle of a program acts like such a perturbation of its inputs, so ``noise``
-    measures how far rounding-size changes move each output -- large on an ill-conditioned output,
-    tiny on a well-conditioned one -- with no fixed per-dtype constant. The stage passes when
+    noise (no float64 evaluation; the program has floating inputs): the program is run
+    ``NOISE_TRIES`` more times, each with every finite nonzero floating input moved by one ulp up or
+    down at random (seeded), ``noise = max |nudged - lowered|``, and the stage passes when
 
         max |stage - lowered| <= 4 * noise + 8 * eps * scale,   scale = max |lowered|
 
-    (NaNs must match NaNs and infinities the same infinities). Other evaluation schemes were
-    rejected as yardsticks: the same module compiled with other valid XLA options, or the jaxpr run
-    op by op, often reproduces the same roundings bit for bit (a noise of zero, which would fail
-    every reassociation), and inputs are the one thing every program has.
+    (NaNs must match NaNs and infinities the same infinities).
 
     dtype (no float64 evaluation and no floating input to move): ``max |stage - lowered| <= rtol *
     max |lowered|``, the per-dtype rule of ``compare_outputs`` at precision c.
@@ -385,26 +386,40 @@ def check_outputs(got, ref: Reference) -> Check:
     """
     _same_structure(got, ref.lowered)
     stage, lowered = _leaves(got), _leaves(ref.lowered)
-    wide = _leaves(ref.wide) if ref.wide is not None else None
-    if wide is not None and len(wide) != len(lowered):
-        wide = None
-    nudged = [_leaves(tree) for tree in ref.nudged]
-    nudged = [n for n in nudged if len(n) == len(lowered)]
-    computed = ref.computed if ref.computed is not None and len(ref.computed) == len(lowered) else None
+    wide, nudged, computed = _reference_leaves(ref, len(lowered))
     out = []
     for i, ((name, g), (_, low)) in enumerate(zip(stage, lowered)):
-        dtype = str(low.dtype)
-        c = _coarsest(dtype, computed[i] if computed else None)
-        if g.shape != low.shape:
-            out.append(LeafCheck(name, low.shape, dtype, float("inf"), float("inf"), 0.0, False))
-        elif dtype not in RTOL:
-            out.append(_exact_rule(name, g, low, dtype))
-        elif wide is not None and wide[i][1].shape == low.shape:
-            out.append(_float64_rule(name, g, low, wide[i][1], dtype, c))
-        elif nudged:
-            out.append(_noise_rule(name, g, low, [n[i][1] for n in nudged], dtype, c))
-        else:
-            out.append(_dtype_rule(name, g, low, dtype, c))
+        out.append(_check_leaf(name, g, low, wide[i][1] if wide is not None else None,
+                               [n[i][1] for n in nudged], computed[i] if computed else None))
     if ref.wide is not None:
         return Check(ref.wide_label, tuple(out), "float64", "", ref.source, ref.why_not_promoted)
     return Check(ref.label, tuple(out), "stage", ref.note, "as-lowered", ref.why_not_promoted)
+
+
+def _reference_leaves(ref: Reference, n: int) -> tuple[list | None, list[list], tuple[str | None, ...] | None]:
+    """The leaves of ``ref``'s float64 evaluation, of its nudged runs and its computed types, each
+    only where it has the ``n`` leaves of the as-lowered outputs (None, or no nudged run, where not)."""
+    wide = _leaves(ref.wide) if ref.wide is not None else None
+    if wide is not None and len(wide) != n:
+        wide = None
+    nudged = [leaves for leaves in map(_leaves, ref.nudged) if len(leaves) == n]
+    computed = ref.computed if ref.computed is not None and len(ref.computed) == n else None
+    return wide, nudged, computed
+
+
+def _check_leaf(name: str, g: np.ndarray, low: np.ndarray, wide: np.ndarray | None, nudged: list[np.ndarray],
+                computed: str | None) -> LeafCheck:
+    """One leaf of ``check_outputs``: the stage's ``g`` by the first rule that applies, given the
+    as-lowered ``low``, its float64 evaluation ``wide`` (None without one), its nudged runs and the
+    narrowest type it was computed through."""
+    dtype = str(low.dtype)
+    c = _coarsest(dtype, computed)
+    if g.shape != low.shape:
+        return LeafCheck(name, low.shape, dtype, float("inf"), float("inf"), 0.0, False)
+    if dtype not in RTOL:
+        return _exact_rule(name, g, low, dtype)
+    if wide is not None and wide.shape == low.shape:
+        return _float64_rule(name, g, low, wide, dtype, c)
+    if nudged:
+        return _noise_rule(name, g, low, nudged, dtype, c)
+    return _dtype_rule(name, g, low, dtype, c)
