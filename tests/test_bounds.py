@@ -12,6 +12,7 @@ The program is a stack of ``layers`` matmul + tanh layers and its gradient, unro
 """
 import base64
 import gzip
+import html
 import json
 import os
 import re
@@ -216,9 +217,9 @@ def test_a_report_reads_diffs_and_embeds_no_more_than_its_limits(small_ex, big_e
         assert "GraphTooLargeError" in graph and "within 0.001 s" in graph  # dot's limit is the report's
     assert dot_children() == []
     # the caps, stated in the report itself, and what they left out of the big one
-    note = re.search(r'<span id="wb-limits">(.*?)</span>', big["page"]).group(1)
-    assert "at most 40,000 characters of one stage&#x27;s text and 150,000 of all" in note
-    assert "not embedded: " in note and "left to the page&#x27;s line diff" in note
+    note = html.unescape(re.search(r'<span id="wb-limits">(.*?)</span>', big["page"]).group(1))
+    assert "at most 40,000 characters of one stage's text and 150,000 of all" in note
+    assert "not embedded: " in note and "left to the page's line diff" in note
     data = _packed(big["page"])
     runs = data["texts"][data["stage_text"][big_ex.names.index("xla:optimized")]]
     last = data["pool"][runs[-2] + runs[-1] - 1]

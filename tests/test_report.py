@@ -20,6 +20,7 @@ import workbench as wb
 from workbench import examples
 from workbench.artifacts import report as report_module
 from workbench.analysis.diff import normalize
+from workbench.analysis.diff.kinds import ROW_CODES
 
 # A module whose text holds markup: comments (kept in the "input" stage as given), a string attribute
 # (kept by every pass), and the title. The report must show all of it as text and run none of it.
@@ -114,7 +115,7 @@ def rows_of(runs: list[int]) -> list[tuple[int, int, int]]:
     return out
 
 
-KIND = {"equal": 0, "changed": 1, "deleted": 2, "inserted": 3, "moved": 4}
+KIND = ROW_CODES  # a row kind's code, as the report packs it
 
 
 # -- the file ------------------------------------------------------------------------------------------
@@ -139,12 +140,12 @@ def test_the_header_stage_table_cost_graph_and_runs_are_static_html(attention, a
     import jaxlib
 
     for dist, version in (("jax", jax.__version__), ("jaxlib", jaxlib.__version__),
-                          ("enzyme-ad", metadata.version("enzyme-ad")), ("hlo-workbench", metadata.version("hlo-workbench"))):
+                          ("enzyme-ad", metadata.version("enzyme-ad")), ("workbench", metadata.version("hlo-workbench"))):
         assert f"{dist} {version}" in words
     assert attention.spec.title in words and "cpu:0" in words and attention.spec.pipeline in words
     # the report's limits, stated in it (tests/test_bounds.py checks that they hold)
-    limits = re.search(r'<span id="wb-limits">(.*?)</span>', text).group(1)
-    assert "characters of one stage&#x27;s text" in limits and limits.endswith("every stage is embedded whole.")
+    limits = html.unescape(re.search(r'<span id="wb-limits">(.*?)</span>', text).group(1))
+    assert "characters of one stage's text" in limits and limits.endswith("every stage is embedded whole.")
     table = section(text, "stages")
     rows = re.findall(r'<tr data-stage="([^"]*)"', table)
     assert [html.unescape(r) for r in rows] == attention.names
@@ -212,6 +213,55 @@ def test_markup_in_the_ir_and_the_title_is_only_ever_text(hostile_report):
     assert text_of(data, data["stage_text"][0])[0] == "// <script>window.__pwned=1</script>"
 
 
+XSS = "<script>alert(1)</script>\"'&"
+XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;&#34;&#39;&amp;"  # as the templates escape it, once
+
+
+def xss(x):
+    return jnp.tanh(x) * 2.0
+
+
+xss.__name__ = xss.__qualname__ = XSS
+
+# One op whose location is a script tag, which one-shot-bufferize cannot bufferize: its error quotes the
+# location (MLIR prints the double quote as \22).
+XSS_MODULE = """module @m {
+  func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32> loc("<script>alert(1)</script>\\22'&")
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+def test_a_name_and_an_error_holding_markup_are_escaped_once_by_the_templates(tmp_path):
+    """A function named like a script tag and a pass whose error quotes one: the report shows both as
+    text, escaped once (no hand escaping before the template's: that would show as &amp;lt;), and none
+    of it is markup."""
+    named = wb.explore(xss, jnp.ones((4,)), pipeline="canonicalize")
+    failed = wb.explore_text(XSS_MODULE, pipeline="one-shot-bufferize", title="m")
+    quoted = "<script>alert(1)</script>\\22'&"  # the location, as the error quotes it
+    assert failed.error is not None and quoted in str(failed.error) and failed.names[-1] == "one-shot-bufferize#1"
+    pages = {}
+    for name, ex in (("named", named), ("failed", failed)):
+        text = pages[name] = ex.report(tmp_path / f"{name}.html").read_text()
+        assert "<script>alert" not in text and "&amp;lt;" not in text and "&amp;#" not in text
+        page = parse(text)
+        assert [t for t, _ in page.tags].count("script") == 3
+        assert (XSS if name == "named" else quoted) in " ".join(page.text)  # shown, as text
+    text = pages["named"]
+    assert f"<title>{XSS_ESCAPED} \u2014 hlo-workbench report</title>" in text
+    assert f"<h1>{XSS_ESCAPED} &mdash; every compiler stage</h1>" in text
+    assert f"<dt>function</dt><dd><code>{XSS_ESCAPED}</code></dd>" in text
+    assert f"jax.jit({XSS_ESCAPED}).trace(...).jaxpr" in section(text, "stages")  # the jaxpr stage's "produced by"
+    text = pages["failed"]
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;\\22&#39;&amp;"
+    row = re.search(r'<tr data-stage="one-shot-bufferize#1" class="wb-failed">(.*?)</tr>', text, re.DOTALL).group(1)
+    assert f'loc(&#34;{escaped}&#34;): error: op was not bufferized</pre>' in row
+    header = text[text.index("<header>"):text.index("</header>")]
+    assert "<b>Stage one-shot-bufferize#1 failed</b>" in header and f"loc(&#34;{escaped}&#34;)" in header
+
+
 def small(x, y):
     return jnp.tanh(x @ y) * 2.0
 
@@ -228,7 +278,7 @@ def test_a_failed_stage_shows_its_error_and_the_report_still_writes(failed_repor
     text = path.read_text()
     failed = ex.stages[-1]
     row = re.search(rf'<tr data-stage="{re.escape(failed.name)}" class="wb-failed">(.*?)</tr>', text, re.DOTALL).group(1)
-    assert html.escape(failed.error.splitlines()[0]) in row
+    assert failed.error.splitlines()[0] in html.unescape(row) and "<pre>" in row
     assert f"Stage {failed.name} failed" in text and "No runs" in section(text, "runs")
     data = payload(text)
     assert data["stage_text"][-1] == -1

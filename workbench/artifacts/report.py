@@ -9,12 +9,17 @@ the runs made so far with their checks. With JavaScript on, the panel's own diff
 (``assets/diffview.js``, the one copy the DiffView widget loads too) shows any two stages
 picked in two menus.
 
-Stage texts are never written as markup: they travel as gzip + base64 inside a non-executed
-``<script type="text/plain">`` (the browser unpacks them with ``DecompressionStream``), every other
-piece of text from the program or the tools is HTML-escaped, JSON blocks have ``<``, ``>``, ``&``
-escaped as ``\\u003c``, and the SVGs are re-serialized from their parsed trees keeping only drawing
-elements and attributes (no scripts, handlers or links out). The texts and the precomputed diffs
-are packed by ``report_texts``: each distinct text once, normalized as the diff shows it.
+The page is written by Jinja2 templates with autoescape on (``assets/report.html.j2``, the diff
+page ``assets/report_diff.html.j2``, both around ``report_page.html.j2`` with the pieces of
+``report_macros.html.j2``): every piece of text from the program or the tools (names, pass strings,
+errors, paths) is escaped by the template, never by hand here. Stage texts are never written as
+markup: they travel as gzip + base64 inside a non-executed ``<script type="text/plain">`` (the
+browser unpacks them with ``DecompressionStream``); the settings go through Jinja's ``tojson``
+(``<``, ``>``, ``&``, ``'`` as ``\\u0027`` and the like); only the workbench's own markup is passed as
+``Markup``: its inlined script and style, and the SVGs, re-serialized here from their parsed trees
+keeping only drawing elements and attributes (no scripts, handlers or links out), text escaped.
+The texts and the precomputed diffs are packed by ``report_texts``: each distinct text once,
+normalized as the diff shows it.
 
 What a report reads, embeds and computes is bounded by its ``ReportLimits`` (``report_texts``),
 stated in the report's header with what they left out: a stage text over ``text_chars`` is embedded
@@ -22,38 +27,39 @@ cut and is neither diffed, costed nor drawn; past ``total_chars`` of distinct te
 structural diffs are precomputed up to ``diff_lines`` and ``diff_budget``; the graph's layout gets
 ``graph_seconds``. So the report's work grows with the program up to those caps and no further.
 """
+
 from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import hashlib
-import html
 import io
 import json
 import numbers
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import jinja2
+from markupsafe import Markup, escape
+
 from ..analysis.cost import cost_table, plot_cost
+from ..analysis.cost.table import summary_columns
 from ..analysis.graph import stage_graph
 from ..analysis.numbers import num
+from .jsonout import write_replacing
+from .report_texts import LIMITS, REFERENCE, PackedTexts, ReportLimits, limits_note, pack_texts, pairs_note
 from .versions import versions_line
-from .report_texts import LIMITS, REFERENCE, ReportLimits, limits_note, pack_texts, pairs_note
-from .jsonout import json_text, write_replacing
 from ..stages import Stage
 
 __all__ = ["ReportLimits", "render_report", "write_report", "render_diff_page", "write_diff_page"]
 
-_PACKAGE = Path(__file__).resolve().parent.parent
-_ASSETS = _PACKAGE / "assets"  # the report's own page script and style
-_VIEWER = _ASSETS  # diffview.js / .css: the panel's DiffView widget loads the same files
-_COST_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes",
-                 "collective_bytes", "temp_bytes", "seconds", "note")  # collective_bytes: a sharded program's only
+_ASSETS = Path(__file__).resolve().parent.parent / "assets"  # the templates, the page script and style,
+# and diffview.js / .css, the same files the panel's DiffView widget loads
 _GRAPH_MAX_OPS = 300
 _DIFF_HEIGHT = 600
-_FOOTER = ('<footer class="wb-note">Written by hlo-workbench\'s <code>ex.report(path)</code>. One file: no network '
-           "access; the stage texts are inside it, normalized as <code>ex.diff</code> prints them.</footer>")
 
 
 def write_report(ex, path, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportLimits = LIMITS) -> Path:
@@ -81,17 +87,13 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
     packed = pack_texts(stages, first, limits)
     whole = packed.whole
     read = [s for s in stages if not s.error and s.text in whole]
-    body = "\n".join([
-        _header(ex, stages, limits_note(limits, packed.usage)),
-        _stage_table(stages),
-        _diff_section(stages, first, packed.first_diff, whole),
-        _cost_section(ex, read, [s.name for s in stages if not s.error and s.text not in whole]),
-        _graph_section(ex, stages, graph, max_ops, whole, limits),
-        _runs_section(ex),
-        _FOOTER,
-    ])
-    return _document(f"{ex.spec.title} \u2014 hlo-workbench report", body, packed.data, stages, first,
-                     packed.precomputed)
+    left_out = [s.name for s in stages if not s.error and s.text not in whole]
+    page = _page(f"{ex.spec.title} \u2014 hlo-workbench report", "ex.report(path)", packed, stages, first)
+    return _templates().get_template("report.html.j2").render(
+        page=page, title=ex.spec.title, facts=_facts(ex, stages, limits_note(limits, packed.usage)),
+        error=ex.error, warnings=list(getattr(ex, "warnings", ())), stages=stages,
+        diff=_diff(stages, first, packed), cost=_cost(ex, read, left_out),
+        graph=_graph(ex, stages, graph, max_ops, whole, limits), runs=list(getattr(ex, "runs", ())))
 
 
 def render_diff_page(before: str, after: str, before_name: str, after_name: str,
@@ -102,61 +104,140 @@ def render_diff_page(before: str, after: str, before_name: str, after_name: str,
               Stage(after_name, group, after, "", True, None, before_name)]
     first = (before_name, after_name)
     packed = pack_texts(stages, first, limits)
-    note = limits_note(limits, packed.usage)
-    body = "\n".join([f"<h1>{_esc(before_name)} \u2192 {_esc(after_name)}</h1>",
-                      f'<p class="wb-note" id="wb-limits">{_esc(note)}</p>',
-                      _diff_section(stages, first, packed.first_diff, packed.whole),
-                      _FOOTER.replace("ex.report(path)", "hlo-workbench diff --html")])
-    return _document(f"{before_name} \u2192 {after_name} \u2014 hlo-workbench diff", body, packed.data, stages, first,
-                     packed.precomputed)
+    page = _page(f"{before_name} \u2192 {after_name} \u2014 hlo-workbench diff", "hlo-workbench diff --html", packed,
+                 stages, first)
+    return _templates().get_template("report_diff.html.j2").render(
+        page=page, limits=limits_note(limits, packed.usage), diff=_diff(stages, first, packed))
 
 
-def _document(title: str, body: str, packed: str, stages, first, precomputed) -> str:
+# -- the templates and what they are given -----------------------------------------------------------
+@functools.cache
+def _templates() -> jinja2.Environment:
+    """The report's templates, escaping every value they print unless it is ``Markup``; a name a
+    template reads that its caller did not give is an error (StrictUndefined), not a blank."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(_ASSETS), autoescape=True, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env.filters.update(cell=_cell, num=num, quoted=json.dumps, grouped="{:,}".format, leaf_cells=_leaf_cells)
+    # tojson: compact, and strict JSON (a browser's JSON.parse reads no NaN)
+    env.policies["json.dumps_kwargs"] = {"separators": (",", ":"), "allow_nan": False, "ensure_ascii": True}
+    return env
+
+
+@dataclass(frozen=True)
+class _Page:
+    """The document around a report or diff page: ``style`` and ``script`` are the workbench's own
+    files, inlined; ``config`` the settings report.js reads; ``data`` the packed stage texts."""
+
+    title: str
+    made_by: str
+    csp: str
+    style: Markup
+    script: Markup
+    config: dict
+    data: str
+
+
+@dataclass(frozen=True)
+class _Fact:
+    """One line of the header: ``shown`` is "text", "code", "folded" (code, a long one folded) or "limits"."""
+
+    name: str
+    value: str
+    shown: str = "text"
+
+
+@dataclass(frozen=True)
+class _Unavailable:
+    """A part of the report that could not be made, and why."""
+
+    what: str
+    error: str
+
+    @classmethod
+    def of(cls, what: str, err: BaseException) -> _Unavailable:
+        return cls(what, f"{type(err).__name__}: {err}")
+
+
+@dataclass(frozen=True)
+class _Diff:
+    """The diff section: the stages to pick from, the pair shown first and its ops delta (``ops``, rows
+    with op, before, after, delta; empty: ``why`` says why there is none)."""
+
+    stages: list
+    first: tuple[str, str]
+    ops: list
+    why: str
+
+
+@dataclass(frozen=True)
+class _Cost:
+    columns: list
+    rows: list
+    table_error: _Unavailable | None
+    plot: Markup
+    plot_error: _Unavailable | None
+    left_out: list[str]
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """The graph section: ``stage`` drawn against ``against``; ``svg`` empty and no ``error``: not drawn,
+    the texts being over the report's limits."""
+
+    title: str
+    stage: str = ""
+    against: str = ""
+    max_ops: int = _GRAPH_MAX_OPS
+    svg: Markup = Markup("")
+    error: _Unavailable | None = None
+
+
+def _page(title: str, made_by: str, packed: PackedTexts, stages, first) -> _Page:
     config = {
-        "diffview": (_VIEWER / "diffview.js").read_text(encoding="utf-8"),
+        "diffview": (_ASSETS / "diffview.js").read_text(encoding="utf-8"),
         "stages": [{"name": s.name, "parent": s.parent, "failed": bool(s.error), "error": s.error or ""}
                    for s in stages],
         "first": list(first),
         "height": _DIFF_HEIGHT,
-        "pairs_note": pairs_note(precomputed),
+        "pairs_note": pairs_note(packed.precomputed),
     }
     script = _asset(_ASSETS / "report.js", "script")
-    style = _asset(_VIEWER / "diffview.css", "style") + "\n" + _asset(_ASSETS / "report.css", "style")
+    style = Markup("\n").join([_asset(_ASSETS / "diffview.css", "style"), _asset(_ASSETS / "report.css", "style")])
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     csp = (f"default-src 'none'; script-src 'sha256-{digest}' blob:; style-src 'unsafe-inline'; "
            "img-src 'none'; font-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'")
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{_esc(title)}</title>\n<style>\n{style}\n</style></head>\n<body>\n{body}\n"
-        f'<script type="application/json" id="wb-config">{_json_for_html(config)}</script>\n'
-        f'<script type="text/plain" id="wb-data" data-encoding="gzip+base64">{packed}</script>\n'
-        f'<script type="module">{script}</script>\n</body></html>\n'
-    )
+    return _Page(title, made_by, csp, style, script, config, packed.data)
 
 
-# -- escaping -----------------------------------------------------------------------------------------
-class _Html(str):
-    """Markup built here, already escaped."""
-
-
-def _esc(x) -> str:
-    return x if isinstance(x, _Html) else html.escape(str(x), quote=True)
-
-
-def _json_for_html(obj) -> str:
-    """JSON that cannot end or open anything inside a ``<script>`` element."""
-    text = json_text(obj, "the report's settings", allow_nan=False, separators=(",", ":"), ensure_ascii=True)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def _asset(path: Path, tag: str) -> str:
-    """A file inlined raw into a ``<script>``/``<style>`` element, which must not be able to end it."""
+def _asset(path: Path, tag: str) -> Markup:
+    """A file of the workbench's inlined raw into a ``<script>``/``<style>`` element, which it must not
+    be able to end."""
     text = path.read_text(encoding="utf-8")
     if re.search(rf"</{tag}|<!--|<script", text, re.IGNORECASE):
         raise ValueError(f"{path.name} cannot be inlined into <{tag}>: it holds '</{tag}', '<!--' or '<script'")
-    return text
+    return Markup(text)
+
+
+def _cell(v) -> tuple[str, bool]:
+    """(text, numeric) of one table cell: numbers through ``num``, missing values blank."""
+    if v is None:
+        return "", False
+    try:
+        import pandas as pd
+
+        if pd.isna(v):
+            return "", False
+    except (TypeError, ValueError):
+        pass
+    if isinstance(v, numbers.Number) and not isinstance(v, (bool, complex)):
+        return num(v), True
+    return str(v), False
+
+
+def _leaf_cells(leaf) -> list:
+    """The cells of one output's row of a run's check."""
+    return [leaf.path, str(tuple(leaf.shape)), leaf.dtype, leaf.max_abs, leaf.lowered_abs, leaf.max_rel,
+            leaf.tolerance, "passed" if leaf.passed else "FAILED"]
 
 
 def _first_pair(ex, stages) -> tuple[str, str]:
@@ -176,118 +257,45 @@ def _first_pair(ex, stages) -> tuple[str, str]:
     return stages[0].name, stages[-1].name
 
 
-# -- numbers and tables -------------------------------------------------------------------------------
-def _cell(v) -> tuple[str, bool]:
-    """(escaped text, numeric) of one table cell; missing values blank."""
-    if isinstance(v, _Html):
-        return v, False
-    if v is None:
-        return "", False
-    try:
-        import pandas as pd
-
-        if pd.isna(v):
-            return "", False
-    except (TypeError, ValueError):
-        pass
-    if isinstance(v, numbers.Number) and not isinstance(v, (bool, complex)):
-        return num(v), True
-    return _esc(v), False
-
-
-def _table(columns, rows, cls: str = "wb-table", row_attrs=None) -> str:
-    head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
-    body = []
-    for k, row in enumerate(rows):
-        cells = []
-        for v in row:
-            text, numeric = _cell(v)
-            cells.append(f'<td class="wb-numeric">{text}</td>' if numeric else f"<td>{text}</td>")
-        attrs = row_attrs[k] if row_attrs else ""
-        body.append(f"<tr{attrs}>{''.join(cells)}</tr>")
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-
-
-def _section(ident: str, title: str, content: str) -> str:
-    return f'<section id="{ident}"><h2>{_esc(title)}</h2>\n{content}\n</section>'
-
-
-def _folded(text: str, limit: int = 90) -> _Html:
-    """Short text as code; long text's start as the summary of a <details> holding all of it."""
-    if len(text) <= limit:
-        return _Html(f"<code>{_esc(text)}</code>")
-    return _Html(f"<details><summary><code>{_esc(text[:limit])}</code>\u2026 ({len(text):,} characters)</summary>"
-                 f"<pre>{_esc(text)}</pre></details>")
-
-
 # -- the sections --------------------------------------------------------------------------------------
-def _header(ex, stages, limits_note: str) -> str:
+def _facts(ex, stages, limits: str) -> list[_Fact]:
+    """The header's lines: the function, the pipeline, the device, the stages, what is switched, the
+    versions, when, and the report's limits."""
     spec = ex.spec
-    groups = {}
+    groups: dict[str, int] = {}
     for s in stages:
         groups[s.group] = groups.get(s.group, 0) + 1
     changed = sum(1 for s in stages if s.changed)
     counts = ", ".join(f"{n} {g}" for g, n in groups.items())
-    facts = [("function", _Html(f"<code>{_esc(spec.title)}</code>")), ("pipeline", _folded(spec.pipeline)),
-             ("device", spec.device),
-             ("stages", f"{len(stages)} ({counts}); {changed} changed the program")]
+    facts = [_Fact("function", spec.title, "code"), _Fact("pipeline", spec.pipeline, "folded"),
+             _Fact("device", spec.device),
+             _Fact("stages", f"{len(stages)} ({counts}); {changed} changed the program")]
     pipeline = getattr(ex, "pipeline_string", "")
     if pipeline and pipeline != spec.pipeline:
-        facts.append(("pass pipeline", _folded(pipeline)))
+        facts.append(_Fact("pass pipeline", pipeline, "folded"))
     sel = spec.selection
     if sel.disabled:
-        facts.append(("patterns off", ", ".join(sorted(sel.disabled))))
+        facts.append(_Fact("patterns off", ", ".join(sorted(sel.disabled))))
     if sel.enabled:
-        facts.append(("patterns added", ", ".join(sorted(sel.enabled))))
+        facts.append(_Fact("patterns added", ", ".join(sorted(sel.enabled))))
     if spec.xla_options:
-        facts.append(("XLA options", "; ".join(f"{k}={v}" for k, v in spec.xla_options)))
-    facts += [("versions", versions_line()),
-              ("written", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")),
-              ("limits", _Html(f'<span id="wb-limits">{_esc(limits_note)}</span>'))]
-    dl = "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(v)}</dd>" for k, v in facts)
-    error = ex.error
-    failed = (f'<div class="wb-error"><b>Stage {_esc(error.stage)} failed</b> (the stages before it are '
-              f"usable)<pre>{_esc(error)}</pre></div>") if error else ""
-    warnings = "".join(f'<div class="wb-warn">warning: {_esc(w)}</div>' for w in getattr(ex, "warnings", ()))
-    toc = ('<nav class="wb-toc"><a href="#stages">stages</a><a href="#diff">diff</a><a href="#cost">cost</a>'
-           '<a href="#graph">graph</a><a href="#runs">runs</a></nav>')
-    return (f"<header><h1>{_esc(spec.title)} \u2014 every compiler stage</h1>{toc}"
-            f'<dl class="wb-facts">{dl}</dl>{failed}{warnings}</header>')
+        facts.append(_Fact("XLA options", "; ".join(f"{k}={v}" for k, v in spec.xla_options)))
+    return facts + [_Fact("versions", versions_line()),
+                    _Fact("written", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")),
+                    _Fact("limits", limits, "limits")]
 
 
-def _stage_table(stages) -> str:
-    rows, attrs = [], []
-    for k, s in enumerate(stages):
-        ms = "" if s.seconds is None else num(s.seconds * 1e3) + (" (cached)" if s.cached else "")
-        error = _Html(f'<details open class="wb-error"><summary>failed</summary><pre>{_esc(s.error)}</pre></details>'
-                      if s.error else "")
-        name = _Html(f'<span class="wb-name"><code>{_esc(s.name)}</code></span>')
-        group = _Html(f'<span class="wb-group wb-group-{_esc(s.group)}">{_esc(s.group)}</span>')
-        rows.append([k, name, group, "yes" if s.changed else "no", s.lines, _Html(_esc(ms)),
-                     _folded(s.produced_by or "", 60) if s.produced_by else "", error])
-        cls = "wb-failed" if s.error else ("" if s.changed else "wb-unchanged")
-        attrs.append(f' data-stage="{_esc(s.name)}"' + (f' class="{cls}"' if cls else ""))
-    table = _table(["#", "stage", "group", "changed", "lines", "ms", "produced by", "error"], rows,
-                   "wb-table wb-stages", attrs)
-    note = ('<p class="wb-note">"changed": the stage\'s text differs from its parent\'s (the row above, or the '
-            'stage it was made from); "ms": the time of the step, "(cached)" when it was served from a cache '
-            "and timed on its first run. With JavaScript on, each row's <b>diff</b> button shows it against its "
-            "parent below.</p>")
-    return _section("stages", f"Stages ({len(stages)})", note + table)
-
-
-def _ops_delta(d, why: str) -> str:
+def _diff(stages, first, packed: PackedTexts) -> _Diff:
+    d = packed.first_diff
     if d is None:
-        return f'<div class="wb-note">ops: {_esc(why)}</div>'
+        return _Diff(stages, first, [], "ops: " + _why_no_diff(stages, first, packed.whole))
     try:
         df = d.ops_delta()
     except Exception as e:
-        return f'<div class="wb-note">ops delta unavailable: {_esc(e)}</div>'
+        return _Diff(stages, first, [], f"ops delta unavailable: {e}")
     if df.empty:
-        return '<div class="wb-note">ops: the same ops (rewired, or with other attributes)</div>'
-    chips = "".join(f'<span class="wb-chip {"wb-up" if r.delta > 0 else "wb-down"}"><code>{_esc(r.op)}</code> '
-                    f"{r.before}&rarr;{r.after} ({r.delta:+d})</span>" for r in df.itertuples())
-    return f'<div class="wb-delta">ops: {chips}</div>'
+        return _Diff(stages, first, [], "ops: the same ops (rewired, or with other attributes)")
+    return _Diff(stages, first, list(df.itertuples()), "")
 
 
 def _why_no_diff(stages, pair, whole) -> str:
@@ -303,31 +311,55 @@ def _why_no_diff(stages, pair, whole) -> str:
     return "the structural diff failed, or is over the report's diff limits (see the header)"
 
 
-def _diff_section(stages, first, first_diff, whole) -> str:
-    def picker(ident: str, label: str, chosen: str) -> str:
-        options = "".join(f'<option value="{_esc(s.name)}"{" selected" if s.name == chosen else ""}>'
-                          f'{_esc(s.name)}{" (failed)" if s.error else ""}</option>' for s in stages)
-        return f'<label>{label} <select id="{ident}" disabled>{options}</select></label>'
+def _cost(ex, read, left_out: list[str]) -> _Cost:
+    """The cost table and chart of the stages in ``read`` (those whose text the report read whole)."""
+    columns, rows, table_error, plot, plot_error = [], [], None, Markup(""), None
+    try:
+        df = cost_table(ex, stages=read)
+        columns = summary_columns(df)
+        rows = list(df[columns].itertuples(index=False, name=None))
+    except Exception as e:  # the rest of the report stands without it
+        table_error = _Unavailable.of("the cost table could not be computed", e)
+    try:
+        import matplotlib
 
-    pickers = (f'<div class="wb-pickers">{picker("wb-pick-a", "before", first[0])}'
-               f'<button type="button" id="wb-swap" disabled title="swap the two stages">&#8646;</button>'
-               f'{picker("wb-pick-b", "after", first[1])}</div>')
-    delta = (f'<p class="wb-note">What {_esc(first[0])} \u2192 {_esc(first[1])} changed, by op '
-             f"(<code>ex.diff({_esc(json.dumps(first[0]))}, {_esc(json.dumps(first[1]))}).ops_delta()</code>):</p>"
-             + _ops_delta(first_diff, _why_no_diff(stages, first, whole)))
-    return _section("diff", "Diff of two stages", (
-        pickers + '<noscript><p>The diff viewer needs JavaScript; everything else in this report is static.</p>'
-        '</noscript><div class="wb-note" id="wb-diff-note"></div><div id="wb-diff"></div>' + delta))
+        fig = plot_cost(ex, stages=read)
+        buf = io.StringIO()
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hlo-workbench"}):
+            fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+        plot = _clean_svg(buf.getvalue(), "wb-cost-")
+    except Exception as e:
+        plot_error = _Unavailable.of("the cost chart could not be drawn", e)
+    return _Cost(columns, rows, table_error, plot, plot_error, left_out)
 
 
-def _clean_svg(svg: str, prefix: str) -> str:
+def _graph(ex, stages, graph, max_ops: int, whole, limits: ReportLimits) -> _Graph:
+    try:
+        st = ex.default_run_stage() if graph is None else ex.stage(graph)
+    except Exception as e:
+        return _Graph("Graph", error=_Unavailable.of("no stage to draw", e))
+    ref = next((s for s in stages if s.name == REFERENCE and s.is_module), None)
+    against = ref if ref is not None and ref.name != st.name and st.group == "mlir" else ex.parent_of(st)
+    shown = _Graph(f"Graph of {st.name}", st.name, against.name if against is not None else "", max_ops)
+    if st.text not in whole or (against is not None and not against.error and against.text not in whole):
+        return shown  # not drawn: over the report's limits
+    try:
+        g = stage_graph(st, against, max_ops=max_ops, layout_seconds=limits.graph_seconds)
+        svg = g.pipe(format="svg").decode("utf-8")
+        return replace(shown, svg=_clean_svg(svg, "wb-graph-"))
+    except Exception as e:  # no graphviz, dot failing or too slow (GraphTooLargeError), a stage not drawable
+        return replace(shown, error=_Unavailable.of(f"the graph of {st.name} could not be drawn", e))
+
+
+# -- SVG -----------------------------------------------------------------------------------------------
+def _clean_svg(svg: str, prefix: str) -> Markup:
     """An SVG document as inline markup: re-serialized from its parsed tree with only drawing elements
     and attributes (no scripts, styles, handlers, foreign content or links out), ids prefixed so that
     two SVGs on one page do not clash, no XML declaration, doctype or namespace declarations."""
     root = ET.fromstring(svg.encode("utf-8"))
     out: list[str] = []
     _svg_element(root, prefix, out)
-    return "".join(out)
+    return Markup("".join(out))  # tags and attribute names from the lists above, every value escaped
 
 
 _SVG = "{http://www.w3.org/2000/svg}"
@@ -362,99 +394,12 @@ def _svg_element(el, prefix: str, out: list[str]) -> None:
                 continue  # a url() to anything but an element of this SVG
         if re.search(r"(?i)javascript:|expression\(", value):
             continue
-        attrs.append(f' {key}="{html.escape(value, quote=True)}"')
+        attrs.append(f' {key}="{escape(value)}"')
     out.append(f"<{name}{''.join(attrs)}>")
     if el.text:
-        out.append(html.escape(el.text))
+        out.append(escape(el.text))
     for child in el:
         _svg_element(child, prefix, out)
         if child.tail:
-            out.append(html.escape(child.tail))
+            out.append(escape(child.tail))
     out.append(f"</{name}>")
-
-
-def _unavailable(what: str, err: BaseException) -> str:
-    return f'<p class="wb-error">{_esc(what)}: {_esc(type(err).__name__)}: {_esc(err)}</p>'
-
-
-def _cost_section(ex, read, left_out: list[str]) -> str:
-    """The cost table and chart of the stages in ``read`` (those whose text the report read whole)."""
-    try:
-        df = cost_table(ex, stages=read)
-        cols = [c for c in _COST_COLUMNS if c in df and (c != "collective_bytes" or df[c].fillna(0).gt(0).any())]
-        table = _table(cols, df[cols].itertuples(index=False, name=None))
-    except Exception as e:  # the rest of the report stands without it
-        table = _unavailable("the cost table could not be computed", e)
-    try:
-        import matplotlib
-
-        fig = plot_cost(ex, stages=read)
-        buf = io.StringIO()
-        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hlo-workbench"}):
-            fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-        plot = f'<div class="wb-plot">{_clean_svg(buf.getvalue(), "wb-cost-")}</div>'
-    except Exception as e:
-        plot = _unavailable("the cost chart could not be drawn", e)
-    note = ('<p class="wb-note"><code>ex.cost()</code>: the analytic model\'s ops, flops, transcendentals and '
-            "bytes of each module stage, XLA's HloCostAnalysis (<code>xla_*</code>) of the same module and of "
-            "each HLO stage, and the compiled module's temporary memory.</p>")
-    if left_out:
-        note += (f'<p class="wb-note">Not costed here (their texts are over the report\'s limits, see the header; '
-                 f"<code>ex.cost()</code> has them): {_esc(', '.join(left_out))}</p>")
-    return _section("cost", "Cost", note + plot + '<div class="wb-scroll">' + table + "</div>")
-
-
-def _graph_section(ex, stages, graph, max_ops: int, whole, limits: ReportLimits) -> str:
-    try:
-        st = ex.default_run_stage() if graph is None else ex.stage(graph)
-    except Exception as e:
-        return _section("graph", "Graph", _unavailable("no stage to draw", e))
-    ref = next((s for s in stages if s.name == REFERENCE and s.is_module), None)
-    against = ref if ref is not None and ref.name != st.name and st.group == "mlir" else ex.parent_of(st)
-    what = (f"<code>ex.graph({_esc(json.dumps(st.name))}, max_ops={max_ops})</code>: the dataflow of "
-            f"<b>{_esc(st.name)}</b>" + (f", ops new or changed since <b>{_esc(against.name)}</b> filled orange"
-                                           if against is not None else "") + ".")
-    if st.text not in whole or (against is not None and not against.error and against.text not in whole):
-        drawn = (f'<p class="wb-note">Not drawn: the text of {_esc(st.name)} or of the stage it is compared with is '
-                 "over the report's limits (see the header).</p>")
-        return _section("graph", f"Graph of {st.name}", f'<p class="wb-note">{what}</p>' + drawn)
-    try:
-        g = stage_graph(st, against, max_ops=max_ops, layout_seconds=limits.graph_seconds)
-        svg = g.pipe(format="svg").decode("utf-8")
-        drawn = f'<div class="wb-graph wb-scroll">{_clean_svg(svg, "wb-graph-")}</div>'
-    except Exception as e:  # no graphviz, dot failing or too slow (GraphTooLargeError), a stage not drawable
-        drawn = _unavailable(f"the graph of {st.name} could not be drawn", e)
-    return _section("graph", f"Graph of {st.name}", f'<p class="wb-note">{what}</p>' + drawn)
-
-
-def _runs_section(ex) -> str:
-    runs = list(getattr(ex, "runs", ()))
-    if not runs:
-        return _section("runs", "Runs", '<p class="wb-note">No runs: this Exploration was not run before the '
-                        "report was written (<code>ex.run(stage)</code> runs a stage and checks its numbers).</p>")
-    rows, details = [], []
-    for r in runs:
-        t, c = r.timing, r.check
-        if c is None:
-            verdict = _Html('<span class="wb-chip">not checked</span>')
-        elif c.passed:
-            verdict = _Html('<span class="wb-chip wb-pass">&#10003; passed</span>')
-        else:
-            verdict = _Html('<span class="wb-chip wb-fail">&#10006; FAILED</span>')
-        rows.append([r.stage, r.device, t.median * 1e3, t.min * 1e3, t.iqr * 1e3, len(t.times), verdict,
-                     c.reference if c else "", c.max_abs if c else None, c.lowered_abs if c else None,
-                     c.max_rel if c else None])
-        if c is not None:
-            leaves = _table(["output", "shape", "dtype", "max abs err", "as lowered", "max rel err", "tolerance",
-                             "check"], [[leaf.path, str(tuple(leaf.shape)), leaf.dtype, leaf.max_abs, leaf.lowered_abs,
-                                         leaf.max_rel, leaf.tolerance, "passed" if leaf.passed else "FAILED"]
-                                        for leaf in c.leaves])
-            note = f'<div class="wb-note">{_esc(c.note)}</div>' if c.note else ""
-            details.append(f'<details class="wb-run"><summary><b>{_esc(r.stage)}</b> on {_esc(r.device)}: '
-                           f"{verdict} against <code>{_esc(c.reference)}</code> ({_esc(c.kind)} reference)"
-                           f"</summary>{note}{leaves}</details>")
-    table = _table(["stage", "device", "median ms", "min ms", "IQR ms", "n", "check", "against", "max abs err",
-                    "as lowered", "max rel err"], rows)
-    note = ('<p class="wb-note">Each <code>ex.run</code> made before the report: time per call after one warm-up '
-            "call, and the check of its outputs (per output below).</p>")
-    return _section("runs", f"Runs ({len(runs)})", note + table + "".join(details))
