@@ -12,23 +12,22 @@ from typing import Sequence
 
 from ..analysis.search.bisect import bisect
 from ..analysis.diff import diff_texts
-from ..analysis.run.execute import REFERENCE, RunResult, args_key, check_outputs, run_stage
+from ..analysis.run.execute import REFERENCE, RunResult, check_outputs, run_stage
 from ..analysis.graph import stage_graph
 from ..analysis.run.multiprocess import DEFAULT_TIMEOUT, run_processes
 from ..analysis.provenance import lineage, op_locations, source_map
 from ..analysis.search.reduce import reduce as reduce_module
-from ..analysis.run.reference import reference_evaluations
 from ..artifacts.report import write_report
 from ..artifacts.reproducer import write_reproducer
 from ..analysis.sharding.collectives import collective_table
 from ..analysis.cost import cost_table, hlo_op_costs, op_costs, plot_cost
 from ..analysis.search.scan import StepRun, pattern_timing, scan_patterns, step_patterns
 from ..errors import StageError, UnknownNameError, WorkbenchError
-from ..ir.text import text_hash
 from ..artifacts.saved import save_exploration
 from ..pipeline.build import (Built, build, rebuild_xla, with_exactly, with_toggles,
                              with_xla_options, xla_passes_known)
 from ..stages import Stage
+from .running import remembered_reference, runs_table
 
 __all__ = ["Exploration", "Stepwise", "XLA_WAIT", "xla_checked"]
 
@@ -392,8 +391,8 @@ class Exploration:
         if check:
             owner = reference or self  # the reference runs with XLA's defaults: a toggled run is not one
             known = (st.name, outputs) if owner is self and not self._spec.xla_options and not spread else None
-            result_check = check_outputs(outputs, owner._reference(device, args, known,
-                                                                   foreign=owner is not self))
+            result_check = check_outputs(outputs, remembered_reference(owner, owner._refs, device, args, known,
+                                                                       foreign=owner is not self))
         returned = traced.returned(outputs, None if args is None else tuple(args)) if traced is not None else outputs
         result = RunResult(st.name, where, returned, timing, result_check, program_outputs=outputs)
         self._runs.append(result)
@@ -403,44 +402,10 @@ class Exploration:
         """The unoptimized program every run is checked against: "stablehlo" (or "input" for text)."""
         return next((s for s in self._early if s.name == REFERENCE), self._early[0])
 
-    def _reference(self, device: str, args, known=None, foreign: bool = False):
-        """The Reference for runs on ``device`` with ``args`` (None: the traced ones): the as-lowered
-        stage's outputs and the float64 evaluation, each computed once per trace, device and
-        argument values (shared by every Exploration derived from the same trace)."""
-        ref = self.reference_stage()
-        traced = self._spec.traced
-        memo = traced.memo if traced is not None else self._refs
-        key = (device, "traced" if args is None else args_key(args))
-        low_key = ("lowered", text_hash(ref.text_with_locations or ref.text)) + key
-        if low_key not in memo:
-            if known is not None and known[0] == ref.name:
-                memo[low_key] = known[1]
-            else:
-                memo[low_key] = run_stage(self, ref, device, 1, args, xla_options=())[0]
-        wide_key = ("wider",) + low_key[1:]
-        if wide_key not in memo:
-            memo[wide_key] = reference_evaluations(self, ref, device, args)
-        label = f"{self._spec.title}:{ref.name}" if foreign else ref.name
-        return memo[wide_key].reference(label, memo[low_key], self._spec.title)
-
     def compare(self, stages: Sequence = (), device: str | None = None, repeat: int = 20):
         """Run several stages and tabulate: stage, median ms, speed-up over the reference, check passed."""
-        import pandas as pd
-
         names = [self.stage(s).name for s in stages] or [REFERENCE, self.default_run_stage().name]
-        rows, base = [], None
-        for name in names:
-            try:
-                r = self.run(name, device=device, repeat=repeat)
-            except Exception as e:  # one stage that cannot run must not hide the others
-                rows.append({"stage": name, "median_ms": None, "speedup": None, "check_passed": None,
-                             "max_rel_err": None, "error": str(e).splitlines()[0]})
-                continue
-            base = base or (r.timing.median if name == REFERENCE or not rows else None)
-            rows.append({"stage": name, "median_ms": r.timing.median * 1e3,
-                         "speedup": (base / r.timing.median) if base else None,
-                         "check_passed": r.check.passed, "max_rel_err": r.check.max_rel, "error": ""})
-        return pd.DataFrame(rows)
+        return runs_table(self, names, device, repeat)
 
     # -- patterns, one at a time ------------------------------------------------------------------
     def applicable(self, stage=None, details: bool = False, progress: bool = True, on_progress=None,

@@ -1,0 +1,62 @@
+"""What the facade's ``run`` and ``compare`` need besides running a stage (``analysis.run.execute``):
+the reference a run is checked against, made once and remembered, and the table of several runs.
+
+Both are written against the ``Explored`` Protocol, as the searches are, so that they read only what
+an exploration declares it has.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..analysis.run.check import Reference
+from ..analysis.run.execute import REFERENCE, args_key, run_stage
+from ..analysis.run.reference import reference_evaluations
+from ..analysis.search.explored import Explored
+from ..ir.text import text_hash
+
+__all__ = ["remembered_reference", "runs_table"]
+
+
+def remembered_reference(ex: Explored, memo: dict, device: str, args: Any, known: tuple | None = None,
+                         foreign: bool = False) -> Reference:
+    """The Reference for runs of ``ex`` on ``device`` with ``args`` (None: the traced ones): the
+    as-lowered stage's outputs and the float64 evaluation, each computed once per trace, device and
+    argument values, in the trace's own memo (shared by every exploration derived from the same
+    trace), else in ``memo``. ``known``: (stage name, outputs) of a run just made, reused when that
+    stage is the reference; ``foreign``: the reference is another exploration's, named with its title."""
+    ref = ex.reference_stage()
+    traced = ex.spec.traced
+    memo = traced.memo if traced is not None else memo
+    key = (device, "traced" if args is None else args_key(args))
+    low_key = ("lowered", text_hash(ref.text_with_locations or ref.text)) + key
+    if low_key not in memo:
+        if known is not None and known[0] == ref.name:
+            memo[low_key] = known[1]
+        else:
+            memo[low_key] = run_stage(ex, ref, device, 1, args, xla_options=())[0]
+    wide_key = ("wider",) + low_key[1:]
+    if wide_key not in memo:
+        memo[wide_key] = reference_evaluations(ex, ref, device, args)
+    label = f"{ex.spec.title}:{ref.name}" if foreign else ref.name
+    return memo[wide_key].reference(label, memo[low_key], ex.spec.title)
+
+
+def runs_table(ex: Explored, names: Sequence[str], device: str | None, repeat: int):
+    """Each stage of ``names`` run on ``device``, a row each: stage, median ms, speed-up over the
+    reference (else over the first stage that ran), whether the check passed, the largest relative
+    error, and the first line of the error of a stage that could not run (the others still run)."""
+    import pandas as pd
+
+    rows, base = [], None
+    for name in names:
+        try:
+            r = ex.run(name, device=device, repeat=repeat)
+        except Exception as e:  # one stage that cannot run must not hide the others
+            rows.append({"stage": name, "median_ms": None, "speedup": None, "check_passed": None,
+                         "max_rel_err": None, "error": str(e).splitlines()[0]})
+            continue
+        base = base or (r.timing.median if name == REFERENCE or not rows else None)
+        rows.append({"stage": name, "median_ms": r.timing.median * 1e3,
+                     "speedup": (base / r.timing.median) if base else None,
+                     "check_passed": r.check.passed, "max_rel_err": r.check.max_rel, "error": ""})
+    return pd.DataFrame(rows)
