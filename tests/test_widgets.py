@@ -6,6 +6,7 @@ same messages and read the widgets' state, which is what the browser renders."""
 import re
 import threading
 import time
+from html import unescape
 
 import jax.numpy as jnp
 import pytest
@@ -116,6 +117,40 @@ def test_the_viewer_reads_row_kinds_by_the_diffs_codes(ex):
     assert {k for _, _, k in d.rows()} <= set(ROW_KINDS)
 
 
+XSS = "<script>alert(1)</script>\"'&"
+XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;&#34;&#39;&amp;"  # as markupsafe escapes it, once
+
+
+def test_the_panels_markup_shows_names_lines_and_errors_as_text_escaped_once(ex):
+    """Every piece of the panel's markup escapes what it is given (a title, a variable name, a Python line,
+    a pipeline, an error, a stage), once: a name like a script tag shows as text and runs nowhere."""
+    from workbench.views.widgets import html as wb_html
+
+    def xss(x):
+        return jnp.tanh(x) * 2.0
+
+    xss.__name__ = xss.__qualname__ = XSS
+    named = wb.explore(xss, jnp.ones((4,)), pipeline="canonicalize")
+    shown = {  # the first three wrote a name or a Python line unescaped before
+        "pipeline_string": wb_html.pipeline_string(XSS, XSS),
+        "stage_costs": wb_html.stage_costs(XSS, ex.cost()),
+        "op_costs": wb_html.op_costs(XSS, XSS, ex.cost("stablehlo")),
+        "header": wb_html.header(named, named.stages, [XSS]),
+        "python_line": wb_html.python_line(XSS, [XSS], [XSS]),
+        "python_line, unbound": wb_html.python_line(XSS, [], (), XSS),
+        "failed": wb_html.failed(f"{XSS}\n{XSS}"),
+        "done": wb_html.done(XSS),
+        "running": wb_html.running(XSS, 1.0, XSS, 1, 2),
+        "awaiting": wb_html.awaiting(XSS, 1.0, wb_html.done("compiled")),
+        "patterns_unused": wb_html.patterns_unused(XSS),
+        "op_costs_missing": wb_html.op_costs_missing(XSS, ValueError(XSS)),
+    }
+    for what, markup in shown.items():
+        assert "<script" not in markup and "&amp;lt;" not in markup, what
+        assert XSS_ESCAPED in markup, what
+    assert "&#10003; compiled</span>" in shown["awaiting"]  # the markup of how the last job ended, kept
+
+
 def test_clicking_a_stage_diffs_it_with_its_parent_and_shift_click_sets_the_left(p, ex):
     send(p.stage_list, type="pick", name="xla:optimized", side="right")
     assert (p.left, p.right) == (ex["xla:optimized"].parent, "xla:optimized")
@@ -131,7 +166,7 @@ def test_every_action_shows_its_line_of_python(ex):
     p = Panel(ex, name="_hlo", background=False)
     send(p.patterns_view, type="toggle", names=["dot_transpose"], on=False)
     assert p.python == '_hlo = _hlo.with_patterns(disable=["dot_transpose"])'
-    assert '_hlo = _hlo.with_patterns(disable=[&quot;dot_transpose&quot;])' in p.python_box.value
+    assert '_hlo = _hlo.with_patterns(disable=["dot_transpose"])' in unescape(p.python_box.value)
     p.run(device="cpu:0", repeat=3)
     assert p.python == f'_hlo.run("{ex.default_run_stage().name}", device="cpu:0", repeat=3)'
     p.set_pipeline("only_enzyme")
@@ -144,7 +179,7 @@ def test_every_action_shows_its_line_of_python(ex):
         exec(line, ns)
     assert ns["_hlo"].names == p.ex.names
     assert last_mlir(ns["_hlo"]).text == last_mlir(p.ex).text
-    assert p.ex.pipeline_string in p.pipeline_box.value.replace("&quot;", '"')
+    assert p.ex.pipeline_string in unescape(p.pipeline_box.value)
     p.close()
 
 

@@ -1,12 +1,17 @@
 """The panel's HTML: each function turns one value (a status, a diff, a run, a table) into the markup
-an ``ipywidgets.HTML`` shows. No widgets and no work here: the panel computes, these only render,
-with every piece of text escaped. The class names are those of ``panel.css``.
+an ``ipywidgets.HTML`` shows. No widgets and no work here: the panel computes, these only render.
+Markup is written with markupsafe's ``Markup.format``, which escapes every value it is given (names,
+pass strings, errors, Python lines) unless it is ``Markup`` the workbench made; each function returns
+it as a plain ``str`` for the widget (a ``Markup`` would escape whatever a caller adds to it). The
+class names are those of ``panel.css``.
 """
 from __future__ import annotations
 
 import numbers
 from html import escape
 from typing import Collection, Sequence
+
+from markupsafe import Markup
 
 from ...analysis.cost.table import summary_columns
 from ...analysis.diff import Diff
@@ -20,6 +25,7 @@ __all__ = ["esc", "num", "cell", "table", "running", "failed", "done", "awaiting
 
 
 def esc(x) -> str:
+    """``x`` as text for the markup other views write by hand (analyze, collectives, source)."""
     return escape(str(x))
 
 
@@ -51,30 +57,30 @@ def running(label: str, elapsed: float, note: str = "", done: int | None = None,
     else the browser's indeterminate bar (a pass pipeline, a bisection, whose length is unknown)."""
     if done is not None and total:
         done = min(max(int(done), 0), int(total))
-        bar = f'<progress class="wb-progress" value="{done}" max="{int(total)}"></progress>'
-        count = f" &middot; {done}/{int(total)}"
+        bar = Markup('<progress class="wb-progress" value="{}" max="{}"></progress>').format(done, int(total))
+        count = Markup(" &middot; {}/{}").format(done, int(total))
     else:
-        bar, count = '<progress class="wb-progress"></progress>', ""
-    return (f'<span class="wb-status wb-running">{bar}'
-            f'{esc(label)}{count} &middot; {elapsed:.1f} s{esc(note)}</span>')
+        bar, count = Markup('<progress class="wb-progress"></progress>'), ""
+    return str(Markup('<span class="wb-status wb-running">{}{}{} &middot; {:.1f} s{}</span>').format(
+        bar, label, count, elapsed, note))
 
 
 def failed(message: str) -> str:
     """An error: its first line, the rest folded under "details"."""
     head, _, rest = message.partition("\n")
-    more = f"<details><summary>details</summary><pre>{esc(rest)}</pre></details>" if rest.strip() else ""
-    return f'<div class="wb-status wb-error"><b>&#10006; {esc(head)}</b>{more}</div>'
+    more = Markup("<details><summary>details</summary><pre>{}</pre></details>").format(rest) if rest.strip() else ""
+    return str(Markup('<div class="wb-status wb-error"><b>&#10006; {}</b>{}</div>').format(head, more))
 
 
 def done(text: str) -> str:
-    return f'<span class="wb-status wb-done">&#10003; {esc(text)}</span>'
+    return str(Markup('<span class="wb-status wb-done">&#10003; {}</span>').format(text))
 
 
 def awaiting(label: str, elapsed: float, before: str = "") -> str:
     """What the panel waits for outside its queue (XLA compiling in the background), after ``before``,
-    the markup of how the last job ended."""
-    return (f'{before} <span class="wb-status wb-running wb-awaiting"><progress class="wb-progress"></progress>'
-            f'{esc(label)}&hellip; {elapsed:.1f} s</span>')
+    the markup of how the last job ended (made by ``done`` or ``failed``)."""
+    return str(Markup('{} <span class="wb-status wb-running wb-awaiting"><progress class="wb-progress"></progress>'
+                      "{}&hellip; {:.1f} s</span>").format(Markup(before), label, elapsed))
 
 
 # -- the Exploration shown -------------------------------------------------------------------------
@@ -90,10 +96,10 @@ def header(ex: Exploration, stages: Sequence[Stage], xla_off: Sequence[str], com
         toggles.append(f"{len(sel.enabled)} added")
     if xla_off:
         toggles.append(f"XLA off: {', '.join(xla_off)}")
-    bits = [f"<b>{esc(ex.spec.title)}</b>", f"pipeline <code>{esc(ex.spec.pipeline[:60])}</code>",
-            f"{len(stages)} stages{' so far' * compiling}, {changed} changed", esc(ex.spec.device)]
-    bits += [esc(t) for t in toggles] + ["compiling XLA&hellip;"] * compiling
-    return '<div class="wb-header">' + " &middot; ".join(bits) + "</div>"
+    bits = [Markup("<b>{}</b>").format(ex.spec.title), Markup("pipeline <code>{}</code>").format(ex.spec.pipeline[:60]),
+            f"{len(stages)} stages{' so far' * compiling}, {changed} changed", ex.spec.device]
+    bits += toggles + [Markup("compiling XLA&hellip;")] * compiling
+    return str(Markup('<div class="wb-header">{}</div>').format(Markup(" &middot; ").join(bits)))
 
 
 def stage_error(ex: Exploration, compiling: bool = False) -> str:
@@ -102,15 +108,14 @@ def stage_error(ex: Exploration, compiling: bool = False) -> str:
     error = ex.pipeline_error if compiling else ex.error
     if not error:
         return ""
-    return (f'<div class="wb-stage-error"><b>{esc(error.stage)} failed</b> '
-            f'(the stages before it are usable)<pre>{esc(error)}</pre></div>')
+    return str(Markup('<div class="wb-stage-error"><b>{} failed</b> (the stages before it are usable)'
+                      "<pre>{}</pre></div>").format(error.stage, error))
 
 
 def pipeline_string(name: str, pipeline: str) -> str:
-    return ('<details class="wb-pipeline"><summary><b>Pipeline string</b> '
-            f'(<code>{name}.pipeline_string</code>, {len(pipeline):,} characters) for '
-            "<code>enzymexlamlir-opt --pass-pipeline='builtin.module(…)'</code></summary>"
-            f'<pre class="wb-copy">{esc(pipeline)}</pre></details>')
+    return str(Markup('<details class="wb-pipeline"><summary><b>Pipeline string</b> (<code>{}.pipeline_string</code>, '
+                      "{:,} characters) for <code>enzymexlamlir-opt --pass-pipeline='builtin.module(…)'</code>"
+                      '</summary><pre class="wb-copy">{}</pre></details>').format(name, len(pipeline), pipeline))
 
 
 def python_line(line: str, history: Sequence[str], bound: Sequence[str] = (), name: str = "ex") -> str:
@@ -118,25 +123,25 @@ def python_line(line: str, history: Sequence[str], bound: Sequence[str] = (), na
     variables follow the panel (``bound``; none: ``name`` stays what the panel started from)."""
     hist = ""
     if history:
-        hist = ('<details><summary>the toggles so far, as code</summary><pre class="wb-copy">'
-                + esc("\n".join(history)) + "</pre></details>")
+        hist = Markup('<details><summary>the toggles so far, as code</summary><pre class="wb-copy">{}</pre>'
+                      "</details>").format("\n".join(history))
     if bound:
-        names = " and ".join(f"<code>{esc(b)}</code>" for b in bound)
-        follow = (f"{names} follow{'s' * (len(bound) == 1)} this panel: after each toggle, "
-                  f"{'they are' if len(bound) > 1 else 'it is'} the Exploration shown")
+        names = Markup(" and ").join(Markup("<code>{}</code>").format(b) for b in bound)
+        follow = Markup("{} follow{} this panel: after each toggle, {} the Exploration shown").format(
+            names, "s" * (len(bound) == 1), "they are" if len(bound) > 1 else "it is")
     else:
-        follow = (f"<code>{esc(name)}</code> stays the Exploration the panel started from (paste the lines to "
-                  f"follow it, or make the panel with <code>wb.panel({esc(name)}, bind=globals())</code>)")
-    return (f'<div class="wb-python"><span class="wb-python-label">Python</span>'
-            f'<pre class="wb-copy" title="click to select">{esc(line)}</pre>'
-            f'<span class="wb-note wb-follow">{follow}</span>{hist}</div>')
+        follow = Markup("<code>{0}</code> stays the Exploration the panel started from (paste the lines to follow "
+                        "it, or make the panel with <code>wb.panel({0}, bind=globals())</code>)").format(name)
+    return str(Markup('<div class="wb-python"><span class="wb-python-label">Python</span>'
+                      '<pre class="wb-copy" title="click to select">{}</pre>'
+                      '<span class="wb-note wb-follow">{}</span>{}</div>').format(line, follow, hist))
 
 
 def patterns_unused(pipeline: str) -> str:
     """Why the pattern switches do nothing under ``pipeline``, above the presets that apply patterns."""
-    return (f'<div class="wb-note"><b>No effect here:</b> the pipeline <code>{esc(pipeline)}</code> has no '
-            "<code>enzyme-hlo-patterns</code> step, so switching the patterns below changes none of its "
-            "stages. These presets apply them:</div>")
+    return str(Markup('<div class="wb-note"><b>No effect here:</b> the pipeline <code>{}</code> has no '
+                      "<code>enzyme-hlo-patterns</code> step, so switching the patterns below changes none of its "
+                      "stages. These presets apply them:</div>").format(pipeline))
 
 
 def ops_delta(d: Diff) -> str:
@@ -146,15 +151,42 @@ def ops_delta(d: Diff) -> str:
     df = d.ops_delta()
     if df.empty:
         return '<div class="wb-delta">the same ops, rewired or with other attributes</div>'
-    chips = "".join(
-        f'<span class="wb-chip {"wb-up" if r.delta > 0 else "wb-down"}"><code>{esc(r.op)}</code> '
-        f"{r.before}&rarr;{r.after} ({r.delta:+d})</span>"
+    chips = Markup("").join(
+        Markup('<span class="wb-chip {}"><code>{}</code> {}&rarr;{} ({:+d})</span>').format(
+            "wb-up" if r.delta > 0 else "wb-down", r.op, r.before, r.after, r.delta)
         for r in df.head(12).itertuples())
     more = f" … {len(df) - 12} more" if len(df) > 12 else ""
-    return f'<div class="wb-delta">ops: {chips}{more}</div>'
+    return str(Markup('<div class="wb-delta">ops: {}{}</div>').format(chips, more))
 
 
 # -- results ---------------------------------------------------------------------------------------
+_LEAF_HEAD = Markup("".join(f"<th>{h}</th>" for h in ("output", "shape", "dtype", "max abs err", "as lowered",
+                                                       "max rel err", "tolerance", "check")))
+
+
+def _leaf_row(key: str, leaf, c) -> Markup:
+    """One output of a run: its path, shape and dtype, and its check (blank cells when not checked)."""
+    checked = Markup("<td></td>" * 5)
+    if c:
+        checked = Markup("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>").format(
+            num(c.max_abs), "" if c.lowered_abs is None else num(c.lowered_abs), num(c.max_rel), num(c.tolerance),
+            "passed" if c.passed else "FAILED")
+    return Markup("<tr><td><code>{}</code></td><td>{}</td><td>{}</td>{}</tr>").format(
+        key, tuple(getattr(leaf, "shape", ())), getattr(leaf, "dtype", type(leaf).__name__), checked)
+
+
+def _verdict(check) -> Markup:
+    """A run's check: the chip, the reference, the errors and the check's note."""
+    if check is None:
+        return Markup('<span class="wb-chip">not checked</span>')
+    chip = Markup('<span class="wb-chip wb-pass">&#10003; passed</span>' if check.passed
+                  else '<span class="wb-chip wb-fail">&#10006; FAILED</span>')
+    lowered = "" if check.lowered_abs is None else f", the program as lowered: {num(check.lowered_abs)}"
+    note = Markup('<div class="wb-note">{}</div>').format(check.note) if check.note else ""
+    return Markup("{} against <code>{}</code> (max abs error {}{}; max rel error {}){}").format(
+        chip, check.reference, num(check.max_abs), lowered, num(check.max_rel), note)
+
+
 def run_result(r) -> str:
     """One ``Exploration.run``: the check's verdict, the timing, and a row per output leaf."""
     import jax
@@ -164,30 +196,14 @@ def run_result(r) -> str:
     rows = []
     for path, leaf in leaves:
         key = jax.tree_util.keystr(path) or "output"
-        c = checks.get(key)
-        rows.append(f"<tr><td><code>{esc(key)}</code></td><td>{esc(tuple(getattr(leaf, 'shape', ())))}</td>"
-                    f"<td>{esc(getattr(leaf, 'dtype', type(leaf).__name__))}</td>"
-                    + (f"<td>{num(c.max_abs)}</td>"
-                       f"<td>{'' if c.lowered_abs is None else num(c.lowered_abs)}</td>"
-                       f"<td>{num(c.max_rel)}</td><td>{num(c.tolerance)}</td>"
-                       f"<td>{'passed' if c.passed else 'FAILED'}</td>" if c else "<td></td>" * 5) + "</tr>")
-    if r.check is None:
-        verdict = '<span class="wb-chip">not checked</span>'
-    else:
-        chip = ('<span class="wb-chip wb-pass">&#10003; passed</span>' if r.check.passed
-                else '<span class="wb-chip wb-fail">&#10006; FAILED</span>')
-        low = r.check.lowered_abs
-        lowered = "" if low is None else f", the program as lowered: {num(low)}"
-        note = f'<div class="wb-note">{esc(r.check.note)}</div>' if r.check.note else ""
-        verdict = (f"{chip} against <code>{esc(r.check.reference)}</code> (max abs error "
-                   f"{num(r.check.max_abs)}{lowered}; max rel error {num(r.check.max_rel)}){note}")
+        rows.append(_leaf_row(key, leaf, checks.get(key)))
     t = r.timing
-    return (f'<div class="wb-result"><div><b>{esc(r.stage)}</b> on <b>{esc(r.device)}</b>: {verdict}</div>'
-            f"<div>time per call: median <b>{num(t.median * 1e3)} ms</b> &middot; min {num(t.min * 1e3)} ms "
-            f"&middot; IQR {num(t.iqr * 1e3)} ms &middot; n={len(t.times)} (after one warm-up call)</div>"
-            '<table class="wb-table"><thead><tr><th>output</th><th>shape</th><th>dtype</th><th>max abs err</th>'
-            "<th>as lowered</th><th>max rel err</th><th>tolerance</th><th>check</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table></div>")
+    return str(Markup(
+        '<div class="wb-result"><div><b>{}</b> on <b>{}</b>: {}</div>'
+        "<div>time per call: median <b>{} ms</b> &middot; min {} ms &middot; IQR {} ms &middot; n={} (after one "
+        'warm-up call)</div><table class="wb-table"><thead><tr>{}</tr></thead><tbody>{}</tbody></table></div>').format(
+        r.stage, r.device, _verdict(r.check), num(t.median * 1e3), num(t.min * 1e3), num(t.iqr * 1e3), len(t.times),
+        _LEAF_HEAD, Markup("").join(rows)))
 
 
 def stage_costs(python: str, df, cached: Collection[str] = ()) -> str:
@@ -197,7 +213,7 @@ def stage_costs(python: str, df, cached: Collection[str] = ()) -> str:
     if "seconds" in df and "stage" in df:
         df["seconds"] = [cell(t) + (" (cached)" if st in cached and cell(t) else "")
                          for st, t in zip(df["stage"], df["seconds"])]
-    return f"<b>Every stage</b> <code>{python}</code>" + table(df)
+    return str(Markup("<b>Every stage</b> <code>{}</code>{}").format(python, Markup(table(df))))
 
 
 def op_costs(stage: str, python: str, ops) -> str:
@@ -206,15 +222,16 @@ def op_costs(stage: str, python: str, ops) -> str:
     if "computation" in ops:  # an XLA HLO stage: one row per instruction, as XLA costs it
         top = ops.sort_values(["flops", "bytes"], ascending=False, na_position="first").head(100)
         more = f" (the costliest 100 of {len(ops)})" if len(ops) > 100 else ""
-        return (f"<b>Per instruction of {esc(stage)}</b> <code>{esc(python)}</code>: XLA's HloCostAnalysis of each "
-                f"instruction alone (a fusion is one kernel, a loop body counts once){more}"
-                + table(top[["name", "op", "shape", "flops", "transcendentals", "bytes", "note"]]))
+        return str(Markup("<b>Per instruction of {}</b> <code>{}</code>: XLA's HloCostAnalysis of each instruction "
+                          "alone (a fusion is one kernel, a loop body counts once){}{}").format(
+            stage, python, more, Markup(table(top[["name", "op", "shape", "flops", "transcendentals", "bytes",
+                                                   "note"]]))))
     agg = (ops.groupby("op", as_index=False)
            .agg(count=("op", "size"), flops=("flops", "sum"), transcendentals=("transcendentals", "sum"),
                 bytes=("bytes", "sum"))
            .sort_values(["flops", "bytes"], ascending=False))
-    return f"<b>Per op of {esc(stage)}</b> <code>{python}</code>, summed by op" + table(agg)
+    return str(Markup("<b>Per op of {}</b> <code>{}</code>, summed by op{}").format(stage, python, Markup(table(agg))))
 
 
 def op_costs_missing(stage: str, why: BaseException) -> str:
-    return f"<b>Per op of {esc(stage)}</b>: {esc(why)}"
+    return str(Markup("<b>Per op of {}</b>: {}").format(stage, why))
