@@ -182,60 +182,83 @@ def bisect(ex: Explored, predicate: Predicate, candidates=None, progress: bool =
     if over not in OVER:
         raise UnknownNameError("bisect domain (over=)", str(over), list(OVER), "over is one of " + ", ".join(OVER))
     start, compiled = time.perf_counter(), xla_compiles()
-    passes = list(dict.fromkeys(ex.xla_passes)) if over != "patterns" else []
-    if candidates is None:
-        pats = [] if over == "xla" else [pattern_name(p) for p in pattern_list(ex.spec.selection)]
-        xla = passes
-    else:
-        given = list(dict.fromkeys(candidates))
-        xla = [c for c in given if over == "xla" or (over == "all" and c in passes)]
-        pats = [c for c in given if c not in xla]
+    pats, xla = _candidates(ex, over, candidates)
     needed, how, probes = [], "", 0
     if over != "patterns":
         needed, how, probes = _always_needed(ex, xla)
         xla = [p for p in xla if p not in needed]
     items = [("pattern", p) for p in pats] + [("xla", p) for p in xla]
-    cache: dict[frozenset, bool] = {}
-    log: list[tuple[int, bool]] = []
     bar = Progress(None, "bisect runs", progress, on_progress, unit="run")
-    prefetch = Prefetch(resolve(executor))
-
-    def trial(key: frozenset) -> Callable[[], Explored]:
-        on = {n for k, n in key if k == "xla"} | set(needed)
-        return lambda: _configure(ex, over, xla, [n for k, n in key if k == "pattern"], on)
-
-    def ahead(subsets: list[list]) -> None:
-        prefetch.drop()  # the last series' builds that were not needed
-        for key in map(frozenset, subsets):
-            if key not in cache:
-                prefetch.want(key, trial(key))
-
-    def holds(subset: list) -> bool:
-        key = frozenset(subset)
-        if key not in cache:
-            cache[key] = bool(predicate(prefetch.take(key, trial(key))))
-            log.append((len(key), cache[key]))
-            bar.update(1)
-        return cache[key]
-
-    what = {"patterns": ("patterns", "pattern"), "xla": ("XLA passes", "XLA pass"),
-            "all": ("patterns and XLA passes", "pattern or XLA pass")}[over]
-    with prefetch:  # the panel's Analyze tab reads "does not hold with all" and "holds with no pattern" in these
+    tries = _Tries(ex, predicate, over, xla, needed, bar, Prefetch(resolve(executor)))
+    with tries.prefetch:
         try:
-            ahead([items, []] if over != "xla" else [])
-            if not holds(items):
-                raise WorkbenchError(f"the predicate does not hold with all candidate {what[0]} enabled: nothing to bisect")
-            if holds([]):
-                cause = ("look at the upstream passes or XLA: over='xla' or 'all'" if over == "patterns" else
-                         "look at the MLIR passes" + (f", or at the XLA passes it cannot do without ({', '.join(needed)})"
-                                                      if needed else ""))
-                raise WorkbenchError(f"the predicate holds with no {what[1]} enabled: the cause is not a {what[1]} ({cause})")
-            culprits = ddmin(items, holds, ahead if over != "xla" else None)
+            tries.ahead([items, []] if over != "xla" else [])
+            _check_ends(tries.holds, items, over, needed)
+            culprits = ddmin(items, tries.holds, tries.ahead if over != "xla" else None)
         finally:
             bar.close()
-    return BisectResult(sorted(n for k, n in culprits if k == "pattern"), len(cache), time.perf_counter() - start,
-                        log, ex, sorted(n for k, n in culprits if k == "xla"), needed, how, over,
-                        xla_compiles() - compiled, probes, tuple(xla))
+    return BisectResult(sorted(n for k, n in culprits if k == "pattern"), len(tries.cache),
+                        time.perf_counter() - start, tries.log, ex, sorted(n for k, n in culprits if k == "xla"),
+                        needed, how, over, xla_compiles() - compiled, probes, tuple(xla))
+
+
+def _candidates(ex: Explored, over: str, candidates) -> tuple[list[str], list[str]]:
+    """The candidate patterns and XLA passes, each once: the given ones (for ``over="all"``, a name
+    among ``ex.xla_passes`` is an XLA pass), else the enabled patterns and the passes XLA ran."""
+    passes = list(dict.fromkeys(ex.xla_passes)) if over != "patterns" else []
+    if candidates is None:
+        return ([] if over == "xla" else [pattern_name(p) for p in pattern_list(ex.spec.selection)]), passes
+    given = list(dict.fromkeys(candidates))
+    xla = [c for c in given if over == "xla" or (over == "all" and c in passes)]
+    return [c for c in given if c not in xla], xla
+
+
+class _Tries:
+    """The tries of one bisection: each subset (of ``("pattern" | "xla", name)`` items) configured as an
+    Exploration (built ahead by ``prefetch`` where there is an executor), the predicate's answer on it
+    asked once and remembered (``cache``), and each answer in order (``log``: set size, held)."""
+
+    def __init__(self, ex: Explored, predicate: Predicate, over: str, xla: list[str], needed: list[str],
+                 bar: Progress, prefetch: Prefetch):
+        self.ex, self.predicate, self.over, self.xla, self.needed = ex, predicate, over, xla, needed
+        self.bar, self.prefetch = bar, prefetch
+        self.cache: dict[frozenset, bool] = {}
+        self.log: list[tuple[int, bool]] = []
+
+    def trial(self, key: frozenset) -> Callable[[], Explored]:
+        """What builds the subset's Exploration: its patterns on, its XLA passes and the needed ones on."""
+        on = {n for k, n in key if k == "xla"} | set(self.needed)
+        return lambda: _configure(self.ex, self.over, self.xla, [n for k, n in key if k == "pattern"], on)
+
+    def ahead(self, subsets: list[list]) -> None:
+        """ddmin's ``ahead``: build the next series' subsets not tried yet, dropping the last series' rest."""
+        self.prefetch.drop()  # the last series' builds that were not needed
+        for key in map(frozenset, subsets):
+            if key not in self.cache:
+                self.prefetch.want(key, self.trial(key))
+
+    def holds(self, subset: list) -> bool:
+        """Whether the predicate holds with this subset enabled (asked once per subset)."""
+        key = frozenset(subset)
+        if key not in self.cache:
+            self.cache[key] = bool(self.predicate(self.prefetch.take(key, self.trial(key))))
+            self.log.append((len(key), self.cache[key]))
+            self.bar.update(1)
+        return self.cache[key]
+
+
+def _check_ends(holds: Callable[[list], bool], items: list, over: str, needed: list[str]) -> None:
+    """WorkbenchError unless the predicate holds with every candidate enabled and fails with none (the
+    panel's Analyze tab reads "does not hold with all" and "holds with no pattern" in these)."""
+    what = {"patterns": ("patterns", "pattern"), "xla": ("XLA passes", "XLA pass"),
+            "all": ("patterns and XLA passes", "pattern or XLA pass")}[over]
+    if not holds(items):
+        raise WorkbenchError(f"the predicate does not hold with all candidate {what[0]} enabled: nothing to bisect")
+    if holds([]):
+        cause = ("look at the upstream passes or XLA: over='xla' or 'all'" if over == "patterns" else
+                 "look at the MLIR passes" + (f", or at the XLA passes it cannot do without ({', '.join(needed)})"
+                                              if needed else ""))
+        raise WorkbenchError(f"the predicate holds with no {what[1]} enabled: the cause is not a {what[1]} ({cause})")
 
 
 # ---- the XLA passes that cannot be disabled: probed in a child process --------------------------------
