@@ -43,8 +43,8 @@ _OPENED = ("call",)
 class HloWork:
     """What ``hlo_op_costs`` does to one module before XLA sees it, counted as it does it.
 
-    ``instructions``: the module's instructions as read; ``visited``: instruction visits of the three
-    walks that pick the rows and count their calls (about three per instruction of the entry and of
+    ``instructions``: the module's instructions as read; ``visited``: instruction visits of the two
+    walks that pick the rows and count their calls (about two per instruction of the entry and of
     each opened call); ``shapes_mapped``: instructions entered into the per-computation maps of
     operand shapes (each computation mapped once); ``computations_printed``: called computations
     printed for the modules (each at most once); ``fused_counted``: instructions counted for the
@@ -145,37 +145,26 @@ class _Module:
         reach each. A computation called from several places is listed once, at its first call, and
         its rows count every call, so the rows stay as many as the module's instructions where its
         call tree is exponential (a chain of computations each calling the next twice)."""
-        entry = self.hlo.entry
-        # callers before callees (an iterative depth-first search: no stack limit on a deep chain)
-        order: list[str] = []
-        done: set[str] = set()
-        active = {entry.name}
-        stack = [(entry, iter(entry.instructions))]
-        while stack:
-            comp, pending = stack[-1]
-            ins = next(pending, None)
-            self.count.visited += 1
-            if ins is None:
-                stack.pop()
-                active.discard(comp.name)
-                done.add(comp.name)
-                order.append(comp.name)
-                continue
-            callee = self._opened(comp, ins)
-            if callee is not None and callee not in done and callee not in active:
-                active.add(callee)
-                stack.append((self.by_name[callee], iter(self.by_name[callee].instructions)))
-        calls = dict.fromkeys(order, 0)
-        calls[entry.name] = 1
-        for name in reversed(order):
+        found, finished = self._walk()
+        calls = dict.fromkeys(finished, 0)
+        calls[self.hlo.entry.name] = 1
+        for name in reversed(finished):  # callers before callees: a caller's count is final when read
             comp = self.by_name[name]
             self.count.visited += len(comp.instructions)
             for ins in comp.instructions:
                 callee = self._opened(comp, ins)
                 if callee is not None:
                     calls[callee] += calls[name]
-        out: list[tuple[Computation, Instruction, int]] = []
-        shown = {entry.name}
+        return [(comp, ins, calls[comp.name]) for comp, ins in found]
+
+    def _walk(self) -> tuple[list[tuple[Computation, Instruction]], list[str]]:
+        """One depth-first walk from the entry that opens each called computation at its first call:
+        the instructions to cost, in the order met (parameters and opened calls aside), and the
+        computations opened, each after those it calls. Iterative: no stack limit on a deep chain."""
+        entry = self.hlo.entry
+        found: list[tuple[Computation, Instruction]] = []
+        finished: list[str] = []
+        opened = {entry.name}
         stack = [(entry, iter(entry.instructions))]
         while stack:
             comp, pending = stack[-1]
@@ -183,16 +172,16 @@ class _Module:
             self.count.visited += 1
             if ins is None:
                 stack.pop()
-                continue
-            if ins.opcode == "parameter":
+                finished.append(comp.name)
                 continue
             callee = self._opened(comp, ins)
             if callee is None:
-                out.append((comp, ins, calls[comp.name]))
-            elif callee not in shown:
-                shown.add(callee)
+                if ins.opcode != "parameter":
+                    found.append((comp, ins))
+            elif callee not in opened:
+                opened.add(callee)
                 stack.append((self.by_name[callee], iter(self.by_name[callee].instructions)))
-        return out
+        return found, finished
 
 
 def _analyse(texts: list[str]) -> list[dict | str]:
