@@ -1,4 +1,4 @@
-// The interactive part of the offline report (workbench/analysis/report.py): the panel's own diff
+// The interactive part of the offline report (workbench/artifacts/report.py): the panel's own diff
 // viewer (diffview.js, imported from its source, which the report holds as a JSON string) driven by
 // two stage pickers. Everything else in the report is static HTML and works with JavaScript off.
 //

@@ -1,7 +1,7 @@
 // What the kernel-free views show, read from the two things a kernel leaves behind:
 //  - the `application/vnd.hlo-workbench.exploration+json` bundle a %%hlo output carries
 //    (workbench/views/widgets/bundle.py: the stage table, the shown pair's texts, maybe a cost table);
-//  - a `.hlox` file (workbench/pipeline/saved.py): a zip of manifest.json (deflated), texts.zst (one
+//  - a `.hlox` file (workbench/artifacts/saved.py): a zip of manifest.json (deflated), texts.zst (one
 //    zstd frame of every distinct stage text, stored) and maybe arrays.npz (never read here), decoded
 //    within limits with fflate's and fzstd's streaming decoders, bundled into the extension.
 // Both become one `IExplorationView`; view.ts draws it. Nothing here touches the DOM or a kernel.
