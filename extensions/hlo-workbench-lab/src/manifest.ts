@@ -1,5 +1,5 @@
 // A .hlox manifest is checked before any view reads a field of it, against the description the Python
-// side keeps (workbench/pipeline/manifest.py): every field's type and range from its JSON Schema
+// side keeps (workbench/artifacts/manifest.py): every field's type and range from its JSON Schema
 // (workbench/assets/hlox-manifest.schema.json, imported here, never copied), validated by Ajv; then the
 // rules between fields that JSON Schema cannot say, as manifest.py's check_manifest states them.
 // A problem comes back as { where, why }: `where` is the field as a path from the top, written the way
