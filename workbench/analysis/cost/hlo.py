@@ -63,6 +63,8 @@ class HloWork:
 
 @dataclasses.dataclass
 class _Counter:
+    """The fields of ``HloWork`` that are counted while the work is done (the others are read at the end)."""
+
     visited: int = 0
     shapes_mapped: int = 0
     computations_printed: int = 0
@@ -269,10 +271,8 @@ def hlo_work(text: str) -> HloWork:
     module, found, texts = _prepared(text)
     for comp, ins, _ in found:
         _note(module, comp, ins)
-    c = module.count
-    return HloWork(instructions=sum(len(comp.instructions) for comp in module.hlo.computations), visited=c.visited,
-                   shapes_mapped=c.shapes_mapped, computations_printed=c.computations_printed,
-                   fused_counted=c.fused_counted, modules=len(texts), module_chars=sum(map(len, texts)))
+    return HloWork(**dataclasses.asdict(module.count), modules=len(texts), module_chars=sum(map(len, texts)),
+                   instructions=sum(len(comp.instructions) for comp in module.hlo.computations))
 
 
 def hlo_module_costs(texts: list[str]) -> list[dict[str, float] | str]:

@@ -43,4 +43,4 @@ class WorkCounter:
     rows: int = 0
 
     def done(self) -> Work:
-        return Work(self.ops_visited, self.ops_costed, self.constant_keys, self.constant_key_size, self.rows)
+        return Work(**dataclasses.asdict(self))  # by name: reordering either field list cannot swap two counts
