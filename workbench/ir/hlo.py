@@ -1,4 +1,5 @@
-"""The one reader of XLA's HLO text: computations, their instructions, and who calls whom.
+"""The one reader of XLA's HLO text: computations, their instructions, and who calls whom; an
+instruction's attributes (``sharding={...}``, ``replica_groups=...``) and a shape's arrays.
 
 Reads what XLA prints: the per-pass dumps (``%name = f32[8]{0} add(f32[8]{0} %a, f32[8]{0} %b),
 metadata={...}``, computation headers with their signature) and ``as_hlo_text()`` (names without
@@ -12,10 +13,11 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from .text import mask_strings, skip_brackets, word_at
+from .text import mask_strings, skip_brackets, skip_string, word_at
 
 __all__ = [
     "NAME",
+    "Array",
     "Instruction",
     "Computation",
     "Call",
@@ -26,6 +28,10 @@ __all__ = [
     "drop_attribute",
     "strip_debug_info",
     "attribute_value",
+    "attribute_text",
+    "arrays",
+    "array_sizes",
+    "tuple_shapes",
     "without_layout",
     "without_names",
 ]
@@ -50,6 +56,10 @@ DEBUG_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames") 
 DEBUG_ROW = re.compile(r"[ \t]*\d+ ")
 _DEBUG_SECTION = re.compile(rf"^(?:{'|'.join(DEBUG_SECTIONS)})\n(?:[ \t]*\d+ .*(?:\n|$))*", re.M)
 _LITERAL_OPERANDS = ("constant", "parameter")  # their parentheses hold a literal or a number
+_ARRAY = re.compile(r"\b([a-z]\w*)\[([^\]]*)\]")
+_SHARDING = re.compile(r"(?:^|(?<=[\s,]))sharding=\{")
+_DEVICE_IDS = re.compile(r",\s*device_ids=")
+_GROUP_AXES = re.compile(r"\s*\{")
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,15 @@ class Instruction:
         if self.opcode in _LITERAL_OPERANDS:
             return ()
         return tuple(_OPERAND_NAME.findall(_COMMENT.sub("", mask_strings(self.operands))))
+
+    @property
+    def sharding(self) -> str | None:
+        """The ``{...}`` of its ``sharding=`` attribute as written (``{devices=[2,1]<=[2]}``, a tuple's
+        ``{{replicated}, {maximal device=0}}``), or None when it has none."""
+        if "sharding={" not in self.attributes:
+            return None
+        m = _SHARDING.search(mask_strings(self.attributes))
+        return self.attributes[m.end() - 1:skip_brackets(self.attributes, m.end() - 1)] if m else None
 
 
 @dataclass(frozen=True)
@@ -217,6 +236,80 @@ def attribute_value(attributes: str, key: str) -> str | None:
         if value is not None:
             return value
     return None
+
+
+def attribute_text(attributes: str, key: str) -> str | None:
+    """The value of ``key=`` as written (``{{0,1},{2,3}}``, ``[2,4]<=[8]``), up to the comma that ends it;
+    the mesh form of replica groups, ``mesh['x'=2,'y'=4], device_ids=([2,4]T(1,0)) {'y'}``, whole. None
+    when there is no such attribute."""
+    masked = mask_strings(attributes)
+    for m in re.finditer(rf"(?<![\w.\-]){re.escape(key)}=", masked):
+        start = end = m.end()
+        if masked.startswith("mesh[", start):
+            end = skip_brackets(attributes, start + 4)
+            ids = _DEVICE_IDS.match(masked, end)
+            if ids:
+                end = skip_brackets(attributes, ids.end())
+            axes = _GROUP_AXES.match(masked, end)
+            return attributes[start:skip_brackets(attributes, axes.end() - 1) if axes else end]
+        while end < len(masked) and masked[end] != ",":
+            end = skip_brackets(attributes, end) if masked[end] in "([{" else end + 1
+        return attributes[start:end].strip()
+    return None
+
+
+@dataclass(frozen=True)
+class Array:
+    """One array of a shape: its element type (``f32``, ``bf16``, ``pred``) and dimensions as written
+    (``8``; a bounded dynamic one ``<=8``; ``?``)."""
+
+    dtype: str
+    dims: tuple[str, ...]
+
+    @property
+    def sizes(self) -> tuple[int | None, ...]:
+        """Each dimension's size, None for a dynamic one."""
+        return tuple(int(d) if d.isdigit() else None for d in self.dims)
+
+    @property
+    def bounds(self) -> tuple[int | None, ...]:
+        """Each dimension's size, a bounded dynamic one (``<=8``) at its bound; None for an unbounded one."""
+        return tuple(int(d.removeprefix("<=")) if d.removeprefix("<=").isdigit() else None for d in self.dims)
+
+
+def _array(m: re.Match) -> Array:
+    return Array(m.group(1), tuple(d.strip() for d in m.group(2).split(",") if d.strip()))
+
+
+def arrays(shape: str) -> list[Array]:
+    """The arrays of a shape (``f32[8,32]{1,0}``, or each array of a tuple of them), in order."""
+    return [_array(m) for m in _ARRAY.finditer(mask_strings(shape))]
+
+
+def array_sizes(shape: str) -> tuple[int | None, ...] | None:
+    """The dimensions of an array shape (``f32[16,64]{1,0}`` -> (16, 64), a dynamic one None); None for a
+    shape that is not one array (a tuple)."""
+    m = _ARRAY.match(shape.strip())
+    return _array(m).sizes if m else None
+
+
+def tuple_shapes(shape: str) -> list[str]:
+    """The element shapes of a tuple shape (``(f32[8]{0}, /*index=1*/s32[])`` -> ``f32[8]{0}``, ``s32[]``);
+    [] for an array."""
+    text = _COMMENT.sub("", shape).strip()
+    if not text.startswith("("):
+        return []
+    inner, out, start, k = text[1:-1], [], 0, 0
+    while k < len(inner):
+        if inner[k] in "([{\"":
+            k = skip_brackets(inner, k) if inner[k] != '"' else skip_string(inner, k)
+            continue
+        if inner[k] == ",":
+            out.append(inner[start:k].strip())
+            start = k + 1
+        k += 1
+    out.append(inner[start:].strip())
+    return [s for s in out if s]
 
 
 def without_layout(shape: str) -> str:

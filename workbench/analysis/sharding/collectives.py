@@ -51,15 +51,14 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import sdy
 
-from ...ir.hlo import Instruction, attribute_value, read_hlo
+from ...ir.hlo import Instruction, arrays, attribute_text, attribute_value, read_hlo
+from ...ir.hlo_sharding import group_size
 from ...ir.locations import (
     Origin,
     hlo_instruction_locations,
@@ -67,7 +66,7 @@ from ...ir.locations import (
     read_location,
     user_frame,
 )
-from ...ir.text import mask_strings, skip_brackets, split_strings
+from ...ir.sdy import Mesh, TensorSharding, attribute_body, axis_refs, per_value_shardings, read_mesh, read_sharding
 from ...pipeline.exported import readable_module
 from ...stages import Stage
 from ..cost.tensors import nested_ops, static_tensor
@@ -159,89 +158,60 @@ def _groups(op, all_devices: int | None, key: str = "replica_groups") -> tuple[s
 
 
 class _Shardy:
-    """The meshes of a module and what Shardy's attributes say about a value's shard on one device."""
+    """The meshes of a module and what Shardy's attributes say about a value's shard on one device: the
+    attributes as jaxlib prints them, read by the workbench's one reader of Shardy's text (``ir.sdy``)."""
 
     def __init__(self, module):
-        self.meshes: dict[str, dict[str, int]] = {}
+        self.meshes: dict[str, Mesh] = {}
         for top in module.body.operations:
             if top.operation.name == "sdy.mesh":
                 name = ir.StringAttr(top.operation.attributes["sym_name"]).value
-                self.meshes[name] = self._axes(top.operation.attributes["mesh"])
+                self.meshes[name] = read_mesh(str(top.operation.attributes["mesh"]), name)
 
-    def _axes(self, mesh_attr) -> dict[str, int]:
-        axes = (sdy.MeshAxisAttr(a) for a in sdy.MeshAttr(mesh_attr).axes)
-        return {a.name: a.size for a in axes}
-
-    def mesh(self, sharding) -> dict[str, int]:
-        ref = sharding.mesh_or_ref
-        if isinstance(ref, ir.FlatSymbolRefAttr):
-            return self.meshes.get(ref.value, {})
-        return self._axes(ref)
-
-    def dims(self, sharding) -> list[list[tuple[str, int | None]]]:
+    def dims(self, sharding: TensorSharding | None) -> list[list[tuple[str, int | None]]]:
         """Each dimension's axes as (name, size): a sub-axis ``"x":(1)2`` is named ``x:(1)2``, size 2."""
-        mesh = self.mesh(sharding)
-        out = []
-        for d in sharding.dimension_shardings:
-            axes = []
-            for a in sdy.DimensionShardingAttr(d).axes:
-                ref = sdy.AxisRefAttr(a)
-                if ref.sub_axis_info is None:
-                    axes.append((ref.name, mesh.get(ref.name)))
-                else:
-                    sub = sdy.SubAxisInfoAttr(ref.sub_axis_info)
-                    axes.append((f"{ref.name}:({sub.pre_size}){sub.size}", sub.size))
-            out.append(axes)
-        return out
+        if sharding is None:
+            return []
+        mesh = sharding.mesh(self.meshes)
+        return [[(a.written, a.size(mesh)) for a in d.axes] for d in sharding.dims]
 
-    def local(self, value, sharding) -> tuple[int | None, str]:
+    def local(self, value, sharding: TensorSharding | None) -> tuple[int | None, str]:
         """Bytes of ``value``'s shard on one device under ``sharding`` (None: replicated), and its shape."""
         t = static_tensor(value.type)
         if t is None:
             return None, ""
         shape = list(t.shape)
-        if sharding is not None:
-            for k, axes in enumerate(self.dims(sharding)[: len(shape)]):
-                sizes = [s for _, s in axes]
-                if None in sizes:
-                    return None, ""
-                shape[k] = -(-shape[k] // math.prod(sizes))
+        for k, axes in enumerate(self.dims(sharding)[: len(shape)]):
+            sizes = [s for _, s in axes]
+            if None in sizes:
+                return None, ""
+            shape[k] = -(-shape[k] // math.prod(sizes))
         return math.prod(shape) * t.element_bytes, _dims(shape)
 
-    def sharding_of(self, value):
-        """The TensorShardingAttr a value carries (function argument, ``sdy.sharding`` of its op, or a
-        Shardy op's ``out_sharding``/``sharding``), or None."""
+    def sharding_of(self, value) -> TensorSharding | None:
+        """The sharding a value carries (function argument, ``sdy.sharding`` of its op, or a Shardy op's
+        ``out_sharding``/``sharding``), or None."""
         if isinstance(value, ir.BlockArgument):
             owner = value.owner.owner
             owner = getattr(owner, "operation", owner)
             if owner is None or owner.name != "func.func" or "arg_attrs" not in owner.attributes:
                 return None
             attrs = ir.DictAttr(ir.ArrayAttr(owner.attributes["arg_attrs"])[value.arg_number])
-            return sdy.TensorShardingAttr(attrs["sdy.sharding"]) if "sdy.sharding" in attrs else None
+            return read_sharding(str(attrs["sdy.sharding"])) if "sdy.sharding" in attrs else None
         op = value.owner
         op = getattr(op, "operation", op)
         for key in ("out_sharding", "sharding"):
             if key in op.attributes and op.name.startswith("sdy."):
-                return sdy.TensorShardingAttr(op.attributes[key])
+                return read_sharding(str(op.attributes[key]))
         if "sdy.sharding" in op.attributes:
-            per_value = sdy.TensorShardingPerValueAttr(op.attributes["sdy.sharding"]).shardings
-            return sdy.TensorShardingAttr(per_value[value.result_number])
+            per_value = per_value_shardings(str(op.attributes["sdy.sharding"]))
+            return read_sharding(per_value[value.result_number]) if value.result_number < len(per_value) else None
         return None
 
 
-_SUB_AXIS = re.compile(r":\((\d+)\)(\d+)")
-_WRITTEN = re.compile(r"#sdy<\w+(.*)>$", re.DOTALL)
-
-
-def _named_axes(text: str, mesh: dict[str, int]) -> list[tuple[str, int | None]]:
+def _named_axes(text: str, mesh: Mesh) -> list[tuple[str, int | None]]:
     """The axis references written in a Shardy attribute (``{"model"}``, ``[{"data"}, {}]``, ``[{"x"}: 0->1]``)."""
-    pieces = split_strings(text)
-    out = []
-    for k in range(1, len(pieces), 2):
-        name = pieces[k][1:-1]
-        sub = _SUB_AXIS.match(pieces[k + 1]) if k + 1 < len(pieces) else None
-        out.append((f"{name}:({sub.group(1)}){sub.group(2)}", int(sub.group(2))) if sub else (name, mesh.get(name)))
-    return out
+    return [(a.written, a.size(mesh)) for a in axis_refs(text)]
 
 
 def _axes_text(axes: Iterable[str]) -> str:
@@ -257,21 +227,21 @@ def _sdy_row(op, shardy: _Shardy) -> dict:
     """A Shardy collective's row: per-device size under its out_sharding, group size from its axes."""
     name = op.name
     kind = _SDY[name]
-    out = sdy.TensorShardingAttr(op.attributes["sharding" if name == "sdy.reshard" else "out_sharding"])
-    mesh = shardy.mesh(out)
+    printed = str(op.attributes["sharding" if name == "sdy.reshard" else "out_sharding"])
+    out = read_sharding(printed)
+    mesh = out.mesh(shardy.meshes) if out is not None else Mesh("", ())
     s_out, local_shape = shardy.local(op.results[0], out)
     shape, dtype, _ = _types(op.operands[:1])
-    note = f"per device {local_shape} under {out}"
+    note = f"per device {local_shape} under {printed}"
     if name in _SDY_AXES:
         text = str(op.attributes[_SDY_AXES[name]])
-        written = _WRITTEN.match(text)  # jaxlib prints '#sdy<axis_ref_list{"model"}>': the op writes '{"model"}'
-        axes_text = written.group(1) if written else text
+        axes_text = attribute_body(text)  # jaxlib prints '#sdy<axis_ref_list{"model"}>': the op writes '{"model"}'
         axes = _named_axes(text, mesh)
     else:  # collective_permute and reshard: the axes that differ from the operand's sharding
         before = shardy.sharding_of(op.operands[0])
         if before is None:
             note += "; operand sharding unknown: taken as replicated"
-        old = shardy.dims(before) if before is not None else []
+        old = shardy.dims(before)
         new = shardy.dims(out)
         old += [[] for _ in range(len(new) - len(old))]
         if name == "sdy.reshard":  # axes that leave a dimension: gathered, or moved to another one
@@ -335,79 +305,23 @@ def _function_of(op) -> str:
 # -- XLA HLO ---------------------------------------------------------------------------------------------
 _ELEMENT_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s4": 1, "u4": 1, "s2": 1, "u2": 1, "s16": 2, "u16": 2, "f16": 2,
                   "bf16": 2, "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
-_ARRAY = re.compile(r"\b([a-z]\w*)\[([^\]]*)\]")
-
-
-def _hlo_arrays(shape: str) -> list[tuple[str, list[int]]]:
-    """The arrays of an HLO shape (``f32[8,32]{1,0}``, a tuple of them): element type and dimensions
-    (a dynamic ``<=8`` at its bound)."""
-    out = []
-    for m in _ARRAY.finditer(mask_strings(shape)):
-        dims = [int(d.strip().lstrip("<=")) for d in m.group(2).split(",") if d.strip()]
-        out.append((m.group(1), dims))
-    return out
 
 
 def _hlo_types(shapes: list[str]) -> tuple[str, str, int | None]:
-    arrays = [a for s in shapes for a in _hlo_arrays(s) if a[0] != "token"]
+    """Shape text, element types and total bytes of the arrays of HLO ``shapes`` (a bounded dynamic
+    dimension at its bound; tokens carry no data)."""
+    found = [a for s in shapes for a in arrays(s) if a.dtype != "token"]
     total: int | None = 0
-    for dtype, dims in arrays:
-        size = 1 if dtype.startswith(("f8", "f4")) else _ELEMENT_BYTES.get(dtype)
-        total = None if size is None or total is None else total + size * math.prod(dims)
-    return ",".join(_dims(d) for _, d in arrays), ",".join(dict.fromkeys(t for t, _ in arrays)), total
+    for a in found:
+        size = 1 if a.dtype.startswith(("f8", "f4")) else _ELEMENT_BYTES.get(a.dtype)
+        known = size is not None and None not in a.bounds
+        total = total + size * math.prod(a.bounds) if known and total is not None else None
+    return ",".join(_dims(a.bounds) for a in found), ",".join(dict.fromkeys(a.dtype for a in found)), total
 
 
 def _dims(shape) -> str:
     """``8x16`` (MLIR's way of writing a shape), "scalar" for rank 0, ``?`` for a dynamic dimension."""
-    return "x".join(str(d) if d >= 0 else "?" for d in shape) or "scalar"
-
-
-_DEVICE_IDS = re.compile(r",\s*device_ids=")
-_GROUP_AXES = re.compile(r"\s*\{")
-
-
-def _raw_attribute(attributes: str, key: str) -> str | None:
-    """The value of ``key=`` as written (``{{0,1},{2,3}}``, ``[2,4]<=[8]``), up to the comma that ends it;
-    the mesh form ``mesh['x'=2,'y'=4], device_ids=(...) {'y'}`` whole."""
-    masked = mask_strings(attributes)
-    for m in re.finditer(rf"(?<![\w.\-]){re.escape(key)}=", masked):
-        start = end = m.end()
-        if masked.startswith("mesh[", start):
-            end = skip_brackets(attributes, start + 4)
-            ids = _DEVICE_IDS.match(masked, end)
-            if ids:
-                end = skip_brackets(attributes, ids.end())
-            axes = _GROUP_AXES.match(masked, end)
-            return attributes[start:skip_brackets(attributes, axes.end() - 1) if axes else end]
-        while end < len(masked) and masked[end] != ",":
-            end = skip_brackets(attributes, end) if masked[end] in "([{" else end + 1
-        return attributes[start:end].strip()
-    return None
-
-
-_MESH_AXIS = re.compile(r"'([^']*)'=(\d+)")
-_GROUP_AXIS = re.compile(r"'([^']*)'(?::\((\d+)\)(\d+))?")
-
-
-def _hlo_group_size(value: str | None, all_devices: int | None, pairs: bool = False) -> int | None:
-    """The size of a group of ``replica_groups`` (``{{0,1},{2,3}}``, the iota form ``[2,4]<=[8]``, the mesh
-    form ``mesh['x'=2,'y'=4] {'y'}``: the product of the named axes' sizes; empty: every device), or for
-    ``source_target_pairs`` how many devices the pairs name."""
-    if value is None or value.replace(" ", "") in ("{}", ""):
-        return None if pairs else all_devices
-    if pairs:
-        return len(set(re.findall(r"\d+", value)))
-    if value.startswith("mesh["):
-        mesh_end = skip_brackets(value, 4)
-        sizes = {name: int(size) for name, size in _MESH_AXIS.findall(value[:mesh_end])}
-        brace = value.rfind("{")
-        named = _GROUP_AXIS.findall(value[brace:]) if brace > mesh_end else []
-        found = [int(sub) if sub else sizes.get(name) for name, _, sub in named]
-        return None if None in found else math.prod(found)
-    if value.startswith("["):  # [num_groups, group_size]<=[...]
-        return int(re.findall(r"\d+", value[: value.index("]")])[-1])
-    first = value.strip()[1:].lstrip()
-    return len(re.findall(r"-?\d+", first[: first.find("}") + 1]))
+    return "x".join(str(d) if d is not None and d >= 0 else "?" for d in shape) or "scalar"
 
 
 def _hlo_row(ins: Instruction, shapes: dict[str, str], all_devices: int | None) -> dict:
@@ -417,8 +331,8 @@ def _hlo_row(ins: Instruction, shapes: dict[str, str], all_devices: int | None) 
         operand_shapes = [ins.operands]
     shape, dtype, s_in = _hlo_types(operand_shapes)
     pairs = kind == "collective-permute"
-    groups = _raw_attribute(ins.attributes, "source_target_pairs" if pairs else "replica_groups")
-    n = _hlo_group_size(groups, all_devices, pairs)
+    groups = attribute_text(ins.attributes, "source_target_pairs" if pairs else "replica_groups")
+    n = group_size(groups, all_devices, pairs)
     s = s_in * n if kind == "all-gather" and s_in is not None and n is not None else s_in
     text = f"{'source_target_pairs' if pairs else 'replica_groups'}={groups}" if groups is not None else None
     return _row(kind, ins.opcode, "hlo", "", ins.name, shape, dtype, text, None, n, s, None, "")

@@ -21,35 +21,24 @@ global shapes (a manual computation's body excepted).
 The text read is any module text; the panel reads the normalized text its diff view shows, so the
 names are the ones the reader sees there. Names are per function (MLIR ``func.func``) or computation
 (HLO), so ``read_shardings`` gives one ``Scope`` per function with the lines it spans.
+
+The reading is ``workbench.ir``'s (``written_shardings`` finds each value's sharding in the lines,
+``sdy`` and ``hlo_sharding`` read what they say); this module puts them in words.
 """
 from __future__ import annotations
 
 import functools
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ...ir.hlo import read_header, read_instruction
-from ...ir.text import SSA_VALUE, input_kind, mask_strings, skip_angles, skip_brackets, skip_string
+from ...ir.hlo import array_sizes, tuple_shapes
+from ...ir.hlo_sharding import is_partitioned, read_hlo_sharding, tuple_shardings
+from ...ir.sdy import Mesh, read_meshes, read_sharding
+from ...ir.text import input_kind
+from ...ir.written_shardings import ShardedScope, WrittenSharding, hlo_shardings, mlir_shardings, tensor_dims
 
 __all__ = ["Mesh", "ValueSharding", "Scope", "has_shardings", "read_shardings", "value_shardings",
            "describe_sdy", "describe_hlo", "is_partitioned"]
-
-
-@dataclass(frozen=True)
-class Mesh:
-    """A Shardy mesh: its axes (name, size) in order."""
-
-    name: str
-    axes: tuple[tuple[str, int], ...]
-
-    @property
-    def size(self) -> int:
-        return math.prod(s for _, s in self.axes) if self.axes else 1
-
-    def axis_size(self, axis: str) -> int | None:
-        return dict(self.axes).get(axis)
 
 
 @dataclass(frozen=True)
@@ -95,9 +84,11 @@ def read_shardings(text: str, *, partitioned: bool | None = None) -> list[Scope]
         return []
     lines = text.split("\n")
     if input_kind(text) == "hlo":
-        scopes = _read_hlo(lines, is_partitioned(text) if partitioned is None else partitioned)
+        partitioned = is_partitioned(text) if partitioned is None else partitioned
+        scopes = [_hlo_scope(s, partitioned) for s in hlo_shardings(lines) if s.values]
     else:
-        scopes = _read_mlir(lines)
+        meshes = read_meshes(lines)
+        scopes = [_mlir_scope(s, meshes) for s in mlir_shardings(lines) if s.values]
     return [s for s in scopes if s.values]
 
 
@@ -116,34 +107,7 @@ def value_shardings(text: str, function: str | None = None, *, partitioned: bool
     return out
 
 
-def is_partitioned(text: str) -> bool:
-    """Whether HLO ``text`` is SPMD-partitioned code (each device's shapes): its entry computation carries
-    the ``_spmd`` suffix XLA's partitioner gives it."""
-    return _SPMD_ENTRY.search(text) is not None
-
-
-_SPMD_ENTRY = re.compile(r"^ENTRY\s+%?[\w.\-]*_spmd\b", re.M)
-
-
-# -- shapes --------------------------------------------------------------------------------------------
-_TENSOR = re.compile(r"tensor<((?:(?:\d+|\?)x)*)([A-Za-z]\w*)")
-_HLO_SHAPE = re.compile(r"([a-z]\w*)\[([^\]]*)\]")
-
-
-def _mlir_dims(type_text: str) -> list[int | None] | None:
-    m = _TENSOR.match(type_text.strip())
-    if not m:
-        return None
-    return [None if d == "?" else int(d) for d in m.group(1).split("x")[:-1]]
-
-
-def _hlo_dims(shape: str) -> list[int | None] | None:
-    m = _HLO_SHAPE.match(shape.strip())
-    if not m:
-        return None
-    return [int(d) if d.isdigit() else None for d in m.group(2).split(",")] if m.group(2).strip() else []
-
-
+# -- in words --------------------------------------------------------------------------------------------
 def _shape(dims: Sequence[int | None]) -> str:
     return "x".join("?" if d is None else str(d) for d in dims) if dims else "scalar"
 
@@ -157,68 +121,28 @@ def _per_device(dims: Sequence[int | None] | None, parts: Sequence[int]) -> str:
     return f"; per device {_shape(local)} of {_shape(dims)}" + (" (padded: a dimension does not divide)" if padded else "")
 
 
-# -- Shardy's TensorShardingAttr -------------------------------------------------------------------------
-_AXIS = re.compile(r'"([^"]*)"(?::\((\d+)\)(\d+))?')
-_MESH_AXES = re.compile(r'"([^"]*)"\s*=\s*(\d+)')
-_MESH_DEF = re.compile(r"^\s*sdy\.mesh\s+@([\w$.\-]+)\s*=\s*")
-_DIM = re.compile(r"\{([^{}]*)\}")
-_FLAT_SHARDING = re.compile(r"<[^<>]*>")
-_PER_VALUE = re.compile(r"#sdy\.sharding_per_value<\[((?:<[^<>]*>,?\s*)*)\]>")
-
-
-def _read_meshes(lines: Sequence[str]) -> dict[str, Mesh]:
-    meshes: dict[str, Mesh] = {}
-    for line in lines:
-        m = _MESH_DEF.match(line) if "sdy.mesh" in line else None
-        if m and line.startswith("<", m.end()):
-            body = line[m.end():skip_angles(line, m.end())]
-            meshes[m.group(1)] = _mesh(m.group(1), body)
-    return meshes
-
-
-def _mesh(name: str, body: str) -> Mesh:
-    """``<["data"=2, "model"=4], device_ids=[...]>`` -> Mesh."""
-    axes = body[: skip_brackets(body, body.index("["))] if "[" in body else ""
-    return Mesh(name, tuple((a, int(s)) for a, s in _MESH_AXES.findall(axes)))
-
-
 def describe_sdy(sharding: str, dims: Sequence[int | None] | None, meshes: dict[str, Mesh]) -> str:
     """A Shardy tensor sharding (``<@mesh, [{"data"}, {}], replicated={"model"}>``) in words, for a
     tensor of global shape ``dims`` (None: unknown)."""
-    body = sharding.strip()
-    body = body[1:-1] if body.startswith("<") and body.endswith(">") else body
-    if body.startswith("mesh<"):  # an inline mesh
-        end = skip_angles(body, 4)
-        mesh = _mesh("", body[4:end])
-        rest = body[end:]
-    else:
-        ref = re.match(r"@([\w$.\-]+)", body)
-        mesh = meshes.get(ref.group(1)) if ref else None
-        mesh = mesh or Mesh(ref.group(1) if ref else "", ())
-        rest = body[ref.end():] if ref else body
-    start = rest.find("[")
-    if start < 0:
+    read = read_sharding(sharding)
+    if read is None:
         return "sharding not read"
-    end = skip_brackets(rest, start)
-    extra = rest[end:]
+    mesh = read.mesh(meshes)
     parts, words, used, unknown = [], [], set(), False
-    for d, m in enumerate(_DIM.finditer(rest[start + 1:end - 1])):
-        items = [s.strip() for s in m.group(1).split(",") if s.strip()]
-        open_ = "?" in items
-        axes = [a for a in (_AXIS.match(s) for s in items) if a]
-        size, names = 1, []
-        for a in axes:
-            n = int(a.group(3)) if a.group(3) else mesh.axis_size(a.group(1))
+    for d, dim in enumerate(read.dims):
+        size: int | None = 1
+        for a in dim.axes:
+            n = a.size(mesh)
             size = size * n if (size is not None and n is not None) else None
-            names.append(a.group(1) + (f":({a.group(2)}){a.group(3)}" if a.group(3) else ""))
-            used.add(a.group(1))
+            used.add(a.name)
         parts.append(size or 1)
         unknown = unknown or size is None  # an axis of a mesh not in the text: no per-device shape
-        if names:
-            words.append(f"dim {d} over {'×'.join(names)} ({size if size is not None else '?'})" + (", open" if open_ else ""))
+        if dim.axes:
+            names = "×".join(a.written for a in dim.axes)
+            words.append(f"dim {d} over {names} ({size if size is not None else '?'})" + (", open" if dim.open else ""))
         else:
-            words.append(f"dim {d} open" if open_ else f"dim {d} replicated")
-    unreduced = _axes_of(extra, "unreduced")
+            words.append(f"dim {d} open" if dim.open else f"dim {d} replicated")
+    unreduced = [a.name for a in read.unreduced]
     if dims is not None and len(dims) != len(parts):
         dims = None
     per_device = "" if unknown else _per_device(dims, parts)
@@ -239,67 +163,28 @@ def describe_sdy(sharding: str, dims: Sequence[int | None] | None, meshes: dict[
     return text
 
 
-def _axes_of(text: str, key: str) -> list[str]:
-    m = re.search(rf"\b{key}\s*=\s*\{{([^{{}}]*)\}}", text)
-    return [a.group(1) for a in _AXIS.finditer(m.group(1))] if m else []
-
-
-def _sdy_list(text: str, i: int) -> list[str]:
-    """The ``<...>`` shardings of the list that opens at ``text[i] == '['``."""
-    end = skip_brackets(text, i)
-    if "mesh<" not in text[i:end]:  # no inline mesh: no angle bracket nests
-        return _FLAT_SHARDING.findall(text, i, end)
-    out, k = [], i + 1
-    while k < end:
-        if text[k] == "<":
-            close = skip_angles(text, k)
-            out.append(text[k:close])
-            k = close
-        elif text[k] == '"':
-            k = skip_string(text, k)
-        else:
-            k += 1
-    return out
-
-
-# -- XLA's HloSharding text ------------------------------------------------------------------------------
-_TILES = re.compile(r"devices=\[([\d,\s]*)\]")
-_LAST_TILE_DIMS = re.compile(r"last_tile_dims=\{([^}]*)\}")
-
-
 def describe_hlo(sharding: str, dims: Sequence[int | None] | None, partitioned: bool | None = None) -> str:
     """An HLO sharding's inside (``devices=[2,1,4]<=[8] last_tile_dim_replicate``, ``replicated``, ...)
     in words, for a tensor of the shape written ``dims``; ``partitioned``: that shape is already each
     device's."""
-    s = re.sub(r"\s*metadata=\{[^}]*\}", "", sharding).strip()
-    if s.startswith("{") and s.endswith("}"):
-        s = s[1:-1].strip()
-    if s.startswith("replicated"):
+    read = read_hlo_sharding(sharding)
+    if read.kind == "replicated":
         return f"replicated: the whole {_shape(dims) if dims is not None else 'array'} on every device"
-    if s.startswith("maximal"):
-        m = re.search(r"device=(\d+)", s)
-        return f"on device {m.group(1) if m else '?'} only (maximal)"
-    if s.startswith("manual"):
+    if read.kind == "maximal":
+        return f"on device {read.device if read.device is not None else '?'} only (maximal)"
+    if read.kind == "manual":
         return "manual: per-device code (shard_map); the shape is each device's own"
-    if s.startswith("unknown"):
+    if read.kind == "unknown":
         return "unknown: left to XLA's sharding propagation"
-    m = _TILES.search(s)
-    if not m:
+    if read.kind == "unread":
         return "sharding not read"
-    tiles = [int(t) for t in m.group(1).split(",") if t.strip()]
-    trailing: list[str] = []
-    if "last_tile_dim_replicate" in s:
-        trailing = ["replicated"]
-    elif (lt := _LAST_TILE_DIMS.search(s)) is not None:
-        trailing = [t.strip() for t in lt.group(1).split(",") if t.strip()]
-    rank = len(tiles) - len(trailing)
-    data, extra = tiles[:rank], tiles[rank:]
+    data, extra = read.tiles[:read.rank], read.tiles[read.rank:]
     words = [f"dim {d} in {t} parts" if t > 1 else f"dim {d} whole" for d, t in enumerate(data)]
     text = "sharded: " + ", ".join(words) if any(t > 1 for t in data) else "not split: " + ", ".join(words)
-    for kind, n in zip(trailing, extra):
+    for kind, n in zip(read.last_tile_dims, extra):
         if n > 1:
             text += f"; each part {kind} on {n} devices" if kind == "replicated" else f"; {kind} over {n} devices"
-    if dims is not None and len(dims) == rank and all(d is not None for d in dims):
+    if dims is not None and len(dims) == read.rank and all(d is not None for d in dims):
         if partitioned:
             whole = [d * t for d, t in zip(dims, data)]
             text += f"; per device {_shape(dims)} (this stage is partitioned; the whole is about {_shape(whole)})"
@@ -308,314 +193,54 @@ def describe_hlo(sharding: str, dims: Sequence[int | None] | None, partitioned: 
     return text
 
 
-def _hlo_tuple(text: str) -> list[str]:
-    """The elements of a tuple sharding ``{{...}, {...}}``."""
-    inner = text.strip()[1:-1]
-    out, k = [], 0
-    while (k := inner.find("{", k)) >= 0:
-        end = skip_brackets(inner, k)
-        out.append(inner[k:end])
-        k = end
-    return out
-
-
-_COMMENT = re.compile(r"/\*.*?\*/")
-_HLO_SHARDING = re.compile(r"(?<=[\s,])sharding=\{")
-_HLO_HEAD = re.compile(r"\s*(?:ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*([a-z]\w*\[[^\]\s]*\](?:\{[^}\s]*\})?)\s")
-
-
+# -- one function's values ---------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=4096)
 def _hlo_summary(text: str, shape: str, partitioned: bool | None) -> str:
     if not text.startswith("{{"):
-        return describe_hlo(text, _hlo_dims(shape), partitioned)
-    shapes = _split_top(_COMMENT.sub("", shape).strip()[1:-1]) if shape.startswith("(") else []
+        return describe_hlo(text, array_sizes(shape), partitioned)
+    shapes = tuple_shapes(shape)
     return "a tuple: " + "; ".join(
-        f"element {i}: {describe_hlo(e, _hlo_dims(shapes[i]) if i < len(shapes) else None, partitioned)}"
-        for i, e in enumerate(_hlo_tuple(text)))
+        f"element {i}: {describe_hlo(e, array_sizes(shapes[i]) if i < len(shapes) else None, partitioned)}"
+        for i, e in enumerate(tuple_shardings(text)))
 
 
-def _read_hlo(lines: list[str], partitioned: bool | None) -> list[Scope]:
-    scopes: list[Scope] = []
-    current: Scope | None = None
-    for k, line in enumerate(lines):
-        if current is None:
-            header = read_header(line.rstrip()) if line and not line[0].isspace() else None
-            if header is not None:
-                current = Scope(("ENTRY " if header[1] else "") + header[0], k, k)
-            continue
-        if line.strip() == "}":
-            scopes.append(Scope(current.function, current.first, k, current.values))
-            current = None
-            continue
-        m = _HLO_SHARDING.search(line) if "sharding={" in line else None
-        if m is None or ('"' in line[:m.start()] and _HLO_SHARDING.search(mask_strings(line)) is None):
-            continue
-        head = _HLO_HEAD.match(line)  # name and shape, when the shape has no space in it (no tuple)
-        if head is not None:
-            name, shape = head.group(1), head.group(2)
-        elif (ins := read_instruction(line)) is not None:
-            name, shape = ins.name, ins.shape
-        else:
-            continue
-        brace = m.end() - 1
-        text = line[brace:skip_brackets(line, brace)]
-        current.values["%" + name] = ValueSharding("%" + name, current.function, _hlo_summary(text, shape, partitioned),
-                                                   f"sharding={text}", shape)
-    return scopes
-
-
-# -- MLIR: functions, their arguments and ops ------------------------------------------------------------
-_FUNC = re.compile(r"^\s*func\.func\s+(?:(?:public|private|nested)\s+)?@([\w$.\-]+)\s*\(")
-_RESULTS = re.compile(rf"^\s*((?:{SSA_VALUE}(?::\d+)?\s*,\s*)*{SSA_VALUE}(?::\d+)?)\s*=\s*")
-_RESULT = re.compile(rf"({SSA_VALUE})(?::(\d+))?")
-_OP = re.compile(r'"?([A-Za-z_][\w$]*(?:\.[\w$]+)*)"?')
-_ATTR = re.compile(r"(?<![\w.])(sdy\.sharding|mhlo\.sharding)\s*=\s*")
-_STOPS = re.compile(r"[()\[\]{}<>]| : |->")
-_CLOSERS = re.compile(r"[\s})]*[})]")
-
-
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    """``text`` cut at the ``sep`` characters outside brackets and strings."""
-    code = mask_strings(text)
-    pieces, depth, start = [], 0, 0
-    for k, c in enumerate(code):
-        if c in "([{<":
-            depth += 1
-        elif c in ")]}" or (c == ">" and code[k - 1:k] != "-"):
-            depth -= 1
-        elif c == sep and depth == 0:
-            pieces.append(text[start:k].strip())
-            start = k + 1
-    pieces.append(text[start:].strip())
-    return [p for p in pieces if p]
-
-
-def _type_start(code: str, start: int) -> int:
-    """Where the types begin: after the first `` : `` outside brackets from ``start``; -1 if none. The
-    last `` : `` of the line nearly always is it (the types end an op), checked by its tail holding
-    balanced angle brackets and no braces; else the line is walked."""
-    last = code.rfind(" : ", start)
-    if last < 0:
-        return -1
-    tail = code[last + 3:]
-    if "{" not in tail and "}" not in tail and tail.count("<") == tail.count(">") - tail.count("->"):
-        return last + 3
-    depth = 0
-    for m in _STOPS.finditer(code, start):
-        c = m.group()
-        if c in ("(", "[", "{", "<"):
-            depth += 1
-        elif c in (")", "]", "}", ">"):
-            depth -= 1
-        elif c == " : " and depth == 0:
-            return m.end()
-    return -1
-
-
-_TYPE_ITEMS = re.compile(r"(?:[^,<>]|<[^<>]*>)+")
-_NESTED = re.compile(r"<[^<>]*<")
-
-
-def _result_types(code: str, text: str, start: int, count: int) -> list[str] | None:
-    """The result types written after the first `` : `` outside brackets from ``start``: the part after
-    ``->`` when there is one, else the last ``count`` of the types listed; None when the line has none."""
-    at = _type_start(code, start)
-    if at < 0:
-        return None
-    tail = _TYPE_TAIL.sub("", text[at:])  # a trailing dict, location, region
-    cut = tail.rfind("->")
-    outs = tail[cut + 2:].strip() if cut >= 0 else tail.strip()
-    if outs.startswith("(") and outs.endswith(")"):
-        outs = outs[1:-1]
-    types = _split_top(outs) if _NESTED.search(outs) else [t.strip() for t in _TYPE_ITEMS.findall(outs) if t.strip()]
-    return types[-count:] if len(types) >= count else None
-
-
-_TYPE_TAIL = re.compile(r"\s+(?:attributes\s*\{.*|loc\(.*|\{)\s*$")
-
-
-def _results(spec: str) -> list[tuple[str, int]]:
-    return [(m.group(1), int(m.group(2) or 1)) for m in _RESULT.finditer(spec)]
-
-
-class _Op:
-    """An op with results, read from its first line and, for an op with regions, its closing line."""
-
-    def __init__(self, results: list[tuple[str, int]], name: str, depth: int):
-        self.results, self.name, self.depth = results, name, depth
-        self.shardings: list[tuple[str, str]] | None = None  # (kind "sdy" | "hlo", text) per result
-        self.types: list[str] | None = None
-        self.manual: tuple[list[str], list[str], str] | None = None  # in_shardings, body args, manual axes
-
-    @property
-    def count(self) -> int:
-        return sum(n for _, n in self.results)
-
-    def read(self, line: str, start: int, code: str | None = None) -> None:
-        code = mask_strings(line) if code is None else code
-        if self.shardings is None:
-            self.shardings = _op_shardings(self.name, line, code, start)
-        if self.types is None:
-            self.types = _result_types(code, line, start, self.count)
-
-    def names(self) -> list[str]:
-        """The name of each result as its users write it: ``%0``, or ``%5#1`` for a group ``%5:2``."""
-        out = []
-        for name, n in self.results:
-            out += [name] if n == 1 else [f"{name}#{k}" for k in range(n)]
-        return out
-
-
-def _op_shardings(op: str, line: str, code: str, start: int) -> list[tuple[str, str]] | None:
-    if op in ("sdy.reshard", "sdy.sharding_constraint"):
-        k = code.find("<", start + len(op))
-        return [("sdy", line[k:skip_angles(line, k)])] if k >= 0 else None
-    if "out_sharding=<" in code:
-        k = code.index("out_sharding=<") + len("out_sharding=")
-        return [("sdy", line[k:skip_angles(line, k)])]
-    if "out_shardings=[" in code:
-        k = code.index("out_shardings=[") + len("out_shardings=")
-        return [("sdy", s) for s in _sdy_list(line, k)]
-    m = _ATTR.search(code, start)
-    if m is None:
-        return None
-    k = m.end()
-    if m.group(1) == "mhlo.sharding":
-        value = line[k + 1:skip_string(line, k) - 1] if line.startswith('"', k) else ""
-        if value.startswith("{{"):
-            return [("hlo", e) for e in _hlo_tuple(value)]
-        return [("hlo", value)]
-    if line.startswith("#sdy.sharding_per_value<", k):
-        flat = _PER_VALUE.match(line, k)  # the common form, without an inline mesh
-        found = _FLAT_SHARDING.findall(flat.group(1)) if flat else _sdy_list(line, k + len("#sdy.sharding_per_value<"))
-        return [("sdy", s) for s in found]
-    if line.startswith("#sdy.sharding<", k):
-        j = k + len("#sdy.sharding")
-        return [("sdy", line[j:skip_angles(line, j)])]
-    return None
-
-
-def _describe(kind: str, sharding: str, type_text: str, meshes: dict[str, Mesh]) -> tuple[str, str]:
-    """(summary, the sharding as written) of one value."""
-    return _describe_once(kind, sharding, type_text, tuple(meshes.values()))
+def _hlo_scope(scope: ShardedScope, partitioned: bool | None) -> Scope:
+    values = {}
+    for v in scope.values:
+        summary = _hlo_summary(v.sharding, v.type, partitioned)
+        values[v.name] = ValueSharding(v.name, scope.function, summary, f"sharding={v.sharding}", v.type)
+    return Scope(scope.function, scope.first, scope.last, values)
 
 
 @functools.lru_cache(maxsize=4096)
-def _describe_once(kind: str, sharding: str, type_text: str, meshes: tuple[Mesh, ...]) -> tuple[str, str]:
-    """``_describe``, once per distinct sharding and type: a module repeats a few of them many times."""
-    meshes = {m.name: m for m in meshes}
+def _describe(kind: str, sharding: str, type_text: str, meshes: tuple[Mesh, ...]) -> tuple[str, str]:
+    """(summary, the sharding as written) of one value, once per distinct sharding and type: a module
+    repeats a few of them many times."""
+    by_name = {m.name: m for m in meshes}
     if kind == "hlo":
-        hlo_dims = _mlir_dims(type_text) if type_text else None
-        return describe_hlo(sharding, hlo_dims, partitioned=False), f'mhlo.sharding = "{sharding}"'
-    return describe_sdy(sharding, _mlir_dims(type_text) if type_text else None, meshes), sharding
+        return describe_hlo(sharding, tensor_dims(type_text), partitioned=False), f'mhlo.sharding = "{sharding}"'
+    return describe_sdy(sharding, tensor_dims(type_text), by_name), sharding
 
 
-def _func_arguments(line: str, start: int, function: str, meshes: dict[str, Mesh]) -> dict[str, ValueSharding]:
-    """The arguments of the ``func.func`` whose ``(`` is at ``line[start]`` that carry a sharding."""
-    out: dict[str, ValueSharding] = {}
-    group = line[start + 1:skip_brackets(line, start) - 1]
-    if "sharding" not in group:
-        return out
-    for arg in _split_top(group):
-        m = re.match(rf"({SSA_VALUE})\s*:\s*", arg)
-        if not m:
-            continue
-        code = mask_strings(arg)
-        attrs = code.find("{", m.end())
-        type_text = arg[m.end():attrs if attrs >= 0 else len(arg)].strip()
-        found = _op_shardings("", arg, code, attrs if attrs >= 0 else len(arg))
-        if found:
-            summary, written = _describe(*found[0], type_text, meshes)
-            out[m.group(1)] = ValueSharding(m.group(1), function, summary, written, type_text)
-    return out
+def _manual(v: WrittenSharding, meshes: dict[str, Mesh]) -> str:
+    """A manual computation's body argument in words: each device's own part of an operand."""
+    whole = describe_sdy(v.sharding, None, meshes) if v.sharding else "sharding not read"
+    dims = tensor_dims(v.type)
+    return (f"manual over {', '.join(v.manual_axes) or 'no axes'}: this is each device's own part"
+            + (f" ({_shape(dims)})" if dims is not None else "") + f"; the operand is {whole}")
 
 
-def _manual_body(op: _Op, line: str, function: str, meshes: dict[str, Mesh]) -> dict[str, ValueSharding]:
-    """A ``sdy.manual_computation``'s body arguments: each device's own part of an operand."""
-    out: dict[str, ValueSharding] = {}
-    code = mask_strings(line)
-    k = code.find("in_shardings=[")
-    axes = _axes_of(line, "manual_axes")
-    ins = _sdy_list(line, k + len("in_shardings=")) if k >= 0 else []
-    close = code.rfind(")")
-    opened = code.rfind("(", 0, close) if close >= 0 else -1
-    if opened < 0:
-        return out
-    args = [a for a in _split_top(line[opened + 1:close]) if a.startswith("%")]
-    for n, arg in enumerate(args):
-        name, _, type_text = arg.partition(":")
-        name, type_text = name.strip(), type_text.strip()
-        whole = describe_sdy(ins[n], None, meshes) if n < len(ins) else "sharding not read"
-        dims = _mlir_dims(type_text)
-        summary = (f"manual over {', '.join(axes) or 'no axes'}: this is each device's own part"
-                   + (f" ({_shape(dims)})" if dims is not None else "") + f"; the operand is {whole}")
-        out[name] = ValueSharding(name, function, summary, ins[n] if n < len(ins) else "", type_text)
-    return out
-
-
-def _read_mlir(lines: list[str]) -> list[Scope]:
-    meshes = _read_meshes(lines)
-    scopes: list[Scope] = []
-    current: Scope | None = None
-    base = depth = 0
-    pending: list[_Op] = []  # ops with regions, waiting for their closing line
-
-    def finish(op: _Op) -> None:
-        if not op.shardings:
-            return
-        types = op.types or []
-        for k, name in enumerate(op.names()):
-            if k >= len(op.shardings):
-                break
-            kind, text = op.shardings[k]
-            type_text = types[k] if k < len(types) else ""
-            summary, written = _describe(kind, text, type_text, meshes)
-            current.values[name] = ValueSharding(name, current.function, summary, written, type_text)
-        if len(op.names()) > 1:  # the group's own name (%5 of %5:2) shows them all
-            for name, n in op.results:
-                if n > 1:
-                    parts = [current.values[f"{name}#{k}"] for k in range(n) if f"{name}#{k}" in current.values]
-                    if parts:
-                        current.values[name] = ValueSharding(
-                            name, current.function, "; ".join(f"#{k}: {p.summary}" for k, p in enumerate(parts)),
-                            ", ".join(p.sharding for p in parts), ", ".join(p.type for p in parts if p.type))
-
-    for k, line in enumerate(lines):
-        code = mask_strings(line) if '"' in line else line
-        change = code.count("{") - code.count("}")
-        if current is None:
-            m = _FUNC.match(line)
-            if m is not None:
-                current = Scope(m.group(1), k, k, _func_arguments(line, m.end() - 1, m.group(1), meshes))
-                base = depth
-                depth += change
-                if depth <= base:  # a declaration without a body
-                    scopes.append(current)
-                    current = None
-            else:
-                depth += change
-            continue
-        before = depth
-        depth += change
-        if pending and code.lstrip().startswith("}") and depth <= pending[-1].depth:
-            op = pending.pop()
-            op.read(line, _CLOSERS.match(code).end(), code)
-            finish(op)
-        if depth <= base:
-            scopes.append(Scope(current.function, current.first, k, current.values))
-            current, pending = None, []
-            continue
-        results = _RESULTS.match(line)
-        if results is None:
-            continue
-        name = _OP.match(line, results.end())
-        op = _Op(_results(results.group(1)), name.group(1) if name else "", before)
-        if depth > before:  # regions follow: the sharding or the types may be on the closing line
-            op.read(line, results.end(), code)
-            if op.name == "sdy.manual_computation":
-                current.values.update(_manual_body(op, line, current.function, meshes))
-            pending.append(op)
-        elif "sharding" in line:
-            op.read(line, results.end(), code)
-            finish(op)
-    return scopes
+def _mlir_scope(scope: ShardedScope, meshes: dict[str, Mesh]) -> Scope:
+    values: dict[str, ValueSharding] = {}
+    for v in scope.values:
+        if v.kind == "group":  # the group's own name (%5 of %5:2) shows them all
+            parts = [values[p] for p in v.parts]
+            values[v.name] = ValueSharding(
+                v.name, scope.function, "; ".join(f"#{k}: {p.summary}" for k, p in enumerate(parts)),
+                ", ".join(p.sharding for p in parts), ", ".join(p.type for p in parts if p.type))
+        elif v.kind == "manual":
+            values[v.name] = ValueSharding(v.name, scope.function, _manual(v, meshes), v.sharding, v.type)
+        else:
+            summary, written = _describe(v.kind, v.sharding, v.type, tuple(meshes.values()))
+            values[v.name] = ValueSharding(v.name, scope.function, summary, written, v.type)
+    return Scope(scope.function, scope.first, scope.last, values)
