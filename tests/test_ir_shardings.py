@@ -191,7 +191,7 @@ def test_a_module_jaxlib_cannot_parse_is_read_all_the_same(propagated):
 
 
 def test_the_other_places_a_module_writes_a_sharding():
-    """Shardy's collectives, a manual computation's results and body, an op's several results,
+    """Shardy's collectives and reshards, a manual computation's results and body, an op's several results,
     ``mhlo.sharding`` strings, a declaration, and an op with regions whose sharding is on its closing line."""
     text = "\n".join([
         'module {',
@@ -199,7 +199,7 @@ def test_the_other_places_a_module_writes_a_sharding():
         '  func.func private @decl(%arg0: tensor<8xf32> {mhlo.sharding = "{devices=[2]<=[2]}"}) -> tensor<8xf32>',
         '  func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {',
         '    %0:2 = "x.pair"(%arg0) {sdy.sharding = #sdy.sharding_per_value<[<@m, [{"a"}, {}]>, <@m, [{}, {}]>]>} : (tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<4xf32>)',
-        '    %1 = stablehlo.negate %0#0 : tensor<8x8xf32>',
+        '    %1 = sdy.reshard %0#0 <@m, [{}, {"b"}]> : tensor<8x8xf32>',
         '    %2 = sdy.all_gather [{}, {"b"}] %1 out_sharding=<@m, [{}, {}]> : tensor<8x8xf32>',
         '    %3 = sdy.manual_computation(%2) in_shardings=[<@m, [{"a"}, {}]>] out_shardings=[<@m, [{"a"}, {}]>] manual_axes={"a"} (%x: tensor<4x8xf32>) {',
         '      sdy.return %x : tensor<4x8xf32>',
@@ -217,6 +217,7 @@ def test_the_other_places_a_module_writes_a_sharding():
         WrittenSharding("%0#0", "sdy", '<@m, [{"a"}, {}]>', "tensor<8x8xf32>"),
         WrittenSharding("%0#1", "sdy", "<@m, [{}, {}]>", "tensor<4xf32>"),
         WrittenSharding("%0", "group", parts=("%0#0", "%0#1")),
+        WrittenSharding("%1", "sdy", '<@m, [{}, {"b"}]>', "tensor<8x8xf32>"),
         WrittenSharding("%2", "sdy", "<@m, [{}, {}]>", "tensor<8x8xf32>"),
         WrittenSharding("%x", "manual", '<@m, [{"a"}, {}]>', "tensor<4x8xf32>", manual_axes=("a",)),
         WrittenSharding("%3", "sdy", '<@m, [{"a"}, {}]>', "tensor<8x8xf32>"),  # read on its closing line

@@ -284,7 +284,7 @@ class _MlirReader:
             if op.name == "sdy.manual_computation":
                 self.values += _manual_body(line)
             self.pending.append(op)
-        elif "sharding" in line:
+        elif "sharding" in line or op.name == "sdy.reshard":  # a reshard writes its sharding bare
             op.read(line, results.end(), code)
             self.values += op.values()
 
