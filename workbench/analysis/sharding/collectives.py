@@ -57,6 +57,7 @@ from pathlib import Path
 import pandas as pd
 from jaxlib.mlir import ir
 
+from ...ir.dtypes import element_bytes
 from ...ir.hlo import Instruction, arrays, attribute_text, attribute_value, read_hlo
 from ...ir.hlo_sharding import group_size
 from ...ir.locations import (
@@ -303,17 +304,16 @@ def _function_of(op) -> str:
 
 
 # -- XLA HLO ---------------------------------------------------------------------------------------------
-_ELEMENT_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s4": 1, "u4": 1, "s2": 1, "u2": 1, "s16": 2, "u16": 2, "f16": 2,
-                  "bf16": 2, "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
-
-
 def _hlo_types(shapes: list[str]) -> tuple[str, str, int | None]:
     """Shape text, element types and total bytes of the arrays of HLO ``shapes`` (a bounded dynamic
     dimension at its bound; tokens carry no data)."""
     found = [a for s in shapes for a in arrays(s) if a.dtype != "token"]
     total: int | None = 0
     for a in found:
-        size = 1 if a.dtype.startswith(("f8", "f4")) else _ELEMENT_BYTES.get(a.dtype)
+        try:
+            size = element_bytes(a.dtype)
+        except TypeError:  # a type the table does not know: the buffer's size is unknown
+            size = None
         known = size is not None and None not in a.bounds
         total = total + size * math.prod(a.bounds) if known and total is not None else None
     return ",".join(_dims(a.bounds) for a in found), ",".join(dict.fromkeys(a.dtype for a in found)), total
