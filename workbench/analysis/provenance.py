@@ -263,44 +263,53 @@ def lineage(stages: Sequence[Stage], stage: Stage, op: str) -> pd.DataFrame:
             s_ops = _ops(s)
         except WorkbenchError:
             continue
-        lines = s.text.splitlines()
-        n = 0
-        seen: set[str] = set()
-        for o in s_ops:
-            hits = [g for g in o.origins if g.key in keys]
-            if not hits or o.op in ("func.func", "parameter"):
-                continue
-            result, what, line = o.result, o.op, o.line
-            if o.fusion:  # an instruction inside a fusion: the fusion is the counterpart
-                result, what = o.fusion, "fusion"
-                line = next((x.line for x in s_ops if x.result == o.fusion and not x.fusion), o.line)
-            if result in seen:
-                continue
-            seen.add(result)
-            n += 1
-            f = hits[0].frame
-            rows.append({"stage": s.name, "group": s.group, "result": result, "op": what,
-                         "source": f"{f.file}:{f.line}" if f else "", "line": line,
-                         "text": _clean(lines[line]) if line < len(lines) else ""})
-        found[s.name] = n
-        if n == 0:
-            rows.append({"stage": s.name, "group": s.group, "result": "", "op": "", "source": "", "line": -1,
-                         "text": "no counterpart: no op here has its source position"})
+        here = _counterparts(s, s_ops, keys)
+        found[s.name] = len(here)
+        rows += here or [{"stage": s.name, "group": s.group, "result": "", "op": "", "source": "", "line": -1,
+                          "text": "no counterpart: no op here has its source position"}]
     df = pd.DataFrame(rows, columns=["stage", "group", "result", "op", "source", "line", "text"])
-    removed_by = None
+    df.attrs["removed_by"] = _mark_removal(df, stages, stage, found)
+    df.attrs["sources"] = sources
+    return df
+
+
+def _counterparts(s: Stage, s_ops: Sequence[OpLocation], keys: set[tuple]) -> list[dict]:
+    """The rows of stage ``s``'s ops with an origin among ``keys``, each once (an instruction inside a
+    fusion counts as the fusion; functions and parameters do not count)."""
+    lines = s.text.splitlines()
+    rows = []
+    seen: set[str] = set()
+    for o in s_ops:
+        hits = [g for g in o.origins if g.key in keys]
+        if not hits or o.op in ("func.func", "parameter"):
+            continue
+        result, what, line = o.result, o.op, o.line
+        if o.fusion:  # an instruction inside a fusion: the fusion is the counterpart
+            result, what = o.fusion, "fusion"
+            line = next((x.line for x in s_ops if x.result == o.fusion and not x.fusion), o.line)
+        if result in seen:
+            continue
+        seen.add(result)
+        f = hits[0].frame
+        rows.append({"stage": s.name, "group": s.group, "result": result, "op": what,
+                     "source": f"{f.file}:{f.line}" if f else "", "line": line,
+                     "text": _clean(lines[line]) if line < len(lines) else ""})
+    return rows
+
+
+def _mark_removal(df: pd.DataFrame, stages: Sequence[Stage], stage: Stage, found: dict[str, int]) -> str | None:
+    """The first stage after ``stage`` with no counterpart while its parent had some (None if none),
+    its row in ``df`` saying so."""
     names = [s.name for s in stages]
     start = names.index(stage.name) if stage.name in names else 0
     by_name = {s.name: s for s in stages}
     for name in names[start + 1:]:
         parent = by_name[name].parent
         if found.get(name) == 0 and parent in found and found[parent] > 0:
-            removed_by = name
             df.loc[(df["stage"] == name) & (df["result"] == ""), "text"] = (
                 f"no counterpart: removed by {name} (its parent {parent} had {found[parent]})")
-            break
-    df.attrs["removed_by"] = removed_by
-    df.attrs["sources"] = sources
-    return df
+            return name
+    return None
 
 
 def _clean(line: str) -> str:
