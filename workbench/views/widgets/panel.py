@@ -9,12 +9,12 @@ shown in the panel, never raised into the notebook. A new Exploration's MLIR sta
 its XLA stages when XLA's compile (started in the background by the toggle) ends: that wait holds
 no place in the queue, and stages that arrive for an Exploration no longer shown are dropped. Every
 action's line of Python is shown, ready to paste. This module lays the widgets out and wires them to
-the actions; ``jobs`` runs the work, ``html`` renders what it gives.
+the actions; the Passes, Source, Analyze and Collectives tabs are modules of their own (``passes``,
+``source``, ``analyze``, ``collectives``), ``jobs`` runs the work, ``html`` renders what it gives.
 """
 from __future__ import annotations
 
 import base64
-import dataclasses
 import io
 import pathlib
 import threading
@@ -26,7 +26,6 @@ import ipywidgets as W
 
 from ...errors import WorkbenchError
 from ...exploration import XLA_WAIT, Exploration
-from ...pipeline.presets import PRESETS, preset, resolve
 from ...stages import Stage
 from . import actions, collectives, html
 from .actions import Action
@@ -35,14 +34,14 @@ from .bundle import MIME, default_right, exploration_bundle
 from .diffview import DiffView
 from .graphview import GraphView
 from .jobs import Jobs
-from .lists import StageList, ToggleList, stage_rows
+from .lists import StageList, stage_rows
+from .passes import PassesTab
 from .pending import SoFar, late_name
 from .source import SourceTab
 
 __all__ = ["Panel", "panel"]
 
 _CSS = (pathlib.Path(__file__).parent / "panel.css").read_text()
-_CUSTOM = "(custom string)"
 _TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze", collectives.TITLE)  # the last: sharded only
 
 
@@ -57,10 +56,6 @@ def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: 
     ``xla_wait`` seconds for XLA's stages, so that a saved notebook lists them too.
     """
     return Panel(ex, name=name, left=left, right=right, bind=bind, xla_wait=xla_wait)
-
-
-# the presets whose pipeline applies the Enzyme-JaX patterns (an enzyme-hlo-patterns step)
-_WITH_PATTERNS = tuple(n for n in PRESETS if any(st.kind == "patterns" for st in preset(n).steps))
 
 
 def _runnable(stages: list[Stage]) -> list[str]:
@@ -88,8 +83,6 @@ class Panel:
         self.history: list[str] = []  # the lines that changed the Exploration, in order
         self._local = threading.local()
         self._diff_token = 0
-        self._xla_seen: list[str] = []
-        self._catalog: tuple | None = None  # (options, items, default-on names)
         self._cost_key = self._graph_key = None
         self._pending = False  # the XLA stages of the Exploration shown are on their way
         self._xla_watch: Future | None = None  # ex.xla_future() of the Exploration shown, while pending
@@ -223,16 +216,60 @@ class Panel:
 
     # -- building the widgets ----------------------------------------------------------------------
     def _build(self) -> None:
+        """The header and status line, the stage list beside the tabs, the Python and pipeline lines."""
         L = W.Layout
-        short = {"description_width": "initial"}
         self.header = W.HTML(layout=L(flex="1 1 auto"))
         self.status = W.HTML(layout=L(flex="0 1 auto"))
         self.stage_error = W.HTML()
         self.stage_list = StageList(layout=L(flex="none", max_height="800px"))  # width: lists.css (it folds)
         self.stage_list.handler = self._on_stage_msg
         self.stage_list.loading = "reading the stages…"
+        self._build_tabs()
+        self.python_box = W.HTML()
+        self.pipeline_box = W.HTML()
+        self._buttons = [self.run_button, self.compare_button, self.apply_pipeline, *self.analyze.buttons,
+                         *self.pattern_presets]
+        self._root = W.VBox([
+            W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
+            W.HBox([self.header, self.status], layout=L(align_items="center")).add_class("wb-row"),
+            self.stage_error,
+            W.HBox([self.stage_list, self.tabs]).add_class("wb-row"),
+            self.python_box, self.pipeline_box,
+        ])
+        self._root.add_class("wb-panel")
+        self._show_python()
 
-        # Diff
+    def _build_tabs(self) -> None:
+        """The tabs, in ``_TABS``' order (Collectives comes and goes as the Exploration is sharded)."""
+        diff_tab = self._build_diff()
+        self.passes = p = PassesTab(self.set_pipeline, self._quiet)
+        p.patterns_view.handler, p.xla_view.handler = self._on_pattern_msg, self._on_xla_msg  # the panel's actions
+        # its widgets are the panel's too: scripts and tests reach them as p.patterns_view, p.preset, ...
+        self.preset, self.pipeline_text, self.apply_pipeline = p.preset, p.pipeline_text, p.apply_pipeline
+        self.patterns_view, self.xla_view, self.patterns_note = p.patterns_view, p.xla_view, p.patterns_note
+        self.patterns_unused, self.pattern_presets = p.patterns_unused, p.pattern_presets
+        run_tab = self._build_run()
+        self.cost_table = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
+        self.cost_plot = W.Output()
+        self.op_costs = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
+        self.graph_view = GraphView()
+        # Analyze (its own module): the jobs exist once _build is done, hence the lambdas
+        self.analyze = AnalyzeTab(self.name, lambda: self._ex, self._submit,
+                                  lambda text: setattr(self.jobs, "note", text),
+                                  lambda done, total: self.jobs.progress(done, total),
+                                  lambda: set(self.patterns_view.enabled),
+                                  lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False))
+        cost_tab, graph_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs]), W.VBox([self.graph_view])
+        self.tabs = W.Tab(children=[diff_tab, p.widget, run_tab, cost_tab, graph_tab, self.source.widget,
+                                    self.analyze.widget])
+        self.tabs.titles = _TABS
+        self.tabs.layout = W.Layout(flex="1 1 auto", min_width="0")
+        self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
+        self.collectives = collectives.CollectivesTab(self.name, self._submit, self.tabs)  # a tab while sharded
+
+    def _build_diff(self) -> W.VBox:
+        """The Diff tab: the two stage pickers and swap, the op counts' change, the diff view."""
+        L, short = W.Layout, {"description_width": "initial"}
         picker = dict(width="auto", flex="1 1 240px", min_width="150px", max_width="420px")  # they share a row
         self.left_picker = W.Dropdown(description="A", layout=L(**picker), style=short)
         self.right_picker = W.Dropdown(description="B", layout=L(**picker), style=short)
@@ -247,40 +284,11 @@ class Panel:
         # Source (its own module): the diff view lives in its .home in this tab, and moves there when shown
         self.source = SourceTab(self.name, lambda: self._ex, lambda: (self._left, self._right), self._submit,
                                 self.diff_view)
-        diff_tab = W.VBox([pickers.add_class("wb-row"), self.ops_delta, self.source.home])
+        return W.VBox([pickers.add_class("wb-row"), self.ops_delta, self.source.home])
 
-        # Passes
-        self.preset = W.Dropdown(options=list(PRESETS) + [_CUSTOM], description="pipeline", layout=L(width="260px"),
-                                 style=short)
-        self.pipeline_text = W.Text(placeholder="a preset or a pass pipeline: canonicalize,cse,enzyme-hlo-patterns",
-                                    layout=L(flex="1 1 auto"))
-        self.apply_pipeline = W.Button(description="apply", button_style="primary", layout=L(width="80px"),
-                                       tooltip="rebuild with this pipeline")
-        self.preset.observe(self._on_preset, "value")
-        self.apply_pipeline.on_click(lambda _b: self.set_pipeline(self.pipeline_text.value))
-        self.patterns_view = ToggleList(noun="pattern", nouns="patterns")
-        self.patterns_view.handler = self._on_pattern_msg
-        self.xla_view = ToggleList(noun="XLA pass", nouns="XLA passes")
-        self.xla_view.handler = self._on_xla_msg
-        # shown when the pipeline has no enzyme-hlo-patterns step: the presets that have one
-        self.patterns_unused = W.HTML()
-        self.pattern_presets = [W.Button(description=n, tooltip=f"rebuild with the preset {n!r}",
-                                         layout=L(width="auto")) for n in _WITH_PATTERNS]
-        for b in self.pattern_presets:
-            b.on_click(lambda b: self.set_pipeline(b.description))
-        self.patterns_note = W.VBox([self.patterns_unused, W.HBox(self.pattern_presets).add_class("wb-row")],
-                                    layout=L(display="none"))
-        passes_tab = W.VBox([
-            W.HBox([self.preset, self.pipeline_text, self.apply_pipeline]), self.patterns_note,
-            W.HBox([W.VBox([W.HTML('<div class="wb-caption"><b>Enzyme-JaX rewrite patterns</b>: applied '
-                                   "greedily in every <code>enzyme-hlo-patterns</code> stage</div>"),
-                            self.patterns_view], layout=L(flex="3 1 0", min_width="0")),
-                    W.VBox([W.HTML('<div class="wb-caption"><b>XLA HLO passes</b>: those the last compile '
-                                   "ran</div>"), self.xla_view], layout=L(flex="2 1 0", min_width="0"))],
-                   ).add_class("wb-row"),
-        ])
-
-        # Run
+    def _build_run(self) -> W.VBox:
+        """The Run tab: run one stage on a device, and compare several stages' times and checks."""
+        L, short = W.Layout, {"description_width": "initial"}
         self.run_stage = W.Dropdown(description="stage", layout=L(width="330px"), style=short)
         self.device = W.Dropdown(description="device", layout=L(width="200px"), style=short)
         self.repeat = W.BoundedIntText(value=20, min=1, max=10000, description="repeat", layout=L(width="150px"),
@@ -293,47 +301,11 @@ class Panel:
                                        tooltip="run each selected stage and tabulate time and check")
         self.compare_button.on_click(lambda _b: self.compare())
         self.compare_out = W.HTML()
-        run_tab = W.VBox([
+        return W.VBox([
             W.HBox([self.run_stage, self.device, self.repeat, self.run_button]), self.run_out,
             W.HTML("<b>Compare stages</b> (ctrl/shift-click to pick several; device and repeat from above)"),
             W.HBox([self.compare_stages, self.compare_button]), self.compare_out,
         ])
-
-        # Cost, Graph
-        self.cost_table = W.HTML(layout=L(max_height="300px", overflow="auto"))
-        self.cost_plot = W.Output()
-        self.op_costs = W.HTML(layout=L(max_height="300px", overflow="auto"))
-        cost_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs])
-        self.graph_view = GraphView()
-        graph_tab = W.VBox([self.graph_view])
-
-        # Analyze (its own module): the jobs exist once _build is done, hence the lambdas
-        self.analyze = AnalyzeTab(self.name, lambda: self._ex, self._submit,
-                                  lambda text: setattr(self.jobs, "note", text),
-                                  lambda done, total: self.jobs.progress(done, total),
-                                  lambda: set(self.patterns_view.enabled),
-                                  lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False))
-
-        self.tabs = W.Tab(children=[diff_tab, passes_tab, run_tab, cost_tab, graph_tab, self.source.widget,
-                                    self.analyze.widget])
-        self.tabs.titles = _TABS
-        self.tabs.layout = L(flex="1 1 auto", min_width="0")
-        self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
-        self.collectives = collectives.CollectivesTab(self.name, self._submit, self.tabs)  # a tab while sharded
-
-        self.python_box = W.HTML()
-        self.pipeline_box = W.HTML()
-        self._buttons = [self.run_button, self.compare_button, self.apply_pipeline, *self.analyze.buttons,
-                         *self.pattern_presets]
-        self._root = W.VBox([
-            W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
-            W.HBox([self.header, self.status], layout=L(align_items="center")).add_class("wb-row"),
-            self.stage_error,
-            W.HBox([self.stage_list, self.tabs]).add_class("wb-row"),
-            self.python_box, self.pipeline_box,
-        ])
-        self._root.add_class("wb-panel")
-        self._show_python()
 
     # -- the jobs ------------------------------------------------------------------------------------
     def _submit(self, label: str, python: str | None, work: Callable[[], None], *, busy: bool) -> None:
@@ -399,12 +371,6 @@ class Panel:
         self._left, self._right = self._right, self._left
         self._show_selection()
 
-    def _on_preset(self, change) -> None:
-        if self._quiet() or change["new"] == _CUSTOM:
-            return
-        self.pipeline_text.value = change["new"]
-        self.set_pipeline(change["new"])
-
     def _on_tab(self) -> None:
         title = _TABS[self.tabs.selected_index or 0]
         waiting = next((n for n in (self._right, self._left) if self._pending and late_name(n)), "")
@@ -447,9 +413,6 @@ class Panel:
         before, self._ex, self._pending = self._ex, ex, pending
         self._follow(before, ex)
         self._watch(ex if pending else None)
-        for p in [] if pending else ex.xla_passes:
-            if p not in self._xla_seen:
-                self._xla_seen.append(p)
         kept = set(names) | ({n for n in (self._left, self._right) if late_name(n)} if pending else set())
         if self._right not in kept or (self._auto_right and not pending and any(s.error for s in stages)):
             self._right = default_right(stages).name  # a failed XLA compile is shown, as it was picked
@@ -484,10 +447,7 @@ class Panel:
             self.device.options = ids
             self.device.value = keep if keep in ids else (ex.spec.device if ex.spec.device in ids else ids[0])
             self.analyze.show(ex, runnable, ids)
-            self.preset.value = ex.spec.pipeline if ex.spec.pipeline in PRESETS else _CUSTOM
-            self.pipeline_text.value = ex.spec.pipeline
-        self._show_patterns(ex)
-        self._show_xla(ex)
+            self.passes.show(ex, pending)
         self._show_pipeline_string(ex)
         self._show_python()
         # the diff anew unless it shows this pair of this Exploration already (XLA's stages arrived)
@@ -504,16 +464,6 @@ class Panel:
             self.jobs.after(watch, "compiling XLA", lambda: self._ex is ex and self._show_exploration(ex),
                             then="showing the XLA stages")
 
-    def _pattern_catalog(self, ex: Exploration):
-        from ...pipeline.catalog import patterns
-
-        options = ex.spec.selection.options
-        if self._catalog is None or self._catalog[0] != options:
-            df = patterns(**dataclasses.asdict(options))
-            items = [[n, g, bool(d)] for n, g, d in zip(df["name"], df["group"], df["default_enabled"])]
-            self._catalog = (options, items, {n for n, _, d in items if d})
-        return self._catalog[1], self._catalog[2]
-
     def _follow(self, before: Exploration, ex: Exploration) -> None:
         """Rebind the bound names that still hold ``before`` to ``ex`` (see ``Panel``)."""
         if self._bind is None or ex is before:
@@ -521,35 +471,6 @@ class Panel:
         for n in self.bound:
             if self._bind.get(n) is before:
                 self._bind[n] = ex
-
-    def _show_patterns(self, ex: Exploration) -> None:
-        try:
-            items, default_on = self._pattern_catalog(ex)
-        except WorkbenchError as e:
-            self.patterns_view.message = str(e)
-            return
-        sel = ex.spec.selection
-        on = (default_on - sel.disabled) | sel.enabled
-        used = any(st.kind == "patterns" for st in resolve(ex.spec.pipeline, inline=ex.spec.inline).steps)
-        with self.patterns_view.hold_sync():
-            if self.patterns_view.items != items:
-                self.patterns_view.items = items
-            self.patterns_view.enabled = sorted(on)
-            self.patterns_view.message = "" if used else (
-                f"the pipeline {ex.spec.pipeline!r} has no enzyme-hlo-patterns step: switching patterns has no "
-                "effect on its stages")
-        self.patterns_unused.value = "" if used else html.patterns_unused(ex.spec.pipeline)
-        self.patterns_note.layout.display = "none" if used else ""
-
-    def _show_xla(self, ex: Exploration) -> None:
-        off = ex.spec.xla_disabled
-        names = self._xla_seen + [p for p in off if p not in self._xla_seen]
-        with self.xla_view.hold_sync():
-            self.xla_view.items = [[n, "XLA HLO passes", True] for n in names]
-            self.xla_view.enabled = [n for n in names if n not in off]
-            self.xla_view.message = "" if names else ("XLA is compiling: its passes are listed when it ends"
-                                                      if self._pending else
-                                                      "no XLA compile (a module without @main, or XLA failed)")
 
     def _show_pipeline_string(self, ex: Exploration) -> None:
         self.pipeline_box.value = html.pipeline_string(self.name, ex.pipeline_string)
