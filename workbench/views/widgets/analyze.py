@@ -31,6 +31,7 @@ __all__ = ["AnalyzeTab", "Default", "default_predicate", "applicable_html", "bis
 _PATTERNS_PASS = "enzyme-hlo-generate-td"  # how a stage made by the pattern list starts its pass string
 _OVER = (("patterns", "patterns"), ("XLA passes", "xla"), ("both", "all"))  # bisect's domains, as offered
 _PARAMS = ("op", "n", "device", "stage")  # the predicate parameters the tab has a field for
+_SHORT = {"description_width": "initial"}  # a field's label as wide as its text
 
 
 class Default(NamedTuple):
@@ -93,69 +94,79 @@ class AnalyzeTab:
         self.culprits: list[str] = []  # the culprit patterns of the last bisection
         self.culprits_xla: list[str] = []  # its culprit XLA passes
         self.reduced = None  # the last ReduceResult
+        self.compared = None  # the last comparison's DataFrame
         self._default: Default | None = None
         self._runs: list[bool] = []  # the predicate's answer on each pipeline run of the bisection
-        L = W.Layout
-        short = {"description_width": "initial"}
-        self.applicable_stage = W.Dropdown(description="stage", layout=L(width="330px"), style=short)
+        self.widget = W.VBox([*self._applicable_rows(), *self._predicate_rows(), *self._bisect_rows(),
+                              *self._reduce_rows(), *self._pipelines_rows()])
+        self.buttons = [self.applicable_button, self.bisect_button, self.culprits_off, self.reduce_button,
+                        self.pipelines_button]
+        self._show_params()
+
+    # -- the tab's sections, top to bottom: each one's heading, then its rows ------------------------------
+    def _applicable_rows(self) -> list[W.Widget]:
+        self.applicable_stage = W.Dropdown(description="stage", layout=W.Layout(width="330px"), style=_SHORT)
         self.applicable_button = W.Button(description="Find applicable patterns", icon="search",
-                                          layout=L(width="210px"),
+                                          layout=W.Layout(width="210px"),
                                           tooltip="apply every pattern of the catalog alone to this stage")
         self.applicable_button.on_click(lambda _b: self.find_applicable())
         self.applicable_out = W.HTML()
+        return [W.HTML("<b>Applicable patterns</b>: which patterns change this stage when applied alone"),
+                W.HBox([self.applicable_stage, self.applicable_button]), self.applicable_out]
+
+    def _predicate_rows(self) -> list[W.Widget]:
+        L = W.Layout
         self.predicate = W.Dropdown(options=list(actions.PREDICATES), description="predicate",
-                                    layout=L(width="290px"), style=short)
-        self.pred_op = W.Text(value="stablehlo.transpose", description="op", layout=L(width="260px"), style=short)
-        self.pred_n = W.IntText(value=0, description="n", layout=L(width="120px"), style=short)
-        self.pred_device = W.Dropdown(description="device", layout=L(width="200px"), style=short)
+                                    layout=L(width="290px"), style=_SHORT)
+        self.pred_op = W.Text(value="stablehlo.transpose", description="op", layout=L(width="260px"), style=_SHORT)
+        self.pred_n = W.IntText(value=0, description="n", layout=L(width="120px"), style=_SHORT)
+        self.pred_device = W.Dropdown(description="device", layout=L(width="200px"), style=_SHORT)
         self.pred_stage = W.Combobox(description="stage", placeholder="last MLIR stage", ensure_option=False,
-                                     layout=L(width="250px"), style=short)
+                                     layout=L(width="250px"), style=_SHORT)
         self.predicate.observe(lambda _ch: self._show_params(), "value")
         for w in (self.pred_op, self.pred_n, self.pred_device, self.pred_stage):
             w.observe(lambda _ch: self._show_repr(), "value")
         self.predicate_note = W.HTML()
         self.predicate_repr = W.HTML()
-        self.over = W.Dropdown(options=_OVER, value="patterns", description="over", layout=L(width="190px"),
-                               style=short)
-        self.bisect_button = W.Button(description="Bisect", icon="code-fork", layout=L(width="100px"),
+        return [W.HTML("<b>Predicate</b>: what a bisection and a reduction look for"),
+                W.HBox([self.predicate, self.pred_op, self.pred_n, self.pred_device, self.pred_stage]),
+                self.predicate_repr, self.predicate_note]
+
+    def _bisect_rows(self) -> list[W.Widget]:
+        self.over = W.Dropdown(options=_OVER, value="patterns", description="over", layout=W.Layout(width="190px"),
+                               style=_SHORT)
+        self.bisect_button = W.Button(description="Bisect", icon="code-fork", layout=W.Layout(width="100px"),
                                       tooltip="find a minimal set of enabled patterns and/or XLA passes for which "
                                               "the predicate holds")
         self.bisect_button.on_click(lambda _b: self.bisect())
         self.bisect_out = W.HTML()
-        self.culprits_off = W.Button(description="switch these off", layout=L(width="160px", display="none"))
+        self.culprits_off = W.Button(description="switch these off", layout=W.Layout(width="160px", display="none"))
         self.culprits_off.on_click(lambda _b: self.switch_culprits_off())
-        self.reduce_stage = W.Dropdown(description="from stage", layout=L(width="300px"), style=short)
-        self.reduce_button = W.Button(description="Reduce", icon="compress", layout=L(width="100px"),
+        return [W.HTML("<b>Bisect</b>: a minimal set of enabled patterns, XLA passes (those XLA's compile ran) or "
+                       "both that makes the predicate hold. It must hold with every candidate on and not with none."),
+                W.HBox([self.over, self.bisect_button]), self.bisect_out, self.culprits_off]
+
+    def _reduce_rows(self) -> list[W.Widget]:
+        self.reduce_stage = W.Dropdown(description="from stage", layout=W.Layout(width="300px"), style=_SHORT)
+        self.reduce_button = W.Button(description="Reduce", icon="compress", layout=W.Layout(width="100px"),
                                       tooltip="delete and cut ops of the stage's module while the predicate holds")
         self.reduce_button.on_click(lambda _b: self.reduce())
         self.reduce_out = W.HTML()
-        self.pipelines = W.Text(value="all, no_enzyme, none", description="pipelines", layout=L(width="330px"),
-                                style=short)
+        return [W.HTML("<b>Reduce</b>: the smallest module, made from a stage's by deleting and cutting ops, on "
+                       "which the predicate holds (each candidate explored as text with this pipeline)"),
+                W.HBox([self.reduce_stage, self.reduce_button]), self.reduce_out]
+
+    def _pipelines_rows(self) -> list[W.Widget]:
+        self.pipelines = W.Text(value="all, no_enzyme, none", description="pipelines", layout=W.Layout(width="330px"),
+                                style=_SHORT)
         self.pipelines_button = W.Button(description="Compare pipelines", icon="balance-scale",
-                                         layout=L(width="170px"), tooltip="run the program through each pipeline: "
-                                         "time per call, the numeric check, cost and op counts side by side")
+                                         layout=W.Layout(width="170px"), tooltip="run the program through each "
+                                         "pipeline: time per call, the numeric check, cost and op counts side by side")
         self.pipelines_button.on_click(lambda _b: self.compare_pipelines())
         self.pipelines_out = W.HTML()
-        self.compared = None  # the last comparison's DataFrame
-        self.buttons = [self.applicable_button, self.bisect_button, self.culprits_off, self.reduce_button,
-                        self.pipelines_button]
-        self.widget = W.VBox([
-            W.HTML("<b>Applicable patterns</b>: which patterns change this stage when applied alone"),
-            W.HBox([self.applicable_stage, self.applicable_button]), self.applicable_out,
-            W.HTML("<b>Predicate</b>: what a bisection and a reduction look for"),
-            W.HBox([self.predicate, self.pred_op, self.pred_n, self.pred_device, self.pred_stage]),
-            self.predicate_repr, self.predicate_note,
-            W.HTML("<b>Bisect</b>: a minimal set of enabled patterns, XLA passes (those XLA's compile ran) or both "
-                   "that makes the predicate hold. It must hold with every candidate on and not with none."),
-            W.HBox([self.over, self.bisect_button]), self.bisect_out, self.culprits_off,
-            W.HTML("<b>Reduce</b>: the smallest module, made from a stage's by deleting and cutting ops, on which "
-                   "the predicate holds (each candidate explored as text with this pipeline)"),
-            W.HBox([self.reduce_stage, self.reduce_button]), self.reduce_out,
-            W.HTML("<b>Pipelines</b>: what the optimizer buys -- this program through each pipeline (presets or "
-                   "pass strings, comma-separated), on the device picked above"),
-            W.HBox([self.pipelines, self.pipelines_button]), self.pipelines_out,
-        ])
-        self._show_params()
+        return [W.HTML("<b>Pipelines</b>: what the optimizer buys -- this program through each pipeline (presets "
+                       "or pass strings, comma-separated), on the device picked above"),
+                W.HBox([self.pipelines, self.pipelines_button]), self.pipelines_out]
 
     # -- the Exploration shown ---------------------------------------------------------------------
     def show(self, ex: Exploration, runnable: Sequence[str], devices: Sequence[str]) -> None:
