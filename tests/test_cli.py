@@ -60,6 +60,15 @@ def test_bad_input_is_a_clear_message(run):
     assert r.returncode != 0 and "DTYPE[DIMS]" in r.stderr
 
 
+@pytest.mark.parametrize("command", ["stages", "report"])
+def test_a_failing_pass_is_exit_status_1_with_its_error_and_the_exploration_still_saved(run, tmp_path, command):
+    saved = tmp_path / "failed.hlox"
+    r = run(command, "mlp", "--pipeline", "canonicalize,one-shot-bufferize", "--save", str(saved))
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.rstrip().endswith("error: op was not bufferized") and "one-shot-bufferize#1" in r.stdout
+    assert saved.is_file() and f"saved the exploration to {saved}" in r.stderr
+
+
 def test_patterns_and_pipelines_listings(run):
     r = run("patterns", "--search", "transpose_transpose")
     assert r.returncode == 0 and "transpose_transpose" in r.stdout

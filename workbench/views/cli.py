@@ -122,14 +122,21 @@ def _saved(ns, ex) -> None:
         print(f"hlo-workbench: saved the exploration to {path} (hlo-workbench open {path})", file=sys.stderr)
 
 
-def cmd_stages(ns) -> int:
-    ex = _explore(ns)
-    print(stage_table(ex))
+def _finished(ns, ex) -> int:
+    """The end of a command that explores a program: save it if asked (``_saved``), then the exit status,
+    1 with the failed stage's error on stderr when the pipeline failed (the output above shows the
+    stages up to it), else 0."""
     _saved(ns, ex)
     if ex.error:
         print(f"\n{ex.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def cmd_stages(ns) -> int:
+    ex = _explore(ns)
+    print(stage_table(ex))
+    return _finished(ns, ex)
 
 
 def cmd_show(ns) -> int:
@@ -166,11 +173,7 @@ def cmd_report(ns) -> int:
         print(last.text)
     if ns.html:
         print(f"\n# HTML report: {ex.report(ns.html)}")
-    _saved(ns, ex)
-    if ex.error:
-        print(f"\n{ex.error}", file=sys.stderr)
-        return 1
-    return 0
+    return _finished(ns, ex)
 
 
 def cmd_patterns(ns) -> int:
