@@ -6,7 +6,9 @@ from functools import cache
 import workbench as wb
 from workbench.ir.ops import op_counts
 
-__all__ = ["last_mlir", "stage_cost", "op_count", "pattern_names"]
+from .judge import Verdict, judge_names
+
+__all__ = ["last_mlir", "stage_cost", "op_count", "pattern_names", "judge_patterns"]
 
 
 def last_mlir(ex):
@@ -30,3 +32,9 @@ def op_count(text: str, op: str) -> int:
 def pattern_names(**options) -> frozenset[str]:
     """The names in enzyme-ad's pattern catalog (under ``options`` such as ``no_nan=True``)."""
     return frozenset(wb.patterns(**options).name)
+
+
+def judge_patterns(qid: str, answer, expected, *, what: str, hint: str = "", **options) -> Verdict:
+    """A pattern name or a set of them, judged by ``judge_names`` against enzyme-ad's catalog (under
+    ``options`` such as ``no_nan=True``): a name the catalog lacks gets its nearest names there."""
+    return judge_names(qid, answer, expected, what=what, known=pattern_names(**options), kind="pattern", hint=hint)

@@ -10,9 +10,9 @@ import jax.numpy as jnp
 import workbench as wb
 from workbench.pipeline.catalog import patterns_pass
 
-from .common import pattern_names
+from .common import judge_patterns, pattern_names
 from .exercises import exercise
-from .judge import judge_names, judge_number, names_of, right, wrong
+from .judge import judge_number, names_of, right, wrong
 
 
 def wasteful(x, y):
@@ -104,20 +104,20 @@ def q1(answer):
                           "Give the set.", answer="a set of pattern names")
 def q2(answer):
     expected = set(stepped().applied()) - set(applicable("stablehlo"))
-    return judge_names("l3.q2", answer, expected, what="the patterns step applied that did not match the "
-                                                       "program as lowered", known=pattern_names(), kind="pattern",
-                       hint="compare st.applied() with ex.applicable('stablehlo'): which names appear only in the "
-                            "first, and what made them match later?")
+    return judge_patterns("l3.q2", answer, expected,
+                          what="the patterns step applied that did not match the program as lowered",
+                          hint="compare st.applied() with ex.applicable('stablehlo'): which names appear only in "
+                               "the first, and what made them match later?")
 
 
 @exercise("l3.q3", prompt="Bisect wasteful for the patterns that remove every stablehlo.transpose from the final "
                           "program. Which patterns does bisect name?", answer="a set of pattern names")
 def q3(answer):
     found = exploration().bisect(wb.op_count_at_most("stablehlo.transpose", 0), progress=False).patterns
-    return judge_names("l3.q3", answer, found, what="the 1-minimal set of patterns that removes every transpose",
-                       known=pattern_names(), kind="pattern",
-                       hint="ex.bisect(predicate) with a predicate that holds when the last stage has no "
-                            "stablehlo.transpose; every pattern of the set it returns is needed")
+    return judge_patterns("l3.q3", answer, found,
+                          what="the 1-minimal set of patterns that removes every transpose",
+                          hint="ex.bisect(predicate) with a predicate that holds when the last stage has no "
+                               "stablehlo.transpose; every pattern of the set it returns is needed")
 
 
 @exercise("l3.q4", prompt="Name two patterns that, applied one after the other to wasteful as lowered, end at a "
@@ -130,7 +130,7 @@ def q4(answer):
                      "write them as a tuple of two strings: ('first_pattern', 'second_pattern')")
     unknown = [n for n in names if n not in pattern_names()]
     if unknown:
-        return judge_names(qid, unknown, (), what="two patterns", known=pattern_names(), kind="pattern")
+        return judge_patterns(qid, unknown, (), what="two patterns")
     ex = exploration()
     a, b = names
     if order_matters(ex, a, b):

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 import workbench as wb
 
-from .common import pattern_names, stage_cost
+from .common import judge_patterns, stage_cost
 from .exercises import exercise
 from .judge import AnswerError, close, from_answer, judge_names, judge_number, right, wrong
 
@@ -131,10 +131,9 @@ def q1(answer):
                           "numeric check. Which pattern is to blame?", answer="a pattern name")
 def q2(answer):
     found = nan_fed().bisect(wb.miscompiles("cpu:0"), progress=False).patterns
-    return judge_names("l4.q2", answer, found, what="the pattern whose rewrite makes the program miscompile",
-                       known=pattern_names(no_nan=True, all_finite=True), kind="pattern",
-                       hint="bisect the exploration with a predicate that holds when the numeric check fails; "
-                            "wb.miscompiles('cpu:0') is one")
+    return judge_patterns("l4.q2", answer, found, what="the pattern whose rewrite makes the program miscompile",
+                          hint="bisect the exploration with a predicate that holds when the numeric check fails; "
+                               "wb.miscompiles('cpu:0') is one", no_nan=True, all_finite=True)
 
 
 def _holds(predicate, ex, which: str) -> bool:

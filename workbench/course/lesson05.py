@@ -10,9 +10,9 @@ import jax.numpy as jnp
 
 import workbench as wb
 
-from .common import last_mlir, op_count, pattern_names
+from .common import judge_patterns, last_mlir, op_count
 from .exercises import exercise
-from .judge import judge_choice, judge_names, judge_number
+from .judge import judge_choice, judge_number
 
 HEADS = 4
 DIRECTIONS = ("up", "down", "none")
@@ -86,12 +86,10 @@ def q1(answer):
                           "the difference: turned off, the last MLIR stage keeps no more transposes than 'up' "
                           "leaves?", answer="a pattern name, or a list of them")
 def q2(answer):
-    known = pattern_names()
-    return judge_names("l5.q2", answer, down_culprits(), what="the pattern(s) that split the head transpose",
-                       known=known, kind="pattern",
-                       hint="diff 'stablehlo' with the last MLIR stage of the 'down' exploration: what happened "
-                            "to the transpose that fed three slices? Then read the names of the 'transpose down' "
-                            "group (or bisect with wb.op_count_above)")
+    return judge_patterns("l5.q2", answer, down_culprits(), what="the pattern(s) that split the head transpose",
+                          hint="diff 'stablehlo' with the last MLIR stage of the 'down' exploration: what "
+                               "happened to the transpose that fed three slices? Then read the names of the "
+                               "'transpose down' group (or bisect with wb.op_count_above)")
 
 
 @exercise("l5.q3", prompt="In the xla:optimized stage of the attention layer (transpose_propagate='up'), how many "

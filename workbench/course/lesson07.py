@@ -9,9 +9,9 @@ import jax
 import workbench as wb
 from workbench.examples import mlp
 
-from .common import last_mlir, op_count, pattern_names, stage_cost
+from .common import judge_patterns, last_mlir, op_count, stage_cost
 from .exercises import exercise
-from .judge import judge_names, judge_number
+from .judge import judge_number
 
 loss = mlp.loss
 
@@ -88,10 +88,9 @@ def q2(answer):
                           "pattern(s) leave the gradient without any transpose?",
           answer="a pattern name, or a list of them")
 def q3(answer):
-    return judge_names("l7.q3", answer, transpose_culprits(), what="the pattern(s) that remove the transposes",
-                       known=pattern_names(), kind="pattern",
-                       hint="gradient.bisect(wb.op_count_at_most('stablehlo.transpose', 0)) finds them, as in "
-                            "lesson 3; or read the diff of the first enzyme-hlo-patterns stage")
+    return judge_patterns("l7.q3", answer, transpose_culprits(), what="the pattern(s) that remove the transposes",
+                          hint="gradient.bisect(wb.op_count_at_most('stablehlo.transpose', 0)) finds them, as in "
+                               "lesson 3; or read the diff of the first enzyme-hlo-patterns stage")
 
 
 @exercise("l7.q4", prompt="How many times the loss's flops are the gradient's flops (last MLIR stage of each, as "
