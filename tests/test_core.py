@@ -451,6 +451,7 @@ def test_stepping_reports_each_step_and_the_end():
     s = ex.step(progress=False, on_progress=lambda done, total: seen.append((done, total)))
     applied = s.applied()
     assert applied and seen == [(k, None) for k in range(len(applied) + 1)]
+    assert [n.split(":", 1)[1].rsplit("#", 1)[0] for n in s.names[1:]] == applied  # one stage per step, named for it
     assert repr(s).startswith(f"Stepwise('f', {len(applied)} steps from 'stablehlo': {applied[0]}")
     assert ("ends where one greedy run" in repr(s)) == s.matches_reference
 

@@ -544,6 +544,7 @@ class Stepwise(Exploration):
         super().__init__(Built(built.spec, run.stages, None, None))
         self.reference = run.reference
         self.skipped = run.skipped
+        self._applied = run.applied
 
     @property
     def matches_reference(self) -> bool:
@@ -554,7 +555,8 @@ class Stepwise(Exploration):
         return diff_texts(self._early[-1].text, self.reference.text, self._early[-1].name, self.reference.name)
 
     def applied(self) -> list[str]:
-        return [s.name.split(":", 1)[1].rsplit("#", 1)[0] for s in self._early[1:]]
+        """The pattern each step applied, in order (as stepping recorded them, not read back from stage names)."""
+        return list(self._applied)
 
     @property
     def summary(self) -> str:

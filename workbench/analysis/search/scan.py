@@ -281,13 +281,15 @@ def _failure_note(f: ItemFailure) -> str:
 @dataclass(frozen=True)
 class StepRun:
     """What stepping produced: the stages (the start, then ``pattern:<name>#k`` each), the stage one
-    greedy run of the whole list makes from the same start, the patterns that raised, and the
-    pipeline runs spent finding the pattern of each step (applying it and the greedy run not counted)."""
+    greedy run of the whole list makes from the same start, the patterns that raised, the
+    pipeline runs spent finding the pattern of each step (applying it and the greedy run not counted),
+    and the pattern each step applied, in order (one per stage after the start)."""
 
     stages: tuple[Stage, ...]
     reference: Stage
     skipped: tuple[str, ...]
     runs: int = 0
+    applied: tuple[str, ...] = ()
 
 
 def step_patterns(ex: Explored, stage, max_steps: int = 200, progress: bool = True,
@@ -319,6 +321,7 @@ def _step(ex: Explored, stage, max_steps: int, progress: bool, on_progress: OnPr
     runner, timeout = default_runner(), ex.spec.timeout
     current = dataclasses.replace(st, parent=None, changed=False)
     stages = [current]
+    applied: list[str] = []  # the pattern of each stage after the start
     skipped: list[str] = []  # patterns that raised on this module: reported, not retried
     # the start as printed (see _prepared), and one batch time limit for the whole stepping
     text, empty, runs = _prepared(pool, st.text, timeout, calibrate=not exact and batch_limit is None)
@@ -345,6 +348,7 @@ def _step(ex: Explored, stage, max_steps: int, progress: bool, on_progress: OnPr
                 continue
             current, text = made, made.text
             stages.append(current)
+            applied.append(name)
             bar.update(1)
     everything = patterns_pass(tuple(specs))
     try:
@@ -352,7 +356,7 @@ def _step(ex: Explored, stage, max_steps: int, progress: bool, on_progress: OnPr
         reference = stage_from_run("all patterns", st, full, everything)
     except StageError as e:
         reference = failed_stage("all patterns", st, everything, e)
-    return StepRun(tuple(stages), reference, tuple(skipped), runs)
+    return StepRun(tuple(stages), reference, tuple(skipped), runs, tuple(applied))
 
 
 @dataclass(frozen=True)
