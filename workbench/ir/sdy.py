@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from .text import skip_angles, skip_brackets, skip_string, split_strings
 
 __all__ = ["Mesh", "AxisRef", "DimSharding", "TensorSharding", "read_mesh", "read_meshes", "read_sharding",
-           "sharding_list", "per_value_shardings", "axis_refs", "keyed_axes", "attribute_body"]
+           "sharding_list", "per_value_shardings", "axis_refs", "keyed_axes", "attribute_body",
+           "names_mesh_with_axes"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,17 @@ def read_meshes(lines: Iterable[str]) -> dict[str, Mesh]:
         if m and line.startswith("<", m.end()):
             meshes[m.group(1)] = read_mesh(line[m.end():skip_angles(line, m.end())], m.group(1))
     return meshes
+
+
+# a mesh definition whose axis list opens with an axis name: not JAX's ``<[]>`` nor a device-ids-only mesh
+_MESH_WITH_AXES = re.compile(r'^\s*sdy\.mesh\s+@[\w.$-]+\s*=\s*<\s*\[\s*"', re.M)
+
+
+def names_mesh_with_axes(text: str) -> bool:
+    """Whether ``text`` defines a Shardy mesh with at least one axis (``sdy.mesh @mesh = <["x"=2]>``).
+    JAX writes ``sdy.mesh @empty_mesh = <[]>`` into single-device programs too (a PRNG key), which is
+    no sign of sharding; a search of the whole text, without reading every line as ``read_meshes`` does."""
+    return _MESH_WITH_AXES.search(text) is not None
 
 
 def _axes(items: Iterable[str]) -> tuple[AxisRef, ...]:

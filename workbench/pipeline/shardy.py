@@ -28,9 +28,8 @@ is what Reactant's default hands XLA too).
 """
 from __future__ import annotations
 
-import re
-
 from ..errors import WorkbenchError
+from ..ir.sdy import names_mesh_with_axes
 from ..ir.text import pass_names, split_pipeline
 from .catalog import patterns_pass
 from .worker import jaxlib_pipeline
@@ -76,7 +75,7 @@ def is_sharded(text: str, devices: int | None = None) -> bool:
     it names a Shardy mesh with axes."""
     if devices is not None:
         return devices > 1
-    return bool(re.search(r'^\s*sdy\.mesh\s+@[\w.$-]+\s*=\s*<\s*\[\s*"', text, re.M))
+    return names_mesh_with_axes(text)
 
 
 def resolve_mode(mode: str | None, sharded: bool) -> str:

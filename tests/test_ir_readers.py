@@ -1,0 +1,44 @@
+"""The small readers of IR text that moved into workbench/ir/ from their callers (issue 26), each on
+text JAX writes (lowered here from a small function) or on the test files' own modules."""
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from workbench.ir.hlo_sharding import has_tiled_mhlo_sharding, partition_count
+from workbench.ir.sdy import names_mesh_with_axes
+
+
+@pytest.fixture(scope="module")
+def lowered():
+    """A sharded (one-device mesh ``x``) and a PRNG-key program, as JAX lowers them."""
+    mesh = jax.make_mesh((1,), ("x",))
+    x = jax.device_put(np.ones((4, 4), np.float32), NamedSharding(mesh, P("x")))
+    sharded = jax.jit(lambda a: a * 2).lower(x)
+    key = jax.jit(lambda k: jax.random.normal(k, (3,))).lower(jax.random.key(0))
+    return {"sharded": sharded.as_text(), "sharded_hlo": sharded.as_text(dialect="hlo"), "key": key.as_text()}
+
+
+def test_names_mesh_with_axes_tells_a_mesh_from_jax_s_empty_one(lowered):
+    assert 'sdy.mesh @mesh = <["x"=1]>' in lowered["sharded"] and names_mesh_with_axes(lowered["sharded"])
+    assert "sdy.mesh @empty_mesh = <[]>" in lowered["key"] and not names_mesh_with_axes(lowered["key"])
+    assert not names_mesh_with_axes('  %0 = "sdy.mesh @m = <[\\"x\\"=2]>"')  # not at a line's start
+
+
+def test_partition_count_reads_the_module_attribute_and_hlo_s_header(lowered):
+    assert partition_count(lowered["sharded"]) == 1  # mhlo.num_partitions = 1 : i32
+    four = lowered["sharded"].replace("mhlo.num_partitions = 1", "mhlo.num_partitions = 4")
+    assert partition_count(four) == 4
+    assert partition_count("HloModule m, entry_computation_layout={()->f32[]}, num_partitions=8\n") == 8
+    assert partition_count("module {\n}\n") is None
+
+
+def test_has_tiled_mhlo_sharding_counts_only_a_split_over_devices():
+    tiled = 'func.func private @decl(%arg0: tensor<8xf32> {mhlo.sharding = "{devices=[2]<=[2]}"}) -> tensor<8xf32>'
+    assert has_tiled_mhlo_sharding(tiled)
+    replicated = '%1 = stablehlo.custom_call @Sharding(%0) {backend_config = "", mhlo.sharding = "{replicated}"}'
+    assert not has_tiled_mhlo_sharding(replicated)
+    assert not has_tiled_mhlo_sharding('%0 = stablehlo.add %a, %b {mhlo.sharding = "{maximal device=0}"}')
