@@ -23,7 +23,8 @@ from typing import Literal
 
 from .text import skip_brackets
 
-__all__ = ["HloSharding", "read_hlo_sharding", "tuple_shardings", "group_size", "is_partitioned"]
+__all__ = ["HloSharding", "read_hlo_sharding", "tuple_shardings", "group_size", "is_partitioned",
+           "partition_count"]
 
 _METADATA = re.compile(r"\s*metadata=\{[^}]*\}")
 _DEVICE = re.compile(r"device=(\d+)")
@@ -113,3 +114,15 @@ def is_partitioned(text: str) -> bool:
     """Whether HLO ``text`` is SPMD-partitioned code (each device's shapes): its entry computation carries
     the ``_spmd`` suffix XLA's partitioner gives it."""
     return _SPMD_ENTRY.search(text) is not None
+
+
+# StableHLO's module attribute ``mhlo.num_partitions = 4 : i32`` or HLO's ``num_partitions=4`` in its header
+_PARTITIONS = re.compile(r"mhlo\.num_partitions\s*=\s*(\d+)|num_partitions=(\d+)")
+
+
+def partition_count(text: str) -> int | None:
+    """The number of partitions the first ``mhlo.num_partitions = N`` (StableHLO) or ``num_partitions=N``
+    (HLO) in ``text`` names; None when it names none (a program written for one device)."""
+    m = _PARTITIONS.search(text)
+    return None if m is None else int(m.group(1) or m.group(2))
+

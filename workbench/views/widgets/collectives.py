@@ -12,13 +12,13 @@ Work runs on the panel's worker; an error is said in the tab.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 
 import ipywidgets as W
 
 from ...errors import WorkbenchError
 from ...exploration import Exploration
+from ...ir.hlo_sharding import partition_count
 from ...pipeline.shardy import is_sharded
 from .html import esc, num, table
 from .pending import late_name
@@ -29,7 +29,6 @@ TITLE = "Collectives"
 # the columns of ``ex.collectives()`` the table of one stage shows, in this order
 _COLUMNS = ("kind", "op", "dialect", "func", "result", "shape", "dtype", "replica_groups", "mesh_axes", "group_size",
             "buffer_bytes", "bytes_per_device", "source", "note")
-_PARTITIONS = re.compile(r"mhlo\.num_partitions\s*=\s*(\d+)|num_partitions=(\d+)")
 
 
 def is_sharded_program(ex: Exploration) -> bool:
@@ -43,8 +42,7 @@ def is_sharded_program(ex: Exploration) -> bool:
     if first is None:
         return False
     head = first.text[:20000]  # the module's attributes and its meshes come first
-    m = _PARTITIONS.search(head)
-    return is_sharded(head) or (m is not None and int(m.group(1) or m.group(2)) > 1)
+    return is_sharded(head) or (partition_count(head) or 0) > 1
 
 
 def _bytes(n) -> str:
