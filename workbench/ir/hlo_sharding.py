@@ -24,7 +24,7 @@ from typing import Literal
 from .text import skip_brackets
 
 __all__ = ["HloSharding", "read_hlo_sharding", "tuple_shardings", "group_size", "is_partitioned",
-           "partition_count"]
+           "partition_count", "has_tiled_mhlo_sharding"]
 
 _METADATA = re.compile(r"\s*metadata=\{[^}]*\}")
 _DEVICE = re.compile(r"device=(\d+)")
@@ -126,3 +126,13 @@ def partition_count(text: str) -> int | None:
     m = _PARTITIONS.search(text)
     return None if m is None else int(m.group(1) or m.group(2))
 
+
+# ``mhlo.sharding = "{devices=[...]...}"``: a tiled GSPMD sharding, not ``{replicated}`` or ``{maximal device=0}``
+_TILED_MHLO_SHARDING = re.compile(r'mhlo\.sharding\s*=\s*"\{devices=')
+
+
+def has_tiled_mhlo_sharding(text: str) -> bool:
+    """Whether a StableHLO text holds a tiled GSPMD sharding (``mhlo.sharding = "{devices=[2,1]<=[2]}"``):
+    a program split over devices. JAX writes ``{replicated}`` and ``{maximal device=0}`` into
+    single-device programs (a PRNG key), which this does not count."""
+    return _TILED_MHLO_SHARDING.search(text) is not None

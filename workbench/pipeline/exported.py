@@ -7,12 +7,12 @@ MLIR context, serialize it, and put it into an ``Exported`` whose avals match it
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import jax
 
 from ..errors import ModuleParseError, WorkbenchError
 from ..ir.dtypes import element_dtype
+from ..ir.hlo_sharding import has_tiled_mhlo_sharding
 from ..ir.mlir import parse_module, strip_enzymexla_attributes
 from ..ir.text import host_callback_count, publish_functions
 from .shardy import is_sharded
@@ -104,7 +104,7 @@ def exported_for_text(text: str, platform: str = "cpu"):
                              "io_callback) whose Python functions are not part of its text: it can be transformed "
                              "and costed, not run. Explore the function itself (wb.explore) to run it.")
     # JAX writes an empty or maximal mesh into single-device programs (a PRNG key): not a sharding
-    if is_sharded(text) or re.search(r'mhlo\.sharding\s*=\s*"\{devices=', text):
+    if is_sharded(text) or has_tiled_mhlo_sharding(text):
         raise WorkbenchError("a sharded module given as text cannot be compiled without its mesh; "
                              "explore the function with sharded arguments instead")
 
