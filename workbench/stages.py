@@ -10,8 +10,9 @@ from typing import Any, Callable, Literal
 from .errors import WorkbenchError
 from .options import PatternSelection
 
-__all__ = ["Stage", "StageKind", "Spec", "Traced", "Loaded"]
+__all__ = ["Stage", "StageKind", "Spec", "Traced", "Loaded", "STABLEHLO"]
 
+STABLEHLO = "stablehlo"  # the stage of the module as the user's jit lowered it: every pipeline's start
 StageKind = Literal["trace", "mlir", "xla", "backend"]  # a Stage's group: which tool made it
 
 

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from ..analysis.diff import Diff, diff_texts, normalize
 from ..analysis.diff.kinds import ROW_CODES
 from .jsonout import json_text
+from ..stages import STABLEHLO
 
 __all__ = ["LIMITS", "REFERENCE", "PackedTexts", "ReportLimits", "TextUsage", "limits_note", "pack_texts", "pairs_note"]
 
-REFERENCE = "stablehlo"  # the stage every MLIR stage is also diffed with
+REFERENCE = STABLEHLO  # the stage every MLIR stage is also diffed with
 
 
 @dataclass(frozen=True)

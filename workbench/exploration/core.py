@@ -26,7 +26,7 @@ from ..errors import StageError, UnknownNameError, WorkbenchError
 from ..artifacts.saved import save_exploration
 from ..pipeline.build import (Built, build, rebuild_xla, with_exactly, with_toggles,
                              with_xla_options, xla_passes_known)
-from ..stages import Stage
+from ..stages import STABLEHLO, Stage
 from .running import remembered_reference, runs_table
 
 __all__ = ["Exploration", "Stepwise", "XLA_WAIT", "xla_checked"]
@@ -275,7 +275,7 @@ class Exploration:
         if stage is not None:
             return source_map({"": self.stage(stage)}, by)
         first = next(s for s in self.stages if s.is_module)
-        chosen = {"stablehlo": first, "mlir": self._last_module()}
+        chosen = {STABLEHLO: first, "mlir": self._last_module()}
         xla = next((s for s in self.stages if s.name == "xla:optimized" and not s.error), None)
         if xla is not None:
             chosen["xla"] = xla
@@ -426,7 +426,7 @@ class Exploration:
         the built-in pool; ``workbench.pipeline.remote``), as it does for ``step``, ``bisect``,
         ``reduce`` and ``pattern_timing``.
         """
-        rows = scan_patterns(self, stage or "stablehlo", progress=progress, on_progress=on_progress, exact=exact,
+        rows = scan_patterns(self, stage or STABLEHLO, progress=progress, on_progress=on_progress, exact=exact,
                              executor=executor)
         if details:
             import pandas as pd
@@ -442,7 +442,7 @@ class Exploration:
         The first applicable pattern is found by group testing, or with ``exact`` by running the
         patterns alone (as ``applicable`` does). ``on_progress(steps, None)`` hears each step (how
         many there will be is not known)."""
-        return Stepwise(self._built, step_patterns(self, stage or "stablehlo", max_steps=max_steps, progress=progress,
+        return Stepwise(self._built, step_patterns(self, stage or STABLEHLO, max_steps=max_steps, progress=progress,
                                                    on_progress=on_progress, exact=exact, executor=executor))
 
     def bisect(self, predicate, candidates=None, progress: bool = True, on_progress=None, over: str = "patterns",
@@ -456,7 +456,7 @@ class Exploration:
         return bisect(self, predicate, candidates=candidates, progress=progress, on_progress=on_progress, over=over,
                       executor=executor)
 
-    def reduce(self, predicate, stage="stablehlo", progress: bool = True, on_progress=None, executor=None):
+    def reduce(self, predicate, stage=STABLEHLO, progress: bool = True, on_progress=None, executor=None):
         """The smallest module reachable from ``stage``'s by deleting and cutting ops on which ``predicate``
         holds, each candidate explored as text with this spec (``workbench.analysis.search.reduce``): a ReduceResult."""
         return reduce_module(self, predicate, lambda text: Exploration(build(dataclasses.replace(
@@ -466,7 +466,7 @@ class Exploration:
                        executor=None):
         """Seconds each pattern group (or each pattern, every one run alone) takes on ``stage``,
         slowest first; ``on_progress(done, total)`` counts the groups (or patterns) run."""
-        return pattern_timing(self, stage or "stablehlo", per_pattern=per_pattern, progress=progress,
+        return pattern_timing(self, stage or STABLEHLO, per_pattern=per_pattern, progress=progress,
                               on_progress=on_progress, executor=executor)
 
     # -- saving and sharing --------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from .compile_queue import XLA_QUEUE, CompileJob, Served
 from .presets import PRESETS, resolve
 from .runner import StepResult, default_runner
 from .shardy import SHARDY_MODES, is_sharded, resolve_mode, shardy_steps, unregistered_reason
-from ..stages import Spec, Stage
+from ..stages import STABLEHLO, Spec, Stage
 from .trace import resolve_device, trace
 from .worker import enzyme_available
 from .program import relowered
@@ -210,7 +210,7 @@ def _first_stages(spec: Spec) -> list[Stage]:
     return [
         Stage("jaxpr", "trace", t.jaxpr, f"{t.how or spec.title}.trace(...).jaxpr  # on {platform}", True,
               t.seconds_jaxpr, None),
-        Stage("stablehlo", "trace", strip_locations(t.stablehlo), f"{t.how or spec.title}.lower(...).as_text()",
+        Stage(STABLEHLO, "trace", strip_locations(t.stablehlo), f"{t.how or spec.title}.lower(...).as_text()",
               True, t.seconds_lower, "jaxpr", text_with_locations=t.stablehlo),
     ]
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 from ...errors import UnknownNameError
 from ...exploration import Exploration
+from ...stages import STABLEHLO
 
 __all__ = ["Action", "toggle_patterns", "reset_patterns", "toggle_xla", "reset_xla", "set_pipeline", "diff",
            "cost", "graph", "run", "compare", "applicable", "bisect", "reduce", "predicate", "predicate_params",
@@ -198,13 +199,13 @@ def bisect(name: str, kind: str, on_run: Callable[[int, bool], None] | None = No
                   lambda ex: ex.bisect(counted, progress=False, on_progress=on_progress, over=over))
 
 
-def reduce(name: str, kind: str, from_stage: str = "stablehlo",
+def reduce(name: str, kind: str, from_stage: str = STABLEHLO,
            on_progress: Callable[[int, int | None], None] | None = None, **params) -> Action:
     """Reduce ``from_stage``'s module to the smallest one on which ``kind`` holds (``params``: the
     predicate's, its own ``stage`` included); ``on_progress(runs, None)`` hears of every predicate run."""
     expr, pred = predicate(kind, **params)
     stage = from_stage
-    where = "" if stage == "stablehlo" else f", stage={_lit(stage)}"
+    where = "" if stage == STABLEHLO else f", stage={_lit(stage)}"
     return Action(f"reduce {stage} for {expr}", f"r = {name}.reduce({expr}{where})",
                   lambda ex: ex.reduce(pred, stage=stage, progress=False, on_progress=on_progress))
 

@@ -22,6 +22,7 @@ import ipywidgets as W
 from ...errors import UnknownNameError
 from ...exploration import Exploration
 from ...ir.ops import op_counts
+from ...stages import STABLEHLO
 from . import actions
 from .html import esc, num
 
@@ -183,7 +184,7 @@ class AnalyzeTab:
         keep = self.reduce_stage.value
         modules = [s.name for s in ex.pipeline_stages if s.is_module and not s.error]
         self.reduce_stage.options = modules
-        start = "stablehlo" if "stablehlo" in modules else ref
+        start = STABLEHLO if STABLEHLO in modules else ref
         self.reduce_stage.value = keep if keep in modules else (start if start in modules else None)
         old = self._default
         untouched = old is None or (self.predicate.value, self.pred_op.value, self.pred_n.value) == old[:3]
@@ -216,7 +217,7 @@ class AnalyzeTab:
         required = self.predicate.value == "differs_from(stage)"
         self.pred_stage.placeholder = "a stage" if required else "last MLIR stage"
         if required and not self.pred_stage.value:
-            self.pred_stage.value = "stablehlo"
+            self.pred_stage.value = STABLEHLO
         self._show_repr()
 
     def _values(self) -> dict:
@@ -288,7 +289,7 @@ class AnalyzeTab:
         """Reduce ``from_stage``'s module (default: the tab's choice, "stablehlo" at first) for a predicate
         of ``actions.PREDICATES`` (params: op, n, device, stage -- the predicate's own stage)."""
         kind, values, expr = self._choose(kind, params)
-        stage = from_stage or self.reduce_stage.value or "stablehlo"
+        stage = from_stage or self.reduce_stage.value or STABLEHLO
         if stage in self.reduce_stage.options:
             self.reduce_stage.value = stage
         act = actions.reduce(self.name, kind, stage, on_progress=self._reduce_progress, **values)
