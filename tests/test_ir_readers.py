@@ -8,6 +8,7 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from workbench.ir.hlo import has_custom_calls
 from workbench.ir.hlo_sharding import has_tiled_mhlo_sharding, partition_count
 from workbench.ir.sdy import names_mesh_with_axes
 
@@ -42,3 +43,11 @@ def test_has_tiled_mhlo_sharding_counts_only_a_split_over_devices():
     replicated = '%1 = stablehlo.custom_call @Sharding(%0) {backend_config = "", mhlo.sharding = "{replicated}"}'
     assert not has_tiled_mhlo_sharding(replicated)
     assert not has_tiled_mhlo_sharding('%0 = stablehlo.add %a, %b {mhlo.sharding = "{maximal device=0}"}')
+
+
+def test_has_custom_calls_finds_hlo_s_custom_call_not_stablehlo_s(lowered):
+    # JAX lowers a sharding constraint to HLO's custom-call(...) with custom_call_target="Sharding"
+    assert "custom-call(" in lowered["sharded_hlo"] and has_custom_calls(lowered["sharded_hlo"])
+    # MLIR's spelling of one is not HLO's
+    assert not has_custom_calls('%1 = stablehlo.custom_call @Sharding(%0) {mhlo.sharding = "{replicated}"}')
+    assert not has_custom_calls(lowered["sharded_hlo"].replace("custom-call(", "copy("))

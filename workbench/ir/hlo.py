@@ -34,6 +34,7 @@ __all__ = [
     "tuple_shapes",
     "without_layout",
     "without_names",
+    "has_custom_calls",
 ]
 
 NAME = r"[A-Za-z_][\w.\-]*"
@@ -321,3 +322,11 @@ def without_names(text: str) -> str:
     """``text`` with every ``%name`` reduced to ``%``: what an instruction reads, not what the
     operands happen to be called (names change whenever instructions are added or removed)."""
     return _REF.sub("%", text)
+
+
+_CUSTOM_CALL = re.compile(r"\bcustom-call\(")
+
+
+def has_custom_calls(hlo_text: str) -> bool:
+    """Whether XLA HLO text holds a custom call, whose flops and bytes XLA's cost analysis counts as -1."""
+    return _CUSTOM_CALL.search(hlo_text) is not None

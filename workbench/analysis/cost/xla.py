@@ -5,11 +5,11 @@ model (``model.py``) is written to agree with ``xla_cost`` wherever the two coun
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import jax
 
+from ...ir.hlo import has_custom_calls
 from ...pipeline.exported import exported_for_text
 from .tensors import TUPLE_POINTER_BYTES
 
@@ -22,14 +22,6 @@ def _lowered(text: str) -> Any:
     flat = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in exported.in_avals]
     args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
     return jax.jit(exported.call).lower(*args, **kwargs)
-
-
-_HLO_CUSTOM_CALL = re.compile(r"\bcustom-call\(")
-
-
-def has_custom_calls(hlo_text: str) -> bool:
-    """Whether XLA HLO text holds a custom call, whose flops and bytes XLA's cost analysis counts as -1."""
-    return _HLO_CUSTOM_CALL.search(hlo_text) is not None
 
 
 def xla_cost(text: str) -> dict[str, float | None] | None:
