@@ -3,12 +3,14 @@ text JAX writes (lowered here from a small function) or on the test files' own m
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from workbench.ir.hlo import has_custom_calls
+from workbench.ir.hlo import has_custom_calls, read_hlo
+from workbench.ir.hlo_locations import op_name
 from workbench.ir.hlo_sharding import has_tiled_mhlo_sharding, partition_count
 from workbench.ir.sdy import names_mesh_with_axes
 
@@ -51,3 +53,12 @@ def test_has_custom_calls_finds_hlo_s_custom_call_not_stablehlo_s(lowered):
     # MLIR's spelling of one is not HLO's
     assert not has_custom_calls('%1 = stablehlo.custom_call @Sharding(%0) {mhlo.sharding = "{replicated}"}')
     assert not has_custom_calls(lowered["sharded_hlo"].replace("custom-call(", "copy("))
+
+
+def test_op_name_reads_an_instruction_s_name_stack():
+    hlo = jax.jit(lambda a: jnp.sin(a) * 2).lower(jnp.ones(3)).compile().as_text()
+    names = {ins.opcode: op_name(ins.attributes) for c in read_hlo(hlo).computations
+             for ins in c.instructions}
+    assert names["sine"] == "jit(<lambda>)/sin" and names["multiply"] == "jit(<lambda>)/mul"
+    assert op_name('metadata={op_name="jit(f)/\\"q\\"/add" source_line=3}') == 'jit(f)/"q"/add'
+    assert op_name("metadata={source_file=\"f.py\" source_line=3}") == ""

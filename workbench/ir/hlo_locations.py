@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from .origins import Frame, OpLocation, distinct_origins
 from .text import skip_string
 
-__all__ = ["hlo_instruction_locations"]
+__all__ = ["hlo_instruction_locations", "op_name"]
 
 
 _TABLE_ROW = re.compile(r"^(\d+)\s+(.*)$")
@@ -22,6 +22,18 @@ _FIELD = re.compile(r"(\w+)=(\"(?:[^\"\\]|\\.)*\"|[^\s}]+)")
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.+?)\s+([\w\-]+)\(")
 _COMPUTATION = re.compile(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
 _CALLS = re.compile(r"calls=%?([\w.\-]+)")
+
+
+# an instruction's name stack: the one field of its metadata that carries ``op_name``
+_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
+
+
+def op_name(attributes: str) -> str:
+    """The name stack in an instruction's ``metadata={op_name="jit(f)/add" ...}`` (its escapes undone),
+    "" when it has none. A search of the attributes alone, where ``hlo_instruction_locations`` reads the
+    frames of every instruction too, which costs more than a graph of a 10,000-instruction module."""
+    m = _OP_NAME.search(attributes)
+    return m.group(1).replace('\\"', '"').replace("\\\\", "\\") if m else ""
 
 
 def _fields(text: str) -> dict[str, str]:

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 from ...ir.hlo import (Call, Computation, HloModule, Instruction, attribute_value, drop_attribute, without_layout,
                        without_names)
+from ...ir.hlo_locations import op_name
 from .model import MAX_CALL_EDGES, MAX_TOOLTIP_CHARS, Cluster, Dataflow, Edge, Function, Item, Node, clip, many_callers
 
 __all__ = ["HloReader"]
@@ -115,7 +115,7 @@ class HloReader:
                 inner = self._draw(self._computations[callee])
                 label = f"{_hlo_head(ins, clean)}: {callee}"
                 items.append(Cluster(self._id("cluster_"), label, inner.items, comp.name,
-                                      _hlo_signature(ins, clean, refs, by_name), _op_name(ins)))
+                                      _hlo_signature(ins, clean, refs, by_name), op_name(ins.attributes)))
                 for k, r in enumerate(refs):
                     if k in inner.parameters:
                         self._edges.append(Edge(ids[r], inner.parameters[k]))
@@ -144,7 +144,7 @@ class HloReader:
             kind = "const" if ins.opcode == "constant" else "op"
             label = (_hlo_head(ins, clean), clip(shape),
                      *(f"{c.attribute}={c.callee}" for c in self._unlinked.get((comp.name, ins.name), ())))
-            items.append(Node(nid, kind, label, comp.name, signature, tooltip, ins.root, _op_name(ins)))
+            items.append(Node(nid, kind, label, comp.name, signature, tooltip, ins.root, op_name(ins.attributes)))
         for call in self._nested.get(comp.name, ()):
             inner = self._draw(self._computations[call.callee])
             cluster = Cluster(self._id("cluster_"), f"{call.attribute}: {call.callee}", inner.items, call.callee,
@@ -153,17 +153,6 @@ class HloReader:
             items.append(cluster)
             self._call_edge(call)
         return _Drawn(tuple(items), parameters, root)
-
-
-# The name stack in an instruction's metadata, its one field that carries op_name. Read here rather than
-# by workbench.ir.locations.hlo_instruction_locations, whose frames a graph does not need: that reader
-# takes longer than the rest of the graph on a 10,000-instruction module.
-_OP_NAME = re.compile(r'\bop_name="((?:[^"\\]|\\.)*)"')
-
-
-def _op_name(ins: Instruction) -> str:
-    m = _OP_NAME.search(ins.attributes)
-    return m.group(1).replace('\\"', '"').replace("\\\\", "\\") if m else ""
 
 
 def _hlo_signature(ins: Instruction, attributes: str, refs: list[str],
