@@ -430,8 +430,8 @@ def _ref_split(line):
 
 def _ref_read(text):
     """The module model, line by line (HLO through the package's reader, which is unchanged)."""
-    from workbench.analysis.diff.model import Module
-    from workbench.analysis.diff.read_hlo import read_hlo
+    from workbench.ir.lines.model import Module
+    from workbench.ir.lines.hlo import read_hlo
     from workbench.ir.text import input_kind, strip_locations
 
     if input_kind(text) == "hlo":
@@ -817,7 +817,7 @@ def test_read_modules_are_kept_and_left_as_read():
 
 
 def test_strings_are_set_aside_as_the_lexer_reads_them():
-    from workbench.analysis.diff.read_mlir import read_mlir
+    from workbench.ir.lines.mlir import read_mlir
     from workbench.ir.text import split_strings
 
     rng = random.Random(1)
@@ -839,7 +839,7 @@ def _ref_read_render(text):
 
 
 def test_functions_read_in_bulk_or_line_by_line_are_the_same():
-    from workbench.analysis.diff.read_mlir import read_mlir
+    from workbench.ir.lines.mlir import read_mlir
 
     # A stage may need the line-by-line reading (a forward reference) where the stage before it
     # did not: both readings must give equal content keys, or nothing would align.

@@ -14,7 +14,7 @@ from itertools import compress, islice
 from operator import lt, ne
 
 from ...ir.text import skip_angles, skip_brackets
-from .model import Module
+from ...ir.lines.model import Module
 
 __all__ = ["Aligner", "myers", "without_shardings"]
 

@@ -13,9 +13,9 @@ from functools import lru_cache
 
 from ...ir.hlo import DEBUG_ROW, DEBUG_SECTIONS
 from ...ir.text import input_kind
-from .model import Module
-from .read_hlo import read_hlo
-from .read_mlir import read_mlir
+from ...ir.lines.model import Module
+from ...ir.lines.hlo import read_hlo
+from ...ir.lines.mlir import read_mlir
 
 __all__ = ["Module", "collector_paused", "normalize", "read_module", "shown_lines"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ...ir.hlo import NAME, read_header, read_instruction, strip_debug_info
-from ...ir.text import split_strings
+from ..hlo import NAME, read_header, read_instruction, strip_debug_info
+from ..text import split_strings
 from .model import Module, Value
 
 __all__ = ["read_hlo"]

@@ -16,7 +16,7 @@ from collections import Counter
 from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from operator import le, methodcaller, sub
 
-from ...ir.text import SSA_VALUE, VISIBILITY, strip_locations
+from ..text import SSA_VALUE, VISIBILITY, strip_locations
 from .model import Module, Value
 
 __all__ = ["read_mlir"]
