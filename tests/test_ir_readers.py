@@ -12,7 +12,10 @@ from jax.sharding import PartitionSpec as P
 from workbench.ir.hlo import has_custom_calls, read_hlo
 from workbench.ir.hlo_locations import op_name
 from workbench.ir.hlo_sharding import has_tiled_mhlo_sharding, partition_count
+from workbench.ir.locations import fast_name_stack, read_location
+from workbench.ir.mlir import parse_module
 from workbench.ir.sdy import names_mesh_with_axes
+from workbench.ir.text import comparison_direction, unranked_element_type
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +65,41 @@ def test_op_name_reads_an_instruction_s_name_stack():
     assert names["sine"] == "jit(<lambda>)/sin" and names["multiply"] == "jit(<lambda>)/mul"
     assert op_name('metadata={op_name="jit(f)/\\"q\\"/add" source_line=3}') == 'jit(f)/"q"/add'
     assert op_name("metadata={source_file=\"f.py\" source_line=3}") == ""
+
+
+def _ops(text: str) -> tuple:
+    """A parsed module and the ops of its @main (the ops live only while the module does)."""
+    module = parse_module(text)
+    main = next(op for op in module.body.operations
+                if op.operation.name == "func.func" and op.operation.attributes["sym_name"].value == "main")
+    return module, list(main.regions[0].blocks[0].operations)
+
+
+def test_fast_name_stack_reads_jax_s_location_and_a_bare_file_one():
+    f = jax.jit(lambda a, b: jnp.where(a < b, a, b))
+    _, ops = _ops(f.lower(jnp.ones(3), jnp.ones(3)).as_text(debug_info=True))
+    locs = {op.operation.name: str(op.location) for op in ops}
+    assert fast_name_stack(locs["stablehlo.compare"]) == "jit(<lambda>)/lt"
+    assert fast_name_stack(locs["func.return"]) == "jit(<lambda>)"
+    # a name around one frame, no call site (the return's location when jitted at a script's top level):
+    # left to read_location, which finds the name
+    top = 'loc("jit(<lambda>)"("<module>"("<string>":4:2 to :74)))'
+    assert fast_name_stack(top) is None and read_location(top)[0].name == "jit(<lambda>)"
+    plain, ops = _ops(jax.jit(lambda a: a + 1).lower(jnp.ones(3)).as_text())
+    bare = [str(op.location) for op in ops]
+    assert bare and all(fast_name_stack(loc) == "" for loc in bare)  # loc("-":3:12): text parsed without locations
+    assert fast_name_stack('loc("jit(f)/\\"q\\""(callsite("f"("x.py":1:2) at "g"("x.py":3:4))))') == 'jit(f)/"q"'
+    assert fast_name_stack('loc(fused["a"("x.py":1:2), "b"("x.py":3:4)])') is None
+
+
+def test_comparison_direction_and_unranked_element_type_on_what_jaxlib_prints():
+    from jaxlib.mlir import ir
+
+    module, ops = _ops(jax.jit(lambda a, b: a < b).lower(jnp.ones(3), jnp.ones(3)).as_text())
+    compare = next(op for op in ops if op.operation.name == "stablehlo.compare")
+    printed = str(compare.operation.attributes["comparison_direction"])
+    assert printed == "#stablehlo<comparison_direction LT>" and comparison_direction(printed) == "LT"
+    assert comparison_direction("<>") is None
+    with module.context:
+        assert unranked_element_type(str(ir.Type.parse("tensor<*xbf16>"))) == "bf16"
+        assert unranked_element_type(str(ir.Type.parse("tensor<4xf32>"))) is None

@@ -33,6 +33,7 @@ __all__ = [
     "OpLocation",
     "Origin",
     "call_sites",
+    "fast_name_stack",
     "hlo_instruction_locations",
     "mlir_op_locations",
     "read_location",
@@ -188,6 +189,25 @@ def read_location(text: str, aliases: dict[str, str] | None = None, memo: dict |
     if text.startswith("loc(") and text.endswith(")"):
         text = text[4:-1]
     return distinct_origins(_Reader(text, aliases or {}, memo=memo).origins())
+
+
+# JAX's own form of an op's location: the name stack around the call-site chain of Python frames. Read by
+# its first string alone: the chain behind it is hundreds of characters that the name stack does not need.
+_JAX_NAME = re.compile(r'loc\("((?:[^"\\]|\\.)*)"\(callsite\(')
+# A file location and nothing else (what the parser gives ops of text without locations): no name stack.
+_FILE_ONLY = re.compile(r'loc\("(?:[^"\\]|\\.)*":\d+:\d+(?: to (?:\d+:)?\d+)?\)\Z')
+
+
+def fast_name_stack(text: str) -> str | None:
+    """The name stack of a ``loc(...)`` as jaxlib prints an op's location, for the two forms that need
+    no parse: JAX's ``loc("jit(f)/add"(callsite(...)))`` gives its name stack (escapes undone), a bare
+    file location ``loc("x.py":3:17)`` gives "". None for any other form (a fused location that passes
+    make): ``read_location`` reads those. A graph asks this of every op, so the long call-site chain
+    behind JAX's name is never read."""
+    m = _JAX_NAME.match(text)
+    if m:
+        return m.group(1).replace('\\"', '"').replace("\\\\", "\\")
+    return "" if _FILE_ONLY.match(text) else None
 
 
 _ALIAS = re.compile(r"^(#[\w$.-]+)\s*=\s*loc\((.*)\)\s*$")

@@ -25,6 +25,8 @@ __all__ = [
     "split_strings",
     "word_at",
     "host_callback_count",
+    "unranked_element_type",
+    "comparison_direction",
 ]
 
 
@@ -357,3 +359,22 @@ def host_callback_count(text: str) -> int:
     """How many host-callback custom calls ``text`` holds: a module with any cannot run from its
     text alone (it would call into Python functions that are not there)."""
     return len(_HOST_CALLBACK.findall(text)) if "_callback" in text else 0
+
+
+_UNRANKED_TENSOR = re.compile(r"tensor<\*x(.+)>")
+
+
+def unranked_element_type(type_text: str) -> str | None:
+    """The element type of an unranked tensor type, ``tensor<*xf32>`` -> ``f32``; None for any other type."""
+    m = _UNRANKED_TENSOR.fullmatch(type_text)
+    return m.group(1) if m else None
+
+
+_LAST_WORD = re.compile(r"(\w+)>?\s*$")
+
+
+def comparison_direction(attr_text: str) -> str | None:
+    """The direction of a ``stablehlo.compare`` as its attribute prints it,
+    ``#stablehlo<comparison_direction LT>`` -> ``LT``: the last word; None when there is none."""
+    m = _LAST_WORD.search(attr_text)
+    return m.group(1) if m else None

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-import re
 from collections import Counter
 
-from ...ir.locations import read_location
+from ...ir.locations import fast_name_stack, read_location
+from ...ir.text import comparison_direction, unranked_element_type
 from .model import MAX_CALL_EDGES, MAX_TOOLTIP_CHARS, Cluster, Dataflow, Edge, Function, Item, Node, clip, many_callers
 
 __all__ = ["MlirReader"]
@@ -40,9 +40,9 @@ def _type_label(t) -> str:
         dims = ",".join("?" if t.is_dynamic_dim(i) else str(d) for i, d in enumerate(t.shape))
         return f"{t.element_type}[{dims}]"
     text = str(t)
-    m = re.fullmatch(r"tensor<\*x(.+)>", text)
-    if m:
-        return f"{m.group(1)}[*]"
+    element = unranked_element_type(text)
+    if element is not None:
+        return f"{element}[*]"
     return clip(text.replace("!stablehlo.", ""))
 
 
@@ -129,8 +129,8 @@ def _op_head(op) -> str:
         target = attrs["call_target_name"]
         return f"{short} @{clip(getattr(target, 'value', str(target)), 40)}"
     if name.endswith("compare") and "comparison_direction" in attrs:
-        m = re.search(r"(\w+)>?\s*$", str(attrs["comparison_direction"]))
-        return f"{short} {m.group(1).rstrip('>')}" if m else short
+        direction = comparison_direction(str(attrs["comparison_direction"]))
+        return f"{short} {direction}" if direction else short
     return short
 
 
@@ -150,13 +150,6 @@ def _callee(op) -> tuple[str, str] | None:
     if name == "stablehlo.composite" and "decomposition" in attrs:
         return _string_value(attrs["decomposition"]), "decomposition"
     return None
-
-
-# JAX's own form of an op's location: the name stack around the call-site chain of Python frames. Read by
-# its first string alone: the chain behind it is hundreds of characters that the name stack does not need.
-_JAX_NAME = re.compile(r'loc\("((?:[^"\\]|\\.)*)"\(callsite\(')
-# A file location and nothing else (what the parser gives ops of text without locations): no name stack.
-_FILE_ONLY = re.compile(r'loc\("(?:[^"\\]|\\.)*":\d+:\d+(?: to (?:\d+:)?\d+)?\)\Z')
 
 
 _REGION_NAMES = {"while": ("cond", "body"), "if": ("true", "false"), "sort": ("comparator",)}
@@ -199,11 +192,9 @@ class MlirReader:
 
     def _scope(self, location) -> str:
         text = str(location)
-        m = _JAX_NAME.match(text)
-        if m:
-            return m.group(1).replace('\\"', '"').replace("\\\\", "\\")
-        if _FILE_ONLY.match(text):
-            return ""
+        fast = fast_name_stack(text)
+        if fast is not None:
+            return fast
         if text not in self._scopes:  # other forms (fused locations that passes make) by the one reader
             self._scopes[text] = next((o.name for o in read_location(text) if o.name), "")
         return self._scopes[text]
