@@ -15,7 +15,7 @@ from workbench.ir.hlo_sharding import has_tiled_mhlo_sharding, partition_count
 from workbench.ir.locations import fast_name_stack, read_location
 from workbench.ir.mlir import parse_module
 from workbench.ir.sdy import names_mesh_with_axes
-from workbench.ir.text import comparison_direction, unranked_element_type
+from workbench.ir.text import comparison_direction, function_references, unranked_element_type
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +103,14 @@ def test_comparison_direction_and_unranked_element_type_on_what_jaxlib_prints():
     with module.context:
         assert unranked_element_type(str(ir.Type.parse("tensor<*xbf16>"))) == "bf16"
         assert unranked_element_type(str(ir.Type.parse("tensor<4xf32>"))) is None
+
+
+def test_function_references_counts_calls_not_the_definition_or_strings():
+    def f(a, b):
+        return jnp.where(a < b, a, b) + jnp.where(b < a, a, b)  # JAX lowers jnp.where once, called twice
+
+    text = jax.jit(f).lower(jnp.ones(3), jnp.ones(3)).as_text()
+    assert "func.func private @_where" in text
+    assert function_references(text) == {"main": 0, "_where": 2}
+    quoted = text.replace('jax.result_info = "result"', 'jax.result_info = "@_where"')
+    assert quoted != text and function_references(quoted) == {"main": 0, "_where": 2}

@@ -27,6 +27,7 @@ __all__ = [
     "host_callback_count",
     "unranked_element_type",
     "comparison_direction",
+    "function_references",
 ]
 
 
@@ -289,6 +290,18 @@ def _function_heads(text: str):
     for m in _FUNC_HEAD.finditer(text):
         if _SPACES.fullmatch(text, text.rfind("\n", 0, m.start()) + 1, m.start()):
             yield m
+
+
+def function_references(text: str) -> dict[str, int]:
+    """How often each function's symbol (``func.func @name``) is mentioned outside its definition: its
+    calls, a composite's ``decomposition = @name``, any other symbol use. String literals are masked
+    first, so a name quoted in an attribute or a location is not a use."""
+    code = mask_strings(text)
+    out = {}
+    for m in _FUNC_HEAD.finditer(code):
+        name = m.group(2)
+        out[name] = len(re.findall(rf"@{re.escape(name)}(?![\w$.-])", code)) - 1
+    return out
 
 
 def public_functions(text: str) -> set[str]:

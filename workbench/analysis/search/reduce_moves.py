@@ -22,14 +22,13 @@ compared in that order.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from ...ir.mlir import parse_module
 from ...ir.ops import op_counts
-from ...ir.text import mask_strings, strip_locations
+from ...ir.text import function_references, strip_locations
 
 __all__ = ["KINDS", "Move", "MoveKind", "apply_moves", "candidate", "count_ops", "module_size", "moves"]
 
@@ -171,12 +170,7 @@ def _pure(op, impure_funcs: set[str]) -> bool:
 
 def _references(module) -> dict[str, int]:
     """How often each function's symbol is mentioned outside its definition, read off the text."""
-    code = mask_strings(module.operation.get_asm())
-    out = {}
-    for name in re.findall(r"func\.func\s+(?:(?:public|private|nested)\s+)?@([\w$.-]+)", code):
-        uses = len(re.findall(rf"@{re.escape(name)}(?![\w$.-])", code))
-        out[name] = uses - 1
-    return out
+    return function_references(module.operation.get_asm())
 
 
 # ---- moves ---------------------------------------------------------------------------------------
