@@ -26,7 +26,7 @@ from .text import skip_angles, skip_brackets, skip_string, split_strings
 
 __all__ = ["Mesh", "AxisRef", "DimSharding", "TensorSharding", "read_mesh", "read_meshes", "read_sharding",
            "sharding_list", "per_value_shardings", "axis_refs", "keyed_axes", "attribute_body",
-           "names_mesh_with_axes"]
+           "names_mesh_with_axes", "without_shardings"]
 
 
 @dataclass(frozen=True)
@@ -209,3 +209,24 @@ def attribute_body(text: str) -> str:
     (other text as it is)."""
     m = _ATTRIBUTE.match(text)
     return m.group(1) if m else text
+
+
+_SHARDING_ATTR = "sdy.sharding = #sdy.sharding"
+_ONE_RESULT = re.compile(r"-> \(([^(),{}]*)\)")
+
+
+def without_shardings(line: str) -> str:
+    """``line`` without its ``sdy.sharding = #sdy.sharding...<...>`` attributes, and without the
+    attribute dictionary they leave empty; an ``sdy.mesh`` line without jaxlib's ``{stablehlo.mesh = ...}``."""
+    if "sdy.sharding" not in line:
+        at = line.find(" {stablehlo.mesh = ")
+        if at < 0 or not line.lstrip().startswith("sdy.mesh"):
+            return line
+        return line[:at] + line[skip_brackets(line, at + 1):]
+    out, k = [], 0
+    while (at := line.find(_SHARDING_ATTR, k)) >= 0 and (opening := line.find("<", at)) >= 0:
+        out.append(line[k:at])
+        k = skip_angles(line, opening)
+    out.append(line[k:])
+    text = "".join(out).replace(" {}", "").replace("{, ", "{").replace(", }", "}")
+    return _ONE_RESULT.sub(r"-> \1", text)  # "-> (T)" once T's sharding is gone: "-> T", as written without it

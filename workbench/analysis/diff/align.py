@@ -7,16 +7,15 @@ after -> before value map while it pairs lines.
 from __future__ import annotations
 
 import bisect
-import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from itertools import compress, islice
 from operator import lt, ne
 
-from ...ir.text import skip_angles, skip_brackets
+from ...ir.sdy import without_shardings
 from ...ir.lines.model import Module
 
-__all__ = ["Aligner", "myers", "without_shardings"]
+__all__ = ["Aligner", "myers"]
 
 _CONTENT, _MAPPED, _TEMPLATE, _UNSHARDED = 1, 2, 3, 4
 # Myers is O((N+M)·D): cap D, and (N+M)·D, so that one pathological gap cannot stall the diff.
@@ -24,25 +23,6 @@ _MYERS_MAX_EDITS = 400
 _MYERS_BUDGET = 2_000_000
 _ONE = (1).__eq__
 _SHARDING_MARK = "sdy.sharding"
-_SHARDING_ATTR = "sdy.sharding = #sdy.sharding"
-_ONE_RESULT = re.compile(r"-> \(([^(),{}]*)\)")
-
-
-def without_shardings(line: str) -> str:
-    """``line`` without its ``sdy.sharding = #sdy.sharding...<...>`` attributes, and without the
-    attribute dictionary they leave empty; an ``sdy.mesh`` line without jaxlib's ``{stablehlo.mesh = ...}``."""
-    if _SHARDING_MARK not in line:
-        at = line.find(" {stablehlo.mesh = ")
-        if at < 0 or not line.lstrip().startswith("sdy.mesh"):
-            return line
-        return line[:at] + line[skip_brackets(line, at + 1):]
-    out, k = [], 0
-    while (at := line.find(_SHARDING_ATTR, k)) >= 0 and (opening := line.find("<", at)) >= 0:
-        out.append(line[k:at])
-        k = skip_angles(line, opening)
-    out.append(line[k:])
-    text = "".join(out).replace(" {}", "").replace("{, ", "{").replace(", }", "}")
-    return _ONE_RESULT.sub(r"-> \1", text)  # "-> (T)" once T's sharding is gone: "-> T", as written without it
 
 
 def _unique(keys: Sequence[Hashable]) -> set[Hashable]:
