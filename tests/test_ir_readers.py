@@ -15,7 +15,8 @@ from workbench.ir.hlo_sharding import has_tiled_mhlo_sharding, partition_count
 from workbench.ir.locations import fast_name_stack, read_location
 from workbench.ir.mlir import parse_module
 from workbench.ir.sdy import names_mesh_with_axes
-from workbench.ir.text import comparison_direction, function_references, unranked_element_type
+from workbench.ir.text import (comparison_direction, function_references, leading_td_patterns, split_pipeline,
+                               unranked_element_type)
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +115,14 @@ def test_function_references_counts_calls_not_the_definition_or_strings():
     assert function_references(text) == {"main": 0, "_where": 2}
     quoted = text.replace('jax.result_info = "result"', 'jax.result_info = "@_where"')
     assert quoted != text and function_references(quoted) == {"main": 0, "_where": 2}
+
+
+def test_leading_td_patterns_reads_the_pass_that_applies_a_pattern_list():
+    from workbench.pipeline.catalog import patterns_pass
+    from workbench.views.text import short_pass
+
+    applied = patterns_pass(("transpose_transpose<16>", "add_simplify", "noop_slice"))
+    assert leading_td_patterns(applied) == ["transpose_transpose<16>", "add_simplify", "noop_slice"]
+    assert short_pass(applied) == "enzyme-hlo-generate-td{patterns=<3 patterns>},transform-interpreter,..."
+    assert leading_td_patterns("canonicalize," + applied) is None  # only a pipeline that opens with it
+    assert split_pipeline(applied)[1:] == ["transform-interpreter", "enzyme-hlo-remove-transform"]

@@ -28,6 +28,7 @@ __all__ = [
     "unranked_element_type",
     "comparison_direction",
     "function_references",
+    "leading_td_patterns",
 ]
 
 
@@ -269,6 +270,17 @@ def pass_names(pipeline: str) -> list[str]:
         else:
             names.append(name)
     return names
+
+
+_TD_PATTERNS = re.compile(r"enzyme-hlo-generate-td\{patterns=([^}]*)\}")
+
+
+def leading_td_patterns(pipeline: str) -> list[str] | None:
+    """The pattern specs of a pipeline that opens with Enzyme-JaX's ``enzyme-hlo-generate-td{patterns=a;b<16>}``
+    (how a pattern list is applied: ``pipeline.catalog.patterns_pass``), in order; None when it opens with
+    anything else. Specs are split at ``;`` as written, options such as ``<16>`` kept."""
+    m = _TD_PATTERNS.match(pipeline)
+    return m.group(1).split(";") if m else None
 
 
 # The pieces of MLIR's syntax that more than one reader matches, written once.

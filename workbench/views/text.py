@@ -1,7 +1,7 @@
 """Text renderings that more than one view prints (the CLI, the magics outside a notebook)."""
 from __future__ import annotations
 
-import re
+from ..ir.text import leading_td_patterns
 
 __all__ = ["stage_table", "short_pass"]
 
@@ -20,7 +20,7 @@ def stage_table(ex) -> str:
 
 def short_pass(p: str) -> str:
     """A pass string short enough for a table cell (a pattern list is shown by its length)."""
-    m = re.match(r"enzyme-hlo-generate-td\{patterns=([^}]*)\}", p)
-    if m:
-        return f"enzyme-hlo-generate-td{{patterns=<{len(m.group(1).split(';'))} patterns>}},transform-interpreter,..."
+    patterns = leading_td_patterns(p)
+    if patterns is not None:
+        return f"enzyme-hlo-generate-td{{patterns=<{len(patterns)} patterns>}},transform-interpreter,..."
     return p if len(p) <= 60 else p[:57] + "..."
