@@ -125,3 +125,52 @@ def test_the_exploration_is_what_saving_declares_it_reads():
     assert declared and declared <= set(dir(Exploration)), declared - set(dir(Exploration))
     for name in declared:
         assert isinstance(getattr(Exploration, name), property) == isinstance(getattr(Saveable, name), property), name
+
+
+# Modules outside workbench/ir/ that use regular expressions, each with what its expressions read. None of them
+# reads IR text: reading a module's text is ir/'s job (ir/text.py the lexer, ir/hlo.py XLA's instructions,
+# ir/sdy.py Shardy's shardings, ir/locations.py and ir/hlo_locations.py locations, ir/lines/ the diff's lines).
+# A module that starts using `re` must be added here with what it reads, so a reviewer sees it.
+REGEX_READS = {
+    "workbench.views.cli": "the --args spelling of arrays, f32[2,3]",
+    "workbench.views.magics": "Python tracebacks, to point their lines into the cell; a cell's %%hlo options line",
+    "workbench.views.widgets.graphview": "graphviz's SVG output: the node groups and their titles",
+    "workbench.views.widgets.source": "Python source: where a def starts",
+    "workbench.pipeline.trace": "JAX's error message, for the argument names it cites",
+    "workbench.pipeline.xla": "XLA's dump file names (module number, pass, pipeline)",
+    "workbench.pipeline.xla_probe": "glog's line prefix in the XLA child's log",
+    "workbench.pipeline.runner": "MLIR's diagnostics (loc(...): error: message), the pass manager's report",
+    "workbench.pipeline.catalog": "enzyme-ad's pattern specs: name<benefit>(params)",
+    "workbench.options": "XLA option names, for their short forms",
+    "workbench.children.leftovers": "the workbench's own temporary file names",
+    "workbench.analysis.graph.render": "graphviz dot statements the workbench wrote",
+    "workbench.analysis.graph.levels": "the workbench's own group labels, [3-5]",
+    "workbench.analysis.graph.scopes": "JAX's name stack, jit(f)/...",
+    "workbench.analysis.diff.compare": "whether a line has a word character at all",
+    "workbench.analysis.diff.result": "words of two already aligned lines, for the highlight inside a changed line",
+    "workbench.artifacts.archive": "zip member names and the .npy header",
+    "workbench.artifacts.manifest": "the manifest's own string patterns and JSON strings",
+    "workbench.artifacts.report": "the report's own HTML and SVG, to clean what it inlines",
+    "workbench.artifacts.repro_script": "a bug folder's module, in repro.py, which runs without the workbench "
+                                        "installed and so cannot import ir/",
+    "workbench.course.exercises": "exercise ids, l3.q2",
+    "workbench.course.lesson05": "a student's answer, spelled as XLA writes a shape",
+    "workbench.course.lesson08": "XLA's buffer-assignment report (a dump, not a stage), as the lesson teaches to read it",
+    "workbench.course.lesson09": "replica groups as a student writes them, {0,1},{2,3}",
+}
+
+
+def _uses_re(path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(a.name == "re" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == "re":
+            return True
+    return False
+
+
+def test_no_regex_reads_ir_outside_ir():
+    """Regular expressions outside workbench/ir/ are only those REGEX_READS lists, each with what it reads."""
+    using = {name for name, path in modules().items() if not name.startswith("workbench.ir") and _uses_re(path)}
+    assert using <= set(REGEX_READS), sorted(using - set(REGEX_READS))
+    assert set(REGEX_READS) <= using, f"listed but no longer using re: {sorted(set(REGEX_READS) - using)}"
