@@ -286,6 +286,7 @@ def test_the_scan_examples_loops_and_bodies_name_their_lines():
     """A while loop's location is printed after its regions: the loop still has the line of lax.scan. With
     canonicalize alone the scan's body and the slicing helpers stay private functions down to XLA (which calls
     and inlines them itself); their ops still count at their lines."""
+    jax.clear_caches()  # see the known defect below: an earlier test's scan of these shapes would lend its lines
     fn, args = examples.load("scan")
     ex = wb.explore(fn, *args, pipeline="canonicalize")
     src = examples.__file__.replace("__init__.py", "scan.py")
@@ -300,3 +301,22 @@ def test_the_scan_examples_loops_and_bodies_name_their_lines():
     assert counts.pop("xla")[0] <= 1
     assert all(lost <= 0.05 * total for lost, total in counts.values()), counts
     assert all(share <= 0.05 for share in _unlocated_flops(ex).values()), _unlocated_flops(ex)
+
+
+def _other_scan(w, u, xs):
+    """Another program that scans over arrays of the scan example's shapes, from a line of this file."""
+    return jax.lax.scan(lambda h, x: (jnp.sin(h @ w + x @ u), h.sum()), jnp.zeros((xs.shape[1], w.shape[0])), xs)
+
+
+@pytest.mark.xfail(strict=True, reason="known defect, open: JAX caches the jaxpr of its jitted dynamic_index_in_dim "
+                   "(a scan's slicing) by argument types with the lines of the program that traced it first")
+def test_a_program_explored_earlier_lends_no_lines_to_the_next():
+    """The scan example explored after another scan of the same shapes has only its own lines. It has not: its
+    four slicing ops carry the first program's line (jax.clear_caches() before tracing fixes it, at the price of
+    every compiled function of the user's process)."""
+    jax.clear_caches()
+    fn, args = examples.load("scan")
+    wb.explore(_other_scan, *args)
+    ex = wb.explore(fn, *args, pipeline="canonicalize")
+    files = set(ex.locations("stablehlo").file) - {""}
+    assert files == {examples.__file__.replace("__init__.py", "scan.py")}, files
