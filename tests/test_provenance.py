@@ -286,7 +286,6 @@ def test_the_scan_examples_loops_and_bodies_name_their_lines():
     """A while loop's location is printed after its regions: the loop still has the line of lax.scan. With
     canonicalize alone the scan's body and the slicing helpers stay private functions down to XLA (which calls
     and inlines them itself); their ops still count at their lines."""
-    jax.clear_caches()  # see the known defect below: an earlier test's scan of these shapes would lend its lines
     fn, args = examples.load("scan")
     ex = wb.explore(fn, *args, pipeline="canonicalize")
     src = examples.__file__.replace("__init__.py", "scan.py")
@@ -308,15 +307,18 @@ def _other_scan(w, u, xs):
     return jax.lax.scan(lambda h, x: (jnp.sin(h @ w + x @ u), h.sum()), jnp.zeros((xs.shape[1], w.shape[0])), xs)
 
 
-@pytest.mark.xfail(strict=True, reason="known defect, open: JAX caches the jaxpr of its jitted dynamic_index_in_dim "
-                   "(a scan's slicing) by argument types with the lines of the program that traced it first")
 def test_a_program_explored_earlier_lends_no_lines_to_the_next():
-    """The scan example explored after another scan of the same shapes has only its own lines. It has not: its
-    four slicing ops carry the first program's line (jax.clear_caches() before tracing fixes it, at the price of
-    every compiled function of the user's process)."""
-    jax.clear_caches()
+    """The scan example explored after another scan of the same shapes has only its own lines. JAX caches the
+    jaxpr of its jitted dynamic_index_in_dim (a scan's slicing) by argument types, with the lines of the program
+    that traced it first: each explore forgets those jaxprs, so its four slicing ops are not lent the first
+    program's line. The user's own compiled function is kept: a call after the explores does not trace again."""
+    traced = []
+    user_step = jax.jit(lambda x: (traced.append(1), x * 2)[1])
+    user_step(jnp.ones(3))
     fn, args = examples.load("scan")
     wb.explore(_other_scan, *args)
     ex = wb.explore(fn, *args, pipeline="canonicalize")
     files = set(ex.locations("stablehlo").file) - {""}
     assert files == {examples.__file__.replace("__init__.py", "scan.py")}, files
+    user_step(jnp.ones(3))
+    assert len(traced) == 1

@@ -163,6 +163,24 @@ def _jit_kind(fn: Callable) -> str:
     return "plain"
 
 
+def forget_traced_jaxprs() -> None:
+    """Drop the jaxprs JAX keeps of the jitted functions it traced, so that this trace records its own lines.
+
+    JAX caches a jitted function's jaxpr by its argument types, with the source lines of the call that
+    traced it first; its own jitted helpers (``dynamic_index_in_dim``, which a scan slices with) are then
+    inlined into a later program with an earlier program's lines. Only the two tracing caches go (a
+    trace's params and ``trace_to_jaxpr``): the executables the user's functions were compiled to stay,
+    and a call that hits them does not trace again. JAX has no public call for this; where these private
+    caches are missing, nothing is cleared.
+    """
+    from jax._src import pjit
+    from jax._src.interpreters import partial_eval
+
+    for cache in (getattr(pjit, "_infer_params_cached", None), getattr(partial_eval, "trace_to_jaxpr", None)):
+        if callable(getattr(cache, "cache_clear", None)):
+            cache.cache_clear()
+
+
 def trace(fn: Callable, args: tuple, *, device: Any = None, static_argnums: tuple[int, ...] = ()) -> Traced:
     """Trace and lower ``fn(*args)`` as the user's own jit would, on ``device`` (default: JAX's).
 
@@ -178,6 +196,7 @@ def trace(fn: Callable, args: tuple, *, device: Any = None, static_argnums: tupl
             raise ArgumentError(f"static_argnums names argument {i}, but the call has {len(args)} arguments")
     name = getattr(fn, "__name__", type(fn).__name__)
     kind = _jit_kind(fn)
+    forget_traced_jaxprs()
     dev = resolve_device(device) if device is not None else None
     with (jax.default_device(dev) if dev is not None else contextlib.nullcontext()):
         if kind == "wrapper":
