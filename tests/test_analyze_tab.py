@@ -2,12 +2,16 @@
 predicates (has_op, lacks_op, differs_from) and their repr, and its Reduce button, on real small
 programs through ``Panel(ex, background=False)``: what the tab shows, the Python line of each action,
 and that the line, pasted, gives what the tab shows."""
+from html import unescape
+
 import jax
 import jax.numpy as jnp
+import pandas as pd
 import pytest
 
 import workbench as wb
 from workbench.views.widgets import Panel
+from workbench.views.widgets.analyze import applicable_html, bisect_failed_html, reduce_failed_html
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -41,20 +45,19 @@ def test_the_predicate_dropdown_offers_the_new_predicates_and_shows_their_repr(t
     p = Panel(tb_ex, background=False)
     tab = p.analyze
     assert {"has_op(op, stage)", "lacks_op(op, stage)", "differs_from(stage)"} <= set(tab.predicate.options)
-    assert "<code>op_count_at_most(&#x27;stablehlo.transpose&#x27;, 0)</code>" in tab.predicate_repr.value
+    assert "<code>op_count_at_most('stablehlo.transpose', 0)</code>" in unescape(tab.predicate_repr.value)
     tab.predicate.value = "has_op(op, stage)"
     assert (tab.pred_op.layout.display, tab.pred_stage.layout.display, tab.pred_n.layout.display) == ("", "", "none")
     tab.pred_op.value = "stablehlo.dot_general"
-    assert "<code>has_op(&#x27;stablehlo.dot_general&#x27;)</code>" in tab.predicate_repr.value
+    assert "<code>has_op('stablehlo.dot_general')</code>" in unescape(tab.predicate_repr.value)
     tab.pred_stage.value = "xla:optimized"
-    assert repr(wb.has_op("stablehlo.dot_general", stage="xla:optimized")).replace("'", "&#x27;") \
-        in tab.predicate_repr.value
+    assert repr(wb.has_op("stablehlo.dot_general", stage="xla:optimized")) in unescape(tab.predicate_repr.value)
     tab.predicate.value = "differs_from(stage)"  # its stage is required: the tab proposes one
     assert tab.pred_op.layout.display == "none" and tab.pred_stage.value == "xla:optimized"
     tab.pred_stage.value = ""
     tab.predicate.value = "lacks_op(op, stage)"
     tab.predicate.value = "differs_from(stage)"
-    assert tab.pred_stage.value == "stablehlo" and "differs_from(&#x27;stablehlo&#x27;" in tab.predicate_repr.value
+    assert tab.pred_stage.value == "stablehlo" and "differs_from('stablehlo'" in unescape(tab.predicate_repr.value)
     with pytest.raises(wb.UnknownNameError, match="over"):
         p.bisect(over="everything")
     p.close()
@@ -79,7 +82,7 @@ def test_bisect_over_all_blames_the_two_patterns_and_no_xla_pass(tb_ex):
     res = ns["res"]
     assert (res.patterns, res.xla_passes) == (tab.culprits, [])
     assert f"({res.runs} pipeline runs" in out
-    assert res.always_needed == [] and f"({res.always_needed_how})" in out.replace("&#x27;", "'")
+    assert res.always_needed == [] and f"({res.always_needed_how})" in unescape(out)
     assert tab.culprits_off.layout.display == ""
     tab.culprits_off.click()
     assert p.last_error is None and p.ex.spec.selection.disabled == {"dot_transpose", "transpose_dot_reorder"}
@@ -98,7 +101,7 @@ def test_bisect_over_xla_blames_the_call_inliner_and_switches_it_off(elementwise
     out = tab.bisect_out.value
     assert "<b>1 XLA pass</b> makes " in out and "<th>XLA pass</th>" in out and "<code>call-inliner</code>" in out
     assert "<th>pattern</th>" not in out and "XLA passes always on" in out
-    assert 'ex = ex.with_xla(disable=[&quot;call-inliner&quot;])' in out
+    assert 'ex = ex.with_xla(disable=["call-inliner"])' in unescape(out)
     assert "what they do together, on xla:optimized" in out or "could not be computed" in out \
         or "change no op count of xla:optimized" in out
     assert tab.culprits_off.layout.display == ""
@@ -132,7 +135,7 @@ def test_reduce_shows_the_reduced_module_and_counts_its_runs(tb_ex):
     out = tab.reduce_out.value
     assert f"<b>ops {r.ops_before} &rarr; {r.ops_after}</b>" in out and "<b>ops 4 &rarr; 1</b>" in out
     assert f"{r.runs} runs, {r.skipped} skipped" in out and "Interrupted" not in out
-    assert "<code>has_op(&#x27;stablehlo.dot_general&#x27;)</code>" in out
+    assert "<code>has_op('stablehlo.dot_general')</code>" in unescape(out)
     assert '<pre class="wb-reduced">' in out and "stablehlo.dot_general %arg0" in out and "tensor&lt;" in out
     assert tab.reduced.text == r.text and "stablehlo.transpose" not in r.text
     assert notes and notes[-1] == f" · reduce run {r.runs}"
@@ -165,3 +168,30 @@ def test_compare_pipelines_shows_each_pipeline_side_by_side(tb_ex):
     tab.compare_pipelines(["none"])  # and the tab works on
     assert list(tab.compared.pipeline) == ["none"]
     p.close()
+
+
+HOSTILE = "<img src=x onerror=alert(1)>"  # a name, pass string or message that is markup
+ESCAPED = "&lt;img src=x onerror=alert(1)&gt;"
+
+
+def test_names_pass_strings_and_messages_are_shown_escaped(tb_ex):
+    # through the tab: the panel's variable name, a predicate's op and stage, a pipeline MLIR cannot parse
+    p = Panel(tb_ex, name=HOSTILE, background=False)
+    tab = p.analyze
+    try:
+        tab.predicate.value = "has_op(op, stage)"
+        tab.pred_op.value = tab.pred_stage.value = HOSTILE
+        assert tab.predicate_repr.value.count(ESCAPED) == 2 and "<img" not in tab.predicate_repr.value
+        tab.compare_pipelines([HOSTILE])  # MLIR's parse error quotes the pipeline
+        out = tab.pipelines_out.value
+        assert "No comparison" in out and ESCAPED in out and "<img" not in out
+    finally:
+        p.close()
+    # the renderers: every value they are given
+    df = pd.DataFrame({"name": [HOSTILE], "group": [HOSTILE], "seconds": [0.002], "changed": [True], "error": [""]})
+    out = applicable_html(HOSTILE, HOSTILE, df, set())  # the variable's name, the stage, a pattern and its group
+    assert out.count(ESCAPED) == 4 and "<img" not in out and "<td><b>off</b></td>" in out
+    out = bisect_failed_html(HOSTILE, HOSTILE, [True, False])
+    assert out.count(ESCAPED) == 2 and "<img" not in out and "<td>every enabled pattern</td>" in out
+    out = reduce_failed_html(HOSTILE, HOSTILE, HOSTILE)
+    assert out.count(ESCAPED) == 3 and "<img" not in out and "<b>Nothing reduced</b>" in out

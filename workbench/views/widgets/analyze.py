@@ -18,13 +18,14 @@ from collections import Counter
 from typing import Callable, NamedTuple, Sequence
 
 import ipywidgets as W
+from markupsafe import Markup
 
 from ...errors import UnknownNameError
 from ...exploration import Exploration
 from ...ir.ops import op_counts
 from ...stages import STABLEHLO
 from . import actions
-from .html import esc, num
+from .html import num
 
 __all__ = ["AnalyzeTab", "Default", "default_predicate", "applicable_html", "bisect_html", "bisect_failed_html",
            "reduce_html", "reduce_failed_html"]
@@ -36,7 +37,7 @@ _SHORT = {"description_width": "initial"}  # a field's label as wide as its text
 
 
 class Default(NamedTuple):
-    """The predicate the tab proposes for an Exploration, and a sentence on why."""
+    """The predicate the tab proposes for an Exploration, and a sentence on why (markup, its op escaped)."""
 
     kind: str
     op: str
@@ -69,12 +70,12 @@ def default_predicate(ex: Exploration) -> Default | None:
     where = f"over the {ran} pattern stage{'s' * (ran != 1)}"
     if d > 0:
         n = max(0, final - d)
-        return Default("op_count_above(op, n)", op, n,
-                       f"the patterns add {d} <code>{esc(op)}</code> {where} ({final} in the end): bisect "
-                       "finds the fewest patterns that make more than n of them")
-    return Default("op_count_at_most(op, n)", op, final,
-                   f"the patterns remove {-d} <code>{esc(op)}</code> {where} ({final} left): bisect finds "
-                   "the fewest patterns that bring them down to n")
+        return Default("op_count_above(op, n)", op, n, str(Markup(
+            "the patterns add {} <code>{}</code> {} ({} in the end): bisect finds the fewest patterns that make "
+            "more than n of them").format(d, op, where, final)))
+    return Default("op_count_at_most(op, n)", op, final, str(Markup(
+        "the patterns remove {} <code>{}</code> {} ({} left): bisect finds the fewest patterns that bring them "
+        "down to n").format(-d, op, where, final)))
 
 
 class AnalyzeTab:
@@ -204,8 +205,9 @@ class AnalyzeTab:
                                          "count, so there is no default predicate to propose: choose one that "
                                          "holds for this Exploration.</div>")
         else:
-            self.predicate_note.value = (f'<div class="wb-note">Proposed: <code>{esc(d.kind)}</code> with op '
-                                         f"<code>{esc(d.op)}</code>, n={d.n}: {d.why}.</div>")
+            self.predicate_note.value = str(Markup('<div class="wb-note">Proposed: <code>{}</code> with op '
+                                                   "<code>{}</code>, n={}: {}.</div>").format(
+                d.kind, d.op, d.n, Markup(d.why)))
 
     def _fields(self):
         return {"op": self.pred_op, "n": self.pred_n, "device": self.pred_device, "stage": self.pred_stage}
@@ -228,10 +230,11 @@ class AnalyzeTab:
 
     def _show_repr(self) -> None:
         try:
-            shown = f"<code>{esc(repr(actions.predicate(self.predicate.value, **self._values())[1]))}</code>"
+            shown = Markup("<code>{}</code>").format(repr(actions.predicate(self.predicate.value,
+                                                                            **self._values())[1]))
         except Exception as e:  # a field being typed: say why there is no predicate yet
-            shown = f"none yet ({esc(str(e).strip() or type(e).__name__)})"
-        self.predicate_repr.value = f'<div class="wb-note">predicate: {shown}</div>'
+            shown = f"none yet ({str(e).strip() or type(e).__name__})"
+        self.predicate_repr.value = str(Markup('<div class="wb-note">predicate: {}</div>').format(shown))
 
     def _choose(self, kind: str | None, params: dict) -> tuple[str, dict, str]:
         """Set the predicate fields from ``kind`` and ``params``; (kind, its parameters, its Python expression)."""
@@ -311,8 +314,8 @@ class AnalyzeTab:
             try:
                 df = act.call(self._exploration())
             except Exception as e:  # shown here and, re-raised, in the status line
-                self.pipelines_out.value = (f'<div class="wb-result wb-error"><b>No comparison</b>: '
-                                            f"{esc(str(e).strip() or type(e).__name__)}</div>")
+                self.pipelines_out.value = str(Markup('<div class="wb-result wb-error"><b>No comparison</b>: '
+                                                      "{}</div>").format(str(e).strip() or type(e).__name__))
                 raise
             self.compared = df
             self.pipelines_out.value = pipelines_html(df, act.python)
@@ -367,56 +370,77 @@ class AnalyzeTab:
 
 
 # -- rendering (pure: values in, markup out) -----------------------------------------------------------
+# Written with markupsafe's ``Markup.format``, as ``html.py`` is: every value (names, pass strings, errors,
+# modules) is escaped unless it is ``Markup`` made here; each function returns a plain ``str`` for its widget.
+_RUNS_TABLE = Markup('<details class="wb-runs"><summary>the pipeline runs</summary><table class="wb-table"><thead>'
+                     "<tr><th>run</th><th>{}</th><th>predicate</th></tr></thead><tbody>{}</tbody></table></details>")
+
+
 def applicable_html(name: str, stage: str, df, enabled: set[str]) -> str:
     """``Exploration.applicable(stage, details=True)``: the patterns that change the stage, and
     whether each is in ``name``'s pipeline (``enabled``)."""
     changed = df[df["changed"]]
     errors = df[df["error"].notna() & (df["error"] != "")] if "error" in df else df.iloc[:0]
-    rows = "".join(
-        f"<tr><td><code>{esc(r.name)}</code></td><td>{esc(r.group)}</td><td>{num(r.seconds * 1e3)}</td>"
-        f"<td>{'on' if r.name in enabled else '<b>off</b>'}</td></tr>"
+    rows = Markup("").join(
+        Markup("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>").format(
+            r.name, r.group, num(r.seconds * 1e3), "on" if r.name in enabled else Markup("<b>off</b>"))
         for r in changed.itertuples())
-    return (f'<div class="wb-result">{len(changed)} of {len(df)} patterns change '
-            f"<code>{esc(stage)}</code> when applied alone"
-            + (f"; {len(errors)} failed on it" if len(errors) else "")
-            + ('<table class="wb-table"><thead><tr><th>pattern</th><th>group</th><th>ms</th>'
-               f"<th>in {name}'s pipeline</th></tr></thead><tbody>{rows}</tbody></table>" if rows else "")
-            + "</div>")
+    table = Markup('<table class="wb-table"><thead><tr><th>pattern</th><th>group</th><th>ms</th>'
+                   "<th>in {}'s pipeline</th></tr></thead><tbody>{}</tbody></table>").format(name, rows) if rows else ""
+    return str(Markup('<div class="wb-result">{} of {} patterns change <code>{}</code> when applied alone{}{}</div>')
+               .format(len(changed), len(df), stage, f"; {len(errors)} failed on it" if len(errors) else "", table))
 
 
-def _runs_html(answers: Sequence[tuple[str, bool]], on: str = "patterns on") -> str:
+def _runs_html(answers: Sequence[tuple[str, bool]], on: str = "patterns on") -> Markup:
     """The pipeline runs of a bisection: which patterns were on, whether the predicate held."""
-    rows = "".join(f"<tr><td>{k}</td><td>{esc(what)}</td><td>{'holds' if held else 'does not hold'}</td></tr>"
-                   for k, (what, held) in enumerate(answers, 1))
-    return ('<details class="wb-runs"><summary>the pipeline runs</summary><table class="wb-table"><thead><tr>'
-            f"<th>run</th><th>{esc(on)}</th><th>predicate</th></tr></thead><tbody>{rows}</tbody></table></details>")
+    rows = Markup("").join(Markup("<tr><td>{}</td><td>{}</td><td>{}</td></tr>").format(
+        k, what, "holds" if held else "does not hold") for k, (what, held) in enumerate(answers, 1))
+    return _RUNS_TABLE.format(on, rows)
 
 
-def _culprits_html(res, rows: Sequence[tuple[str, str, str]], changes: dict) -> str:
+def _culprits_html(res, rows: Sequence[tuple[str, str, str]], changes: dict) -> Markup:
     """The culprit patterns (``rows``: pattern, group, parameters) and XLA passes, with what removing
     each from the culprits changes (``changes``, by (kind, name): ``res.table()``)."""
-    out = ""
+    out = []
     if res.patterns or res.over == "patterns":
-        body = "".join(f"<tr><td><code>{esc(p)}</code></td><td>{esc(g)}</td>"
-                       f"<td>{f'<code>{esc(a)}</code>' if a else ''}</td>"
-                       f"<td>{esc(changes.get(('pattern', p), ''))}</td></tr>" for p, g, a in rows)
-        out += ('<table class="wb-table"><thead><tr><th>pattern</th><th>group</th><th>parameters</th>'
-                f"<th>without it</th></tr></thead><tbody>{body}</tbody></table>")
+        body = Markup("").join(
+            Markup("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>").format(
+                p, g, Markup("<code>{}</code>").format(a) if a else "", changes.get(("pattern", p), ""))
+            for p, g, a in rows)
+        out.append(Markup('<table class="wb-table"><thead><tr><th>pattern</th><th>group</th><th>parameters</th>'
+                          "<th>without it</th></tr></thead><tbody>{}</tbody></table>").format(body))
     if res.xla_passes:
-        body = "".join(f"<tr><td><code>{esc(p)}</code></td><td>{esc(changes.get(('xla', p), ''))}</td></tr>"
-                       for p in res.xla_passes)
-        out += ('<table class="wb-table"><thead><tr><th>XLA pass</th><th>without it</th></tr></thead>'
-                f"<tbody>{body}</tbody></table>")
+        body = Markup("").join(Markup("<tr><td><code>{}</code></td><td>{}</td></tr>").format(
+            p, changes.get(("xla", p), "")) for p in res.xla_passes)
+        out.append(Markup('<table class="wb-table"><thead><tr><th>XLA pass</th><th>without it</th></tr></thead>'
+                          "<tbody>{}</tbody></table>").format(body))
     if res.over != "patterns":
-        needed = ", ".join(f"<code>{esc(p)}</code>" for p in res.always_needed) or "none"
-        out += (f"<div>XLA passes always on (the compile cannot do without them; never culprits): {needed}"
-                + (f' <span class="wb-note">({esc(res.always_needed_how)})</span>' if res.always_needed_how else "")
-                + "</div>")
-    return out
+        needed = Markup(", ").join(Markup("<code>{}</code>").format(p) for p in res.always_needed) or "none"
+        how = Markup(' <span class="wb-note">({})</span>').format(res.always_needed_how) \
+            if res.always_needed_how else ""
+        out.append(Markup("<div>XLA passes always on (the compile cannot do without them; never culprits): {}{}"
+                          "</div>").format(needed, how))
+    return Markup("").join(out)
 
 
-def _count(n: int, one: str, many: str) -> str:
-    return f"<b>{n} {one if n == 1 else many}</b>"
+def _count(n: int, one: str, many: str) -> Markup:
+    return Markup("<b>{} {}</b>").format(n, one if n == 1 else many)
+
+
+def _together(res, delta, why_not: str) -> Markup:
+    """What a bisection's culprits change together: the chips of ``delta`` (the ops delta of ``res.diff``),
+    or why it could not be computed (``why_not``)."""
+    on = "xla:optimized" if res.xla_passes and not res.patterns else "the last MLIR stage"
+    who = "the patterns" if res.patterns and res.xla_passes else "they"
+    if delta is None:
+        return Markup("<div>what {} change could not be computed: {}</div>").format(who, why_not)
+    if delta.empty:
+        return Markup("<div>together {} change no op count of {} (they rewire or re-attribute)</div>").format(who, on)
+    chips = Markup("").join(
+        Markup('<span class="wb-chip {}"><code>{}</code> {}&rarr;{} ({:+d})</span>').format(
+            "wb-up" if r.delta > 0 else "wb-down", r.op, r.before, r.after, r.delta)
+        for r in delta.head(12).itertuples())
+    return Markup("<div>what {} do together, on {}: {}</div>").format(who, on, chips)
 
 
 def bisect_html(expr: str, res, rows: Sequence[tuple[str, str, str]], delta, why_not: str, switch_off: str,
@@ -429,23 +453,14 @@ def bisect_html(expr: str, res, rows: Sequence[tuple[str, str, str]], delta, why
     counts = ([_count(len(res.patterns), "pattern", "patterns")] if res.patterns or over == "patterns" else []) \
         + ([_count(len(res.xla_passes), "XLA pass", "XLA passes")] if res.xla_passes else [])
     total = len(res.patterns) + len(res.xla_passes)
-    head = (f'<div class="wb-result"><div>{" and ".join(counts)} make{"s" * (total == 1)} '
-            f"<code>{esc(expr)}</code> hold ({res.runs} pipeline runs, {num(res.seconds)} s); without "
-            f"any one of them it does not.</div>")
-    on = "xla:optimized" if res.xla_passes and not res.patterns else "the last MLIR stage"
-    who = "the patterns" if res.patterns and res.xla_passes else "they"
-    if delta is None:
-        change = f"<div>what {who} change could not be computed: {esc(why_not)}</div>"
-    elif delta.empty:
-        change = f"<div>together {who} change no op count of {on} (they rewire or re-attribute)</div>"
-    else:
-        chips = "".join(f'<span class="wb-chip {"wb-up" if r.delta > 0 else "wb-down"}"><code>{esc(r.op)}</code> '
-                        f"{r.before}&rarr;{r.after} ({r.delta:+d})</span>" for r in delta.head(12).itertuples())
-        change = f"<div>what {who} do together, on {on}: {chips}</div>"
+    head = Markup('<div class="wb-result"><div>{} make{} <code>{}</code> hold ({} pipeline runs, {} s); without '
+                  "any one of them it does not.</div>").format(
+        Markup(" and ").join(counts), "s" * (total == 1), expr, res.runs, num(res.seconds))
     noun = {"xla": ("XLA pass", "XLA passes"), "all": ("candidate", "candidates")}.get(over, ("pattern", "patterns"))
     answers = [(f"{size} {noun[size != 1]}", held) for size, held in res.log]
-    return (head + _culprits_html(res, rows, changes or {}) + change + _runs_html(answers, f"{noun[1]} on")
-            + "<div>to switch them off: <code>" + esc(switch_off) + "</code></div></div>")
+    return str(Markup("{}{}{}{}<div>to switch them off: <code>{}</code></div></div>").format(
+        head, _culprits_html(res, rows, changes or {}), _together(res, delta, why_not),
+        _runs_html(answers, f"{noun[1]} on"), switch_off))
 
 
 def bisect_failed_html(expr: str, message: str, answers: Sequence[bool], over: str = "patterns") -> str:
@@ -461,26 +476,27 @@ def bisect_failed_html(expr: str, message: str, answers: Sequence[bool], over: s
                   "or bisect over other candidates")
     else:
         advice = "the bisection stopped: see the message"
-    return (f'<div class="wb-result wb-error"><div><b>Nothing bisected</b> for <code>{esc(expr)}</code>: '
-            f"{esc(message)}</div><div>{esc(advice)}.</div>" + (_runs_html(runs, "on") if runs else "") + "</div>")
+    return str(Markup('<div class="wb-result wb-error"><div><b>Nothing bisected</b> for <code>{}</code>: {}</div>'
+                      "<div>{}.</div>{}</div>").format(expr, message, advice, _runs_html(runs, "on") if runs else ""))
 
 
 def reduce_html(expr: str, python: str, res) -> str:
     """A reduction (a ReduceResult): ops before and after, its runs, skipped candidates, whether it was
     interrupted, the reduced module's text, and ``python``, the line that makes it."""
-    state = (" <b>Interrupted</b>: the smallest module found so far." if res.interrupted else "")
+    state = Markup(" <b>Interrupted</b>: the smallest module found so far.") if res.interrupted else ""
     errors = f", {res.errors} on which the predicate raised" if getattr(res, "errors", 0) else ""
-    return (f'<div class="wb-result"><div>Reduced <code>{esc(res.stage)}</code> for <code>{esc(expr)}</code> '
-            f"(<code>{esc(repr(res.predicate))}</code>): <b>ops {res.ops_before} &rarr; {res.ops_after}</b>, "
-            f"{res.runs} runs, {res.skipped} skipped (did not verify){errors}, {num(res.seconds)} s.{state}</div>"
-            f'<pre class="wb-reduced">{esc(res.text)}</pre>'
-            f"<div><code>{esc(python)}</code>; then <code>r.exploration</code> explores it</div></div>")
+    return str(Markup(
+        '<div class="wb-result"><div>Reduced <code>{}</code> for <code>{}</code> (<code>{}</code>): <b>ops {} &rarr; '
+        "{}</b>, {} runs, {} skipped (did not verify){}, {} s.{}</div>"
+        '<pre class="wb-reduced">{}</pre><div><code>{}</code>; then <code>r.exploration</code> explores it</div>'
+        "</div>").format(res.stage, expr, repr(res.predicate), res.ops_before, res.ops_after, res.runs, res.skipped,
+                         errors, num(res.seconds), state, res.text, python))
 
 
 def reduce_failed_html(expr: str, stage: str, message: str) -> str:
     """A reduction that had nothing to reduce or failed: the stage, the predicate, the message."""
-    return (f'<div class="wb-result wb-error"><div><b>Nothing reduced</b> from <code>{esc(stage)}</code> for '
-            f"<code>{esc(expr)}</code>: {esc(message)}</div></div>")
+    return str(Markup('<div class="wb-result wb-error"><div><b>Nothing reduced</b> from <code>{}</code> for '
+                      "<code>{}</code>: {}</div></div>").format(stage, expr, message))
 
 
 _PIPELINE_COLUMNS = ("pipeline", "stage", "median_ms", "iqr_ms", "check_passed", "max_rel_err", "flops", "bytes",
@@ -494,7 +510,8 @@ def pipelines_html(df, python: str) -> str:
 
     main = df[[c for c in _PIPELINE_COLUMNS if c in df.columns]]
     dialects = df[["pipeline"] + [c for c in df.columns if c.startswith("ops_")]]
-    return ('<div class="wb-result"><div>Median time per call (ms) after a warm-up, and its interquartile range; '
-            "the numeric check against the program in float64; the analytic cost and XLA's of the final module; its "
-            f"ops.</div>{table(main)}<div>ops by dialect</div>{table(dialects)}"
-            f"<div><code>{esc(python)}</code> · <code>wb.plot_pipelines(df)</code> draws it</div></div>")
+    return str(Markup(
+        '<div class="wb-result"><div>Median time per call (ms) after a warm-up, and its interquartile range; the '
+        "numeric check against the program in float64; the analytic cost and XLA's of the final module; its "
+        "ops.</div>{}<div>ops by dialect</div>{}<div><code>{}</code> · <code>wb.plot_pipelines(df)</code> draws it"
+        "</div></div>").format(Markup(table(main)), Markup(table(dialects)), python))
