@@ -107,6 +107,31 @@ def test_interconnect_peaks_are_per_direction_and_unknown_on_cpu():
     assert math.isnan(roofline(small, device="cpu", collective_bytes=10).time_collective_s)
 
 
+HOSTILE = "<img src=x onerror=alert(1)>"  # a name that is markup
+ESCAPED = "&lt;img src=x onerror=alert(1)&gt;"
+
+
+def test_the_tab_shows_names_escaped(text_ex):
+    from workbench.views.widgets import Panel
+    from workbench.views.widgets.collectives import TITLE, _runs, _summary_row, stage_summary
+
+    p = Panel(text_ex, name=HOSTILE, background=False)  # the variable's name, in the tab's two Python lines
+    try:
+        p.pick("canonicalize#1")
+        p.tabs.selected_index = list(p.tabs.titles).index(TITLE)
+        p.wait()
+        note = p.collectives.note.value
+        assert p.last_error is None and note.count(ESCAPED) == 2 and "<img" not in note
+        assert "<b>canonicalize#1</b>: 2 collectives" in p.collectives.stage_table.value
+    finally:
+        p.close()
+    # a stage's name in the per-stage table (here a failed stage's row)
+    summary = stage_summary(text_ex.collectives(), ["input", HOSTILE], failed={HOSTILE})
+    row = "".join(_summary_row(run, HOSTILE) for run in _runs(summary, HOSTILE))
+    assert f'<tr class="wb-coll-b" data-stages="1"><td>{ESCAPED}</td><td></td><td></td><td>(the stage failed)</td>' in row
+    assert "<img" not in row
+
+
 SHARDED = r"""
 import json, sys
 from functools import partial

@@ -17,7 +17,7 @@ from workbench.analysis.diff import normalize, shown_lines
 from workbench.errors import WorkbenchError
 from workbench.views.widgets import Panel
 from workbench.views.widgets.diffview import DiffView
-from workbench.views.widgets.source import listing_rows
+from workbench.views.widgets.source import cost_note, lineage_html, listing_rows
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -219,6 +219,28 @@ def test_an_op_that_a_pattern_removes_says_by_which_stage():
         assert p.source.view.selected == src and src[0].endswith(f":{tb.__code__.co_firstlineno + 1}")
     finally:
         p.close()
+
+
+HOSTILE = "<img src=x onerror=alert(1)>"  # an op's name, a stage's, a message that is markup
+ESCAPED = "&lt;img src=x onerror=alert(1)&gt;"
+
+
+def test_names_messages_and_ir_lines_are_shown_escaped():
+    ex = wb.explore(tb, jnp.ones((8, 16)), jnp.ones((4, 8)))
+    p = Panel(ex, name=HOSTILE, background=False)
+    try:
+        p.source.pick_op("canonicalize#2", HOSTILE)  # no such op: the error, which names it, in the tab
+        lineage, status = p.source.lineage.value, p.source.status.value
+        assert "unknown op" in lineage and ESCAPED in lineage and "<img" not in lineage
+        assert f"{ESCAPED} of canonicalize#2: marked" in status and "<img" not in status
+    finally:
+        p.close()
+    # a lineage: the names given, and each counterpart's IR line (its title)
+    html = lineage_html(ex.lineage("canonicalize#2", "%0"), HOSTILE, HOSTILE, HOSTILE, (HOSTILE, "cse#1"))
+    assert f"<code>{ESCAPED}</code> ({ESCAPED}) of <b>{ESCAPED}</b>" in html and "<img" not in html
+    assert 'title="%0 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor&lt;8x16xf32&gt;) -&gt; ' in html
+    note = cost_note(ex.stage("canonicalize#2"), HOSTILE)
+    assert f"<b>{ESCAPED}</b> per line" in note and "<img" not in note
 
 
 def test_a_row_that_is_no_op_says_so_and_changes_nothing(p, attention):

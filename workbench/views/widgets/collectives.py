@@ -15,12 +15,13 @@ import math
 from collections.abc import Callable
 
 import ipywidgets as W
+from markupsafe import Markup
 
 from ...errors import WorkbenchError
 from ...exploration import Exploration
 from ...ir.hlo_sharding import partition_count
 from ...pipeline.shardy import is_sharded
-from .html import esc, num, table
+from .html import num, table
 from .pending import late_name
 
 __all__ = ["CollectivesTab", "TITLE", "is_sharded_program", "stage_summary"]
@@ -144,7 +145,7 @@ class CollectivesTab:
                     every = ex.collectives()
                 here = None if pending and late_name(right) else "failed" if right in failed else every[every["stage"] == right]
             except WorkbenchError as e:
-                self.note.value = f'<div class="wb-error">{esc(e)}</div>'
+                self.note.value = str(Markup('<div class="wb-error">{}</div>').format(e))
                 self.stage_table.value = self.summary.value = ""
                 return
             self._draw(every, names, failed, right, here, pending, python)
@@ -152,43 +153,46 @@ class CollectivesTab:
         self._submit(f"reading the collectives of {right}", python, work, busy=False)
 
     def _draw(self, every, names: list[str], failed: set, right: str, here, pending: bool, python: str) -> None:
-        n = self.name
-        total = len(every)
-        self.note.value = (
-            f'<div class="wb-note">the ops that move data between devices: <code>{esc(python)}</code> for stage B, '
-            f"<code>{esc(n)}.collectives()</code> for every stage. <b>bytes_per_device</b> is what one device "
+        self.note.value = str(Markup(
+            '<div class="wb-note">the ops that move data between devices: <code>{}</code> for stage B, '
+            "<code>{}.collectives()</code> for every stage. <b>bytes_per_device</b> is what one device "
             "sends by the ring estimates (all-reduce 2(n-1)/n S, all-gather and reduce-scatter (n-1)/n S, "
-            "collective-permute S).</div>"
-            + ("" if total else '<div class="wb-note">no stage of this program has a collective op</div>'))
-        if here is None:
-            self.stage_table.value = (f'<div class="wb-note">XLA is compiling: the collectives of {esc(right)} '
-                                      "are listed when its stages arrive</div>")
-        elif isinstance(here, str):
-            self.stage_table.value = f'<div class="wb-caption"><b>{esc(right)}</b> failed: it has no program to read</div>'
-        elif not len(here):
-            self.stage_table.value = f'<div class="wb-caption"><b>{esc(right)}</b>: no collective ops</div>'
-        else:
-            shown = here[[c for c in _COLUMNS if c in here.columns]].copy()
-            for c in ("buffer_bytes", "bytes_per_device"):
-                if c in shown.columns:
-                    shown[c] = [_bytes(v) for v in shown[c]]
-            moved = here["bytes_per_device"].dropna().sum()
-            self.stage_table.value = (
-                f'<div class="wb-caption"><b>{esc(right)}</b>: {len(here)} collective{"s" * (len(here) != 1)}, '
-                f"{esc(_bytes(moved))} per device</div>" + table(shown))
+            "collective-permute S).</div>{}").format(
+            python, self.name, "" if len(every) else Markup('<div class="wb-note">no stage of this program has a '
+                                                            "collective op</div>")))
+        self.stage_table.value = str(_stage_table(right, here))
         summary = stage_summary(every, [s for s in names if s != "jaxpr"], failed)
-        body = "".join(_summary_row(run, right) for run in _runs(summary, right))
-        self.summary.value = (
-            f"<style>{_STYLE}</style>"
+        body = Markup("").join(_summary_row(run, right) for run in _runs(summary, right))
+        self.summary.value = str(Markup(
+            "<style>{}</style>"
             '<div class="wb-caption"><b>per stage</b>: how many collectives, and the bytes they move per device '
-            "(stages in a row that have the same are one line)"
-            + (" (XLA is compiling: its stages come with it)" if pending else "") + "</div>"
+            "(stages in a row that have the same are one line){}</div>"
             '<table class="wb-table wb-coll-stages"><thead><tr><th>stage</th><th>collectives</th>'
-            f"<th>bytes per device</th><th>kinds</th></tr></thead><tbody>{body}</tbody></table>")
+            "<th>bytes per device</th><th>kinds</th></tr></thead><tbody>{}</tbody></table>").format(
+            _STYLE, " (XLA is compiling: its stages come with it)" if pending else "", body))
 
 
-_STYLE = (".wb-coll-stages tr.wb-coll-b td { font-weight: 700; background: rgba(26, 115, 232, 0.14); } "
-          ".wb-collectives .wb-table td { white-space: nowrap; }")
+def _stage_table(right: str, here) -> Markup:
+    """The collectives of stage B (``right``): ``here``, its rows of ``ex.collectives()``; None while XLA
+    compiles it, "failed" for a failed stage."""
+    if here is None:
+        return Markup('<div class="wb-note">XLA is compiling: the collectives of {} are listed when its stages '
+                      "arrive</div>").format(right)
+    if isinstance(here, str):
+        return Markup('<div class="wb-caption"><b>{}</b> failed: it has no program to read</div>').format(right)
+    if not len(here):
+        return Markup('<div class="wb-caption"><b>{}</b>: no collective ops</div>').format(right)
+    shown = here[[c for c in _COLUMNS if c in here.columns]].copy()
+    for c in ("buffer_bytes", "bytes_per_device"):
+        if c in shown.columns:
+            shown[c] = [_bytes(v) for v in shown[c]]
+    moved = here["bytes_per_device"].dropna().sum()
+    return Markup('<div class="wb-caption"><b>{}</b>: {} collective{}, {} per device</div>{}').format(
+        right, len(here), "s" * (len(here) != 1), _bytes(moved), Markup(table(shown)))
+
+
+_STYLE = Markup(".wb-coll-stages tr.wb-coll-b td { font-weight: 700; background: rgba(26, 115, 232, 0.14); } "
+                ".wb-collectives .wb-table td { white-space: nowrap; }")
 
 
 def _runs(summary, right: str) -> list[list]:
@@ -205,9 +209,10 @@ def _runs(summary, right: str) -> list[list]:
     return runs
 
 
-def _summary_row(run: list, right: str) -> str:
+def _summary_row(run: list, right: str) -> Markup:
     first, last = run[0], run[-1]
-    stage = esc(first.stage) if len(run) == 1 else f"{esc(first.stage)} … {esc(last.stage)} ({len(run)} stages)"
+    stage = first.stage if len(run) == 1 else Markup("{} … {} ({} stages)").format(first.stage, last.stage, len(run))
     count = "" if math.isnan(first.collectives) else num(first.collectives)
-    return (f'<tr class="{"wb-coll-b" if first.stage == right else ""}" data-stages="{len(run)}"><td>{stage}</td>'
-            f"<td>{count}</td><td>{esc(_bytes(first.bytes_per_device))}</td><td>{esc(first.kinds)}</td></tr>")
+    return Markup('<tr class="{}" data-stages="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>').format(
+        "wb-coll-b" if first.stage == right else "", len(run), stage, count, _bytes(first.bytes_per_device),
+        first.kinds)

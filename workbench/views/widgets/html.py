@@ -8,7 +8,6 @@ class names are those of ``panel.css``.
 from __future__ import annotations
 
 import numbers
-from html import escape
 from typing import Collection, Sequence
 
 from markupsafe import Markup
@@ -19,14 +18,9 @@ from ...analysis.numbers import num
 from ...exploration import Exploration
 from ...stages import Stage
 
-__all__ = ["esc", "num", "cell", "table", "running", "failed", "done", "awaiting", "header", "stage_error",
+__all__ = ["num", "cell", "table", "running", "failed", "done", "awaiting", "header", "stage_error",
            "pipeline_string", "python_line", "patterns_unused", "ops_delta", "run_result", "stage_costs", "op_costs",
            "op_costs_missing"]
-
-
-def esc(x) -> str:
-    """``x`` as text for the markup other views write by hand (analyze, collectives, source)."""
-    return escape(str(x))
 
 
 def cell(v, digits: int = 3) -> str:

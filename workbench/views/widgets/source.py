@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 
 import ipywidgets as W
 import traitlets
+from markupsafe import Markup
 
 from ...analysis.diff import shown_lines
 from ...analysis.provenance import NO_LOCATION
@@ -32,7 +33,6 @@ from ...errors import WorkbenchError
 from ...exploration import Exploration
 from . import actions
 from .diffview import DiffView
-from .html import esc
 from .lists import Messages
 
 __all__ = ["SourceTab", "SourceView", "cost_note", "lineage_html", "listing_rows"]
@@ -130,43 +130,48 @@ def listing_rows(sm, metric: str = "flops", getline=linecache.getline) -> list[d
 def cost_note(stage, metric: str) -> str:
     """What the heat bars measure, for stage ``stage``."""
     if stage.group in ("xla", "backend"):
-        what = (f"XLA's own cost analysis (HloCostAnalysis) of each instruction of <code>{esc(stage.name)}</code>; "
-                "a fusion counts at its root's line, and its lines list it")
+        what = Markup("XLA's own cost analysis (HloCostAnalysis) of each instruction of <code>{}</code>; a fusion "
+                      "counts at its root's line, and its lines list it").format(stage.name)
     else:
-        what = (f"the workbench's analytic cost model of each op of <code>{esc(stage.name)}</code> (XLA's own "
-                "numbers are those of the <code>xla:</code> stages)")
-    return (f'<div class="wb-note">the bars: <b>{esc(metric)}</b> per line, from {what}; the count is how many '
-            "ops the line became there. Click a line to mark its ops in the diff below.</div>")
+        what = Markup("the workbench's analytic cost model of each op of <code>{}</code> (XLA's own numbers are "
+                      "those of the <code>xla:</code> stages)").format(stage.name)
+    return str(Markup('<div class="wb-note">the bars: <b>{}</b> per line, from {}; the count is how many ops the '
+                      "line became there. Click a line to mark its ops in the diff below.</div>").format(metric, what))
+
+
+def _lineage_row(name: str, rows, removed: str | None, pair: tuple[str, str]) -> Markup:
+    """The row of stage ``name`` (``rows``: its rows of the lineage): the op's counterparts there, or the
+    note that it has none (``removed``: the stage that removed the op)."""
+    found = rows[rows["result"] != ""]
+    side = " ".join(t for t, s in zip(("A", "B"), pair) if s == name)
+    cls = " wb-lin-pair" if side else ""
+    if found.empty:
+        cls += " wb-lin-removed" if name == removed else " wb-lin-none"
+        what = Markup('<span class="wb-note">{}</span>').format(rows["text"].iloc[0])
+    else:
+        items = [Markup('<code title="{}">{}</code> {}').format(t, r, o.rpartition(".")[2])
+                 for r, o, t in zip(found["result"], found["op"], found["text"])]
+        more = Markup(" &middot; … {} more").format(len(items) - 8) if len(items) > 8 else ""
+        what = Markup(" &middot; ").join(items[:8]) + more
+    return Markup('<tr class="wb-lin{}"><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td></tr>').format(
+        cls, side, name, len(found), what)
 
 
 def lineage_html(df, stage: str, result: str, op: str, pair: tuple[str, str]) -> str:
     """``Exploration.lineage(stage, result)``: one line per stage with the op's counterparts, the two stages
     of the diff (``pair``: A, B) marked, and which stage removed it."""
     removed = df.attrs.get("removed_by")
-    sources = ", ".join(f"<code>{esc(s)}</code>" for s in df.attrs.get("sources", []))
-    head = (f'<div class="wb-lineage-head"><b>Lineage</b> of <code>{esc(result)}</code> ({esc(op)}) of '
-            f"<b>{esc(stage)}</b>" + (f", from {sources}" if sources else "")
-            + (f' &middot; <span class="wb-removed">removed by <b>{esc(removed)}</b></span>' if removed else
-               " &middot; it lives on to the last stage") + "</div>"
-            '<div class="wb-note">values as each stage\'s own text names them (the diff shows B\'s under the names '
-            "of their counterparts in A); hover one for its line</div>")
-    body = []
-    for name, rows in df.groupby("stage", sort=False):
-        found = rows[rows["result"] != ""]
-        side = " ".join(t for t, s in zip(("A", "B"), pair) if s == name)
-        cls = " wb-lin-pair" if side else ""
-        if found.empty:
-            cls += " wb-lin-removed" if name == removed else " wb-lin-none"
-            what = f'<span class="wb-note">{esc(rows["text"].iloc[0])}</span>'
-        else:
-            items = [f'<code title="{esc(t)}">{esc(r)}</code> {esc(o.rpartition(".")[2])}'
-                     for r, o, t in zip(found["result"], found["op"], found["text"])]
-            what = " &middot; ".join(items[:8]) + (f" &middot; … {len(items) - 8} more" if len(items) > 8 else "")
-        body.append(f'<tr class="wb-lin{cls}"><td><b>{side}</b></td><td>{esc(name)}</td>'
-                    f"<td>{len(found)}</td><td>{what}</td></tr>")
-    return (f'<div class="wb-lineage">{head}<div class="wb-lineage-rows"><table class="wb-table"><thead><tr>'
-            "<th></th><th>stage</th><th>ops</th><th>counterparts</th></tr></thead><tbody>" + "".join(body)
-            + "</tbody></table></div></div>")
+    sources = Markup(", ").join(Markup("<code>{}</code>").format(s) for s in df.attrs.get("sources", []))
+    end = (Markup(' &middot; <span class="wb-removed">removed by <b>{}</b></span>').format(removed) if removed
+           else Markup(" &middot; it lives on to the last stage"))
+    head = Markup('<div class="wb-lineage-head"><b>Lineage</b> of <code>{}</code> ({}) of <b>{}</b>{}{}</div>'
+                  '<div class="wb-note">values as each stage\'s own text names them (the diff shows B\'s under the '
+                  "names of their counterparts in A); hover one for its line</div>").format(
+        result, op, stage, Markup(", from {}").format(sources) if sources else "", end)
+    body = Markup("").join(_lineage_row(name, rows, removed, pair) for name, rows in df.groupby("stage", sort=False))
+    return str(Markup('<div class="wb-lineage">{}<div class="wb-lineage-rows"><table class="wb-table"><thead><tr>'
+                      "<th></th><th>stage</th><th>ops</th><th>counterparts</th></tr></thead><tbody>{}</tbody>"
+                      "</table></div></div>").format(head, body))
 
 
 _ESM = r"""
@@ -342,7 +347,8 @@ class SourceTab:
                 df = act.call(ex)
             except WorkbenchError as e:  # an op with no line of the user's, a stage without ops: said here
                 self.selection, self._lineage = ("op", stage, result), None
-                self.lineage.value = f'<div class="wb-lineage">{_note(str(e), error=True)}</div>'
+                self.lineage.value = str(Markup('<div class="wb-lineage">{}</div>').format(
+                    Markup(_note(str(e), error=True))))
                 try:
                     self._mark_op(ex, stage, result, None)
                 except WorkbenchError:
@@ -450,10 +456,10 @@ class SourceTab:
             marks[side] = self._shown(ex, side, stage, rows["text_line"])
         self.diff_view.mark(marks["before"], marks["after"], focus="after")
         where = f"line {line}" if file else "the ops with no line of your code"
-        said = [f"{'no' if n == 0 else n} op{'s' * (n != 1)} in {t} ({esc(s)})"
+        said = [f"{'no' if n == 0 else n} op{'s' * (n != 1)} in {t} ({s})"
                 for t, s, n in (("B", right, counts["after"]), ("A", left, counts["before"])) if n is not None]
-        self.status.value = _note(f"{where}: " + ", ".join(said) + " (marked in the diff)" if said else where,
-                                  raw=True) + "".join(_note(n, error=True) for n in notes)
+        self.status.value = _note(f"{where}: " + ", ".join(said) + " (marked in the diff)" if said else where) \
+            + "".join(_note(n, error=True) for n in notes)
 
     def _mark_op(self, ex: Exploration, stage: str, result: str, df) -> None:
         """Mark op ``result`` of ``stage`` and, from its lineage ``df``, its counterparts in the diff's stages."""
@@ -477,6 +483,6 @@ class SourceTab:
                                   f"{n['A']} in A, {n['B']} in B (marked)" + (f"; removed by {removed}" if removed else ""))
 
 
-def _note(text: str, error: bool = False, raw: bool = False) -> str:
-    body = text if raw else esc(text)
-    return f'<div class="{"wb-error" if error else "wb-note wb-source-status"}">{body}</div>'
+def _note(text: str, error: bool = False) -> str:
+    """``text`` (escaped) as a note of the tab, or as an error."""
+    return str(Markup('<div class="{}">{}</div>').format("wb-error" if error else "wb-note wb-source-status", text))
