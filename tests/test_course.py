@@ -82,24 +82,40 @@ def test_the_lessons_table_names_every_notebook():
 def test_the_judges_say_right_close_or_wrong_and_why():
     from workbench.course.judge import judge_choice, judge_names, judge_number
 
-    assert judge_number("q", 96, 96.0, what="the flops").right
-    assert judge_number("q", "1,024", 1024, what="the bytes").right
-    v = judge_number("q", 12, 96, what="the flops", near={12: "the loop body is counted once"})
+    assert judge_number(96, 96.0, what="the flops").right
+    assert judge_number("1,024", 1024, what="the bytes").right
+    v = judge_number(12, 96, what="the flops", near={12: "the loop body is counted once"})
     assert v.status == "close" and "counted once" in v.message
-    assert judge_number("q", 100, 96, what="the flops").status == "close"
-    assert judge_number("q", 200, 96, what="the flops").status == "wrong"
-    assert judge_number("q", True, 1, what="the count").status == "wrong"
-    assert judge_number("q", float("nan"), 1, what="the count").status == "wrong"
+    assert judge_number(100, 96, what="the flops").status == "close"
+    assert judge_number(200, 96, what="the flops").status == "wrong"
+    assert judge_number(True, 1, what="the count").status == "wrong"
+    assert judge_number(float("nan"), 1, what="the count").status == "wrong"
     known = ["transpose_transpose", "dot_transpose", "add_simplify"]
-    assert judge_names("q", "dot_transpose", {"dot_transpose"}, what="the culprit", known=known).right
-    assert judge_names("q", ["dot_transpose", "transpose_transpose"], {"transpose_transpose", "dot_transpose"},
+    assert judge_names("dot_transpose", {"dot_transpose"}, what="the culprit", known=known).right
+    assert judge_names(["dot_transpose", "transpose_transpose"], {"transpose_transpose", "dot_transpose"},
                        what="the culprits", known=known).right
-    assert judge_names("q", "dot_transpose", {"dot_transpose", "add_simplify"}, what="the culprits").status == "close"
-    v = judge_names("q", "dot_transpos", {"dot_transpose"}, what="the culprit", known=known, kind="pattern")
+    assert judge_names("dot_transpose", {"dot_transpose", "add_simplify"}, what="the culprits").status == "close"
+    v = judge_names("dot_transpos", {"dot_transpose"}, what="the culprit", known=known, kind="pattern")
     assert v.status == "wrong" and "did you mean 'dot_transpose'" in v.message
-    assert judge_names("q", 3, {"dot_transpose"}, what="the culprit").status == "wrong"
-    assert judge_choice("q", " Up", "up", ["up", "down"], what="the direction").right
-    assert judge_choice("q", "sideways", "up", ["up", "down"], what="the direction").status == "wrong"
+    assert judge_names(3, {"dot_transpose"}, what="the culprit").status == "wrong"
+    assert judge_choice(" Up", "up", ["up", "down"], what="the direction").right
+    assert judge_choice("sideways", "up", ["up", "down"], what="the direction").status == "wrong"
+    v = judge_number(0.51, 2.0, what="the factor", near={0.5: "you divide the other way round"}, near_within=0.05)
+    assert v.status == "close" and "other way round" in v.message
+    assert judge_number(0.51, 2.0, what="the factor", near={0.5: "you divide the other way round"}).status == "wrong"
+
+
+def test_the_exercise_stamps_its_id_on_the_judges_verdict():
+    from workbench.course import lesson04, lesson10
+    from workbench.course.judge import judge_number
+
+    assert judge_number(3, 3, what="the count").qid == ""  # a judge does not know which exercise asked
+    v = course.check("l10.q4", 3)  # not a path: judged without running anything
+    assert v.qid == "l10.q4" and v.status == "wrong" and str(v).startswith("l10.q4: wrong.")
+    assert lesson10.q4(3) == v and lesson10.q4().qid == "l10.q4"
+    v = course.check("l4.q3", 3)  # the checker raises AnswerError for an answer that is no predicate
+    assert v.qid == "l4.q3" and v.status == "wrong" and "not a predicate" in v.message
+    assert lesson04.q3.lesson == 4 and lesson04.q3.answer == "a predicate"
 
 
 ODD = [{"a": 1}, [1, 2], np.array([1, 2]), np.int64(3), b"cse", object(), float("inf"), -1, 10**30, 2 + 3j,

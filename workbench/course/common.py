@@ -34,7 +34,7 @@ def pattern_names(**options) -> frozenset[str]:
     return frozenset(wb.patterns(**options).name)
 
 
-def judge_patterns(qid: str, answer, expected, *, what: str, hint: str = "", **options) -> Verdict:
+def judge_patterns(answer, expected, *, what: str, hint: str = "", **options) -> Verdict:
     """A pattern name or a set of them, judged by ``judge_names`` against enzyme-ad's catalog (under
     ``options`` such as ``no_nan=True``): a name the catalog lacks gets its nearest names there."""
-    return judge_names(qid, answer, expected, what=what, known=pattern_names(**options), kind="pattern", hint=hint)
+    return judge_names(answer, expected, what=what, known=pattern_names(**options), kind="pattern", hint=hint)

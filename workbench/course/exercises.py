@@ -1,9 +1,11 @@
 """The exercises of the course, registered by the lesson modules, and ``check`` that judges an answer.
 
 Each lesson ``N`` is a module ``workbench/course/lessonNN.py``: its programs, and one checker per
-exercise, registered with ``@exercise("lN.qK", prompt=..., answer=...)``. A checker computes the right
-answer from the workbench on the lesson's program every time it is asked (cached per process), so a
-JAX version that changes the IR changes the expected answer with it.
+exercise, registered with ``@exercise("lN.qK", prompt=..., answer=...)`` (or, for an answer that is a
+number, ``@number_exercise``). A checker computes the right answer from the workbench on the lesson's
+program every time it is asked (cached per process), so a JAX version that changes the IR changes the
+expected answer with it. The id is written once, in the decorator: the verdict a checker returns has
+none, and the exercise stamps its own on it.
 """
 from __future__ import annotations
 
@@ -11,12 +13,12 @@ import importlib
 import inspect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import UnknownNameError
-from .judge import AnswerError, Verdict, blank, is_blank, wrong
+from .judge import AnswerError, Verdict, blank, is_blank, judge_number, wrong
 
-__all__ = ["LESSONS", "Exercise", "exercise", "check", "exercises", "lessons", "show"]
+__all__ = ["LESSONS", "Exercise", "exercise", "number_exercise", "check", "exercises", "lessons", "show"]
 
 # number, title, notebook (in notebooks/, without .ipynb)
 LESSONS = (
@@ -38,25 +40,57 @@ _QID = re.compile(r"l(\d+)\.q(\d+)$")
 
 @dataclass(frozen=True)
 class Exercise:
+    """One question of a lesson; called with an answer, the verdict on it, with this exercise's id.
+
+    ``checker(answer) -> Verdict`` judges an answer that is not blank; an ``AnswerError`` it raises is
+    a "wrong" verdict (the student's pipeline or predicate failed), a blank answer never reaches it."""
+
     qid: str
-    lesson: int
     prompt: str
     answer: str  # what kind of answer: "a pattern name", "an op count", ...
     checker: Callable[[object], Verdict]
+
+    @property
+    def lesson(self) -> int:
+        return int(_QID.match(self.qid).group(1))
+
+    def __call__(self, answer=None) -> Verdict:
+        if is_blank(answer):
+            verdict = blank(self.answer)
+        else:
+            try:
+                verdict = self.checker(answer)
+            except AnswerError as e:
+                verdict = wrong(e.message, e.hint)
+        return replace(verdict, qid=self.qid)
 
 
 _REGISTRY: dict[str, Exercise] = {}
 
 
 def exercise(qid: str, *, prompt: str, answer: str):
-    """Register the decorated ``checker(answer) -> Verdict`` as exercise ``qid`` ("l5.q2")."""
-    m = _QID.match(qid)
-    if not m:
+    """Register the decorated ``checker(answer) -> Verdict`` as exercise ``qid`` ("l5.q2"). It returns
+    the ``Exercise``: ``lessonNN.qK(answer)`` is the verdict ``check("lN.qK", answer)`` gives."""
+    if not _QID.match(qid):
         raise ValueError(f"an exercise id looks like 'l5.q2', not {qid!r}")
 
-    def register(checker):
-        _REGISTRY[qid] = Exercise(qid, int(m.group(1)), prompt, answer, checker)
-        return checker
+    def register(checker) -> Exercise:
+        _REGISTRY[qid] = Exercise(qid, prompt, answer, checker)
+        return _REGISTRY[qid]
+
+    return register
+
+
+def number_exercise(qid: str, *, prompt: str, answer: str, **judging):
+    """Register the decorated ``expected() -> (number, near)`` as exercise ``qid``, whose answer is a
+    number: ``judge_number`` with ``judging`` (``what``, ``hint``, tolerances) compares it with
+    ``number``; ``near`` maps the value each known misunderstanding gives to what it is."""
+    def register(expected) -> Exercise:
+        def checker(given) -> Verdict:
+            number, near = expected()
+            return judge_number(given, number, near=near, **judging)
+
+        return exercise(qid, prompt=prompt, answer=answer)(checker)
 
     return register
 
@@ -81,13 +115,7 @@ def _find(qid: str) -> Exercise:
 def check(qid: str, answer=None) -> Verdict:
     """Judge ``answer`` to exercise ``qid`` ("l5.q2"): right, close or wrong, with a hint. A blank
     answer (None, ``...``, "") is "not answered yet" and raises nothing; so does a wrong one."""
-    ex = _find(qid)
-    if is_blank(answer):
-        return blank(ex.qid, ex.answer)
-    try:
-        return ex.checker(answer)
-    except AnswerError as e:
-        return wrong(ex.qid, e.message, e.hint)
+    return _find(qid)(answer)
 
 
 def exercises(lesson: int | None = None):

@@ -2,7 +2,8 @@
 
 A judge never raises on what a student wrote: an answer of the wrong kind, a name that does not exist,
 a pipeline that does not parse or a predicate that raises is a "wrong" verdict whose hint says why.
-A blank answer (None, ``...`` or an empty string) is "not answered yet".
+A blank answer (None, ``...`` or an empty string) is "not answered yet". A verdict says nothing of which
+exercise it judges: ``course.exercises.Exercise`` stamps its id on it.
 """
 from __future__ import annotations
 
@@ -22,12 +23,13 @@ _COLOURS = {RIGHT: "#1a7f37", CLOSE: "#9a6700", WRONG: "#cf222e", BLANK: "#57606
 @dataclass(frozen=True)
 class Verdict:
     """What ``course.check`` says: ``status`` is "right", "close", "wrong" or "not answered yet";
-    ``message`` says what was compared, ``hint`` where to look next. True only when right."""
+    ``message`` says what was compared, ``hint`` where to look next. True only when right. A judge
+    leaves ``qid`` blank: the exercise that asked stamps its id on the verdict."""
 
-    qid: str
     status: str
     message: str
     hint: str = ""
+    qid: str = ""
 
     @property
     def right(self) -> bool:
@@ -58,20 +60,20 @@ def is_blank(answer) -> bool:
     return answer is None or answer is Ellipsis or (isinstance(answer, str) and not answer.strip())
 
 
-def blank(qid: str, what: str) -> Verdict:
-    return Verdict(qid, BLANK, f"write your answer ({what}) in place of None, and run the cell again")
+def blank(what: str) -> Verdict:
+    return Verdict(BLANK, f"write your answer ({what}) in place of None, and run the cell again")
 
 
-def right(qid: str, message: str, hint: str = "") -> Verdict:
-    return Verdict(qid, RIGHT, message, hint)
+def right(message: str, hint: str = "") -> Verdict:
+    return Verdict(RIGHT, message, hint)
 
 
-def close(qid: str, message: str, hint: str = "") -> Verdict:
-    return Verdict(qid, CLOSE, message, hint)
+def close(message: str, hint: str = "") -> Verdict:
+    return Verdict(CLOSE, message, hint)
 
 
-def wrong(qid: str, message: str, hint: str = "") -> Verdict:
-    return Verdict(qid, WRONG, message, hint)
+def wrong(message: str, hint: str = "") -> Verdict:
+    return Verdict(WRONG, message, hint)
 
 
 def as_number(answer) -> float | int | None:
@@ -87,27 +89,28 @@ def as_number(answer) -> float | int | None:
         return None
 
 
-def judge_number(qid: str, answer, expected: float, *, what: str, rel_close: float = 0.1,
-                 rel_right: float = 0.0, near: dict[float, str] | None = None, hint: str = "") -> Verdict:
+def judge_number(answer, expected: float, *, what: str, rel_close: float = 0.1, rel_right: float = 0.0,
+                 near: dict[float, str] | None = None, near_within: float = 0.0, hint: str = "") -> Verdict:
     """A predicted count or amount. Right when within ``rel_right`` of ``expected`` (exact by default),
     close within ``rel_close``; ``near`` maps values that a known misunderstanding gives (say, a loop
-    body counted once) to the hint that explains it."""
+    body counted once) to the hint that explains it, and an answer within ``near_within`` of such a
+    value (relative; equal but for rounding by default) is close, with that hint."""
     number = as_number(answer)
     if number is None:
-        return wrong(qid, f"{answer!r} is not a number", f"the answer is {what}, as a number")
+        return wrong(f"{answer!r} is not a number", f"the answer is {what}, as a number")
     answer = number
     if math.isnan(answer):
-        return wrong(qid, "the answer is NaN", f"the answer is {what}, as a number")
+        return wrong("the answer is NaN", f"the answer is {what}, as a number")
     off = abs(answer - expected) / max(abs(expected), 1e-30)
     shown = _num(answer)
     if off <= rel_right or answer == expected:
-        return right(qid, f"{shown} is {what}" + ("" if answer == expected else f" (the workbench: {_num(expected)})"))
+        return right(f"{shown} is {what}" + ("" if answer == expected else f" (the workbench: {_num(expected)})"))
     for value, why in (near or {}).items():
-        if value != expected and abs(answer - value) <= max(abs(value), 1) * 1e-9:
-            return close(qid, f"{shown} is not {what}, but it is what you get when {why}", hint)
+        if value != expected and abs(answer - value) <= max(abs(value) * near_within, max(abs(value), 1) * 1e-9):
+            return close(f"{shown} is not {what}, but it is what you get when {why}", hint)
     if off <= rel_close:
-        return close(qid, f"{shown} is within {100 * rel_close:.0f}% of {what}, not exactly it", hint)
-    return wrong(qid, f"{shown} is not {what}: the right answer is {'lower' if answer > expected else 'higher'}", hint)
+        return close(f"{shown} is within {100 * rel_close:.0f}% of {what}, not exactly it", hint)
+    return wrong(f"{shown} is not {what}: the right answer is {'lower' if answer > expected else 'higher'}", hint)
 
 
 def _num(x: float) -> str:
@@ -129,22 +132,22 @@ def names_of(answer) -> list[str] | None:
     return None
 
 
-def judge_names(qid: str, answer, expected: Iterable[str], *, what: str, known: Iterable[str] = (),
+def judge_names(answer, expected: Iterable[str], *, what: str, known: Iterable[str] = (),
                 kind: str = "name", hint: str = "") -> Verdict:
     """A name or a set of names (patterns, passes, ops). Right when the set equals ``expected``; close
     when it overlaps or holds part of it; a name outside ``known`` (when given) gets its nearest names."""
     names = names_of(answer)
     if names is None:
-        return wrong(qid, f"{answer!r} is not a {kind} or a list of them", f"the answer is {what}")
+        return wrong(f"{answer!r} is not a {kind} or a list of them", f"the answer is {what}")
     known = set(known)
     unknown = [n for n in names if known and n not in known]
     if unknown:
         near = difflib.get_close_matches(unknown[0], sorted(known), n=3, cutoff=0.5)
         more = f"; did you mean {', '.join(map(repr, near))}?" if near else ""
-        return wrong(qid, f"{unknown[0]!r} is not a {kind} here{more}", hint)
+        return wrong(f"{unknown[0]!r} is not a {kind} here{more}", hint)
     got, want = set(names), set(expected)
     if got == want:
-        return right(qid, f"{', '.join(sorted(got))}: {what}")
+        return right(f"{', '.join(sorted(got))}: {what}")
     if got & want:
         missing, extra = want - got, got - want
         say = []
@@ -152,12 +155,12 @@ def judge_names(qid: str, answer, expected: Iterable[str], *, what: str, known: 
             say.append(f"{len(missing)} of the answer's {kind}s missing")
         if extra:
             say.append(f"{', '.join(sorted(extra))} not part of it")
-        return close(qid, f"part of {what} ({'; '.join(say)})", hint)
-    return wrong(qid, f"{', '.join(sorted(got)) or 'nothing'} is not {what}" + ("" if len(want) < 4 else
+        return close(f"part of {what} ({'; '.join(say)})", hint)
+    return wrong(f"{', '.join(sorted(got)) or 'nothing'} is not {what}" + ("" if len(want) < 4 else
                                                                                 f" ({len(want)} {kind}s)"), hint)
 
 
-def judge_choice(qid: str, answer, expected, choices: Iterable, *, what: str, hint: str = "",
+def judge_choice(answer, expected, choices: Iterable, *, what: str, hint: str = "",
                  why: str = "") -> Verdict:
     """One of a few answers (a direction, True/False, "compute" or "memory")."""
     choices = list(choices)
@@ -165,10 +168,10 @@ def judge_choice(qid: str, answer, expected, choices: Iterable, *, what: str, hi
     value = norm(answer) if isinstance(answer, str) else answer
     scalar = isinstance(value, (str, bool, int, float)) and not isinstance(value, complex)
     if not scalar or not any(type(value) is type(norm(c)) and value == norm(c) for c in choices):
-        return wrong(qid, f"{answer!r} is not one of {', '.join(map(repr, choices))}", f"the answer is {what}")
+        return wrong(f"{answer!r} is not one of {', '.join(map(repr, choices))}", f"the answer is {what}")
     if value == norm(expected):
-        return right(qid, f"{expected!r}: {what}" + (f". {why}" if why else ""))
-    return wrong(qid, f"{answer!r} is not {what}", hint)
+        return right(f"{expected!r}: {what}" + (f". {why}" if why else ""))
+    return wrong(f"{answer!r} is not {what}", hint)
 
 
 class AnswerError(Exception):

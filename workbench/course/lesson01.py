@@ -17,8 +17,8 @@ from workbench.ir.dtypes import mlir_spelling
 from workbench.ir.mlir import parse_module
 
 from .common import stage_cost
-from .exercises import exercise
-from .judge import judge_number, right, wrong
+from .exercises import exercise, number_exercise
+from .judge import right, wrong
 
 STEPS = 3        # the loop count the lesson explores
 ASKED_STEPS = 10  # the loop count exercise l1.q4 asks about
@@ -73,22 +73,21 @@ def stablehlo_ops(ex) -> int:
     return int(stage_cost(ex, "stablehlo")["ops_stablehlo"])
 
 
-@exercise("l1.q1", prompt="predict(params, x, 3) is explored with steps static. How many arguments does @main "
-                          "of the 'stablehlo' stage take?", answer="a number of arguments")
-def q1(answer):
+@number_exercise("l1.q1", prompt="predict(params, x, 3) is explored with steps static. How many arguments does "
+                                 "@main of the 'stablehlo' stage take?", answer="a number of arguments",
+                 what="the number of @main's arguments", rel_close=0.0,
+                 hint="read the line 'func.func public @main(...)' of ex['stablehlo'].text")
+def q1():
     inputs, _ = main_signature(exploration()["stablehlo"].text)
     dynamic = [a for i, a in enumerate(args()) if i not in STATIC]
     leaves = len(jax.tree_util.tree_leaves(dynamic))
-    whole = float(len(dynamic))  # params and x, each taken as one argument
-    return judge_number("l1.q1", answer, len(inputs), what="the number of @main's arguments",
-                        rel_close=0.0,
-                        near={whole: "you count the dict of params as one argument: JAX flattens a pytree into its "
-                                     "leaves, one argument each",
-                              whole + 1: "you count params as one argument and steps as another: the dict is "
-                                         "flattened, and a static argument is no argument of @main at all",
-                              float(leaves + 1): "you count steps: a static argument is baked into the program "
-                                                 "when JAX traces, so @main never receives it"},
-                        hint="read the line 'func.func public @main(...)' of ex['stablehlo'].text")
+    whole = len(dynamic)  # params and x, each taken as one argument
+    return len(inputs), {whole: "you count the dict of params as one argument: JAX flattens a pytree into its "
+                                "leaves, one argument each",
+                         whole + 1: "you count params as one argument and steps as another: the dict is "
+                                    "flattened, and a static argument is no argument of @main at all",
+                         leaves + 1: "you count steps: a static argument is baked into the program when JAX "
+                                     "traces, so @main never receives it"}
 
 
 def _argument_index(answer) -> int | None:
@@ -113,18 +112,18 @@ def q2(answer):
     expected = matches[0]
     k = _argument_index(answer)
     if k is None:
-        return wrong("l1.q2", f"{answer!r} is not an argument number", "the answer is k of %argk, e.g. 0 or '%arg0'")
+        return wrong(f"{answer!r} is not an argument number", "the answer is k of %argk, e.g. 0 or '%arg0'")
     if k == expected:
-        return right("l1.q2", f"%arg{k} holds params['w'] ({want}): JAX flattens a dict in the sorted order of "
-                              "its keys, whatever order it was written in")
+        return right(f"%arg{k} holds params['w'] ({want}): JAX flattens a dict in the sorted order of its keys, "
+                     "whatever order it was written in")
     written = list(args()[0]).index("w")
     if k == written:
-        return wrong("l1.q2", f"%arg{k} is where 'w' would be if JAX kept the order the dict was written in",
+        return wrong(f"%arg{k} is where 'w' would be if JAX kept the order the dict was written in",
                      "JAX flattens a dict's values in the sorted order of its keys; look for the argument whose "
                      "type is w's shape and dtype")
     if not 0 <= k < len(inputs):
-        return wrong("l1.q2", f"@main has no %arg{k}: it takes {len(inputs)} arguments", "count from %arg0")
-    return wrong("l1.q2", f"%arg{k} is not params['w']: its type is {inputs[k]}",
+        return wrong(f"@main has no %arg{k}: it takes {len(inputs)} arguments", "count from %arg0")
+    return wrong(f"%arg{k} is not params['w']: its type is {inputs[k]}",
                  "find the argument whose type is w's shape and dtype (8x8, bf16)")
 
 
@@ -162,24 +161,24 @@ def q3(answer):
     expected = element_type(results[0])
     got = _element_type_of(answer)
     if got is None:
-        return wrong("l1.q3", f"{answer!r} is not an element type", "write it as MLIR does ('f32', 'bf16') or as "
-                                                                    "numpy does ('float32', jnp.bfloat16)")
+        return wrong(f"{answer!r} is not an element type",
+                     "write it as MLIR does ('f32', 'bf16') or as numpy does ('float32', jnp.bfloat16)")
     if got == expected:
-        return right("l1.q3", f"{expected}: the float32 bias promotes h in the first step, and bfloat16 weights "
-                              "times a float32 h stay float32")
-    return wrong("l1.q3", f"{got} is not the result's element type",
+        return right(f"{expected}: the float32 bias promotes h in the first step, and bfloat16 weights times a "
+                     "float32 h stay float32")
+    return wrong(f"{got} is not the result's element type",
                  "follow h through the jaxpr: which dtype does h @ w + b have, where b is float32? The result type "
                  "is at the end of the @main line")
 
 
-@exercise("l1.q4", prompt=f"How many ops of the stablehlo dialect (ex.cost()'s ops_stablehlo) does the lowered "
-                          f"module hold with steps={ASKED_STEPS}?", answer="a number of ops")
-def q4(answer):
-    expected = stablehlo_ops(exploration(ASKED_STEPS))
+@number_exercise("l1.q4", prompt=f"How many ops of the stablehlo dialect (ex.cost()'s ops_stablehlo) does the "
+                                 f"lowered module hold with steps={ASKED_STEPS}?", answer="a number of ops",
+                 what=f"the stablehlo ops at steps={ASKED_STEPS}", rel_close=0.05,
+                 hint=f"count steps=1, 2 and {STEPS}: how many ops does one more step add?")
+def q4():
     lesson, one = stablehlo_ops(exploration(STEPS)), stablehlo_ops(exploration(1))
-    return judge_number("l1.q4", answer, expected, what=f"the stablehlo ops at steps={ASKED_STEPS}", rel_close=0.05,
-                        near={float(lesson): f"you count the program of steps={STEPS}: the Python loop is unrolled "
-                                             "when JAX traces, so each step adds its ops again",
-                              float(one * ASKED_STEPS): "you multiply the whole steps=1 program: the ops before and "
-                                                        "after the loop (the input's convert, the gain) occur once"},
-                        hint=f"count steps=1, 2 and {STEPS}: how many ops does one more step add?")
+    return stablehlo_ops(exploration(ASKED_STEPS)), {
+        lesson: f"you count the program of steps={STEPS}: the Python loop is unrolled when JAX traces, so each "
+                "step adds its ops again",
+        one * ASKED_STEPS: "you multiply the whole steps=1 program: the ops before and after the loop (the input's "
+                           "convert, the gain) occur once"}

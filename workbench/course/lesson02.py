@@ -18,8 +18,8 @@ from workbench.ir.ops import op_counts
 from workbench.ir.text import pass_names
 
 from .common import op_count
-from .exercises import exercise
-from .judge import close, from_answer, judge_names, judge_number, right, wrong
+from .exercises import exercise, number_exercise
+from .judge import close, from_answer, judge_names, right, wrong
 
 CLEANUPS = ("canonicalize", "cse", "inline", "symbol-dce")  # the passes this lesson is about
 LONGEST = 3  # exercise l2.q4: a pipeline of at most this many passes
@@ -89,63 +89,61 @@ def q1(answer):
     expected = [p for p in CLEANUPS if op_count(after(p), "stablehlo.subtract") < before]
     names = _pass_list(answer)
     if names is None:
-        return wrong("l2.q1", f"{answer!r} is not a pass name", "the answer is one of " + ", ".join(CLEANUPS))
-    return judge_names("l2.q1", names, expected, what="the pass that removes the duplicated subtraction",
+        return wrong(f"{answer!r} is not a pass name", "the answer is one of " + ", ".join(CLEANUPS))
+    return judge_names(names, expected, what="the pass that removes the duplicated subtraction",
                        known=CLEANUPS, kind="pass",
                        hint="run each pass alone with ex.with_pipeline(name) and diff it against 'stablehlo' "
                             "(.ops_delta()): which one takes a stablehlo.subtract away?")
 
 
-@exercise("l2.q2", prompt="How many func.func ops does the module hold after the inline pass alone "
-                          "(pipeline 'inline')?", answer="a number of functions")
-def q2(answer):
-    expected = op_count(after("inline"), "func.func")
-    return judge_number("l2.q2", answer, expected, what="the functions left after inline", rel_close=0.0,
-                        near={float(op_count(lowered(), "func.func")):
-                              "you expect the private @relu to stay behind for symbol-dce; the inliner erases a "
-                              "private function itself once it has inlined every call of it"},
-                        hint="count 'func.func' in the text of the inline stage")
+@number_exercise("l2.q2", prompt="How many func.func ops does the module hold after the inline pass alone "
+                                 "(pipeline 'inline')?", answer="a number of functions",
+                 what="the functions left after inline", rel_close=0.0,
+                 hint="count 'func.func' in the text of the inline stage")
+def q2():
+    return op_count(after("inline"), "func.func"), {
+        op_count(lowered(), "func.func"): "you expect the private @relu to stay behind for symbol-dce; the inliner "
+                                          "erases a private function itself once it has inlined every call of it"}
 
 
-@exercise("l2.q3", prompt="After the pipeline 'cse,inline' (cse first), how many stablehlo.maximum ops does "
-                          "@main hold?", answer="a number of ops")
-def q3(answer):
-    expected = op_count(after("cse,inline"), "stablehlo.maximum")
+@number_exercise("l2.q3", prompt="After the pipeline 'cse,inline' (cse first), how many stablehlo.maximum ops does "
+                                 "@main hold?", answer="a number of ops",
+                 what="the maximum ops after cse,inline", rel_close=0.0,
+                 hint="what does cse see in @main before inlining, and what does inlining leave behind three times?")
+def q3():
     merged = op_count(after("inline,cse"), "stablehlo.maximum")
-    return judge_number("l2.q3", answer, expected, what="the maximum ops after cse,inline", rel_close=0.0,
-                        near={float(merged): "cse could merge the calls: it cannot, a func.call is opaque to it, and "
-                                             "when the calls are inlined cse has already run"},
-                        hint="what does cse see in @main before inlining, and what does inlining leave behind "
-                             "three times?")
+    return op_count(after("cse,inline"), "stablehlo.maximum"), {
+        merged: "cse could merge the calls: it cannot, a func.call is opaque to it, and when the calls are inlined "
+                "cse has already run"}
 
 
 @exercise("l2.q4", prompt=f"Write a pipeline of at most {LONGEST} passes, taken from canonicalize, cse, inline and "
                           "symbol-dce, that leaves the fewest ops in the module.", answer="a pipeline string")
 def q4(answer):
     if not isinstance(answer, str):
-        return wrong("l2.q4", f"{answer!r} is not a pipeline string", "write the passes as one string, "
-                                                                      "separated by commas: 'a,b'")
+        return wrong(f"{answer!r} is not a pipeline string", "write the passes as one string, separated by "
+                                                              "commas: 'a,b'")
     try:
         names = pass_names(answer)
     except ValueError as e:
-        return wrong("l2.q4", f"the pipeline does not parse: {e}", "passes separated by commas, e.g. 'cse,inline'")
+        return wrong(f"the pipeline does not parse: {e}", "passes separated by commas, e.g. 'cse,inline'")
     outside = [n for n in names if n not in CLEANUPS]
     if outside:
-        return wrong("l2.q4", f"{outside[0]!r} is not one of the cleanups of this lesson",
+        return wrong(f"{outside[0]!r} is not one of the cleanups of this lesson",
                      "use only " + ", ".join(CLEANUPS))
     if not names:
-        return wrong("l2.q4", "the pipeline is empty", "write at least one pass")
+        return wrong("the pipeline is empty", "write at least one pass")
     if len(names) > LONGEST:
-        return wrong("l2.q4", f"{len(names)} passes: the exercise allows at most {LONGEST}",
+        return wrong(f"{len(names)} passes: the exercise allows at most {LONGEST}",
                      "which passes change nothing here? Leave them out")
     got = ops(from_answer("your pipeline", wb.opt, lowered(), answer))
     fewest, _ = best()
     start = ops(lowered())
     if got == fewest:
-        return right("l2.q4", f"'{answer}' leaves {got} ops, the fewest any pipeline of at most {LONGEST} "
-                              f"cleanups reaches (from {start})")
+        return right(f"'{answer}' leaves {got} ops, the fewest any pipeline of at most {LONGEST} cleanups "
+                     f"reaches (from {start})")
     if got < start:
-        return close("l2.q4", f"'{answer}' leaves {got} ops; the best pipeline of at most {LONGEST} leaves {fewest}",
+        return close(f"'{answer}' leaves {got} ops; the best pipeline of at most {LONGEST} leaves {fewest}",
                      "which repetitions are left? A pass only sees what the passes before it have exposed")
-    return wrong("l2.q4", f"'{answer}' leaves {got} ops, as many as the lowered module ({start})",
+    return wrong(f"'{answer}' leaves {got} ops, as many as the lowered module ({start})",
                  "which passes changed the module when run alone?")

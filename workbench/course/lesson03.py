@@ -11,8 +11,8 @@ import workbench as wb
 from workbench.pipeline.catalog import patterns_pass
 
 from .common import judge_patterns, pattern_names
-from .exercises import exercise
-from .judge import judge_number, names_of, right, wrong
+from .exercises import exercise, number_exercise
+from .judge import names_of, right, wrong
 
 
 def wasteful(x, y):
@@ -85,26 +85,24 @@ def order_matters(ex, a: str, b: str) -> bool:
     return not ex.diff(_ends(ex, (a, b)), _ends(ex, (b, a))).is_empty
 
 
-@exercise("l3.q1", prompt="How many patterns of the catalog change the program that one greedy run ended with "
-                          "(the 'enzyme-hlo-patterns#1' stage of wasteful) when each is applied alone?",
-          answer="a number of patterns")
-def q1(answer):
-    expected = len(applicable("enzyme-hlo-patterns#1"))
-    return judge_number("l3.q1", answer, expected, what="the number of patterns that apply to the greedy run's result",
-                        rel_close=0.0,
-                        near={float(len(stepped().applied())): "you count the steps of step(), which start "
-                                                               "from the program as lowered",
-                              float(len(applicable("stablehlo"))): "you count the patterns that apply to the "
-                                                                   "program as lowered, before the greedy run"},
-                        hint="the greedy driver stops only when nothing it runs matches any more; "
-                             "ex.applicable('enzyme-hlo-patterns#1') asks the whole catalog")
+@number_exercise("l3.q1", prompt="How many patterns of the catalog change the program that one greedy run ended "
+                                 "with (the 'enzyme-hlo-patterns#1' stage of wasteful) when each is applied alone?",
+                 answer="a number of patterns",
+                 what="the number of patterns that apply to the greedy run's result", rel_close=0.0,
+                 hint="the greedy driver stops only when nothing it runs matches any more; "
+                      "ex.applicable('enzyme-hlo-patterns#1') asks the whole catalog")
+def q1():
+    return len(applicable("enzyme-hlo-patterns#1")), {
+        len(stepped().applied()): "you count the steps of step(), which start from the program as lowered",
+        len(applicable("stablehlo")): "you count the patterns that apply to the program as lowered, before the "
+                                      "greedy run"}
 
 
 @exercise("l3.q2", prompt="Which patterns did step() apply to wasteful that applicable('stablehlo') did not list? "
                           "Give the set.", answer="a set of pattern names")
 def q2(answer):
     expected = set(stepped().applied()) - set(applicable("stablehlo"))
-    return judge_patterns("l3.q2", answer, expected,
+    return judge_patterns(answer, expected,
                           what="the patterns step applied that did not match the program as lowered",
                           hint="compare st.applied() with ex.applicable('stablehlo'): which names appear only in "
                                "the first, and what made them match later?")
@@ -114,8 +112,7 @@ def q2(answer):
                           "program. Which patterns does bisect name?", answer="a set of pattern names")
 def q3(answer):
     found = exploration().bisect(wb.op_count_at_most("stablehlo.transpose", 0), progress=False).patterns
-    return judge_patterns("l3.q3", answer, found,
-                          what="the 1-minimal set of patterns that removes every transpose",
+    return judge_patterns(answer, found, what="the 1-minimal set of patterns that removes every transpose",
                           hint="ex.bisect(predicate) with a predicate that holds when the last stage has no "
                                "stablehlo.transpose; every pattern of the set it returns is needed")
 
@@ -123,21 +120,20 @@ def q3(answer):
 @exercise("l3.q4", prompt="Name two patterns that, applied one after the other to wasteful as lowered, end at a "
                           "different program depending on which goes first.", answer="two pattern names")
 def q4(answer):
-    qid = "l3.q4"
     names = names_of(answer)
     if names is None or len(set(names)) != 2:
-        return wrong(qid, f"{answer!r} is not two different pattern names",
+        return wrong(f"{answer!r} is not two different pattern names",
                      "write them as a tuple of two strings: ('first_pattern', 'second_pattern')")
     unknown = [n for n in names if n not in pattern_names()]
     if unknown:
-        return judge_patterns(qid, unknown, (), what="two patterns")
+        return judge_patterns(unknown, (), what="two patterns")
     ex = exploration()
     a, b = names
     if order_matters(ex, a, b):
-        return right(qid, f"{a} then {b} and {b} then {a} end at different programs: an order effect")
+        return right(f"{a} then {b} and {b} then {a} end at different programs: an order effect")
     idle = [n for n in names if n not in applicable("stablehlo")]
     if idle:
-        return wrong(qid, f"{idle[0]} does not change wasteful as lowered, so which goes first hardly matters",
+        return wrong(f"{idle[0]} does not change wasteful as lowered, so which goes first hardly matters",
                      "start from ex.applicable('stablehlo'): only those patterns match the program")
-    return wrong(qid, f"{a} then {b} and {b} then {a} end at the same program: they commute here",
+    return wrong(f"{a} then {b} and {b} then {a} end at the same program: they commute here",
                  "try every pair of ex.applicable('stablehlo') with lesson.in_order in both orders")

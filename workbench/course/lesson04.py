@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import workbench as wb
 
 from .common import judge_patterns, stage_cost
-from .exercises import exercise
-from .judge import AnswerError, close, from_answer, judge_names, judge_number, right, wrong
+from .exercises import exercise, number_exercise
+from .judge import AnswerError, close, from_answer, judge_names, right, wrong
 
 
 def two_matmuls(x, a, b):
@@ -112,26 +112,26 @@ def _flops(ex, stage: str, op: str | None = None) -> float:
     return float(per_op[per_op.op == op].flops.sum())
 
 
-@exercise("l4.q1", prompt="two_matmuls with x of shape (256, 512) and a, b of shape (512, 64) (lesson.bigger()): how "
-                          "many flops does the optimized program (the last MLIR stage) cost?",
-          answer="a number of flops")
-def q1(answer):
+@number_exercise("l4.q1", prompt="two_matmuls with x of shape (256, 512) and a, b of shape (512, 64) "
+                                 "(lesson.bigger()): how many flops does the optimized program (the last MLIR stage) "
+                                 "cost?", answer="a number of flops",
+                 what="the optimized program's flops", rel_close=0.02,
+                 hint="the rewrite leaves one product of (256, 512) by (512, 64), 2 flops per multiply-add, and one "
+                      "elementwise sum of a and b; ex.cost() has a flops column per stage")
+def q1():
     ex = bigger()
     last = ex.default_run_stage().name
-    expected = _flops(ex, last)
-    return judge_number("l4.q1", answer, expected, what="the optimized program's flops", rel_close=0.02,
-                        near={_flops(ex, "stablehlo"): "you count the program as lowered: two products and their sum",
-                              _flops(ex, last, "stablehlo.dot_general"): "you count the product but not the sum a + b "
-                                                                          "that the rewrite put in front of it"},
-                        hint="the rewrite leaves one product of (256, 512) by (512, 64), 2 flops per multiply-add, and "
-                             "one elementwise sum of a and b; ex.cost() has a flops column per stage")
+    return _flops(ex, last), {
+        _flops(ex, "stablehlo"): "you count the program as lowered: two products and their sum",
+        _flops(ex, last, "stablehlo.dot_general"): "you count the product but not the sum a + b that the rewrite put "
+                                                   "in front of it"}
 
 
 @exercise("l4.q2", prompt="nan_to_zero, compiled with no_nan=True and fed a NaN (lesson.nan_fed()), fails the "
                           "numeric check. Which pattern is to blame?", answer="a pattern name")
 def q2(answer):
     found = nan_fed().bisect(wb.miscompiles("cpu:0"), progress=False).patterns
-    return judge_patterns("l4.q2", answer, found, what="the pattern whose rewrite makes the program miscompile",
+    return judge_patterns(answer, found, what="the pattern whose rewrite makes the program miscompile",
                           hint="bisect the exploration with a predicate that holds when the numeric check fails; "
                                "wb.miscompiles('cpu:0') is one", no_nan=True, all_finite=True)
 
@@ -145,30 +145,29 @@ def _holds(predicate, ex, which: str) -> bool:
                           "program gives wrong numbers on the exploration's own inputs, so that bisect could use it. "
                           "It is tried on nan_fed(), nan_honest() and nan_kept_promise().", answer="a predicate")
 def q3(answer):
-    qid = "l4.q3"
     if not callable(answer):
         raise AnswerError(f"{answer!r} is not a predicate", "write a function, e.g. lambda e: ..., that takes an "
                                                             "Exploration and returns True or False")
     if not _holds(answer, nan_fed(), "nan_fed()"):
-        return wrong(qid, "your predicate does not hold for nan_fed(), whose optimized program lets the NaN through",
+        return wrong("your predicate does not hold for nan_fed(), whose optimized program lets the NaN through",
                      "bisect needs a predicate that holds for the miscompiling exploration; what does ex.run() "
                      "tell you about it?")
     if _holds(answer, nan_honest(), "nan_honest()"):
-        return wrong(qid, "your predicate also holds for nan_honest(), which computes the right numbers",
+        return wrong("your predicate also holds for nan_honest(), which computes the right numbers",
                      "it cannot tell a correct program from a miscompiled one; bisect would blame nothing useful")
     if _holds(answer, nan_kept_promise(), "nan_kept_promise()"):
-        return close(qid, "your predicate tells nan_fed() from nan_honest(), but it also holds for nan_kept_promise(), "
-                          "whose numbers are right",
+        return close("your predicate tells nan_fed() from nan_honest(), but it also holds for nan_kept_promise(), "
+                     "whose numbers are right",
                      "nan_kept_promise() has the same optimized program as nan_fed(), fed no NaN: the rewrite is "
                      "there, and harmless. A miscompile is about the numbers on the inputs, not the text")
-    return right(qid, "your predicate holds for the miscompiled run only: it tells wrong numbers from a rewrite "
-                      "that is merely present")
+    return right("your predicate holds for the miscompiled run only: it tells wrong numbers from a rewrite that "
+                 "is merely present")
 
 
 @exercise("l4.q4", prompt="Which of the six explorations in lesson.suspects() fail the numeric check "
                           "(ex.run().check)? Predict, then run them.", answer="a set of names from lesson.suspects()")
 def q4(answer):
-    return judge_names("l4.q4", answer, _failing(), what="the explorations whose check fails",
+    return judge_names(answer, _failing(), what="the explorations whose check fails",
                        known=suspects().keys(), kind="suspect",
                        hint="rounding differences pass the check; a broken promise (a NaN or an infinity fed to a "
                             "program compiled to assume none) fails it, and only when the promise covers that value")

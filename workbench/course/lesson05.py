@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import workbench as wb
 
 from .common import judge_patterns, last_mlir, op_count
-from .exercises import exercise
-from .judge import judge_choice, judge_number
+from .exercises import exercise, number_exercise
+from .judge import judge_choice
 
 HEADS = 4
 DIRECTIONS = ("up", "down", "none")
@@ -76,7 +76,7 @@ def q1(answer):
     given = answer.strip().lower() if isinstance(answer, str) else None
     expected = given if given in most else most[0]
     said = ", ".join(f"{d}: {n}" for d, n in counts.items())
-    return judge_choice("l5.q1", answer, expected, DIRECTIONS, why=f"transposes left: {said}",
+    return judge_choice(answer, expected, DIRECTIONS, why=f"transposes left: {said}",
                         what="the direction that leaves the most transposes",
                         hint="explore the layer with each direction and count 'stablehlo.transpose' in the last "
                              "MLIR stage of each")
@@ -86,26 +86,25 @@ def q1(answer):
                           "the difference: turned off, the last MLIR stage keeps no more transposes than 'up' "
                           "leaves?", answer="a pattern name, or a list of them")
 def q2(answer):
-    return judge_patterns("l5.q2", answer, down_culprits(), what="the pattern(s) that split the head transpose",
+    return judge_patterns(answer, down_culprits(), what="the pattern(s) that split the head transpose",
                           hint="diff 'stablehlo' with the last MLIR stage of the 'down' exploration: what "
                                "happened to the transpose that fed three slices? Then read the names of the "
                                "'transpose down' group (or bisect with wb.op_count_above)")
 
 
-@exercise("l5.q3", prompt="In the xla:optimized stage of the attention layer (transpose_propagate='up'), how many "
-                          "bytes does XLA's cost analysis charge, all together, to the instructions that do no "
-                          "arithmetic (0 flops)?", answer="a number of bytes")
-def q3(answer):
+@number_exercise("l5.q3", prompt="In the xla:optimized stage of the attention layer (transpose_propagate='up'), how "
+                                 "many bytes does XLA's cost analysis charge, all together, to the instructions that "
+                                 "do no arithmetic (0 flops)?", answer="a number of bytes",
+                 what="the bytes of the zero-flop instructions",
+                 hint="ex.cost('xla:optimized') has one row per instruction; keep the rows whose flops are 0 and add "
+                      "up their bytes")
+def q3():
     ex = exploration()
     c = ex.cost("xla:optimized")
-    moved = c[c.flops == 0]
-    written = sum(_shape_bytes(s) for s in moved["shape"])
-    return judge_number("l5.q3", answer, movement_bytes(ex), what="the bytes of the zero-flop instructions",
-                        near={0.0: "you read the transposes' rows of an MLIR stage, where the model charges a "
+    written = sum(_shape_bytes(s) for s in c[c.flops == 0]["shape"])
+    return movement_bytes(ex), {0: "you read the transposes' rows of an MLIR stage, where the model charges a "
                                    "transpose nothing: XLA's copies are where the bytes appear",
-                              float(written): "you counted what they write and not what they read"},
-                        hint="ex.cost('xla:optimized') has one row per instruction; keep the rows whose flops "
-                             "are 0 and add up their bytes")
+                                written: "you counted what they write and not what they read"}
 
 
 @exercise("l5.q4", prompt="Compared with 'up', does transpose_propagate='down' make the zero-flop instructions "
@@ -118,7 +117,7 @@ def q4(answer):
     given = answer.strip().lower() if isinstance(answer, str) else None
     if given == "same":
         answer = "the same"
-    return judge_choice("l5.q4", answer, expected, choices, what="how 'down' changes XLA's data movement",
+    return judge_choice(answer, expected, choices, what="how 'down' changes XLA's data movement",
                         why=f"up: {up:,} bytes, down: {down:,} bytes",
                         hint="count the bytes of the zero-flop instructions of xla:optimized in both "
                              "explorations; the transposes you counted in MLIR are not what XLA moves")

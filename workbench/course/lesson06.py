@@ -11,8 +11,7 @@ import workbench as wb
 from workbench.examples.scan import args  # rnn takes the scan example's w, u and xs
 
 from .common import last_mlir, stage_cost
-from .exercises import exercise
-from .judge import judge_number
+from .exercises import number_exercise
 
 
 def rnn(w, u, xs):
@@ -56,48 +55,45 @@ def last_flops(ex) -> int:
     return int(stage_cost(ex, last_mlir(ex).name)["flops"])
 
 
-@exercise("l6.q1", prompt="How many times does the condition of the recurrent cell's while loop run, in one call "
-                          "of the program?", answer="a number of times")
-def q1(answer):
+@number_exercise("l6.q1", prompt="How many times does the condition of the recurrent cell's while loop run, in "
+                                 "one call of the program?", answer="a number of times",
+                 what="how often the loop's condition runs",
+                 hint="ex.cost('stablehlo') has a trip_count per op; find the stablehlo.compare of the cond region")
+def q1():
     runs = condition_runs()
-    return judge_number("l6.q1", answer, runs, what="how often the loop's condition runs",
-                        near={float(runs - 1): "you count the body's iterations: the condition runs once more, "
-                                               "the time it answers 'stop'"},
-                        hint="ex.cost('stablehlo') has a trip_count per op; find the stablehlo.compare of the cond "
-                             "region")
+    return runs, {runs - 1: "you count the body's iterations: the condition runs once more, the time it answers "
+                            "'stop'"}
 
 
-@exercise("l6.q2", prompt="How many flops does the workbench count for one call of the whole program in the "
-                          "'stablehlo' stage, every loop iteration included?", answer="a number of flops")
-def q2(answer):
+@number_exercise("l6.q2", prompt="How many flops does the workbench count for one call of the whole program in the "
+                                 "'stablehlo' stage, every loop iteration included?", answer="a number of flops",
+                 what="the program's flops in the stablehlo stage",
+                 hint="ex.cost() has a flops column (loops multiplied by their trip counts) next to flops_body_once "
+                      "and xla_flops")
+def q2():
     row = stage_cost(exploration(), "stablehlo")
-    return judge_number("l6.q2", answer, int(row["flops"]), what="the program's flops in the stablehlo stage",
-                        near={float(row["flops_body_once"]): "the loop body is counted once, as XLA's cost "
-                                                            "analysis does (xla_flops)"},
-                        hint="ex.cost() has a flops column (loops multiplied by their trip counts) next to "
-                             "flops_body_once and xla_flops")
+    return int(row["flops"]), {row["flops_body_once"]: "the loop body is counted once, as XLA's cost analysis does "
+                                                       "(xla_flops)"}
 
 
-@exercise("l6.q3", prompt="In the last MLIR stage, how many fewer ops sit inside the loop (run more than once) "
-                          "with licm on than with licm=False?", answer="a number of ops")
-def q3(answer):
-    moved = in_loop(exploration(False)) - in_loop(exploration(True))
-    return judge_number("l6.q3", answer, moved, what="the ops loop-invariant code motion takes out of the loop",
-                        near={float(in_loop(exploration(True))): "you count the ops left in the loop, not those "
-                                                                 "moved out"},
-                        hint="explore with licm=False too; in ex.cost(stage) of each last MLIR stage count the "
-                             "rows whose trip_count is above 1")
+@number_exercise("l6.q3", prompt="In the last MLIR stage, how many fewer ops sit inside the loop (run more than "
+                                 "once) with licm on than with licm=False?", answer="a number of ops",
+                 what="the ops loop-invariant code motion takes out of the loop",
+                 hint="explore with licm=False too; in ex.cost(stage) of each last MLIR stage count the rows whose "
+                      "trip_count is above 1")
+def q3():
+    left = in_loop(exploration(True))
+    return in_loop(exploration(False)) - left, {left: "you count the ops left in the loop, not those moved out"}
 
 
-@exercise("l6.q4", prompt="How many flops per call does loop-invariant code motion save on this program (the "
-                          "last MLIR stage's flops with licm=False minus those with licm on)?",
-          answer="a number of flops")
-def q4(answer):
-    off, on = last_flops(exploration(False)), last_flops(exploration(True))
-    saved, trips = off - on, condition_runs() - 1
+@number_exercise("l6.q4", prompt="How many flops per call does loop-invariant code motion save on this program (the "
+                                 "last MLIR stage's flops with licm=False minus those with licm on)?",
+                 answer="a number of flops", what="the flops LICM saves",
+                 hint="ex.cost() of both explorations: subtract the flops of their last MLIR stages")
+def q4():
+    saved = last_flops(exploration(False)) - last_flops(exploration(True))
+    trips = condition_runs() - 1
     hoisted_per_step = saved / (trips - 1)
-    return judge_number("l6.q4", answer, saved, what="the flops LICM saves",
-                        near={float(hoisted_per_step * trips): "you assume the hoisted ops no longer run at all: "
-                                                                "they still run once, before the loop",
-                              float(hoisted_per_step): "you count one iteration's worth"},
-                        hint="ex.cost() of both explorations: subtract the flops of their last MLIR stages")
+    return saved, {hoisted_per_step * trips: "you assume the hoisted ops no longer run at all: they still run "
+                                             "once, before the loop",
+                   hoisted_per_step: "you count one iteration's worth"}

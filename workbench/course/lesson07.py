@@ -10,8 +10,7 @@ import workbench as wb
 from workbench.examples import mlp
 
 from .common import judge_patterns, last_mlir, op_count, stage_cost
-from .exercises import exercise
-from .judge import judge_number
+from .exercises import exercise, number_exercise
 
 loss = mlp.loss
 
@@ -57,48 +56,45 @@ def transpose_culprits() -> tuple[str, ...]:
     return tuple(b.patterns)
 
 
-@exercise("l7.q1", prompt="How many stablehlo.dot_general ops does the gradient of the loss with respect to the "
-                          "parameters hold in its last MLIR stage?", answer="a number of ops")
-def q1(answer):
-    expected = dots(gradient())
-    return judge_number("l7.q1", answer, expected, what="the dot_generals of the gradient",
-                        near={float(dots(gradient((0, 1)))): "you differentiate with respect to the input x too: "
-                                                             "nobody asked for the first layer's input gradient",
-                              float(dots(forward(), "stablehlo")): "you count the forward pass's products alone",
-                              float(2 * dots(forward(), "stablehlo")): "you count two products per layer for the "
-                                                                      "backward pass and forget the forward pass "
-                                                                      "it runs first"},
-                        hint="the gradient runs the forward pass first; then each layer needs its weight's "
-                             "gradient, and every layer but the first passes a gradient on to its input")
+@number_exercise("l7.q1", prompt="How many stablehlo.dot_general ops does the gradient of the loss with respect to "
+                                 "the parameters hold in its last MLIR stage?", answer="a number of ops",
+                 what="the dot_generals of the gradient",
+                 hint="the gradient runs the forward pass first; then each layer needs its weight's gradient, and "
+                      "every layer but the first passes a gradient on to its input")
+def q1():
+    forward_dots = dots(forward(), "stablehlo")
+    return dots(gradient()), {
+        dots(gradient((0, 1))): "you differentiate with respect to the input x too: nobody asked for the first "
+                                "layer's input gradient",
+        forward_dots: "you count the forward pass's products alone",
+        2 * forward_dots: "you count two products per layer for the backward pass and forget the forward pass it "
+                          "runs first"}
 
 
-@exercise("l7.q2", prompt="How many ops does Reactant's default pipeline remove from the gradient (ops in "
-                          "'stablehlo' minus ops in the last MLIR stage, as ex.cost() counts them)?",
-          answer="a number of ops")
-def q2(answer):
+@number_exercise("l7.q2", prompt="How many ops does Reactant's default pipeline remove from the gradient (ops in "
+                                 "'stablehlo' minus ops in the last MLIR stage, as ex.cost() counts them)?",
+                 answer="a number of ops", what="the ops the pipeline removes from the gradient",
+                 hint="ex.cost() has an ops column per stage")
+def q2():
     g = gradient()
-    return judge_number("l7.q2", answer, removed(g), what="the ops the pipeline removes from the gradient",
-                        rel_close=0.1, near={float(removed(forward())): "you look at the forward pass's exploration",
-                                             float(int(stage_cost(g, last_mlir(g).name)["ops"])): "you give the ops "
-                                                                                                 "left, not those removed"},
-                        hint="ex.cost() has an ops column per stage")
+    left = int(stage_cost(g, last_mlir(g).name)["ops"])
+    return removed(g), {removed(forward()): "you look at the forward pass's exploration",
+                        left: "you give the ops left, not those removed"}
 
 
 @exercise("l7.q3", prompt="JAX's gradient holds a stablehlo.transpose after each weight gradient's product. Which "
                           "pattern(s) leave the gradient without any transpose?",
           answer="a pattern name, or a list of them")
 def q3(answer):
-    return judge_patterns("l7.q3", answer, transpose_culprits(), what="the pattern(s) that remove the transposes",
+    return judge_patterns(answer, transpose_culprits(), what="the pattern(s) that remove the transposes",
                           hint="gradient.bisect(wb.op_count_at_most('stablehlo.transpose', 0)) finds them, as in "
                                "lesson 3; or read the diff of the first enzyme-hlo-patterns stage")
 
 
-@exercise("l7.q4", prompt="How many times the loss's flops are the gradient's flops (last MLIR stage of each, as "
-                          "ex.cost() counts them)? A ratio such as 2.5.", answer="a ratio")
-def q4(answer):
-    expected = flops_ratio(gradient())
-    return judge_number("l7.q4", answer, expected, what="the gradient's flops over the loss's", rel_right=0.02,
-                        rel_close=0.1, near={round(flops_ratio(gradient((0, 1))), 2): "the input's gradient is "
-                                                                                      "computed too"},
-                        hint="ex.cost() of forward and gradient explorations: divide the flops of their last MLIR "
-                             "stages; two decimals are enough")
+@number_exercise("l7.q4", prompt="How many times the loss's flops are the gradient's flops (last MLIR stage of "
+                                 "each, as ex.cost() counts them)? A ratio such as 2.5.", answer="a ratio",
+                 what="the gradient's flops over the loss's", rel_right=0.02,
+                 hint="ex.cost() of forward and gradient explorations: divide the flops of their last MLIR stages; "
+                      "two decimals are enough")
+def q4():
+    return flops_ratio(gradient()), {round(flops_ratio(gradient((0, 1))), 2): "the input's gradient is computed too"}

@@ -11,8 +11,8 @@ from workbench.examples import mlp
 from workbench.ir.hlo import read_hlo
 
 from .common import last_mlir
-from .exercises import exercise
-from .judge import as_number, judge_names, judge_number, names_of, wrong
+from .exercises import exercise, number_exercise
+from .judge import judge_names, names_of, wrong
 
 PEAK_DEVICE = "H100"
 
@@ -89,57 +89,49 @@ def q1(answer):
     expected = {xla_pass(name) for name, v in cut.items() if v == top}
     names = names_of(answer)
     if names is None:
-        return wrong("l8.q1", f"{answer!r} is not a pass name", "the answer is an XLA pass, as ex.xla_passes names it")
+        return wrong(f"{answer!r} is not a pass name", "the answer is an XLA pass, as ex.xla_passes names it")
     names = [xla_pass(n) for n in names]
-    return judge_names("l8.q1", names, expected, what="the XLA pass that cuts xla_bytes the most",
+    return judge_names(names, expected, what="the XLA pass that cuts xla_bytes the most",
                        known=set(ex.xla_passes), kind="pass",
                        hint="ex.cost() has an xla_bytes value on every xla: stage; subtract each from the stage "
                             "before it")
 
 
-@exercise("l8.q2", prompt="With XLA's fusion pass disabled (ex.with_xla(disable=['fusion'])), how many fusion "
-                          "instructions does the entry computation of xla:optimized hold?",
-          answer="a number of instructions")
-def q2(answer):
-    expected = entry_fusions(without_fusion()["xla:optimized"].text)
-    ex = exploration()
-    return judge_number("l8.q2", answer, expected, what="the fusions without the fusion pass", rel_close=0.0,
-                        near={float(entry_fusions(ex["xla:optimized"].text)):
-                              "the fusion pass runs: this is the count with it",
-                              0.0: "nothing wraps the ops into kernels: on the CPU fusion-wrapper still puts every "
-                                   "op that is not in a fusion into one of its own"},
-                        hint="disabled or not, fusion-wrapper runs after fusion; what does it do with every op "
-                             "that no fusion holds?")
+@number_exercise("l8.q2", prompt="With XLA's fusion pass disabled (ex.with_xla(disable=['fusion'])), how many "
+                                 "fusion instructions does the entry computation of xla:optimized hold?",
+                 answer="a number of instructions", what="the fusions without the fusion pass", rel_close=0.0,
+                 hint="disabled or not, fusion-wrapper runs after fusion; what does it do with every op that no "
+                      "fusion holds?")
+def q2():
+    fused = entry_fusions(exploration()["xla:optimized"].text)
+    return entry_fusions(without_fusion()["xla:optimized"].text), {
+        fused: "the fusion pass runs: this is the count with it",
+        0: "nothing wraps the ops into kernels: on the CPU fusion-wrapper still puts every op that is not in a "
+           "fusion into one of its own"}
 
 
-@exercise("l8.q3", prompt="The preallocated temp allocation of XLA's buffer assignment holds several values. How "
-                          "many bytes would those values take if none of them shared memory?",
-          answer="a number of bytes")
-def q3(answer):
+@number_exercise("l8.q3", prompt="The preallocated temp allocation of XLA's buffer assignment holds several values. "
+                                 "How many bytes would those values take if none of them shared memory?",
+                 answer="a number of bytes", what="the bytes of the temp values, unshared", rel_close=0.0,
+                 hint="read the 'preallocated-temp' allocation in ex['backend:buffer-assignment'].text and add up "
+                      "the size= of each value in it")
+def q3():
     size, values = temp_values(exploration()["backend:buffer-assignment"].text)
-    return judge_number("l8.q3", answer, sum(values), what="the bytes of the temp values, unshared", rel_close=0.0,
-                        near={float(size): "you give the allocation's size: its values share it, one placed where "
-                                           "another one was once that one is dead",
-                              float(costs().loc["xla:optimized", "temp_bytes"]):
-                                  "you give temp_bytes: the memory they take with sharing"},
-                        hint="read the 'preallocated-temp' allocation in ex['backend:buffer-assignment'].text and add "
-                             "up the size= of each value in it")
+    return sum(values), {size: "you give the allocation's size: its values share it, one placed where another one "
+                               "was once that one is dead",
+                         costs().loc["xla:optimized", "temp_bytes"]: "you give temp_bytes: the memory they take with "
+                                                                     "sharing"}
 
 
-@exercise("l8.q4", prompt="By ex.cost(device='H100') (fp32), the last MLIR stage is memory-bound. By what factor "
-                          "would its bytes have to shrink, at the same flops, for its bytes time to equal its "
-                          "flops time?", answer="a factor (a number)")
-def q4(answer):
+@number_exercise("l8.q4", prompt="By ex.cost(device='H100') (fp32), the last MLIR stage is memory-bound. By what "
+                                 "factor would its bytes have to shrink, at the same flops, for its bytes time to "
+                                 "equal its flops time?", answer="a factor (a number)",
+                 what="the factor the bytes must shrink by", rel_right=0.02, rel_close=0.15, near_within=0.05,
+                 hint="roofline_bytes_s and roofline_flops_s are the two times; the factor is their ratio")
+def q4():
     name = last_mlir(exploration()).name
     row, bf16 = costs().loc[name], costs("bf16").loc[name]
     expected = float(row["roofline_bytes_s"]) / float(row["roofline_flops_s"])
     tensor_cores = float(bf16["roofline_bytes_s"]) / float(bf16["roofline_flops_s"])
-    near = {}
-    for value, why in ((1 / expected, "you divide the other way round: the bytes take longer"),
-                       (tensor_cores, "you use the bf16 tensor-core peak: this program computes in float32")):
-        given = as_number(answer)
-        if given is not None and abs(given - value) <= 0.05 * value:
-            near[given] = why  # within 5% of a misconception's value: judged close, with why
-    return judge_number("l8.q4", answer, expected, what="the factor the bytes must shrink by", rel_right=0.02,
-                        rel_close=0.15, near=near,
-                        hint="roofline_bytes_s and roofline_flops_s are the two times; the factor is their ratio")
+    return expected, {1 / expected: "you divide the other way round: the bytes take longer",
+                      tensor_cores: "you use the bf16 tensor-core peak: this program computes in float32"}

@@ -25,8 +25,8 @@ from workbench.analysis.run.multiprocess import child_env
 from workbench.examples import attention
 
 from ..errors import WorkbenchError
-from .exercises import exercise
-from .judge import close, judge_number, names_of, right, wrong
+from .exercises import exercise, number_exercise
+from .judge import close, names_of, right, wrong
 
 DEVICES = 8
 MESH_SHAPE = (2, 4)
@@ -143,16 +143,22 @@ def expected() -> dict:
     return expected_here() if len(jax.devices()) >= DEVICES else _in_child()
 
 
-@exercise("l9.q1", prompt="Place layer's x as P('data', None) and w as P(None, 'model') (w split by columns). "
-                          "How many collectives does XLA's optimized module hold?", answer="a number of collectives")
-def q1(answer):
-    e = expected()["columns"]
-    return judge_number("l9.q1", answer, e["optimized"], what="the collectives in xla:optimized with w split by columns",
-                        rel_close=0.0,
-                        near={float(e["contracting"]): "w is split over the contracting dimension, as in the "
-                                                       "notebook's first example: that is where partial sums appear"},
-                        hint="a device that holds whole rows of x and some columns of w can compute its columns of "
-                             "x @ w alone; explore it and read ex.collectives('xla:optimized')")
+def _collectives(placement: str, misread: str, why: str) -> tuple[int, dict]:
+    """The collectives of xla:optimized for one of the lesson's placements, and the count of ``misread``
+    (another stage or placement) as the near miss that ``why`` explains."""
+    e = expected()[placement]
+    return e["optimized"], {e[misread]: why}
+
+
+@number_exercise("l9.q1", prompt="Place layer's x as P('data', None) and w as P(None, 'model') (w split by "
+                                 "columns). How many collectives does XLA's optimized module hold?",
+                 answer="a number of collectives", rel_close=0.0,
+                 what="the collectives in xla:optimized with w split by columns",
+                 hint="a device that holds whole rows of x and some columns of w can compute its columns of x @ w "
+                      "alone; explore it and read ex.collectives('xla:optimized')")
+def q1():
+    return _collectives("columns", "contracting", "w is split over the contracting dimension, as in the notebook's "
+                                                  "first example: that is where partial sums appear")
 
 
 @exercise("l9.q2", prompt="mlp in Megatron's layout (lesson.mlp_args): which collective does XLA insert, and over "
@@ -162,55 +168,53 @@ def q2(answer):
     e = expected()["mlp"]
     names = names_of(answer)
     if names is None or len(names) != 2:
-        return wrong("l9.q2", f"{answer!r} is not a (kind, mesh axis) pair",
+        return wrong(f"{answer!r} is not a (kind, mesh axis) pair",
                      "write two strings: the collective's kind as ex.collectives() writes it, and a mesh axis")
     kind, axis = (n.lower() for n in names)
     if kind in AXES and axis.replace("_", "-") in KINDS:  # written the other way round
         kind, axis = axis, kind
     kind = kind.replace("_", "-")
     if kind not in KINDS:
-        return wrong("l9.q2", f"{names[0]!r} is not a collective kind", f"the kinds are {', '.join(KINDS)}")
+        return wrong(f"{names[0]!r} is not a collective kind", f"the kinds are {', '.join(KINDS)}")
     if axis not in AXES:
-        return wrong("l9.q2", f"{names[1]!r} is not an axis of the mesh", f"the mesh's axes are {', '.join(AXES)}")
+        return wrong(f"{names[1]!r} is not an axis of the mesh", f"the mesh's axes are {', '.join(AXES)}")
     kind_ok, axis_ok = kind in e["kinds"], [axis] == e["axes"]
     what = f"{e['kind']} over '{'+'.join(e['axes'])}' (groups of {e['group_size']} devices)"
     if kind_ok and axis_ok:
-        return right("l9.q2", f"{what}: the row-split w2 leaves each device of a group with a partial sum of the "
-                              "same output block")
+        return right(f"{what}: the row-split w2 leaves each device of a group with a partial sum of the same "
+                     "output block")
     if kind_ok:
-        return close("l9.q2", "the kind is right, the axis is not", "compare the replica groups' device ids with "
+        return close("the kind is right, the axis is not", "compare the replica groups' device ids with "
                      "the mesh: np.arange(8).reshape(2, 4); which axis changes inside one group?")
     if axis_ok:
-        return close("l9.q2", "the axis is right, the kind is not", "read the kind column of "
+        return close("the axis is right, the kind is not", "read the kind column of "
                      "ex.collectives('xla:optimized')")
-    return wrong("l9.q2", f"({kind!r}, {axis!r}) is not what XLA inserts",
+    return wrong(f"({kind!r}, {axis!r}) is not what XLA inserts",
                  "explore mlp on lesson.mlp_args(m) and read ex.collectives('xla:optimized')")
 
 
-@exercise("l9.q3", prompt="How many bytes does each device send for that collective in mlp, by the ring estimate "
-                          "(the bytes_per_device of ex.collectives)? Work it out from the per-device buffer and "
-                          "the group size first.", answer="a number of bytes")
-def q3(answer):
+@number_exercise("l9.q3", prompt="How many bytes does each device send for that collective in mlp, by the ring "
+                                 "estimate (the bytes_per_device of ex.collectives)? Work it out from the per-device "
+                                 "buffer and the group size first.", answer="a number of bytes",
+                 what="the bytes each device sends for the all-reduce", rel_close=0.05,
+                 hint="the buffer S is the per-device result of the second matmul (its local rows, all its columns, "
+                      "4 bytes each); the all-reduce's ring estimate is 2 (n-1)/n S")
+def q3():
     e = expected()["mlp"]
     n, s = e["group_size"], e["buffer_bytes"]
-    near = {float(s): "you take the buffer itself: a ring all-reduce is a reduce-scatter and an all-gather, "
-                      "each moving (n-1)/n of it",
-            float(round((n - 1) * s / n)): "you count one ring pass: an all-reduce makes two (reduce-scatter, "
-                                           "then all-gather)"}
-    near.setdefault(float(e["global_bytes"]), "you take the whole output; each device holds only its rows of it")
-    return judge_number("l9.q3", answer, e["bytes_per_device"], what="the bytes each device sends for the all-reduce",
-                        rel_close=0.05, near=near,
-                        hint="the buffer S is the per-device result of the second matmul (its local rows, all its "
-                             "columns, 4 bytes each); the all-reduce's ring estimate is 2 (n-1)/n S")
+    near = {s: "you take the buffer itself: a ring all-reduce is a reduce-scatter and an all-gather, each moving "
+               "(n-1)/n of it",
+            round((n - 1) * s / n): "you count one ring pass: an all-reduce makes two (reduce-scatter, then "
+                                    "all-gather)"}
+    near.setdefault(e["global_bytes"], "you take the whole output; each device holds only its rows of it")
+    return e["bytes_per_device"], near
 
 
-@exercise("l9.q4", prompt="The transformer block's gradient on attention.sharded_args(): how many collectives does "
-                          "XLA's final module (xla:optimized) hold?", answer="a number of collectives")
-def q4(answer):
-    e = expected()["attention"]
-    return judge_number("l9.q4", answer, e["optimized"], what="the collectives in xla:optimized",
-                        rel_close=0.0,
-                        near={float(e["partitioned"]): "you count them right after SPMD partitioning: a later XLA "
-                                                       "pass merges all-reduces over the same devices into one"},
-                        hint="ex.collectives('xla:optimized'); compare with ex.collectives('xla:spmd-partitioning#1') "
-                             "and look for the stage between them where the count drops")
+@number_exercise("l9.q4", prompt="The transformer block's gradient on attention.sharded_args(): how many collectives "
+                                 "does XLA's final module (xla:optimized) hold?", answer="a number of collectives",
+                 what="the collectives in xla:optimized", rel_close=0.0,
+                 hint="ex.collectives('xla:optimized'); compare with ex.collectives('xla:spmd-partitioning#1') and "
+                      "look for the stage between them where the count drops")
+def q4():
+    return _collectives("attention", "partitioned", "you count them right after SPMD partitioning: a later XLA pass "
+                                                    "merges all-reduces over the same devices into one")

@@ -13,16 +13,8 @@ import jax.numpy as jnp
 import workbench as wb
 
 from .common import pattern_names
-from .exercises import exercise
-from .judge import (
-    AnswerError,
-    from_answer,
-    judge_names,
-    judge_number,
-    names_of,
-    right,
-    wrong,
-)
+from .exercises import exercise, number_exercise
+from .judge import AnswerError, from_answer, judge_names, names_of, right, wrong
 
 
 def sanitize(x, w):
@@ -83,7 +75,7 @@ def q1(answer):
     if set(symptom.patterns) != set(blamed) and given >= set(symptom.patterns):
         hint = ("removing the select takes more patterns than making the numbers wrong does: bisect with the "
                 "miscompile itself, wb.miscompiles('cpu:0'), not with a symptom")
-    return judge_names("l10.q1", answer, blamed, what="the 1-minimal set that makes the numbers wrong", known=known,
+    return judge_names(answer, blamed, what="the 1-minimal set that makes the numbers wrong", known=known,
                        kind="pattern or pass", hint=hint)
 
 
@@ -98,64 +90,64 @@ def _verdict_of(predicate, ex, where: str) -> bool:
                            "explores as text (on random inputs).", answer="a predicate: a function of an Exploration")
 def q2(answer):
     if not callable(answer):
-        return wrong("l10.q2", f"{answer!r} is not a predicate", "a predicate is a function: lambda e: ... -> bool")
+        return wrong(f"{answer!r} is not a predicate", "a predicate is a function: lambda e: ... -> bool")
     small, empty = reduced()
     try:
         if not _verdict_of(answer, buggy(), "the no_nan exploration"):
-            return wrong("l10.q2", "it does not hold on the no_nan exploration, the one with the bug",
+            return wrong("it does not hold on the no_nan exploration, the one with the bug",
                          "what is in the program as given, and missing after the pipeline?")
         if _verdict_of(answer, honest(), "the honest exploration"):
-            return wrong("l10.q2", "it holds on the exploration without no_nan too: it does not tell the bug from "
-                                   "a correct compile", "the honest compile keeps the NaN test; compare the two")
+            return wrong("it holds on the exploration without no_nan too: it does not tell the bug from a correct "
+                         "compile", "the honest compile keeps the NaN test; compare the two")
         if _verdict_of(answer, empty.exploration, "an empty module"):
-            return wrong("l10.q2", "it holds on an empty module: reduce would shrink the program to nothing and "
-                                   "call that the bug", "ask also for what the bug needs in the input program")
+            return wrong("it holds on an empty module: reduce would shrink the program to nothing and call that "
+                         "the bug", "ask also for what the bug needs in the input program")
         if not _verdict_of(answer, small.exploration, "the shrunk module (explored as text)"):
-            return wrong("l10.q2", "it does not hold on the shrunk module, which still shows the fold: reduce "
-                                   "could not use it",
+            return wrong("it does not hold on the shrunk module, which still shows the fold: reduce could not "
+                         "use it",
                          "reduce runs candidates on random inputs, with no NaN among them, so the numbers cannot "
                          "show the bug there; ask about the ops instead")
     except AnswerError as e:
         hint = e.hint if "unknown stage" in e.message else "a predicate returns True or False, and raises nothing"
-        return wrong("l10.q2", e.message, hint)
-    return right("l10.q2", "it holds on the bug, on its shrunk form, and on neither the honest compile nor an "
-                           "empty module")
+        return wrong(e.message, hint)
+    return right("it holds on the bug, on its shrunk form, and on neither the honest compile nor an empty "
+                 "module")
 
 
-@exercise("l10.q3", prompt="Reduce the no_nan exploration with a predicate that pins the bug (as in 10.2). How "
-                           "many ops does the reduced module hold (r.ops_after)?", answer="a number of ops")
-def q3(answer):
+@number_exercise("l10.q3", prompt="Reduce the no_nan exploration with a predicate that pins the bug (as in 10.2). "
+                                  "How many ops does the reduced module hold (r.ops_after)?", answer="a number of ops",
+                 what="the ops of the reduced module", rel_close=0.0,
+                 hint="r = bad.reduce(your_predicate); r.ops_after, and print r.exploration['input'].text")
+def q3():
     small, empty = reduced()
-    return judge_number("l10.q3", answer, small.ops_after, what="the ops of the reduced module", rel_close=0.0,
-                        near={float(empty.ops_after): "the predicate only asks for the compare to be missing: the "
-                                                      "empty module satisfies it",
-                              float(small.ops_before): "you count the module before reducing"},
-                        hint="r = bad.reduce(your_predicate); r.ops_after, and print r.exploration['input'].text")
+    return small.ops_after, {empty.ops_after: "the predicate only asks for the compare to be missing: the empty "
+                                              "module satisfies it",
+                             small.ops_before: "you count the module before reducing"}
 
 
 @exercise("l10.q4", prompt="Write a reproducer folder for the miscompile, whose repro.py prints FAIL, and give "
                            "its path.", answer="the path of a folder, as a string")
 def q4(answer):
     if not isinstance(answer, (str, Path)):
-        return wrong("l10.q4", f"{answer!r} is not a path", "give the folder as a string: what ex.reproducer returned")
+        return wrong(f"{answer!r} is not a path", "give the folder as a string: what ex.reproducer returned")
     folder = Path(answer).expanduser()
     if not (folder / "repro.py").is_file():
-        return wrong("l10.q4", f"{str(folder)!r} holds no repro.py", "ex.reproducer(folder, ...) writes it")
+        return wrong(f"{str(folder)!r} holds no repro.py", "ex.reproducer(folder, ...) writes it")
     try:
         proc = subprocess.run([sys.executable, "repro.py"], cwd=folder, capture_output=True, text=True, timeout=300,
                               check=False)
     except subprocess.TimeoutExpired:
-        return wrong("l10.q4", "repro.py ran for 5 minutes without an answer", "write the folder again")
+        return wrong("repro.py ran for 5 minutes without an answer", "write the folder again")
     said = (proc.stdout.strip().splitlines() or [""])[-1]
     if proc.returncode == 1 and said.startswith("FAIL"):
         if "stablehlo.compare" not in (folder / "input.mlir").read_text():
-            return wrong("l10.q4", "repro.py fails, but its input.mlir holds no NaN test: it is not this bug",
+            return wrong("repro.py fails, but its input.mlir holds no NaN test: it is not this bug",
                          "write it from the no_nan exploration of lesson.sanitize")
-        return right("l10.q4", f"repro.py says {said[:160]}")
+        return right(f"repro.py says {said[:160]}")
     if proc.returncode == 0:
-        return wrong("l10.q4", f"repro.py says {said[:160] or 'PASS'}: the folder does not show the bug",
+        return wrong(f"repro.py says {said[:160] or 'PASS'}: the folder does not show the bug",
                      "write it from the no_nan exploration, with predicate=wb.miscompiles('cpu:0'), so that "
                      "repro.py runs the saved inputs (with their NaN) and compares the numbers")
-    return wrong("l10.q4", f"repro.py could not decide (exit code {proc.returncode}): "
+    return wrong(f"repro.py could not decide (exit code {proc.returncode}): "
                            f"{(said or proc.stderr.strip()[-300:])[:300]}",
                  "give it a predicate it can check: predicate=wb.miscompiles('cpu:0')")
