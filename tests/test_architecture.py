@@ -101,10 +101,13 @@ def test_no_layer_below_the_facade_names_it_even_for_type_checking():
 
 
 def test_the_exploration_is_what_the_searches_declare_they_need():
+    from typing_extensions import get_protocol_members  # typing's own from Python 3.13
+
     from workbench.analysis.search.explored import Explored
     from workbench.exploration import Exploration
 
-    declared = {n for n in vars(Explored) if not n.startswith("_")}
+    declared = get_protocol_members(Explored)  # its own and those of the Protocols it extends (stages.Staged)
+    assert {"spec", "stages", "pipeline_error", "xla_passes", "run"} <= declared
     assert declared and declared <= set(dir(Exploration)), declared - set(dir(Exploration))
     for name in declared:  # the same signature, so a caller written against the Protocol can call the real one
         want, got = inspect.signature(getattr(Explored, name).fget if isinstance(getattr(Explored, name), property)
@@ -118,10 +121,13 @@ def test_the_exploration_is_what_the_searches_declare_they_need():
 def test_the_exploration_is_what_saving_declares_it_reads():
     """``save_exploration`` is written against artifacts.saved.Saveable, never the facade: the Exploration has
     each member it declares, as the same kind of member (a property where it declares a property)."""
+    from typing_extensions import get_protocol_members
+
     from workbench.artifacts.saved import Saveable
     from workbench.exploration import Exploration
 
-    declared = {n for n in vars(Saveable) if not n.startswith("_")}
+    declared = get_protocol_members(Saveable)
+    assert {"spec", "stages", "pipeline_error", "xla_result", "runs"} <= declared
     assert declared and declared <= set(dir(Exploration)), declared - set(dir(Exploration))
     for name in declared:
         assert isinstance(getattr(Exploration, name), property) == isinstance(getattr(Saveable, name), property), name

@@ -1,16 +1,17 @@
 """The values at the bottom of the workbench: ``Stage`` (one program text after one step), ``Spec``
 (everything that decides an Exploration's stages) and ``Traced`` (what tracing the user's function
-produced). Frozen, typed, and importing nothing from the layers above.
+produced). Frozen, typed, and importing nothing from the layers above. ``Staged`` is the Protocol of
+what holds one exploration's stages, which the layers below the facade ask for instead of naming it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Protocol
 
-from .errors import WorkbenchError
+from .errors import StageError, WorkbenchError
 from .options import PatternSelection
 
-__all__ = ["Stage", "StageKind", "Spec", "Traced", "Loaded", "STABLEHLO"]
+__all__ = ["Stage", "StageKind", "Spec", "Staged", "Traced", "Loaded", "STABLEHLO"]
 
 STABLEHLO = "stablehlo"  # the stage of the module as the user's jit lowered it: every pipeline's start
 StageKind = Literal["trace", "mlir", "xla", "backend"]  # a Stage's group: which tool made it
@@ -217,3 +218,25 @@ class Loaded:
     args: tuple = field(default=(), compare=False, repr=False)
     saved_by: dict = field(default_factory=dict, compare=False)
     path: str = ""
+
+
+class Staged(Protocol):
+    """One exploration's stages as built: its ``spec``, every stage in order (``stages``), the MLIR
+    pipeline's own (``pipeline_stages``), and the errors that stopped the whole build (``error``) or the
+    pipeline (``pipeline_error``). The facade's ``Exploration`` has these; a layer below it that reads an
+    exploration declares a Protocol extending this one with what else it reads."""
+
+    @property
+    def spec(self) -> Spec: ...
+
+    @property
+    def stages(self) -> list[Stage]: ...
+
+    @property
+    def pipeline_stages(self) -> list[Stage]: ...
+
+    @property
+    def error(self) -> StageError | None: ...
+
+    @property
+    def pipeline_error(self) -> StageError | None: ...

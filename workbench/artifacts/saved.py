@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 from ..errors import SavedFileError, StageError
 from ..ir.dtypes import with_dtype
 from ..options import PatternOptions, PatternSelection
-from ..stages import Loaded, Spec, Stage
+from ..stages import Loaded, Spec, Stage, Staged
 from .archive import ArchiveError, copy_member, open_zip, read_member, read_npy, size_text, unpack_zstd
 from ..pipeline.build import Built, XlaStages
 from .versions import versions
@@ -80,24 +80,10 @@ ARRAYS_LIMIT = 2 * 2**30  # the example arguments and run outputs of save(arrays
 _MEMBERS = ("manifest.json", "texts.zst", "arrays.npz")
 
 
-class Saveable(Protocol):
-    """What ``save_exploration`` reads of an exploration, and all it reads: the facade's ``Exploration``
-    has each member (tests/test_architecture.py checks it), and this layer never imports the facade."""
-
-    @property
-    def spec(self) -> Spec: ...
-
-    @property
-    def stages(self) -> list[Stage]: ...
-
-    @property
-    def pipeline_stages(self) -> list[Stage]: ...
-
-    @property
-    def pipeline_error(self) -> StageError | None: ...
-
-    @property
-    def error(self) -> StageError | None: ...
+class Saveable(Staged, Protocol):
+    """What ``save_exploration`` reads of an exploration, and all it reads: its stages as built
+    (``Staged``), its XLA result and its runs. The facade's ``Exploration`` has each member
+    (tests/test_architecture.py checks it), and this layer never imports the facade."""
 
     @property
     def xla_result(self) -> XlaResult | None: ...

@@ -7,30 +7,15 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from ...errors import StageError
-from ...stages import Spec, Stage
+from ...stages import Stage, Staged
 
 __all__ = ["Explored"]
 
 
 @runtime_checkable
-class Explored(Protocol):
-    """Every stage of one program through one pipeline (see ``workbench.Exploration`` for each member)."""
-
-    @property
-    def spec(self) -> Spec: ...
-
-    @property
-    def error(self) -> StageError | None: ...
-
-    @property
-    def pipeline_error(self) -> StageError | None: ...
-
-    @property
-    def stages(self) -> list[Stage]: ...
-
-    @property
-    def pipeline_stages(self) -> list[Stage]: ...
+class Explored(Staged, Protocol):
+    """Every stage of one program through one pipeline (see ``workbench.Exploration`` for each member):
+    its stages as built (``Staged``), and what the searches ask of it besides."""
 
     @property
     def xla_passes(self) -> list[str]: ...
