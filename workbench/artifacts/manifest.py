@@ -65,8 +65,9 @@ def _text_ok(s: str, where: str) -> None:
         raise ManifestError(where, f"holds a lone surrogate ({s[e.start]!r} at character {e.start})") from None
 
 
-# Each field type says which JSON values it ``accepts`` by type, its ``expected`` in words, and checks
-# the ``inside`` of a value it accepts (range, items, fields); ``check`` puts the two together.
+# Each field type says which JSON values it ``accepts`` (most by their type: ``_ByType``), its ``expected``
+# in words, and checks the ``inside`` of a value it accepts (range, items, fields); ``check`` puts the two
+# together.
 def check(node: Any, v: Any, where: str) -> None:
     """Refuse ``v`` at ``where`` unless it matches ``node``: a ManifestError naming what was expected."""
     if not node.accepts(v):
@@ -74,8 +75,18 @@ def check(node: Any, v: Any, where: str) -> None:
     node.inside(v, where)
 
 
+class _ByType:
+    """A field type that accepts the values whose Python type, as json.loads builds them, is one of its
+    ``types`` (exactly: True is no integer)."""
+
+    types: typing.ClassVar[tuple[type, ...]]
+
+    def accepts(self, v: Any) -> bool:
+        return type(v) in self.types
+
+
 @dataclass(frozen=True)
-class Str:
+class Str(_ByType):
     """A string (never with a lone surrogate); ``choices``: the only values allowed; ``pattern``: a
     regular expression it must match whole; ``nonempty``: not ""."""
 
@@ -83,9 +94,7 @@ class Str:
     pattern: str | None = None
     nonempty: bool = False
     expected = "a string"
-
-    def accepts(self, v: Any) -> bool:
-        return type(v) is str
+    types = (str,)
 
     def inside(self, v: str, where: str) -> None:
         _text_ok(v, where)
@@ -108,15 +117,13 @@ class Str:
 
 
 @dataclass(frozen=True)
-class Int:
+class Int(_ByType):
     """An integer (not a boolean) in [least, most]."""
 
     least: int | None = 0
     most: int | None = None
     expected = "an integer"
-
-    def accepts(self, v: Any) -> bool:
-        return type(v) is int
+    types = (int,)
 
     def inside(self, v: int, where: str) -> None:
         if self.least is not None and v < self.least:
@@ -134,16 +141,14 @@ class Int:
 
 
 @dataclass(frozen=True)
-class Num:
+class Num(_ByType):
     """A number (integer or float, not a boolean); ``finite``: no NaN or infinity; ``least``: the
     smallest value allowed."""
 
     finite: bool = True
     least: float | None = None
     expected = "a number"
-
-    def accepts(self, v: Any) -> bool:
-        return type(v) in (int, float)
+    types = (int, float)
 
     def inside(self, v: float, where: str) -> None:
         if self.finite and not math.isfinite(v):
@@ -156,11 +161,9 @@ class Num:
 
 
 @dataclass(frozen=True)
-class Bool:
+class Bool(_ByType):
     expected = "true or false"
-
-    def accepts(self, v: Any) -> bool:
-        return type(v) is bool
+    types = (bool,)
 
     def inside(self, v: bool, where: str) -> None:
         pass
@@ -170,13 +173,11 @@ class Bool:
 
 
 @dataclass(frozen=True)
-class Scalar:
+class Scalar(_ByType):
     """A JSON scalar: null, a boolean, a number or a string (a table's cell, an option's value)."""
 
     expected = "null, a boolean, a number or a string"
-
-    def accepts(self, v: Any) -> bool:
-        return v is None or type(v) in (bool, int, float, str)
+    types = (type(None), bool, int, float, str)
 
     def inside(self, v: Any, where: str) -> None:
         if type(v) is str:
@@ -208,16 +209,14 @@ class Opt:
 
 
 @dataclass(frozen=True)
-class List:
+class List(_ByType):
     """A list of ``item``s, between ``least`` and ``most`` of them."""
 
     item: Any
     most: int
     least: int = 0
     expected = "a list"
-
-    def accepts(self, v: Any) -> bool:
-        return type(v) is list
+    types = (list,)
 
     def inside(self, v: list, where: str) -> None:
         if not self.least <= len(v) <= self.most:
@@ -230,15 +229,13 @@ class List:
 
 
 @dataclass(frozen=True)
-class Map:
+class Map(_ByType):
     """An object of any string keys (at most ``most``) whose values are all ``value``s."""
 
     value: Any
     most: int = 10_000
     expected = "an object"
-
-    def accepts(self, v: Any) -> bool:
-        return type(v) is dict
+    types = (dict,)
 
     def inside(self, v: dict, where: str) -> None:
         if len(v) > self.most:
@@ -252,7 +249,7 @@ class Map:
 
 
 @dataclass(frozen=True)
-class Record:
+class Record(_ByType):
     """An object with named fields: ``required`` ones must be there, ``optional`` ones may be; other
     keys are ignored, or refused when ``closed`` (a record built with ``**``, where an unknown key
     would be a TypeError)."""
@@ -261,9 +258,7 @@ class Record:
     optional: Mapping[str, Any] = field(default_factory=dict)
     closed: bool = False
     expected = "an object"
-
-    def accepts(self, v: Any) -> bool:
-        return type(v) is dict
+    types = (dict,)
 
     def inside(self, v: dict, where: str) -> None:
         at = f"{where}." if where else ""
