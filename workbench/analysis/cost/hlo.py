@@ -30,6 +30,7 @@ from ...ir.hlo import (Computation, HloModule, Instruction, attribute_value, dro
                        strip_debug_info)
 from ...ir.text import text_hash
 from ...pipeline.worker import default_pool
+from .work import counter
 
 __all__ = ["HLO_COLUMNS", "HloWork", "hlo_op_costs", "hlo_module_cost", "hlo_module_costs", "hlo_work"]
 
@@ -61,14 +62,8 @@ class HloWork:
     module_chars: int
 
 
-@dataclasses.dataclass
-class _Counter:
-    """The fields of ``HloWork`` that are counted while the work is done (the others are read at the end)."""
-
-    visited: int = 0
-    shapes_mapped: int = 0
-    computations_printed: int = 0
-    fused_counted: int = 0
+# the fields of HloWork counted while the work is done (the others are read at the end)
+_Counter = counter(HloWork, "visited", "shapes_mapped", "computations_printed", "fused_counted")
 
 
 def _line(ins: Instruction, root: bool | None = None) -> str:
@@ -271,8 +266,8 @@ def hlo_work(text: str) -> HloWork:
     module, found, texts = _prepared(text)
     for comp, ins, _ in found:
         _note(module, comp, ins)
-    return HloWork(**dataclasses.asdict(module.count), modules=len(texts), module_chars=sum(map(len, texts)),
-                   instructions=sum(len(comp.instructions) for comp in module.hlo.computations))
+    return module.count.done(modules=len(texts), module_chars=sum(map(len, texts)),
+                             instructions=sum(len(comp.instructions) for comp in module.hlo.computations))
 
 
 def hlo_module_costs(texts: list[str]) -> list[dict[str, float] | str]:
