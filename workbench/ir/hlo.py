@@ -116,7 +116,12 @@ class Call:
 
 @dataclass(frozen=True)
 class HloModule:
-    """The computations of one module, in the order printed (callees usually first, ENTRY last)."""
+    """The computations of one module, in the order printed (callees usually first, ENTRY last).
+
+    ``name`` is what the text's ``HloModule`` line names ("" without one); ``entry`` is the ENTRY
+    computation, None where the text has none (it is no whole module); ``calls``, which instruction
+    calls which of the other computations.
+    """
 
     name: str
     computations: tuple[Computation, ...]

@@ -71,11 +71,15 @@ class Link:
 
 @dataclass(frozen=True)
 class LevelWork:
-    """What drawing a level cost, counted: units placed, flows aggregated, boxes made."""
+    """What drawing a level cost, counted.
+
+    ``units``: the units placed in the level's boxes, each once (at the top level, all of the stage's);
+    ``flows``: the stage's flows gone over for the links and ports, in one pass. The boxes made are the
+    level's ``boxes``.
+    """
 
     units: int
     flows: int
-    boxes: int
 
 
 @dataclass(frozen=True)
@@ -261,7 +265,7 @@ def level(s: Scoped, group: str | None = None, changed: dict[int, int] | None = 
         port_boxes, port_links = _ports(ports, direction)
         boxes += port_boxes
         links += port_links
-    work = LevelWork(drawn.units, len(s.flows), len(boxes))
+    work = LevelWork(drawn.units, len(s.flows))
     return Level(group or "", s.by, tuple(p for _, p in opened), tuple(boxes), tuple(links),
                  sum(b.ops for b in boxes), s.ops, drawn.folded, drawn.runs, s.adopted, work)
 
