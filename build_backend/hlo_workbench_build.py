@@ -38,7 +38,7 @@ BUILT = EXT / "labextension" / "package.json"
 # what the built extension is made of (scripts/setup.sh's list, and the settings schemas)
 SOURCES = [EXT / p for p in ("src", "style", "schema", "package.json", "package-lock.json", "tsconfig.json",
                              "build-labextension.mjs", "install.json")] \
-    + [Path("workbench", "assets", "diffview.js"), Path("workbench", "assets", "diffview.css")]
+    + [Path("workbench", "assets", name) for name in ("diffview.js", "diffview.css", "widgetkit.js", "widgetkit.css")]
 JUPYTERLAB = "jupyterlab>=4,<5"
 NODE_HELP = ("Install Node.js (18 or newer) and npm, e.g. on Debian: apt-get install nodejs npm "
              "(scripts/setup.sh does it, and builds the extension).")

@@ -62,7 +62,8 @@ fi
 built=$ext/labextension/package.json
 ext_changed=0
 if [[ ! -f $built ]] || [[ -n $(find "$ext/src" "$ext/style" "$ext/schema" "$ext/package.json" "$ext/package-lock.json" "$ext/tsconfig.json" \
-    "$ext/build-labextension.mjs" "$ext/install.json" workbench/assets/diffview.js workbench/assets/diffview.css -newer "$built" -print -quit) ]]; then
+    "$ext/build-labextension.mjs" "$ext/install.json" workbench/assets/diffview.js workbench/assets/diffview.css \
+    workbench/assets/widgetkit.js workbench/assets/widgetkit.css -newer "$built" -print -quit) ]]; then
   echo "[setup] building the JupyterLab extension"
   (cd "$ext" && npm run --silent build:prod >/dev/null)  # against .venv's JupyterLab (build-labextension.mjs)
   [[ -f $built ]] || { echo "[setup] the extension's build wrote no $built" >&2; exit 1; }

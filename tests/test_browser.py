@@ -257,7 +257,9 @@ def test_a_50000_line_module_scrolls_in_the_diff_view(browser, lab, shots):
 
 def test_the_highlighter_and_the_change_marks_in_the_browser(browser):
     """The diff view's tokenizer, loaded from its file into a blank page: the text survives, classes fit."""
-    src = (ROOT / "workbench" / "assets" / "diffview.js").read_text()
+    from workbench.artifacts.assets import inlined  # with what it imports, as the panel and the report load it
+
+    src = inlined(ROOT / "workbench" / "assets" / "diffview.js")
     page = browser.new_page()
     try:
         out = page.evaluate("""async (src) => {
@@ -673,6 +675,8 @@ def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(brow
     edges read back, neighbourhoods by hops, unified rows from an alignment, the auto layout by width."""
     import graphviz
 
+    from workbench.artifacts.assets import inlined  # with what they import, as the panel loads them
+
     g = graphviz.Digraph()
     for a, b in (("a", "b"), ("b", "c"), ("c", "d"), ("e", "c"), ("d", "f")):
         g.edge(a, b)
@@ -710,7 +714,7 @@ def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(brow
                 up: graph.route([0, 100, 40, 20], [50, 0, 40, 20], 7),
                 paths: ['', 'block_0', 'transpose(jvp(block_0/x))/attn/[1-3]'].map(graph.splitPath),
             };
-        }""", [(ROOT / "workbench" / "assets" / "diffview.js").read_text(), (widgets / "graphview.js").read_text(), svg])
+        }""", [inlined(ROOT / "workbench" / "assets" / "diffview.js"), inlined(widgets / "graphview.js"), svg])
     finally:
         page.close()
     assert out["nodes"] == list("abcdef") and sorted(out["edges"]) == ["a>b", "b>c", "c>d", "d>f", "e>c"]

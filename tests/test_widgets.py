@@ -117,6 +117,28 @@ def test_the_viewer_reads_row_kinds_by_the_diffs_codes(ex):
     assert {k for _, _, k in d.rows()} <= set(ROW_KINDS)
 
 
+def test_the_views_get_what_they_share_inlined_once(tmp_path):
+    """diffview.js/.css, graphview.js/.css and lists.css import what they share (assets/widgetkit.*) by a relative path,
+    which a page loading them from a string cannot follow: the widgets and the report get each file with the
+    file it imports in place of the import line, once however many files import it."""
+    from workbench.artifacts.assets import inlined
+    from workbench.artifacts.report import render_diff_page
+    from workbench.views.widgets.diffview import DiffView
+    from workbench.views.widgets.graphview import GraphView
+    from workbench.views.widgets.lists import ToggleList
+
+    for text in (DiffView._esm, DiffView._css, GraphView._esm, GraphView._css, ToggleList._css):
+        assert not [line for line in text.splitlines() if line.startswith(("import ", "@import "))]
+    assert DiffView._css.count(".wb-bar {") == GraphView._css.count(".wb-bar {") == ToggleList._css.count(".wb-bar {") == 1
+    assert DiffView._esm.count("export function coalesced(") == GraphView._esm.count("export function coalesced(") == 1
+    page = render_diff_page("a\n", "b\n", "x", "y")
+    assert page.count(".wb-bar {") == 1 and '\\"./widgetkit.js\\"' not in page
+    (tmp_path / "a.js").write_text('import { b } from "./b.js";\nimport { c } from "./c.js";\nexport const a = b + c;\n')
+    (tmp_path / "b.js").write_text('import { c } from "./c.js";\nexport const b = c;')
+    (tmp_path / "c.js").write_text("export const c = 1;\n")
+    assert inlined(tmp_path / "a.js") == "export const c = 1;\nexport const b = c;\nexport const a = b + c;\n"
+
+
 XSS = "<script>alert(1)</script>\"'&"
 XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;&#34;&#39;&amp;"  # as markupsafe escapes it, once
 

@@ -49,6 +49,7 @@ from ..analysis.cost import cost_table, plot_cost
 from ..analysis.cost.table import summary_columns
 from ..analysis.graph import stage_graph
 from ..analysis.numbers import num
+from .assets import ASSETS, inlined  # the templates, the page script and style, and diffview.js/.css
 from .jsonout import write_replacing
 from .report_texts import LIMITS, REFERENCE, PackedTexts, ReportLimits, limits_note, pack_texts, pairs_note
 from .versions import versions_line
@@ -56,8 +57,6 @@ from ..stages import Stage
 
 __all__ = ["ReportLimits", "render_report", "write_report", "render_diff_page", "write_diff_page"]
 
-_ASSETS = Path(__file__).resolve().parent.parent / "assets"  # the templates, the page script and style,
-# and diffview.js / .css, the same files the panel's DiffView widget loads
 _GRAPH_MAX_OPS = 300
 _DIFF_HEIGHT = 600
 
@@ -115,7 +114,7 @@ def render_diff_page(before: str, after: str, before_name: str, after_name: str,
 def _templates() -> jinja2.Environment:
     """The report's templates, escaping every value they print unless it is ``Markup``; a name a
     template reads that its caller did not give is an error (StrictUndefined), not a blank."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(_ASSETS), autoescape=True, trim_blocks=True,
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(ASSETS), autoescape=True, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters.update(cell=_cell, num=num, quoted=json.dumps, grouped="{:,}".format, leaf_cells=_leaf_cells)
     # tojson: compact, and strict JSON (a browser's JSON.parse reads no NaN)
@@ -194,15 +193,15 @@ class _Graph:
 
 def _page(title: str, made_by: str, packed: PackedTexts, stages, first) -> _Page:
     config = {
-        "diffview": (_ASSETS / "diffview.js").read_text(encoding="utf-8"),
+        "diffview": inlined(ASSETS / "diffview.js"),
         "stages": [{"name": s.name, "parent": s.parent, "failed": bool(s.error), "error": s.error or ""}
                    for s in stages],
         "first": list(first),
         "height": _DIFF_HEIGHT,
         "pairs_note": pairs_note(packed.precomputed),
     }
-    script = _asset(_ASSETS / "report.js", "script")
-    style = Markup("\n").join([_asset(_ASSETS / "diffview.css", "style"), _asset(_ASSETS / "report.css", "style")])
+    script = _asset(ASSETS / "report.js", "script")
+    style = Markup("\n").join([_asset(ASSETS / "diffview.css", "style"), _asset(ASSETS / "report.css", "style")])
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     csp = (f"default-src 'none'; script-src 'sha256-{digest}' blob:; style-src 'unsafe-inline'; "
            "img-src 'none'; font-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'")
@@ -210,9 +209,9 @@ def _page(title: str, made_by: str, packed: PackedTexts, stages, first) -> _Page
 
 
 def _asset(path: Path, tag: str) -> Markup:
-    """A file of the workbench's inlined raw into a ``<script>``/``<style>`` element, which it must not
-    be able to end."""
-    text = path.read_text(encoding="utf-8")
+    """A file of the workbench's (with the files it imports, ``assets.inlined``) put raw into a
+    ``<script>``/``<style>`` element, which it must not be able to end."""
+    text = inlined(path)
     if re.search(rf"</{tag}|<!--|<script", text, re.IGNORECASE):
         raise ValueError(f"{path.name} cannot be inlined into <{tag}>: it holds '</{tag}', '<!--' or '<script'")
     return Markup(text)

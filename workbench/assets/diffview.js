@@ -13,6 +13,8 @@
 // per function); hovering a value's name (%0, %arg1, %param.3) shows its description in a popup
 // (.wbd-tip). Without them, or empty, a hover shows nothing and costs nothing.
 
+import { coalesced } from "./widgetkit.js";
+
 const ROW_H = 18; // px; must match .wbd-row in diffview.css
 const OVERSCAN = 40; // rows painted above and below the viewport; scrolling within them repaints nothing
 const MAX_CHARS = 4000; // longer lines are cut (dense constants can be megabytes)
@@ -169,7 +171,7 @@ function render({ model, el }) {
   el.classList.add("wbd");
   el.tabIndex = 0;
   el.innerHTML = `
-    <div class="wbd-bar">
+    <div class="wb-bar wbd-bar">
       <span class="wbd-stats"></span>
       <span class="wbd-spacer"></span>
       <span class="wbd-tools">
@@ -642,31 +644,13 @@ function render({ model, el }) {
   });
   resize.observe(body);
 
-  // One update sets several traits; load once for all of them.
-  let pending = false;
-  const reload = () => {
-    if (pending) return;
-    pending = true;
-    queueMicrotask(() => {
-      pending = false;
-      load();
-    });
-  };
+  const reload = coalesced(load); // one update sets several traits: load once for all of them
   for (const name of ["rows", "before", "after", "message", "before_name", "after_name"]) model.on("change:" + name, reload);
   if (tipping) for (const name of ["tips_before", "tips_after"]) model.on("change:" + name, reload);
   model.on("change:height", applyHeight);
   model.on("change:mode", applyMode);
-  let marksPending = false; // marks_before, marks_after and mark_focus come in one update: one repaint
-  for (const name of ["marks_before", "marks_after", "mark_focus"]) {
-    if (marking) model.on("change:" + name, () => {
-      if (marksPending) return;
-      marksPending = true;
-      queueMicrotask(() => {
-        marksPending = false;
-        onMarks();
-      });
-    });
-  }
+  const remark = coalesced(onMarks); // marks_before, marks_after and mark_focus come in one update: one repaint
+  if (marking) for (const name of ["marks_before", "marks_after", "mark_focus"]) model.on("change:" + name, remark);
   load();
   return () => {
     resize.disconnect();

@@ -19,7 +19,6 @@ a value's name shows its sharding. ``show`` fills them; an unsharded pair leaves
 from __future__ import annotations
 
 import array
-import pathlib
 import sys
 from typing import Iterable
 
@@ -27,13 +26,11 @@ import traitlets
 
 from ...analysis.diff import Diff
 from ...analysis.diff.kinds import ROW_CODES, ROW_KINDS as KINDS  # the kinds by their code in ``rows``
+from ...artifacts.assets import ASSETS, inlined
 from .lists import Messages
 from .sharding_tips import tips
 
 __all__ = ["DiffView", "KINDS", "MODES"]
-
-_HERE = pathlib.Path(__file__).parent
-_ASSETS = _HERE.parent.parent / "assets"  # the front-end code the panel, the report and the extension share
 
 MODES = ("auto", "split", "unified")
 
@@ -52,8 +49,8 @@ class DiffView(Messages):
     next/previous change, an overview ruler of where the changes are, a "changes only" fold, and a
     line cut by the pane's width shown whole when hovered."""
 
-    _esm = _ASSETS / "diffview.js"  # one copy, shared with the offline report (artifacts/report.py)
-    _css = _ASSETS / "diffview.css"
+    _esm = inlined(ASSETS / "diffview.js")  # one copy, shared with the offline report (artifacts/report.py)
+    _css = inlined(ASSETS / "diffview.css")
 
     before_name = traitlets.Unicode("").tag(sync=True)
     after_name = traitlets.Unicode("").tag(sync=True)

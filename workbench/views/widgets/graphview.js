@@ -12,6 +12,8 @@
 // draws it anew: graphviz's nodes moved into compact rows that keep graphviz's order, the edges
 // among them redrawn between their new places, everything else (clusters included) hidden.
 
+import { coalesced } from "../../assets/widgetkit.js";
+
 const ZOOM = 1.25; // per button press
 const MIN_SCALE = 0.02;
 const MAX_SCALE = 8;
@@ -133,7 +135,7 @@ function render({ model, el }) {
   el.classList.add("wbg");
   el.innerHTML = `
     <div class="wbg-crumbs"></div>
-    <div class="wbg-bar">
+    <div class="wb-bar wbg-bar">
       <button class="wbg-fit" title="fit the graph to the width of the view">fit width</button>
       <button class="wbg-out" title="zoom out (or ctrl/cmd + wheel)">&minus;</button>
       <span class="wbg-scale"></span>
@@ -440,24 +442,16 @@ function render({ model, el }) {
   });
   resize.observe(view);
 
-  let queued = false; // one update sets several traits: load once for all of them
-  const reload = () => {
-    if (queued) return;
-    queued = true;
-    queueMicrotask(() => {
-      queued = false;
-      load();
-    });
-  };
+  const reload = coalesced(load); // one update sets several traits: load once for all of them
   model.on("change:svg", reload);
   model.on("change:message", reload);
   model.on("change:level", reload);
-  model.on("change:openable", () => (queued ? null : showCrumbs()));
+  model.on("change:openable", () => (reload.queued ? null : showCrumbs()));
   model.on("change:drawing", () => levels.clear());
-  model.on("change:focus", () => (queued ? null : applyFocus()));
+  model.on("change:focus", () => (reload.queued ? null : applyFocus()));
   model.on("change:hops", () => {
     hopsInput.value = model.get("hops");
-    if (!queued && model.get("focus")) applyFocus();
+    if (!reload.queued && model.get("focus")) applyFocus();
   });
   model.on("change:height", applyHeight);
   load();

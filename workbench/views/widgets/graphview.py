@@ -26,6 +26,7 @@ from typing import Callable
 import anywidget
 import traitlets
 
+from ...artifacts.assets import inlined
 from ...errors import UnknownNameError, WorkbenchError
 
 __all__ = ["GraphView", "MAX_HOPS"]
@@ -43,8 +44,8 @@ class GraphView(anywidget.AnyWidget):
     is the group of a hierarchy whose level is shown ("" for the top level); the browser sets it when
     a group box is clicked, Python with ``open_group``."""
 
-    _esm = _HERE / "graphview.js"
-    _css = _HERE / "graphview.css"
+    _esm = inlined(_HERE / "graphview.js")  # with what it shares with the diff view (assets/widgetkit.*)
+    _css = inlined(_HERE / "graphview.css")
 
     svg = traitlets.Unicode("").tag(sync=True)
     message = traitlets.Unicode("").tag(sync=True)

@@ -11,6 +11,7 @@ from typing import Callable
 import anywidget
 import traitlets
 
+from ...artifacts.assets import inlined
 from ...stages import Stage
 from .html import num
 
@@ -51,7 +52,7 @@ class StageList(Messages):
     stages while XLA compiles), shown as its marker with ``loading``'s spinner."""
 
     _esm = _HERE / "stagelist.js"
-    _css = _HERE / "lists.css"
+    _css = inlined(_HERE / "lists.css")  # with what it shares with the other views (assets/widgetkit.css)
 
     stages = traitlets.List(traitlets.Dict()).tag(sync=True)
     left = traitlets.Unicode("").tag(sync=True)
@@ -78,7 +79,7 @@ class ToggleList(Messages):
     handler hears the toggle only after yes."""
 
     _esm = _HERE / "togglelist.js"
-    _css = _HERE / "lists.css"
+    _css = inlined(_HERE / "lists.css")
 
     items = traitlets.List().tag(sync=True)
     enabled = traitlets.List(traitlets.Unicode()).tag(sync=True)

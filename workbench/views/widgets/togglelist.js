@@ -8,13 +8,13 @@ const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&l
 function render({ model, el }) {
   el.classList.add("wbt");
   el.innerHTML = `
-    <div class="wbt-bar">
+    <div class="wb-bar wbt-bar">
       <input type="search" class="wbt-search" spellcheck="false">
       <label><input type="checkbox" class="wbt-only"> changed only</label>
       <button class="wbt-reset" title="every switch back to its default">reset</button>
     </div>
     <div class="wbt-count"></div>
-    <div class="wbt-confirm"><span class="wbt-question"></span>
+    <div class="wbt-confirm wb-buttons"><span class="wbt-question"></span>
       <button class="wbt-yes">yes</button><button class="wbt-no">no</button></div>
     <div class="wbt-list"></div>`;
   const search = el.querySelector(".wbt-search");
