@@ -118,6 +118,67 @@ def test_the_exercise_stamps_its_id_on_the_judges_verdict():
     assert lesson04.q3.lesson == 4 and lesson04.q3.answer == "a predicate"
 
 
+def test_every_table_of_the_texts_has_its_checker_and_every_checker_its_table():
+    import importlib
+
+    E = importlib.import_module("workbench.course.exercises")
+    for number, _, _ in course.LESSONS:
+        E._load(number)
+    tables = E.texts()
+    assert list(tables) == IDS and set(E._REGISTRY) == set(tables)
+    for qid, e in E._REGISTRY.items():
+        table = tables[qid]
+        assert E.texts_of(qid, e.kind) is table and (e.prompt, e.answer) == (table["prompt"], table["answer"])
+        needs, may = ({"prompt", "answer", "what"}, {"hint"}) if e.kind == "number" else ({"prompt", "answer"}, set())
+        assert needs <= set(table) <= needs | may and all(v.strip() for v in table.values()), (qid, table)
+    assert sum(e.kind == "number" for e in E._REGISTRY.values()) == 23
+    # the texts that name a lesson's constant say the number it holds
+    from workbench.course import lesson01, lesson02
+
+    l1 = tables["l1.q4"]
+    assert f"steps={lesson01.ASKED_STEPS}" in l1["prompt"] and f"steps={lesson01.ASKED_STEPS}" in l1["what"]
+    assert f"and {lesson01.STEPS}:" in l1["hint"]
+    assert f"at most {lesson02.LONGEST} passes" in tables["l2.q4"]["prompt"]
+
+
+def test_an_exercise_without_its_texts_is_an_error_where_it_is_declared():
+    import importlib
+
+    E = importlib.import_module("workbench.course.exercises")
+    before = dict(E._REGISTRY)
+    with pytest.raises(ValueError, match=r"l0\.q9 has no table \[l0\.q9\] in workbench/course/exercises\.toml"):
+        E.exercise("l0.q9")
+    with pytest.raises(ValueError, match=r"l0\.q9 has no table"):
+        E.number_exercise("l0.q9", rel_close=0.0)
+    with pytest.raises(ValueError, match="lacks what, which a @number_exercise needs"):
+        E.number_exercise("l1.q2")  # its table has no what: l1.q2 is not a number exercise
+    with pytest.raises(ValueError, match="has what, hint, which an @exercise does not use"):
+        E.exercise("l1.q1")  # a number exercise's table has texts a plain checker never says
+    with pytest.raises(TypeError, match="not hint"):
+        E.number_exercise("l1.q1", hint="a hint written here instead of in the table")
+    assert E._REGISTRY == before
+    tables = E.read_texts('[l5.q2]\nprompt = "Which?"\nanswer = "a name"\n[l5.q3]\nprompt = "How many?"\n'
+                          'answer = "a number"\nwhat = "the count"\nhnit = "a typo"\n')
+    assert list(tables) == ["l5.q2", "l5.q3"] and E.texts_of("l5.q2", "exercise", tables)["answer"] == "a name"
+    with pytest.raises(ValueError, match="has hnit, which a @number_exercise does not use"):
+        E.texts_of("l5.q3", "number", tables)
+    with pytest.raises(ValueError, match="'l5.prompt' is not an exercise's table"):
+        E.read_texts('[l5]\nprompt = "Which?"\n')
+    with pytest.raises(ValueError, match=r"\[l5.q2\] answer is not a string"):
+        E.read_texts('[l5.q2]\nprompt = "Which?"\nanswer = 3\n')
+
+
+@pytest.mark.subprocess
+def test_the_listing_reads_the_texts_without_importing_a_lesson():
+    import subprocess
+    import sys
+
+    code = ("import sys; from workbench import course; t = course.exercises(); n = course.lessons(); "
+            "print(len(t), int(n.exercises.sum()), sorted(m for m in sys.modules if '.course.lesson' in m))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(len(IDS)), str(len(IDS)), "[]"], out
+
+
 ODD = [{"a": 1}, [1, 2], np.array([1, 2]), np.int64(3), b"cse", object(), float("inf"), -1, 10**30, 2 + 3j,
        lambda e: "yes", lambda: True, "lambda e: True", ["x", 3], set(), [], ("a", "b", "c"), "/", "none,none",
        jnp.float32(1.0)]

@@ -6,7 +6,7 @@
     course.lessons()                  # the lessons in order
 
 The right answers are computed by the workbench on each lesson's program (``lessonNN.py``), never
-written down.
+written down; the questions and their fixed hints are written down, in ``exercises.toml``.
 """
 from .exercises import LESSONS, check, exercises, lessons, show
 from .judge import Verdict

@@ -1,19 +1,24 @@
 """The exercises of the course, registered by the lesson modules, and ``check`` that judges an answer.
 
 Each lesson ``N`` is a module ``workbench/course/lessonNN.py``: its programs, and one checker per
-exercise, registered with ``@exercise("lN.qK", prompt=..., answer=...)`` (or, for an answer that is a
-number, ``@number_exercise``). A checker computes the right answer from the workbench on the lesson's
-program every time it is asked (cached per process), so a JAX version that changes the IR changes the
-expected answer with it. The id is written once, in the decorator: the verdict a checker returns has
-none, and the exercise stamps its own on it.
+exercise, registered with ``@exercise("lN.qK")`` (or, for an answer that is a number,
+``@number_exercise``). A checker computes the right answer from the workbench on the lesson's program
+every time it is asked (cached per process), so a JAX version that changes the IR changes the expected
+answer with it. The id is written once, in the decorator: the verdict a checker returns has none, and
+the exercise stamps its own on it. The fixed texts of an exercise -- its question, the kind of answer
+it takes, and a number exercise's ``what`` and ``hint`` -- are data, the exercise's table in
+``exercises.toml``; ``exercises()`` lists them from there, without importing a lesson.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.resources
 import inspect
 import re
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cache
 
 from ..errors import UnknownNameError
 from .judge import AnswerError, Verdict, blank, is_blank, judge_number, wrong
@@ -36,6 +41,60 @@ LESSONS = (
 )
 
 _QID = re.compile(r"l(\d+)\.q(\d+)$")
+_TEXTS = "exercises.toml"  # next to this module
+# the keys a table of exercises.toml must have, and those it may have, for each kind of exercise
+_NEEDS = {"exercise": ("prompt", "answer"), "number": ("prompt", "answer", "what")}
+_MAY = {"exercise": (), "number": ("hint",)}
+_DECORATOR = {"exercise": "an @exercise", "number": "a @number_exercise"}
+
+
+def _order(qid: str) -> tuple[int, int]:
+    """``"l5.q2"`` -> ``(5, 2)``: lesson, then question, as numbers."""
+    return tuple(map(int, _QID.match(qid).groups()))
+
+
+def read_texts(text: str) -> dict[str, dict[str, str]]:
+    """The exercises' tables of a TOML text (``[l5.q2]``, the form of exercises.toml) by id, in the order
+    of lesson and question; a table that is not an exercise id's, or a value that is not a string, is
+    refused with a ValueError that names it."""
+    tables = {}
+    for lesson, questions in tomllib.loads(text).items():
+        if not isinstance(questions, dict):
+            raise ValueError(f"{_TEXTS}: {lesson!r} is not an exercise's table; ids look like [l5.q2]")
+        for question, table in questions.items():
+            qid = f"{lesson}.{question}"
+            if not _QID.match(qid) or not isinstance(table, dict):
+                raise ValueError(f"{_TEXTS}: {qid!r} is not an exercise's table; ids look like [l5.q2]")
+            odd = [k for k, v in table.items() if not isinstance(v, str)]
+            if odd:
+                raise ValueError(f"{_TEXTS}: [{qid}] {odd[0]} is not a string")
+            tables[qid] = table
+    return dict(sorted(tables.items(), key=lambda item: _order(item[0])))
+
+
+@cache
+def texts() -> dict[str, dict[str, str]]:
+    """Every exercise's table of ``exercises.toml``, by id."""
+    return read_texts(importlib.resources.files(__package__).joinpath(_TEXTS).read_text(encoding="utf-8"))
+
+
+def texts_of(qid: str, kind: str, tables: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
+    """Exercise ``qid``'s table (of ``tables``, by default ``exercises.toml``'s), checked to hold the keys
+    an exercise of ``kind`` ("exercise" or "number") needs and no other: a ValueError that says what is
+    missing or extra otherwise."""
+    table = (texts() if tables is None else tables).get(qid)
+    if table is None:
+        raise ValueError(f"exercise {qid} has no table [{qid}] in workbench/course/{_TEXTS}: write its prompt "
+                         f"and answer there")
+    missing = [k for k in _NEEDS[kind] if k not in table]
+    if missing:
+        raise ValueError(f"[{qid}] of workbench/course/{_TEXTS} lacks {', '.join(missing)}, which "
+                         f"{_DECORATOR[kind]} needs")
+    extra = [k for k in table if k not in _NEEDS[kind] + _MAY[kind]]
+    if extra:
+        raise ValueError(f"[{qid}] of workbench/course/{_TEXTS} has {', '.join(extra)}, which "
+                         f"{_DECORATOR[kind]} does not use")
+    return table
 
 
 @dataclass(frozen=True)
@@ -49,10 +108,11 @@ class Exercise:
     prompt: str
     answer: str  # what kind of answer: "a pattern name", "an op count", ...
     checker: Callable[[object], Verdict]
+    kind: str = "exercise"  # or "number" (@number_exercise): which keys its table in exercises.toml has
 
     @property
     def lesson(self) -> int:
-        return int(_QID.match(self.qid).group(1))
+        return _order(self.qid)[0]
 
     def __call__(self, answer=None) -> Verdict:
         if is_blank(answer):
@@ -68,29 +128,46 @@ class Exercise:
 _REGISTRY: dict[str, Exercise] = {}
 
 
-def exercise(qid: str, *, prompt: str, answer: str):
-    """Register the decorated ``checker(answer) -> Verdict`` as exercise ``qid`` ("l5.q2"). It returns
-    the ``Exercise``: ``lessonNN.qK(answer)`` is the verdict ``check("lN.qK", answer)`` gives."""
+def _table(qid: str, kind: str) -> dict[str, str]:
     if not _QID.match(qid):
         raise ValueError(f"an exercise id looks like 'l5.q2', not {qid!r}")
-
-    def register(checker) -> Exercise:
-        _REGISTRY[qid] = Exercise(qid, prompt, answer, checker)
-        return _REGISTRY[qid]
-
-    return register
+    return texts_of(qid, kind)
 
 
-def number_exercise(qid: str, *, prompt: str, answer: str, **judging):
+def _register(e: Exercise) -> Exercise:
+    _REGISTRY[e.qid] = e
+    return e
+
+
+def exercise(qid: str):
+    """Register the decorated ``checker(answer) -> Verdict`` as exercise ``qid`` ("l5.q2"), whose prompt
+    and answer are its table in ``exercises.toml`` (a ValueError here when it has none). It returns the
+    ``Exercise``: ``lessonNN.qK(answer)`` is the verdict ``check("lN.qK", answer)`` gives."""
+    table = _table(qid, "exercise")
+    return lambda checker: _register(Exercise(qid, table["prompt"], table["answer"], checker))
+
+
+_TOLERANCES = ("rel_close", "rel_right", "near_within")
+
+
+def number_exercise(qid: str, **tolerances):
     """Register the decorated ``expected() -> (number, near)`` as exercise ``qid``, whose answer is a
-    number: ``judge_number`` with ``judging`` (``what``, ``hint``, tolerances) compares it with
-    ``number``; ``near`` maps the value each known misunderstanding gives to what it is."""
+    number: ``judge_number`` compares it with ``number``, saying the ``what`` and ``hint`` of the
+    exercise's table in ``exercises.toml``, within ``tolerances`` (``rel_close``, ``rel_right``,
+    ``near_within``); ``near`` maps the value each known misunderstanding gives to what it is."""
+    table = _table(qid, "number")
+    odd = [k for k in tolerances if k not in _TOLERANCES]
+    if odd:
+        raise TypeError(f"number_exercise takes the tolerances {', '.join(_TOLERANCES)}, not {odd[0]}; "
+                        f"its texts are its table in {_TEXTS}")
+    judging = {"what": table["what"], "hint": table.get("hint", ""), **tolerances}
+
     def register(expected) -> Exercise:
         def checker(given) -> Verdict:
             number, near = expected()
             return judge_number(given, number, near=near, **judging)
 
-        return exercise(qid, prompt=prompt, answer=answer)(checker)
+        return _register(Exercise(qid, table["prompt"], table["answer"], checker, "number"))
 
     return register
 
@@ -107,9 +184,7 @@ def _find(qid: str) -> Exercise:
         _load(int(m.group(1)))
     if key in _REGISTRY:
         return _REGISTRY[key]
-    for number, _, _ in LESSONS:
-        _load(number)
-    raise UnknownNameError("exercise", str(qid), sorted(_REGISTRY), "exercise ids look like 'l5.q2'")
+    raise UnknownNameError("exercise", str(qid), list(texts()), "exercise ids look like 'l5.q2'")
 
 
 def check(qid: str, answer=None) -> Verdict:
@@ -119,15 +194,12 @@ def check(qid: str, answer=None) -> Verdict:
 
 
 def exercises(lesson: int | None = None):
-    """Every exercise (or one lesson's): id, lesson, what the answer is, and the question."""
+    """Every exercise (or one lesson's): id, lesson, what the answer is, and the question, as
+    ``exercises.toml`` writes them (no lesson module is imported)."""
     import pandas as pd
 
-    for number, _, _ in LESSONS:
-        if lesson is None or number == lesson:
-            _load(number)
-    rows = [dict(id=e.qid, lesson=e.lesson, answer=e.answer, prompt=e.prompt) for e in
-            sorted(_REGISTRY.values(), key=lambda e: (e.lesson, int(e.qid.rsplit("q", 1)[1])))
-            if lesson is None or e.lesson == lesson]
+    rows = [dict(id=qid, lesson=_order(qid)[0], answer=t["answer"], prompt=t["prompt"])
+            for qid, t in texts().items() if lesson is None or _order(qid)[0] == lesson]
     return pd.DataFrame(rows, columns=["id", "lesson", "answer", "prompt"])
 
 

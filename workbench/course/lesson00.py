@@ -16,10 +16,7 @@ def exploration():
     return wb.explore(attention.fn, *attention.args())
 
 
-@number_exercise("l0.q1", prompt="How many stages of the attention gradient's exploration changed the program "
-                                 "(MLIR, XLA and backend stages alike)?", answer="a number of stages",
-                 what="the number of stages that changed the program", rel_close=0.15,
-                 hint="ex.changed() lists them; len() counts them")
+@number_exercise("l0.q1", rel_close=0.15)
 def q1():
     return len(exploration().changed()), {len(exploration().stages): "you count every stage"}
 
@@ -28,10 +25,7 @@ def transposes(stage) -> int:
     return stage.text.count("stablehlo.transpose")
 
 
-@number_exercise("l0.q2", prompt="How many stablehlo.transpose ops does the program hold as JAX lowered it (the "
-                                 "'stablehlo' stage), before any pass ran?", answer="a number of ops",
-                 what="the transposes in the stablehlo stage",
-                 hint="ex['stablehlo'].text is the program as lowered; str.count counts")
+@number_exercise("l0.q2")
 def q2():
     ex = exploration()
     return transposes(ex["stablehlo"]), {

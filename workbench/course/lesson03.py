@@ -85,12 +85,7 @@ def order_matters(ex, a: str, b: str) -> bool:
     return not ex.diff(_ends(ex, (a, b)), _ends(ex, (b, a))).is_empty
 
 
-@number_exercise("l3.q1", prompt="How many patterns of the catalog change the program that one greedy run ended "
-                                 "with (the 'enzyme-hlo-patterns#1' stage of wasteful) when each is applied alone?",
-                 answer="a number of patterns",
-                 what="the number of patterns that apply to the greedy run's result", rel_close=0.0,
-                 hint="the greedy driver stops only when nothing it runs matches any more; "
-                      "ex.applicable('enzyme-hlo-patterns#1') asks the whole catalog")
+@number_exercise("l3.q1", rel_close=0.0)
 def q1():
     return len(applicable("enzyme-hlo-patterns#1")), {
         len(stepped().applied()): "you count the steps of step(), which start from the program as lowered",
@@ -98,8 +93,7 @@ def q1():
                                       "greedy run"}
 
 
-@exercise("l3.q2", prompt="Which patterns did step() apply to wasteful that applicable('stablehlo') did not list? "
-                          "Give the set.", answer="a set of pattern names")
+@exercise("l3.q2")
 def q2(answer):
     expected = set(stepped().applied()) - set(applicable("stablehlo"))
     return judge_patterns(answer, expected,
@@ -108,8 +102,7 @@ def q2(answer):
                                "the first, and what made them match later?")
 
 
-@exercise("l3.q3", prompt="Bisect wasteful for the patterns that remove every stablehlo.transpose from the final "
-                          "program. Which patterns does bisect name?", answer="a set of pattern names")
+@exercise("l3.q3")
 def q3(answer):
     found = exploration().bisect(wb.op_count_at_most("stablehlo.transpose", 0), progress=False).patterns
     return judge_patterns(answer, found, what="the 1-minimal set of patterns that removes every transpose",
@@ -117,8 +110,7 @@ def q3(answer):
                                "stablehlo.transpose; every pattern of the set it returns is needed")
 
 
-@exercise("l3.q4", prompt="Name two patterns that, applied one after the other to wasteful as lowered, end at a "
-                          "different program depending on which goes first.", answer="two pattern names")
+@exercise("l3.q4")
 def q4(answer):
     names = names_of(answer)
     if names is None or len(set(names)) != 2:

@@ -112,12 +112,7 @@ def _flops(ex, stage: str, op: str | None = None) -> float:
     return float(per_op[per_op.op == op].flops.sum())
 
 
-@number_exercise("l4.q1", prompt="two_matmuls with x of shape (256, 512) and a, b of shape (512, 64) "
-                                 "(lesson.bigger()): how many flops does the optimized program (the last MLIR stage) "
-                                 "cost?", answer="a number of flops",
-                 what="the optimized program's flops", rel_close=0.02,
-                 hint="the rewrite leaves one product of (256, 512) by (512, 64), 2 flops per multiply-add, and one "
-                      "elementwise sum of a and b; ex.cost() has a flops column per stage")
+@number_exercise("l4.q1", rel_close=0.02)
 def q1():
     ex = bigger()
     last = ex.default_run_stage().name
@@ -127,8 +122,7 @@ def q1():
                                                    "in front of it"}
 
 
-@exercise("l4.q2", prompt="nan_to_zero, compiled with no_nan=True and fed a NaN (lesson.nan_fed()), fails the "
-                          "numeric check. Which pattern is to blame?", answer="a pattern name")
+@exercise("l4.q2")
 def q2(answer):
     found = nan_fed().bisect(wb.miscompiles("cpu:0"), progress=False).patterns
     return judge_patterns(answer, found, what="the pattern whose rewrite makes the program miscompile",
@@ -141,9 +135,7 @@ def _holds(predicate, ex, which: str) -> bool:
                             hint="a predicate takes an Exploration and returns True or False"))
 
 
-@exercise("l4.q3", prompt="Write a predicate (a function of an Exploration) that holds exactly when the optimized "
-                          "program gives wrong numbers on the exploration's own inputs, so that bisect could use it. "
-                          "It is tried on nan_fed(), nan_honest() and nan_kept_promise().", answer="a predicate")
+@exercise("l4.q3")
 def q3(answer):
     if not callable(answer):
         raise AnswerError(f"{answer!r} is not a predicate", "write a function, e.g. lambda e: ..., that takes an "
@@ -164,8 +156,7 @@ def q3(answer):
                  "is merely present")
 
 
-@exercise("l4.q4", prompt="Which of the six explorations in lesson.suspects() fail the numeric check "
-                          "(ex.run().check)? Predict, then run them.", answer="a set of names from lesson.suspects()")
+@exercise("l4.q4")
 def q4(answer):
     return judge_names(answer, _failing(), what="the explorations whose check fails",
                        known=suspects().keys(), kind="suspect",

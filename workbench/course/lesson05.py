@@ -67,9 +67,7 @@ def down_culprits() -> tuple[str, ...]:
     return tuple(b.patterns)
 
 
-@exercise("l5.q1", prompt="Which transpose_propagate direction ('up', 'down' or 'none') leaves the most "
-                          "stablehlo.transpose ops in the last MLIR stage of the attention layer?",
-          answer="a direction: 'up', 'down' or 'none'")
+@exercise("l5.q1")
 def q1(answer):
     counts = {d: transposes_left(d) for d in DIRECTIONS}
     most = [d for d in DIRECTIONS if counts[d] == max(counts.values())]
@@ -82,9 +80,7 @@ def q1(answer):
                              "MLIR stage of each")
 
 
-@exercise("l5.q2", prompt="With transpose_propagate='down', which pattern(s) of the 'transpose down' group make "
-                          "the difference: turned off, the last MLIR stage keeps no more transposes than 'up' "
-                          "leaves?", answer="a pattern name, or a list of them")
+@exercise("l5.q2")
 def q2(answer):
     return judge_patterns(answer, down_culprits(), what="the pattern(s) that split the head transpose",
                           hint="diff 'stablehlo' with the last MLIR stage of the 'down' exploration: what "
@@ -92,12 +88,7 @@ def q2(answer):
                                "'transpose down' group (or bisect with wb.op_count_above)")
 
 
-@number_exercise("l5.q3", prompt="In the xla:optimized stage of the attention layer (transpose_propagate='up'), how "
-                                 "many bytes does XLA's cost analysis charge, all together, to the instructions that "
-                                 "do no arithmetic (0 flops)?", answer="a number of bytes",
-                 what="the bytes of the zero-flop instructions",
-                 hint="ex.cost('xla:optimized') has one row per instruction; keep the rows whose flops are 0 and add "
-                      "up their bytes")
+@number_exercise("l5.q3")
 def q3():
     ex = exploration()
     c = ex.cost("xla:optimized")
@@ -107,9 +98,7 @@ def q3():
                                 written: "you counted what they write and not what they read"}
 
 
-@exercise("l5.q4", prompt="Compared with 'up', does transpose_propagate='down' make the zero-flop instructions "
-                          "of xla:optimized move more bytes, fewer bytes, or the same?",
-          answer="'more', 'fewer' or 'the same'")
+@exercise("l5.q4")
 def q4(answer):
     up, down = movement_bytes(exploration("up")), movement_bytes(exploration("down"))
     expected = "more" if down > up else "fewer" if down < up else "the same"

@@ -55,41 +55,27 @@ def last_flops(ex) -> int:
     return int(stage_cost(ex, last_mlir(ex).name)["flops"])
 
 
-@number_exercise("l6.q1", prompt="How many times does the condition of the recurrent cell's while loop run, in "
-                                 "one call of the program?", answer="a number of times",
-                 what="how often the loop's condition runs",
-                 hint="ex.cost('stablehlo') has a trip_count per op; find the stablehlo.compare of the cond region")
+@number_exercise("l6.q1")
 def q1():
     runs = condition_runs()
     return runs, {runs - 1: "you count the body's iterations: the condition runs once more, the time it answers "
                             "'stop'"}
 
 
-@number_exercise("l6.q2", prompt="How many flops does the workbench count for one call of the whole program in the "
-                                 "'stablehlo' stage, every loop iteration included?", answer="a number of flops",
-                 what="the program's flops in the stablehlo stage",
-                 hint="ex.cost() has a flops column (loops multiplied by their trip counts) next to flops_body_once "
-                      "and xla_flops")
+@number_exercise("l6.q2")
 def q2():
     row = stage_cost(exploration(), "stablehlo")
     return int(row["flops"]), {row["flops_body_once"]: "the loop body is counted once, as XLA's cost analysis does "
                                                        "(xla_flops)"}
 
 
-@number_exercise("l6.q3", prompt="In the last MLIR stage, how many fewer ops sit inside the loop (run more than "
-                                 "once) with licm on than with licm=False?", answer="a number of ops",
-                 what="the ops loop-invariant code motion takes out of the loop",
-                 hint="explore with licm=False too; in ex.cost(stage) of each last MLIR stage count the rows whose "
-                      "trip_count is above 1")
+@number_exercise("l6.q3")
 def q3():
     left = in_loop(exploration(True))
     return in_loop(exploration(False)) - left, {left: "you count the ops left in the loop, not those moved out"}
 
 
-@number_exercise("l6.q4", prompt="How many flops per call does loop-invariant code motion save on this program (the "
-                                 "last MLIR stage's flops with licm=False minus those with licm on)?",
-                 answer="a number of flops", what="the flops LICM saves",
-                 hint="ex.cost() of both explorations: subtract the flops of their last MLIR stages")
+@number_exercise("l6.q4")
 def q4():
     saved = last_flops(exploration(False)) - last_flops(exploration(True))
     trips = condition_runs() - 1

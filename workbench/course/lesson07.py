@@ -56,11 +56,7 @@ def transpose_culprits() -> tuple[str, ...]:
     return tuple(b.patterns)
 
 
-@number_exercise("l7.q1", prompt="How many stablehlo.dot_general ops does the gradient of the loss with respect to "
-                                 "the parameters hold in its last MLIR stage?", answer="a number of ops",
-                 what="the dot_generals of the gradient",
-                 hint="the gradient runs the forward pass first; then each layer needs its weight's gradient, and "
-                      "every layer but the first passes a gradient on to its input")
+@number_exercise("l7.q1")
 def q1():
     forward_dots = dots(forward(), "stablehlo")
     return dots(gradient()), {
@@ -71,10 +67,7 @@ def q1():
                           "runs first"}
 
 
-@number_exercise("l7.q2", prompt="How many ops does Reactant's default pipeline remove from the gradient (ops in "
-                                 "'stablehlo' minus ops in the last MLIR stage, as ex.cost() counts them)?",
-                 answer="a number of ops", what="the ops the pipeline removes from the gradient",
-                 hint="ex.cost() has an ops column per stage")
+@number_exercise("l7.q2")
 def q2():
     g = gradient()
     left = int(stage_cost(g, last_mlir(g).name)["ops"])
@@ -82,19 +75,13 @@ def q2():
                         left: "you give the ops left, not those removed"}
 
 
-@exercise("l7.q3", prompt="JAX's gradient holds a stablehlo.transpose after each weight gradient's product. Which "
-                          "pattern(s) leave the gradient without any transpose?",
-          answer="a pattern name, or a list of them")
+@exercise("l7.q3")
 def q3(answer):
     return judge_patterns(answer, transpose_culprits(), what="the pattern(s) that remove the transposes",
                           hint="gradient.bisect(wb.op_count_at_most('stablehlo.transpose', 0)) finds them, as in "
                                "lesson 3; or read the diff of the first enzyme-hlo-patterns stage")
 
 
-@number_exercise("l7.q4", prompt="How many times the loss's flops are the gradient's flops (last MLIR stage of "
-                                 "each, as ex.cost() counts them)? A ratio such as 2.5.", answer="a ratio",
-                 what="the gradient's flops over the loss's", rel_right=0.02,
-                 hint="ex.cost() of forward and gradient explorations: divide the flops of their last MLIR stages; "
-                      "two decimals are enough")
+@number_exercise("l7.q4", rel_right=0.02)
 def q4():
     return flops_ratio(gradient()), {round(flops_ratio(gradient((0, 1))), 2): "the input's gradient is computed too"}

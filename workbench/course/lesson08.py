@@ -80,8 +80,7 @@ def _bytes_cut_per_pass(ex) -> dict[str, float]:
     return out
 
 
-@exercise("l8.q1", prompt="Which XLA pass cuts the bytes that XLA's cost analysis counts (ex.cost()'s xla_bytes) "
-                          "the most, compared with the stage before it?", answer="an XLA pass name")
+@exercise("l8.q1")
 def q1(answer):
     ex = exploration()
     cut = _bytes_cut_per_pass(ex)
@@ -97,11 +96,7 @@ def q1(answer):
                             "before it")
 
 
-@number_exercise("l8.q2", prompt="With XLA's fusion pass disabled (ex.with_xla(disable=['fusion'])), how many "
-                                 "fusion instructions does the entry computation of xla:optimized hold?",
-                 answer="a number of instructions", what="the fusions without the fusion pass", rel_close=0.0,
-                 hint="disabled or not, fusion-wrapper runs after fusion; what does it do with every op that no "
-                      "fusion holds?")
+@number_exercise("l8.q2", rel_close=0.0)
 def q2():
     fused = entry_fusions(exploration()["xla:optimized"].text)
     return entry_fusions(without_fusion()["xla:optimized"].text), {
@@ -110,11 +105,7 @@ def q2():
            "fusion into one of its own"}
 
 
-@number_exercise("l8.q3", prompt="The preallocated temp allocation of XLA's buffer assignment holds several values. "
-                                 "How many bytes would those values take if none of them shared memory?",
-                 answer="a number of bytes", what="the bytes of the temp values, unshared", rel_close=0.0,
-                 hint="read the 'preallocated-temp' allocation in ex['backend:buffer-assignment'].text and add up "
-                      "the size= of each value in it")
+@number_exercise("l8.q3", rel_close=0.0)
 def q3():
     size, values = temp_values(exploration()["backend:buffer-assignment"].text)
     return sum(values), {size: "you give the allocation's size: its values share it, one placed where another one "
@@ -123,11 +114,7 @@ def q3():
                                                                      "sharing"}
 
 
-@number_exercise("l8.q4", prompt="By ex.cost(device='H100') (fp32), the last MLIR stage is memory-bound. By what "
-                                 "factor would its bytes have to shrink, at the same flops, for its bytes time to "
-                                 "equal its flops time?", answer="a factor (a number)",
-                 what="the factor the bytes must shrink by", rel_right=0.02, rel_close=0.15, near_within=0.05,
-                 hint="roofline_bytes_s and roofline_flops_s are the two times; the factor is their ratio")
+@number_exercise("l8.q4", rel_right=0.02, rel_close=0.15, near_within=0.05)
 def q4():
     name = last_mlir(exploration()).name
     row, bf16 = costs().loc[name], costs("bf16").loc[name]

@@ -150,20 +150,13 @@ def _collectives(placement: str, misread: str, why: str) -> tuple[int, dict]:
     return e["optimized"], {e[misread]: why}
 
 
-@number_exercise("l9.q1", prompt="Place layer's x as P('data', None) and w as P(None, 'model') (w split by "
-                                 "columns). How many collectives does XLA's optimized module hold?",
-                 answer="a number of collectives", rel_close=0.0,
-                 what="the collectives in xla:optimized with w split by columns",
-                 hint="a device that holds whole rows of x and some columns of w can compute its columns of x @ w "
-                      "alone; explore it and read ex.collectives('xla:optimized')")
+@number_exercise("l9.q1", rel_close=0.0)
 def q1():
     return _collectives("columns", "contracting", "w is split over the contracting dimension, as in the notebook's "
                                                   "first example: that is where partial sums appear")
 
 
-@exercise("l9.q2", prompt="mlp in Megatron's layout (lesson.mlp_args): which collective does XLA insert, and over "
-                          "which mesh axis do its replica groups run? Answer (kind, axis).",
-          answer="a (kind, mesh axis) pair of strings, e.g. ('all-gather', 'data')")
+@exercise("l9.q2")
 def q2(answer):
     e = expected()["mlp"]
     names = names_of(answer)
@@ -193,12 +186,7 @@ def q2(answer):
                  "explore mlp on lesson.mlp_args(m) and read ex.collectives('xla:optimized')")
 
 
-@number_exercise("l9.q3", prompt="How many bytes does each device send for that collective in mlp, by the ring "
-                                 "estimate (the bytes_per_device of ex.collectives)? Work it out from the per-device "
-                                 "buffer and the group size first.", answer="a number of bytes",
-                 what="the bytes each device sends for the all-reduce", rel_close=0.05,
-                 hint="the buffer S is the per-device result of the second matmul (its local rows, all its columns, "
-                      "4 bytes each); the all-reduce's ring estimate is 2 (n-1)/n S")
+@number_exercise("l9.q3", rel_close=0.05)
 def q3():
     e = expected()["mlp"]
     n, s = e["group_size"], e["buffer_bytes"]
@@ -210,11 +198,7 @@ def q3():
     return e["bytes_per_device"], near
 
 
-@number_exercise("l9.q4", prompt="The transformer block's gradient on attention.sharded_args(): how many collectives "
-                                 "does XLA's final module (xla:optimized) hold?", answer="a number of collectives",
-                 what="the collectives in xla:optimized", rel_close=0.0,
-                 hint="ex.collectives('xla:optimized'); compare with ex.collectives('xla:spmd-partitioning#1') and "
-                      "look for the stage between them where the count drops")
+@number_exercise("l9.q4", rel_close=0.0)
 def q4():
     return _collectives("attention", "partitioned", "you count them right after SPMD partitioning: a later XLA pass "
                                                     "merges all-reduces over the same devices into one")

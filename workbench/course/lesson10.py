@@ -63,9 +63,7 @@ def reduced():
             buggy().reduce(wb.lacks_op("stablehlo.compare"), progress=False))
 
 
-@exercise("l10.q1", prompt="Bisect the miscompile over patterns and XLA passes together (over='all', predicate "
-                           "wb.miscompiles('cpu:0')). Which patterns and passes are to blame?",
-          answer="a pattern or pass name, or a list of them")
+@exercise("l10.q1")
 def q1(answer):
     found, symptom = culprits()
     blamed = [*found.patterns, *found.xla_passes]
@@ -85,9 +83,7 @@ def _verdict_of(predicate, ex, where: str) -> bool:
     return bool(from_answer(f"your predicate on {where}", predicate, ex, hint=hint))
 
 
-@exercise("l10.q2", prompt="Write a predicate for reduce that pins this bug: it holds on the no_nan exploration, "
-                           "not on the honest one, not on an empty module, and still on the shrunk module reduce "
-                           "explores as text (on random inputs).", answer="a predicate: a function of an Exploration")
+@exercise("l10.q2")
 def q2(answer):
     if not callable(answer):
         return wrong(f"{answer!r} is not a predicate", "a predicate is a function: lambda e: ... -> bool")
@@ -114,10 +110,7 @@ def q2(answer):
                  "module")
 
 
-@number_exercise("l10.q3", prompt="Reduce the no_nan exploration with a predicate that pins the bug (as in 10.2). "
-                                  "How many ops does the reduced module hold (r.ops_after)?", answer="a number of ops",
-                 what="the ops of the reduced module", rel_close=0.0,
-                 hint="r = bad.reduce(your_predicate); r.ops_after, and print r.exploration['input'].text")
+@number_exercise("l10.q3", rel_close=0.0)
 def q3():
     small, empty = reduced()
     return small.ops_after, {empty.ops_after: "the predicate only asks for the compare to be missing: the empty "
@@ -125,8 +118,7 @@ def q3():
                              small.ops_before: "you count the module before reducing"}
 
 
-@exercise("l10.q4", prompt="Write a reproducer folder for the miscompile, whose repro.py prints FAIL, and give "
-                           "its path.", answer="the path of a folder, as a string")
+@exercise("l10.q4")
 def q4(answer):
     if not isinstance(answer, (str, Path)):
         return wrong(f"{answer!r} is not a path", "give the folder as a string: what ex.reproducer returned")
