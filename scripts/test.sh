@@ -20,10 +20,11 @@ scripts/setup.sh --test
 # everything set up: a test that finds chromium, playwright or nbclient missing fails instead of skipping
 export HLO_WORKBENCH_TEST_ALL=1
 # one pytest process per core, at most 4 (each holds its own Chromium, JupyterLab and pass workers); a test
-# file stays in one process, so its module fixtures (explored programs) are made once
+# file stays in one process, so its module fixtures (explored programs) are made once; the files go out in
+# tests/conftest.py's order (costliest first, the browser last), not pytest-xdist's (most tests first)
 cores=$(nproc)
 workers=$(( cores < 4 ? cores : 4 ))
 if (( workers >= 2 )); then
-  exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 -n "$workers" --dist loadfile "$@"
+  exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
 fi
 exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"

@@ -99,7 +99,7 @@ def test_an_interrupted_explore_leaves_every_later_answer_right():
     run_seconds = time.perf_counter() - t
 
     landed_in_call = landed_elsewhere = 0
-    plan = [("explore", whole * k / 10) for k in range(1, 10)] + [("run", run_seconds * k / 4) for k in (1, 3)]
+    plan = [("explore", whole * k / 10) for k in (1, 3, 5, 7, 9)] + [("run", run_seconds * k / 4) for k in (1, 3)]
     for what, delay in plan:
         runner.clear()  # every step runs in the worker again
         previous = _alarm(delay)
@@ -343,7 +343,7 @@ def test_ctrl_c_in_applicable_and_bisect_leaves_every_later_answer_as_a_fresh_pr
     previous = signal.signal(signal.SIGINT, on_sigint)
     interrupted = 0
     try:
-        for what, fraction in [(w, k / 4) for w in ("applicable", "bisect") for k in (1, 2, 3)]:
+        for what, fraction in [(w, k / 3) for w in ("applicable", "bisect") for k in (1, 2)]:
             default_runner().clear()  # every request reaches the workers again
             timer = threading.Timer(seconds[what] * fraction, os.kill, (os.getpid(), signal.SIGINT))
             armed.set()
@@ -366,7 +366,7 @@ def test_ctrl_c_in_applicable_and_bisect_leaves_every_later_answer_as_a_fresh_pr
             assert _new_children(earlier) <= allowed, (what, fraction)
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert interrupted >= 3  # most of the signals landed inside the calls they were aimed at
+    assert interrupted >= 3  # most of the four signals landed inside the calls they were aimed at
 
 
 def test_a_probe_that_gives_no_answer_in_time_is_ended_and_not_a_verdict():

@@ -42,6 +42,8 @@ def test_the_names_a_test_uses_include_those_of_the_test_folders_functions_it_ca
 
 
 def test_every_long_test_conftest_names_is_a_test_of_its_file(conftest):
+    for file in conftest.MINUTES:  # the order of the files: each still a file of the suite
+        assert (ROOT / "tests" / file).is_file(), f"tests/conftest.py's MINUTES names {file}, which is gone"
     for file in set(conftest.SLOW) | set(conftest.SLOW_FIXTURES):
         path = ROOT / "tests" / file
         assert path.is_file(), f"tests/conftest.py's SLOW or SLOW_FIXTURES names {file}, which is gone"
