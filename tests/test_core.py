@@ -1,5 +1,7 @@
 """The core Exploration on real programs: stages per preset, pattern toggles checked against
 enzyme-ad called directly, incremental recomputation, failures that keep earlier stages, XLA stages."""
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -9,6 +11,7 @@ import workbench as wb
 from workbench.pipeline import presets as pl
 from workbench.ir.text import publish_functions, strip_locations
 from workbench.pipeline.runner import default_runner
+from workbench.stages import Stage
 
 enzyme = pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -465,3 +468,20 @@ def test_the_jaxpr_stage_is_plain_text_where_jax_would_colour_it(monkeypatch):
     assert "\x1b[" in str(jax.make_jaxpr(lambda x: x + 1)(jnp.ones(2)))  # what the kernel would have printed
     text = wb.explore(lambda x: jnp.sin(x) + 1, jnp.ones(2), pipeline="none")["jaxpr"].text
     assert "\x1b" not in text and "sin" in text and text.startswith("{ lambda")
+
+
+def test_a_stage_and_an_exploration_show_hostile_text_escaped_in_a_notebook():
+    """Jupyter renders _repr_html_ as HTML: a stage name, a module text and an error holding markup show as
+    text (markupsafe escapes each value once), never as elements."""
+    hostile = "<img src=x onerror=alert(1)>"
+    stage = Stage(name=hostile, group="mlir", text=f'"x" = {hostile}', produced_by="p", changed=True,
+                  seconds=None, parent=None)
+    failed = dataclasses.replace(stage, text="", error=f"failed at {hostile} & more")
+    for html_text in (stage._repr_html_(), failed._repr_html_()):
+        assert "<img" not in html_text and "&lt;img src=x onerror=alert(1)&gt;" in html_text
+    assert "&amp; more" in failed._repr_html_()
+    ex = wb.explore_text(f'module {{ func.func @main() attributes {{note = "{hostile}"}} {{ return }} }}',
+                         pipeline="canonicalize", title=hostile)
+    assert hostile in ex.stage("input").text and hostile in repr(ex)
+    shown = ex._repr_html_()
+    assert "<img" not in shown and "&lt;img" in shown and "<table" in shown

@@ -58,11 +58,10 @@ class Stage:
         return f"Stage({self.name!r}, {self.group}, {state}, {self.lines} lines{t})"
 
     def _repr_html_(self) -> str:
-        import html
+        from markupsafe import Markup
 
-        head = html.escape(repr(self))
-        body = html.escape(self.error or self.text)
-        return f"<details open><summary><code>{head}</code></summary><pre>{body}</pre></details>"
+        return str(Markup("<details open><summary><code>{}</code></summary><pre>{}</pre></details>").format(
+            repr(self), self.error or self.text))
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ exercise it judges: ``course.exercises.Exercise`` stamps its id on it.
 from __future__ import annotations
 
 import difflib
-import html
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from markupsafe import Markup
 
 __all__ = ["Verdict", "AnswerError", "from_answer", "is_blank", "blank", "right", "close", "wrong", "judge_number", "judge_names",
            "judge_choice", "names_of", "as_number"]
@@ -50,10 +51,10 @@ class Verdict:
 
     def _repr_html_(self) -> str:
         colour = _COLOURS.get(self.status, "#57606a")
-        hint = f"<br><i>hint:</i> {html.escape(self.hint)}" if self.hint else ""
-        return (f'<div style="border-left:4px solid {colour};padding:2px 8px">'
-                f'<b>{html.escape(self.qid)}: <span style="color:{colour}">{html.escape(self.status)}</span></b>. '
-                f"{html.escape(self.message)}{hint}</div>")
+        hint = Markup("<br><i>hint:</i> {}").format(self.hint) if self.hint else ""
+        return str(Markup('<div style="border-left:4px solid {colour};padding:2px 8px"><b>{qid}: '
+                          '<span style="color:{colour}">{status}</span></b>. {message}{hint}</div>').format(
+            colour=colour, qid=self.qid, status=self.status, message=self.message, hint=hint))
 
 
 def is_blank(answer) -> bool:

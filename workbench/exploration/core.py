@@ -525,12 +525,11 @@ class Exploration:
         return f"{n + len(self._late)} stages: {n} trace/MLIR + {len(self._late)} XLA/backend"
 
     def _repr_html_(self) -> str:
-        import html
+        from markupsafe import Markup
 
-        table = self.table().to_html(index=False, escape=True)  # first: the header then counts its rows
-        head = f"<p><code>{html.escape(repr(self))}</code></p>"
-        err = f"<pre style='color:#b00'>{html.escape(str(self.error))}</pre>" if self.error else ""
-        return head + err + table
+        table = Markup(self.table().to_html(index=False, escape=True))  # first: the header then counts its rows
+        err = Markup("<pre style='color:#b00'>{}</pre>").format(self.error) if self.error else ""
+        return str(Markup("<p><code>{}</code></p>{}{}").format(repr(self), err, table))
 
 
 class Stepwise(Exploration):

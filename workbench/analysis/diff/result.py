@@ -4,13 +4,14 @@ side-by-side HTML and the op counts that differ. ``compare.diff_texts`` builds i
 from __future__ import annotations
 
 import difflib
-import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import itemgetter
 from typing import TYPE_CHECKING, Literal
+
+from markupsafe import Markup, escape
 
 from ...ir.ops import op_counts
 
@@ -233,18 +234,15 @@ class Diff:
         ``-moved``; in changed rows the differing tokens are marked. Unchanged runs longer than
         ``2 * context`` lines are folded (``context=None`` shows everything). All text is escaped.
         """
-        esc = html.escape
         rows = _side_rows(self._script)
         keep = _near_changes(rows, context) if context is not None else [True] * len(rows)
         moved_to = {i: j for i, j in self._moves}
         moved_from = {j: i for i, j in self._moves}
-        out = [
-            f'<div class="wb-diff"><style>{_CSS}</style><table>',
-            f'<thead><tr><th colspan="2">{esc(self.before_name)}</th>'
-            f'<th colspan="2">{esc(self.after_name)}</th></tr></thead><tbody>',
-        ]
+        out = [Markup('<div class="wb-diff"><style>{}</style><table><thead><tr><th colspan="2">{}</th>'
+                      '<th colspan="2">{}</th></tr></thead><tbody>').format(Markup(_CSS), self.before_name,
+                                                                           self.after_name)]
         if self.is_empty:
-            out.append('<tr class="wb-diff-skip"><td colspan="4">no changes</td></tr>')
+            out.append(Markup('<tr class="wb-diff-skip"><td colspan="4">no changes</td></tr>'))
         skipped = 0
         for k, (cls, i, j) in enumerate(rows):
             if not keep[k]:
@@ -256,31 +254,23 @@ class Diff:
             out.append(self._row_html(cls, i, j, moved_to, moved_from))
         if skipped:
             out.append(_skip_row(skipped))
-        out.append("</tbody></table></div>")
-        return "".join(out)
+        out.append(Markup("</tbody></table></div>"))
+        return str(Markup("").join(out))
 
-    def _row_html(self, cls: str, i: int, j: int, moved_to: dict[int, int], moved_from: dict[int, int]) -> str:
+    def _row_html(self, cls: str, i: int, j: int, moved_to: dict[int, int], moved_from: dict[int, int]) -> Markup:
         """One row of ``side_by_side``: before line ``i`` and after line ``j`` (-1: none) with their
         numbers, the differing tokens marked in a changed row, where a moved line went or came from."""
-        esc = html.escape
-        left = esc(self.before[i]) if i >= 0 else ""
-        right = esc(self.after[j]) if j >= 0 else ""
+        left = self.before[i] if i >= 0 else ""
+        right = self.after[j] if j >= 0 else ""
         if cls == "changed":
             left, right = _mark_tokens(self.before[i], self.after[j])
         title = ""
         if cls == "moved":
-            title = (
-                f' title="moved to line {moved_to[i] + 1}"'
-                if i >= 0
-                else f' title="moved from line {moved_from[j] + 1}"'
-            )
-        return (
-            f'<tr class="wb-diff-{cls}"{title}>'
-            f'<td class="wb-diff-ln">{i + 1 if i >= 0 else ""}</td>'
-            f'<td class="wb-diff-code">{left}</td>'
-            f'<td class="wb-diff-ln">{j + 1 if j >= 0 else ""}</td>'
-            f'<td class="wb-diff-code">{right}</td></tr>'
-        )
+            title = Markup(' title="moved {} line {}"').format(*(("to", moved_to[i] + 1) if i >= 0
+                                                                 else ("from", moved_from[j] + 1)))
+        return Markup('<tr class="wb-diff-{}"{}><td class="wb-diff-ln">{}</td><td class="wb-diff-code">{}</td>'
+                      '<td class="wb-diff-ln">{}</td><td class="wb-diff-code">{}</td></tr>').format(
+            cls, title, i + 1 if i >= 0 else "", left, j + 1 if j >= 0 else "", right)
 
     def _repr_html_(self) -> str:
         return self.side_by_side()
@@ -307,8 +297,8 @@ class Diff:
         )
 
 
-def _skip_row(count: int) -> str:
-    return f'<tr class="wb-diff-skip"><td colspan="4">… {count} unchanged lines …</td></tr>'
+def _skip_row(count: int) -> Markup:
+    return Markup('<tr class="wb-diff-skip"><td colspan="4">… {} unchanged lines …</td></tr>').format(count)
 
 
 # A script step's row in ``side_by_side``: its class, and whether it shows its before and after line.
@@ -335,20 +325,17 @@ def _near_changes(rows: list[tuple[str, int, int]], context: int) -> list[bool]:
     return near
 
 
-def _mark_tokens(old: str, new: str) -> tuple[str, str]:
+def _mark_tokens(old: str, new: str) -> tuple[Markup, Markup]:
     """Escaped ``old`` and ``new`` with the tokens that differ wrapped in ``wb-diff-tok`` spans."""
     ta, tb = _TOKEN.findall(old), _TOKEN.findall(new)
     sm = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-    left: list[str] = []
-    right: list[str] = []
+    token = Markup('<span class="wb-diff-tok">{}</span>')
+    left: list[Markup] = []
+    right: list[Markup] = []
     for op, a0, a1, b0, b1 in sm.get_opcodes():
-        la, lb = html.escape("".join(ta[a0:a1])), html.escape("".join(tb[b0:b1]))
-        if op == "equal":
-            left.append(la)
-            right.append(lb)
-            continue
+        la, lb = "".join(ta[a0:a1]), "".join(tb[b0:b1])
         if la:
-            left.append(f'<span class="wb-diff-tok">{la}</span>')
+            left.append(escape(la) if op == "equal" else token.format(la))
         if lb:
-            right.append(f'<span class="wb-diff-tok">{lb}</span>')
-    return "".join(left), "".join(right)
+            right.append(escape(lb) if op == "equal" else token.format(lb))
+    return Markup("").join(left), Markup("").join(right)
