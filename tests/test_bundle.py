@@ -238,7 +238,7 @@ def test_a_redisplayed_panel_saves_what_it_shows_now():
 
 
 def test_a_failed_stage_is_saved_with_its_error():
-    from html import escape
+    from html import unescape
 
     def tf(x):
         return jnp.transpose(x) * 2
@@ -253,8 +253,50 @@ def test_a_failed_stage_is_saved_with_its_error():
     assert entry["state"] == "failed" and entry["text"] == "" and ex["one-shot-bufferize#1"].error in entry["note"]
     assert saved["texts"]["cse#1"]["text"] == ex["cse#1"].text and saved["complete"]
     first = str(ex.error).splitlines()[0]
-    assert escape(first) in bundle["text/html"] and "one-shot-bufferize#1</b>, 0 lines" in bundle["text/html"]
+    assert first in unescape(bundle["text/html"]) and "one-shot-bufferize#1</b>, 0 lines" in bundle["text/html"]
 
+
+def test_what_the_data_holds_reaches_the_summary_as_text_escaped_once():
+    """A title, a stage name, a pass string, an error, an op, a note, a line of IR: whatever a program, a
+    user or a pass put there is text in text/html, escaped once, never markup."""
+    from html import escape, unescape
+
+    def tag(where):  # a hostile name of its own in each place, so that each place is checked
+        return f"<img src={where} onerror=alert(1)>"
+
+    text = (f'module attributes {{wb.note = "{tag("ir")}"}} {{\n'
+            "  func.func @f(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+            f'    %0 = stablehlo.multiply %arg0, %arg0 {{wb.note = "{tag("removed")}"}} : tensor<4xf32>\n'
+            "    return %arg0 : tensor<4xf32>\n  }\n}\n")  # %0 is dead: canonicalize erases it, a "-" line of the diff
+    ex = wb.explore_text(text, pipeline="canonicalize,cse", title=tag("title"))
+    page = B.exploration_bundle(ex, "input", "input")["text/html"]
+    assert escape(tag("title")) in page and escape(tag("ir")) in page and "<img" not in page
+    # the JSON as a notebook holds it, with hostile names wherever the summary shows one
+    data = B.exploration_json(ex, "input", "canonicalize#1")
+    assert data["ops_delta"] == [{"op": "stablehlo.multiply", "before": 1, "after": 0, "delta": -1}]
+    left, right = tag("left"), tag("right")
+    data["stages"][0].update(stage=left, group=tag("group"), produced_by=tag("pass"))
+    data["stages"][1].update(stage=right, error=f"{tag('row-error')}\nmore")
+    data["stages"][2].update(stage=tag("stage"))  # a row of neither stage shown
+    data["texts"] = {left: data["texts"]["input"], right: data["texts"]["canonicalize#1"]}
+    data.update(shown={"left": left, "right": right}, pipeline=tag("pipeline"), device=tag("device"),
+                toggles={"patterns_disabled": [tag("off")], "patterns_enabled": [tag("added")],
+                         "xla_disabled": [tag("xla-off")]},
+                versions={tag("tool"): tag("version")}, error={"stage": right, "message": f"{tag('error')}\n"},
+                ops_delta=[{"op": tag("op"), "before": 1, "after": 0, "delta": -1}])
+    failed = {**data, "texts": {left: data["texts"][left], right: {
+        **data["texts"][right], "state": "failed", "text": "", "lines": 0, "note": f"failed: {tag('note')}"}}}
+    alike = B.exploration_json(ex, "canonicalize#1", "cse#1")["texts"]  # cse leaves canonicalize's text as it is
+    same = {**data, "texts": {left: alike["canonicalize#1"], right: alike["cse#1"]}}
+    places = ["title", "left", "right", "stage", "group", "pass", "row-error", "pipeline", "device", "off", "added",
+              "xla-off", "tool", "version", "error", "op"]
+    for shown, says, more in ((data, "<b>diff</b>", ["ir", "removed"]), (failed, "</b>, 0 lines", ["ir", "note"]),
+                              (same, "have the same text", [])):
+        page = B.summary_html(shown)
+        assert says in page  # the pair's diff, the beginning of each text, or that they are the same
+        assert "<img" not in page and "&amp;lt;" not in page  # never markup, never escaped twice
+        assert [w for w in places + more if escape(tag(w)) not in page] == []
+        assert unescape(page).count("<img") == page.count("&lt;img")
 
 # -- a notebook, executed and saved -------------------------------------------------------------------------
 @pytest.mark.slow

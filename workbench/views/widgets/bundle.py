@@ -31,8 +31,9 @@ toggles as options (``--disable``, ``--xla-disable``).
 """
 from __future__ import annotations
 
-from html import escape
 from typing import Any, Sequence
+
+from markupsafe import Markup
 
 from ...analysis.cost import cost_table
 from ...exploration import XLA_WAIT, Exploration
@@ -182,26 +183,32 @@ def _cost(ex: Exploration, shown: Sequence[Stage]) -> dict | None:
 
 
 # -- text/html ---------------------------------------------------------------------------------------
+# Written with markupsafe's Markup.format and Markup.join, as html.py is: every value they are given (a
+# stage name, the title, a pass string, an error, an op, a note, a line of IR) is escaped, the markup
+# written here is not; summary_html hands the result on as a plain str.
 _STYLE = {"-": "color:#b31d28;background:#ffeef0", "+": "color:#22863a;background:#e6ffed", "@": "color:#6f42c1"}
+_PRE = Markup('<pre style="max-height:32em;overflow:auto;font-family:monospace;font-size:12px;line-height:1.35;'
+              'margin:4px 0">{}{}</pre>')
+_TH = Markup('<th style="text-align:left;padding:1px 8px">{}</th>')
+_TD = Markup('<td style="text-align:left;padding:1px 8px">{}</td>')
 
 
 def _clip(line: str) -> str:
     return line if len(line) <= PREVIEW_LINE_CHARS else line[:PREVIEW_LINE_CHARS] + " …"
 
 
-def _pre(lines: Sequence[str], more: int, marked: bool = False) -> str:
+def _pre(lines: Sequence[str], more: int, marked: bool = False) -> Markup:
     out = []
     for line in lines:
         style = _STYLE.get(line[:1]) if marked and not line.startswith(("---", "+++")) else None
-        body = escape(_clip(line))
-        out.append(f'<span style="{style}">{body}</span>' if style else body)
-    tail = f"\n… {more:,} more lines (the saved JSON has the texts; the live panel the whole diff)" if more else ""
-    return ('<pre style="max-height:32em;overflow:auto;font-family:monospace;font-size:12px;line-height:1.35;'
-            'margin:4px 0">'
-            + "\n".join(out) + escape(tail) + "</pre>")
+        body = _clip(line)
+        out.append(Markup('<span style="{}">{}</span>').format(style, body) if style else body)
+    tail = Markup("\n… {:,} more lines (the saved JSON has the texts; the live panel the whole diff)").format(
+        more) if more else ""
+    return _PRE.format(Markup("\n").join(out), tail)
 
 
-def _preview(data: dict[str, Any], texts: dict[str, str]) -> str:
+def _preview(data: dict[str, Any], texts: dict[str, str]) -> Markup:
     """The beginning of the diff of the pair shown (unified, as ``Diff.unified()``), or of their texts.
     ``texts``: the whole texts of the stages shown that have one."""
     left, right = data["shown"]["left"], data["shown"]["right"]
@@ -211,31 +218,32 @@ def _preview(data: dict[str, Any], texts: dict[str, str]) -> str:
 
         unified = diff_texts(texts[left], texts[right], left, right).unified()
         if not unified:
-            return f"<div>stages <b>{escape(left)}</b> and <b>{escape(right)}</b> have the same text</div>"
+            return Markup("<div>stages <b>{}</b> and <b>{}</b> have the same text</div>").format(left, right)
         lines = unified.splitlines()
-        return (f"<div><b>diff</b> {escape(left)} &rarr; {escape(right)} (SSA names and locations ignored)</div>"
-                + _pre(lines[:PREVIEW_LINES], max(0, len(lines) - PREVIEW_LINES), marked=True))
+        return Markup("<div><b>diff</b> {} &rarr; {} (SSA names and locations ignored)</div>{}").format(
+            left, right, _pre(lines[:PREVIEW_LINES], max(0, len(lines) - PREVIEW_LINES), marked=True))
     out = []
     for name in dict.fromkeys((left, right)):
         entry = data["texts"][name]
-        note = f" <i>({escape(entry['note'])})</i>" if entry["note"] else ""
+        note = Markup(" <i>({})</i>").format(entry["note"]) if entry["note"] else ""
         lines = entry["text"].splitlines()[:PREVIEW_LINES]
-        out.append(f"<div><b>{escape(name)}</b>, {entry['lines']:,} lines{note}</div>"
-                   + (_pre(lines, max(0, entry["lines"] - len(lines))) if lines else ""))
-    return "".join(out)
+        out.append(Markup("<div><b>{}</b>, {:,} lines{}</div>{}").format(
+            name, entry["lines"], note, _pre(lines, max(0, entry["lines"] - len(lines))) if lines else ""))
+    return Markup("").join(out)
 
 
-def _table(rows: Sequence[dict[str, Any]], shown: dict[str, str]) -> str:
-    head = "".join(f'<th style="text-align:left;padding:1px 8px">{c}</th>' for c in COLUMNS)
+def _table(rows: Sequence[dict[str, Any]], shown: dict[str, str]) -> Markup:
     body = []
     for r in rows:
-        mark = " &larr; B" if r["stage"] == shown["right"] else " &larr; A" if r["stage"] == shown["left"] else ""
-        cells = [f"<b>{escape(r['stage'])}</b>{mark}" if mark else escape(r["stage"]), escape(r["group"]),
-                 "yes" if r["changed"] else "", str(r["lines"]), "" if r["ms"] is None else f"{r['ms']:g}",
-                 "yes" if r["cached"] else "", escape(r["error"].splitlines()[0][:200] if r["error"] else ""),
-                 f"<code>{escape(short_pass(r['produced_by']))}</code>"]
-        body.append("<tr>" + "".join(f'<td style="text-align:left;padding:1px 8px">{c}</td>' for c in cells) + "</tr>")
-    return f'<table style="font-size:12px"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+        mark = Markup(" &larr; B") if r["stage"] == shown["right"] else \
+            Markup(" &larr; A") if r["stage"] == shown["left"] else ""
+        cells = [Markup("<b>{}</b>{}").format(r["stage"], mark) if mark else r["stage"], r["group"],
+                 "yes" if r["changed"] else "", r["lines"], "" if r["ms"] is None else format(r["ms"], "g"),
+                 "yes" if r["cached"] else "", r["error"].splitlines()[0][:200] if r["error"] else "",
+                 Markup("<code>{}</code>").format(short_pass(r["produced_by"]))]
+        body.append(Markup("<tr>{}</tr>").format(Markup("").join(_TD.format(c) for c in cells)))
+    return Markup('<table style="font-size:12px"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>').format(
+        Markup("").join(_TH.format(c) for c in COLUMNS), Markup("").join(body))
 
 
 def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None) -> str:
@@ -246,29 +254,31 @@ def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None) -> s
     rows, shown = data["stages"], data["shown"]
     changed = sum(1 for r in rows if r["changed"])
     toggles = data["toggles"]
-    bits = [f"<b>{escape(data['title'])}</b>", f"pipeline <code>{escape(data['pipeline'][:80])}</code>",
+    bits = [Markup("<b>{}</b>").format(data["title"]), Markup("pipeline <code>{}</code>").format(data["pipeline"][:80]),
             (f"{len(rows)} stages{'' if data['complete'] else ' (XLA was still compiling: its stages are not listed)'}"
-             f", {changed} changed"), escape(data["device"])]
+             f", {changed} changed"), data["device"]]
     if toggles["patterns_disabled"]:
-        bits.append("patterns off: " + escape(", ".join(toggles["patterns_disabled"])))
+        bits.append("patterns off: " + ", ".join(toggles["patterns_disabled"]))
     if toggles["patterns_enabled"]:
-        bits.append("patterns added: " + escape(", ".join(toggles["patterns_enabled"])))
+        bits.append("patterns added: " + ", ".join(toggles["patterns_enabled"]))
     if toggles["xla_disabled"]:
-        bits.append("XLA off: " + escape(", ".join(toggles["xla_disabled"])))
-    error = (f'<pre style="color:#b00;white-space:pre-wrap">{escape(data["error"]["message"][:2000])}</pre>'
-             if data["error"] else "")
-    delta = ", ".join(f"<code>{escape(r['op'])}</code> {r['before']}&rarr;{r['after']} ({r['delta']:+d})"
-                      for r in data["ops_delta"][:12])
+        bits.append("XLA off: " + ", ".join(toggles["xla_disabled"]))
+    error = Markup('<pre style="color:#b00;white-space:pre-wrap">{}</pre>').format(
+        data["error"]["message"][:2000]) if data["error"] else ""
+    delta = Markup(", ").join(Markup("<code>{}</code> {}&rarr;{} ({:+d})").format(r["op"], r["before"], r["after"],
+                                                                                 r["delta"])
+                              for r in data["ops_delta"][:12])
     more = f" … {len(data['ops_delta']) - 12} more" if len(data["ops_delta"]) > 12 else ""
-    versions = ", ".join(f"{escape(k)} {escape(v)}" for k, v in data["versions"].items())
-    return (f'<div class="hlo-workbench-saved" data-format="{data["format"]}">'
-            f'<div>hlo-workbench &middot; {" &middot; ".join(bits)}</div>{error}'
-            f"<div>shown: A <b>{escape(shown['left'])}</b> &rarr; B <b>{escape(shown['right'])}</b>"
-            + (f" &middot; ops: {delta}{more}" if delta else "") + "</div>"
-            + _preview(data, texts)
-            + f"<details><summary>the stage table ({len(rows)} stages)</summary>{_table(rows, shown)}</details>"
-            f'<div style="font-size:11px;color:#666">saved view of the pass-toggle panel ({versions}); '
-            "run the cell for the live panel</div></div>")
+    versions = ", ".join(f"{k} {v}" for k, v in data["versions"].items())
+    return str(Markup(
+        '<div class="hlo-workbench-saved" data-format="{}"><div>hlo-workbench &middot; {}</div>{}'
+        "<div>shown: A <b>{}</b> &rarr; B <b>{}</b>{}</div>{}"
+        "<details><summary>the stage table ({} stages)</summary>{}</details>"
+        '<div style="font-size:11px;color:#666">saved view of the pass-toggle panel ({}); '
+        "run the cell for the live panel</div></div>").format(
+        data["format"], Markup(" &middot; ").join(bits), error, shown["left"], shown["right"],
+        Markup(" &middot; ops: {}{}").format(delta, more) if delta else "", _preview(data, texts), len(rows),
+        _table(rows, shown), versions))
 
 
 def exploration_bundle(ex: Exploration, left: str | None = None, right: str | None = None,
