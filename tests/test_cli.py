@@ -65,8 +65,35 @@ def test_a_failing_pass_is_exit_status_1_with_its_error_and_the_exploration_stil
     saved = tmp_path / "failed.hlox"
     r = run(command, "mlp", "--pipeline", "canonicalize,one-shot-bufferize", "--save", str(saved))
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
-    assert r.stderr.rstrip().endswith("error: op was not bufferized") and "one-shot-bufferize#1" in r.stdout
+    assert "\nstage 'one-shot-bufferize#1' failed: op was not bufferized\n" in r.stderr and "one-shot-bufferize#1" in r.stdout
     assert saved.is_file() and f"saved the exploration to {saved}" in r.stderr
+
+
+def test_a_failing_pass_prints_the_short_form_the_api_gives_and_full_errors_the_rest(run, tmp_path):
+    """The CLI's error is the API's short form (the op, its stage line, the user's line; no tool's frame),
+    the same lines but the callers, which differ; --full-errors prints every frame and the runner's words."""
+    import jax.numpy as jnp
+
+    import workbench as wb
+
+    src = tmp_path / "m.py"
+    src.write_text("import jax.numpy as jnp\n\ndef f(x, y):\n    return jnp.tanh(x @ y)\n")
+    args = ("stages", f"{src}:f", "--args", "f32[4,8],f32[8,3]", "--pipeline", "canonicalize,one-shot-bufferize")
+    r = run(*args)
+    assert r.returncode == 1, r.stderr
+    printed = r.stderr.strip()
+    assert printed.startswith("stage 'one-shot-bufferize#1' failed: op was not bufferized\n  pass: one-shot-bufferize"
+                              "\n  op:   stablehlo.dot_general, line ")
+    assert f"\n  from: {src}:4, in f\n          return jnp.tanh(x @ y)\n" in printed
+    assert "loc(" not in printed and "Failed to parse pipeline" not in printed and "workbench/" not in printed
+    spec = importlib.util.spec_from_file_location("m_cli_errors", src)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ex = wb.explore(module.f, jnp.ones((4, 8)), jnp.ones((8, 3)), pipeline="canonicalize,one-shot-bufferize")
+    own = [ln for ln in str(ex.error).splitlines() if "called from" not in ln]
+    assert [ln for ln in printed.splitlines() if "called from" not in ln] == own
+    full = run(*args, "--full-errors").stderr
+    assert own[0] in full and "Failed to parse pipeline" in full and "workbench/views/cli.py" in full
 
 
 def test_patterns_and_pipelines_listings(run):
@@ -355,7 +382,11 @@ def test_opt_refuses_a_module_that_does_not_parse_and_reports_a_failing_pass(run
     # a pass that fails on this module (it has no @__transform_main): exit 1, its diagnostics on stderr
     r = run("opt", "-", "--pass-pipeline=transform-interpreter", input=FOLDABLE)
     assert r.returncode == 1 and r.stdout == "" and "Traceback" not in r.stderr
-    assert r.stderr.startswith("hlo-workbench: pipeline failed: ") and "__transform_main" in r.stderr
+    assert r.stderr.startswith("hlo-workbench: stage 'opt' failed: could not find a nested named sequence")
+    assert "__transform_main" in r.stderr and "\n  at:   line 1, column 1 of the module text as given" in r.stderr
+    assert "Failed to parse pipeline" not in r.stderr  # enzyme-ad's wrapper of every failure: in --full-errors
+    r = run("opt", "-", "--pass-pipeline=transform-interpreter", "--full-errors", input=FOLDABLE)
+    assert r.returncode == 1 and "Failed to parse pipeline" in r.stderr and "the pipeline parsed" in r.stderr
 
 
 def test_opt_runs_enzyme_passes(run, tmp_path):

@@ -43,6 +43,9 @@ def test_the_location_forms_jax_and_the_passes_write():
     fused = read_location('loc(fused["a"("f.py":1:2), "g.py":3:4])')
     assert [x.frame for x in fused] == [Frame("f.py", 1, 2, "a"), Frame("g.py", 3, 4)]
     assert read_location("loc(unknown)") == ()
+    # a range that ends on another line (a call written over two lines) keeps the frames after it
+    (spread,) = read_location('loc(callsite("f"("/m.py":3:8 to 4:20) at "/r.py":9:4))')
+    assert spread.frames == (Frame("/m.py", 3, 8, "f"), Frame("/r.py", 9, 4))
     (aliased,) = read_location("loc(#loc2)", {"#loc2": '"jit(f)/add"(#loc1)', "#loc1": '"x.py":7:1'})
     assert aliased.name == "jit(f)/add" and aliased.frame == Frame("x.py", 7, 1)
 

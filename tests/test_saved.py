@@ -122,6 +122,12 @@ def test_a_text_exploration_and_a_failed_one_round_trip(tmp_path):
     back = wb.load(bad.save(tmp_path / "bad.hlox"))
     assert back.names == bad.names and back.error.stage == bad.error.stage
     assert back.pipeline_error.reason == bad.pipeline_error.reason
+    # a pass's error comes back as it was made: its short form (the op, its stage line) and all of it
+    bad = wb.explore_text(text, pipeline="canonicalize,one-shot-bufferize")
+    back = wb.load(bad.save(tmp_path / "bufferize.hlox"))
+    k = next(i for i, ln in enumerate(bad["canonicalize#1"].text.splitlines(), 1) if "stablehlo.add" in ln)
+    assert f"\n  op:   stablehlo.add, line {k} of stage 'canonicalize#1', the pass's input\n" in str(bad.error)
+    assert str(back.error) == str(bad.error) and back.error.full == bad.error.full != str(bad.error)
 
 
 def test_a_saved_file_saved_again_is_the_same(saved_file, tmp_path):

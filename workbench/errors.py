@@ -49,15 +49,57 @@ class StageError(WorkbenchError):
     """A stage failed: a pass did not verify, raised, crashed its worker, or timed out.
 
     The Exploration keeps every stage computed before it; ``stage`` names the failed one and
-    ``produced_by`` the exact pass string to reproduce it in a terminal tool.
+    ``produced_by`` the exact pass string to reproduce it in a terminal tool. ``reason`` says why in one
+    line (a pass's first error); ``diagnostics`` is everything the pass runner said, as it said it.
+
+    ``str()`` is the short form a compiler prints: the pass, and for each error the op it is about (its line
+    in the pass's input stage) and the user's line that made the op (``summary``, written where the error is
+    made). ``full`` adds every frame of each error (``detail``) and the runner's own words.
     """
 
-    def __init__(self, stage: str, produced_by: str, reason: str, diagnostics: str = ""):
+    def __init__(self, stage: str, produced_by: str, reason: str, diagnostics: str = "", summary: str = "",
+                 detail: str = ""):
         self.stage, self.produced_by, self.reason, self.diagnostics = stage, produced_by, reason, diagnostics
-        msg = f"stage {stage!r} failed: {reason}\n  pass: {produced_by[:300]}{'...' if len(produced_by) > 300 else ''}"
-        if diagnostics.strip():
-            msg += "\n  diagnostics:\n    " + "\n    ".join(diagnostics.strip().splitlines()[-30:])
-        super().__init__(msg)
+        self.summary, self.detail = summary, detail
+        super().__init__(self._short())
+
+    def __reduce__(self):  # pickled (by an executor) with its fields, not its message
+        return type(self), (self.stage, self.produced_by, self.reason, self.diagnostics, self.summary, self.detail)
+
+    def _head(self, whole: bool) -> str:
+        p = self.produced_by
+        if not whole and len(p) > 160:
+            p = f"{p[:120]}... ({len(p):,} characters: .produced_by)"
+        return f"stage {self.stage!r} failed: {self.reason}\n  pass: {p}"
+
+    def _short(self) -> str:
+        if self.summary:
+            more = "\n  (every frame, and what the pass runner printed: .full; in the CLI, --full-errors)"
+            return f"{self._head(False)}\n{self.summary.rstrip()}{more * bool(self.detail or self.diagnostics)}"
+        msg = self._head(False)
+        if self.diagnostics.strip():
+            msg += "\n  diagnostics:\n    " + "\n    ".join(self.diagnostics.strip().splitlines()[-30:])
+        return msg
+
+    @property
+    def full(self) -> str:
+        """Everything known of the failure: the short form's lines with the whole pass string, every frame of
+        each error, and what the pass runner printed (enzyme-ad's runner heads a pass's failure "Failed to
+        parse pipeline" though the pipeline parsed: said where it does)."""
+        if not self.summary:
+            raw = self.diagnostics.strip()
+            return self._head(True) + ("\n  diagnostics:\n    " + "\n    ".join(raw.splitlines()) if raw else "")
+        out = [self._head(True), self.summary.rstrip()]
+        if self.detail.strip():
+            out.append(self.detail.rstrip())
+        raw = self.diagnostics.strip()
+        if raw:
+            note = ""
+            if "Failed to parse pipeline" in raw and "Pipeline failed:" in raw:
+                note = (" (its \"Failed to parse pipeline\" heads every failure: the pipeline parsed, and the "
+                        "pass reported the errors after \"Pipeline failed:\")")
+            out.append(f"  what the pass runner printed{note}:\n    " + "\n    ".join(raw.splitlines()))
+        return "\n".join(out)
 
 
 class ModuleParseError(WorkbenchError, ValueError):

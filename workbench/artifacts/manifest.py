@@ -299,7 +299,8 @@ def _options_record() -> Record:
                   closed=True)
 
 
-_STAGE_ERROR = Record({"stage": Str(), "produced_by": Str(), "reason": Str()}, {"diagnostics": Str()}, closed=True)
+_STAGE_ERROR = Record({"stage": Str(), "produced_by": Str(), "reason": Str()},
+                      {"diagnostics": Str(), "summary": Str(), "detail": Str()}, closed=True)
 
 # load_exploration builds analysis.run.check.LeafCheck(**leaf) and Check(**check) from these: closed, and the
 # same fields (tests/test_hostile_files.py checks them against the dataclasses)

@@ -143,7 +143,7 @@ def _spec_json(spec: Spec) -> dict:
 
 def _error_json(e: StageError | None) -> dict | None:
     return None if e is None else {"stage": e.stage, "produced_by": e.produced_by, "reason": e.reason,
-                                   "diagnostics": e.diagnostics}
+                                   "diagnostics": e.diagnostics, "summary": e.summary, "detail": e.detail}
 
 
 def _avals(spec: Spec) -> list[dict]:
@@ -454,7 +454,8 @@ def _arrays(path: Path, z: zipfile.ZipFile, manifest: dict, limit: int) -> dict:
 
 
 def _error(e: dict | None) -> StageError | None:
-    return None if e is None else StageError(e["stage"], e["produced_by"], e["reason"], e.get("diagnostics", ""))
+    return None if e is None else StageError(e["stage"], e["produced_by"], e["reason"], e.get("diagnostics", ""),
+                                             e.get("summary", ""), e.get("detail", ""))
 
 
 def _spec(d: dict, loaded: Loaded) -> Spec:

@@ -36,7 +36,10 @@ __all__ = [
     "fast_name_stack",
     "hlo_instruction_locations",
     "mlir_op_locations",
+    "op_tag",
+    "ops_at",
     "read_location",
+    "tag_ops",
     "user_frame",
     "xla_locations",
 ]
@@ -77,7 +80,8 @@ class _Reader:
         return raw.replace('\\"', '"').replace("\\\\", "\\")
 
     def _int(self) -> int:
-        m = re.compile(r"\d+").match(self.s, self.i)
+        self._space()  # "to 46:99": a range that ends on another line
+        m = _DIGITS.match(self.s, self.i)
         if not m:
             return 0
         self.i = m.end()
@@ -159,6 +163,7 @@ class _Reader:
 
 
 _ALIAS_NAME = re.compile(r"#[\w$.-]*")
+_DIGITS = re.compile(r"\d+")
 
 
 def _join(outer: str, inner: str) -> str:
@@ -393,6 +398,47 @@ def mlir_op_locations(text: str) -> tuple[OpLocation, ...]:
     return tuple(OpLocation(o.op, o.result, o.func, o.line,
                             sites.attribute(o.func, distinct_origins(_own(module, o, memo))))
                  for o in module.ops)
+
+
+def ops_at(text: str, location: str) -> tuple[OpLocation, ...]:
+    """The ops of an MLIR module text whose own ``loc(...)`` reads as ``location`` does (as a diagnostic
+    prints it: whole, no aliases), in text order; none for a location with nothing to read (``unknown``).
+    Ops are compared by their own location, before any attribution through call sites; each comes as
+    ``mlir_op_locations`` gives it."""
+    want = read_location(location)
+    if not want:
+        return ()
+    module = _read_module(text)
+    memo: dict = {}
+    return tuple(located for op, located in zip(module.ops, mlir_op_locations(text))
+                 if distinct_origins(_own(module, op, memo)) == want)
+
+
+_TAG = "wb-op:"
+_TAGGED = re.compile(r'"' + _TAG + r'(\d+)"')
+
+
+def tag_ops(text: str) -> str:
+    """``text`` with each op's location wrapped in a name that numbers it, ``loc("wb-op:7"(its own))``:
+    the same program, whose diagnostics then say which op they are about (``op_tag``); ``7`` is the op's
+    index in ``mlir_op_locations(text)``. An op that prints no location keeps none. The location aliases
+    move above the module: only ``loc(#alias)`` itself may name an alias defined further down."""
+    module = _read_module(text)
+    lines = list(module.lines)
+    for k, op in enumerate(module.ops):
+        if op.loc:
+            ln = lines[op.at]
+            i = ln.rfind(op.loc)
+            lines[op.at] = f'{ln[:i]}loc("{_TAG}{k}"({op.loc.strip()[4:-1]})){ln[i + len(op.loc):]}'
+    aliases = [ln for ln in lines if ln.startswith("#loc")]
+    rest = [ln for ln in lines if not ln.startswith("#loc")]
+    return "\n".join(aliases + rest) + ("\n" if text.endswith("\n") else "")
+
+
+def op_tag(location: str) -> int | None:
+    """The op number ``tag_ops`` gave the op a diagnostic's ``location`` names, or None."""
+    m = _TAGGED.search(location)
+    return int(m.group(1)) if m else None
 
 
 def xla_locations(text: str) -> str:

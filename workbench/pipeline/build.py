@@ -270,7 +270,7 @@ def run_passes(text: str, pipeline: str, timeout: float = 600.0) -> str:
     if pipeline.strip() and pipeline not in PRESETS and not any(c in pipeline for c in ",{}()-."):
         pipeline = f"builtin.module({pipeline.strip()})"  # a lone pass name ("sccp") is a pass, not a preset
     steps = _steps(pipeline, PatternSelection(PatternOptions())) if pipeline.strip() else []
-    return runner.run("opt", text, ",".join(p for _, p in steps), timeout=timeout).text
+    return runner.run("opt", text, ",".join(p for _, p in steps), timeout=timeout, source="input").text
 
 
 def build(spec: Spec) -> Built:
@@ -287,7 +287,7 @@ def build(spec: Spec) -> Built:
             stages.append(failed_stage(name, parent, pass_string, error))
             break
         try:
-            r = runner.run(name, parent.text_with_locations, pass_string, timeout=spec.timeout)
+            r = runner.run(name, parent.text_with_locations, pass_string, timeout=spec.timeout, source=parent.name)
         except StageError as e:
             error = e
             stages.append(failed_stage(name, parent, pass_string, e))

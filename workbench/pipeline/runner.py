@@ -8,11 +8,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..errors import InputKindError, MlirSyntaxError, PipelineSyntaxError, StageError
 from ..ir.text import public_functions, publish_functions, text_hash
+from .diagnose import pass_error
 from .worker import PassFailure, Worker, WorkerCrash, WorkerTimeout, default_worker
 
 __all__ = ["StepResult", "StepRunner", "default_runner"]
@@ -82,7 +84,9 @@ class StepRunner:
             self._parsed.clear()
         self._parsed.add(key)
 
-    def run(self, stage: str, text: str, pipeline: str, timeout: float | None = None) -> StepResult:
+    def run(self, stage: str, text: str, pipeline: str, timeout: float | None = None, source: str = "") -> StepResult:
+        """``pipeline`` run on ``text`` (with locations), the stage ``source``: a StageError for ``stage``
+        says where it failed (``diagnose.pass_error``: the op, its line in ``source``, the user's line)."""
         key = (text_hash(text), pipeline)
         if key in self._cache:
             self._cache.move_to_end(key)
@@ -90,10 +94,13 @@ class StepRunner:
             return dataclasses.replace(self._cache[key], cached=True)
         self.misses += 1
         public = public_functions(text)
+        started = time.perf_counter()
         try:
             reply = self.worker.call("run_pipeline", text, pipeline, timeout=timeout)
         except PassFailure as e:
-            raise StageError(stage, pipeline, _reason(e.message), e.message + "\n" + e.diagnostics) from None
+            limit = 5.0 + 3 * (time.perf_counter() - started)  # the run again to tell ops apart: as long, or so
+            rerun = functools.partial(self._diagnostics, pipeline, limit if timeout is None else min(timeout, limit))
+            raise pass_error(stage, pipeline, source, text, e.message, e.diagnostics, rerun) from None
         except WorkerCrash as e:
             if e.exitcode == -9:  # SIGKILL comes from outside (the OOM killer), not from the pass
                 why = f"the worker process running the pass {e.how}; the pass may need more memory than is free"
@@ -114,14 +121,15 @@ class StepRunner:
             self._cache.popitem(last=False)
         return result
 
-
-def _reason(message: str) -> str:
-    """The line of a pass failure that says why: enzyme-ad heads a failure while running with
-    "Failed to parse pipeline" even when the pipeline parsed, then "Pipeline failed:" and the cause."""
-    lines = [l.strip() for l in message.splitlines() if l.strip()]
-    if "Pipeline failed:" in lines[:-1]:
-        return "pipeline failed: " + lines[lines.index("Pipeline failed:") + 1]
-    return lines[0] if lines else message
+    def _diagnostics(self, pipeline: str, timeout: float, text: str) -> str:
+        """What ``pipeline`` printed failing on ``text`` ("" if it did not fail, or crashed, or ran too long)."""
+        try:
+            self.worker.call("run_pipeline", text, pipeline, timeout=timeout)
+        except PassFailure as e:
+            return f"{e.message}\n{e.diagnostics}"
+        except (WorkerCrash, WorkerTimeout):
+            return ""
+        return ""
 
 
 # A parser diagnostic as enzyme-ad's runner logs it, ``loc("-":2:15): error: msg``, or as jaxlib's

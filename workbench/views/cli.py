@@ -128,7 +128,7 @@ def _finished(ns, ex) -> int:
     stages up to it), else 0."""
     _saved(ns, ex)
     if ex.error:
-        print(f"\n{ex.error}", file=sys.stderr)
+        print(f"\n{ex.error.full if ns.full_errors else ex.error}", file=sys.stderr)
         return 1
     return 0
 
@@ -141,7 +141,9 @@ def cmd_stages(ns) -> int:
 
 def cmd_show(ns) -> int:
     ex = _explore(ns)
-    print(ex.stage(ns.stage).error or ex.stage(ns.stage).text)
+    stage = ex.stage(ns.stage)
+    failed = ex.error if ex.error is not None and ex.error.stage == stage.name else None
+    print((failed.full if ns.full_errors and failed is not None else stage.error) or stage.text)
     _saved(ns, ex)
     return 0
 
@@ -252,6 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--no-nan", action="store_true", help="assume no NaNs (Reactant's no_nan)")
         sp.add_argument("--save", metavar="FILE.hlox", help="also save the exploration (every stage, the "
                         "settings; 'hlo-workbench open FILE.hlox' and wb.load read it)")
+        sp.add_argument("--full-errors", action="store_true", help="a failed pass's whole diagnostic: every "
+                        "frame of each error, and what the pass runner printed (default: the short form)")
 
     for name, fn, help_ in (("stages", cmd_stages, "print the stage table"),
                             ("report", cmd_report, "stage table and final module (the default command)"),

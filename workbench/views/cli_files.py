@@ -112,9 +112,7 @@ def cmd_opt(ns) -> int:
     try:  # MlirSyntaxError (line:col) and PipelineSyntaxError go up: exit 2, as for the API
         result = opt(text, ns.pass_pipeline or "", timeout=ns.timeout)
     except StageError as e:
-        print(f"hlo-workbench: {e.reason}\n  pass pipeline: {e.produced_by[:300]}", file=sys.stderr)
-        if e.diagnostics.strip():
-            print(e.diagnostics.rstrip(), file=sys.stderr)
+        print(f"hlo-workbench: {e.full if ns.full_errors else e}", file=sys.stderr)
         return 1
     out = result if ns.mlir_print_debuginfo else strip_locations(result)
     if not out.endswith("\n"):
@@ -250,6 +248,8 @@ def add_file_commands(sub) -> None:
     sp.add_argument("-o", "--output", metavar="FILE", help="write the resulting module to FILE (default: stdout)")
     sp.add_argument("--mlir-print-debuginfo", action="store_true",
                     help="keep the locations (loc(...)) in the printed module, as mlir-opt's flag of that name")
+    sp.add_argument("--full-errors", action="store_true", help="a failed pass's whole diagnostic: every frame "
+                    "of each error, and what the pass runner printed (default: the short form)")
     sp.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                     help="stop the pipeline after this long, as a failed pass (default: 600)")
     sp.set_defaults(func=cmd_opt)

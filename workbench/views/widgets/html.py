@@ -102,8 +102,12 @@ def stage_error(ex: Exploration, compiling: bool = False) -> str:
     error = ex.pipeline_error if compiling else ex.error
     if not error:
         return ""
+    more = ""
+    if error.full != str(error):  # the short form cut frames or the runner's own words: one click away
+        more = Markup('<details class="wb-error-full"><summary>the whole diagnostic, every frame '
+                      "(<code>.error.full</code>)</summary><pre>{}</pre></details>").format(error.full)
     return str(Markup('<div class="wb-stage-error"><b>{} failed</b> (the stages before it are usable)'
-                      "<pre>{}</pre></div>").format(error.stage, error))
+                      "<pre>{}</pre>{}</div>").format(error.stage, error, more))
 
 
 def pipeline_string(name: str, pipeline: str) -> str:

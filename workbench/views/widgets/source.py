@@ -31,6 +31,7 @@ from ...analysis.diff import shown_lines
 from ...analysis.provenance import NO_LOCATION
 from ...errors import WorkbenchError
 from ...exploration import Exploration
+from ...pipeline.diagnose import source_label
 from . import actions
 from .diffview import DiffView
 from .lists import Messages
@@ -109,7 +110,7 @@ def listing_rows(sm, metric: str = "flops", getline=linecache.getline) -> list[d
     rows: list[dict] = []
     for file, lines in by_file.items():
         first, last = _function_bounds(file, min(lines), max(lines), getline)
-        rows.append({"k": "file", "file": file, "line": 0, "code": file})
+        rows.append({"k": "file", "file": file, "line": 0, "code": source_label(file)})  # a cell: "Cell In[3]"
         quiet: list[dict] = []  # lines without ops since the last line with some
         for n in range(first, last + 1):
             info = lines.get(n)
@@ -190,7 +191,7 @@ function render({ model, el }) {
     el.querySelector(".wbsrc-head .wbsrc-heat").textContent = metric;
     let html = "";
     for (const r of model.get("rows")) {
-      if (r.k === "file") { html += `<div class="wbsrc-file" title="${esc(r.file)}">${esc(r.file)}</div>`; continue; }
+      if (r.k === "file") { html += `<div class="wbsrc-file" title="${esc(r.file)}">${esc(r.code)}</div>`; continue; }
       if (r.k === "gap") { html += `<div class="wbsrc-gap">${esc(r.code)}</div>`; continue; }
       const ops = r.ops > 0 || (r.k === "none" && r.ops > 0);
       const bar = r.frac > 0 ? `<span class="wbsrc-bar" style="width:${(100 * r.frac).toFixed(1)}%"></span>` : "";
