@@ -788,6 +788,21 @@ def test_a_toggle_shows_the_mlir_stages_while_xla_compiles_then_its_xla_stages(b
         assert any("compiling XLA" in s["status"] for s in waiting)
         assert all(not s["pending"] for s in seen if s["t"] >= final["t"])
         assert "compiling XLA" not in panel.locator(".wb-status").first.inner_text()
+        # what the toggle changed, XLA's part filled in once its stages came; a click diffs against before it
+        summary = panel.locator(".wb-changes").first
+        page.wait_for_function("() => !document.querySelector('.wb-panel .wb-changes').textContent"
+                               ".includes('XLA has not compiled')", timeout=60_000)
+        said = summary.inner_text()
+        assert said.startswith("dot_transpose off:") and "recomputed" in said and "final MLIR (" in said, said
+        assert "xla:optimized changed" in said or "xla:optimized unchanged" in said, said
+        tab(panel, "Run")
+        panel.get_by_role("button", name="final MLIR vs before").click()
+        head = panel.locator(".wbd-head-l").first
+        head.wait_for(state="visible", timeout=60_000)
+        page.wait_for_function("() => document.querySelector('.wb-panel .wbd-head-l').textContent"
+                               ".endsWith('(before)')", timeout=60_000)
+        shots(panel, "panel_change_summary")
+        print(f"\nchange summary: {said}")
         print(f"\ntoggle dot_transpose on a transformer block's gradient: click -> its MLIR stages "
               f"{(first['t'] - click) / 1e3:.2f} s (XLA compiling), -> its XLA stages "
               f"{(final['t'] - click) / 1e3:.2f} s")

@@ -11,7 +11,7 @@ from concurrent.futures import TimeoutError as FuturesTimeout
 from typing import Sequence
 
 from ..analysis.search.bisect import bisect
-from ..analysis.diff import diff_texts
+from ..analysis.diff import Changes, changes_between, diff_texts
 from ..analysis.run.execute import REFERENCE, RunResult, check_outputs, run_stage
 from ..analysis.graph import stage_graph
 from ..analysis.run.multiprocess import DEFAULT_TIMEOUT, run_processes
@@ -257,6 +257,14 @@ class Exploration:
         else:
             old, new = self.stage(a), self.stage(b)
         return diff_texts(old.text, new.text, old.name, new.name)
+
+    def changes_since(self, before: "Exploration", wait: bool = True) -> Changes:
+        """What this Exploration changed against ``before`` (the one it was derived from, by a toggle):
+        the settings that differ, the stages recomputed and reused, whether the final MLIR module and
+        ``xla:optimized`` changed, with their ops delta; ``.diff("mlir")``/``.diff("xla")`` give the
+        diffs (``workbench.analysis.diff.changes``). ``wait=False`` never waits for XLA: a compile still
+        under way leaves XLA's part out, and says so."""
+        return changes_between(before, self, wait=wait)
 
     # -- provenance: which line of the user's code became which op (analysis/provenance.py) ----------------
     def locations(self, stage=None):

@@ -64,10 +64,17 @@ Speed
     that only the content keys take a Python loop over the lines; the last few modules read are
     kept (``normalize.read_module``), since a stage is diffed with the one before and the one after
     it. ``bench/bench_diff.py`` measures a 20,000-line pair against difflib.
+
+What a toggle changed (``changes.py``)
+    ``changes_between(before, after)`` (``Exploration.changes_since``) puts two explorations of a
+    program side by side: the settings that differ, the stages recomputed and reused, and the diff
+    of the final MLIR module and of ``xla:optimized``, as a ``Changes``.
 """
 
+from .changes import Changes, ModuleChange, changes_between
 from .compare import diff_texts
 from .normalize import normalize, shown_lines
 from .result import Change, ChangeKind, Diff
 
-__all__ = ["Change", "ChangeKind", "Diff", "diff_texts", "normalize", "shown_lines"]
+__all__ = ["Change", "ChangeKind", "Changes", "Diff", "ModuleChange", "changes_between", "diff_texts", "normalize",
+           "shown_lines"]

@@ -13,14 +13,14 @@ from typing import Collection, Sequence
 from markupsafe import Markup
 
 from ...analysis.cost.table import summary_columns
-from ...analysis.diff import Diff
+from ...analysis.diff import Changes, Diff
 from ...analysis.numbers import num
 from ...exploration import Exploration
 from ...stages import Stage
 
 __all__ = ["num", "cell", "table", "running", "failed", "done", "awaiting", "header", "stage_error",
-           "pipeline_string", "python_line", "patterns_unused", "ops_delta", "run_result", "stage_costs", "op_costs",
-           "op_costs_missing"]
+           "pipeline_string", "python_line", "patterns_unused", "ops_delta", "change_summary", "run_result",
+           "stage_costs", "op_costs", "op_costs_missing"]
 
 
 def cell(v, digits: int = 3) -> str:
@@ -155,6 +155,16 @@ def ops_delta(d: Diff) -> str:
         for r in df.head(12).itertuples())
     more = f" … {len(df) - 12} more" if len(df) > 12 else ""
     return str(Markup('<div class="wb-delta">ops: {}{}</div>').format(chips, more))
+
+
+def change_summary(changes: Changes) -> str:
+    """What the last rebuild changed, on one line: the settings, then the stages recomputed, the final
+    MLIR module and xla:optimized (``Changes.parts``), a changed module's phrase marked."""
+    first, *rest = changes.parts()
+    marked = {m.words(): m.changed for m in (changes.mlir, changes.xla) if m is not None}
+    shown = Markup(" &middot; ").join(
+        Markup('<span class="{}">{}</span>').format("wb-changed" if marked.get(p) else "", p) for p in rest)
+    return str(Markup('<div class="wb-changes"><b>{}</b>: {}</div>').format(first, shown))
 
 
 # -- results ---------------------------------------------------------------------------------------

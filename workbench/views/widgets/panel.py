@@ -10,7 +10,8 @@ its XLA stages when XLA's compile (started in the background by the toggle) ends
 no place in the queue, and stages that arrive for an Exploration no longer shown are dropped. Every
 action's line of Python is shown, ready to paste. This module lays the widgets out and wires them to
 the actions; the Passes, Source, Analyze and Collectives tabs are modules of their own (``passes``,
-``source``, ``analyze``, ``collectives``), ``jobs`` runs the work, ``html`` renders what it gives.
+``source``, ``analyze``, ``collectives``), ``jobs`` runs the work, ``html`` renders what it gives,
+``changes`` says after each rebuild what it changed.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from . import actions, collectives, html
 from .actions import Action
 from .analyze import AnalyzeTab
 from .bundle import MIME, default_right, exploration_bundle
+from .changes import ChangeSummary
 from .diffview import DiffView
 from .graphview import GraphView
 from .jobs import Jobs
@@ -225,6 +227,8 @@ class Panel:
         self.stage_list.handler = self._on_stage_msg
         self.stage_list.loading = "reading the stages…"
         self._build_tabs()
+        self.summary = ChangeSummary(self.name, self._submit, self.diff_view, self.ops_delta,  # what a toggle changed
+                                     lambda: setattr(self.tabs, "selected_index", 0))
         self.python_box = W.HTML()
         self.pipeline_box = W.HTML()
         self._buttons = [self.run_button, self.compare_button, self.apply_pipeline, *self.analyze.buttons,
@@ -232,7 +236,7 @@ class Panel:
         self._root = W.VBox([
             W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
             W.HBox([self.header, self.status], layout=L(align_items="center")).add_class("wb-row"),
-            self.stage_error,
+            self.summary.widget, self.stage_error,
             W.HBox([self.stage_list, self.tabs]).add_class("wb-row"),
             self.python_box, self.pipeline_box,
         ])
@@ -399,6 +403,7 @@ class Panel:
             self._show_python()
             self.jobs.relabel(act.label)
             ex = act.call(self._ex)
+            self.summary.rebuilt(self._ex, ex)
             self.history.append(act.python)
             self._show_exploration(ex)
 
@@ -450,6 +455,7 @@ class Panel:
             self.passes.show(ex, pending)
         self._show_pipeline_string(ex)
         self._show_python()
+        self.summary.show(ex, pending)
         # the diff anew unless it shows this pair of this Exploration already (XLA's stages arrived)
         self._show_selection(now=True, diff=self._diffed != (ex, self._left, self._right))
 
