@@ -238,7 +238,8 @@ MINUTES = {
     "test_core.py": 1.4, "test_wheel.py": 1.3, "test_shardy.py": 1.3, "test_course.py": 1.2,
     "test_bisect_joint.py": 1.2, "test_progress.py": 1.2, "test_extension_notebook7.py": 0.9, "test_dask.py": 0.9,
     "test_browser_sharding.py": 0.8, "test_extension_views.py": 0.8, "test_hostile_files.py": 0.7,
-    "test_saved.py": 0.7, "test_sharding_panel.py": 0.6, "test_xla_abort.py": 0.6, "test_extension.py": 0.6,
+    "test_saved.py": 0.7, "test_run_history.py": 0.6, "test_sharding_panel.py": 0.6, "test_xla_abort.py": 0.6,
+    "test_extension.py": 0.6,
     "test_reduce.py": 0.5, "test_graph.py": 0.5, "test_provenance.py": 0.4, "test_browser_source.py": 0.4,
     "test_tiers.py": 0.4, "test_extension_commands.py": 0.4, "test_leftovers.py": 0.4,
 }

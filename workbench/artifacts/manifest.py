@@ -9,8 +9,10 @@ expected and what was found.
 
 What the description promises: every field ``load_exploration`` reads has the type it builds from
 (a run's ``check`` and its leaves have exactly the fields of ``Check`` and ``LeafCheck``, which it
-builds with ``**`` into the RunResults it returns); stage names are distinct and a parent is an
-earlier stage (so walking parents ends); every text a stage names is in the texts' index, which
+builds with ``**`` into the RunResults it returns, and its ``program`` those of ``RunProgram`` but the
+stage); stage names are distinct and a parent is an earlier stage (so walking parents ends); a run
+is of a stage of the file, unless it is marked ``earlier`` (made on an exploration this one was made
+from by a toggle, whose stage may be gone); every text a stage names is in the texts' index, which
 tiles the decompressed texts exactly (no text is counted twice). What it does not: it bounds no
 size the loader limits itself (the texts' and arrays' bytes, see ``saved.py``), and it does not
 say whether a pass string parses or a device exists; those fail when used, with their own errors.
@@ -34,7 +36,7 @@ import numpy as np
 from ..options import PROPAGATE, PatternOptions
 from ..stages import StageKind
 
-__all__ = ["ManifestError", "MANIFEST", "CHECK", "LEAF", "MAX_DEPTH", "MAX_VALUES", "check", "check_manifest",
+__all__ = ["ManifestError", "MANIFEST", "CHECK", "LEAF", "PROGRAM", "MAX_DEPTH", "MAX_VALUES", "check", "check_manifest",
            "check_field", "parse_manifest", "json_schema", "Str", "Int", "Num", "Bool", "Opt", "List", "Map", "Record", "Scalar"]
 
 MAX_DEPTH = 32  # a manifest nests 7 deep (runs[].check.leaves[].shape[]); json recurses per level
@@ -314,6 +316,11 @@ CHECK = Record(
     {"kind": Str(choices=("float64", "stage")), "note": Str(),
      "source": Str(choices=("promoted", "traced", "as-lowered")), "why_not_promoted": Str()}, closed=True)
 
+# load_exploration builds analysis.run.history.RunProgram from this and the run's stage: its fields but the stage
+PROGRAM = Record(
+    {"text_sha256": SHA256, "pipeline": Str(), "patterns_off": List(Str(), _MANY), "patterns_added": List(Str(), _MANY),
+     "xla_options": List(List(Str(), most=2, least=2), _MANY)}, closed=True)
+
 MANIFEST = Record({
     "format": Int(1),
     "kind": Str(),
@@ -337,7 +344,8 @@ MANIFEST = Record({
     "arrays": Bool(),
     "runs": List(Record(
         {"stage": Str(), "device": Str(), "times": List(Num(least=0.0), _MANY, least=1), "check": Opt(CHECK)},
-        {"outputs": Int(0, _MANY), "dtypes": List(Str(nonempty=True), _MANY)}), 10_000),
+        {"outputs": Int(0, _MANY), "dtypes": List(Str(nonempty=True), _MANY), "program": PROGRAM,
+         "earlier": Bool()}), 10_000),
     "texts": List(Record({"sha256": SHA256, "offset": Int(0), "length": Int(1)}), 2 * _MANY + 1),
     "texts_bytes": Int(0),
     "texts_sha256": SHA256,
@@ -403,7 +411,7 @@ def check_manifest(manifest: Any) -> None:
     if manifest.get("input") is not None and manifest["input"] not in hashes:
         raise ManifestError("input", "names no text in the texts' index")
     for k, r in enumerate(manifest["runs"]):
-        if r["stage"] not in names:
+        if r["stage"] not in names and not r.get("earlier"):  # an earlier exploration's stage may be gone
             raise ManifestError(f"runs[{k}].stage", f"{r['stage'][:80]!r} is not a stage of the file")
     cost = manifest.get("cost")
     for r, row in enumerate(cost["rows"] if cost else ()):

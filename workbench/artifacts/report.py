@@ -5,7 +5,8 @@ Content-Security-Policy lets nothing load from anywhere (scripts only from the r
 module, by its hash, and the blob it imports). Static HTML, readable with JavaScript off: the
 header (title, pipeline, device, versions), the stage table (a failed stage with its error), the
 cost table and chart (inline SVG), the graph of one stage (inline SVG from graphviz's ``dot``) and
-the runs made so far with their checks. With JavaScript on, the panel's own diff viewer
+the session's runs (``ex.history``) with their settings and checks, each marked stale where the
+exploration reported no longer has the program it ran. With JavaScript on, the panel's own diff viewer
 (``assets/diffview.js``, the one copy the DiffView widget loads too) shows any two stages
 picked in two menus.
 
@@ -92,7 +93,7 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
         page=page, title=ex.spec.title, facts=_facts(ex, stages, limits_note(limits, packed.usage)),
         error=ex.error, warnings=list(getattr(ex, "warnings", ())), stages=stages,
         diff=_diff(stages, first, packed), cost=_cost(ex, read, left_out),
-        graph=_graph(ex, stages, graph, max_ops, whole, limits), runs=list(getattr(ex, "runs", ())))
+        graph=_graph(ex, stages, graph, max_ops, whole, limits), runs=_runs(ex))
 
 
 def render_diff_page(before: str, after: str, before_name: str, after_name: str,
@@ -155,6 +156,23 @@ class _Unavailable:
     @classmethod
     def of(cls, what: str, err: BaseException) -> _Unavailable:
         return cls(what, f"{type(err).__name__}: {err}")
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One run of the session: the RunResult, its settings in words, and why it is stale for the
+    exploration reported ("" when that exploration has the program it ran)."""
+
+    run: object
+    settings: str
+    stale: str
+
+
+def _runs(ex) -> list[_Run]:
+    """The session's runs (``ex.history``: those of the explorations ``ex`` was made from, then its own)."""
+    runs = getattr(ex, "history", None)
+    runs = list(getattr(ex, "runs", ()) if runs is None else runs)
+    return [_Run(r, r.program.settings if r.program is not None else "", r.why_stale(ex)) for r in runs]
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,11 @@ stored, as it is compressed already; the others are deflated):
     manifest.json   format, what wrote it (workbench, jax, jaxlib, enzyme-ad, Python, date), the spec
                     (pipeline, pattern options and toggles, XLA options, device), one entry per stage
                     (name, group, pass string, parent, changed, seconds, cached, error, and the hashes
-                    of its text and of its text with locations), XLA's passes and analyses, the runs
-                    made so far, the example arguments' shapes and dtypes, the cost table (``cost``:
-                    columns and rows, for viewers without a kernel), and where each distinct text
-                    lies in ``texts.zst``
+                    of its text and of its text with locations), XLA's passes and analyses, the
+                    session's runs (``ex.history``: each with the program it ran; those made on the
+                    explorations it was made from marked ``earlier``), the example arguments' shapes
+                    and dtypes, the cost table (``cost``: columns and rows, for viewers without a
+                    kernel), and where each distinct text lies in ``texts.zst``
     texts.zst       one zstd frame: every distinct text once, concatenated as UTF-8. An unchanged
                     stage names its parent's text, and one frame with long-distance matching lets a
                     pass's module refer to the last pass's (consecutive XLA stages differ in few lines)
@@ -58,9 +59,10 @@ from .archive import ArchiveError, copy_member, open_zip, read_member, read_npy,
 from ..pipeline.build import Built, XlaStages
 from .versions import versions
 from .jsonout import plain_json, table_json, write_replacing
-from .manifest import ManifestError, check_field, check_manifest, parse_manifest
+from .manifest import PROGRAM, ManifestError, check_field, check_manifest, parse_manifest
 from ..pipeline.xla import XlaResult
 from ..analysis.run.execute import Check, LeafCheck, RunResult, Timing
+from ..analysis.run.history import RunProgram, program_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,18 +93,24 @@ class Saveable(Staged, Protocol):
     @property
     def runs(self) -> list[RunResult]: ...
 
+    @property
+    def history(self) -> list[RunResult]: ...
+
 
 @dataclasses.dataclass(frozen=True)
 class SavedExploration:
     """What ``load_exploration`` read from a ``.hlox``: ``built``, the stages to make an Exploration of
     (its XLA stages as saved, never compiled); ``runs``, the runs saved with it, oldest first, whose
     ``outputs`` are the saved output arrays (flattened) or None when the file holds no arrays;
-    ``saved_by``, the versions and date the file records; ``arrays``, whether it holds the arrays."""
+    ``saved_by``, the versions and date the file records; ``arrays``, whether it holds the arrays;
+    ``earlier``, the runs of the explorations it was made from (its ``history`` before ``runs``).
+    Every run has its ``program``: a file from before runs recorded it gets its stage's, as saved."""
 
     built: Built
     runs: tuple[RunResult, ...]
     saved_by: dict[str, str | None]
     arrays: bool
+    earlier: tuple[RunResult, ...] = ()
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -171,8 +179,12 @@ def _arg_values(spec: Spec) -> list:
     return [_array(x, f"example argument {i}") for i, x in enumerate(values)]
 
 
-def _run_json(r: RunResult, k: int, arrays: dict | None) -> dict:
+def _run_json(r: RunResult, k: int, arrays: dict | None, earlier: bool) -> dict:
     out = {"stage": r.stage, "device": r.device, "times": list(r.timing.times), "check": r.check}
+    if r.program is not None:
+        out["program"] = {f: getattr(r.program, f) for f in PROGRAM.required}
+    if earlier:  # made on an exploration this one was made from: its stage may be gone here
+        out["earlier"] = True
     if arrays is not None and r.outputs is not None:
         import jax
 
@@ -270,6 +282,7 @@ def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list
     without ``arrays``): all of the file but the texts, made before anything is written.
     _Unsaveable says what cannot be encoded."""
     runs_arrays: dict | None = {} if arrays else None
+    history, own = ex.history, {id(r) for r in ex.runs}  # in this order: a run made meanwhile is own
     manifest = {
         "format": FORMAT, "kind": KIND, "saved_by": {**versions(), "date": datetime.datetime.now(
             datetime.timezone.utc).isoformat(timespec="seconds")},
@@ -277,7 +290,7 @@ def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list
         "pipeline_error": _error_json(ex.pipeline_error),
         "xla_error": _error_json(ex.error) if ex.pipeline_error is None else None,
         "xla": _xla_json(ex.xla_result), "args": _avals(ex.spec), "arrays": bool(arrays),
-        "runs": [_run_json(r, k, runs_arrays) for k, r in enumerate(ex.runs)],
+        "runs": [_run_json(r, k, runs_arrays, id(r) not in own) for k, r in enumerate(history)],
         "texts": index, "texts_bytes": len(blob), "texts_sha256": hashlib.sha256(blob).hexdigest(),
     }
     array_data = None
@@ -502,14 +515,22 @@ def _leaf(d: dict) -> LeafCheck:
                         "tolerance": float(d["tolerance"]), "lowered_abs": None if lowered is None else float(lowered)})
 
 
-def _run(entry: dict, outputs: tuple | None) -> RunResult:
+def _run(entry: dict, outputs: tuple | None, spec: Spec, stages: dict[str, Stage]) -> RunResult:
     """A saved run as the RunResult it was; ``outputs``: its output arrays, flattened (the pytree's
     structure is not saved), or None when the file holds no arrays. The manifest's check and leaves
-    have exactly Check's and LeafCheck's fields (manifest.CHECK and LEAF are closed records)."""
+    have exactly Check's and LeafCheck's fields (manifest.CHECK and LEAF are closed records), its
+    program RunProgram's; a run saved without its program ran the file's stage of its name."""
     check = entry["check"]
     if check is not None:
         check = Check(**{**check, "leaves": tuple(_leaf(leaf) for leaf in check["leaves"])})
-    return RunResult(entry["stage"], entry["device"], outputs, Timing(tuple(float(t) for t in entry["times"])), check)
+    saved = entry.get("program")
+    if saved is not None:
+        program = RunProgram(entry["stage"], saved["text_sha256"], saved["pipeline"], tuple(saved["patterns_off"]),
+                             tuple(saved["patterns_added"]), tuple(tuple(kv) for kv in saved["xla_options"]))
+    else:
+        program = program_of(spec, stages[entry["stage"]]) if entry["stage"] in stages else None
+    return RunResult(entry["stage"], entry["device"], outputs, Timing(tuple(float(t) for t in entry["times"])), check,
+                     program=program)
 
 
 def _stages(manifest: dict, texts: dict[str, str]) -> list[Stage]:
@@ -552,10 +573,13 @@ def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> SavedExploration
         pipeline_error = _error(manifest["pipeline_error"])
         xla_error = _error(manifest["xla_error"])
         result = _xla_result(manifest.get("xla"), late)
-        runs = tuple(_run(r, tuple(arrays[f"run{k}_{i}"] for i in range(r.get("outputs", 0)))
-                          if manifest["arrays"] else None) for k, r in enumerate(manifest["runs"]))
+        by_name = {s.name: s for s in stages}
+        runs = [_run(r, tuple(arrays[f"run{k}_{i}"] for i in range(r.get("outputs", 0))) if manifest["arrays"]
+                     else None, spec, by_name) for k, r in enumerate(manifest["runs"])]
+        earlier = tuple(run for run, r in zip(runs, manifest["runs"]) if r.get("earlier"))
     except (KeyError, TypeError, ValueError, IndexError) as e:  # a gap in manifest.py's description
         raise SavedFileError(path, f"corrupt: the manifest passed its checks but cannot be built from "
                              f"({type(e).__name__}: {e})") from None
     late_fn = None if pipeline_error is not None else SavedXla(late, xla_error, result)
-    return SavedExploration(Built(spec, early, pipeline_error, late_fn), runs, saved_by, manifest["arrays"])
+    own = tuple(run for run, r in zip(runs, manifest["runs"]) if not r.get("earlier"))
+    return SavedExploration(Built(spec, early, pipeline_error, late_fn), own, saved_by, manifest["arrays"], earlier)

@@ -80,11 +80,12 @@ def compare_pipelines(fn: Callable, *args, pipelines: Sequence[str] = DEFAULT_PI
 
 def load(path) -> "Exploration":
     """The Exploration saved in ``path`` (a ``.hlox`` file from ``ex.save``): its stages, diffs, costs,
-    graphs and saved runs work at once, without running a pass or compiling; ``with_patterns``,
-    ``with_pipeline`` and ``with_xla`` recompute from the saved input module (where enzyme-ad is
-    installed, for Enzyme-JaX patterns), and ``run`` runs a stage on the saved arguments (when they
-    were saved with ``arrays=True``; otherwise on seeded random ones of the saved shapes).
+    graphs and saved runs (``runs``; ``history`` adds those of the explorations it was made from)
+    work at once, without running a pass or compiling; ``with_patterns``, ``with_pipeline`` and
+    ``with_xla`` recompute from the saved input module (where enzyme-ad is installed, for Enzyme-JaX
+    patterns), and ``run`` runs a stage on the saved arguments (when they were saved with
+    ``arrays=True``; otherwise on seeded random ones of the saved shapes).
     Raises SavedFileError for a file that is missing, not a .hlox, from a newer workbench, corrupt
     or truncated; nothing is written."""
     saved = load_exploration(path)
-    return Exploration(dataclasses.replace(saved.built, runs=saved.runs))
+    return Exploration(dataclasses.replace(saved.built, runs=saved.runs), saved.earlier)

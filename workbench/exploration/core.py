@@ -22,12 +22,13 @@ from ..artifacts.reproducer import write_reproducer
 from ..analysis.sharding.collectives import collective_table
 from ..analysis.cost import cost_table, hlo_op_costs, op_costs, plot_cost
 from ..analysis.search.scan import StepRun, pattern_timing, scan_patterns, step_patterns
-from ..errors import StageError, UnknownNameError, WorkbenchError
+from ..errors import StageError, UnknownNameError
 from ..artifacts.saved import save_exploration
 from ..pipeline.build import (Built, build, rebuild_xla, with_exactly, with_toggles,
                              with_xla_options, xla_passes_known)
 from ..stages import STABLEHLO, Stage
-from .running import remembered_reference, runs_table
+from ..analysis.run.history import program_of
+from .running import refuse_shapes, remembered_reference, runs_table
 
 __all__ = ["Exploration", "Stepwise", "XLA_WAIT", "xla_checked"]
 
@@ -64,7 +65,7 @@ class Exploration:
     StageError of a failed stage (the stages before it stay usable), or None.
     """
 
-    def __init__(self, built: Built):
+    def __init__(self, built: Built, earlier: Sequence = ()):
         self._built = built
         self._spec = built.spec
         self._early = tuple(built.early)
@@ -76,6 +77,7 @@ class Exploration:
         self._lock = threading.Lock()
         self._refs: dict = {}
         self._runs: list = list(getattr(built, "runs", ()))
+        self._earlier = tuple(earlier)  # the runs of the Explorations this one was made from (``history``)
 
     # -- computing ---------------------------------------------------------------------------------
     def _ensure_late(self) -> None:
@@ -226,24 +228,25 @@ class Exploration:
 
         Only the stages from the first one whose input or pass string changes are recomputed.
         """
-        return xla_checked(Exploration(build(with_toggles(self._spec, disable, enable))))
+        return xla_checked(Exploration(build(with_toggles(self._spec, disable, enable)), self.history))
 
     def with_only_patterns(self, names: Sequence[str]) -> "Exploration":
         """A new Exploration with exactly ``names`` enabled among the Enzyme-JaX patterns (every other
         pattern off), as bisect builds its candidates; the rest of the settings stay."""
-        return Exploration(build(with_exactly(self._spec, names)))
+        return Exploration(build(with_exactly(self._spec, names)), self.history)
 
     def with_pipeline(self, pipeline: str) -> "Exploration":
         """A new Exploration with another MLIR pipeline (a preset name or a pipeline string); the traced
         program, pattern toggles, XLA options and device stay. Steps that match earlier ones are cache hits."""
-        return xla_checked(Exploration(build(dataclasses.replace(self._spec, pipeline=pipeline))))
+        return xla_checked(Exploration(build(dataclasses.replace(self._spec, pipeline=pipeline)), self.history))
 
     def with_xla(self, disable: Sequence[str] = (), enable: Sequence[str] = (), **options) -> "Exploration":
         """A new Exploration with XLA HLO passes switched off (or back on) and other XLA options set.
 
         The MLIR stages are reused as they are; only XLA recompiles.
         """
-        return xla_checked(Exploration(rebuild_xla(self._built, with_xla_options(self._spec, disable, enable, options))))
+        spec = with_xla_options(self._spec, disable, enable, options)
+        return xla_checked(Exploration(rebuild_xla(self._built, spec), self.history))
 
     def diff(self, a, b=None):
         """A structural diff of two stages (names, indices or Stage objects); with one argument, the
@@ -380,13 +383,7 @@ class Exploration:
         st = self.default_run_stage() if stage is None else self.stage(stage)
         device = device or self._spec.device
         traced = self._spec.traced
-        abstract = traced.abstract_args(None if args is None else tuple(args)) if traced is not None else []
-        if abstract:
-            raise WorkbenchError(
-                f"stage {st.name!r} needs arrays to run, and {', '.join(abstract[:4])}"
-                f"{f' and {len(abstract) - 4} more' if len(abstract) > 4 else ''} "
-                f"{'is a shape' if len(abstract) == 1 else 'are shapes'} (jax.ShapeDtypeStruct) with no values: "
-                "a shape is enough to explore, compile and cost; pass arrays of it, ex.run(args=(...))")
+        refuse_shapes(traced, st, args)
         spread = not (processes is None and coordinator is None and num_processes is None and process_id is None)
         if spread:
             outputs, timing, where = run_processes(self, st, processes=processes, coordinator=coordinator,
@@ -402,7 +399,8 @@ class Exploration:
             result_check = check_outputs(outputs, remembered_reference(owner, owner._refs, device, args, known,
                                                                        foreign=owner is not self))
         returned = traced.returned(outputs, None if args is None else tuple(args)) if traced is not None else outputs
-        result = RunResult(st.name, where, returned, timing, result_check, program_outputs=outputs)
+        result = RunResult(st.name, where, returned, timing, result_check, program_outputs=outputs,
+                           program=program_of(self._spec, st))
         self._runs.append(result)
         return result
 
@@ -514,6 +512,13 @@ class Exploration:
         """The RunResults of the ``run`` calls made on this Exploration, oldest first (kept with
         ``save``; a loaded Exploration has those it was saved with)."""
         return list(self._runs)
+
+    @property
+    def history(self) -> list:
+        """The session's runs, oldest first: those the Explorations this one was made from by toggles
+        (``with_patterns``, ``with_xla``, ``with_pipeline``) had when it was made, then ``runs``. Each
+        knows its program (``r.program.settings``); ``r.stale_for(ex)``: whether ``ex``'s program differs."""
+        return [*self._earlier, *self._runs]
 
     # -- display -----------------------------------------------------------------------------------
     def __repr__(self) -> str:

@@ -1,8 +1,9 @@
 """What the facade's ``run`` and ``compare`` need besides running a stage (``analysis.run.execute``):
-the reference a run is checked against, made once and remembered, and the table of several runs.
+the refusal of arguments that are shapes only, the reference a run is checked against, made once and
+remembered, and the table of several runs.
 
-Both are written against the ``Explored`` Protocol, as the searches are, so that they read only what
-an exploration declares it has.
+The reference and the table are written against the ``Explored`` Protocol, as the searches are, so
+that they read only what an exploration declares it has.
 """
 from __future__ import annotations
 
@@ -12,9 +13,23 @@ from ..analysis.run.check import Reference
 from ..analysis.run.execute import REFERENCE, args_key, run_stage
 from ..analysis.run.reference import reference_evaluations
 from ..analysis.search.explored import Explored
+from ..errors import WorkbenchError
 from ..ir.text import text_hash
+from ..stages import Stage, Traced
 
-__all__ = ["remembered_reference", "runs_table"]
+__all__ = ["refuse_shapes", "remembered_reference", "runs_table"]
+
+
+def refuse_shapes(traced: Traced | None, stage: Stage, args: Any) -> None:
+    """WorkbenchError when the arguments a run of ``stage`` would take (``args``, else the traced ones)
+    hold shapes with no values (``jax.ShapeDtypeStruct``): enough to explore, not to run."""
+    abstract = traced.abstract_args(None if args is None else tuple(args)) if traced is not None else []
+    if abstract:
+        raise WorkbenchError(
+            f"stage {stage.name!r} needs arrays to run, and {', '.join(abstract[:4])}"
+            f"{f' and {len(abstract) - 4} more' if len(abstract) > 4 else ''} "
+            f"{'is a shape' if len(abstract) == 1 else 'are shapes'} (jax.ShapeDtypeStruct) with no values: "
+            "a shape is enough to explore, compile and cost; pass arrays of it, ex.run(args=(...))")
 
 
 def remembered_reference(ex: Explored, memo: dict, device: str, args: Any, known: tuple | None = None,

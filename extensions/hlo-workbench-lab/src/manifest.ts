@@ -146,8 +146,8 @@ const quote = (s: string) => JSON.stringify(short(s));
  * a manifest that passed the schema: stage names are distinct and a parent is an earlier stage (walking
  * parents ends; the views pair a stage with its parent), `early` counts stages there are, the texts'
  * index tiles the decompressed texts exactly (each byte decoded once) and names each text once, every
- * text a stage (or the input) names is in the index, a run is of a stage of the file, and a cost
- * table's rows have a cell per column. */
+ * text a stage (or the input) names is in the index, a run is of a stage of the file (unless it is
+ * marked `earlier`), and a cost table's rows have a cell per column. */
 function ruleProblem(m: any): IManifestProblem | null {
   const names = new Map<string, number>();
   for (const [i, s] of m.stages.entries()) {
@@ -187,7 +187,10 @@ function ruleProblem(m: any): IManifestProblem | null {
     return { where: 'input', why: 'names no text in the texts\' index' };
   }
   for (const [k, r] of m.runs.entries()) {
-    if (!names.has(r.stage)) return { where: `runs[${k}].stage`, why: `${quote(r.stage)} is not a stage of the file` };
+    // a run made on an exploration this one was made from (by a toggle) may name a stage that is gone
+    if (!names.has(r.stage) && !r.earlier) {
+      return { where: `runs[${k}].stage`, why: `${quote(r.stage)} is not a stage of the file` };
+    }
   }
   for (const [r, row] of (m.cost?.rows ?? []).entries()) {
     if (row.length !== m.cost.columns.length) {

@@ -63,6 +63,11 @@ def changes(m: dict) -> list[tuple[str, list, object]]:
         ("texts_bytes past the index", ["texts_bytes"], m["texts_bytes"] + 1),
         ("a stage text the index lacks", ["stages", 4, "text"], "0" * 64),
         ("a run of a stage the file lacks", ["runs", 1, "stage"], "nowhere"),
+        ("a run of a stage the file lacks, made before a toggle", ["runs", 0],
+         {**m["runs"][0], "stage": "nowhere", "earlier": True}),  # the passed run's: its numbers are finite
+        ("a number for a run's earlier mark", ["runs", 0, "earlier"], 1),
+        ("a run's program without its text hash", ["runs", 0, "program", "text_sha256"], DELETE),
+        ("an unknown field of a run's program", ["runs", 0, "program", "colour"], "red"),
         ("a cost row short of a cell", ["cost", "rows", 0], m["cost"]["rows"][0][:-1]),
         ("NaN in a check's error", ["runs", 0, "check", "leaves", 0, "max_rel"], NAN),
         ("-Infinity in a check's lowered error", ["runs", 1, "check", "leaves", 0, "lowered_abs"], -INF),

@@ -23,10 +23,12 @@ from ...pipeline.program import relowered, undonated_call
 from ...pipeline.trace import all_devices, resolve_device
 from ...pipeline.xla import check_options
 from ...pipeline.xla_probe import guard_compile
+from ...stages import Staged
 from .check import REFERENCE, Check, LeafCheck, Reference, check_outputs, compare_outputs  # noqa: F401
+from .history import RunProgram, why_stale
 
-__all__ = ["devices", "RunResult", "Timing", "Check", "LeafCheck", "Reference", "run_stage", "compare_outputs",
-           "check_outputs", "args_key", "REFERENCE"]
+__all__ = ["devices", "RunResult", "RunProgram", "Timing", "Check", "LeafCheck", "Reference", "run_stage",
+           "compare_outputs", "check_outputs", "args_key", "REFERENCE"]
 
 
 def devices():
@@ -71,7 +73,8 @@ class RunResult:
     """One run of a stage. ``outputs`` is what the user's function returns, as its own jit returns
     it; ``program_outputs`` is everything the compiled program returned, which the check covers (the
     same, except through a library's jit such as ``nnx.jit``, whose program also returns the state
-    it writes back into the model and optimizer)."""
+    it writes back into the model and optimizer). ``program`` is the program it ran (a ``RunProgram``:
+    the stage's text by hash and the settings), which ``stale_for(ex)`` compares with ``ex``'s."""
 
     stage: str
     device: str
@@ -79,10 +82,21 @@ class RunResult:
     timing: Timing
     check: Check | None
     program_outputs: Any = None
+    program: RunProgram | None = None  # the program it ran: the stage's text (by hash) and the settings
 
     @property
     def seconds(self) -> tuple[float, ...]:
         return self.timing.times
+
+    def why_stale(self, ex: Staged) -> str:
+        """Why this run's numbers are not those of ``ex``'s program, in words: ``ex``'s stage of that
+        name is gone, holds another text, or XLA compiles it with other options (``history.why_stale``);
+        "" when ``ex`` has the program this run ran, or when the run does not record its program."""
+        return why_stale(self.program, ex) if self.program is not None else ""
+
+    def stale_for(self, ex: Staged) -> bool:
+        """Whether the program this run ran has changed in ``ex`` (a toggle changed it since): see ``why_stale``."""
+        return bool(self.why_stale(ex))
 
     def __repr__(self) -> str:
         return f"RunResult({self.stage!r} on {self.device}: {self.timing!r}, {self.check!r})"

@@ -20,7 +20,7 @@ from ...stages import Stage
 
 __all__ = ["num", "cell", "table", "running", "failed", "done", "awaiting", "header", "stage_error",
            "pipeline_string", "python_line", "patterns_unused", "ops_delta", "change_summary", "run_result",
-           "stage_costs", "op_costs", "op_costs_missing"]
+           "run_history", "stage_costs", "op_costs", "op_costs_missing"]
 
 
 def cell(v, digits: int = 3) -> str:
@@ -195,8 +195,9 @@ def _verdict(check) -> Markup:
         chip, check.reference, num(check.max_abs), lowered, num(check.max_rel), note)
 
 
-def run_result(r) -> str:
-    """One ``Exploration.run``: the check's verdict, the timing, and a row per output leaf."""
+def run_result(r, stale: str = "") -> str:
+    """One ``Exploration.run``: the check's verdict, the timing, and a row per output leaf; ``stale``
+    (``r.why_stale(ex)`` for the Exploration shown) marks a run whose program a toggle changed since."""
     import jax
 
     leaves = jax.tree_util.tree_flatten_with_path(r.outputs)[0]
@@ -206,12 +207,41 @@ def run_result(r) -> str:
         key = jax.tree_util.keystr(path) or "output"
         rows.append(_leaf_row(key, leaf, checks.get(key)))
     t = r.timing
+    mark = Markup('<div class="wb-stale-note">{} the program changed since this run &mdash; run again ({})'
+                  "</div>").format(_STALE, stale) if stale else ""
     return str(Markup(
-        '<div class="wb-result"><div><b>{}</b> on <b>{}</b>: {}</div>'
+        '<div class="wb-result{}">{}<div><b>{}</b> on <b>{}</b>: {}</div>'
         "<div>time per call: median <b>{} ms</b> &middot; min {} ms &middot; IQR {} ms &middot; n={} (after one "
         'warm-up call)</div><table class="wb-table"><thead><tr>{}</tr></thead><tbody>{}</tbody></table></div>').format(
-        r.stage, r.device, _verdict(r.check), num(t.median * 1e3), num(t.min * 1e3), num(t.iqr * 1e3), len(t.times),
-        _LEAF_HEAD, Markup("").join(rows)))
+        " wb-stale" * bool(stale), mark, r.stage, r.device, _verdict(r.check), num(t.median * 1e3), num(t.min * 1e3),
+        num(t.iqr * 1e3), len(t.times), _LEAF_HEAD, Markup("").join(rows)))
+
+
+_STALE = Markup('<span class="wb-chip wb-stale">stale:</span>')
+
+
+def run_history(ex: Exploration, name: str = "ex") -> str:
+    """The session's runs (``ex.history``, ``name`` the variable), newest first: stage, the settings of
+    the program it ran, device, median time, check, and whether ``ex`` still has that program (else
+    why not); "" when there are none."""
+    runs = ex.history
+    if not runs:
+        return ""
+    rows = []
+    for k, r in reversed(list(enumerate(runs, 1))):
+        why = r.why_stale(ex)
+        check = Markup("") if r.check is None else Markup('<span class="wb-chip {}">{}</span>').format(
+            *(("wb-pass", "passed") if r.check.passed else ("wb-fail", "FAILED")))
+        state = Markup("{} {}").format(_STALE, why) if why else "current"
+        rows.append(Markup('<tr class="{}"><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td>'
+                           "<td>{}</td><td>{}</td></tr>").format("wb-stale" * bool(why), k, r.stage,
+                                                      r.program.settings if r.program else "", r.device,
+                                                      num(r.timing.median * 1e3), check, state))
+    head = Markup("").join(Markup("<th>{}</th>").format(h) for h in ("#", "stage", "program", "device", "median ms",
+                                                                     "check", "state"))
+    return str(Markup('<details class="wb-history" open><summary><b>This session\'s runs</b> ({}, <code>{}.history'
+                      '</code>: those before a toggle too)</summary><table class="wb-table"><thead><tr>{}</tr></thead>'
+                      "<tbody>{}</tbody></table></details>").format(len(runs), name, head, Markup("").join(rows)))
 
 
 def stage_costs(python: str, df, cached: Collection[str] = ()) -> str:

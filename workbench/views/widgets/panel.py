@@ -90,6 +90,7 @@ class Panel:
         self._xla_watch: Future | None = None  # ex.xla_future() of the Exploration shown, while pending
         self._auto_right = False  # the right stage was the panel's choice while XLA compiled
         self._diffed: tuple | None = None  # (Exploration, left, right) the diff view shows
+        self._shown_run = None  # the RunResult the Run tab shows
         self._build()
         self.jobs = Jobs(self.status, self._set_busy, background)
         self._submit("reading the stages", None, self._load, busy=True)
@@ -183,7 +184,7 @@ class Panel:
         self._set_quietly(self.run_stage, stage)
         self._set_quietly(self.device, device)
         act = actions.run(self.name, stage, device, repeat)
-        self.run_out.value = ""
+        self.run_out.value, self._shown_run = "", None
         self._submit(act.label, act.python, lambda: self._show_run(act.call(self._ex)), busy=True)
 
     def compare(self, stages=None, device: str | None = None) -> None:
@@ -299,14 +300,14 @@ class Panel:
                                        style=short)
         self.run_button = W.Button(description="Run", button_style="success", icon="play", layout=L(width="90px"))
         self.run_button.on_click(lambda _b: self.run())
-        self.run_out = W.HTML()
+        self.run_out, self.run_history = W.HTML(), W.HTML()  # the run shown; the session's runs
         self.compare_stages = W.SelectMultiple(rows=6, layout=L(width="330px"))
         self.compare_button = W.Button(description="Compare stages", icon="table", layout=L(width="150px"),
                                        tooltip="run each selected stage and tabulate time and check")
         self.compare_button.on_click(lambda _b: self.compare())
         self.compare_out = W.HTML()
         return W.VBox([
-            W.HBox([self.run_stage, self.device, self.repeat, self.run_button]), self.run_out,
+            W.HBox([self.run_stage, self.device, self.repeat, self.run_button]), self.run_out, self.run_history,
             W.HTML("<b>Compare stages</b> (ctrl/shift-click to pick several; device and repeat from above)"),
             W.HBox([self.compare_stages, self.compare_button]), self.compare_out,
         ])
@@ -454,6 +455,7 @@ class Panel:
             self.analyze.show(ex, runnable, ids)
             self.passes.show(ex, pending)
         self._show_pipeline_string(ex)
+        self._show_runs(ex)
         self._show_python()
         self.summary.show(ex, pending)
         # the diff anew unless it shows this pair of this Exploration already (XLA's stages arrived)
@@ -532,10 +534,18 @@ class Panel:
 
     # -- results -----------------------------------------------------------------------------------
     def _show_run(self, r) -> None:
-        self.run_out.value = html.run_result(r)
+        self._shown_run = r
+        self._show_runs(self._ex)
+
+    def _show_runs(self, ex: Exploration) -> None:
+        """The run shown, marked stale when ``ex`` no longer has the program it ran, and the session's runs."""
+        r = self._shown_run
+        self.run_out.value = html.run_result(r, r.why_stale(ex)) if r is not None else self.run_out.value
+        self.run_history.value = html.run_history(ex, self.name)
 
     def _show_compare(self, df) -> None:
         self.compare_out.value = html.table(df)
+        self._show_runs(self._ex)  # each stage compared is a run of the session
 
     def _load_cost(self) -> None:
         key, ex, right = self._key(), self._ex, self._right
