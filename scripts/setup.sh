@@ -65,7 +65,11 @@ if [[ ! -f $built ]] || [[ -n $(find "$ext/src" "$ext/style" "$ext/schema" "$ext
     "$ext/build-labextension.mjs" "$ext/install.json" workbench/assets/diffview.js workbench/assets/diffview.css \
     workbench/assets/widgetkit.js workbench/assets/widgetkit.css -newer "$built" -print -quit) ]]; then
   echo "[setup] building the JupyterLab extension"
-  (cd "$ext" && npm run --silent build:prod >/dev/null)  # against .venv's JupyterLab (build-labextension.mjs)
+  # against .venv's JupyterLab (build-labextension.mjs); its progress lines are shown only if it fails
+  if ! (cd "$ext" && npm run --silent build:prod) >.venv/.hlo-workbench-lab-build.log 2>&1; then
+    cat .venv/.hlo-workbench-lab-build.log >&2
+    exit 1
+  fi
   [[ -f $built ]] || { echo "[setup] the extension's build wrote no $built" >&2; exit 1; }
   touch "$built"
   ext_changed=1
@@ -75,7 +79,10 @@ stamp=.venv/.hlo-workbench-installed
 if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   echo "[setup] installing the package and its dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -m pip install -q -e ".[test,lab]" 2>&1 | grep -v "^WARNING: Location" || true
+  # setuptools' framed warning about editable installs (a checkout's folder may shadow the package) says
+  # nothing this layout needs: it is left out, and so is pip's note on the install location
+  .venv/bin/python -m pip install -q -e ".[test,lab]" 2>&1 | grep -v "^WARNING: Location" \
+    | awk '/BuildBackendWarning: Editable installation/ {skip = 1} !skip {print} skip && /with strategy, WheelFile/ {skip = 0}' || true
   .venv/bin/python -c "import workbench, jax, pandas, graphviz, anywidget" 
   touch "$stamp"
 fi
