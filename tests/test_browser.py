@@ -146,7 +146,9 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
         device = panel.locator(".widget-dropdown:has(label:text-is('device')) select:visible").first
         device.select_option("cpu:0")
         panel.locator("button.widget-button:visible", has_text="Run").click()
-        panel.locator(".wb-chip.wb-pass", has_text="passed").wait_for(timeout=120_000)
+        # the result's chip reads "✓ passed"; the session's runs table below it has a plain "passed"
+        panel.locator(".wb-chip.wb-pass", has_text="\u2713 passed").wait_for(timeout=120_000)
+        assert panel.locator(".wb-chip.wb-pass", has_text="passed").count() == 2
         result = panel.locator(".wb-result").first.inner_text()
         assert "cpu:0" in result and "median" in result and "IQR" in result and "float32" in result
         python = panel.locator(".wb-python pre").first.inner_text()
