@@ -531,3 +531,19 @@ def attention_ex():
 
     fn, args = examples.load("attention")
     return wb.explore(fn, *args)
+
+
+@pytest.fixture
+def kernel_shell():
+    """IPython's shell with the compiler ipykernel gives it, which names cells /tmp/ipykernel_<pid>/<hash>.py
+    and shows them as ``Cell In[n]``."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from ipykernel.compiler import XCachingCompiler
+
+    shell = InteractiveShell.instance()
+    before = shell.compile
+    shell.compile = XCachingCompiler()
+    try:
+        yield shell
+    finally:
+        shell.compile = before

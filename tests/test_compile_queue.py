@@ -152,3 +152,34 @@ def test_clear_cancels_what_nobody_waits_for_forgets_the_rest_and_waits_for_the_
     releaser.join(60)
     assert jobs.ran == ["done"] and q.runs == 2  # the holder ran to its end; "queued" never ran
     assert not any(q.ready(k) for k in ("done", "holder", "queued"))
+
+
+def test_phase_says_what_a_compile_waits_behind_then_what_its_job_says_it_does(q):
+    from workbench.pipeline.phase import say_phase
+
+    jobs, said, go = Jobs(), threading.Event(), threading.Event()
+
+    def run():  # a compile that says its steps, as pipeline/build.py's does
+        say_phase("compiling with per-pass dumps")
+        said.set()
+        assert go.wait(60)
+        say_phase("reading 3 dump files")
+        return "done"
+
+    say_phase("outside any compile: said to nobody")  # no error, no effect
+    jobs.hold(q)
+    q.start(jobs.job("idle"))  # speculative, queued first
+    q.start(CompileJob("mine", "mine", run))
+    watch = q.watch(CompileJob("mine", "mine", run))  # someone waits for it: it goes before "idle"
+    assert q.phase("holder") == "starting"  # its job says nothing
+    assert q.phase("mine") == "queued behind 1 compile"  # the holder runs
+    assert q.phase("idle") == "queued behind 2 compiles"  # the holder, then the one waited for
+    assert q.phase("unknown") == ""
+    jobs.release()
+    assert said.wait(60) and q.phase("mine") == "compiling with per-pass dumps"
+    assert q.phase("idle") == "queued behind 1 compile"
+    go.set()
+    watch.result(60)
+    assert q.phase("mine") == ""  # ended: nothing to wait for
+    assert [text for text, _ in q.steps("mine")] == ["compiling with per-pass dumps", "reading 3 dump files"]
+    assert all(seconds >= 0 for _, seconds in q.steps("mine")) and q.steps("holder") == q.steps("unknown") == []

@@ -130,22 +130,6 @@ TOUR_SETUP = "import jax, jax.numpy as jnp\nimport workbench as wb\nimport workb
              "params, x = attention.args()"
 
 
-@pytest.fixture
-def kernel_shell():
-    """IPython's shell with the compiler ipykernel gives it, which names cells /tmp/ipykernel_<pid>/<hash>.py
-    and shows them as ``Cell In[n]``."""
-    from IPython.core.interactiveshell import InteractiveShell
-    from ipykernel.compiler import XCachingCompiler
-
-    shell = InteractiveShell.instance()
-    before = shell.compile
-    shell.compile = XCachingCompiler()
-    try:
-        yield shell
-    finally:
-        shell.compile = before
-
-
 @enzyme_only
 def test_the_tours_failing_cell_names_the_cell_as_ipython_does(kernel_shell):
     from IPython.utils.capture import capture_output

@@ -8,6 +8,8 @@ test holds XLA's one compile thread: a callback of a finished compile runs on th
 waits on an Event (callbacks of ``ex.xla_future()`` run there, as its docstring says).
 """
 import itertools
+import re
+from html import unescape
 import threading
 import time
 from contextlib import contextmanager
@@ -177,7 +179,9 @@ def test_the_panel_shows_the_mlir_stages_while_xla_compiles_then_the_xla_stages(
             rows = [r["name"] for r in p.stage_list.stages]
             assert rows == [s.name for s in ex.pipeline_stages]
             assert p.stage_list.pending == "xla" and "compiling XLA" in p.stage_list.loading
-            assert "compiling XLA" in p.status.value and p.jobs.awaiting == "compiling XLA"
+            # what it waits for, in words (the held thread has no compile running: this one is next)
+            assert ex.xla_phase() == "starting" and p.jobs.awaiting == "compiling XLA: starting"
+            assert "compiling XLA: starting" in p.status.value
             assert "so far" in p.header.value and p.last_error is None
             # Diff, Run and Cost on MLIR stages meanwhile
             p.pick("enzyme-hlo-patterns#1")
@@ -235,3 +239,44 @@ def test_a_superseded_toggle_never_shows_the_old_modules_xla_stages():
         assert any(who is a for who, _ in shown)  # A's MLIR stages were shown, its XLA stages never
     finally:
         p.close()
+
+
+def test_an_xla_toggle_says_what_it_waits_for_and_the_steps_the_compile_took():
+    """Issue 27 item 5: while XLA's stages are on their way the status line says what XLA's compile does
+    (queued, trying the compile in a child process, compiling with dumps, reading them), and once they are
+    shown, how long each step took; ex.xla_phase() and ex.xla_steps() say the same from Python."""
+    ex = wb.explore(fresh_scale(), *ARGS)
+    ex.xla_future().result(300)
+    assert ex.xla_phase() == ""  # nothing to wait for
+    assert [t.split(",")[0] for t, _ in ex.xla_steps()][:1] == ["XLA compiling"]
+    p = Panel(ex)
+    try:
+        p.wait()
+        seen = []  # the status lines while the toggle's compile runs, read as the page would (no waiting)
+        p.toggle_xla(["algsimp"], False)
+        until(lambda: seen.append(unescape(p.status.value)) or "XLA's stages shown" in seen[-1])
+        words = " ".join(seen)
+        assert "compiling XLA: trying the compile in a child process first" in words, words
+        done = unescape(p.status.value)
+        off = p.ex
+        steps = [text for text, _ in off.xla_steps()]
+        # disabled passes can make XLA abort, so the compile is tried in a child process first
+        assert steps[0] == "trying the compile in a child process first (XLA can abort on disabled passes)"
+        assert steps[1] == "XLA compiling, writing a dump after each HLO pass"
+        assert re.fullmatch(r"reading XLA's \d+ dump files", steps[2]) and len(steps) == 3, steps
+        assert all(s >= 0 for _, s in off.xla_steps())
+        assert re.search(r"XLA's stages shown: ready after \d+\.\d s \(trying the compile in a child process first "
+                         r"\d+\.\d s; XLA compiling \d+\.\d s; reading XLA's \d+ dump files \d+\.\d s\), drawn in", done), done
+        assert "marking the selection" not in done and p.last_error is None
+    finally:
+        p.close()
+
+
+def test_an_index_into_the_trace_and_mlir_stages_does_not_wait_for_xla():
+    with compile_thread_held():  # XLA's compile cannot run: anything that waited for it would hang here
+        ex = wb.explore(fresh_scale(), *ARGS)
+        early = ex.pipeline_stages
+        assert [ex[k].name for k in range(len(early))] == [s.name for s in early]
+        assert ex[1] is ex["stablehlo"] is early[1] and not ex.xla_ready()
+        assert ex.xla_phase() == "starting"  # next in line behind the held thread
+    assert ex[len(early)].group == "xla" and ex[-1].group in ("xla", "backend")  # past them: XLA's, waited for

@@ -15,6 +15,7 @@ import json
 import math
 import numbers
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
@@ -100,7 +101,8 @@ def table_json(df, where: str = "table") -> dict | None:
 def write_replacing(path: Path, write: Callable[[BinaryIO], None], mode: int | None = None,
                     cannot_open: Callable[[OSError], BaseException] | None = None) -> Path:
     """Write ``path``'s new content with ``write(file)`` into a temporary file in the same folder,
-    then rename it over ``path`` (``mode``: its permissions, else mkstemp's 0600); if anything
+    then rename it over ``path`` (``mode``: its permissions, else those ``path`` has, or a new file's
+    under the process umask -- never mkstemp's 0600, which nobody else could read); if anything
     raises, the temporary file goes and ``path`` stays as it was. ``cannot_open(error)`` is raised
     instead when the temporary file cannot be made. Returns the path."""
     folder = path.parent if str(path.parent) else Path(".")
@@ -115,8 +117,7 @@ def write_replacing(path: Path, write: Callable[[BinaryIO], None], mode: int | N
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, _new_file_mode(path) if mode is None else mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -126,3 +127,18 @@ def write_replacing(path: Path, write: Callable[[BinaryIO], None], mode: int | N
         raise
     return path
 
+
+def _new_file_mode(path: Path) -> int:
+    """The permissions ``open(path, "w")`` would leave: an existing file's own, else 0666 less the umask
+    (read from /proc where it can be, as setting the umask to read it is not thread-safe)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/status") as f:
+            umask = next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = os.umask(0o022)
+        os.umask(umask)
+    return 0o666 & ~umask

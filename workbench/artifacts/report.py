@@ -77,7 +77,7 @@ def write_diff_page(before: str, after: str, before_name: str, after_name: str, 
 
 
 def _write(path: Path, page: str) -> Path:
-    return write_replacing(path, lambda f: f.write(page.encode("utf-8")), mode=0o644)
+    return write_replacing(path, lambda f: f.write(page.encode("utf-8")))  # a new file as open() makes it
 
 
 def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportLimits = LIMITS) -> str:

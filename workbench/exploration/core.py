@@ -102,6 +102,18 @@ class Exploration:
                 watch.cancel()
         return ready()
 
+    def xla_phase(self) -> str:
+        """What XLA's compile of these stages does now, in words: "queued behind 1 compile", "trying the
+        compile in a child process first ...", "XLA compiling, ...", "reading XLA's 48 dump files"; ""
+        when the XLA stages can be read without waiting."""
+        return "" if self._late is not None else self._late_fn.phase()
+
+    def xla_steps(self) -> list[tuple[str, float]]:
+        """The steps XLA's compile of these stages took so far, each with its seconds, as the compile said
+        them (a probe in a child process, XLA's compile with dumps, reading the dumps, a check of disabled
+        pass names); [] before it starts, and for stages read from a saved file."""
+        return self._late_fn.steps() if self._late_fn is not None else []
+
     def xla_future(self) -> Future:
         """A new Future, done (result None) when the XLA stages can be read without waiting (a failed
         compile too: the stage says why), starting the compile if it is not under way. While it is
@@ -178,7 +190,10 @@ class Exploration:
         if isinstance(key, Stage):
             return key
         if isinstance(key, numbers.Integral) and not isinstance(key, bool):
-            key, stages = int(key), self.stages
+            key = int(key)
+            if 0 <= key < len(self._early):  # a trace/MLIR stage: no waiting for XLA's compile
+                return self._early[key]
+            stages = self.stages
             if -len(stages) <= key < len(stages):
                 return stages[key]
             raise UnknownNameError("stage index", str(key), [], known_note=(
@@ -538,11 +553,9 @@ class Exploration:
         return f"{n + len(self._late)} stages: {n} trace/MLIR + {len(self._late)} XLA/backend"
 
     def _repr_html_(self) -> str:
-        from markupsafe import Markup
+        from .display import exploration_html
 
-        table = Markup(self.table().to_html(index=False, escape=True))  # first: the header then counts its rows
-        err = Markup("<pre style='color:#b00'>{}</pre>").format(self.error) if self.error else ""
-        return str(Markup("<p><code>{}</code></p>{}{}").format(repr(self), err, table))
+        return exploration_html(self)
 
 
 class Stepwise(Exploration):
@@ -574,22 +587,9 @@ class Stepwise(Exploration):
     def summary(self) -> str:
         """What stepping did, in words: the patterns applied (or that none applies), whether the end
         is where one greedy run of the whole list ends, and the patterns that raised."""
-        start, applied = self._early[0].name, self.applied()
-        if not applied:
-            text = f"no pattern applies to {start!r}"
-        else:
-            distinct = list(dict.fromkeys(applied))
-            shown = ", ".join(distinct[:4]) + (f", ... ({len(distinct)} distinct)" if len(distinct) > 4 else "")
-            text = (f"{len(applied)} step{'s' * (len(applied) != 1)} from {start!r}: {shown}; "
-                    + ("ends where one greedy run of all the patterns ends" if self.matches_reference
-                       else "ends elsewhere than one greedy run of all the patterns (see .difference)"))
-        if self.reference.error:
-            text += "; the greedy run of all the patterns failed (see .reference.error)"
-        elif not applied and not self.matches_reference:
-            text += ", yet one greedy run of all the patterns changes it (see .difference)"
-        if self.skipped:
-            text += f"; {len(self.skipped)} pattern{'s' * (len(self.skipped) != 1)} raised and were skipped (.skipped)"
-        return text
+        from .display import stepwise_summary
+
+        return stepwise_summary(self)
 
     def __repr__(self) -> str:
         return f"Stepwise({self._spec.title!r}, {self.summary})"

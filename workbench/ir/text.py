@@ -29,6 +29,7 @@ __all__ = [
     "comparison_direction",
     "function_references",
     "leading_td_patterns",
+    "short_pass",
 ]
 
 
@@ -281,6 +282,14 @@ def leading_td_patterns(pipeline: str) -> list[str] | None:
     anything else. Specs are split at ``;`` as written, options such as ``<16>`` kept."""
     m = _TD_PATTERNS.match(pipeline)
     return m.group(1).split(";") if m else None
+
+
+def short_pass(p: str) -> str:
+    """A pass string short enough for a table cell (a pattern list is shown by its length)."""
+    patterns = leading_td_patterns(p)
+    if patterns is not None:
+        return f"enzyme-hlo-generate-td{{patterns=<{len(patterns)} patterns>}},transform-interpreter,..."
+    return p if len(p) <= 60 else p[:57] + "..."
 
 
 # The pieces of MLIR's syntax that more than one reader matches, written once.

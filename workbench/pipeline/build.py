@@ -61,13 +61,18 @@ class Built:
 class XlaSource(Protocol):
     """Where an Exploration's XLA stages come from (``Built.late``): a compile (``LateXla``) or a saved
     file (``saved.SavedXla``). Calling gives them, waiting as needed; ``start`` begins the work in the
-    background, ``ready`` says whether calling would wait, ``watch`` gives a Future done when it would not."""
+    background, ``ready`` says whether calling would wait, ``phase`` what the wait is for now, in words,
+    ``steps`` the steps the work took with their seconds, and ``watch`` gives a Future done when it would not."""
 
     def __call__(self) -> XlaStages: ...
 
     def start(self) -> None: ...
 
     def ready(self) -> bool: ...
+
+    def phase(self) -> str: ...
+
+    def steps(self) -> list[tuple[str, float]]: ...
 
     def watch(self) -> Future: ...
 
@@ -324,6 +329,14 @@ class LateXla:
     def ready(self) -> bool:
         """Whether the XLA stages can be had without waiting for a compile (also when it failed)."""
         return not self.compiles or XLA_QUEUE.ready(self._job().key)
+
+    def phase(self) -> str:
+        """What the compile is doing now ("queued behind 1 compile", "XLA compiling, ..."); "" when done."""
+        return XLA_QUEUE.phase(self._job().key) if self.compiles else ""
+
+    def steps(self) -> list[tuple[str, float]]:
+        """The steps the compile said it took, each with its seconds (see ``CompileQueue.steps``)."""
+        return XLA_QUEUE.steps(self._job().key) if self.compiles else []
 
     def watch(self) -> Future:
         """A new Future, done (result None) when the XLA stages can be had without waiting. While it is

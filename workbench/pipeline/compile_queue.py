@@ -20,6 +20,7 @@ from concurrent.futures import Future, InvalidStateError, wait as futures_wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
+from .phase import Phases, saying_to
 from .xla_probe import XlaProbeDied
 
 __all__ = ["CompileJob", "CompileQueue", "Served", "XLA_QUEUE"]
@@ -51,6 +52,7 @@ class _Entry:
     owner: Any  # who asked first: any other asker is served from the cache
     future: Future = field(default_factory=Future)
     waiters: int = 0  # threads waiting for it and Futures watching it (``watch``): never cancelled
+    phases: Phases = field(default_factory=Phases)  # what its job said it did (``phase.say_phase``)
 
 
 class CompileQueue:
@@ -86,6 +88,29 @@ class CompileQueue:
         with self._lock:
             e = self._cache.get(key)
             return e is not None and e.future.done()
+
+    def phase(self, key: Hashable) -> str:
+        """What the compile ``key`` is doing now, in words: "queued behind 2 compiles" while others run
+        or go first, then what its job says it does (``phase.say_phase``); "" when it has ended or is unknown."""
+        with self._lock:
+            e = self._cache.get(key)
+            if e is None or e.future.done():
+                return ""
+            if e in self._running:
+                return e.phases.now
+            if e not in self._queue:
+                return "starting"
+            # the order the compile thread takes them in: those someone waits for first, then the rest
+            order = [q for q in self._queue if q.waiters] + [q for q in self._queue if not q.waiters]
+            ahead = len(self._running) + order.index(e)
+            return f"queued behind {ahead} compile{'s' * (ahead != 1)}" if ahead else "starting"
+
+    def steps(self, key: Hashable) -> list[tuple[str, float]]:
+        """The steps the compile ``key`` said it took (``phase.say_phase``), each with its seconds; [] when
+        it is unknown (never queued, or forgotten) or has said none yet."""
+        with self._lock:
+            e = self._cache.get(key)
+            return e.phases.steps() if e is not None else []
 
     def result(self, job: CompileJob, owner: Any = None) -> Served:
         """``job``'s outcome, waiting for it when it is queued or running (ahead of the compiles nobody
@@ -215,7 +240,8 @@ class CompileQueue:
         """Run a taken compile; an exception is its outcome too (whoever asks sees it)."""
         self._runs += 1
         try:
-            value, error = e.job.run(), None
+            with saying_to(e.phases):  # the job's say_phase calls go there
+                value, error = e.job.run(), None
         except BaseException as exc:  # noqa: BLE001 -- handed to whoever asks, as the compile's outcome
             value, error = None, exc
         with self._lock:

@@ -21,6 +21,7 @@ import jax
 
 from ..children import leftovers
 from ..errors import XlaOptionError
+from .phase import say_phase
 
 __all__ = ["XlaStage", "XlaResult", "compile_with_dumps", "check_options", "dump_options"]
 
@@ -159,6 +160,13 @@ def _memory(compiled) -> dict:
             "generated_code_bytes": int(m.generated_code_size_in_bytes)}
 
 
+def _count_files(d: str) -> int:
+    try:
+        return len(os.listdir(d))
+    except OSError:
+        return 0
+
+
 def dump_options(directory: str) -> dict:
     """The compiler options that make XLA write its per-pass dumps into ``directory``."""
     return {"xla_dump_to": directory, "xla_dump_hlo_pass_re": ".*", "xla_dump_hlo_as_text": True}
@@ -173,6 +181,7 @@ def compile_with_dumps(exported, device, options: dict | None = None, shardings=
     shardings = shardings or [SingleDeviceSharding(device)] * len(exported.in_avals)
     flat = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sh) for a, sh in zip(exported.in_avals, shardings)]
     args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
+    say_phase("lowering the module for XLA")
     with _no_persistent_cache():
         lowered = jax.jit(exported.call).lower(*args, **kwargs)
     return compile_lowered_with_dumps(lowered, options)
@@ -190,9 +199,11 @@ def compile_lowered_with_dumps(lowered, options: dict | None = None) -> XlaResul
     try:  # the files are removed on the analysis thread: the result holds their texts
         compiler_options = {**dump_options(d), **opts}
         t0 = time.perf_counter()
+        say_phase("XLA compiling, writing a dump after each HLO pass")
         with _no_persistent_cache():
             compiled = lowered.compile(compiler_options=compiler_options)
         seconds = time.perf_counter() - t0
+        say_phase(f"reading XLA's {_count_files(d)} dump files")
         stages, passes = _parse_dumps(d)
         # the thread drops ``compiled`` once both analyses are done, so no executable outlives them
         analyses = _AFTER.submit(lambda: (_cost(compiled), _memory(compiled)))

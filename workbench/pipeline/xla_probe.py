@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 from ..children import Child, ChildDied, ChildTimeout, child_env, ended, serve
 from ..errors import XlaAbortError, XlaProbeDied
+from .phase import say_phase
 
 __all__ = ["XlaAbortError", "XlaProbeDied", "METHODS", "ShardedCompile", "guard_compile", "compile_sharded",
            "probe_compile", "probe_payload", "release_spare", "remember_verdict"]
@@ -96,6 +97,8 @@ def guard_compile(source: str, device: str, options: dict, timeout: float = 600.
         return
     key = _verdict_key(source, device, options, partitions)
     if key not in _VERDICTS:
+        say_phase("trying the compile in a child process first (XLA can abort on "
+                  + ("disabled passes)" if options.get("xla_disable_hlo_passes") else "a sharded module)"))
         _VERDICTS[key] = probe_compile({**probe_payload(source, device, partitions), "options": dict(options)},
                                        timeout, spare=False)
         if len(_VERDICTS) > 256:
@@ -236,6 +239,7 @@ def compile_sharded(exported, device: str, options: dict, shardings, timeout: fl
     except Exception:  # noqa: BLE001 -- no flatbuffers, or a module JAX cannot serialize: the other road
         return None
     (names, sizes, types), = meshes
+    say_phase("XLA compiling the sharded module in a child process, writing a dump after each HLO pass")
     reply = probe_compile(ShardedCompile(blob, device, dict(options), bool(jax.config.jax_enable_x64),
                                          (names, sizes, types)), timeout, spare=False)
     if isinstance(reply, str):

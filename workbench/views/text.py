@@ -1,7 +1,7 @@
 """Text renderings that more than one view prints (the CLI, the magics outside a notebook)."""
 from __future__ import annotations
 
-from ..ir.text import leading_td_patterns
+from ..ir.text import short_pass
 
 __all__ = ["stage_table", "short_pass"]
 
@@ -15,12 +15,4 @@ def stage_table(ex) -> str:
     df["changed"] = ["yes" if c else "" for c in df["changed"]]
     df["cached"] = ["yes" if c else "" for c in df["cached"]]  # ms then is the first run's time
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
-        return df.to_string(index=False)
-
-
-def short_pass(p: str) -> str:
-    """A pass string short enough for a table cell (a pattern list is shown by its length)."""
-    patterns = leading_td_patterns(p)
-    if patterns is not None:
-        return f"enzyme-hlo-generate-td{{patterns=<{len(patterns)} patterns>}},transform-interpreter,..."
-    return p if len(p) <= 60 else p[:57] + "..."
+        return df.to_string(index=False, na_rep="")  # ms: blank for XLA's passes (timed as one compile)

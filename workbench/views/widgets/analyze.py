@@ -167,7 +167,7 @@ class AnalyzeTab:
         self.pipelines_button.on_click(lambda _b: self.compare_pipelines())
         self.pipelines_out = W.HTML()
         return [W.HTML("<b>Pipelines</b>: what the optimizer buys -- this program through each pipeline (presets "
-                       "or pass strings, comma-separated), on the device picked above"),
+                       "or pass strings, comma-separated), on the device picked in the Run tab"),
                 W.HBox([self.pipelines, self.pipelines_button]), self.pipelines_out]
 
     # -- the Exploration shown ---------------------------------------------------------------------

@@ -18,7 +18,7 @@ from ...analysis.numbers import num
 from ...exploration import Exploration
 from ...stages import Stage
 
-__all__ = ["num", "cell", "table", "running", "failed", "done", "awaiting", "header", "stage_error",
+__all__ = ["num", "cell", "table", "running", "failed", "done", "awaiting", "compiling", "compiled", "header", "stage_error",
            "pipeline_string", "python_line", "patterns_unused", "ops_delta", "change_summary", "run_result",
            "run_history", "stage_costs", "op_costs", "op_costs_missing"]
 
@@ -75,6 +75,18 @@ def awaiting(label: str, elapsed: float, before: str = "") -> str:
     the markup of how the last job ended (made by ``done`` or ``failed``)."""
     return str(Markup('{} <span class="wb-status wb-running wb-awaiting"><progress class="wb-progress"></progress>'
                       "{}&hellip; {:.1f} s</span>").format(Markup(before), label, elapsed))
+
+
+def compiling(ex: Exploration) -> str:
+    """The status line while XLA's stages are awaited: what XLA's compile does now (``ex.xla_phase()``)."""
+    phase = ex.xla_phase()
+    return f"compiling XLA: {phase}" if phase else "compiling XLA"
+
+
+def compiled(ex: Exploration, waited: float, took: float) -> str:
+    """The status line once XLA's stages are shown: the wait, the steps XLA's compile took, the drawing."""
+    steps = "; ".join(f"{text.split(' (')[0].split(',')[0]} {s:.1f} s" for text, s in ex.xla_steps())
+    return f"XLA's stages shown: ready after {waited:.1f} s{f' ({steps})' if steps else ''}, drawn in {took:.2f} s"
 
 
 # -- the Exploration shown -------------------------------------------------------------------------

@@ -27,7 +27,7 @@ __all__ = ["Jobs"]
 @dataclass(eq=False)
 class _Awaiting:
     future: Future
-    label: str
+    says: Callable[[], str]  # the status line's words, asked anew at each tick (what is waited for now)
     started: float
     handled: threading.Event = field(default_factory=threading.Event)  # its work queued, or dropped
 
@@ -70,19 +70,24 @@ class Jobs:
     def awaiting(self) -> str:
         """What the panel waits for outside the queue (``after``), "" when nothing."""
         a = self._awaiting
-        return a.label if a is not None else ""
+        return a.says() if a is not None else ""
 
-    def after(self, future: Future, label: str, work: Callable[[], None], then: str = "") -> None:
+    def after(self, future: Future, label: str | Callable[[], str], work: Callable[[], None], then: str = "",
+              ended: Callable[[float, float], str] | None = None) -> None:
         """Queue ``work`` (not busy, labelled ``then``) once ``future`` is done, holding no place in the
-        queue meanwhile; until then the status line says ``label`` and for how long, whenever no job
-        runs. A newer ``after`` replaces this one (its work is then dropped), and so does a cancelled
-        ``future``. Without ``background``, wait for ``future`` here and run ``work`` at once."""
+        queue meanwhile; until then the status line says ``label`` (or what ``label()`` gives, asked at
+        each tick: what is waited for now) and for how long, whenever no job runs. When it ends, the line
+        says how long the wait was and the work took (or ``ended(waited, took)``, with the seconds of
+        both). A newer ``after`` replaces this one (its work is
+        then dropped), and so does a cancelled ``future``. Without ``background``, wait for ``future``
+        here and run ``work`` at once."""
+        says = label if callable(label) else (lambda: label)
         if self._executor is None:
             wait_futures([future])
             if not future.cancelled():
-                self._run(then or label, work, False)
+                self._run(then or says(), work, False)
             return
-        a = _Awaiting(future, label, time.perf_counter())
+        a = _Awaiting(future, says, time.perf_counter())
         with self._busy_lock:
             old, self._awaiting = self._awaiting, a
         if old is not None:
@@ -94,8 +99,9 @@ class Jobs:
         def arrived(f: Future) -> None:
             try:
                 if self._awaiting is a and not f.cancelled():
-                    waited = f"{time.perf_counter() - a.started:.1f} s waited"
-                    self.submit(f"{then or label} ({waited})", work, busy=False)
+                    waited = time.perf_counter() - a.started
+                    self.submit(then or says(), work, busy=False, ended=(lambda took: ended(waited, took)) if ended else
+                                lambda took: f"{then or says()}: ready after {waited:.1f} s, shown in {took:.2f} s")
             except RuntimeError:  # shut down meanwhile: the panel is closed
                 pass
             finally:
@@ -106,16 +112,18 @@ class Jobs:
 
         future.add_done_callback(arrived)
 
-    def submit(self, label: str, work: Callable[[], None], *, busy: bool) -> None:
-        """Queue ``work``; ``busy`` work counts as busy from now until it ends."""
+    def submit(self, label: str, work: Callable[[], None], *, busy: bool,
+               ended: Callable[[float], str] | None = None) -> None:
+        """Queue ``work``; ``busy`` work counts as busy from now until it ends. The status line then says
+        ``ended(seconds)``, else the label and the seconds."""
         if busy:
             self._count_busy(+1)
         if self._executor is None:
-            self._run(label, work, busy)
+            self._run(label, work, busy, ended)
             return
         with self._busy_lock:  # after()'s work is submitted from another thread
             self._futures = [f for f in self._futures if not f.done()]
-            self._futures.append(self._executor.submit(self._run, label, work, busy))
+            self._futures.append(self._executor.submit(self._run, label, work, busy, ended))
 
     def relabel(self, label: str) -> None:
         """What the running job does, once it knows (a rebuild learns its action only when it starts)."""
@@ -155,7 +163,8 @@ class Jobs:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
-    def _run(self, label: str, work: Callable[[], None], busy: bool) -> None:
+    def _run(self, label: str, work: Callable[[], None], busy: bool,
+             ended: Callable[[float], str] | None = None) -> None:
         stop = threading.Event()
         started = self._started = time.perf_counter()
         self.done = self.total = None
@@ -170,7 +179,9 @@ class Jobs:
             self.status.value = self._last_status = html.failed(self.last_error)
         else:
             self.last_error = None
-            self.status.value = self._last_status = html.done(f"{self.label}: {time.perf_counter() - started:.2f} s")
+            took = time.perf_counter() - started
+            self.status.value = html.done(ended(took) if ended else f"{self.label}: {took:.2f} s")
+            self._last_status = ""  # a wait shown after it stands alone: only a failure stays beside it
         finally:
             self._running = False
             if self._awaiting is not None:
@@ -188,7 +199,7 @@ class Jobs:
 
     def _show_awaiting(self, a: "_Awaiting") -> None:
         if self._awaiting is a and not self._running:
-            self.status.value = html.awaiting(a.label, time.perf_counter() - a.started, self._last_status)
+            self.status.value = html.awaiting(a.says(), time.perf_counter() - a.started, self._last_status)
 
     def _tick_awaiting(self, a: "_Awaiting") -> None:
         while not a.handled.wait(0.5):

@@ -469,8 +469,8 @@ class Panel:
             old.cancel()
         if ex is not None:
             self._xla_watch = watch = ex.xla_future()
-            self.jobs.after(watch, "compiling XLA", lambda: self._ex is ex and self._show_exploration(ex),
-                            then="showing the XLA stages")
+            self.jobs.after(watch, lambda: html.compiling(ex), lambda: self._ex is ex and self._show_exploration(ex),
+                            then="showing XLA's stages", ended=lambda waited, took: html.compiled(ex, waited, took))
 
     def _follow(self, before: Exploration, ex: Exploration) -> None:
         """Rebind the bound names that still hold ``before`` to ``ex`` (see ``Panel``)."""
