@@ -68,6 +68,23 @@ def test_the_index_lists_every_lesson_and_the_tour_links_to_it():
     assert "README.md" in "".join(cells(ROOT / "00_tour.ipynb", "markdown"))
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_a_lesson_carries_the_kernels_own_metadata_so_it_opens_unchanged(path):
+    """JupyterLab writes the kernel's kernelspec and language_info into a notebook when its kernel starts,
+    and a value that differs marks the notebook changed before the student typed anything (the tour
+    opened "unsaved"): each lesson carries ipykernel's, for the Python the set-up installs (3.11).
+    test_browser_tour_opens.py opens the tour in JupyterLab and checks it stays unchanged."""
+    import platform
+
+    from ipykernel.ipkernel import IPythonKernel
+
+    meta = json.loads(path.read_text())["metadata"]
+    assert meta["kernelspec"] == {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    shipped = dict(meta["language_info"])
+    assert shipped.pop("version").split(".")[:2] == platform.python_version().split(".")[:2] == ["3", "11"]
+    assert shipped == {k: v for k, v in IPythonKernel.language_info.items() if k != "version"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_the_notebook_runs_as_shipped_and_a_student_who_writes_the_right_answers_is_told_right(
