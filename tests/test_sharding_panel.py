@@ -86,13 +86,19 @@ def test_the_diff_view_gets_the_shardings_of_the_names_it_shows(text_ex):
         p.close()
 
 
-def test_the_collectives_tab_is_there_for_a_sharded_program_only(text_ex):
+def test_the_collectives_tab_lists_a_sharded_programs_collectives_and_says_why_a_plain_one_has_none(text_ex):
     p = Panel(text_ex, background=False)
     plain = Panel(wb.explore(lambda a: a * 2, jnp.ones(3)), background=False)
     try:
         p.wait()
         plain.wait()
-        assert TITLE not in plain.tabs.titles and len(plain.tabs.children) == 7
+        # a program on one device: the tab is there and says why it lists nothing
+        assert plain.tabs.titles[-1] == TITLE and len(plain.tabs.children) == 8
+        plain.tabs.selected_index = 7
+        plain.wait()
+        assert "No collectives: this program runs on one device." in plain.collectives.note.value
+        assert "NamedSharding" in plain.collectives.note.value and plain.collectives.summary.value == ""
+        plain.tabs.selected_index = 0
         assert plain.diff_view.row_count and plain.diff_view.tips_before == plain.diff_view.tips_after == {}
         assert p.tabs.titles[-1] == TITLE and p.collectives.widget in p.tabs.children
         p.pick("sdy-reshard-to-collectives#1")

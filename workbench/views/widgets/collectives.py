@@ -1,7 +1,7 @@
 """The panel's Collectives tab: the ops that move data between devices, for a sharded program.
 
-It is a tab of the panel only while the Exploration shown is sharded (its program names a Shardy mesh
-or spans several partitions); for any other program it is not there and costs nothing. Shown, it
+It is always a tab of the panel. For a program that is not sharded (no Shardy mesh, one partition) it
+says why it is empty and how to get collectives, and reads nothing. For a sharded one, shown, it
 lists the collectives of the right-hand stage B (``ex.collectives(B)``: op, group, bytes each device
 moves, the user's line) and, per stage, how many there are and how many bytes they move per device
 (``ex.collectives()``), B's row marked: where the partitioner put them, and which pass combined or
@@ -27,6 +27,12 @@ from .pending import late_name
 __all__ = ["CollectivesTab", "TITLE", "is_sharded_program", "stage_summary"]
 
 TITLE = "Collectives"
+_ONE_DEVICE = ('<div class="wb-note wb-collectives-none"><b>No collectives: this program runs on one device.</b> '
+               "Collectives are the ops that move data between devices (all-reduce, all-gather, reduce-scatter, "
+               "collective-permute). They appear when the program is sharded: its arguments placed with a "
+               "<code>NamedSharding</code> on a <code>jax.sharding.Mesh</code> of several devices, or "
+               "<code>jax.lax.with_sharding_constraint</code> inside it. Lesson 9 (09_sharding.ipynb) shows how, on "
+               "8 CPU devices.</div>")
 # the columns of ``ex.collectives()`` the table of one stage shows, in this order
 _COLUMNS = ("kind", "op", "dialect", "func", "result", "shape", "dtype", "replica_groups", "mesh_axes", "group_size",
             "buffer_bytes", "bytes_per_device", "source", "note")
@@ -75,8 +81,8 @@ def stage_summary(df, stages: list[str], failed=()):
 
 
 class CollectivesTab:
-    """The tab; ``show`` is called each time the panel shows a pair or a tab (``visible``: this one is
-    selected) and adds or removes the tab in ``tabs`` as the Exploration is sharded or not."""
+    """The tab, the last of ``tabs``; ``show`` is called each time the panel shows a pair or a tab
+    (``visible``: this one is selected)."""
 
     def __init__(self, name: str, submit: Callable, tabs: W.Tab):
         self.name, self._submit, self._tabs = name, submit, tabs
@@ -87,7 +93,9 @@ class CollectivesTab:
         self.widget.add_class("wb-collectives")
         self._sharded: tuple | None = None  # (Exploration, is sharded) last decided
         self._key: tuple | None = None  # (Exploration, right stage, pending) shown
-        self._placing = False
+        titles = tuple(tabs.titles)
+        tabs.children = (*tabs.children, self.widget)
+        tabs.titles = (*titles[:len(tabs.children) - 1], TITLE)
 
     @property
     def present(self) -> bool:
@@ -95,38 +103,19 @@ class CollectivesTab:
         return self.widget in self._tabs.children
 
     def show(self, ex: Exploration, right: str, *, visible: bool, pending: bool) -> None:
-        if self._placing:
+        if not visible:
             return
         if self._sharded is None or self._sharded[0] is not ex:
             self._sharded = (ex, is_sharded_program(ex))
-            self._place(self._sharded[1])
-        if not (visible and self.present):
+        if not self._sharded[1]:
+            self._key = None
+            self.note.value, self.stage_table.value, self.summary.value = _ONE_DEVICE, "", ""
             return
         key = (ex, right, pending)
         if self._key is not None and self._key[0] is ex and self._key[1:] == key[1:]:
             return
         self._key = key
         self._fill(ex, right, pending)
-
-    def _place(self, here: bool) -> None:
-        """Add the tab (last) or take it away, keeping the other tabs' titles and the selection."""
-        if here == self.present:
-            return
-        tabs, self._placing = self._tabs, True
-        try:
-            titles = tuple(tabs.titles)
-            if here:
-                tabs.children = (*tabs.children, self.widget)
-                tabs.titles = (*titles[:len(tabs.children) - 1], TITLE)
-            else:
-                at = tabs.children.index(self.widget)
-                if tabs.selected_index == at:
-                    tabs.selected_index = 0
-                tabs.children = tuple(c for c in tabs.children if c is not self.widget)
-                tabs.titles = titles[:at] + titles[at + 1:]
-                self._key = None
-        finally:
-            self._placing = False
 
     def _fill(self, ex: Exploration, right: str, pending: bool) -> None:
         n = self.name

@@ -44,7 +44,7 @@ from .source import SourceTab
 __all__ = ["Panel", "panel"]
 
 _CSS = (pathlib.Path(__file__).parent / "panel.css").read_text()
-_TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze", collectives.TITLE)  # the last: sharded only
+_TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze", collectives.TITLE)  # the last: its own module
 
 
 def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None,
@@ -245,7 +245,7 @@ class Panel:
         self._show_python()
 
     def _build_tabs(self) -> None:
-        """The tabs, in ``_TABS``' order (Collectives comes and goes as the Exploration is sharded)."""
+        """The tabs, in ``_TABS``' order (Collectives, last, says why it is empty for a program on one device)."""
         diff_tab = self._build_diff()
         self.passes = p = PassesTab(self.set_pipeline, self._quiet)
         p.patterns_view.handler, p.xla_view.handler = self._on_pattern_msg, self._on_xla_msg  # the panel's actions
@@ -270,7 +270,7 @@ class Panel:
         self.tabs.titles = _TABS
         self.tabs.layout = W.Layout(flex="1 1 auto", min_width="0")
         self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
-        self.collectives = collectives.CollectivesTab(self.name, self._submit, self.tabs)  # a tab while sharded
+        self.collectives = collectives.CollectivesTab(self.name, self._submit, self.tabs)  # its tab, the last
 
     def _build_diff(self) -> W.VBox:
         """The Diff tab: the two stage pickers and swap, the op counts' change, the diff view."""
