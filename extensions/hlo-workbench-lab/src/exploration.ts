@@ -656,6 +656,20 @@ export function readHlox(bytes: Uint8Array, options: IReadHloxOptions = {}): IHl
   return { manifest, texts, members: [...members.keys()] };
 }
 
+/** The header's words for a saved spec's XLA options (`[name, value]` pairs), as the panel says them:
+ * "XLA off: algsimp, cse" for the disabled HLO passes, then any other option as name=value. */
+export function xlaOptionBits(options: unknown): string[] {
+  const pairs = (Array.isArray(options) ? options : []).filter(
+    (p: unknown): p is [string, string] => Array.isArray(p) && p.length === 2);
+  const bits: string[] = [];
+  const off = pairs.filter(([k]) => k === 'xla_disable_hlo_passes')
+    .flatMap(([, v]) => String(v).split(',')).map(n => n.trim()).filter(Boolean);
+  if (off.length) bits.push(`XLA off: ${off.join(', ')}`);
+  const other = pairs.filter(([k]) => k !== 'xla_disable_hlo_passes');
+  if (other.length) bits.push(`XLA options: ${other.map(([k, v]) => `${k}=${v}`).join(', ')}`);
+  return bits;
+}
+
 /** The view of a read .hlox file: every stage pickable. */
 export function hloxView(file: IHloxFile): IExplorationView {
   const m = file.manifest;
@@ -684,6 +698,7 @@ export function hloxView(file: IHloxFile): IExplorationView {
     `${stages.length} stages, ${stages.filter(s => s.changed).length} changed`];
   if (spec.disabled?.length) bits.push(`patterns off: ${spec.disabled.join(', ')}`);
   if (spec.enabled?.length) bits.push(`patterns added: ${spec.enabled.join(', ')}`);
+  bits.push(...xlaOptionBits(spec.xla_options));
   if (versions) bits.push(`saved by ${versions}${by.date ? ' on ' + by.date : ''}`);
   const errors = [m.pipeline_error, m.xla_error].filter(Boolean)
     .map((e: any) => `${e.stage}: ${e.reason ?? ''}`);

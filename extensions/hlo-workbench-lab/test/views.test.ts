@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 
 import { describe, expect, it } from 'vitest';
 
-import { bundleView, countLines, diffPair, fromBase64, hloxView, readHlox } from '../src/exploration';
+import { bundleView, countLines, diffPair, fromBase64, hloxView, readHlox, xlaOptionBits } from '../src/exploration';
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
 const hloxBytes = () => new Uint8Array(readFileSync(join(FIXTURES, 'attention.hlox')));
@@ -35,6 +35,17 @@ describe('the .hlox file', () => {
     for (const [sha, text] of file.texts) {
       expect(createHash('sha256').update(text, 'utf8').digest('hex')).toBe(sha);
     }
+  });
+
+  it('says in its header the XLA passes the exploration switched off and its other XLA options', () => {
+    expect(hloxView(file).summary).not.toMatch(/XLA off|XLA options/);  // saved with XLA's defaults
+    const spec = { ...file.manifest.spec, xla_options: [['xla_disable_hlo_passes', 'algsimp,cse'],
+      ['xla_cpu_enable_fast_math', 'true']] };
+    const summary = hloxView({ ...file, manifest: { ...file.manifest, spec } }).summary;
+    expect(summary).toContain('XLA off: algsimp, cse');
+    expect(summary).toContain('XLA options: xla_cpu_enable_fast_math=true');
+    expect(xlaOptionBits(undefined)).toEqual([]);
+    expect(xlaOptionBits([['xla_disable_hlo_passes', ''], 'junk', [1]])).toEqual([]);
   });
 
   it('lists the stages Python reads back, with their groups, lines and texts', () => {
