@@ -89,6 +89,20 @@ def test_the_default_pair_is_the_first_changing_pass_and_its_parent(p):
     assert "stablehlo.transpose</code> 3&rarr;0 (-3)" in p.ops_delta.value
 
 
+def test_the_diff_says_its_text_is_normalized_and_how(p):
+    """Issue 27 item 10: the diff view shows normalized text, not the stage's own; a label says so and what
+    differs, and each thing it says holds for the pair shown."""
+    from html import unescape
+
+    label = unescape(re.sub("<[^>]+>", "", p.ops_delta.value))
+    assert "normalized text: values renumbered in the order they are defined (%0, %1, …" in label
+    assert "locations, metadata and public dropped" in label and 'ex["B"].text is the stage as written' in label
+    own, shown = p.ex[p.left].text, p.diff_view.before
+    assert "func.func public @main" in own and "func.func public" not in shown and "func.func @main" in shown
+    assert "loc(" in p.ex[p.left].text_with_locations and "loc(" not in shown
+    assert re.search(r"^\s*%0 = ", shown, re.M)
+
+
 def test_the_diff_rows_are_the_structural_diffs_alignment(ex):
     a, b = ex["canonicalize#2"], ex["enzyme-hlo-patterns#1"]
     d = diff_texts(a.text, b.text)

@@ -154,8 +154,20 @@ def patterns_unused(pipeline: str) -> str:
                       "stages. These presets apply them:</div>").format(pipeline))
 
 
+NORMALIZED = Markup(
+    '<div class="wb-note wb-normalized" title="analysis.diff.normalize: the same rules for every view of a diff">'
+    "<b>normalized text</b>: values renumbered in the order they are defined (<code>%0</code>, <code>%1</code>, "
+    "&hellip;; B's onto A's names, its new values numbered on), locations, metadata and <code>public</code> "
+    'dropped, so only real changes show. <code>ex["B"].text</code> is the stage as written.</div>')
+"""The line above the diff view: its text is not the stages' own text, and how it differs."""
+
+
 def ops_delta(d: Diff) -> str:
-    """How many of each op the diff's right side has more or fewer of, as chips."""
+    """How many of each op the diff's right side has more or fewer of, as chips, then ``NORMALIZED``."""
+    return str(Markup("{}{}").format(Markup(_ops_chips(d)), NORMALIZED))
+
+
+def _ops_chips(d: Diff) -> str:
     if d.is_empty:
         return '<div class="wb-delta">no change (up to SSA names and locations)</div>'
     df = d.ops_delta()
