@@ -501,8 +501,32 @@ def test_the_panel_at_laptop_widths(browser, lab, shots):
         panel.locator(".wbs-foldbtn").click()
         page.wait_for_function("document.querySelector('.wbs').dataset.folded === '1'")
         shots(panel, "panel_unified_folded")
+
+        # every tab at 1920, at 1280 with the file browser open (it is, from above) and at 1000: no button,
+        # label, tab title or table cell is cut; a name in a toggle list may end in "…" only with its title whole
+        panel.locator('.wbs-row[data-name="xla:optimized"]').wait_for(state="attached", timeout=180_000)  # XLA passes listed
+        for width, browser_open in ((1280, True), (1000, False), (1920, False)):
+            if page.locator(".jp-FileBrowser").first.is_visible() != browser_open:
+                page.keyboard.press("Control+b")
+            page.set_viewport_size({"width": width, "height": 1250})
+            settle(page)
+            for title in ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze", "Collectives"):
+                tab(panel, title)
+                settle(page)
+                cut = panel.evaluate(CLIPPED)
+                assert not cut, (width, title, cut)
     finally:
         page.close()
+
+
+# The panel's controls and texts wider than their boxes: [tag, class, text, scrollWidth, clientWidth], those
+# hidden left out; a toggle list's name cut with an ellipsis counts only when its title is not the whole name.
+CLIPPED = """panel => [...panel.querySelectorAll(
+    'button, label, .widget-label, .lm-TabBar-tabLabel, th, td, summary, .wbt-name, .wb-status')]
+  .filter(e => e.offsetParent && e.scrollWidth > e.clientWidth + 1)
+  .filter(e => !(e.classList.contains('wbt-name') && e.title === e.textContent))
+  .map(e => [e.tagName, String(e.className).slice(0, 40), (e.textContent || '').trim().slice(0, 60),
+             e.scrollWidth, e.clientWidth])"""
 
 
 def _within(edges: list[tuple[str, str]], start: str, k: int) -> set[str]:

@@ -95,7 +95,7 @@ def test_the_diff_says_its_text_is_normalized_and_how(p):
     from html import unescape
 
     label = unescape(re.sub("<[^>]+>", "", p.ops_delta.value))
-    assert "normalized text: values renumbered in the order they are defined (%0, %1, …" in label
+    assert "normalized text: values renumbered in order (%0, %1, …; B's onto A's)" in label
     assert "locations, metadata and public dropped" in label and 'ex["B"].text is the stage as written' in label
     own, shown = p.ex[p.left].text, p.diff_view.before
     assert "func.func public @main" in own and "func.func public" not in shown and "func.func @main" in shown

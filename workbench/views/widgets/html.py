@@ -156,9 +156,8 @@ def patterns_unused(pipeline: str) -> str:
 
 NORMALIZED = Markup(
     '<div class="wb-note wb-normalized" title="analysis.diff.normalize: the same rules for every view of a diff">'
-    "<b>normalized text</b>: values renumbered in the order they are defined (<code>%0</code>, <code>%1</code>, "
-    "&hellip;; B's onto A's names, its new values numbered on), locations, metadata and <code>public</code> "
-    'dropped, so only real changes show. <code>ex["B"].text</code> is the stage as written.</div>')
+    "<b>normalized text</b>: values renumbered in order (<code>%0</code>, <code>%1</code>, &hellip;; B's onto A's), "
+    'locations, metadata and <code>public</code> dropped. <code>ex["B"].text</code> is the stage as written.</div>')
 """The line above the diff view: its text is not the stages' own text, and how it differs."""
 
 

@@ -60,7 +60,7 @@ function render({ model, el }) {
         nShown++;
         const note = isOn !== def ? (isOn ? "on (default off)" : "off (default on)") : def ? "" : "off by default";
         html += `<label class="wbt-item${isOn !== def ? " wbt-changed" : ""}" data-name="${esc(name)}">
-          <input type="checkbox"${isOn ? " checked" : ""}><span class="wbt-name">${esc(name)}</span>
+          <input type="checkbox"${isOn ? " checked" : ""}><span class="wbt-name" title="${esc(name)}">${esc(name)}</span>
           <span class="wbt-note">${note}</span></label>`;
       }
       html += `</div>`;
