@@ -81,11 +81,11 @@ def stage_summary(df, stages: list[str], failed=()):
 
 
 class CollectivesTab:
-    """The tab, the last of ``tabs``; ``show`` is called each time the panel shows a pair or a tab
-    (``visible``: this one is selected)."""
+    """The tab (its ``widget``); ``show`` is called each time the panel shows a pair or a tab (``visible``:
+    this one is selected)."""
 
-    def __init__(self, name: str, submit: Callable, tabs: W.Tab):
-        self.name, self._submit, self._tabs = name, submit, tabs
+    def __init__(self, name: str, submit: Callable):
+        self.name, self._submit = name, submit
         self.note = W.HTML()
         self.stage_table = W.HTML(layout=W.Layout(max_height="320px", overflow="auto"))
         self.summary = W.HTML(layout=W.Layout(max_height="320px", overflow="auto"))
@@ -93,14 +93,6 @@ class CollectivesTab:
         self.widget.add_class("wb-collectives")
         self._sharded: tuple | None = None  # (Exploration, is sharded) last decided
         self._key: tuple | None = None  # (Exploration, right stage, pending) shown
-        titles = tuple(tabs.titles)
-        tabs.children = (*tabs.children, self.widget)
-        tabs.titles = (*titles[:len(tabs.children) - 1], TITLE)
-
-    @property
-    def present(self) -> bool:
-        """Whether the tab is one of the panel's now."""
-        return self.widget in self._tabs.children
 
     def show(self, ex: Exploration, right: str, *, visible: bool, pending: bool) -> None:
         if not visible:

@@ -78,10 +78,12 @@ class Jobs:
         queue meanwhile; until then the status line says ``label`` (or what ``label()`` gives, asked at
         each tick: what is waited for now) and for how long, whenever no job runs. When it ends, the line
         says how long the wait was and the work took (or ``ended(waited, took)``, with the seconds of
-        both). A newer ``after`` replaces this one (its work is
-        then dropped), and so does a cancelled ``future``. Without ``background``, wait for ``future``
-        here and run ``work`` at once."""
+        both). A newer ``after`` replaces this one (its work is then dropped), and so does a cancelled
+        ``future``. Without ``background``, wait for ``future`` here and run ``work`` at once."""
         says = label if callable(label) else (lambda: label)
+        if ended is None:
+            def ended(waited: float, took: float) -> str:
+                return f"{then or says()}: ready after {waited:.1f} s, shown in {took:.2f} s"
         if self._executor is None:
             wait_futures([future])
             if not future.cancelled():
@@ -100,8 +102,7 @@ class Jobs:
             try:
                 if self._awaiting is a and not f.cancelled():
                     waited = time.perf_counter() - a.started
-                    self.submit(then or says(), work, busy=False, ended=(lambda took: ended(waited, took)) if ended else
-                                lambda took: f"{then or says()}: ready after {waited:.1f} s, shown in {took:.2f} s")
+                    self.submit(then or says(), work, busy=False, ended=lambda took: ended(waited, took))
             except RuntimeError:  # shut down meanwhile: the panel is closed
                 pass
             finally:

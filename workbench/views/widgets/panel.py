@@ -44,7 +44,7 @@ from .source import SourceTab
 __all__ = ["Panel", "panel"]
 
 _CSS = (pathlib.Path(__file__).parent / "panel.css").read_text()
-_TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze", collectives.TITLE)  # the last: its own module
+_TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze", collectives.TITLE)
 
 
 def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None,
@@ -245,7 +245,7 @@ class Panel:
         self._show_python()
 
     def _build_tabs(self) -> None:
-        """The tabs, in ``_TABS``' order (Collectives, last, says why it is empty for a program on one device)."""
+        """The tabs, in ``_TABS``' order."""
         diff_tab = self._build_diff()
         self.passes = p = PassesTab(self.set_pipeline, self._quiet)
         p.patterns_view.handler, p.xla_view.handler = self._on_pattern_msg, self._on_xla_msg  # the panel's actions
@@ -265,12 +265,12 @@ class Panel:
                                   lambda: set(self.patterns_view.enabled),
                                   lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False))
         cost_tab, graph_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs]), W.VBox([self.graph_view])
+        self.collectives = collectives.CollectivesTab(self.name, self._submit)
         self.tabs = W.Tab(children=[diff_tab, p.widget, run_tab, cost_tab, graph_tab, self.source.widget,
-                                    self.analyze.widget])
+                                    self.analyze.widget, self.collectives.widget])
         self.tabs.titles = _TABS
         self.tabs.layout = W.Layout(flex="1 1 auto", min_width="0")
         self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
-        self.collectives = collectives.CollectivesTab(self.name, self._submit, self.tabs)  # its tab, the last
 
     def _build_diff(self) -> W.VBox:
         """The Diff tab: the two stage pickers and swap, the op counts' change, the diff view."""
