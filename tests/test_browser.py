@@ -313,7 +313,21 @@ def test_bisect_in_the_analyze_tab_and_the_tri_state_group_switch(browser, lab, 
         tab(panel, "Analyze")
         note = panel.locator(".wb-note", has_text="Proposed:")
         assert "the patterns remove 3 stablehlo.transpose" in note.inner_text()
+        # at 1280 px with the file browser open, the bisect's long progress line goes under the header and
+        # wraps there: the header keeps its one line, and nothing but the diff's panes scrolls sideways
+        page.keyboard.press("Control+b")
+        page.set_viewport_size({"width": 1280, "height": 1250})
+        settle(page)
         panel.locator("button.widget-button:visible", has_text="Bisect").click()
+        running = page.wait_for_function("""() => {
+            const status = document.querySelector('.wb-status.wb-running'), panel = document.querySelector('.wb-panel');
+            if (!status || !status.textContent.includes('bisect')) return null;
+            const box = (e) => e.getBoundingClientRect();
+            return {header: box(panel.querySelector('.wb-header')).height, status: box(status).width,
+                    top: box(panel.querySelector('.wb-top')).width, scrolling: (%s)(panel)};
+        }""" % SIDEWAYS, polling="raf").json_value()
+        assert running["header"] < 30 and running["status"] <= running["top"] + 1, running
+        assert not running["scrolling"], running
         result = panel.locator(".wb-result", has_text="pipeline runs")
         result.wait_for(timeout=180_000)
         text = result.inner_text()
@@ -445,17 +459,34 @@ def test_the_panel_at_laptop_widths(browser, lab, shots):
             if width == 1920:
                 page.wait_for_function("document.querySelector('.wbs').dataset.folded === '0' && "
                                        "document.querySelector('.wbd').dataset.mode === 'split'")
-            if width == 1000:
-                page.wait_for_function("document.querySelector('.wbs').dataset.folded === '1' && "
+            if width == 1000:  # the list open but compact (names only), the diff unified
+                page.wait_for_function("document.querySelector('.wbs').dataset.compact === '1' && "
+                                       "document.querySelector('.wbs').dataset.folded === '0' && "
                                        "document.querySelector('.wbd').dataset.mode === 'unified'")
-            check_layout(panel, width)
+                assert panel.locator(".wbs").bounding_box()["width"] <= 210
+                assert panel.locator(".wbs-row .wbs-lines").first.is_hidden()
+                assert "cse#1: changed" in panel.locator('.wbs-row[data-name="cse#1"]').get_attribute("title")
+            check_layout(panel, width, chars=80 if width > 1000 else 60)
+            assert not panel.evaluate(SIDEWAYS), width
             shots(page, f"panel_{width}")
-        page.set_viewport_size({"width": 1100, "height": 1250})
         page.keyboard.press("Control+b")  # the file browser open, as users have it
         page.locator(".jp-FileBrowser").first.wait_for(state="visible")
+        page.set_viewport_size({"width": 1280, "height": 1250})
+        settle(page)  # a laptop: the stage list open (compact) beside a unified diff of 65+ characters
+        page.wait_for_function("document.querySelector('.wbs').dataset.compact === '1' && "
+                               "document.querySelector('.wbs').dataset.folded === '0'")
+        check_layout(panel, 1280, chars=65)
+        assert not panel.evaluate(SIDEWAYS)
+        shots(page, "panel_1280_filebrowser")
+        page.set_viewport_size({"width": 1100, "height": 1250})
         settle(page)
         page.wait_for_function("document.querySelector('.wbs').dataset.folded === '1'")
-        check_layout(panel, 1100, chars=60)  # the notebook is 850 px wide: one pane, 60+ characters
+        check_layout(panel, 1100, chars=60)  # the notebook is 850 px wide, the panel 670: one pane, 60+ characters
+        page.set_viewport_size({"width": 900, "height": 1250})  # narrower still: the diff's tools wrap
+        settle(page)
+        assert not panel.evaluate(SIDEWAYS)
+        page.set_viewport_size({"width": 1100, "height": 1250})
+        settle(page)
         shots(page, "panel_1100_filebrowser")
 
         # unified: every row once, a changed line as a "-" row (before's number) then a "+" row (after's)
@@ -515,8 +546,16 @@ def test_the_panel_at_laptop_widths(browser, lab, shots):
                 settle(page)
                 cut = panel.evaluate(CLIPPED)
                 assert not cut, (width, title, cut)
+                assert not panel.evaluate(SIDEWAYS), (width, title)
     finally:
         page.close()
+
+
+# What scrolls sideways in or around the panel, the diff's own panes left out: [class, scrollWidth, clientWidth].
+SIDEWAYS = """panel => [...document.querySelectorAll('*')]
+  .filter(e => (e.contains(panel) || panel.contains(e)) && !e.classList.contains('wbd-pane') && e.clientHeight > 0
+               && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1)
+  .map(e => [String(e.className).slice(0, 50), e.scrollWidth, e.clientWidth])"""
 
 
 # The panel's controls and texts wider than their boxes: [tag, class, text, scrollWidth, clientWidth], those

@@ -236,7 +236,7 @@ class Panel:
                          *self.pattern_presets]
         self._root = W.VBox([
             W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
-            W.HBox([self.header, self.status], layout=L(align_items="center")).add_class("wb-row"),
+            W.HBox([self.header, self.status], layout=L(align_items="center")).add_class("wb-row").add_class("wb-top"),
             self.summary.widget, self.stage_error,
             W.HBox([self.stage_list, self.tabs]).add_class("wb-row"),
             self.python_box, self.pipeline_box,

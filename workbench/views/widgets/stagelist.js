@@ -4,8 +4,11 @@
 // with a spinner and the "loading" text, where its rows will be.
 // The list folds to a narrow strip (the diff gets the width): by its button, or by itself ("fold":
 // "auto") while the panel it sits in is narrower than FOLD_BELOW px, measured on the panel itself.
+// Open in a panel narrower than COMPACT_BELOW px (a laptop's notebook with the file browser open), it is
+// compact: names only, each row's lines and time in its title, so the diff keeps most of the width.
 
-const FOLD_BELOW = 1000;
+const FOLD_BELOW = 760;
+const COMPACT_BELOW = 1000;
 
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
@@ -40,7 +43,7 @@ function render({ model, el }) {
       }
       const side = s.name === left && s.name === right ? "AB" : s.name === left ? "A" : s.name === right ? "B" : "";
       const ms = s.time || ""; // written in Python; "(cached)": the time of the step's first run, not measured now
-      const title = s.state === "error" ? s.error : `${s.name}: ${s.state}, ${s.lines} lines`;
+      const title = s.state === "error" ? s.error : `${s.name}: ${s.state}, ${s.lines} lines${ms ? ", " + ms : ""}`;
       html += `<div class="wbs-row g-${esc(s.group)} s-${s.state}${side ? " picked" : ""}" data-name="${esc(s.name)}" title="${esc(title)}">
         <span class="wbs-side">${side}</span><span class="wbs-dot"></span>
         <span class="wbs-name">${esc(s.name)}</span>
@@ -72,8 +75,11 @@ function render({ model, el }) {
   const applyFold = () => {
     const fold = model.get("fold");
     const folded = fold === "folded" || (fold === "auto" && room > 0 && room < FOLD_BELOW);
+    const compact = !folded && room > 0 && room < COMPACT_BELOW;
     el.classList.toggle("wbs-folded", folded);
+    el.classList.toggle("wbs-compact", compact);
     el.dataset.folded = folded ? "1" : "0";
+    el.dataset.compact = compact ? "1" : "0";
   };
   const setFold = (folded) => {
     model.set("fold", folded ? "folded" : "open");
