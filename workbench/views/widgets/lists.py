@@ -60,7 +60,8 @@ class StageList(Messages):
     hide_unchanged = traitlets.Bool(False).tag(sync=True)
     loading = traitlets.Unicode("").tag(sync=True)  # a spinner row with this text after the rows
     pending = traitlets.Unicode("").tag(sync=True)  # the group on its way ("xla" while XLA compiles)
-    # "folded": a narrow strip; "open"; "auto": folded while the panel is narrower than 1000 px
+    # "folded": a narrow strip; "open"; "auto": folded while the panel is narrower than 760 px. Open in a panel
+    # under 1000 px, the list is compact (names only; stagelist.js decides it in the browser, by the panel's width)
     fold = traitlets.Enum(("auto", "folded", "open"), "auto").tag(sync=True)
 
     def visible(self) -> list[str]:
