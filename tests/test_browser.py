@@ -543,6 +543,10 @@ def test_the_panel_at_laptop_widths(browser, lab, shots):
             settle(page)
             for title in ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze", "Collectives"):
                 tab(panel, title)
+                if title == "Graph":  # drawn: the stage picked (B), its labels readable, its legend whole
+                    panel.locator(".wbg-view svg").wait_for(timeout=120_000)
+                    settle(page)
+                    check_graph(panel, width, "enzyme-hlo-patterns#1 (B of the diff)", "enzyme-hlo-patterns#1: ")
                 settle(page)
                 cut = panel.evaluate(CLIPPED)
                 assert not cut, (width, title, cut)
@@ -556,6 +560,36 @@ SIDEWAYS = """panel => [...document.querySelectorAll('*')]
   .filter(e => (e.contains(panel) || panel.contains(e)) && !e.classList.contains('wbd-pane') && e.clientHeight > 0
                && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1)
   .map(e => [String(e.className).slice(0, 50), e.scrollWidth, e.clientWidth])"""
+
+
+# The Graph tab as a user reads it: the stage its picker shows, the zoom, the size of the drawn labels on screen
+# (each SVG text's font size times the drawing's scale, and its box's height) and whether the legend fits.
+GRAPH_READ = """panel => {
+    const el = panel.querySelector('.wbg'), s = el.querySelector('.wbg-view svg'), legend = el.querySelector('.wbg-legend');
+    const k = s.getBoundingClientRect().width / s.viewBox.baseVal.width;  // px on screen per user unit
+    const texts = [...s.querySelectorAll('text')].filter(t => t.getBoundingClientRect().height > 0);
+    const picker = panel.querySelector('.wb-graph select'), lb = legend.getBoundingClientRect();
+    const pb = panel.getBoundingClientRect();
+    return {picked: picker.options[picker.selectedIndex].text.replace(/\u00a0/g, ' '), zoom: el.querySelector('.wbg-scale').textContent,
+            scale: +el.dataset.scale, opened: el.dataset.opened, start: el.dataset.start || '', texts: texts.length,
+            font: Math.min(...texts.map(t => parseFloat(t.getAttribute('font-size')) * k)),
+            height: Math.min(...texts.map(t => t.getBoundingClientRect().height)),
+            legend: legend.innerText, cut: [legend, ...legend.children].filter(e => e.scrollWidth > e.clientWidth + 1)
+                                                .map(e => [e.textContent.slice(0, 60), e.scrollWidth, e.clientWidth]),
+            inside: lb.width > 0 && lb.left >= pb.left - 1 && lb.right <= pb.right + 1};
+}"""
+
+
+def check_graph(panel, width: int, picked: str, first: str) -> dict:
+    """The Graph tab draws the stage its picker shows (``picked``; the legend's first line starts ``first``), every
+    label at 9 px or more on screen, the zoom said in the toolbar, the legend inside the panel and none of it cut."""
+    g = panel.evaluate(GRAPH_READ)
+    print(f"{width} px: the graph opened {g['opened']} at {g['zoom']}, its smallest label {g['font']:.1f} px")
+    assert g["picked"] == picked and g["legend"].startswith(first), (width, g["picked"], g["legend"][:80])
+    assert g["texts"] > 0 and g["font"] >= 9 and g["height"] >= 9, (width, g)
+    assert g["zoom"] == f"{round(g['scale'] * 100)} %"
+    assert g["inside"] and not g["cut"], (width, g["cut"])
+    return g
 
 
 # The panel's controls and texts wider than their boxes: [tag, class, text, scrollWidth, clientWidth], those
@@ -579,10 +613,13 @@ def _within(edges: list[tuple[str, str]], start: str, k: int) -> set[str]:
 
 
 def test_the_graph_tab_fits_zooms_pans_and_focuses_a_big_graph(browser, lab, shots):
+    import os
     import xml.etree.ElementTree as ET
 
-    page = open_notebook(browser, lab, "graph.ipynb")
+    page = open_notebook(browser, lab, "graph.ipynb", width=1280)
     try:
+        page.keyboard.press("Control+b")  # the file browser open, as users have it: the panel about 740 px wide
+        page.locator(".jp-FileBrowser").first.wait_for(state="visible")
         run_cell(page, 0)
         panel = page.locator(".wb-panel")
         panel.locator('.wbs-row.picked[data-name="stablehlo"]').wait_for(timeout=300_000)
@@ -598,10 +635,26 @@ def test_the_graph_tab_fits_zooms_pans_and_focuses_a_big_graph(browser, lab, sho
                     edges: [...s.querySelectorAll('g.edge')].map(g => g.getBoundingClientRect())
                            .filter(r => r.width + r.height > 0).map(r => [r.left, r.top, r.right, r.bottom]),
                     view: (b => [b.left, b.top, b.right, b.bottom])(v.getBoundingClientRect())}; }"""
+        settle(page)
+        # fitted to the width its labels would be 1 px high: it opens at 100 %, at its top, the zoom said, B
+        # named in the picker, the caption above it as the legend
+        opened = check_graph(panel, 1280, "stablehlo (B of the diff)", "stablehlo: 306 ops")
+        first = view.evaluate(state)
+        assert opened["opened"] == "readable" and opened["zoom"] == "100 %" and opened["start"]
+        assert first["top"] < 20 and first["svgW"] > 5 * first["viewW"]
+        assert "100 % at the top (fit width: " in view.locator(".wbg-info").inner_text()
+        start = view.evaluate("""el => [...el.querySelectorAll('g.node')].filter(g => g.querySelector('title')
+            .textContent === el.dataset.start).map(g => (r => [r.left, r.top, r.right, r.bottom])(g.getBoundingClientRect()))""")
+        x0, y0, x1, y1 = first["view"]
+        assert len(start) == 1 and x0 <= start[0][0] and start[0][2] <= x1 and y0 <= start[0][1] <= y1
+        shots(page, "panel_graph_1280")
+        if os.environ.get("HLO_WORKBENCH_SCREENSHOTS"):  # for an issue's note
+            page.screenshot(path=os.path.join(os.environ["HLO_WORKBENCH_SCREENSHOTS"], "graph_1280.png"))
+
+        view.locator(".wbg-fit").click()  # "fit width" still fits it
         fit = view.evaluate(state)
         assert fit["nodes"] > 300 and len(fit["drawn"]) == fit["nodes"] == fit["shown"]
         assert fit["scale"] < 0.5 and abs(fit["svgW"] - fit["viewW"]) <= 3  # fitted to the width
-        assert "stablehlo: 306 ops" in view.locator("svg").inner_html()
         shots(panel, "panel_graph_fit")
 
         # zoom: the button, then ctrl + wheel over the graph; then drag to pan
@@ -660,12 +713,19 @@ def test_the_graph_tab_fits_zooms_pans_and_focuses_a_big_graph(browser, lab, sho
         page.wait_for_function(f"+document.querySelector('.wbg').dataset.shown < {focused['shown']}")
         assert set(view.evaluate(state)["drawn"]) == _within(edges, target["name"], 1)
 
-        # back to the whole graph, fitted to the width again
+        # back to the whole graph, at 100 % at its top again
         view.locator(".wbg-all").click()
         page.wait_for_function(f"+document.querySelector('.wbg').dataset.shown === {fit['nodes']}")
         back = view.evaluate(state)
-        assert len(back["drawn"]) == fit["nodes"] and back["scale"] == pytest.approx(fit["scale"], rel=1e-3)
+        assert len(back["drawn"]) == fit["nodes"] and back["scale"] == 1 and back["top"] == first["top"]
         assert view.locator(".wbg-all").is_disabled()
+
+        # another stage picked: Python draws it, the picker and the legend say which
+        panel.locator(".wb-graph select").select_option(label="canonicalize#1")
+        page.wait_for_function("document.querySelector('.wbg-legend').textContent.startsWith('canonicalize#1: ')",
+                               timeout=120_000)
+        check_graph(panel, 1280, "canonicalize#1", "canonicalize#1: 306 ops")
+        assert panel.locator(".wb-python pre").first.inner_text() == 'deep.graph("canonicalize#1")'
     finally:
         page.close()
 
@@ -798,6 +858,70 @@ def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(brow
     assert out["up"]["d"].startswith("M0,90 ") and out["up"]["points"].startswith("50,10 ")
     # a group path cut where Python's scopes.split_path cuts it: not inside a transformation's parentheses
     assert out["paths"] == [[], ["block_0"], ["transpose(jvp(block_0/x))", "attn", "[1-3]"]]
+
+
+def test_a_graph_opens_readable_at_its_first_changed_op_with_its_caption_as_a_wrapped_legend_in_a_blank_page(browser):
+    """The graph view, rendered from its file with a stand-in model: a graph 30 boxes wide opens in a 400 px view at
+    100 % (fitted, its labels would be a few px high) scrolled to its topmost changed op, and in a view 90 % of its
+    width fitted to the width, and anew when the view narrows; its caption is the legend above it, each line wrapped
+    to the view's width."""
+    import graphviz
+
+    from workbench.analysis.graph import CHANGED_FILL
+    from workbench.artifacts.assets import inlined
+    from workbench.views.widgets.graphview import graph_svg
+
+    caption = ["wide: 62 ops", "filled orange: 2 ops new or changed since 'before'; " + "a long note, " * 20]
+    g = graphviz.Digraph(graph_attr={"label": "".join(line + "\\l" for line in caption), "labelloc": "t"},
+                         node_attr={"shape": "box", "style": "filled", "fillcolor": "#ffffff", "fontsize": "10"})
+    for i in range(30):
+        g.edge("top", f"n{i}")
+        g.edge(f"n{i}", "bottom")
+    for changed in ("n27", "bottom"):  # n27 in the second row, far right: the first changed op from the top
+        g.node(changed, fillcolor=CHANGED_FILL)
+    widgets = ROOT / "workbench" / "views" / "widgets"
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        out = page.evaluate("""async ([src, css, svg, fill]) => {
+            const graph = await import(URL.createObjectURL(new Blob([src], {type: 'text/javascript'})));
+            document.head.appendChild(Object.assign(document.createElement('style'), {textContent: css}));
+            const open = (width) => {
+                const el = document.createElement('div');
+                el.style.width = width + 'px';
+                document.body.appendChild(el);
+                const vals = {svg, message: '', focus: '', hops: 2, height: 300, group: '', level: '', openable: false,
+                              drawing: 1, changed_fill: fill};
+                graph.default.render({model: {get: (k) => vals[k], set: (k, v) => { vals[k] = v; },
+                                              save_changes() {}, on() {}}, el});
+                const view = el.querySelector('.wbg-view'), v = view.getBoundingClientRect();
+                const start = [...el.querySelectorAll('g.node')].find(n => n.querySelector('title').textContent === el.dataset.start);
+                const r = start?.getBoundingClientRect();
+                const legend = el.querySelector('.wbg-legend');
+                return {opened: el.dataset.opened, scale: +el.dataset.scale, zoom: el.querySelector('.wbg-scale').textContent,
+                        start: el.dataset.start, inView: !!r && r.left >= v.left && r.right <= v.right && r.top >= v.top
+                                                         && r.bottom <= v.bottom,
+                        svgW: view.querySelector('svg').getBoundingClientRect().width, viewW: view.clientWidth,
+                        legend: [...legend.children].map(d => d.textContent), legendH: legend.clientHeight,
+                        cut: [legend, ...legend.children].some(e => e.scrollWidth > e.clientWidth + 1),
+                        info: el.querySelector('.wbg-info').textContent, el};
+            };
+            const narrow = open(400), fitted = open(Math.round(narrow.svgW * 0.9));
+            fitted.el.style.width = Math.round(narrow.svgW * 0.8) + 'px';  // narrower: fitted anew
+            await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+            const refitted = +fitted.el.dataset.scale;
+            [narrow, fitted].forEach(o => delete o.el);
+            return {narrow, fitted, refitted};
+        }""", [inlined(widgets / "graphview.js"), inlined(widgets / "graphview.css"), graph_svg(g), CHANGED_FILL])
+    finally:
+        page.close()
+    narrow, fitted = out["narrow"], out["fitted"]
+    assert narrow["opened"] == "readable" and narrow["scale"] == 1 and narrow["zoom"] == "100 %", narrow
+    assert narrow["start"] == "n27" and narrow["inView"], narrow
+    assert narrow["info"].startswith("100 % at the first changed op (fit width: ")
+    assert narrow["legend"] == caption and not narrow["cut"] and narrow["legendH"] > 40  # the long line wraps
+    assert fitted["opened"] == "fit" and fitted["scale"] == pytest.approx(0.9, abs=0.01), fitted
+    assert abs(fitted["svgW"] - fitted["viewW"]) <= 3
+    assert out["refitted"] == pytest.approx(0.8, abs=0.01)  # not zoomed by the user: a new width fits it anew
 
 
 # -- XLA compiling in the background: the MLIR stages first ------------------------------------------------

@@ -13,7 +13,8 @@ import traitlets
 import workbench as wb
 from workbench.errors import UnknownNameError
 from workbench.views.widgets import DiffView, StageList
-from workbench.views.widgets.graphview import GraphView
+from workbench.analysis.graph import CHANGED_FILL
+from workbench.views.widgets.graphview import GraphView, graph_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -25,8 +26,12 @@ def loss(ws, x):
 
 
 @pytest.fixture(scope="module")
-def svg():
-    ex = wb.explore(jax.grad(loss), [jnp.full((8, 8), 0.01)] * 2, jnp.ones((4, 8)), pipeline="canonicalize")
+def ex():
+    return wb.explore(jax.grad(loss), [jnp.full((8, 8), 0.01)] * 2, jnp.ones((4, 8)), pipeline="canonicalize")
+
+
+@pytest.fixture(scope="module")
+def svg(ex):
     return ex.graph("stablehlo").pipe(format="svg").decode()
 
 
@@ -59,6 +64,29 @@ def test_focus_and_hops_are_checked_and_a_new_graph_shows_all_of_it(svg):
     assert g.svg == "" and g.nodes == [] and "jaxpr" in g.message
     with pytest.raises(ValueError, match="not an SVG document"):
         g.show("digraph { a -> b }")
+
+
+def test_graph_svg_lays_the_caption_out_apart_as_the_views_legend(ex):
+    """The caption is the view's legend (wrapped above the graph, readable at any zoom), not text drawn at the
+    graph's scale: graph_svg draws the graph without it and carries its lines in <desc class="wbg-legend">."""
+    g = ex.graph("canonicalize#1")
+    label = g.graph_attr["label"]
+    body = graph_svg(g)
+    assert g.graph_attr["label"] == label  # the graph is left as it was
+    root = ET.fromstring(body)
+    desc = root.find(SVG + "desc")
+    lines = desc.text.split("\n")
+    assert desc.get("class") == "wbg-legend" and re.fullmatch(r"canonicalize#1: \d+ ops", lines[0])
+    assert "since 'stablehlo'" in lines[1]
+    drawn = [t.text for t in root.iter(SVG + "text")]
+    assert "tanh" in drawn and not set(lines) & set(drawn)  # no caption line is drawn in the graph
+    # the same nodes as graphviz's drawing with the caption, without the caption's rows above them
+    plain = g.pipe(format="svg").decode()
+    shown = GraphView()
+    shown.show(plain)
+    assert GraphView(svg=body).nodes == shown.nodes and len(shown.nodes) > 10
+    assert float(root.get("height").rstrip("pt")) < float(ET.fromstring(shown.svg).get("height").rstrip("pt"))
+    assert GraphView().changed_fill == CHANGED_FILL  # a graph too big to fit readably opens at its first changed op
 
 
 def scoped(x, ws):

@@ -304,6 +304,43 @@ def test_cost_and_graph_tabs_fill_when_opened(p):
     assert graph.focus == "" and len(graph.nodes) >= 4
 
 
+def legend(view) -> list[str]:
+    """The caption the graph view shows above the graph (graph_svg's <desc class="wbg-legend">), its lines."""
+    m = re.search(r'<desc class="wbg-legend">([^<]*)</desc>', view.svg)
+    return unescape(m.group(1)).split("\n") if m else []
+
+
+def test_the_graph_tab_says_which_stage_it_draws_and_draws_the_one_picked(p, ex):
+    from workbench.errors import UnknownNameError, WorkbenchError
+
+    p.pick("enzyme-hlo-patterns#1")
+    p.tabs.selected_index = 4  # Graph: B of the diff, labelled as such
+    tab, view = p.graph, p.graph_view
+    assert tab.picker.value == "" and tab.picker.label == "enzyme-hlo-patterns#1 (B of the diff)"
+    assert tab.drawn == tab.stage == "enzyme-hlo-patterns#1" and p.python == 'ex.graph("enzyme-hlo-patterns#1")'
+    assert legend(view)[0].startswith("enzyme-hlo-patterns#1: ") and "since 'canonicalize#2'" in legend(view)[1]
+    # the stages it can draw, in order: StableHLO, the MLIR stages, XLA's HLO; not the jaxpr nor a backend dump
+    listed = [value for _, value in tab.picker.options]
+    assert listed == [""] + [s.name for s in ex.stages if s.group in ("trace", "mlir", "xla") and s.name != "jaxpr"]
+    assert "xla:optimized" in listed and not any(n.startswith("backend:") for n in listed)
+
+    tab.picker.value = "stablehlo"  # picked in the dropdown: drawn through ex.graph, the line shown
+    assert tab.drawn == "stablehlo" and p.python == 'ex.graph("stablehlo")' and tab.picker.label == "stablehlo"
+    assert re.match(r"stablehlo: \d+ ops$", legend(view)[0]) and "transpose" in view.svg and view.message == ""
+    p.pick("cse#1")  # another B: the stage picked stays, the first entry follows B
+    assert tab.drawn == tab.stage == "stablehlo" and tab.picker.options[0] == ("cse#1 (B of the diff)", "")
+    p.show_graph("xla:optimized")  # from Python, as the picker does
+    assert tab.picker.value == "xla:optimized" and tab.drawn == "xla:optimized"
+    assert re.match(r"xla:optimized: \d+ instructions", legend(view)[0])
+    p.show_graph("")  # B again
+    assert tab.picker.label == "cse#1 (B of the diff)" and tab.drawn == "cse#1" and legend(view)[0].startswith("cse#1: ")
+    with pytest.raises(WorkbenchError, match="stage 'jaxpr' cannot be drawn"):
+        p.show_graph("jaxpr")
+    with pytest.raises(UnknownNameError):
+        p.show_graph("no-such-stage")
+    assert tab.drawn == "cse#1" and p.last_error is None
+
+
 def test_applicable_patterns(p):
     p.find_applicable("stablehlo")
     out = p.analyze.applicable_out.value

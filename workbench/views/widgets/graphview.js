@@ -1,6 +1,10 @@
 // A graphviz SVG to navigate: fit to the width, zoom (buttons, ctrl/cmd + wheel), pan (drag), and
-// focus on a node's neighbourhood (click it; "whole graph" goes back).
+// focus on a node's neighbourhood (click it; "whole graph" goes back). It opens at a size its labels can be
+// read at: fitted to the width while its smallest text stays READABLE_PX or more on screen, else at 100%
+// scrolled to the first changed op (filled changed_fill) or the top. A <desc class="wbg-legend"> in the SVG
+// (Python's graph_svg puts the graph's caption there) is shown above the graph, wrapped, as its legend.
 // Model: svg (graphviz's SVG text), message, focus (a node's title; "" = the whole graph), hops, height,
+// changed_fill,
 // and for a level of a big stage's hierarchy: level (the path of the group whose level svg is; "" = the
 // top level), group (the group asked for), openable (Python draws other levels), drawing (changes with
 // each new graph). A box with class wbg-group and id "wbg-group:<path>" opens that group on a click: the
@@ -17,6 +21,7 @@ import { coalesced } from "../../assets/widgetkit.js";
 const ZOOM = 1.25; // per button press
 const MIN_SCALE = 0.02;
 const MAX_SCALE = 8;
+const READABLE_PX = 9; // the smallest text a graph opens with, on screen: below it, 100% rather than fitted
 const FOCUS_MAX_SCALE = 1.5; // a focused neighbourhood is fitted into the view, but not blown up beyond this
 const PAD = 14; // user units kept around a focused neighbourhood
 const DRAG = 4; // px a press must move to be a drag (pan) rather than a click
@@ -138,14 +143,15 @@ function render({ model, el }) {
     <div class="wb-bar wbg-bar">
       <button class="wbg-fit" title="fit the graph to the width of the view">fit width</button>
       <button class="wbg-out" title="zoom out (or ctrl/cmd + wheel)">&minus;</button>
-      <span class="wbg-scale"></span>
+      <span class="wbg-scale" title="the zoom"></span>
       <button class="wbg-in" title="zoom in (or ctrl/cmd + wheel)">+</button>
-      <button class="wbg-one" title="graphviz's own size">100%</button>
+      <button class="wbg-one" title="graphviz's own size: 100%">1:1</button>
       <label class="wbg-hopslabel" title="a clicked node is shown with the nodes this many edges away">hops
         <input type="number" class="wbg-hops" min="1" max="20" step="1"></label>
       <button class="wbg-all" title="show every node again">whole graph</button>
       <span class="wbg-info"></span>
     </div>
+    <div class="wbg-legend"></div>
     <div class="wbg-view"></div>
     <div class="wbg-msg"></div>`;
   const $ = (s) => el.querySelector(s);
@@ -153,6 +159,7 @@ function render({ model, el }) {
   const hopsInput = $(".wbg-hops");
   const allButton = $(".wbg-all");
   const info = $(".wbg-info");
+  const legend = $(".wbg-legend");
 
   let svg = null, graph = null;
   let full = [0, 0, 1, 1]; // the whole graph's viewBox
@@ -160,6 +167,9 @@ function render({ model, el }) {
   let unit = 4 / 3; // px per user unit at 100% (graphviz sizes its SVG in pt)
   let scale = 1;
   let pending = false; // laid out while hidden: size (and focus) once the view has a width
+  let auto = false; // sized by size(), not zoomed, panned or fitted by the user since: a new width sizes it anew
+  let sizedWidth = 0; // the view's width when size() last ran
+  let note = ""; // what the info line says of the graph shown (size() may put the zoom's reason before it)
   let moved = new Map(); // element -> Map(attribute -> its value before a focus changed it)
   const levels = new Map(); // group path -> the SVG text of its level, as shown here (until a new drawing)
   let shownText = null; // the SVG text on display
@@ -192,7 +202,7 @@ function render({ model, el }) {
     view.scrollLeft = px * scale - cx;
     view.scrollTop = py * scale - cy;
     el.dataset.scale = scale.toFixed(4);
-    $(".wbg-scale").textContent = Math.round(scale * 100) + "%";
+    $(".wbg-scale").textContent = Math.round(scale * 100) + " %";
   }
 
   const fitScale = () => (view.clientWidth - 2) / (box[2] * unit);
@@ -202,14 +212,72 @@ function render({ model, el }) {
     view.scrollLeft = view.scrollTop = 0;
   }
 
-  // Big graphs start fitted to the width, small ones at graphviz's size; a neighbourhood fits the view.
+  // The scale below which the graph's smallest text is under READABLE_PX on screen (1 at most).
+  function readableScale() {
+    const sizes = [...svg.querySelectorAll("text")].map((t) => parseFloat(t.getAttribute("font-size")))
+      .filter((f) => f > 0);
+    return sizes.length ? Math.min(1, READABLE_PX / (Math.min(...sizes) * unit)) : 1;
+  }
+
+  // Where a graph too big to fit readably opens: its first changed op (the topmost filled changed_fill), else
+  // its topmost node, near the top of the view and centred across it.
+  function scrollToStart() {
+    const fill = (model.get("changed_fill") || "").toLowerCase();
+    const filled = (shape) => (shape.getAttribute("fill") || "").toLowerCase() === fill;
+    const changed = (g) => !!fill && [...g.querySelectorAll("polygon, ellipse, path")].some(filled);
+    let best = null, bestChanged = false;
+    for (const [name, g] of graph.nodes) {
+      const r = g.getBoundingClientRect(), c = changed(g);
+      if (!best || (c && !bestChanged) || (c === bestChanged && r.top < best.r.top)) {
+        [best, bestChanged] = [{ name, r }, c];
+      }
+    }
+    if (!best) return false;
+    const v = view.getBoundingClientRect();
+    view.scrollLeft += best.r.left + best.r.width / 2 - (v.left + view.clientWidth / 2);
+    view.scrollTop += best.r.top - v.top - (bestChanged ? 40 : 0);
+    el.dataset.start = best.name;
+    return bestChanged;
+  }
+
+  // A graph opens fitted to the width while its text stays readable, else at 100% at its start (small ones:
+  // at graphviz's size); a neighbourhood fits the view.
   function size() {
     if (!svg) return;
+    delete el.dataset.start;
+    const scaleLabel = $(".wbg-scale");
+    scaleLabel.title = "the zoom";
+    info.textContent = note;
     if (model.get("focus") && graph.nodes.has(model.get("focus"))) {
       setScale(Math.min(fitScale(), (view.clientHeight - 2) / (box[3] * unit), FOCUS_MAX_SCALE));
       view.scrollLeft = view.scrollTop = 0;
-    } else if (fitScale() < 1) fitWidth();
-    else setScale(1);
+      el.dataset.opened = "focus";
+    } else if (fitScale() >= 1) {
+      setScale(1);
+      el.dataset.opened = "whole";
+    } else if (fitScale() >= readableScale()) {
+      fitWidth();
+      el.dataset.opened = "fit";
+    } else {
+      const fit = Math.round(fitScale() * 100);
+      setScale(1);
+      view.scrollLeft = view.scrollTop = 0;
+      const at = scrollToStart() ? "at the first changed op" : "at the top";
+      el.dataset.opened = "readable";
+      scaleLabel.title = `the zoom: fitted to the width, the graph would be ${fit} %, too small to read ("fit width")`;
+      info.textContent = `100 % ${at} (fit width: ${fit} %) \u00b7 ${note}`;
+    }
+    info.title = info.textContent;
+    auto = true;
+    sizedWidth = view.clientWidth;
+  }
+
+  // The graph's caption (graph_svg's <desc class="wbg-legend">), one line a row, wrapped to the view.
+  function showLegend() {
+    const desc = svg?.querySelector(":scope > desc.wbg-legend");
+    const lines = desc ? desc.textContent.split("\n").filter((l) => l.trim()) : [];
+    legend.replaceChildren(...lines.map((line) => Object.assign(document.createElement("div"), { textContent: line })));
+    legend.classList.toggle("wbg-hidden", !lines.length);
   }
 
   // The path to the level shown, each part opening its group; shown for a hierarchy's levels only.
@@ -274,6 +342,7 @@ function render({ model, el }) {
     delete el.dataset.nodes;
     if (!text) {
       showCrumbs();
+      showLegend();
       return;
     }
     const doc = new DOMParser().parseFromString(text, "image/svg+xml");
@@ -294,6 +363,7 @@ function render({ model, el }) {
     el.dataset.nodes = String(graph.nodes.size);
     scale = 1;
     showCrumbs();
+    showLegend();
     if (model.get("focus")) setModel("focus", ""); // a new level shows all of itself
     applyFocus();
   }
@@ -316,7 +386,7 @@ function render({ model, el }) {
       svg.setAttribute("viewBox", full.join(" "));
       el.dataset.shown = String(graph.nodes.size);
       const hint = model.get("openable") && svg.querySelector(".wbg-group") ? GROUP_HINT : HINT;
-      info.textContent = name ? `no node ${name} in this graph: the whole graph` : hint;
+      note = name ? `no node ${name} in this graph: the whole graph` : hint;
       size();
       return;
     }
@@ -366,7 +436,7 @@ function render({ model, el }) {
     el.dataset.shown = String(at.size);
     const label = [...node.querySelectorAll("text")].map((t) => t.textContent).join(" ");
     const left = graph.clusters.length ? "; clusters left out" : "";
-    info.textContent = `${label}: ${at.size} of ${graph.nodes.size} nodes within ${k} hop${k === 1 ? "" : "s"}${left}`;
+    note = `${label}: ${at.size} of ${graph.nodes.size} nodes within ${k} hop${k === 1 ? "" : "s"}${left}`;
     size();
   }
 
@@ -375,10 +445,14 @@ function render({ model, el }) {
     model.save_changes();
   };
 
-  $(".wbg-fit").addEventListener("click", fitWidth);
-  $(".wbg-in").addEventListener("click", () => setScale(scale * ZOOM));
-  $(".wbg-out").addEventListener("click", () => setScale(scale / ZOOM));
-  $(".wbg-one").addEventListener("click", () => setScale(1));
+  const byUser = (f) => (...args) => {
+    auto = false;
+    f(...args);
+  };
+  $(".wbg-fit").addEventListener("click", byUser(fitWidth));
+  $(".wbg-in").addEventListener("click", byUser(() => setScale(scale * ZOOM)));
+  $(".wbg-out").addEventListener("click", byUser(() => setScale(scale / ZOOM)));
+  $(".wbg-one").addEventListener("click", byUser(() => setScale(1)));
   allButton.addEventListener("click", () => setModel("focus", ""));
   const readHops = (final) => {
     const k = Number(hopsInput.value);
@@ -392,6 +466,7 @@ function render({ model, el }) {
     if (!(e.ctrlKey || e.metaKey) || !svg) return; // a plain wheel scrolls
     e.preventDefault();
     const r = view.getBoundingClientRect();
+    auto = false;
     setScale(scale * Math.exp(-e.deltaY / 300), e.clientX - r.left, e.clientY - r.top);
   }, { passive: false });
 
@@ -407,6 +482,7 @@ function render({ model, el }) {
     const dx = e.clientX - press.x, dy = e.clientY - press.y;
     if (!dragged && Math.hypot(dx, dy) > DRAG) {
       dragged = true;
+      auto = false;
       view.setPointerCapture(press.id);
       view.classList.add("wbg-dragging");
     }
@@ -437,8 +513,12 @@ function render({ model, el }) {
     view.style.height = model.get("height") + "px";
   };
   applyHeight();
+  // A new width (the page resized, the file browser opened) sizes a graph anew while the user has not zoomed or
+  // panned it; one opened at 100 % for its text stays where it is until fitting would keep the text readable.
   const resize = new ResizeObserver(() => {
     if (pending && view.clientWidth) applyFocus();
+    else if (auto && svg && view.clientWidth && Math.abs(view.clientWidth - sizedWidth) > 1 &&
+             (el.dataset.opened !== "readable" || fitScale() >= readableScale())) size();
   });
   resize.observe(view);
 

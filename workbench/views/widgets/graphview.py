@@ -13,6 +13,13 @@ stands for a group has the SVG class ``wbg-group`` and the id ``wbg-group:<path>
 group: the browser sets ``group``, Python draws that level once, and a breadcrumb leads back. The
 browser keeps every level it has shown (until the next ``show``), so going back, and opening a group
 again, needs no call to Python.
+
+A graph opens at a size its labels can be read at: fitted to the width of the view while that keeps its
+smallest labels at 9 px or more on screen, at graphviz's own size (100%) otherwise, scrolled to the first
+op filled ``changed_fill`` (new or changed since the parent stage), else to the top; and so anew when the
+view's width changes, until the user zooms or pans. ``graph_svg`` takes a graph's caption out of the
+drawing: the view shows it above the graph as its legend, wrapped to the view's width and readable at
+any zoom.
 """
 from __future__ import annotations
 
@@ -26,10 +33,11 @@ from typing import Callable
 import anywidget
 import traitlets
 
+from ...analysis.graph import CHANGED_FILL
 from ...artifacts.assets import inlined
 from ...errors import UnknownNameError, WorkbenchError
 
-__all__ = ["GraphView", "MAX_HOPS"]
+__all__ = ["GraphView", "MAX_HOPS", "graph_svg"]
 
 _HERE = pathlib.Path(__file__).parent
 _NODE = re.compile(r'<g id="[^"]*" class="node(?: [^"]*)?">\s*<title>([^<]*)</title>')
@@ -38,8 +46,8 @@ _KEPT_LEVELS = 16  # levels Python keeps drawn, for groups opened again from Pyt
 
 
 class GraphView(anywidget.AnyWidget):
-    """Graphviz's SVG with fit-to-width (the default when the graph is wider than the view), zoom,
-    pan and click-to-focus. ``focus`` is the node shown with its ``hops``-edge neighbourhood ("" for
+    """Graphviz's SVG with fit-to-width (how a graph wider than the view opens while its labels stay
+    readable so), zoom, pan and click-to-focus. ``focus`` is the node shown with its ``hops``-edge neighbourhood ("" for
     the whole graph); the browser sets it on a click, Python may set it with ``focus_on``. ``group``
     is the group of a hierarchy whose level is shown ("" for the top level); the browser sets it when
     a group box is clicked, Python with ``open_group``."""
@@ -56,6 +64,7 @@ class GraphView(anywidget.AnyWidget):
     level = traitlets.Unicode("").tag(sync=True)  # the group whose level svg is
     openable = traitlets.Bool(False).tag(sync=True)  # an opener draws the groups' levels
     drawing = traitlets.Int(0).tag(sync=True)  # one more for each show: the browser drops the levels it kept
+    changed_fill = traitlets.Unicode(CHANGED_FILL).tag(sync=True)  # a big graph opens at the first op so filled
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -163,6 +172,48 @@ class GraphView(anywidget.AnyWidget):
             if hops is not None:
                 self.hops = hops
             self.focus = node
+
+
+def graph_svg(graph) -> str:
+    """The SVG of ``graph`` (a graphviz graph, e.g. ``ex.graph(stage)``) for ``GraphView.show``, its label
+    (the caption: what is drawn, what changed, how to read it) laid out apart from the graph: its lines go
+    into a ``<desc class="wbg-legend">`` that the view shows above the graph, wrapped to the view's width
+    and readable at any zoom, where graphviz would draw them at the graph's scale (and widen a narrow
+    graph to their width). ``graph`` is left as it was; an HTML label (``<...>``) stays in the drawing."""
+    label = graph.graph_attr.get("label")
+    lines = _label_lines(str(label)) if label and not str(label).startswith("<") else []
+    if lines:
+        del graph.graph_attr["label"]
+    try:
+        svg = graph.pipe(format="svg").decode()
+    finally:
+        if lines:
+            graph.graph_attr["label"] = label
+    body = _svg_body(svg)
+    if not lines:
+        return body
+    end = body.index(">") + 1  # after the <svg ...> tag: its attributes hold no ">"
+    legend = '<desc class="wbg-legend">' + html.escape("\n".join(lines), quote=False) + "</desc>"
+    return body[:end] + legend + body[end:]
+
+
+def _label_lines(label: str) -> list[str]:
+    r"""A DOT label's lines: ``\l``, ``\n`` and ``\r`` end a line, ``\\`` is a backslash."""
+    lines, line, i = [], [], 0
+    while i < len(label):
+        c, nxt = label[i], label[i + 1:i + 2]
+        if c == "\\" and nxt in ("l", "n", "r"):
+            lines.append("".join(line))
+            line, i = [], i + 2
+        elif c == "\\" and nxt == "\\":
+            line.append("\\")
+            i += 2
+        else:
+            line.append(c)
+            i += 1
+    if line:
+        lines.append("".join(line))
+    return [x for x in lines if x.strip()]
 
 
 def _svg_body(svg: str) -> str:

@@ -9,8 +9,8 @@ shown in the panel, never raised into the notebook. A new Exploration's MLIR sta
 its XLA stages when XLA's compile (started in the background by the toggle) ends: that wait holds
 no place in the queue, and stages that arrive for an Exploration no longer shown are dropped. Every
 action's line of Python is shown, ready to paste. This module lays the widgets out and wires them to
-the actions; the Passes, Source, Analyze and Collectives tabs are modules of their own (``passes``,
-``source``, ``analyze``, ``collectives``), ``jobs`` runs the work, ``html`` renders what it gives,
+the actions; the Passes, Graph, Source, Analyze and Collectives tabs are modules of their own (``passes``,
+``graphtab``, ``source``, ``analyze``, ``collectives``), ``jobs`` runs the work, ``html`` renders what it gives,
 ``changes`` says after each rebuild what it changed.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from .analyze import AnalyzeTab
 from .bundle import MIME, default_right, exploration_bundle
 from .changes import ChangeSummary
 from .diffview import DiffView
-from .graphview import GraphView
+from .graphtab import GraphTab
 from .jobs import Jobs
 from .lists import StageList, stage_rows
 from .passes import PassesTab
@@ -85,7 +85,7 @@ class Panel:
         self.history: list[str] = []  # the lines that changed the Exploration, in order
         self._local = threading.local()
         self._diff_token = 0
-        self._cost_key = self._graph_key = None
+        self._cost_key = None
         self._pending = False  # the XLA stages of the Exploration shown are on their way
         self._xla_watch: Future | None = None  # ex.xla_future() of the Exploration shown, while pending
         self._auto_right = False  # the right stage was the panel's choice while XLA compiled
@@ -211,11 +211,14 @@ class Panel:
         act = actions.cost(self.name)
         self._submit(act.label, act.python, self._load_cost, busy=False)
 
-    def show_graph(self) -> None:
-        """Fill the Graph tab with the right stage's dataflow graph."""
-        self._graph_key = self._key(graph=True)
-        act = actions.graph(self.name, self._right)
-        self._submit(act.label, act.python, self._load_graph, busy=False)
+    def show_graph(self, stage: str | None = None) -> None:
+        """Draw the Graph tab's stage: ``stage``, kept picked there ("": the right stage B again), or (None)
+        the one picked there (by default B)."""
+        self.graph.show(self._ex, self._right, visible=False, pending=self._pending)
+        if stage is None:
+            self.graph.draw()
+        else:
+            self.graph.pick(stage)
 
     # -- building the widgets ----------------------------------------------------------------------
     def _build(self) -> None:
@@ -257,16 +260,17 @@ class Panel:
         self.cost_table = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
         self.cost_plot = W.Output()
         self.op_costs = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
-        self.graph_view = GraphView()
+        self.graph = GraphTab(self.name, self._submit)  # its own module: the stage picker and the view
+        self.graph_view = self.graph.view
         # Analyze (its own module): the jobs exist once _build is done, hence the lambdas
         self.analyze = AnalyzeTab(self.name, lambda: self._ex, self._submit,
                                   lambda text: setattr(self.jobs, "note", text),
                                   lambda done, total: self.jobs.progress(done, total),
                                   lambda: set(self.patterns_view.enabled),
                                   lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False))
-        cost_tab, graph_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs]), W.VBox([self.graph_view])
+        cost_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs])
         self.collectives = collectives.CollectivesTab(self.name, self._submit)
-        self.tabs = W.Tab(children=[diff_tab, p.widget, run_tab, cost_tab, graph_tab, self.source.widget,
+        self.tabs = W.Tab(children=[diff_tab, p.widget, run_tab, cost_tab, self.graph.widget, self.source.widget,
                                     self.analyze.widget, self.collectives.widget])
         self.tabs.titles = _TABS
         self.tabs.layout = W.Layout(flex="1 1 auto", min_width="0")
@@ -381,15 +385,14 @@ class Panel:
         waiting = next((n for n in (self._right, self._left) if self._pending and late_name(n)), "")
         self.source.show(self._ex, self._left, self._right, visible=title == "Source", waiting=waiting)
         self.collectives.show(self._ex, self._right, visible=title == collectives.TITLE, pending=self._pending)
+        self.graph.show(self._ex, self._right, visible=title == "Graph", pending=self._pending)
         if title == "Cost" and self._cost_key != self._key():
             self.show_cost()
-        elif title == "Graph" and self._graph_key != self._key(graph=True):
-            self.show_graph()
 
-    def _key(self, graph: bool = False) -> tuple:
-        """What the Cost (Graph) tab shows: the Exploration, the right stage, and whether XLA's stages
-        (the right stage, for the graph) were still on their way: when they arrive, it fills anew."""
-        return id(self._ex), self._right, self._pending and (not graph or late_name(self._right))
+    def _key(self) -> tuple:
+        """What the Cost tab shows: the Exploration, the right stage, and whether XLA's stages were still
+        on their way: when they arrive, it fills anew."""
+        return id(self._ex), self._right, self._pending
 
     # -- showing an Exploration ----------------------------------------------------------------------
     def _load(self) -> None:
@@ -569,19 +572,3 @@ class Panel:
         else:
             self.op_costs.value = html.op_costs(right, per_op.python, ops)
         self._cost_key = key
-
-    def _load_graph(self) -> None:
-        ex, right = self._ex, self._right
-        self._graph_key = self._key(graph=True)
-        if self._pending and late_name(right):
-            self.graph_view.show_message(f"XLA is compiling: stage {right!r} is drawn when its stages arrive")
-            return
-        try:
-            svg = actions.graph(self.name, right).call(ex).pipe(format="svg").decode()
-        except ImportError as e:
-            self.graph_view.show_message(f"the graph view is not available: {e}")
-            return
-        except WorkbenchError as e:
-            self.graph_view.show_message(str(e))
-            return
-        self.graph_view.show(svg, opener=lambda g: ex.graph(right, group=g or None).pipe(format="svg").decode())
