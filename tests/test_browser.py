@@ -555,10 +555,14 @@ def test_the_panel_at_laptop_widths(browser, lab, shots):
         page.close()
 
 
-# What scrolls sideways in or around the panel, the diff's own panes left out: [class, scrollWidth, clientWidth].
+# What scrolls sideways around the panel or in its frame (its rows and boxes, the tabs' bodies):
+# [class, scrollWidth, clientWidth]. A box made to scroll its own wide content (a diff pane, the graph, a
+# wide table in its scroll box) is left out: one scrollbar of its own is its design.
 SIDEWAYS = """panel => [...document.querySelectorAll('*')]
-  .filter(e => (e.contains(panel) || panel.contains(e)) && !e.classList.contains('wbd-pane') && e.clientHeight > 0
-               && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1)
+  .filter(e => (e.contains(panel) || (panel.contains(e) && (e.classList.contains('widget-box')
+                 || e.classList.contains('widget-tab-contents') || e.classList.contains('jupyter-widget-tab'))))
+               && e.clientHeight > 0 && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)
+               && e.scrollWidth > e.clientWidth + 1)
   .map(e => [String(e.className).slice(0, 50), e.scrollWidth, e.clientWidth])"""
 
 
