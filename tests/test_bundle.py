@@ -14,6 +14,7 @@ from IPython.utils.capture import capture_output
 
 import workbench as wb
 from workbench.views.widgets import Panel
+from workbench.artifacts.stage_diffs import carried
 from workbench.views.widgets import bundle as B
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
@@ -237,6 +238,52 @@ def test_a_redisplayed_panel_saves_what_it_shows_now():
         p.close()
 
 
+def test_the_bundle_carries_the_structural_diff_the_panel_shows(monkeypatch):
+    """The Diff tab's diff of the pair shown, as the panel's DiffView holds it (normalized texts, rows), is in
+    the bundle: the extension shows and counts the same rows (issue 27 item 10). Too big, or with a failed
+    stage, the bundle says why it has none."""
+    import array
+    from collections import Counter
+
+    from workbench.analysis.diff.kinds import ROW_KINDS
+    from workbench.analysis.diff.result import rows_of_runs
+
+    def td(x, y):
+        return jnp.dot(x.T, y.T).T
+
+    ex = wb.explore(td, jnp.ones((8, 16)), jnp.ones((4, 8)))
+    p = Panel(ex, background=False)
+    try:
+        for pick in (None, "xla:optimized"):
+            if pick:
+                p.pick(pick)
+            saved, view = p.wait()._repr_mimebundle_()[B.MIME], p.diff_view
+            d = saved["diff"]
+            assert (d["left"], d["right"]) == (p.left, p.right) == (saved["shown"]["left"], saved["shown"]["right"])
+            assert (d["before"], d["after"]) == (view.before, view.after) and view.row_count > 0
+            shown = array.array("i", view.rows).tolist()
+            rows = rows_of_runs(d["runs"])
+            assert [x for i, j, k in rows for x in (i, j, ROW_KINDS.index(k))] == shown
+            counts = Counter(ROW_KINDS[k] for k in shown[2::3])  # what diffview.js's header counts
+            assert Counter(k for _, _, k in rows) == counts and counts["equal"] < len(rows)
+            assert d == {"left": p.left, "right": p.right, **carried(ex.diff(p.left, p.right))}
+    finally:
+        p.close()
+    size = len(json.dumps(B.exploration_json(ex, "stablehlo", "xla:optimized")["diff"], ensure_ascii=False))
+    monkeypatch.setattr(B, "DIFF_BYTES", size - 1)
+    over = B.exploration_json(ex, "stablehlo", "xla:optimized")["diff"]
+    assert set(over) == {"left", "right", "note"}
+    assert over["note"] == (f"the structural diff takes {size:,} bytes, over the {size - 1:,} a saved notebook "
+                            "keeps for it")
+
+
+def test_a_pair_without_a_structural_diff_says_why(big):
+    over = B.exploration_json(big, "input", "canonicalize#1")["diff"]
+    assert over == {"left": "input", "right": "canonicalize#1",
+                    "note": "over 20,000 lines, a saved notebook keeps no structural diff (it would take seconds "
+                            "to make)"}
+
+
 def test_a_failed_stage_is_saved_with_its_error():
     from html import unescape
 
@@ -252,6 +299,8 @@ def test_a_failed_stage_is_saved_with_its_error():
     entry = saved["texts"]["one-shot-bufferize#1"]
     assert entry["state"] == "failed" and entry["text"] == "" and ex["one-shot-bufferize#1"].error in entry["note"]
     assert saved["texts"]["cse#1"]["text"] == ex["cse#1"].text and saved["complete"]
+    assert saved["diff"] == {"left": "cse#1", "right": "one-shot-bufferize#1",
+                             "note": "a stage shown has no text to compare"}
     first = str(ex.error).splitlines()[0]
     assert first in unescape(bundle["text/html"]) and "one-shot-bufferize#1</b>, 0 lines" in bundle["text/html"]
 

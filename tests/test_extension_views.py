@@ -30,6 +30,16 @@ def _template(line: str) -> str:
     return NAME.sub(r"%\1", line).strip()
 
 
+def _stats(rows) -> str:
+    """The diff viewer's header for ``Diff.rows()``, as diffview.js writes it: the panel's count."""
+    from collections import Counter
+
+    count = Counter(kind for _, _, kind in rows)
+    parts = [f"{sign}{count[kind]} {kind}" for kind, sign in
+             (("changed", "~"), ("deleted", "\u2212"), ("inserted", "+"), ("moved", "")) if count[kind]]
+    return f"{len(rows):,} rows: {' '.join(parts) if parts else 'no changes'}"
+
+
 @pytest.fixture(scope="module")
 def saved(lab_server, attention_ex):
     """attention.hlox in the server's folder, saved by the workbench, and the lines ex.diff deletes."""
@@ -38,7 +48,8 @@ def saved(lab_server, attention_ex):
     ex.save(path)
     deleted = [_template(l[1:]) for l in ex.diff(*PAIR).unified().splitlines()
                if l.startswith("-") and not l.startswith("---")]
-    return {"path": path, "names": [s.name for s in ex.stages], "deleted": deleted}
+    return {"path": path, "names": [s.name for s in ex.stages], "deleted": deleted,
+            "stats": _stats(ex.diff(*PAIR).rows())}
 
 
 def _page(browser, lab, url: str):
@@ -87,8 +98,11 @@ def test_a_hlox_file_opens_by_double_click_without_a_kernel(browser, lab, saved)
                                arg=f"{PAIR[0]} \u2192 {PAIR[1]}")
         assert page.locator(".hwb-hlox .wbd-head-l").inner_text() == PAIR[0]
         assert page.locator(".hwb-hlox .wbd-head-r").inner_text() == PAIR[1]
-        assert "deleted" in page.locator(".hwb-hlox .wbd-stats").inner_text()
-        assert "line diff computed in this page" in page.locator(".hwb-hlox .hwb-note").inner_text()
+        # the structural diff the file carries for a stage and its parent: the panel's rows, so its count
+        assert page.locator(".hwb-hlox .wbd-stats").text_content() == saved["stats"]
+        assert "deleted" in saved["stats"]
+        assert page.locator(".hwb-hlox .hwb-view").get_attribute("data-diff") == "structural"
+        assert "structural diff the panel shows" in page.locator(".hwb-hlox .hwb-note").inner_text()
         shown = {_template(t) for t in _deleted_rows(page, ".hwb-hlox")}
         both = [l for l in saved["deleted"] if l in shown]
         assert both, (sorted(shown)[:10], saved["deleted"][:10])
@@ -132,6 +146,10 @@ def test_a_hlo_output_shows_its_saved_view_once_the_kernel_is_gone(browser, lab)
         # the kernel lives: the live panel shows (our renderer hands the output to the widget renderer)
         page.locator(".wb-panel").first.wait_for(timeout=180_000)
         assert page.locator('.hwb-bundle[data-shown="live"] .wb-panel').count() == 1
+        # the count the live panel's Diff tab shows for the pair it shows (the saved view must show it too)
+        page.wait_for_function("() => /rows/.test(document.querySelector('.wb-panel .wbd-stats')?.textContent)",
+                               timeout=180_000)
+        live_stats = page.locator(".wb-panel .wbd-stats").first.text_content()
         assert page.locator(".hwb-view").count() == 0
         page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).click()
         page.keyboard.press("Control+s")
@@ -166,8 +184,9 @@ def test_a_hlo_output_shows_its_saved_view_once_the_kernel_is_gone(browser, lab)
         assert view.get_attribute("data-pair") == f"{left} \u2192 {right}"
         assert view.locator(".wbd-head-l").inner_text() == left
         assert view.locator(".wbd-head-r").inner_text() == right
-        stats = view.locator(".wbd-stats").inner_text()
+        stats = view.locator(".wbd-stats").text_content()
         assert re.search(r"\d+ rows: .*(deleted|changed)", stats), stats
+        assert stats == live_stats and view.get_attribute("data-diff") == "structural"  # the panel's count
         view.locator(".wbd-mode").select_option("split")
         view.locator('.wbd[data-mode="split"]').wait_for()
         assert view.locator(".wbd-l .wbd-row .wbd-code").count() > 5

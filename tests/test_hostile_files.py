@@ -474,6 +474,11 @@ WRONG = [
     (("stages", 0, "changed"), None, "stages[0].changed: expected true or false, got null"),
     (("stages", 1, "cached"), DELETE, "stages[1].cached: missing"),
     (("stages", 1, "error"), ["x"], "stages[1].error: expected a string or null, got list"),
+    (("stages", 1, "diff"), "=3", "stages[1].diff: expected an object, got str"),
+    (("stages", 1, "diff", "runs"), "=3x", "stages[1].diff.runs: expected (?:[-=~+<>]"),
+    (("stages", 1, "diff", "runs"), "=0", "stages[1].diff.runs: expected"),
+    (("stages", 1, "diff", "runs"), DELETE, "stages[1].diff.runs: missing"),
+    (("stages", 1, "diff", "after"), "0" * 64, "stages[1].diff.after: names no text"),
     (("input",), 3, "input: expected a string or null, got int"),
     (("pipeline_error",), {"stage": 1}, "pipeline_error.stage: expected a string, got int"),
     (("xla_error",), {"stage": "x", "produced_by": "y", "reason": "z", "why": 1}, "xla_error.why: is not a field"),
@@ -586,9 +591,9 @@ def test_a_stage_text_that_is_not_utf8_is_refused(members, manifest, tmp_path):
     m = changed(manifest, ("texts", 0, "sha256"), hashlib.sha256(bad).hexdigest())
     m["texts_sha256"] = hashlib.sha256(blob).hexdigest()
     for s in m["stages"]:
-        for key in ("text", "located"):
-            if s.get(key) == first["sha256"]:
-                s[key] = m["texts"][0]["sha256"]
+        for holder, key in [(s, "text"), (s, "located"), *((s["diff"], k) for k in ("before", "after") if "diff" in s)]:
+            if holder.get(key) == first["sha256"]:
+                holder[key] = m["texts"][0]["sha256"]
     path = tmp_path / "latin.hlox"
     write_members(path, {**with_manifest(members, m), "texts.zst": zstandard.ZstdCompressor().compress(blob)})
     refused(path, "not UTF-8")

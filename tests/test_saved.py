@@ -405,3 +405,82 @@ def test_bfloat16_arguments_and_outputs_come_back_as_bfloat16(tmp_path):
             z.writestr(n, data)
     with pytest.raises(SavedFileError, match=r"run0_0.npy does not hold the type the manifest says"):
         wb.load(tmp_path / "lies.hlox")
+
+
+# -- the structural diffs a .hlox carries for viewers without a kernel (issue 27 item 10) -----------------
+def _manifest_and_texts(path):
+    """The manifest of a .hlox and its texts by hash, as the JupyterLab extension reads them."""
+    import hashlib
+
+    import zstandard
+
+    with zipfile.ZipFile(path) as z:
+        m = json.loads(z.read("manifest.json"))
+        blob = zstandard.ZstdDecompressor().decompress(z.read("texts.zst"), max_output_size=m["texts_bytes"])
+    texts = {t["sha256"]: blob[t["offset"]: t["offset"] + t["length"]].decode() for t in m["texts"]}
+    assert all(hashlib.sha256(v.encode()).hexdigest() == k for k, v in texts.items())
+    return m, texts
+
+
+def test_each_stage_carries_its_structural_diff_against_its_parent(attention, saved_file):
+    """What the panel's Diff tab shows for a stage and its parent (ex.diff: the normalized texts and the rows
+    DiffView packs), the file carries: the rows and so the counts of each kind are the panel's."""
+    from collections import Counter
+
+    from workbench.analysis.diff.result import rows_of_runs
+
+    m, texts = _manifest_and_texts(saved_file)
+    carried = 0
+    for s in m["stages"]:
+        stage = attention[s["name"]]
+        if stage.parent is None or stage.error or attention[stage.parent].error:
+            assert "diff" not in s, s["name"]
+            continue
+        d, shown = s["diff"], attention.diff(stage.parent, stage.name)
+        assert texts.get(d["before"], "") == "\n".join(shown.before), s["name"]
+        assert texts.get(d["after"], "") == "\n".join(shown.after), s["name"]
+        assert rows_of_runs(d["runs"]) == shown.rows(), s["name"]
+        assert d["runs"] == shown.runs() and len(d["runs"]) < 40 * (1 + len(shown.changes)), s["name"]
+        carried += 1
+    assert carried == len(attention.stages) - 1  # every stage but the first (jaxpr), which has no parent
+    # the counts the panel's header shows (diffview.js counts the rows by kind), for the pair the issue names
+    d = attention.diff("canonicalize#1", "cse#1")
+    counted = Counter(kind for _, _, kind in rows_of_runs(m["stages"][attention.names.index("cse#1")]["diff"]["runs"]))
+    assert counted == Counter(kind for _, _, kind in d.rows()) and counted["deleted"] > 5
+    # an unchanged stage's diff names one text twice, its parent's normalized text
+    same = next(s for s in m["stages"] if s.get("diff") and not s["changed"])
+    assert same["diff"]["before"] == same["diff"]["after"] and same["diff"]["runs"].startswith("=")
+
+
+def test_the_carried_diffs_are_bounded_and_a_file_without_them_still_loads(attention, saved_file, tmp_path,
+                                                                           monkeypatch):
+    from workbench.artifacts import stage_diffs
+
+    monkeypatch.setattr(stage_diffs, "PAIR_LINES", 300)  # the MLIR stages are under it, XLA's mostly over
+    monkeypatch.setattr(stage_diffs, "DIFF_BYTES", 200_000)
+    path = attention.save(tmp_path / "bounded.hlox")
+    m, texts = _manifest_and_texts(path)
+    with_diff = [s for s in m["stages"] if "diff" in s]
+    assert 0 < len(with_diff) < len(m["stages"]) - 1
+    assert all(max(attention[s["name"]].lines, attention[s["parent"]].lines) <= 300 for s in with_diff)
+    stage_hashes = {s["text"] for s in m["stages"]} | {s.get("located") for s in m["stages"]} | {m["input"]}
+    added = {h for s in with_diff for h in (s["diff"]["before"], s["diff"]["after"])} - stage_hashes
+    assert 0 < sum(len(texts[h].encode()) for h in added) <= 200_000
+    monkeypatch.setattr(stage_diffs, "PAIR_LINES", 10_000)
+    monkeypatch.setattr(stage_diffs, "WORK_LINES", 3_000)  # the time a save spends on them: lines read
+    m, _ = _manifest_and_texts(attention.save(tmp_path / "bounded.hlox"))
+    read = [attention[s["name"]].lines + attention[s["parent"]].lines for s in m["stages"] if "diff" in s]
+    assert read and sum(read) <= 3_000 and len(read) < len(m["stages"]) - 1
+    # a file of a workbench before the diffs were carried: no stage has one; it loads as before
+    monkeypatch.undo()
+    with zipfile.ZipFile(saved_file) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(members["manifest.json"])
+    for s in manifest["stages"]:
+        s.pop("diff", None)
+    members["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(tmp_path / "older.hlox", "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    back = wb.load(tmp_path / "older.hlox")
+    assert back.names == attention.names and back["cse#1"].text == attention["cse#1"].text

@@ -12,10 +12,12 @@ What the description promises: every field ``load_exploration`` reads has the ty
 builds with ``**`` into the RunResults it returns, and its ``program`` those of ``RunProgram`` but the
 stage); stage names are distinct and a parent is an earlier stage (so walking parents ends); a run
 is of a stage of the file, unless it is marked ``earlier`` (made on an exploration this one was made
-from by a toggle, whose stage may be gone); every text a stage names is in the texts' index, which
-tiles the decompressed texts exactly (no text is counted twice). What it does not: it bounds no
-size the loader limits itself (the texts' and arrays' bytes, see ``saved.py``), and it does not
-say whether a pass string parses or a device exists; those fail when used, with their own errors.
+from by a toggle, whose stage may be gone); every text a stage names (its diff's too) is in the texts'
+index, which tiles the decompressed texts exactly (no text is counted twice). What it does not: it
+bounds no size the loader limits itself (the texts' and arrays' bytes, see ``saved.py``), it does not
+say whether a pass string parses or a device exists (those fail when used, with their own errors), and
+whether a stage's diff fits its texts (only viewers without a kernel read it: they check it, and fall
+back to a diff of their own).
 
 ``parse_manifest`` is json.loads with bounds a hostile file cannot pass: UTF-8 only, no nesting
 deeper than ``MAX_DEPTH`` (checked on the bytes, before json's recursive parser sees them), at most
@@ -33,6 +35,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..analysis.diff.result import RUNS
 from ..options import PROPAGATE, PatternOptions
 from ..stages import StageKind
 
@@ -321,6 +324,10 @@ PROGRAM = Record(
     {"text_sha256": SHA256, "pipeline": Str(), "patterns_off": List(Str(), _MANY), "patterns_added": List(Str(), _MANY),
      "xla_options": List(List(Str(), most=2, least=2), _MANY)}, closed=True)
 
+# ex.diff(parent, stage) for viewers without a kernel (stage_diffs.py): its normalized texts, stored among the
+# texts (null: an empty one), and its rows as Diff.runs(); files saved before it was written lack it
+STAGE_DIFF = Record({"before": Opt(SHA256), "after": Opt(SHA256), "runs": Str(pattern=RUNS)})
+
 MANIFEST = Record({
     "format": Int(1),
     "kind": Str(),
@@ -337,7 +344,7 @@ MANIFEST = Record({
         {"name": Str(nonempty=True), "group": Str(choices=typing.get_args(StageKind)), "produced_by": Str(),
          "changed": Bool(), "seconds": Opt(Num(least=0.0)), "parent": Opt(Str()), "error": Opt(Str()),
          "cached": Bool(), "text": Opt(SHA256)},
-        {"located": Opt(SHA256)}), _MANY),
+        {"located": Opt(SHA256), "diff": STAGE_DIFF}), _MANY),
     "pipeline_error": Opt(_STAGE_ERROR),
     "xla_error": Opt(_STAGE_ERROR),
     "args": List(Record({"shape": _SHAPE, "dtype": Str(nonempty=True)}), _MANY),
@@ -405,8 +412,10 @@ def check_manifest(manifest: Any) -> None:
     if at != manifest["texts_bytes"]:
         raise ManifestError("texts_bytes", f"the texts' index covers {at} bytes, not {manifest['texts_bytes']}")
     for i, s in enumerate(manifest["stages"]):
-        for key in ("text", "located"):
-            if s.get(key) is not None and s[key] not in hashes:
+        named = {key: s.get(key) for key in ("text", "located")}
+        named.update({f"diff.{key}": s["diff"][key] for key in ("before", "after") if "diff" in s})
+        for key, sha in named.items():
+            if sha is not None and sha not in hashes:
                 raise ManifestError(f"stages[{i}].{key}", "names no text in the texts' index")
     if manifest.get("input") is not None and manifest["input"] not in hashes:
         raise ManifestError("input", "names no text in the texts' index")

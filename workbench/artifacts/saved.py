@@ -5,8 +5,9 @@ stored, as it is compressed already; the others are deflated):
 
     manifest.json   format, what wrote it (workbench, jax, jaxlib, enzyme-ad, Python, date), the spec
                     (pipeline, pattern options and toggles, XLA options, device), one entry per stage
-                    (name, group, pass string, parent, changed, seconds, cached, error, and the hashes
-                    of its text and of its text with locations), XLA's passes and analyses, the
+                    (name, group, pass string, parent, changed, seconds, cached, error, the hashes of
+                    its text and of its text with locations, and its structural diff against its parent
+                    for viewers without a kernel: stage_diffs.py), XLA's passes and analyses, the
                     session's runs (``ex.history``: each with the program it ran; those made on the
                     explorations it was made from marked ``earlier``), the example arguments' shapes
                     and dtypes, the cost table (``cost``: columns and rows, for viewers without a
@@ -60,6 +61,7 @@ from ..pipeline.build import Built, XlaStages
 from .versions import versions
 from .jsonout import plain_json, table_json, write_replacing
 from .manifest import PROGRAM, ManifestError, check_field, check_manifest, parse_manifest
+from .stage_diffs import stage_diffs
 from ..pipeline.xla import XlaResult
 from ..analysis.run.execute import Check, LeafCheck, RunResult, Timing
 from ..analysis.run.history import RunProgram, program_of
@@ -237,6 +239,9 @@ def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFram
                      "seconds": s.seconds, "parent": s.parent, "error": s.error, "cached": s.cached,
                      "text": texts.add(s.text),
                      "located": texts.add(s.text_with_locations) if s.text_with_locations != s.text else None})
+    for row, diff in zip(rows, stage_diffs(stages, texts.add)):  # ex.diff(parent, stage), normalized texts stored
+        if diff is not None:
+            row["diff"] = diff
     input_hash = texts.add(ex.spec.input_text)
     blob, index = texts.blob()
     try:

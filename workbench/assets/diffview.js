@@ -248,9 +248,8 @@ function render({ model, el }) {
     rows = readRows(model.get("rows"));
     cache = new Map();
     maxChars = 0;
-    const count = KINDS.map(() => 0);
+    const count = rowCounts(rows);
     for (let k = 0; k < rows.length; k += 3) {
-      count[rows[k + 2]]++;
       const i = rows[k], j = rows[k + 1];
       if (i >= 0) maxChars = Math.max(maxChars, Math.min(B[i].length, MAX_CHARS + 40));
       if (j >= 0) maxChars = Math.max(maxChars, Math.min(A[j].length, MAX_CHARS + 40));
@@ -656,6 +655,52 @@ function render({ model, el }) {
     resize.disconnect();
     if (raf) cancelAnimationFrame(raf);
   };
+}
+
+// How many rows of each kind `rows` holds, by code (KINDS): what the header counts ("~3 changed −3 deleted").
+export function rowCounts(rows) {
+  const count = KINDS.map(() => 0);
+  for (let k = 2; k < rows.length; k += 3) count[rows[k]]++;
+  return count;
+}
+
+// ---- a diff the workbench made, carried by a saved form ---------------------------------------------
+// Diff.runs() (workbench/analysis/diff/result.py): the rows as runs of one kind, each a tag and a count
+// ("=12~1-3+2=40"). Each before line is in exactly one row, in order, and so is each after line, so the
+// tags say which lines a row shows. Used by the JupyterLab extension's kernel-free views.
+const RUN = /([-=~+<>])([1-9][0-9]{0,8})/y;
+const RUN_TAG = { "=": [1, 1, "equal"], "~": [1, 1, "changed"], "-": [1, 0, "deleted"], "+": [0, 1, "inserted"],
+  "<": [1, 0, "moved"], ">": [0, 1, "moved"] };
+
+// The rows of `runs` for texts of nBefore and nAfter lines, or a string saying why they do not fit: the
+// runs are read once to count the lines they show before the rows are allocated (at most nBefore + nAfter).
+export function rowsOfRuns(runs, nBefore, nAfter) {
+  if (typeof runs !== "string") return "the runs are not a string";
+  let i = 0, j = 0, n = 0;
+  for (let at = 0; at < runs.length; at = RUN.lastIndex) {
+    RUN.lastIndex = at;
+    const m = RUN.exec(runs);
+    if (!m) return `the runs are not tags and counts (at character ${at})`;
+    const [left, right] = RUN_TAG[m[1]], count = Number(m[2]);
+    i += left * count;
+    j += right * count;
+    n += count;
+    if (i > nBefore || j > nAfter) break;
+  }
+  if (i !== nBefore || j !== nAfter) return `the runs do not cover the texts' ${nBefore} and ${nAfter} lines`;
+  const rows = new Int32Array(3 * n);
+  i = j = 0;
+  let k = 0;
+  for (RUN.lastIndex = 0; RUN.lastIndex < runs.length;) {
+    const m = RUN.exec(runs);
+    const [left, right, kind] = RUN_TAG[m[1]], code = KINDS.indexOf(kind);
+    for (let c = Number(m[2]); c > 0; c--, k += 3) {
+      rows[k] = left ? i++ : -1;
+      rows[k + 1] = right ? j++ : -1;
+      rows[k + 2] = code;
+    }
+  }
+  return rows;
 }
 
 // ---- a line diff, for a pair the workbench did not diff ------------------------------------------

@@ -16,6 +16,11 @@ declare module '*/workbench/assets/diffview.js' {
 
   /** Rows (before line, after line, kind) for two lists of lines: a line diff, value names blanked. */
   export function lineDiff(before: string[], after: string[]): Int32Array;
+  /** The rows of a workbench diff's runs (Diff.runs(): "=12~1-3+2=40") for texts of `nBefore` and `nAfter`
+   * lines, or why they do not fit them. */
+  export function rowsOfRuns(runs: unknown, nBefore: number, nAfter: number): Int32Array | string;
+  /** How many rows of each kind (by code: equal, changed, deleted, inserted, moved) the header counts. */
+  export function rowCounts(rows: Int32Array): number[];
 
   const widget: { render(props: { model: unknown; el: HTMLElement }): unknown };
   export default widget;

@@ -4,12 +4,16 @@
 //  - a `.hlox` file (workbench/artifacts/saved.py): a zip of manifest.json (deflated), texts.zst (one
 //    zstd frame of every distinct stage text, stored) and maybe arrays.npz (never read here), decoded
 //    within limits with fflate's and fzstd's streaming decoders, bundled into the extension.
-// Both become one `IExplorationView`; view.ts draws it. Nothing here touches the DOM or a kernel.
+// Both become one `IExplorationView`; view.ts draws it. Nothing here touches the DOM or a kernel. Both may
+// carry the workbench's structural diff of a pair (carried.ts): the diff shown for it is then the panel's.
 import { Inflate } from 'fflate';
 import { Decompress } from 'fzstd';
 
 import { lineDiff } from '../../../workbench/assets/diffview.js';
+import { ICarriedDiff, LINE_DIFF_NOTE, STRUCTURAL_NOTE, bundleCarried, carriedRows, hloxCarried } from './carried';
 import { manifestProblem } from './manifest';
+
+export { LINE_DIFF_NOTE, STRUCTURAL_NOTE } from './carried';
 
 export const BUNDLE_MIME = 'application/vnd.hlo-workbench.exploration+json';
 export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
@@ -50,6 +54,8 @@ export interface IPairDiff {
   message: string;
   /** how the diff was made, and what was left out */
   note: string;
+  /** "structural": the workbench's, carried by the saved form; "line": made in the page; "": a message */
+  kind: 'structural' | 'line' | '';
 }
 
 export interface IExplorationView {
@@ -69,11 +75,9 @@ export interface IExplorationView {
   /** what the cost table is, or why there is none */
   costNote: string;
   text(name: string): IStageText;
+  /** The structural diff of `a` → `b` the saved form carries (carried.ts), or why it has none. */
+  carried(a: string, b: string): ICarriedDiff | string;
 }
-
-export const LINE_DIFF_NOTE =
-  'a line diff computed in this page (lines aligned with SSA value names blanked); the structural diff ' +
-  '(value renumbering and locations ignored, ex.diff) needs the kernel';
 
 /** The number of lines of a text, as the workbench's Stage.lines counts them. */
 export function countLines(text: string): number {
@@ -89,24 +93,36 @@ function splitLines(text: string): string[] {
   return lines;
 }
 
-/** The diff of stages `a` and `b` of `view`, made in the page (lineDiff of diffview.js). */
+/** The diff of stages `a` and `b` of `view`: the structural diff the saved form carries for the pair (the
+ * panel's), else one made in the page (lineDiff of diffview.js), its note saying which and why. */
 export function diffPair(view: IExplorationView, a: string, b: string): IPairDiff {
   const ta = view.text(a);
   const tb = view.text(b);
   for (const [name, t] of [[b, tb], [a, ta]] as const) {
     if (t.state !== 'ok') {
-      return { before: '', after: '', rows: new Int32Array(0), note: '',
+      return { before: '', after: '', rows: new Int32Array(0), note: '', kind: '',
         message: `stage ${name} has no text to compare: ${t.note}` };
     }
+  }
+  const carried = view.carried(a, b);
+  let why = typeof carried === 'string' ? carried : '';
+  if (typeof carried !== 'string') {
+    const rows = carriedRows(carried);
+    if (typeof rows !== 'string') {
+      return { before: carried.before, after: carried.after, rows, message: '', note: STRUCTURAL_NOTE,
+        kind: 'structural' };
+    }
+    why = `the one saved for this pair is damaged (${rows})`;
   }
   const before = splitLines(ta.text);
   const after = splitLines(tb.text);
   const rows = lineDiff(before, after);
-  const notes = [LINE_DIFF_NOTE];
+  const notes = [`${LINE_DIFF_NOTE}: ${why}`];
   for (const [name, t] of [[a, ta], [b, tb]] as const) {
     if (t.note) notes.push(`${name}: ${t.note}`);
   }
-  return { before: before.join('\n'), after: after.join('\n'), rows, message: '', note: notes.join('; ') };
+  return { before: before.join('\n'), after: after.join('\n'), rows, message: '', note: notes.join('; '),
+    kind: 'line' };
 }
 
 // -- the bundle of a %%hlo output -------------------------------------------------------------------
@@ -163,6 +179,7 @@ export function bundleView(data: any): IExplorationView {
     first: [left, right],
     cost,
     costNote: cost ? 'cost of the stages shown, as the kernel computed it' : 'no cost table in this output',
+    carried: (a: string, b: string) => bundleCarried(data.diff, a, b),
     text(name: string): IStageText {
       const t = texts[name];
       if (!t) return { state: 'missing', text: '', note: 'this output holds no text of this stage (only the pair shown)' };
@@ -704,6 +721,7 @@ export function hloxView(file: IHloxFile): IExplorationView {
     .map((e: any) => `${e.stage}: ${e.reason ?? ''}`);
   const first = defaultPair(stages);
   const cost = costTable(m.cost);
+  const anyCarried = (m.stages ?? []).some((s: any) => s.diff);
   return {
     source: 'hlox',
     title: String(spec.title ?? 'exploration'),
@@ -714,6 +732,7 @@ export function hloxView(file: IHloxFile): IExplorationView {
     first,
     cost,
     costNote: cost ? 'cost of every stage, as the workbench computed it when saving' : 'no cost table in this file',
+    carried: (a: string, b: string) => hloxCarried(byName.get(b), a, file.texts, anyCarried),
     text(name: string): IStageText {
       const s = byName.get(name);
       if (!s) return { state: 'missing', text: '', note: 'no such stage in this file' };

@@ -146,7 +146,7 @@ const quote = (s: string) => JSON.stringify(short(s));
  * a manifest that passed the schema: stage names are distinct and a parent is an earlier stage (walking
  * parents ends; the views pair a stage with its parent), `early` counts stages there are, the texts'
  * index tiles the decompressed texts exactly (each byte decoded once) and names each text once, every
- * text a stage (or the input) names is in the index, a run is of a stage of the file (unless it is
+ * text a stage (its structural diff, or the input) names is in the index, a run is of a stage of the file (unless it is
  * marked `earlier`), and a cost table's rows have a cell per column. */
 function ruleProblem(m: any): IManifestProblem | null {
   const names = new Map<string, number>();
@@ -177,8 +177,10 @@ function ruleProblem(m: any): IManifestProblem | null {
     return { where: 'texts_bytes', why: `the texts' index covers ${at} bytes, not ${m.texts_bytes}` };
   }
   for (const [i, s] of m.stages.entries()) {
-    for (const key of ['text', 'located']) {
-      if (s[key] !== undefined && s[key] !== null && !hashes.has(s[key])) {
+    const named: [string, unknown][] = [['text', s.text], ['located', s.located]];
+    if (s.diff !== undefined) named.push(['diff.before', s.diff.before], ['diff.after', s.diff.after]);
+    for (const [key, sha] of named) {
+      if (sha !== undefined && sha !== null && !hashes.has(sha as string)) {
         return { where: `stages[${i}].${key}`, why: 'names no text in the texts\' index' };
       }
     }

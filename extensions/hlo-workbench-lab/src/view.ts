@@ -160,6 +160,7 @@ export class ExplorationWidget extends Widget {
     m.set('after', d.after);
     m.set('rows', new DataView(d.rows.buffer, d.rows.byteOffset, d.rows.byteLength));
     this.note.textContent = d.message ? '' : `Shown: ${d.note}.`;
+    this.node.dataset.diff = d.kind;
     this.node.dataset.pair = `${a} \u2192 ${b}`;
   }
 }

@@ -37,6 +37,7 @@ def nan_everywhere(x):
 def changes(m: dict) -> list[tuple[str, list, object]]:
     """(what, the field's path, its new value; DELETE to delete it), for `m` the saved manifest."""
     names = [s["name"] for s in m["stages"]]
+    diffed = next(k for k, s in enumerate(m["stages"]) if "diff" in s)  # a stage carrying its structural diff
     return [
         ("a string for a number", ["stages", 3, "seconds"], "fast"),
         ("a negative duration", ["stages", 3, "seconds"], -1.0),
@@ -62,6 +63,9 @@ def changes(m: dict) -> list[tuple[str, list, object]]:
         ("a gap in the texts' index", ["texts", 1, "offset"], m["texts"][1]["offset"] + 1),
         ("texts_bytes past the index", ["texts_bytes"], m["texts_bytes"] + 1),
         ("a stage text the index lacks", ["stages", 4, "text"], "0" * 64),
+        ("a stage diff's text the index lacks", ["stages", diffed, "diff", "after"], "0" * 64),
+        ("a stage diff's runs that are no runs", ["stages", diffed, "diff", "runs"], "=1x"),
+        ("a stage diff without its runs", ["stages", diffed, "diff", "runs"], DELETE),
         ("a run of a stage the file lacks", ["runs", 1, "stage"], "nowhere"),
         ("a run of a stage the file lacks, made before a toggle", ["runs", 0],
          {**m["runs"][0], "stage": "nowhere", "earlier": True}),  # the passed run's: its numbers are finite

@@ -64,13 +64,16 @@ describe('the .hlox file', () => {
     expect(view.stages.some(s => s.group === 'xla')).toBe(true);
   });
 
-  it('diffs two stages in the page, deleting what ex.diff deletes', () => {
-    const view = hloxView(file);
+  it('diffs two stages the file carries no diff of in the page, deleting what ex.diff deletes', () => {
+    // the file carries each stage's diff against its parent (carried.test.ts): the page diffs the rest
+    const view = hloxView({ ...file, manifest: { ...file.manifest,
+      stages: file.manifest.stages.map(({ diff, ...s }: any) => s) } });
     const [a, b] = expected.pair;
     const d = diffPair(view, a, b);
     expect(d.message).toBe('');
+    expect(d.kind).toBe('line');
     expect(d.note).toMatch(/line diff computed in this page/);
-    expect(d.note).toMatch(/structural diff .* needs the kernel/);
+    expect(d.note).toMatch(/not the panel's structural diff \(ex\.diff\): this file was saved without it/);
     const ours = new Set(deletedLines(d));
     const python: string[] = expected.deleted.map((l: string) => template(l.slice(1)));
     expect(python.length).toBeGreaterThan(5);
@@ -131,6 +134,9 @@ describe('the %%hlo bundle', () => {
 
   it('diffs the shown pair as the .hlox viewer does', () => {
     const d = diffPair(view, bundle.shown.left, bundle.shown.right);
+    const inFile = diffPair(hloxView(readHlox(hloxBytes())), bundle.shown.left, bundle.shown.right);
+    expect([d.kind, inFile.kind]).toEqual(['structural', 'structural']);  // both carry the panel's diff
+    expect([d.before, d.after, d.rows]).toEqual([inFile.before, inFile.after, inFile.rows]);
     const python: string[] = expected.deleted.map((l: string) => template(l.slice(1)));
     const ours = new Set(deletedLines(d));
     expect(python.filter(l => ours.has(l)).length).toBeGreaterThan(python.length / 4);
@@ -150,7 +156,7 @@ describe('the %%hlo bundle', () => {
       'cse#1': { state: 'failed', text: '', lines: 0, kept_lines: 0, cut: false, note: 'the stage failed: boom' } } });
     const d = diffPair(failed, 'canonicalize#1', 'cse#1');
     expect(d.message).toMatch(/cse#1 .*the stage failed: boom/);
-    const cut = bundleView({ ...bundle, texts: { ...bundle.texts,
+    const cut = bundleView({ ...bundle, diff: undefined, texts: { ...bundle.texts,
       'cse#1': { ...bundle.texts['cse#1'], cut: true, note: 'cut: the first 10 of 200 lines are kept' } } });
     expect(diffPair(cut, 'canonicalize#1', 'cse#1').note).toMatch(/cse#1: cut: the first 10/);
     expect(() => bundleView({ format: 2, stages: [], shown: {} })).toThrow(/newer hlo-workbench/);

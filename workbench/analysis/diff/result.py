@@ -18,7 +18,8 @@ from ...ir.ops import op_counts
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Change", "ChangeKind", "Diff", "EQUAL", "CHANGED", "DELETED", "INSERTED", "MOVED_OUT", "MOVED_IN"]
+__all__ = ["Change", "ChangeKind", "Diff", "EQUAL", "CHANGED", "DELETED", "INSERTED", "MOVED_OUT", "MOVED_IN", "RUNS",
+           "rows_of_runs"]
 
 ChangeKind = Literal["delete", "insert", "replace", "move"]
 
@@ -43,6 +44,10 @@ class Change:
 EQUAL, CHANGED, DELETED, INSERTED, MOVED_OUT, MOVED_IN = "=", "~", "-", "+", "<", ">"
 _TOKEN = re.compile(r"%?[\w.$#\-]+|\s+|.")
 _NOT_EQUAL = re.compile(f"[^{EQUAL}]+")
+_SAME_TAG = re.compile(r"(.)\1*")
+RUNS = r"(?:[-=~+<>][1-9][0-9]{0,8})*"
+"""What ``Diff.runs()`` writes, as a regular expression (a saved form's description checks it)."""
+_RUN = re.compile(r"([-=~+<>])([1-9][0-9]{0,8})")
 
 _CSS = """
 .wb-diff table{border-collapse:collapse;font-family:monospace;font-size:12px}
@@ -134,6 +139,13 @@ class Diff:
                  MOVED_OUT: "moved", MOVED_IN: "moved"}
         return [(-1 if tag in (INSERTED, MOVED_IN) else i, -1 if tag in (DELETED, MOVED_OUT) else j, kinds[tag])
                 for tag, i, j in self._script]
+
+    def runs(self) -> str:
+        """``rows()`` as runs of one kind, each its tag and how many rows it holds, e.g. ``"=12~1-3+2=40"``:
+        ``=`` equal, ``~`` changed, ``-`` deleted, ``+`` inserted, ``<`` moved away, ``>`` moved here. Each
+        before line is in exactly one row, in order, and so is each after line, so the tags alone say
+        which lines a row shows: ``rows_of_runs`` reads the rows back. What a saved form carries."""
+        return "".join(f"{m[1]}{m.end() - m.start()}" for m in _SAME_TAG.finditer(self._tags))
 
     @staticmethod
     def _hunk_lines(steps: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
@@ -304,6 +316,20 @@ def _skip_row(count: int) -> Markup:
 # A script step's row in ``side_by_side``: its class, and whether it shows its before and after line.
 _ROW_OF = {EQUAL: ("equal", True, True), CHANGED: ("changed", True, True), DELETED: ("deleted", True, False),
            INSERTED: ("inserted", False, True), MOVED_OUT: ("moved", True, False), MOVED_IN: ("moved", False, True)}
+
+
+def rows_of_runs(runs: str) -> list[tuple[int, int, str]]:
+    """The rows (as ``Diff.rows()`` gives them) of ``Diff.runs()``; ValueError for a string that is not runs."""
+    if not re.fullmatch(RUNS, runs):
+        raise ValueError(f"not runs of a diff's rows: {runs[:80]!r}")
+    out: list[tuple[int, int, str]] = []
+    i = j = 0
+    for tag, count in _RUN.findall(runs):
+        kind, left, right = _ROW_OF[tag]
+        for _ in range(int(count)):
+            out.append((i if left else -1, j if right else -1, kind))
+            i, j = i + left, j + right
+    return out
 
 
 def _side_rows(script: Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:

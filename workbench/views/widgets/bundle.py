@@ -4,11 +4,15 @@
 
 The JSON (``format`` 1) holds the title, pipeline, device and toggles, the versions of the tools
 that made the stages, the stage table (the columns of ``Exploration.table()``, and each stage's
-parent), the names of the two stages shown (``shown``: left and right of the diff), their texts
-and the ops delta between them. Each text is cut at a line boundary to ``TEXT_BYTES`` (UTF-8) and
-the whole JSON to about ``TOTAL_BYTES``; a text entry says whether it was cut (``cut``,
-``kept_lines`` of ``lines``, a ``note``), and its ``state`` (ok, failed, or missing: an XLA stage
-still compiling). ``text/html`` is a static summary that reads without JavaScript (GitHub,
+parent), the names of the two stages shown (``shown``: left and right of the diff), their texts,
+the ops delta between them and their structural diff as the panel's Diff tab shows it (``diff``: its
+normalized texts and rows, ``artifacts/stage_diffs.py``), for the extension to show and count what the
+panel did. Each text is cut at a line boundary to ``TEXT_BYTES`` (UTF-8) and the whole JSON to about
+``TOTAL_BYTES``; a text entry says whether it was cut (``cut``, ``kept_lines`` of ``lines``, a
+``note``), and its ``state`` (ok, failed, or missing: an XLA stage still compiling). The diff is
+whole or left out (``diff`` then holds a ``note`` saying why): for a failed or missing stage, texts
+over ``DIFF_LINES`` lines, or one over ``DIFF_BYTES`` or what the rest leaves of ``TOTAL_BYTES``.
+``text/html`` is a static summary that reads without JavaScript (GitHub,
 nbviewer and nbconvert, an untrusted notebook): the pair with its ops delta and the beginning of
 its diff (of the texts, for big ones), then the stage table; every piece of IR in it is escaped.
 ``text/plain`` is one line. A bundle waits up to ``wait`` seconds (default ``XLA_WAIT``; the magics'
@@ -31,7 +35,7 @@ toggles as options (``--disable``, ``--xla-disable``).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from markupsafe import Markup
 
@@ -40,11 +44,15 @@ from ...exploration import XLA_WAIT, Exploration
 from ...ir.ops import op_counts
 from ...artifacts.versions import versions
 from ...artifacts.jsonout import json_text, plain_json, table_json
+from ...artifacts.stage_diffs import carried
 from ...stages import Stage
 from ..text import short_pass
 
-__all__ = ["MIME", "FORMAT", "TEXT_BYTES", "TOTAL_BYTES", "default_right", "exploration_bundle", "exploration_json",
-           "summary_html", "cut_text"]
+if TYPE_CHECKING:
+    from ...analysis.diff import Diff
+
+__all__ = ["MIME", "FORMAT", "TEXT_BYTES", "TOTAL_BYTES", "DIFF_BYTES", "DIFF_LINES", "default_right",
+           "exploration_bundle", "exploration_json", "summary_html", "cut_text"]
 
 MIME = "application/vnd.hlo-workbench.exploration+json"
 FORMAT = 1
@@ -54,7 +62,8 @@ CELL_CHARS = 16_000  # a pass string or an error in the stage table (a pattern l
 COLUMNS = ("stage", "group", "changed", "lines", "ms", "cached", "error", "produced_by")  # Exploration.table()'s
 PREVIEW_LINES = 80  # lines of diff (or of each text) in text/html
 PREVIEW_LINE_CHARS = 300
-DIFF_LINES = 20_000  # bigger texts: text/html shows their beginnings, not a diff (it would cost seconds)
+DIFF_LINES = 20_000  # bigger texts: neither a diff in text/html nor a carried one (it would cost seconds)
+DIFF_BYTES = 400_000  # the carried diff (its normalized texts and runs, UTF-8 in the JSON), at most
 
 
 def default_right(stages: Sequence[Stage]) -> Stage:
@@ -138,6 +147,12 @@ def exploration_json(ex: Exploration, left: str | None = None, right: str | None
     """The bundle's JSON for ``ex`` with ``left`` and ``right`` shown (empty: the pair the panel shows
     first). ``stages``: those to list (default: every stage if XLA's are ready within ``wait``
     seconds, else the trace and MLIR stages: a slow compile does not hold the panel up)."""
+    return _bundle_json(ex, left, right, stages, wait)[0]
+
+
+def _bundle_json(ex: Exploration, left: str | None, right: str | None, stages: Sequence[Stage] | None,
+                 wait: float) -> tuple[dict[str, Any], Diff | None]:
+    """``exploration_json``'s JSON, and the diff of the pair shown (None when there is none to make)."""
     complete = stages is not None or ex.xla_ready(wait)
     stages = list(stages if stages is not None else ex.stages if complete else ex.pipeline_stages)
     left, right = _pair(stages, left, right)
@@ -159,18 +174,45 @@ def exploration_json(ex: Exploration, left: str | None = None, right: str | None
         "shown": {"left": left, "right": right},
         "ops_delta": _ops_delta(by_name.get(left), by_name.get(right)),
         "cost": _cost(ex, [by_name[n] for n in dict.fromkeys((left, right)) if n in by_name]),
-        "caps": {"text_bytes": TEXT_BYTES, "total_bytes": TOTAL_BYTES},
+        "caps": {"text_bytes": TEXT_BYTES, "total_bytes": TOTAL_BYTES, "diff_bytes": DIFF_BYTES},
         "texts": {},
     }
+    diff, data["diff"] = _diff_entry(by_name.get(left), by_name.get(right), left, right,
+                                     TOTAL_BYTES - _size(plain_json(data, "bundle")))
     names = list(dict.fromkeys((left, right)))
     limit = TEXT_BYTES
     while True:  # the texts share what the rest leaves of TOTAL_BYTES (JSON escapes count too)
         data["texts"] = {n: _text_entry(by_name.get(n), n, limit) for n in names}
         data = plain_json(data, "bundle")
-        size = len(json_text(data, "bundle", ensure_ascii=False).encode())
+        size = _size(data)
         if size <= TOTAL_BYTES or limit == 0:
-            return data
+            return data, diff
         limit = max(0, int(limit * TOTAL_BYTES / size) - 1000)
+
+
+def _size(data: dict[str, Any]) -> int:
+    return len(json_text(data, "bundle", ensure_ascii=False).encode())
+
+
+def _diff_entry(a: Stage | None, b: Stage | None, left: str, right: str, room: int) -> tuple[Diff | None, dict]:
+    """The structural diff of ``a`` and ``b`` as the panel's Diff tab shows it (``ex.diff(left, right)``),
+    as the bundle carries it (``stage_diffs.carried``: ``before``, ``after``, ``runs``) when it takes at
+    most ``DIFF_BYTES`` and ``room`` bytes of JSON, else a ``note`` saying why not; and the Diff."""
+    head = {"left": left, "right": right}
+    if a is None or b is None or a.error or b.error:
+        return None, {**head, "note": "a stage shown has no text to compare"}
+    if max(a.lines, b.lines) > DIFF_LINES:
+        return None, {**head, "note": f"over {DIFF_LINES:,} lines, a saved notebook keeps no structural diff "
+                                      "(it would take seconds to make)"}
+    from ...analysis.diff import diff_texts
+
+    diff = diff_texts(a.text, b.text, left, right)
+    entry = {**head, **carried(diff)}
+    size = _size(entry)
+    if size > min(DIFF_BYTES, room):
+        return diff, {**head, "note": f"the structural diff takes {size:,} bytes, over the "
+                                      f"{min(DIFF_BYTES, max(room, 0)):,} a saved notebook keeps for it"}
+    return diff, entry
 
 
 def _cost(ex: Exploration, shown: Sequence[Stage]) -> dict | None:
@@ -208,15 +250,15 @@ def _pre(lines: Sequence[str], more: int, marked: bool = False) -> Markup:
     return _PRE.format(Markup("\n").join(out), tail)
 
 
-def _preview(data: dict[str, Any], texts: dict[str, str]) -> Markup:
-    """The beginning of the diff of the pair shown (unified, as ``Diff.unified()``), or of their texts.
-    ``texts``: the whole texts of the stages shown that have one."""
+def _preview(data: dict[str, Any], texts: dict[str, str], diff: Diff | None = None) -> Markup:
+    """The beginning of the diff of the pair shown (unified, as ``Diff.unified()``; ``diff``: that diff, made
+    already), or of their texts. ``texts``: the whole texts of the stages shown that have one."""
     left, right = data["shown"]["left"], data["shown"]["right"]
     if left != right and left in texts and right in texts and \
             max(data["texts"][n]["lines"] for n in (left, right)) <= DIFF_LINES:
         from ...analysis.diff import diff_texts
 
-        unified = diff_texts(texts[left], texts[right], left, right).unified()
+        unified = (diff or diff_texts(texts[left], texts[right], left, right)).unified()
         if not unified:
             return Markup("<div>stages <b>{}</b> and <b>{}</b> have the same text</div>").format(left, right)
         lines = unified.splitlines()
@@ -246,9 +288,9 @@ def _table(rows: Sequence[dict[str, Any]], shown: dict[str, str]) -> Markup:
         Markup("").join(_TH.format(c) for c in COLUMNS), Markup("").join(body))
 
 
-def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None) -> str:
+def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None, diff: Diff | None = None) -> str:
     """The static summary of a bundle's JSON; ``texts``: the whole texts of the stages shown that have
-    one, for the diff (default: the JSON's texts)."""
+    one, for the diff (default: the JSON's texts); ``diff``: their diff, if made already."""
     if texts is None:
         texts = {n: e["text"] for n, e in data["texts"].items() if e["state"] == "ok"}
     rows, shown = data["stages"], data["shown"]
@@ -277,7 +319,7 @@ def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None) -> s
         '<div style="font-size:11px;color:#666">saved view of the pass-toggle panel ({}); '
         "run the cell for the live panel</div></div>").format(
         data["format"], Markup(" &middot; ").join(bits), error, shown["left"], shown["right"],
-        Markup(" &middot; ops: {}{}").format(delta, more) if delta else "", _preview(data, texts), len(rows),
+        Markup(" &middot; ops: {}{}").format(delta, more) if delta else "", _preview(data, texts, diff), len(rows),
         _table(rows, shown), versions))
 
 
@@ -285,11 +327,11 @@ def exploration_bundle(ex: Exploration, left: str | None = None, right: str | No
                        stages: Sequence[Stage] | None = None, wait: float = XLA_WAIT) -> dict[str, Any]:
     """The MIME bundle of ``ex`` with ``left`` and ``right`` shown: the JSON (see ``exploration_json``),
     ``text/html`` (``summary_html``) and ``text/plain``."""
-    data = exploration_json(ex, left, right, stages, wait)
+    data, diff = _bundle_json(ex, left, right, stages, wait)
     texts = {}
     for n, entry in data["texts"].items():
         if entry["state"] == "ok":
             texts[n] = ex.stage(n).text if entry["cut"] else entry["text"]
     shown = data["shown"]
-    return {MIME: data, "text/html": summary_html(data, texts),
+    return {MIME: data, "text/html": summary_html(data, texts, diff),
             "text/plain": f"{ex!r}; shown: {shown['left']} -> {shown['right']}"}
