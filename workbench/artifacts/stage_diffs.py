@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..analysis.diff import Diff, diff_texts
+from ..analysis.diff.normalize import read_module
 from ..stages import Stage
 
 __all__ = ["DIFF_BYTES", "PAIR_LINES", "WORK_LINES", "carried", "stage_diffs"]
@@ -71,6 +72,10 @@ def _carried(parent: Stage, stage: Stage) -> dict[str, str] | None:
     """``carried`` of ``ex.diff(parent, stage)``; None for texts the diff cannot read (the viewer then diffs them
     by lines, as it would any other pair)."""
     try:
+        if stage.text == parent.text:  # a pass that changed nothing: every row equal, no alignment to make
+            lines = read_module(stage.text).lines
+            text = "\n".join(lines)
+            return {"before": text, "after": text, "runs": f"={len(lines)}" if lines else ""}
         return carried(diff_texts(parent.text, stage.text, parent.name, stage.name))
     except Exception:  # noqa: BLE001 -- a saved file goes without this one diff rather than fail
         return None
