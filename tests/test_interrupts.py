@@ -7,8 +7,10 @@ request's worker is replaced, and a reply to another request is never returned. 
 SIGKILL (what the OOM killer does) is reported as killed, not as XLA refusing the disabled passes, and that
 verdict is not kept.
 
-The interrupts are real ones: SIGALRM's handler raises KeyboardInterrupt, as Ctrl-C's does. Tests count
-where they landed and what came back; the delays only spread the landings over the explore.
+The interrupts are real ones: SIGALRM's handler raises KeyboardInterrupt, as Ctrl-C's does, and SIGINT is
+Ctrl-C's own signal. Most are placed by counting the requests sent to the workers (the k-th request under
+way), not by time, so they land where they are aimed however loaded the machine is; tests count where they
+landed and what came back.
 """
 import os
 import signal
@@ -81,6 +83,48 @@ def _stages(ex) -> list[tuple[str, str]]:
     return [(s.name, s.text) for s in ex.pipeline_stages]
 
 
+def _requests() -> int:
+    """The pipeline requests sent so far to the pass worker and to the pool's workers."""
+    n = default_runner().worker.executions
+    return n + (sum(w.executions for w in worker_mod._POOL.workers) if worker_mod._POOL is not None else 0)
+
+
+class _Interrupter:
+    """Sends ``signum`` to this process once ``k`` more pipeline requests than now have gone to the workers: the
+    main thread is then waiting for a worker's answer (a request of the big module takes tens of milliseconds,
+    and the watch looks every half millisecond), so the interrupt lands inside that call whatever the load.
+    ``k = 0``: at once, before any request (inside the tracing that comes first)."""
+
+    def __init__(self, signum: int, k: int, armed: list["_Interrupter"]):
+        self.signum, self.k, self.base = signum, k, _requests()
+        self.armed = threading.Event()
+        self.armed.set()
+        armed[:] = [self]  # where the signal's handler looks, before the signal can come
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        while self.armed.is_set() and _requests() < self.base + self.k:
+            time.sleep(0.0005)
+        if self.armed.is_set():
+            os.kill(os.getpid(), self.signum)
+
+    def stop(self) -> None:
+        self.armed.clear()
+        self.thread.join(60)
+
+
+def _raising(signum: int, armed: list[_Interrupter]):
+    """Install a handler of ``signum`` that raises KeyboardInterrupt, as Ctrl-C's does, only while the
+    interrupter in ``armed`` is armed (a signal arriving after its call returned must not stop the test)."""
+    def handler(sig, frame):
+        if armed and armed[0].armed.is_set():
+            armed[0].armed.clear()
+            raise KeyboardInterrupt
+
+    return signal.signal(signum, handler)
+
+
 def test_an_interrupted_explore_leaves_every_later_answer_right():
     earlier = set(children_running("workbench.pipeline.worker"))
     runner = default_runner()
@@ -91,40 +135,52 @@ def test_an_interrupted_explore_leaves_every_later_answer_right():
     whole_big = wb.explore(big, *BIG_ARGS)
     assert whole_big.error is None
     runner.clear()
-    t = time.perf_counter()  # only to spread the interrupts over one explore, never asserted
+    before = _requests()
     wb.explore(big, *BIG_ARGS)
-    whole = time.perf_counter() - t
+    steps = _requests() - before  # the worker requests of one explore of the big program
+    assert steps >= 4
+    whole_big.run(repeat=3)  # compiled: the next run takes what each of the loop's runs takes
     t = time.perf_counter()
     whole_big.run(repeat=3)
-    run_seconds = time.perf_counter() - t
+    run_seconds = time.perf_counter() - t  # only to place the run's interrupt, never asserted
 
+    # Ctrl-C in the tracing before any request, at the explore's first request, in the middle of its requests,
+    # and in the middle of a run; after each, every answer is what it was before any interrupt
     landed_in_call = landed_elsewhere = 0
-    plan = [("explore", whole * k / 10) for k in (1, 3, 5, 7, 9)] + [("run", run_seconds * k / 4) for k in (1, 3)]
-    for what, delay in plan:
-        runner.clear()  # every step runs in the worker again
-        previous = _alarm(delay)
-        try:
-            wb.explore(big, *BIG_ARGS) if what == "explore" else whole_big.run(repeat=3)
-        except KeyboardInterrupt as e:
-            if _in_worker_call(e.__traceback__):
-                landed_in_call += 1
-            else:
-                landed_elsewhere += 1
-        finally:
-            _disarm(previous)
-        runner.clear()
-        before = default_runner().worker.executions
-        assert wb.opt(SMALL_TEXT, "canonicalize") == want_opt
-        ex = wb.explore(small, SMALL_ARG)
-        assert default_runner().worker.executions > before  # the answers came from the worker, not a cache
-        assert ex.error is None and _stages(ex) == want_stages
-        got = ex.run(repeat=1).outputs
-        assert len(got) == len(want_out) and all((a == b).all() for a, b in zip(got, want_out))
-        allowed = {default_runner().worker.pid}
-        if worker_mod._POOL is not None:
-            allowed |= {w.pid for w in worker_mod._POOL.workers}
-        assert _new_children(earlier) <= allowed
-    assert landed_in_call >= 2 and landed_elsewhere >= 1  # some hit requests waiting for the worker, some not
+    armed: list[_Interrupter] = []
+    previous = _raising(signal.SIGALRM, armed)
+    try:
+        for what, k in [("explore", 0), ("explore", 1), ("explore", steps // 2), ("run", None)]:
+            runner.clear()  # every step runs in the worker again
+            try:  # armed inside the try: an interrupt at once still lands in it
+                _Interrupter(signal.SIGALRM, 10**9 if k is None else k, armed)
+                if k is None:  # the run's: by time, wherever it lands
+                    signal.setitimer(signal.ITIMER_REAL, run_seconds / 2)
+                wb.explore(big, *BIG_ARGS) if what == "explore" else whole_big.run(repeat=3)
+            except KeyboardInterrupt as e:
+                if _in_worker_call(e.__traceback__):
+                    landed_in_call += 1
+                else:
+                    landed_elsewhere += 1
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                for a in armed:
+                    a.stop()
+            runner.clear()
+            before = default_runner().worker.executions
+            assert wb.opt(SMALL_TEXT, "canonicalize") == want_opt
+            ex = wb.explore(small, SMALL_ARG)
+            assert default_runner().worker.executions > before  # the answers came from the worker, not a cache
+            assert ex.error is None and _stages(ex) == want_stages
+            got = ex.run(repeat=1).outputs
+            assert len(got) == len(want_out) and all((a == b).all() for a, b in zip(got, want_out))
+            allowed = {default_runner().worker.pid}
+            if worker_mod._POOL is not None:
+                allowed |= {w.pid for w in worker_mod._POOL.workers}
+            assert _new_children(earlier) <= allowed
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert landed_in_call >= 2 and landed_elsewhere >= 1  # two hit requests waiting for the worker, one did not
 
 
 def test_a_stale_reply_is_discarded():
@@ -286,7 +342,7 @@ def test_an_interrupted_pool_scan_ends_its_busy_requests_and_the_pool_answers_ri
 
 
 def chain(x, y):  # the patterns remove its transposes: a scan finds them, a bisect needs two of them
-    for _ in range(150):
+    for _ in range(40):
         x = jnp.tanh(jnp.dot(x.T, y.T).T) + jnp.sin(x)
     return x
 
@@ -319,61 +375,59 @@ def _fresh_answers() -> dict:
 
 
 def test_ctrl_c_in_applicable_and_bisect_leaves_every_later_answer_as_a_fresh_process_gives_it():
-    """A real SIGINT (Python's own handler raises KeyboardInterrupt in the main thread) at several points of
-    ``ex.applicable()`` and ``ex.bisect(...)``: afterwards the scan, the bisect and a small exploration answer
-    exactly what a fresh process answers, and no worker process is left over from the interrupted call."""
+    """A real SIGINT (Python's own handler raises KeyboardInterrupt in the main thread) a third and two thirds
+    of the way through the worker requests of ``ex.applicable()`` and of ``ex.bisect(...)``: afterwards the
+    scan, the bisect and a small exploration answer exactly what a fresh process answers, and no worker process
+    is left over from the interrupted call."""
     fresh = _fresh_answers()
     earlier = set(children_running("workbench.pipeline.worker"))
     ex = wb.explore(chain, *CHAIN_ARGS)
-    assert ex.applicable() == fresh["applicable"]  # the pool is up: what follows times the work, not its start
-    seconds = {}
+    assert ex.applicable() == fresh["applicable"]  # the pool is up: what follows counts the work, not its start
+    requests = {}
     for what in ("applicable", "bisect"):
         default_runner().clear()
-        t = time.perf_counter()  # only to spread the interrupts over one call, never asserted
+        before = _requests()
         ex.applicable() if what == "applicable" else ex.bisect(NO_TRANSPOSE)
-        seconds[what] = time.perf_counter() - t
+        requests[what] = _requests() - before
+    assert min(requests.values()) >= 3, requests
 
-    armed = threading.Event()
+    armed: list[_Interrupter] = []
 
     def on_sigint(signum, frame):
-        if armed.is_set():  # a signal arriving after the call returned must not interrupt the test itself
-            armed.clear()
+        if armed and armed[0].armed.is_set():  # a signal after the call returned must not stop the test
+            armed[0].armed.clear()
             signal.default_int_handler(signum, frame)
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     interrupted = 0
     try:
-        for what, fraction in [(w, k / 3) for w in ("applicable", "bisect") for k in (1, 2)]:
+        for what, third in [(w, k) for w in ("applicable", "bisect") for k in (1, 2)]:
             default_runner().clear()  # every request reaches the workers again
-            timer = threading.Timer(seconds[what] * fraction, os.kill, (os.getpid(), signal.SIGINT))
-            armed.set()
-            timer.start()
             try:
+                _Interrupter(signal.SIGINT, max(1, requests[what] * third // 3), armed)
                 ex.applicable() if what == "applicable" else ex.bisect(NO_TRANSPOSE)
             except KeyboardInterrupt:
                 interrupted += 1
             finally:
-                armed.clear()
-                timer.cancel()
-                timer.join()
+                armed[0].stop()
             default_runner().clear()
-            assert ex.applicable() == fresh["applicable"], (what, fraction)
-            assert ex.bisect(NO_TRANSPOSE).patterns == fresh["bisect"], (what, fraction)
+            assert ex.applicable() == fresh["applicable"], (what, third)
+            assert ex.bisect(NO_TRANSPOSE).patterns == fresh["bisect"], (what, third)
             assert [[s.name, s.text] for s in wb.explore(small, SMALL_ARG).pipeline_stages] == fresh["small"]
             allowed = {default_runner().worker.pid}
             if worker_mod._POOL is not None:
                 allowed |= {w.pid for w in worker_mod._POOL.workers}
-            assert _new_children(earlier) <= allowed, (what, fraction)
+            assert _new_children(earlier) <= allowed, (what, third)
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert interrupted >= 3  # most of the four signals landed inside the calls they were aimed at
+    assert interrupted >= 3  # the signals landed inside the calls they were aimed at
 
 
 def test_a_probe_that_gives_no_answer_in_time_is_ended_and_not_a_verdict():
     """A compile in the probe child that outlasts the timeout used to be kept as the verdict "no answer after
     0 s", and the compile then went ahead in this process unguarded; now it is said, and the next call
     tries again."""
-    source = wb.explore(big, *BIG_ARGS).stage("stablehlo").text_with_locations
+    source = wb.explore(small, SMALL_ARG).stage("stablehlo").text_with_locations  # any module: none answers in 1 ms
     options = {"xla_disable_hlo_passes": "cse"}
     kept = dict(xla_probe._VERDICTS)
     earlier = set(children_running("workbench.pipeline.xla_probe"))
