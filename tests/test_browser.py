@@ -954,6 +954,8 @@ RECORD = """() => {
 def test_a_toggle_shows_the_mlir_stages_while_xla_compiles_then_its_xla_stages(browser, lab, shots):
     page = open_notebook(browser, lab, "speculative.ipynb")
     try:
+        page.keyboard.press("Control+b")  # a laptop with the file browser open: the compact stage list
+        page.set_viewport_size({"width": 1280, "height": 1250})
         panel = show_panel(page, timeout=300_000, status_timeout=300_000)
         assert panel.locator(".wbs-pending").count() == 0
         tab(panel, "Passes")
@@ -994,7 +996,7 @@ def test_a_toggle_shows_the_mlir_stages_while_xla_compiles_then_its_xla_stages(b
         head.wait_for(state="visible", timeout=60_000)
         page.wait_for_function("() => document.querySelector('.wb-panel .wbd-head-l').textContent"
                                ".endsWith('(before)')", timeout=60_000)
-        shots(panel, "panel_change_summary")
+        shots(page, "panel_change_summary_1280")
         print(f"\nchange summary: {said}")
         print(f"\ntoggle dot_transpose on a transformer block's gradient: click -> its MLIR stages "
               f"{(first['t'] - click) / 1e3:.2f} s (XLA compiling), -> its XLA stages "
