@@ -3,20 +3,57 @@
     import workbench as wb
     ex = wb.explore(f, x, y, pipeline="all")
     ex.stages, ex["stablehlo"], ex.changed(), ex.with_patterns(disable=["transpose_transpose"])
+
+``import workbench`` loads the errors only; each other public name loads its module on first use
+(PEP 562). So the child processes the workbench starts (the Enzyme worker, the XLA child, a process
+of a multi-process run), which import a module of this package and so this file, do not pay for jax,
+pandas and the whole facade before they can answer; nor does a kernel that only loads the extension.
 """
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from .errors import (ArgumentError, ArrayTooLargeError, GraphTooLargeError, GraphUnavailableError, InputKindError,
                      MlirSyntaxError, PipelineSyntaxError, ProcessRunError, SavedFileError, StageError, TraceError,
                      UnknownNameError, UnknownPeakError, WorkbenchError, XlaAbortError, XlaOptionError, XlaPassWarning,
                      XlaProbeDied)
-from .analysis.search.bisect import (crashes, differs_from, has_op, lacks_op, miscompiles, op_count_above, op_count_at_most,
-                              slower_than)
-from .analysis.run.execute import devices
-from .analysis.search.pipelines import plot_pipelines
-from .exploration import Exploration, compare_pipelines, explore, explore_text, load, opt
-from .pipeline.catalog import patterns
-from .pipeline.presets import pipelines
-from .pipeline.remote import config
-from .stages import Stage
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
+    from .analysis.run.execute import devices
+    from .analysis.search.bisect import (crashes, differs_from, has_op, lacks_op, miscompiles, op_count_above,
+                                         op_count_at_most, slower_than)
+    from .analysis.search.pipelines import plot_pipelines
+    from .exploration import Exploration, compare_pipelines, explore, explore_text, load, opt
+    from .pipeline.catalog import patterns
+    from .pipeline.presets import pipelines
+    from .pipeline.remote import config
+    from .stages import Stage
+
+# public name -> the module (relative to this package) that defines it
+_LAZY = {
+    **dict.fromkeys(("explore", "explore_text", "load", "opt", "Exploration", "compare_pipelines"), ".exploration"),
+    **dict.fromkeys(("crashes", "differs_from", "has_op", "lacks_op", "miscompiles", "op_count_above",
+                     "op_count_at_most", "slower_than"), ".analysis.search.bisect"),
+    "devices": ".analysis.run.execute", "plot_pipelines": ".analysis.search.pipelines",
+    "patterns": ".pipeline.catalog", "pipelines": ".pipeline.presets", "config": ".pipeline.remote",
+    "Stage": ".stages",
+}
+_SUBMODULES = ("widgets", "course", "examples", "views", "exploration", "analysis", "artifacts", "pipeline", "ir")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # once: later lookups do not come here
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def panel(ex, **kwargs):
