@@ -37,6 +37,40 @@ def test_a_child_serves_its_method_table_restarts_and_ends_without_leftovers():
     assert children_running("workbench.pipeline.worker") - before == set() and not os.path.exists(log)
 
 
+def test_a_child_started_soon_runs_its_imports_while_the_caller_goes_on_and_serves_the_first_request():
+    child = Child("workbench.pipeline.worker", "worker")
+    try:
+        child.start_soon()  # returns at once: the process is spawned, its imports (enzyme-ad's) run there
+        first = child.pid
+        assert first is not None and child.sent == {}
+        child.start_soon()  # one runs: nothing more
+        assert child.pid == first
+        assert child.call("parse_module", (EMPTY,), 120).payload == []  # waits for its word, then asks
+        assert child.pid == first and child.restarts == 0 and child.sent == {"parse_module": 1}
+        child.kill()
+        child.start_soon()  # after a kill: a fresh one, counted as a restart
+        assert child.pid not in (None, first) and child.restarts == 1
+        assert child.call("parse_module", (EMPTY,), 120).payload == [] and child.stale == 0
+    finally:
+        child.close()
+
+
+def test_loading_the_extension_starts_the_worker_without_waiting_for_it(monkeypatch):
+    """``%load_ext workbench`` starts the shared worker in the background (its imports run beside the
+    magics' imports and the user's next cell); ``warm_soon`` never raises."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    import workbench
+    from workbench.pipeline import worker
+
+    started = []
+    monkeypatch.setattr(worker.Worker, "start_soon", lambda self: started.append(self))
+    workbench.load_ipython_extension(InteractiveShell.instance())
+    assert started == [worker.default_worker()]
+    monkeypatch.setattr(worker.Worker, "start_soon", lambda self: (_ for _ in ()).throw(OSError("no fork")))
+    assert worker.warm_soon() is False
+
+
 def test_child_env_puts_this_workbench_first_and_rewrites_only_the_device_count():
     env = child_env(3, {"XLA_FLAGS": f"--xla_dump_to=/tmp/d  {DEVICE_COUNT_FLAG}=8", "PYTHONPATH": "/elsewhere"})
     assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/d {DEVICE_COUNT_FLAG}=3" and env["JAX_NUM_CPU_DEVICES"] == "3"

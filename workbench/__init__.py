@@ -12,6 +12,7 @@ pandas and the whole facade before they can answer; nor does a kernel that only 
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING
 
 from .errors import (ArgumentError, ArrayTooLargeError, GraphTooLargeError, GraphUnavailableError, InputKindError,
@@ -76,5 +77,23 @@ __version__ = "0.1.0"
 
 
 def load_ipython_extension(ipython):
+    from .pipeline.worker import warm_soon
+
+    warm_soon()  # first: enzyme-ad's import in the worker runs beside the magics' imports here
     from .views.magics import load_ipython_extension as load
     load(ipython)
+
+
+def _warm_in_a_kernel() -> None:
+    """A notebook kernel that imports the workbench is about to explore: start the worker now, in the
+    background, so that the first explore finds it ready (a script or a child process does not)."""
+    if "ipykernel" in sys.modules:
+        from IPython import get_ipython
+
+        if get_ipython() is not None:
+            from .pipeline.worker import warm_soon
+
+            warm_soon()
+
+
+_warm_in_a_kernel()

@@ -65,6 +65,7 @@ class ChildTimeout(Exception):
 class _Process:
     popen: subprocess.Popen
     conn: Connection
+    ready: bool = True  # False: started without waiting (``Child.start_soon``); the first request waits
 
     def alive(self) -> bool:
         return self.popen.poll() is None
@@ -153,18 +154,26 @@ class Child:
         with self._lock:
             self._running()
 
-    def _running(self) -> _Process:
+    def start_soon(self) -> None:
+        """Start a process unless one runs, without waiting for it to get ready: its imports run while the
+        caller goes on, and the first request waits for the rest (and raises as ``start`` would)."""
+        with self._lock:
+            self._running(wait=False)
+
+    def _running(self, wait: bool = True) -> _Process:
         process = self._held.process
         if process is not None and process.alive():
+            if wait and not process.ready:
+                self._await_ready(process)
             return process
         if process is not None or self._lost:
             self.restarts += 1
         self._held.end_process()  # reap a process that ended by itself
         self._lost = False
-        self._held.process = self._spawn()
+        self._held.process = self._spawn(wait)
         return self._held.process
 
-    def _spawn(self) -> _Process:
+    def _spawn(self, wait: bool = True) -> _Process:
         if self._held.log_path is None:
             self._held.log_path = leftovers.log_file(self.kind)
         parent, child = socket.socketpair()
@@ -177,9 +186,16 @@ class Child:
             raise
         finally:
             child.close()
-        process = _Process(popen, Connection(parent.detach()))
+        process = _Process(popen, Connection(parent.detach()), ready=wait)
+        if wait and self.ready_within is not None:
+            self._await_ready(process)
+        return process
+
+    def _await_ready(self, process: _Process) -> None:
+        """Wait for the child's word that its imports are done; end it and raise if it dies or stays silent."""
         if self.ready_within is None:
-            return process
+            process.ready = True
+            return
         try:
             ready = process.conn.poll(self.ready_within)
             if ready:
@@ -196,7 +212,7 @@ class Child:
             process.end(self._held.grace)
             self._lost = True
             raise ChildTimeout(self.ready_within, self.log_since(0))
-        return process
+        process.ready = True
 
     def call(self, method: str, args: tuple, timeout: float) -> Response:
         """Run ``method(*args)`` in the child (started if none runs) and return its "ok" Response (the

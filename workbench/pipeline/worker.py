@@ -27,7 +27,7 @@ from ..children import Child, ChildDied, ChildFailed, ChildTimeout, ended, serve
 
 __all__ = ["Worker", "Pool", "WorkerPool", "WorkerCrash", "WorkerTimeout", "PassFailure", "PassOutcome",
            "ItemFailure", "PoolResult", "Reply", "Submit", "METHODS", "default_worker", "default_pool",
-           "enzyme_available", "routed"]
+           "enzyme_available", "routed", "warm_soon"]
 
 
 def enzyme_available() -> bool:
@@ -382,6 +382,10 @@ class Worker:
             raise WorkerTimeout(e.seconds, e.log) from None
         return Reply(answer.payload, answer.seconds)
 
+    def start_soon(self) -> None:
+        """Start the process now, unless it runs, without waiting for its imports (the first request waits)."""
+        self._child.start_soon()
+
     def interrupt(self) -> None:
         """End the process under another thread's waiting request (which raises WorkerCrash)."""
         self._child.interrupt()
@@ -561,6 +565,20 @@ def default_pool() -> WorkerPool:
 def default_worker() -> Worker:
     """The process-wide worker that explorations share (so its warm import is paid once)."""
     return Worker()
+
+
+def warm_soon() -> bool:
+    """Start the shared worker in the background, so that the first explore finds enzyme-ad imported:
+    what ``%load_ext workbench`` and ``import workbench`` in a notebook kernel do. Never blocks on the
+    worker's imports and never raises (the first explore starts it, or says why it cannot); True when
+    a start is under way or done."""
+    if not enzyme_available():
+        return False
+    try:
+        default_worker().start_soon()
+    except Exception:  # noqa: BLE001 -- no process could be spawned: the first request will say why
+        return False
+    return True
 
 
 if __name__ == "__main__":
