@@ -55,6 +55,23 @@ def test_a_child_started_soon_runs_its_imports_while_the_caller_goes_on_and_serv
         child.close()
 
 
+def test_the_pass_worker_runs_enzyme_ad_without_loading_jax():
+    """The worker loads enzyme-ad's extension alone (workbench.pipeline.enzyme_runner): a pipeline run
+    maps enzyme_call's library and none of jaxlib's (the package import would cost 2 s of CPU a start)."""
+    from workbench.pipeline.worker import Worker
+
+    w = Worker()
+    try:
+        out = w.call("run_pipeline", "module {\n}\n", "canonicalize", timeout=120).value
+        assert out.text.startswith("module")
+        with open(f"/proc/{w.pid}/maps") as f:
+            mapped = {line.split()[-1] for line in f if "/" in line}
+        assert any("enzyme_call" in m for m in mapped)
+        assert not [m for m in mapped if "jaxlib" in m], "the worker loaded jaxlib"
+    finally:
+        w.close()
+
+
 def test_loading_the_extension_starts_the_worker_without_waiting_for_it(monkeypatch):
     """``%load_ext workbench`` starts the shared worker in the background (its imports run beside the
     magics' imports and the user's next cell); ``warm_soon`` never raises."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Literal, Sequence
 
 from ..children import Child, ChildDied, ChildFailed, ChildTimeout, ended, serve
+from .enzyme_runner import enzyme_call
 
 __all__ = ["Worker", "Pool", "WorkerPool", "WorkerCrash", "WorkerTimeout", "PassFailure", "PassOutcome",
            "ItemFailure", "PoolResult", "Reply", "Submit", "METHODS", "default_worker", "default_pool",
@@ -180,9 +181,7 @@ def _run_pipeline(text: str, pipeline: str) -> PipelineOutput:
         return _jaxlib_run(text, pipeline, allow_unregistered=False)
     if jaxlib_pipeline(pipeline):
         return _jaxlib_run(text, pipeline, allow_unregistered=True)
-    from enzyme_ad.jax import enzyme_call
-
-    return PipelineOutput(*enzyme_call.run_pass_pipeline([], text, pipeline))
+    return PipelineOutput(*enzyme_call().run_pass_pipeline([], text, pipeline))
 
 
 _EMPTY_MODULE = "module {\n}\n"
@@ -197,10 +196,8 @@ def _check_pipeline(pipeline: str) -> None:
     work, and if not its stage says why.
     """
     if enzyme_available() and not jaxlib_pipeline(pipeline):
-        from enzyme_ad.jax import enzyme_call
-
         try:
-            enzyme_call.run_pass_pipeline([], _EMPTY_MODULE, pipeline)
+            enzyme_call().run_pass_pipeline([], _EMPTY_MODULE, pipeline)
         except Exception as e:
             if "Pipeline failed" not in str(e):
                 raise
@@ -220,18 +217,14 @@ def _parse_module(text: str) -> list[str]:
     from ..ir.mlir import parse_module, side_by_side_modules
 
     if enzyme_available():
-        from enzyme_ad.jax import enzyme_call
-
-        enzyme_call.run_pass_pipeline([], text, "")
+        enzyme_call().run_pass_pipeline([], text, "")
     else:
         parse_module(text, allow_unregistered=False)
     return side_by_side_modules(text)
 
 
 def _transform_passes(args: tuple) -> PatternLists:
-    from enzyme_ad.jax import enzyme_call
-
-    return PatternLists(*enzyme_call.get_transform_passes_list(*args))
+    return PatternLists(*enzyme_call().get_transform_passes_list(*args))
 
 
 def _crash(kind: str) -> None:
@@ -309,9 +302,9 @@ _EXECUTING = ("run_pipeline", "run_each", "check_pipeline")
 
 
 def _warm_up() -> None:
-    """The worker's start: pay enzyme-ad's 485 MB import once, before the first request."""
+    """The worker's start: load enzyme-ad's pass runner once, before the first request."""
     if enzyme_available():
-        from enzyme_ad.jax import enzyme_call  # noqa: F401
+        enzyme_call()
 
 
 # ---- the client side -------------------------------------------------------------------------
