@@ -186,8 +186,8 @@ class Child:
             raise
         finally:
             child.close()
-        process = _Process(popen, Connection(parent.detach()), ready=wait)
-        if wait and self.ready_within is not None:
+        process = _Process(popen, Connection(parent.detach()), ready=False)
+        if wait:
             self._await_ready(process)
         return process
 
