@@ -19,8 +19,10 @@ def exploration_html(ex) -> str:
     note = ""
     untimed = df[(df["group"] != "trace") & (df["group"] != "mlir") & df["ms"].isna()]
     if len(untimed):
-        whole = df[df["stage"] == "xla:optimized"]["ms"]
-        took = f" ({whole.iloc[0]:,.1f} ms)" if len(whole) and whole.notna().iloc[0] else ""
+        # from the stage's own seconds: the table's ms is rounded to 2 places, and rounding that again to 1
+        # can differ from rounding the time once (100.8501 -> 100.85 -> "100.8", against "100.9")
+        whole = next((s.seconds for s in ex.stages if s.name == "xla:optimized"), None)
+        took = f" ({whole * 1e3:,.1f} ms)" if whole is not None else ""
         note = Markup("<p style='color:#666;font-size:90%'>ms is blank for {} XLA/backend stages: XLA runs its "
                       "passes inside one compile, whose time is on xla:optimized{}.</p>").format(len(untimed), took)
     return str(Markup("<p><code>{}</code></p>{}{}{}").format(repr(ex), err, table, note))
