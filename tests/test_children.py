@@ -2,6 +2,7 @@
 every child gets, and the small interface a scan needs of a pool (an executor's included). The children
 here are real ones (the pass worker's module); counts of processes and bytes, never seconds."""
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -86,6 +87,34 @@ def test_loading_the_extension_starts_the_worker_without_waiting_for_it(monkeypa
     assert started == [worker.default_worker()]
     monkeypatch.setattr(worker.Worker, "start_soon", lambda self: (_ for _ in ()).throw(OSError("no fork")))
     assert worker.warm_soon() is False
+
+
+def test_in_a_kernel_the_xla_toggle_child_starts_once_the_first_compile_is_done(monkeypatch):
+    """Issue 28: in a notebook kernel an explore starts the child that compiles XLA pass toggles, after its own
+    XLA compile (never slowing the compile the user waits for); in a script it does not."""
+    import jax.numpy as jnp
+
+    import workbench as wb
+    from workbench import exploration
+    from workbench.pipeline import xla_probe
+
+    pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+    seen, ready = [], threading.Event()
+
+    def started():
+        seen.append(ex.xla_ready())  # XLA's stages readable without waiting: the compile is over
+        ready.set()
+
+    monkeypatch.setattr(exploration, "warm_soon", started)
+    monkeypatch.setattr(exploration, "in_a_kernel", lambda: False)
+    ex = wb.explore(lambda x: jnp.sin(x) * 2, jnp.ones(3))
+    ex.xla_future().result(300)
+    assert seen == []  # a script: no child started for toggles that may never come
+    monkeypatch.setattr(exploration, "in_a_kernel", lambda: True)
+    ex = wb.explore(lambda x: jnp.cos(x) * 3, jnp.ones(3))
+    assert ready.wait(300) and seen == [True]
+    monkeypatch.setattr(xla_probe._PROBER, "start_soon", lambda: (_ for _ in ()).throw(OSError("no fork")))
+    xla_probe.warm_soon()  # never raises: the first toggle starts the child, or says why it cannot
 
 
 def test_child_env_puts_this_workbench_first_and_rewrites_only_the_device_count():

@@ -2,6 +2,7 @@
 compile without (copy-insertion, for a program with random numbers) makes XLA fail a CHECK and abort;
 the compile is tried in a child process first (pipeline/xla_probe.py), and the stage fails with XLA's
 message while this process, and every stage before, lives on."""
+import re
 import subprocess
 import sys
 
@@ -35,7 +36,7 @@ def test_what_the_child_saw_would_have_killed_this_process():
     code = ("import jax, workbench as wb\n"
             "from workbench.pipeline.build import _compile_exported\n"
             "import workbench.pipeline.build as b\n"
-            "b.guard_compile = lambda *a, **k: None\n"
+            "b.guard_compile = b.compile_guarded = lambda *a, **k: None\n"
             "f = lambda k: jax.random.normal(k, (4,))\n"
             "ex = wb.explore(f, jax.random.PRNGKey(0))\n"
             "bad = ex.with_xla(disable=ex.xla_passes)\n"
@@ -55,3 +56,45 @@ def test_a_run_follows_the_xla_toggles():
     r = ok.run(repeat=2)
     assert r.check.passed and len(r.timing.times) == 2
     assert ex.run(repeat=1).check.passed  # the untoggled one runs as before
+
+
+def test_a_toggle_compiles_once_in_the_child_and_gets_the_stages_a_compile_here_gets(monkeypatch):
+    """Issue 28: a compile with disabled passes is not tried in the child and then done again here; the child's
+    compile writes the dumps, with the settings JAX uses here (the user's donation and host callback kept),
+    so its stages are exactly those of the same compile in this process, and this process compiles nothing."""
+    import jax.numpy as jnp
+
+    from workbench.pipeline import build, xla_probe
+    from workbench.pipeline.compile_queue import XLA_QUEUE
+
+    def step(p, x):
+        jax.debug.print("sum {s}", s=x.sum())
+        return jnp.tanh(x @ p["w"]) + p["b"], p["w"] * 2.0
+
+    fn = jax.jit(step, donate_argnums=0)
+    args = ({"w": jnp.ones((8, 8)), "b": jnp.zeros((8,))}, jnp.ones((4, 8)))
+    ex = wb.explore(fn, *args)
+    assert ex.error is None and "xla:optimized" in ex.names
+    here, there = [], []
+    real_compile, real_child = jax.stages.Lowered.compile, xla_probe._PROBER.compile
+    monkeypatch.setattr(jax.stages.Lowered, "compile", lambda *a, **k: here.append(1) or real_compile(*a, **k))
+    monkeypatch.setattr(xla_probe._PROBER, "compile", lambda method, *a, **k: there.append(method) or real_child(method, *a, **k))
+    off = ex.with_xla(disable=["algsimp"])
+    assert off.error is None and "xla:optimized" in off.names
+    assert there == ["compile_module"] and here == []  # one compile, in the child
+    assert "input_output_alias" in off["xla:before_optimizations"].text  # the donation reached XLA
+    assert off.run(repeat=1).check.passed  # the verdict is kept: the run compiles here without a probe
+    assert there == ["compile_module"]
+
+    # the same compile in this process (the child's road closed): the same stages, text for text
+    XLA_QUEUE.clear()
+    xla_probe._VERDICTS.clear()
+    monkeypatch.setattr(build, "compile_guarded", lambda *a, **k: None)
+    again = ex.with_xla(disable=["algsimp"])
+    assert again.error is None and "xla:optimized" in again.names  # waits for XLA's stages
+    assert there == ["compile_module", "compile"] and here  # guarded by a probe, then compiled here
+    def xla(e):  # the backend's files are named by the process's count of compiles (module_0002...): not content
+        return [(s.name, re.sub(r"module_\d+\.", "module_N.", s.text)) for s in e.stages if s.group in ("xla", "backend")]
+
+    assert len(xla(off)) > 5 and xla(off) == xla(again)
+    assert off.xla_result.cost == again.xla_result.cost and off.xla_result.memory == again.xla_result.memory

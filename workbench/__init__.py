@@ -88,9 +88,9 @@ def _warm_in_a_kernel() -> None:
     """A notebook kernel that imports the workbench is about to explore: start the worker now, in the
     background, so that the first explore finds it ready (a script or a child process does not)."""
     if "ipykernel" in sys.modules:
-        from IPython import get_ipython
+        from .children.env import in_a_kernel
 
-        if get_ipython() is not None:
+        if in_a_kernel():
             from .pipeline.worker import warm_soon
 
             warm_soon()

@@ -12,11 +12,21 @@ import os
 import sys
 from typing import Mapping
 
-__all__ = ["DEVICE_COUNT_FLAG", "ROOT", "child_env", "command"]
+__all__ = ["DEVICE_COUNT_FLAG", "ROOT", "child_env", "command", "in_a_kernel"]
 
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 # the folder that holds this workbench's package
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def in_a_kernel() -> bool:
+    """Whether this process is a notebook kernel (ipykernel imported, an IPython shell running): a user
+    who explores there is about to look and toggle, so children worth having warm are started early."""
+    if "ipykernel" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    return get_ipython() is not None
 
 
 def child_env(cpu_devices: int | None = None, base: Mapping[str, str] | None = None, *,

@@ -12,8 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Sequence
 
+from ..children.env import in_a_kernel
 from ..analysis.search.pipelines import DEFAULT_PIPELINES, compare_pipelines as pipelines_table
 from ..pipeline.build import build, run_passes, spec_for_function, spec_for_text
+from ..pipeline.xla_probe import warm_soon
 from ..artifacts.saved import load_exploration
 from .core import XLA_WAIT, Exploration, Stepwise, xla_checked
 
@@ -41,9 +43,9 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
     it. When XLA passes are disabled that no compile has reported yet, the call waits for it, so
     that a pass name XLA did not run is reported at once (``XlaPassWarning``, and ``ex.warnings``).
     """
-    return xla_checked(Exploration(build(spec_for_function(
+    return _toggles_soon(xla_checked(Exploration(build(spec_for_function(
         fn, args, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
-        xla_options=xla_options, timeout=timeout, static_argnums=static_argnums, **pattern_options))))
+        xla_options=xla_options, timeout=timeout, static_argnums=static_argnums, **pattern_options)))))
 
 
 def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
@@ -55,9 +57,19 @@ def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (
     jaxpr, Python source) raises InputKindError, and MLIR that does not parse raises MlirSyntaxError
     with the parser's line:col, both before any stage is made.
     """
-    return xla_checked(Exploration(build(spec_for_text(
+    return _toggles_soon(xla_checked(Exploration(build(spec_for_text(
         text, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
-        xla_options=xla_options, timeout=timeout, title=title, **pattern_options))))
+        xla_options=xla_options, timeout=timeout, title=title, **pattern_options)))))
+
+
+def _toggles_soon(ex: Exploration) -> Exploration:
+    """In a notebook kernel, start the child process that compiles XLA pass toggles (XLA can abort on
+    disabled passes) once this explore's own compile is done: the first toggle then finds JAX imported
+    there and XLA's client up, and its compile is the only wait. Not sooner, so the start does not slow
+    the compile the user waits for; not in a script, where a toggle is rare."""
+    if in_a_kernel():
+        ex.xla_future().add_done_callback(lambda _: warm_soon())
+    return ex
 
 
 def opt(text: str, pipeline: str, timeout: float = 600.0) -> str:

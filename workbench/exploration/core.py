@@ -103,8 +103,8 @@ class Exploration:
         return ready()
 
     def xla_phase(self) -> str:
-        """What XLA's compile of these stages does now, in words: "queued behind 1 compile", "trying the
-        compile in a child process first ...", "XLA compiling, ...", "reading XLA's 48 dump files"; ""
+        """What XLA's compile of these stages does now, in words: "queued behind 1 compile", "XLA compiling
+        in a child process ..." (disabled passes), "XLA compiling, ...", "reading XLA's 48 dump files"; ""
         when the XLA stages can be read without waiting."""
         return "" if self._late is not None else self._late_fn.phase()
 

@@ -28,8 +28,8 @@ from ..stages import STABLEHLO, Spec, Stage
 from .trace import resolve_device, trace
 from .worker import enzyme_available
 from .program import relowered
-from .xla import check_options, compile_lowered_with_dumps, compile_with_dumps
-from .xla_probe import compile_sharded, guard_compile, remember_verdict
+from .xla import check_options, compile_lowered_with_dumps, lower_exported
+from .xla_probe import compile_guarded, compile_sharded, guard_compile, remember_verdict
 
 __all__ = ["Built", "XlaStages", "XlaSource", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
            "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
@@ -418,8 +418,7 @@ def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], .
     traced = spec.traced
     if traced is None:
         exported = exported_for_text(source, dev.platform)
-        guard_compile(source, spec.device, dict(options), spec.timeout, partitions=exported.nr_devices)
-        return compile_with_dumps(exported, dev, dict(options))
+        return _guarded(spec, source, options, lower_exported(exported, dev), exported.nr_devices)
     if traced.nr_devices > 1 and traced.exporter is not None:
         shardings = [leaf.sharding for leaf in jax.tree_util.tree_leaves(traced.args)]
         # XLA's SPMD pipeline can abort the process: a sharded module is compiled in a child (xla_probe.py)
@@ -428,10 +427,19 @@ def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], .
         if done is not None:
             remember_verdict(source, spec.device, dict(options), traced.nr_devices)
             return done
-    # disabled passes, and XLA's SPMD pipeline, can make XLA abort the process: tried in a child first
-    guard_compile(source, spec.device, dict(options), spec.timeout, partitions=traced.nr_devices)
     # the user's own lowering with the stage's module: its callbacks, donation and locations hold
-    return compile_lowered_with_dumps(relowered(traced.lowered, source), dict(options))
+    return _guarded(spec, source, options, relowered(traced.lowered, source), traced.nr_devices)
+
+
+def _guarded(spec: Spec, source: str, options: tuple[tuple[str, str], ...], lowered, partitions: int):
+    """``lowered``'s compile with dumps where XLA cannot abort this process: disabled passes are compiled in
+    the child once (its dumps are the stages), a sharded module is tried there first (XLA's SPMD pipeline
+    can abort too), and anything else, or what the child could not take, is compiled here."""
+    done = compile_guarded(lowered, source, spec.device, dict(options), spec.timeout, partitions)
+    if done is not None:
+        return done
+    guard_compile(source, spec.device, dict(options), spec.timeout, partitions=partitions)
+    return compile_lowered_with_dumps(lowered, dict(options))
 
 
 _XLA_PASSES_SEEN: set[str] = set()  # every pass name any compile in this process reported

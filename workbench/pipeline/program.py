@@ -25,7 +25,7 @@ from ..ir.mlir import parse_module
 from .exported import prepare_for_jax
 
 __all__ = ["unwrap_lowered", "relowered", "num_devices", "kept_var_idx", "host_callbacks", "in_avals", "out_avals",
-           "platforms", "donated", "undonated_call", "portable_text", "host_array"]
+           "platforms", "donated", "undonated_call", "portable_text", "host_array", "compile_request"]
 
 
 def unwrap_lowered(obj: Any) -> jax.stages.Lowered:
@@ -137,6 +137,41 @@ def portable_text(lowered: jax.stages.Lowered) -> str:
             return jax_mlir.module_to_string(_jax.mlir.deserialize_portable_artifact(blob), enable_debug_info=True)
     except Exception:  # noqa: BLE001 -- a module the portable format cannot carry: shown as JAX printed it
         return text
+
+
+def compile_request(lowered: jax.stages.Lowered, options: dict) -> dict | None:
+    """What another process needs to compile ``lowered`` exactly as ``lowered.compile(compiler_options=
+    options)`` does here: the module's bytecode, the serialized ``CompileOptions`` JAX builds for it (the
+    jit's own compiler options, the options given, the sharding propagation flags, the device
+    assignment: the settings that reach XLA) and the devices' ids. None where that cannot be said: a
+    program whose host callbacks XLA is handed as objects (not on CPU or GPU), symbolic shapes, a lowering
+    of another kind, or JAX internals that moved -- the caller then compiles here."""
+    import numpy as np
+    from jax._src.interpreters import mlir as jax_mlir
+    from jax._src.interpreters import pxla
+
+    lowering = lowered._lowering
+    args = _compile_args(lowered)
+    try:
+        # on CPU and GPU a host callback is a custom call that finds its function at run time, so a compile
+        # elsewhere needs no function; elsewhere (send/recv callbacks) XLA is handed the functions themselves
+        if args.get("host_callbacks") and args["backend"].platform not in ("cpu", "cuda", "rocm", "gpu"):
+            return None
+        if args.get("shape_poly_state") is not None and args["shape_poly_state"].uses_dim_vars:
+            return None
+        devices = lowering._device_list
+        if devices is None:  # the devices are chosen at compile time
+            return None
+        placed = np.array([devices[i] for i in range(len(devices))], dtype=object)
+        to_inputs, to_outputs = pxla.get_prop_to_input_output(args["in_shardings"], args["out_shardings"],
+                                                              len(args["ordered_effects"]))
+        kvs = {**dict(lowering._compiler_options_kvs), **options}
+        built = pxla.create_compile_options(lowering._hlo, args["tuple_args"], to_inputs, to_outputs,
+                                            args["backend"], placed, kvs)
+        return {"module": jax_mlir.module_to_bytecode(lowering._hlo), "options": built.SerializeAsString(),
+                "platform": args["backend"].platform, "device_ids": [int(d.id) for d in placed]}
+    except Exception:  # noqa: BLE001 -- see above: compiled here instead
+        return None
 
 
 def host_array(leaf: Any):

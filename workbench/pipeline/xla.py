@@ -23,7 +23,8 @@ from ..children import leftovers
 from ..errors import XlaOptionError
 from .phase import say_phase
 
-__all__ = ["XlaStage", "XlaResult", "compile_with_dumps", "check_options", "dump_options"]
+__all__ = ["XlaStage", "XlaResult", "compile_with_dumps", "compile_lowered_with_dumps", "lower_exported", "xla_cost", "xla_memory",
+           "check_options", "dump_options"]
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,8 @@ def _parse_dumps(d: str) -> tuple[list[XlaStage], list[str]]:
     return stages, passes
 
 
-def _cost(compiled) -> dict:
+def xla_cost(compiled) -> dict:
+    """XLA's cost analysis of a jax ``Compiled``, or of XLA's own executable (both have ``cost_analysis``)."""
     try:
         c = compiled.cost_analysis() or {}
     except Exception:  # some backends do not implement it: report nothing rather than a guess
@@ -148,9 +150,11 @@ def _cost(compiled) -> dict:
     return {k: float(v) for k, v in c.items() if isinstance(v, (int, float))}
 
 
-def _memory(compiled) -> dict:
+def xla_memory(compiled) -> dict:
+    """... of a jax ``Compiled``, or of XLA's own executable (``get_compiled_memory_stats``)."""
     try:
-        m = compiled.memory_analysis()
+        m = (compiled.memory_analysis() if hasattr(compiled, "memory_analysis")
+             else compiled.get_compiled_memory_stats())
     except Exception:  # as above
         return {}
     if m is None:
@@ -176,6 +180,11 @@ def compile_with_dumps(exported, device, options: dict | None = None, shardings=
     """Compile ``exported`` (a ``jax.export.Exported``) for ``device`` with per-pass dumps; returns the
     stages XLA produced. ``shardings`` (one per flattened argument) places a sharded program on its
     mesh instead. See ``compile_lowered_with_dumps``."""
+    return compile_lowered_with_dumps(lower_exported(exported, device, shardings), options)
+
+
+def lower_exported(exported, device, shardings=None) -> jax.stages.Lowered:
+    """``exported`` lowered for ``device`` (or placed by ``shardings``), ready to compile."""
     from jax.sharding import SingleDeviceSharding
 
     shardings = shardings or [SingleDeviceSharding(device)] * len(exported.in_avals)
@@ -183,30 +192,33 @@ def compile_with_dumps(exported, device, options: dict | None = None, shardings=
     args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
     say_phase("lowering the module for XLA")
     with _no_persistent_cache():
-        lowered = jax.jit(exported.call).lower(*args, **kwargs)
-    return compile_lowered_with_dumps(lowered, options)
+        return jax.jit(exported.call).lower(*args, **kwargs)
 
 
-def compile_lowered_with_dumps(lowered, options: dict | None = None) -> XlaResult:
+def _compile_here(lowered, compiler_options: dict) -> tuple[float, Future]:
+    t0 = time.perf_counter()
+    say_phase("XLA compiling, writing a dump after each HLO pass")
+    with _no_persistent_cache():
+        compiled = lowered.compile(compiler_options=compiler_options)
+    # the thread drops ``compiled`` once both analyses are done, so no executable outlives them
+    return time.perf_counter() - t0, _AFTER.submit(lambda: (xla_cost(compiled), xla_memory(compiled)))
+
+
+def compile_lowered_with_dumps(lowered, options: dict | None = None, compiler=_compile_here) -> XlaResult:
     """Compile ``lowered`` (a ``jax.stages.Lowered``: the user's program, or a stage's module in its
     place) with per-pass dumps; returns the stages XLA produced.
 
     Raises the JAX error as is when XLA rejects an option or the module (the caller turns it into a
     failed stage); options that would abort the process are refused beforehand by ``check_options``.
+    ``compiler(lowered, compiler_options)`` compiles, returning its seconds and a future of XLA's (cost,
+    memory) analyses: here by default, or in another process that writes the dumps into the same folder.
     """
     opts = check_options(dict(options or {}))
     d = tempfile.mkdtemp(prefix=leftovers.prefix("xla"))  # named by this process: see leftovers
     try:  # the files are removed on the analysis thread: the result holds their texts
-        compiler_options = {**dump_options(d), **opts}
-        t0 = time.perf_counter()
-        say_phase("XLA compiling, writing a dump after each HLO pass")
-        with _no_persistent_cache():
-            compiled = lowered.compile(compiler_options=compiler_options)
-        seconds = time.perf_counter() - t0
+        seconds, analyses = compiler(lowered, {**dump_options(d), **opts})
         say_phase(f"reading XLA's {_count_files(d)} dump files")
         stages, passes = _parse_dumps(d)
-        # the thread drops ``compiled`` once both analyses are done, so no executable outlives them
-        analyses = _AFTER.submit(lambda: (_cost(compiled), _memory(compiled)))
         return XlaResult(tuple(stages), tuple(passes), seconds, opts, analyses)
     finally:
         _AFTER.submit(shutil.rmtree, d, ignore_errors=True)
