@@ -121,3 +121,17 @@ def test_the_panels_cost_tab_shows_an_hlo_stage_per_instruction(grad_ex):
         assert "per-op costs exist for MLIR stages" in p.op_costs.value
     finally:
         p.close()
+
+
+def test_the_hlo_stages_are_shared_among_the_pools_workers_by_size():
+    """Issue 28: XLA's analyses of a program's HLO stages go to every worker of the pool at once, in chunks
+    of about equal text size, each module in exactly one chunk."""
+    from workbench.analysis.cost.hlo import _shares
+
+    items = list(enumerate(["x" * n for n in (900, 100, 500, 400, 300, 200, 50)]))
+    chunks = _shares(items, 2)
+    assert sorted(i for c in chunks for i, _ in c) == list(range(7)) and len(chunks) == 2
+    sizes = sorted(sum(len(t) for _, t in c) for c in chunks)
+    assert sizes == [1200, 1250]  # 900+200+100 | 500+400+300+50: the largest first, each to the lighter
+    assert _shares(items[:1], 4) == [items[:1]] and _shares([], 2) == []
+    assert len(_shares(items, 16)) == 7  # never an empty chunk

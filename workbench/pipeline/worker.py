@@ -276,7 +276,8 @@ def _run_each(text: str, pipelines: list[str], stop_at_first: bool) -> list[Pass
 
 
 def _hlo_costs(items: list[tuple[Any, str]]) -> list[tuple[Any, dict | str]]:
-    """XLA's HloCostAnalysis (on the CPU client) of each ``(key, HLO text)``: ``(key, its dict)``, or
+    """XLA's HloCostAnalysis (on the CPU client) of each ``(key, HLO text)``, its metadata and debug sections
+    stripped first (XLA's parser reads neither): ``(key, its dict)``, or
     ``(key, the error)`` for a text XLA's HLO parser or the analysis refuses. In the worker, because a
     module put together by the workbench (one instruction with its operands as parameters) can hit a
     failed CHECK in XLA, which ends the process."""
@@ -284,11 +285,13 @@ def _hlo_costs(items: list[tuple[Any, str]]) -> list[tuple[Any, dict | str]]:
     from jax._src.lib import _jax
     from jaxlib import _hlo
 
+    from ..ir.hlo import strip_debug_info
+
     client = jax.devices("cpu")[0].client
     out: list[tuple[Any, dict | str]] = []
     for key, text in items:
         try:
-            module = _hlo.hlo_module_from_text(text)
+            module = _hlo.hlo_module_from_text(strip_debug_info(text))
             out.append((key, dict(_jax.hlo_module_cost_analysis(client, module))))
         except Exception as e:  # XLA's parser and analysis raise several types
             out.append((key, f"{type(e).__name__}: {str(e).strip()}"))

@@ -181,10 +181,24 @@ class _Module:
         return found, finished
 
 
+def _shares(items: list[tuple[int, str]], n: int) -> list[list[tuple[int, str]]]:
+    """``items`` in at most ``n`` chunks of about equal text size (largest first, each to the lightest
+    chunk): one per worker of the pool, so that the modules are analysed side by side."""
+    chunks: list[list[tuple[int, str]]] = [[] for _ in range(max(1, min(n, len(items))))]
+    sizes = [0] * len(chunks)
+    for item in sorted(items, key=lambda kv: -len(kv[1])):
+        k = sizes.index(min(sizes))
+        chunks[k].append(item)
+        sizes[k] += len(item[1])
+    return [c for c in chunks if c]
+
+
 def _analyse(texts: list[str]) -> list[dict | str]:
-    """XLA's analysis of each text in the worker: its dict, or why it failed (a crash included)."""
-    items = list(enumerate(texts))
-    result = default_pool().map("hlo_costs", [items], make_args=lambda chunk: (list(chunk),))
+    """XLA's analysis of each text in the workers (which strip its debug information first): its dict, or
+    why it failed (a crash included)."""
+    pool = default_pool()
+    chunks = _shares(list(enumerate(texts)), pool.width)
+    result = pool.map("hlo_costs", chunks, make_args=lambda chunk: (list(chunk),))
     out: list[dict | str] = [""] * len(texts)
     for key, value in result.results:
         out[key] = value
@@ -273,7 +287,7 @@ def hlo_work(text: str) -> HloWork:
 def hlo_module_costs(texts: list[str]) -> list[dict[str, float] | str]:
     """XLA's HloCostAnalysis of each whole HLO module on CPU, in one request to the worker: a dict
     (``flops``, ``transcendentals``, ``bytes accessed`` and XLA's other keys), or why XLA could not."""
-    return _analyse([strip_debug_info(t) for t in texts])
+    return _analyse(list(texts))
 
 
 def hlo_module_cost(text: str) -> dict[str, float]:

@@ -9,6 +9,7 @@ pipeline leave the module unchanged.
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 
@@ -58,20 +59,27 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
     at the device's interconnect bandwidth, NaN where that is unknown) on every stage with collective
     bytes, flops and bytes times and ``bound`` on the MLIR stages. ``stages``: only these (default: all)."""
     stages = ex.stages if stages is None else list(stages)
-    hlo = _hlo_costs([s for s in stages if s.group == "xla" and not s.error]) if xla else {}
+    hlo_stages = [s for s in stages if s.group == "xla" and not s.error] if xla else []
+    # XLA's analysis of the HLO stages runs in the workers meanwhile: this process reads the MLIR stages
+    hlo = _BESIDE.submit(_hlo_costs, hlo_stages) if hlo_stages else None
     rows = []
     for s in stages:
         row = {"stage": s.name, "group": s.group, "seconds": s.seconds}
         collective = _collective_bytes(s, row, device)
         if s.is_module:
             _module_row(s, row, device, dtype, xla, collective)
-        elif s.name in hlo:
-            _hlo_row(s, row, hlo[s.name])
+        rows.append(row)
+    analysed = hlo.result() if hlo is not None else {}
+    for s, row in zip(stages, rows):
+        if not s.is_module and s.name in analysed:
+            _hlo_row(s, row, analysed[s.name])
         xla_result = ex.xla_result if s.name == "xla:optimized" else None  # (reading it waits for XLA)
         if xla_result is not None:
             _optimized_row(s, row, xla_result)
-        rows.append(row)
     return _frame(rows, device)
+
+
+_BESIDE = ThreadPoolExecutor(1, thread_name_prefix="wb-cost-hlo")  # waits for the workers' HLO analyses
 
 
 def _collective_bytes(s, row: dict, device: str | None) -> int | None:
