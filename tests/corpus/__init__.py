@@ -6,7 +6,7 @@ linear algebra, attention, host callbacks, donation).
 pass it to ``wb.explore`` (an ``nnx.jit`` step, an ``eqx.filter_jit`` function, a ``jax.jit`` one,
 or a plain function) and fresh example arguments. Each is small enough that ``wb.explore`` with the
 default pipeline takes seconds on a CPU. ``tests/test_corpus.py`` runs them through the workbench;
-``bench/bench_corpus.py`` times them.
+``bench/bench_real.py`` times them.
 """
 from __future__ import annotations
 

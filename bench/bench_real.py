@@ -1,5 +1,6 @@
 """The corpus of real programs (tests/corpus: Flax, Equinox, Diffrax, Optax, ...) through wb.explore with
-its defaults, measured side by side with a bare compile of the same program.
+its defaults, measured side by side with a bare compile of the same program (issue 28's real-program
+figures).
 
 Per program:
   explore/bare  the median time of ``wb.explore(fn, *args)`` with every stage made (``ex.stages``: the
@@ -9,14 +10,19 @@ Per program:
                 function. Rounds interleave the two sides; before each side JAX's caches and the
                 workbench's step caches are cleared, the persistent compilation cache is off, and the
                 program is built afresh (new arguments; functions and modules built again where the
-                builder makes them). The pass worker stays warm, as in a notebook session.
+                builder makes them). The pass worker stays warm, as in a notebook session. Target <= 1.3.
+  none/bare     the same with ``pipeline="none"``: the trace, XLA with its dumps, and the workbench's own
+                work, no MLIR pass. Target <= 1.15.
+  applicable    seconds of ``ex.applicable("stablehlo")`` (which patterns change the StableHLO), once,
+                with the pass-step caches cleared. Target <= 2 s.
   peak RSS      of a fresh subprocess that explores once (its VmHWM, and that of each pass worker it
                 started, read before it exits), next to a fresh subprocess
                 that compiles bare once; "imp." is the bare child's peak after its imports (jax, the
                 libraries, the workbench), before it builds or compiles anything.
 A program that fails prints its error and the others go on.
 
-Run:  .venv/bin/python bench/bench_corpus.py [--repeat 3] [--only nnx_transformer linalg] [--no-memory]
+Run:  .venv/bin/python bench/bench_real.py [--repeat 3] [--only nnx_transformer linalg] [--no-memory]
+      [--no-applicable]
 """
 from __future__ import annotations
 
@@ -49,10 +55,10 @@ def bare_compile(p: Program) -> float:
     return time.perf_counter() - t
 
 
-def explore_all(p: Program) -> tuple[float, "wb.Exploration"]:
+def explore_all(p: Program, pipeline: str = "all") -> tuple[float, "wb.Exploration"]:
     inst = p.build()
     t = time.perf_counter()
-    ex = wb.explore(inst.fn, *inst.args)
+    ex = wb.explore(inst.fn, *inst.args, pipeline=pipeline)
     ex.stages  # noqa: B018 -- waits for XLA's stages: the whole exploration is made
     return time.perf_counter() - t, ex
 
@@ -83,9 +89,9 @@ def peak_memory(side: str, name: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(p: Program, repeat: int) -> dict:
+def measure(p: Program, repeat: int, applicable: bool = True) -> dict:
     explore_all(p)  # warm-up: the pass worker starts, the libraries' first-use costs are paid
-    times = {"bare": [], "explore": []}
+    times = {"bare": [], "explore": [], "none": []}
     stages = None
     for _ in range(repeat):
         cold()
@@ -94,8 +100,17 @@ def measure(p: Program, repeat: int) -> dict:
         seconds, ex = explore_all(p)
         times["explore"].append(seconds)
         stages = ex
+        cold()
+        times["none"].append(explore_all(p, pipeline="none")[0])
     med = {k: statistics.median(v) for k, v in times.items()}
+    scan = None
+    if applicable:
+        cold()
+        t = time.perf_counter()
+        stages.applicable("stablehlo", progress=False)
+        scan = time.perf_counter() - t
     return {"bare_s": med["bare"], "explore_s": med["explore"], "ratio": med["explore"] / med["bare"],
+            "none_ratio": med["none"] / med["bare"], "applicable_s": scan,
             "stages": len(stages.stages), "stablehlo_lines": stages["stablehlo"].lines,
             "failed": [s.name for s in stages.stages if s.error]}
 
@@ -105,6 +120,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", nargs="*", default=None, help="program names (default: the whole corpus)")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-RSS subprocesses")
+    ap.add_argument("--no-applicable", action="store_true", help="skip the applicable() scans")
     ap.add_argument("--child", nargs=2, metavar=("SIDE", "NAME"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -112,22 +128,25 @@ def main():
         return
     jax.config.update("jax_enable_compilation_cache", False)
     chosen = [program(n) for n in a.only] if a.only else list(PROGRAMS)
-    print(f"explore (all stages, defaults) / bare compile: medians of {a.repeat} interleaved rounds; "
+    print(f"explore (all stages, defaults) / bare compile, and pipeline='none' / bare: medians of {a.repeat} "
+          "interleaved rounds (targets <= 1.3 and <= 1.15); applicable('stablehlo') seconds (target <= 2); "
           "peak RSS of one fresh process each (explore: + its pass workers' peaks)")
-    head = (f"{'program':24s} {'bare ms':>9s} {'explore ms':>11s} {'ratio':>6s} {'stages':>6s} {'shlo lines':>10s}"
+    head = (f"{'program':24s} {'bare ms':>9s} {'explore ms':>11s} {'ratio':>6s} {'none':>5s} {'appl. s':>7s}"
+            f" {'stages':>6s} {'shlo lines':>10s}"
             f" {'imp. MiB':>8s} {'bare MiB':>9s} {'explore MiB':>12s} {'workers MiB':>12s}")
     print(head)
     print("-" * len(head))
     for p in chosen:
         try:
-            m = measure(p, a.repeat)
+            m = measure(p, a.repeat, not a.no_applicable)
         except Exception as e:  # noqa: BLE001 -- one failing program must not hide the others' numbers
             print(f"{p.name:24s} FAILED: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:160]}")
             continue
         mem = "" if a.no_memory else memory_columns(p.name)
         failed = f"   failed stages: {', '.join(m['failed'])}" if m["failed"] else ""
+        scan = "-" if m["applicable_s"] is None else f"{m['applicable_s']:.1f}"
         print(f"{p.name:24s} {m['bare_s'] * 1e3:9.0f} {m['explore_s'] * 1e3:11.0f} {m['ratio']:6.2f} "
-              f"{m['stages']:6d} {m['stablehlo_lines']:10d}{mem}{failed}")
+              f"{m['none_ratio']:5.2f} {scan:>7s} {m['stages']:6d} {m['stablehlo_lines']:10d}{mem}{failed}")
 
 
 def memory_columns(name: str) -> str:
