@@ -183,3 +183,24 @@ def test_phase_says_what_a_compile_waits_behind_then_what_its_job_says_it_does(q
     assert q.phase("mine") == ""  # ended: nothing to wait for
     assert [text for text, _ in q.steps("mine")] == ["compiling with per-pass dumps", "reading 3 dump files"]
     assert all(seconds >= 0 for _, seconds in q.steps("mine")) and q.steps("holder") == q.steps("unknown") == []
+
+
+def test_when_idle_runs_after_the_last_compile_ends_and_watches_none(q):
+    """Issue 28: work that must not compete with the compiles (the kernel's warm start of XLA's toggle
+    child) waits until nothing is queued or running, and keeps the queue's choices: a compile nobody waits
+    for is still superseded and dropped as before."""
+    jobs, calls = Jobs(), []
+    q.when_idle(lambda: calls.append(list(jobs.ran)))  # idle now: called at once, here
+    assert calls == [[]]
+    jobs.hold(q)
+    q.start(jobs.job("a", "p"))
+    q.when_idle(lambda: calls.append(list(jobs.ran)))
+    q.when_idle(lambda: 1 / 0)  # an exception is dropped, the others still run
+    q.when_idle(lambda: calls.append("again"))
+    q.start(jobs.job("b", "p"))  # a newer compile of the same program: "a" is superseded, watched or not
+    assert calls == [[]]
+    jobs.release()
+    done = threading.Event()
+    q.when_idle(done.set)
+    assert done.wait(60)
+    assert jobs.ran == ["b"] and calls == [[], ["b"], "again"]  # after the last compile ("a" never ran)

@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 from ..children.env import in_a_kernel
 from ..analysis.search.pipelines import DEFAULT_PIPELINES, compare_pipelines as pipelines_table
 from ..pipeline.build import build, run_passes, spec_for_function, spec_for_text
+from ..pipeline.compile_queue import XLA_QUEUE
 from ..pipeline.xla_probe import warm_soon
 from ..artifacts.saved import load_exploration
 from .core import XLA_WAIT, Exploration, Stepwise, xla_checked
@@ -64,11 +65,11 @@ def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (
 
 def _toggles_soon(ex: Exploration) -> Exploration:
     """In a notebook kernel, start the child process that compiles XLA pass toggles (XLA can abort on
-    disabled passes) once this explore's own compile is done: the first toggle then finds JAX imported
-    there and XLA's client up, and its compile is the only wait. Not sooner, so the start does not slow
-    the compile the user waits for; not in a script, where a toggle is rare."""
+    disabled passes) once XLA's compiles are done (this explore's among them): the first toggle then finds
+    JAX imported there and XLA's client up, and its compile is the only wait. Not sooner, so the start does
+    not slow the compile the user waits for; not in a script, where a toggle is rare."""
     if in_a_kernel():
-        ex.xla_future().add_done_callback(lambda _: warm_soon())
+        XLA_QUEUE.when_idle(warm_soon)  # watches no compile: the queue's own choices stand
     return ex
 
 

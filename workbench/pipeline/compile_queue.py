@@ -70,6 +70,7 @@ class CompileQueue:
         self._running: list[_Entry] = []
         self._thread: threading.Thread | None = None
         self._runs = 0
+        self._idle: list[Callable[[], None]] = []  # when_idle's calls, waiting for the last compile to end
 
     @property
     def runs(self) -> int:
@@ -82,6 +83,16 @@ class CompileQueue:
         ``speculative_max``."""
         with self._lock:
             self._entry(job, owner, speculative=True)
+
+    def when_idle(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` once no compile is queued or running: now, in this thread, when none is; else on
+        the compile thread, after the last one ends. It watches no compile (none is kept from cancelling),
+        and its exception is dropped. For work that must not compete with the compiles a user waits for."""
+        with self._lock:
+            if self._queue or self._running:
+                self._idle.append(fn)
+                return
+        _quietly(fn)
 
     def ready(self, key: Hashable) -> bool:
         """Whether the compile ``key`` has ended (also when it failed): its result needs no wait."""
@@ -255,6 +266,19 @@ class CompileQueue:
             e.future.set_exception(error)
         else:
             e.future.set_result(value)
+        with self._lock:
+            idle: list[Callable[[], None]] = []
+            if not (self._queue or self._running):  # the last compile ended: when_idle's calls are due
+                idle, self._idle = self._idle, []
+        for fn in idle:
+            _quietly(fn)
+
+
+def _quietly(fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except Exception:  # noqa: BLE001 -- see CompileQueue.when_idle
+        pass
 
 
 # the process's one queue of XLA compiles; a compile whose probe child was killed gave no answer, so it is not kept
