@@ -4,8 +4,8 @@ Each round starts three fresh interpreters, in turn:
   bare     ``import jax`` and the example, then ``jax.jit(f).lower(*args).compile()`` (timed)
   script   ``import workbench as wb`` and the example, then ``wb.explore(f, *args)`` with every stage
            read (XLA's included; timed) -- a script or the command line
-  kernel   IPython's shell, ``%load_ext workbench`` and the example, then the same explore (timed) -- a
-           notebook: loading the extension starts the Enzyme worker in the background
+  kernel   ipykernel's shell (an in-process kernel), ``%load_ext workbench`` and the example, then the same
+           explore (timed) -- a notebook: loading the extension starts the Enzyme worker in the background
 
 Then the session's first XLA pass toggle, as a user makes it after reading the result for THINK seconds:
   bare     the compile of the program with that pass disabled (the toggle's floor: XLA's own time for it)
@@ -74,9 +74,10 @@ print("TOGGLE" + json.dumps({{"toggle": time.perf_counter() - t4}}))
 SIDES = {
     "bare": ("import jax", BARE),
     "script": ("import workbench as wb\nwb.explore", EXPLORE),
-    "kernel": ("import ipykernel  # a notebook's kernel has it imported\n"
-               "from IPython.core.interactiveshell import InteractiveShell\n"
-               "InteractiveShell.instance().run_line_magic('load_ext', 'workbench')\n"
+    "kernel": ("from ipykernel.inprocess.manager import InProcessKernelManager  # ipykernel's shell, in process\n"
+               "km = InProcessKernelManager()\n"
+               "km.start_kernel()\n"
+               "km.kernel.shell.run_line_magic('load_ext', 'workbench')\n"
                "import workbench as wb\nwb.explore", EXPLORE),
 }
 

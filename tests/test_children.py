@@ -161,3 +161,21 @@ def test_an_executor_pool_is_a_pool_of_its_own_with_the_width_it_is_given():
         assert there.failures == () and len(there.results) == 4
         with pytest.raises(ValueError, match="width must be"):
             ExecutorPool(threads, width=0)
+
+
+def test_only_ipykernels_shell_is_a_kernel(monkeypatch):
+    """A test or a terminal with IPython's plain shell (and ipykernel merely imported) is no kernel: nothing
+    is warmed there for toggles that may never come."""
+    import IPython
+    import ipykernel  # noqa: F401 -- imported, as a test process may have it
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from workbench.children.env import in_a_kernel
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: InteractiveShell.instance())
+    assert not in_a_kernel()
+    zmq = type("ZMQInteractiveShell", (), {"__module__": "ipykernel.zmqshell"})
+    monkeypatch.setattr(IPython, "get_ipython", zmq)
+    assert in_a_kernel()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    assert not in_a_kernel()

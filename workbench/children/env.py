@@ -20,13 +20,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def in_a_kernel() -> bool:
-    """Whether this process is a notebook kernel (ipykernel imported, an IPython shell running): a user
-    who explores there is about to look and toggle, so children worth having warm are started early."""
+    """Whether this process is a notebook kernel (the running IPython shell is ipykernel's): a user who
+    explores there is about to look and toggle, so children worth having warm are started early. A plain
+    IPython shell (a terminal, a test) is not one."""
     if "ipykernel" not in sys.modules:
         return False
     from IPython import get_ipython
 
-    return get_ipython() is not None
+    shell = get_ipython()
+    return shell is not None and type(shell).__module__.startswith("ipykernel.")
 
 
 def child_env(cpu_devices: int | None = None, base: Mapping[str, str] | None = None, *,
