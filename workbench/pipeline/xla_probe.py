@@ -147,8 +147,6 @@ def compile_guarded(lowered, source: str, device: str, options: dict, timeout: f
         return None
 
     def in_the_child(lowered, compiler_options: dict):
-        from concurrent.futures import Future
-
         request = compile_request(lowered, compiler_options)
         if request is None:
             raise _CompileHere
@@ -158,9 +156,7 @@ def compile_guarded(lowered, source: str, device: str, options: dict, timeout: f
             _VERDICTS[key] = reply
             raise _CompileHere
         _VERDICTS[key] = None
-        done = Future()
-        done.set_result((reply["cost"], reply["memory"]))
-        return reply["seconds"], done
+        return reply["seconds"], _analyses(reply)
 
     try:
         return compile_lowered_with_dumps(lowered, options, compiler=in_the_child)
@@ -215,8 +211,7 @@ class _Prober:
         not answer within ``timeout`` (it is ended) raises XlaProbeDied.
         ``spare``: keep a second child warming up meanwhile (for a burst of probes that may kill children)."""
         with self._lock:
-            if not self._live.alive() and self._spare.alive():
-                self._live, self._spare = self._spare, self._live
+            self._take_spare()
             if spare:
                 self._spare.start()
             try:
@@ -230,10 +225,14 @@ class _Prober:
                     "is kept: explore with a larger timeout= for a module this large, and the next call tries again"
                 ) from None
 
+    def _take_spare(self) -> None:
+        """A warm spare takes the place of a live child that has died (under the lock)."""
+        if not self._live.alive() and self._spare.alive():
+            self._live, self._spare = self._spare, self._live
+
     def start_soon(self) -> None:
         with self._lock:
-            if not self._live.alive() and self._spare.alive():
-                self._live, self._spare = self._spare, self._live
+            self._take_spare()
             self._live.start_soon()
 
     def release_spare(self) -> None:
@@ -274,8 +273,6 @@ def compile_sharded(exported, device: str, options: dict, shardings, timeout: fl
     compile here, so an XLA that aborts on the module ends the child only (XlaAbortError); a module
     XLA refuses raises its error (RuntimeError with XLA's message). None when the arguments are not
     all on one NamedSharding mesh (then the caller compiles here, after ``guard_compile``)."""
-    from concurrent.futures import Future
-
     import jax
 
     from .xla import XlaResult, XlaStage
@@ -297,10 +294,17 @@ def compile_sharded(exported, device: str, options: dict, shardings, timeout: fl
         if reply.startswith(KILLED):
             raise _sharded_refusal(reply, exported.nr_devices, "compiled")
         raise RuntimeError(reply)
+    stages = tuple(XlaStage(*st) for st in reply["stages"])
+    return XlaResult(stages, tuple(reply["passes"]), reply["seconds"], reply["options"], _analyses(reply))
+
+
+def _analyses(reply: dict):
+    """The child's cost and memory analyses as ``XlaResult.analyses`` holds them: a Future, here done."""
+    from concurrent.futures import Future
+
     done = Future()
     done.set_result((reply["cost"], reply["memory"]))
-    stages = tuple(XlaStage(*st) for st in reply["stages"])
-    return XlaResult(stages, tuple(reply["passes"]), reply["seconds"], reply["options"], done)
+    return done
 
 
 def _compile_sharded_here(req: ShardedCompile) -> dict:

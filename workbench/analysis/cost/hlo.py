@@ -285,7 +285,7 @@ def hlo_work(text: str) -> HloWork:
 
 
 def hlo_module_costs(texts: list[str]) -> list[dict[str, float] | str]:
-    """XLA's HloCostAnalysis of each whole HLO module on CPU, in one request to the worker: a dict
+    """XLA's HloCostAnalysis of each whole HLO module on CPU, in the pool's workers (``_analyse``): a dict
     (``flops``, ``transcendentals``, ``bytes accessed`` and XLA's other keys), or why XLA could not."""
     return _analyse(list(texts))
 
