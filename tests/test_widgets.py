@@ -692,3 +692,41 @@ def test_a_mixed_group_click_clears_it_and_big_changes_ask_first(p, ex):
     send(p.patterns_view, type="yes")
     assert p.patterns_view.changed_from_default() == [] and p.ex.spec.selection.disabled == frozenset()
     assert (p.patterns_view.nouns, p.xla_view.nouns) == ("patterns", "XLA passes")
+
+
+class _SlowStatus:
+    """A status line whose "running" writes take a while (a busy kernel sending the comm message): the
+    window in which a tick that woke before a job ended used to land after the job's last word."""
+
+    def __init__(self):
+        self._value, self.writes = "", []
+
+    @property
+    def value(self):
+        return self._value
+
+    @value.setter
+    def value(self, v):
+        if "wb-running" in v:
+            time.sleep(0.5)
+        self._value = v
+        self.writes.append(v)
+
+
+def test_a_tick_that_woke_before_a_job_ended_never_writes_over_how_it_ended():
+    """The panel's status ticker (every 0.5 s while a job runs) wakes at 0.5 s and takes 0.5 s to write
+    "running"; the job ends at 0.65 s, in that write. The line must end on the job's ✓ (a browser test
+    waited five minutes for a ✓ that such a tick had written over), and stay so."""
+    from workbench.views.widgets.jobs import Jobs
+
+    status = _SlowStatus()
+    jobs = Jobs(status, on_busy=lambda busy: None)
+    try:
+        for round_ in range(2):
+            jobs.submit(f"job {round_}", lambda: time.sleep(0.65), busy=True)
+            jobs.wait(timeout=30)
+            time.sleep(1.2)  # any tick still writing has written
+            assert "wb-done" in status.value and f"job {round_}" in unescape(status.value), status.writes[-3:]
+        assert any("wb-running" in w for w in status.writes)  # the ticker did write while the jobs ran
+    finally:
+        jobs.shutdown()

@@ -60,6 +60,9 @@ class Jobs:
         self._running = False
         self._awaiting: _Awaiting | None = None  # what after() waits for
         self._last_status = ""  # how the last job ended (markup), kept in the status line while awaiting
+        # held while the status line is written by a ticker or for a job's start and end, so that no
+        # tick lands after the word it should have come before
+        self._status_lock = threading.RLock()
 
     @property
     def background(self) -> bool:
@@ -167,27 +170,34 @@ class Jobs:
     def _run(self, label: str, work: Callable[[], None], busy: bool,
              ended: Callable[[float], str] | None = None) -> None:
         stop = threading.Event()
-        started = self._started = time.perf_counter()
-        self.done = self.total = None
-        self._running = True
+        with self._status_lock:
+            started = self._started = time.perf_counter()
+            self.done = self.total = None
+            self._running = True
         self.relabel(label)
         if self._executor is not None:
             threading.Thread(target=self._tick, args=(started, stop), daemon=True).start()
+        final = None
         try:
             work()
         except Exception as e:  # shown in the panel: a notebook view never raises into the kernel
             self.last_error = f"{self.label} failed: {_message(e)}"
-            self.status.value = self._last_status = html.failed(self.last_error)
+            final = self._last_status = html.failed(self.last_error)
         else:
             self.last_error = None
             took = time.perf_counter() - started
-            self.status.value = html.done(ended(took) if ended else f"{self.label}: {took:.2f} s")
+            final = html.done(ended(took) if ended else f"{self.label}: {took:.2f} s")
             self._last_status = ""  # a wait shown after it stands alone: only a failure stays beside it
         finally:
-            self._running = False
+            # the ticker stops before the last word is written, under the lock it writes under: a tick
+            # that woke just before the end can no longer put "running" back over how the job ended
+            with self._status_lock:
+                stop.set()
+                if final is not None:
+                    self.status.value = final
+                self._running = False
             if self._awaiting is not None:
                 self._show_awaiting(self._awaiting)
-            stop.set()
             self.note = ""
             self.done = self.total = None
             if busy:
@@ -195,12 +205,15 @@ class Jobs:
 
     def _tick(self, started: float, stop: threading.Event) -> None:
         while not stop.wait(0.5):
-            self.status.value = html.running(self.label, time.perf_counter() - started, self.note, self.done,
-                                             self.total)
+            with self._status_lock:
+                if not stop.is_set():
+                    self.status.value = html.running(self.label, time.perf_counter() - started, self.note,
+                                                     self.done, self.total)
 
     def _show_awaiting(self, a: "_Awaiting") -> None:
-        if self._awaiting is a and not self._running:
-            self.status.value = html.awaiting(a.says(), time.perf_counter() - a.started, self._last_status)
+        with self._status_lock:  # checked and written at once: a job that starts meanwhile writes after
+            if self._awaiting is a and not self._running:
+                self.status.value = html.awaiting(a.says(), time.perf_counter() - a.started, self._last_status)
 
     def _tick_awaiting(self, a: "_Awaiting") -> None:
         while not a.handled.wait(0.5):
