@@ -13,6 +13,13 @@ Per program:
                 builder makes them). The pass worker stays warm, as in a notebook session. Target <= 1.3.
   none/bare     the same with ``pipeline="none"``: the trace, XLA with its dumps, and the workbench's own
                 work, no MLIR pass. Target <= 1.15.
+  floor         what the compilers themselves take to make those stages, over the bare compile: the bare
+                side's own lowering, plus the seconds the exploration's clocks give its MLIR passes (the
+                Enzyme-JaX worker) and XLA's compile of the last MLIR stage with its per-pass dumps
+                (``xla:optimized``); for ``none``, the lowering and that XLA compile. explore - floor is
+                the workbench's own work (its trace for the jaxpr stage, reading dumps, locations, ...).
+  dumps/bare    the bare compile with XLA's per-pass text dumps on, over the bare compile: the price of
+                seeing every XLA pass, which no exploration can go under.
   applicable    seconds of ``ex.applicable("stablehlo")`` (which patterns change the StableHLO), once,
                 with the pass-step caches cleared. Target <= 2 s.
   peak RSS      of a fresh subprocess that explores once (its VmHWM, and that of each pass worker it
@@ -32,6 +39,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,14 +53,31 @@ import workbench as wb  # noqa: E402
 from tests.corpus import PROGRAMS, Program, program  # noqa: E402
 from workbench.pipeline.build import clear_caches  # noqa: E402
 from workbench.pipeline.worker import default_pool, default_worker  # noqa: E402
+from workbench.pipeline.xla import dump_options  # noqa: E402
 
 
-def bare_compile(p: Program) -> float:
+def bare_compile(p: Program, dumps: bool = False) -> tuple[float, float]:
+    """Seconds of the bare lower + compile, and of the lowering alone; with ``dumps``, XLA writes its
+    per-pass text dumps as an exploration has it do (into a temporary folder)."""
     inst = p.build()
-    t = time.perf_counter()
-    target = jax.jit(inst.fn) if p.wrapper == "plain" else inst.fn
-    target.lower(*inst.args).compile()
-    return time.perf_counter() - t
+    with tempfile.TemporaryDirectory() as folder:
+        options = dump_options(folder) if dumps else None
+        t = time.perf_counter()
+        target = jax.jit(inst.fn) if p.wrapper == "plain" else inst.fn
+        lowered = target.lower(*inst.args)
+        lowering = time.perf_counter() - t
+        if dumps:
+            lowered.compile(compiler_options=options)
+        else:
+            lowered.compile()
+        return time.perf_counter() - t, lowering
+
+
+def compilers(ex: "wb.Exploration") -> tuple[float, float]:
+    """The seconds the exploration's own clocks give its MLIR passes (run, not cached) and XLA's compile
+    of the last MLIR stage with dumps."""
+    mlir = sum(s.seconds for s in ex.stages if s.group == "mlir" and s.seconds and not s.cached)
+    return mlir, ex["xla:optimized"].seconds or 0.0
 
 
 def explore_all(p: Program, pipeline: str = "all") -> tuple[float, "wb.Exploration"]:
@@ -73,7 +98,7 @@ def child(side: str, name: str) -> None:
     """One side once in this fresh process; prints its peak memory as JSON on the last line."""
     p = program(name)
     imported = peak_rss_mib(os.getpid())  # jax, the libraries, the workbench
-    seconds = bare_compile(p) if side == "bare" else explore_all(p)[0]
+    seconds = bare_compile(p)[0] if side == "bare" else explore_all(p)[0]
     workers = [w for w in dict.fromkeys([default_worker(), *default_pool().workers]) if w.pid is not None]
     print(json.dumps({"seconds": seconds, "imported_mib": imported,
                       "rss_mib": peak_rss_mib(os.getpid()),
@@ -91,17 +116,25 @@ def peak_memory(side: str, name: str) -> dict:
 
 def measure(p: Program, repeat: int, applicable: bool = True) -> dict:
     explore_all(p)  # warm-up: the pass worker starts, the libraries' first-use costs are paid
-    times = {"bare": [], "explore": [], "none": []}
+    times = {k: [] for k in ("bare", "lower", "dumps", "explore", "floor", "none", "none_floor")}
     stages = None
     for _ in range(repeat):
         cold()
-        times["bare"].append(bare_compile(p))
+        bare, lowering = bare_compile(p)
+        times["bare"].append(bare)
+        times["lower"].append(lowering)
+        cold()
+        times["dumps"].append(bare_compile(p, dumps=True)[0])
         cold()
         seconds, ex = explore_all(p)
         times["explore"].append(seconds)
+        mlir, xla = compilers(ex)
+        times["floor"].append(lowering + mlir + xla)
         stages = ex
         cold()
-        times["none"].append(explore_all(p, pipeline="none")[0])
+        seconds, ex = explore_all(p, pipeline="none")
+        times["none"].append(seconds)
+        times["none_floor"].append(lowering + compilers(ex)[1])
     med = {k: statistics.median(v) for k, v in times.items()}
     scan = None
     if applicable:
@@ -110,7 +143,9 @@ def measure(p: Program, repeat: int, applicable: bool = True) -> dict:
         stages.applicable("stablehlo", progress=False)
         scan = time.perf_counter() - t
     return {"bare_s": med["bare"], "explore_s": med["explore"], "ratio": med["explore"] / med["bare"],
-            "none_ratio": med["none"] / med["bare"], "applicable_s": scan,
+            "floor": med["floor"] / med["bare"], "dumps": med["dumps"] / med["bare"],
+            "none_ratio": med["none"] / med["bare"], "none_floor": med["none_floor"] / med["bare"],
+            "applicable_s": scan,
             "stages": len(stages.stages), "stablehlo_lines": stages["stablehlo"].lines,
             "failed": [s.name for s in stages.stages if s.error]}
 
@@ -129,9 +164,11 @@ def main():
     jax.config.update("jax_enable_compilation_cache", False)
     chosen = [program(n) for n in a.only] if a.only else list(PROGRAMS)
     print(f"explore (all stages, defaults) / bare compile, and pipeline='none' / bare: medians of {a.repeat} "
-          "interleaved rounds (targets <= 1.3 and <= 1.15); applicable('stablehlo') seconds (target <= 2); "
-          "peak RSS of one fresh process each (explore: + its pass workers' peaks)")
-    head = (f"{'program':24s} {'bare ms':>9s} {'explore ms':>11s} {'ratio':>6s} {'none':>5s} {'appl. s':>7s}"
+          "interleaved rounds (targets <= 1.3 and <= 1.15), each beside its floor (the compilers' own seconds "
+          "over bare) and the price of XLA's dumps alone (dumps/bare); applicable('stablehlo') seconds "
+          "(target <= 2); peak RSS of one fresh process each (explore: + its pass workers' peaks)")
+    head = (f"{'program':24s} {'bare ms':>9s} {'explore ms':>11s} {'ratio':>6s} {'floor':>6s} {'none':>5s}"
+            f" {'floor':>6s} {'dumps':>6s} {'appl. s':>7s}"
             f" {'stages':>6s} {'shlo lines':>10s}"
             f" {'imp. MiB':>8s} {'bare MiB':>9s} {'explore MiB':>12s} {'workers MiB':>12s}")
     print(head)
@@ -146,7 +183,8 @@ def main():
         failed = f"   failed stages: {', '.join(m['failed'])}" if m["failed"] else ""
         scan = "-" if m["applicable_s"] is None else f"{m['applicable_s']:.1f}"
         print(f"{p.name:24s} {m['bare_s'] * 1e3:9.0f} {m['explore_s'] * 1e3:11.0f} {m['ratio']:6.2f} "
-              f"{m['none_ratio']:5.2f} {scan:>7s} {m['stages']:6d} {m['stablehlo_lines']:10d}{mem}{failed}")
+              f"{m['floor']:6.2f} {m['none_ratio']:5.2f} {m['none_floor']:6.2f} {m['dumps']:6.2f} {scan:>7s} "
+              f"{m['stages']:6d} {m['stablehlo_lines']:10d}{mem}{failed}")
 
 
 def memory_columns(name: str) -> str:
