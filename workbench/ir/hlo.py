@@ -329,9 +329,13 @@ def without_names(text: str) -> str:
     return _REF.sub("%", text)
 
 
-_CUSTOM_CALL = re.compile(r"\bcustom-call\(")
-
-
 def has_custom_calls(hlo_text: str) -> bool:
-    """Whether XLA HLO text holds a custom call, whose flops and bytes XLA's cost analysis counts as -1."""
-    return _CUSTOM_CALL.search(hlo_text) is not None
+    """Whether XLA HLO text holds a custom call, whose flops and bytes XLA's cost analysis counts as -1: the
+    opcode ``custom-call(`` not inside a longer name. Found with ``str.find`` (tens of times faster than a
+    regex that starts with ``\\b``, which tries every position: ~1 s over a GPT-2 exploration's HLO stages)."""
+    at = hlo_text.find("custom-call(")
+    while at != -1:
+        if at == 0 or not (hlo_text[at - 1].isalnum() or hlo_text[at - 1] == "_"):
+            return True
+        at = hlo_text.find("custom-call(", at + 1)
+    return False

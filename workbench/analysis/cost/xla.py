@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+from jax._src.lib import _jax
 
 from ...ir.hlo import has_custom_calls
 from ...pipeline.exported import exported_for_text
@@ -34,8 +35,11 @@ def xla_cost(text: str) -> dict[str, float | None] | None:
     """
     try:
         lowered = _lowered(text)
-        analysis = lowered.cost_analysis()
-        hlo = lowered.as_text(dialect="hlo")
+        # converted to HLO once, for the analysis and the text both (Lowered.cost_analysis and
+        # as_text("hlo") would each convert it: half of the MLIR stages' cost in a GPT-2 exploration)
+        computation = lowered.compiler_ir("hlo")
+        analysis = _jax.hlo_module_cost_analysis(jax.devices("cpu")[0].client, computation.as_hlo_module())
+        hlo = computation.as_hlo_text()
     except Exception:  # XLA reports unsupported modules with many exception types
         return None
     custom = has_custom_calls(hlo)
