@@ -4,6 +4,8 @@ functions of one job (60 lines)."""
 import ast
 import inspect
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -180,3 +182,17 @@ def test_no_regex_reads_ir_outside_ir():
     using = {name for name, path in modules().items() if not name.startswith("workbench.ir") and _uses_re(path)}
     assert using <= set(REGEX_READS), sorted(using - set(REGEX_READS))
     assert set(REGEX_READS) <= using, f"listed but no longer using re: {sorted(set(REGEX_READS) - using)}"
+
+
+def test_a_first_explore_imports_no_pandas():
+    """pandas (0.1-0.2 s of the workbench's own import) comes in where a table is made -- cost(), source_map(), a
+    scan's DataFrame -- not with ``import workbench`` or a first explore, which a script or the CLI waits for."""
+    code = ("import sys, jax.numpy as jnp, workbench as wb\n"
+            "ex = wb.explore(lambda x: jnp.tanh(x.T @ x), jnp.ones((4, 3)))\n"
+            "assert len(ex.stages) > 5 and not [s.name for s in ex.stages if s.error], ex.names\n"
+            "print('pandas' in sys.modules)\n"
+            "print(type(ex.cost()).__name__, 'pandas' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       stdin=subprocess.DEVNULL, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["False", "DataFrame", "True"], r.stdout

@@ -18,8 +18,7 @@ from __future__ import annotations
 import linecache
 from collections.abc import Sequence
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..errors import UnknownNameError, WorkbenchError
 from ..ir.locations import (
@@ -34,6 +33,9 @@ from ..ir.locations import (
 )
 from ..stages import Stage
 from .cost import hlo_op_costs, located_op_costs
+
+if TYPE_CHECKING:  # pandas is imported where a table is made, not with the module (a first explore needs none)
+    import pandas as pd
 
 __all__ = ["LOCATION_COLUMNS", "NO_LOCATION", "lineage", "op_locations", "source_map"]
 
@@ -87,6 +89,8 @@ def op_locations(stage: Stage) -> pd.DataFrame:
     line in the stage's text (0-based), ``file``/``line``/``column``/
     ``function`` the user's frame it counts at (empty and 0 when none), ``name`` JAX's name stack,
     ``origins`` how many source positions it carries (a fused location: more than one)."""
+    import pandas as pd
+
     rows = []
     for o in _ops(stage):
         f, origin = _frame(o.origins)
@@ -101,6 +105,8 @@ def op_locations(stage: Stage) -> pd.DataFrame:
 # -- the source map ------------------------------------------------------------------------------------------
 def _costed(stage: Stage) -> pd.DataFrame:
     """One row per costed op of ``stage``: file, line, function, flops, bytes (and the fusion it is, for XLA)."""
+    import pandas as pd
+
     if _kind(stage) == "mlir":
         text = stage.text_with_locations or stage.text
         df = located_op_costs(text)
@@ -166,6 +172,7 @@ def source_map(stages: dict[str, Stage], by: str = "line") -> pd.DataFrame:
     columns ``{prefix}_ops``, ``{prefix}_flops``, ``{prefix}_bytes`` (its ops counted at that line, and what
     they cost), and for XLA stages ``{prefix}_fusions`` (the fusions with an instruction from it); an empty
     prefix gives ``ops``, ``flops``, ``bytes`` (and ``fusions``)."""
+    import pandas as pd
     if by not in ("line", "function"):
         raise WorkbenchError(f"source_map(by={by!r}): by is 'line' or 'function'")
     keys = ["file", "line"] if by == "line" else ["file", "function"]
@@ -249,6 +256,8 @@ def lineage(stages: Sequence[Stage], stage: Stage, op: str) -> pd.DataFrame:
     ``text`` says so. ``attrs["removed_by"]`` names the first stage
     after ``stage`` that has no counterpart left while its parent had (None when the op lives on), and
     ``attrs["sources"]`` the user's lines (file:line) the op came from."""
+    import pandas as pd
+
     ops = _ops(stage)
     target = _find(stage, ops, op)
     keys = _origin_keys(stage, ops, target)

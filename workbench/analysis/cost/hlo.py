@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ...errors import ModuleParseError
 from ...ir.hlo import (Computation, HloModule, Instruction, attribute_value, drop_attribute, read_hlo,
@@ -31,6 +30,9 @@ from ...ir.hlo import (Computation, HloModule, Instruction, attribute_value, dro
 from ...ir.text import text_hash
 from ...pipeline.worker import default_pool
 from .work import counter
+
+if TYPE_CHECKING:  # pandas is imported where a table is made, not with the module (a first explore needs none)
+    import pandas as pd
 
 __all__ = ["HLO_COLUMNS", "HloWork", "hlo_op_costs", "hlo_module_cost", "hlo_module_costs", "hlo_work"]
 
@@ -224,6 +226,8 @@ def _prepared(text: str) -> tuple[_Module, list[tuple[Computation, Instruction, 
 
 @functools.lru_cache(maxsize=64)
 def _op_costs(_key: str, text: str) -> pd.DataFrame:
+    import pandas as pd
+
     module, found, texts = _prepared(text)
     analyses = _analyse(texts)
     rows = []

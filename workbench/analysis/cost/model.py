@@ -32,8 +32,8 @@ from collections import Counter
 from collections.abc import Mapping
 from types import MappingProxyType
 
-import pandas as pd
 from jaxlib.mlir import ir
+from typing import TYPE_CHECKING
 
 from ...pipeline.exported import readable_module
 from .loops import trip_count
@@ -41,6 +41,9 @@ from .rewrites import import_rewrites
 from .rules import APPLIED_REGION_OPS, CALL_OPS, Cost, cost_of, loop_states
 from .tensors import nested_ops
 from .work import Work, WorkCounter
+
+if TYPE_CHECKING:  # pandas is imported where a table is made, not with the module (a first explore needs none)
+    import pandas as pd
 
 __all__ = ["COLUMNS", "KINDS", "ModuleCost", "located_op_costs", "model_work", "module_cost", "op_costs"]
 
@@ -437,6 +440,8 @@ def model_work(text: str) -> Work:
 def _integers(values: list[int | None]) -> pd.api.extensions.ExtensionArray:
     """A nullable integer column; exact Python integers where a count outgrows int64 (a call tree of
     2**64 paths is a few hundred lines of text)."""
+    import pandas as pd
+
     if all(v is None or -(2**63) <= v < 2**63 for v in values):
         return pd.array(values, dtype="Int64")
     return pd.array(values, dtype=object)
@@ -453,6 +458,8 @@ def op_costs(text: str) -> pd.DataFrame:
     for an op of ``@main`` outside loops); ``calls`` is the number of those call paths (1 in ``@main``,
     0 in a function nothing calls). Unknown costs are ``<NA>``.
     """
+    import pandas as pd
+
     walk = _walk(text)
     return pd.DataFrame(
         {

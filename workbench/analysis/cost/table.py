@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import functools
 from concurrent.futures import ThreadPoolExecutor
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ...ir.text import text_hash
 from .hlo import hlo_module_costs
 from .model import ModuleCost, module_cost
 from .peaks import collective_seconds, roofline
 from .xla import has_custom_calls, xla_cost
+
+if TYPE_CHECKING:  # pandas is imported where a table is made, not with the module (a first explore needs none)
+    import pandas as pd
 
 __all__ = ["SUMMARY_COLUMNS", "cost_table", "plot_cost", "summary_columns"]
 
@@ -144,6 +146,8 @@ def _optimized_row(s, row: dict, xla_result) -> None:
 
 def _frame(rows: list[dict], device: str | None):
     """The rows as a DataFrame with every column (blank where no row has it), counts as nullable ints."""
+    import pandas as pd
+
     dialects = sorted({c for row in rows for c in row if c.startswith("ops_")})
     cols = _BASE_COLUMNS + (_ROOFLINE_COLUMNS if device else []) + dialects + ["note"]
     df = pd.DataFrame(rows)

@@ -54,8 +54,8 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
-import pandas as pd
 from jaxlib.mlir import ir
+from typing import TYPE_CHECKING
 
 from ...ir.dtypes import element_bytes
 from ...ir.hlo import Instruction, arrays, attribute_text, attribute_value, read_hlo
@@ -71,6 +71,9 @@ from ...ir.sdy import Mesh, TensorSharding, attribute_body, axis_refs, per_value
 from ...pipeline.exported import readable_module
 from ...stages import Stage
 from ..cost.tensors import nested_ops, static_tensor
+
+if TYPE_CHECKING:  # pandas is imported where a table is made, not with the module (a first explore needs none)
+    import pandas as pd
 
 __all__ = ["COLLECTIVE_COLUMNS", "collective_table", "moved_bytes", "stage_collective_bytes", "stage_collectives"]
 
@@ -389,6 +392,8 @@ def stage_collective_bytes(stage: Stage) -> int | None:
 def collective_table(stages: Iterable[Stage]) -> pd.DataFrame:
     """One row per collective op of each of ``stages`` (columns ``COLLECTIVE_COLUMNS``); empty, with those
     columns, when there are none."""
+    import pandas as pd
+
     rows = [r for s in stages for r in stage_collectives(s)]
     df = pd.DataFrame(rows, columns=list(COLLECTIVE_COLUMNS))
     for c in ("group_size", "buffer_bytes", "bytes_per_device"):
