@@ -153,3 +153,38 @@ def side_by_side(panel) -> None:
     """Pick the diff's side-by-side layout, as a user does (auto may choose unified at this width)."""
     panel.locator(".wbd-mode").first.select_option("split")
     panel.locator('.wbd[data-mode="split"]').first.wait_for()
+
+
+def settle(page) -> None:
+    """A few frames: JupyterLab lays out after a resize, then the ResizeObservers run."""
+    page.evaluate("() => new Promise(r => { let n = 4; const f = () => --n ? requestAnimationFrame(f) : r(); f(); })")
+
+
+# The Graph tab as a user reads it: the stage its picker shows, the zoom, the size of the drawn labels on screen
+# (each SVG text's font size times the drawing's scale, and its box's height) and whether the legend fits.
+GRAPH_READ = """panel => {
+    const el = panel.querySelector('.wbg'), s = el.querySelector('.wbg-view svg'), legend = el.querySelector('.wbg-legend');
+    const k = s.getBoundingClientRect().width / s.viewBox.baseVal.width;  // px on screen per user unit
+    const texts = [...s.querySelectorAll('text')].filter(t => t.getBoundingClientRect().height > 0);
+    const picker = panel.querySelector('.wb-graph select'), lb = legend.getBoundingClientRect();
+    const pb = panel.getBoundingClientRect();
+    return {picked: picker.options[picker.selectedIndex].text.replace(/\u00a0/g, ' '), zoom: el.querySelector('.wbg-scale').textContent,
+            scale: +el.dataset.scale, opened: el.dataset.opened, start: el.dataset.start || '', texts: texts.length,
+            font: Math.min(...texts.map(t => parseFloat(t.getAttribute('font-size')) * k)),
+            height: Math.min(...texts.map(t => t.getBoundingClientRect().height)),
+            legend: legend.innerText, cut: [legend, ...legend.children].filter(e => e.scrollWidth > e.clientWidth + 1)
+                                                .map(e => [e.textContent.slice(0, 60), e.scrollWidth, e.clientWidth]),
+            inside: lb.width > 0 && lb.left >= pb.left - 1 && lb.right <= pb.right + 1};
+}"""
+
+
+def check_graph(panel, width: int, picked: str, first: str) -> dict:
+    """The Graph tab draws the stage its picker shows (``picked``; the legend's first line starts ``first``), every
+    label at 9 px or more on screen, the zoom said in the toolbar, the legend inside the panel and none of it cut."""
+    g = panel.evaluate(GRAPH_READ)
+    print(f"{width} px: the graph opened {g['opened']} at {g['zoom']}, its smallest label {g['font']:.1f} px")
+    assert g["picked"] == picked and g["legend"].startswith(first), (width, g["picked"], g["legend"][:80])
+    assert g["texts"] > 0 and g["font"] >= 9 and g["height"] >= 9, (width, g)
+    assert g["zoom"] == f"{round(g['scale'] * 100)} %"
+    assert g["inside"] and not g["cut"], (width, g["cut"])
+    return g

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from tests.browser_pages import ROOT, open_notebook, pane_text, run_cell, show_panel, side_by_side, tab, write_notebook
+from tests.browser_pages import (ROOT, check_graph, open_notebook, pane_text, run_cell, settle, show_panel,
+                                 side_by_side, tab, write_notebook)
 
 pytestmark = pytest.mark.slow
 
@@ -52,19 +53,6 @@ def loss(ws, x):
     return (x ** 2).sum()
 jax.grad(loss)([jnp.full((16, 16), 0.01) for _ in range(3)], jnp.ones((4, 16)))"""
 
-# A graph of a few hundred ops: a 30-layer MLP's gradient as lowered (306 StableHLO ops).
-GRAPH_PANEL = """\
-import jax, jax.numpy as jnp
-import workbench as wb
-
-def loss(ws, x):
-    for w in ws:
-        x = jnp.tanh(x @ w)
-    return (x ** 2).sum()
-
-deep = wb.explore(jax.grad(loss), [jnp.full((16, 16), 0.01) for _ in range(30)], jnp.ones((4, 16)),
-                  pipeline="canonicalize")
-wb.panel(deep, name="deep", right="stablehlo")"""
 
 
 # -- the notebooks the tests open, in the session's JupyterLab server (tests/conftest.py) ------------------
@@ -74,8 +62,6 @@ def notebook_files(lab_server):
     write_notebook(root / "test.ipynb", "%load_ext workbench\nimport jax.numpy as jnp", TRANSPOSES)
     write_notebook(root / "big.ipynb", BIG_MODULE, BIG_PANEL)
     write_notebook(root / "widths.ipynb", "%load_ext workbench\nimport jax, jax.numpy as jnp", MLP_GRAD)
-    write_notebook(root / "graph.ipynb", GRAPH_PANEL)
-    write_notebook(root / "groups.ipynb", GROUPS_PANEL)
     write_notebook(root / "analyze.ipynb", "%load_ext workbench\nimport jax.numpy as jnp", TRANSPOSES)
     write_notebook(root / "speculative.ipynb", "%load_ext workbench\nimport workbench.examples.attention as att",
                    ATTENTION)
@@ -416,11 +402,6 @@ LAYOUT = """panel => {
 }"""
 
 
-def settle(page) -> None:
-    """A few frames: JupyterLab lays out after a resize, then the ResizeObservers run."""
-    page.evaluate("() => new Promise(r => { let n = 4; const f = () => --n ? requestAnimationFrame(f) : r(); f(); })")
-
-
 def check_layout(panel, width: int, chars: int = 80) -> dict:
     """Tab labels whole, the B picker and swap inside the panel, every visible diff pane ``chars`` wide."""
     m = panel.evaluate(LAYOUT)
@@ -566,36 +547,6 @@ SIDEWAYS = """panel => [...document.querySelectorAll('*')]
   .map(e => [String(e.className).slice(0, 50), e.scrollWidth, e.clientWidth])"""
 
 
-# The Graph tab as a user reads it: the stage its picker shows, the zoom, the size of the drawn labels on screen
-# (each SVG text's font size times the drawing's scale, and its box's height) and whether the legend fits.
-GRAPH_READ = """panel => {
-    const el = panel.querySelector('.wbg'), s = el.querySelector('.wbg-view svg'), legend = el.querySelector('.wbg-legend');
-    const k = s.getBoundingClientRect().width / s.viewBox.baseVal.width;  // px on screen per user unit
-    const texts = [...s.querySelectorAll('text')].filter(t => t.getBoundingClientRect().height > 0);
-    const picker = panel.querySelector('.wb-graph select'), lb = legend.getBoundingClientRect();
-    const pb = panel.getBoundingClientRect();
-    return {picked: picker.options[picker.selectedIndex].text.replace(/\u00a0/g, ' '), zoom: el.querySelector('.wbg-scale').textContent,
-            scale: +el.dataset.scale, opened: el.dataset.opened, start: el.dataset.start || '', texts: texts.length,
-            font: Math.min(...texts.map(t => parseFloat(t.getAttribute('font-size')) * k)),
-            height: Math.min(...texts.map(t => t.getBoundingClientRect().height)),
-            legend: legend.innerText, cut: [legend, ...legend.children].filter(e => e.scrollWidth > e.clientWidth + 1)
-                                                .map(e => [e.textContent.slice(0, 60), e.scrollWidth, e.clientWidth]),
-            inside: lb.width > 0 && lb.left >= pb.left - 1 && lb.right <= pb.right + 1};
-}"""
-
-
-def check_graph(panel, width: int, picked: str, first: str) -> dict:
-    """The Graph tab draws the stage its picker shows (``picked``; the legend's first line starts ``first``), every
-    label at 9 px or more on screen, the zoom said in the toolbar, the legend inside the panel and none of it cut."""
-    g = panel.evaluate(GRAPH_READ)
-    print(f"{width} px: the graph opened {g['opened']} at {g['zoom']}, its smallest label {g['font']:.1f} px")
-    assert g["picked"] == picked and g["legend"].startswith(first), (width, g["picked"], g["legend"][:80])
-    assert g["texts"] > 0 and g["font"] >= 9 and g["height"] >= 9, (width, g)
-    assert g["zoom"] == f"{round(g['scale'] * 100)} %"
-    assert g["inside"] and not g["cut"], (width, g["cut"])
-    return g
-
-
 # The panel's controls and texts wider than their boxes: [tag, class, text, scrollWidth, clientWidth], those
 # hidden left out; a toggle list's name cut with an ellipsis counts only when its title is not the whole name.
 CLIPPED = """panel => [...panel.querySelectorAll(
@@ -604,328 +555,6 @@ CLIPPED = """panel => [...panel.querySelectorAll(
   .filter(e => !(e.classList.contains('wbt-name') && e.title === e.textContent))
   .map(e => [e.tagName, String(e.className).slice(0, 40), (e.textContent || '').trim().slice(0, 60),
              e.scrollWidth, e.clientWidth])"""
-
-
-def _within(edges: list[tuple[str, str]], start: str, k: int) -> set[str]:
-    """The nodes within k edges of start, edges followed either way."""
-    seen, frontier = {start}, {start}
-    for _ in range(k):
-        frontier = {b for a, b in edges if a in frontier} | {a for a, b in edges if b in frontier}
-        frontier -= seen
-        seen |= frontier
-    return seen
-
-
-def test_the_graph_tab_fits_zooms_pans_and_focuses_a_big_graph(browser, lab, shots):
-    import os
-    import xml.etree.ElementTree as ET
-
-    page = open_notebook(browser, lab, "graph.ipynb", width=1280)
-    try:
-        page.keyboard.press("Control+b")  # the file browser open, as users have it: the panel about 740 px wide
-        page.locator(".jp-FileBrowser").first.wait_for(state="visible")
-        run_cell(page, 0)
-        panel = page.locator(".wb-panel")
-        panel.locator('.wbs-row.picked[data-name="stablehlo"]').wait_for(timeout=300_000)
-        page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')", timeout=300_000)
-        tab(panel, "Graph")
-        view = panel.locator(".wbg")
-        view.locator(".wbg-view svg").wait_for(timeout=180_000)
-        state = """el => { const v = el.querySelector('.wbg-view'), s = v.querySelector('svg'), r = s.getBoundingClientRect();
-            return {scale: +el.dataset.scale, nodes: +el.dataset.nodes, shown: +el.dataset.shown, svgW: r.width,
-                    svgH: r.height, viewW: v.clientWidth, viewH: v.clientHeight, left: v.scrollLeft, top: v.scrollTop,
-                    drawn: [...s.querySelectorAll('g.node')].filter(g => g.getBoundingClientRect().width > 0)
-                           .map(g => g.querySelector('title').textContent),
-                    edges: [...s.querySelectorAll('g.edge')].map(g => g.getBoundingClientRect())
-                           .filter(r => r.width + r.height > 0).map(r => [r.left, r.top, r.right, r.bottom]),
-                    view: (b => [b.left, b.top, b.right, b.bottom])(v.getBoundingClientRect())}; }"""
-        settle(page)
-        # fitted to the width its labels would be 1 px high: it opens at 100 %, at its top, the zoom said, B
-        # named in the picker, the caption above it as the legend
-        opened = check_graph(panel, 1280, "stablehlo (B of the diff)", "stablehlo: 306 ops")
-        first = view.evaluate(state)
-        assert opened["opened"] == "readable" and opened["zoom"] == "100 %" and opened["start"]
-        assert first["top"] < 20 and first["svgW"] > 5 * first["viewW"]
-        assert "100 % at the top (fit width: " in view.locator(".wbg-info").inner_text()
-        start = view.evaluate("""el => [...el.querySelectorAll('g.node')].filter(g => g.querySelector('title')
-            .textContent === el.dataset.start).map(g => (r => [r.left, r.top, r.right, r.bottom])(g.getBoundingClientRect()))""")
-        x0, y0, x1, y1 = first["view"]
-        assert len(start) == 1 and x0 <= start[0][0] and start[0][2] <= x1 and y0 <= start[0][1] <= y1
-        shots(page, "panel_graph_1280")
-        if os.environ.get("HLO_WORKBENCH_SCREENSHOTS"):  # for an issue's note
-            page.screenshot(path=os.path.join(os.environ["HLO_WORKBENCH_SCREENSHOTS"], "graph_1280.png"))
-
-        view.locator(".wbg-fit").click()  # "fit width" still fits it
-        fit = view.evaluate(state)
-        assert fit["nodes"] > 300 and len(fit["drawn"]) == fit["nodes"] == fit["shown"]
-        assert fit["scale"] < 0.5 and abs(fit["svgW"] - fit["viewW"]) <= 3  # fitted to the width
-        shots(panel, "panel_graph_fit")
-
-        # zoom: the button, then ctrl + wheel over the graph; then drag to pan
-        view.locator(".wbg-in").click()
-        zoomed = view.evaluate(state)
-        assert zoomed["scale"] == pytest.approx(fit["scale"] * 1.25, rel=1e-3)
-        assert zoomed["svgW"] == pytest.approx(fit["svgW"] * 1.25, rel=1e-2)
-        box = view.locator(".wbg-view").bounding_box()
-        cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-        page.mouse.move(cx, cy)
-        page.keyboard.down("Control")
-        page.mouse.wheel(0, -400)
-        page.keyboard.up("Control")
-        page.wait_for_function(f"+document.querySelector('.wbg').dataset.scale > {zoomed['scale'] * 1.5}")
-        wheeled = view.evaluate(state)
-        page.mouse.move(cx, cy)
-        page.mouse.down()
-        page.mouse.move(cx - 150, cy - 120, steps=6)
-        page.mouse.up()
-        panned = view.evaluate(state)
-        assert panned["left"] - wheeled["left"] == pytest.approx(150, abs=3)
-        assert panned["top"] - wheeled["top"] == pytest.approx(120, abs=3)
-        assert panned["shown"] == fit["nodes"]  # a drag is not a click: nothing focused
-
-        view.locator(".wbg-fit").click()
-        assert view.evaluate(state)["scale"] == pytest.approx(fit["scale"], rel=1e-3)
-
-        # click a node in view: only its 2-hop neighbourhood is drawn, laid out anew and fitted into the view
-        svg = ET.fromstring(view.locator(".wbg-view svg").evaluate("s => new XMLSerializer().serializeToString(s)"))
-        ns = "{http://www.w3.org/2000/svg}"
-        edges = [tuple(g.find(ns + "title").text.split("->")) for g in svg.iter(ns + "g") if g.get("class") == "edge"]
-        target = view.evaluate("""el => {
-            const v = el.querySelector('.wbg-view').getBoundingClientRect();
-            for (const g of el.querySelectorAll('g.node')) {
-                const r = g.getBoundingClientRect(), label = g.textContent;
-                if (label.includes('dot_general') && r.left > v.left && r.right < v.right && r.top > v.top && r.bottom < v.bottom)
-                    return {name: g.querySelector('title').textContent, x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2};
-            }
-        }""")
-        page.mouse.click(target["x"], target["y"])
-        page.wait_for_function(f"+document.querySelector('.wbg').dataset.shown < {fit['nodes']}")
-        focused = view.evaluate(state)
-        hood = _within(edges, target["name"], 2)
-        assert set(focused["drawn"]) == hood and 2 < len(hood) < 40 and focused["shown"] == len(hood)
-        # the edges among them, each between the nodes' new places: inside the view
-        assert len(focused["edges"]) == sum(a in hood and b in hood for a, b in edges)
-        x0, y0, x1, y1 = focused["view"]
-        assert all(x0 - 1 <= e[0] and e[2] <= x1 + 1 and y0 - 1 <= e[1] and e[3] <= y1 + 1 for e in focused["edges"])
-        assert focused["scale"] >= 0.5  # readable: the neighbourhood is compact, not spread over the graph
-        assert view.locator(".wbg-focus title").text_content() == target["name"]
-        assert focused["svgW"] <= focused["viewW"] + 1 and focused["svgH"] <= focused["viewH"] + 1
-        assert f"of {fit['nodes']} nodes within 2 hops" in view.locator(".wbg-info").inner_text()
-        shots(panel, "panel_graph_focus")
-        view.locator(".wbg-hops").fill("1")
-        view.locator(".wbg-hops").press("Enter")
-        page.wait_for_function(f"+document.querySelector('.wbg').dataset.shown < {focused['shown']}")
-        assert set(view.evaluate(state)["drawn"]) == _within(edges, target["name"], 1)
-
-        # back to the whole graph, at 100 % at its top again
-        view.locator(".wbg-all").click()
-        page.wait_for_function(f"+document.querySelector('.wbg').dataset.shown === {fit['nodes']}")
-        back = view.evaluate(state)
-        assert len(back["drawn"]) == fit["nodes"] and back["scale"] == 1 and back["top"] == first["top"]
-        assert view.locator(".wbg-all").is_disabled()
-
-        # another stage picked: Python draws it, the picker and the legend say which
-        panel.locator(".wb-graph select").select_option(label="canonicalize#1")
-        page.wait_for_function("document.querySelector('.wbg-legend').textContent.startsWith('canonicalize#1: ')",
-                               timeout=120_000)
-        check_graph(panel, 1280, "canonicalize#1", "canonicalize#1: 306 ops")
-        assert panel.locator(".wb-python pre").first.inner_text() == 'deep.graph("canonicalize#1")'
-    finally:
-        page.close()
-
-
-# A stage too big to draw op by op (535 StableHLO ops), whose ops JAX put in named scopes: block_i/attn, block_i/mlp.
-GROUPS_PANEL = """\
-import jax, jax.numpy as jnp
-import workbench as wb
-
-def model(ws, x):
-    for i, w in enumerate(ws):
-        with jax.named_scope(f"block_{i}"):
-            with jax.named_scope("attn"):
-                x = x + jax.nn.softmax(x @ w) @ w.T
-            with jax.named_scope("mlp"):
-                x = x + jnp.tanh(x @ w)
-    return (x ** 2).sum()
-
-deep = wb.explore(model, [jnp.full((16, 16), 0.01) for _ in range(24)], jnp.ones((4, 16)), pipeline="canonicalize")
-wb.panel(deep, name="deep", right="stablehlo")"""
-
-
-def test_the_graph_tab_opens_a_big_stages_groups_and_goes_back_without_the_kernel(browser, lab, shots):
-    page = open_notebook(browser, lab, "groups.ipynb")
-    try:
-        run_cell(page, 0)
-        panel = page.locator(".wb-panel")
-        panel.locator('.wbs-row.picked[data-name="stablehlo"]').wait_for(timeout=300_000)
-        page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('\u2713')", timeout=300_000)
-        tab(panel, "Graph")
-        view = panel.locator(".wbg")
-        view.locator(".wbg-view svg").wait_for(timeout=180_000)
-        boxes = "el => [...el.querySelectorAll('.wbg-view g.node.wbg-group')].map(g => g.id)"
-        # the top level: one box per block, each opening its group
-        assert [g for g in view.evaluate(boxes) if "[" not in g] == [f"wbg-group:block_{i}" for i in range(24)]
-        assert view.locator(".wbg-crumbs").inner_text() == "top level"
-        drawn = lambda: view.locator(".wbg-view svg").text_content()  # noqa: E731 -- the labels, as text
-        assert "535 ops > max_ops=400: the top level of a hierarchy" in drawn()
-        shots(panel, "panel_graph_groups")
-
-        # a click on block_3 opens it: Python draws its level
-        view.locator('g[id="wbg-group:block_3"]').click()
-        page.wait_for_function("document.querySelector('.wbg').dataset.group === 'block_3'", timeout=60_000)
-        assert view.evaluate(boxes) == ["wbg-group:block_3/attn", "wbg-group:block_3/mlp"]
-        assert view.locator(".wbg-crumbs").inner_text() == "top level \u203a block_3"
-        assert "from block_2" in drawn() and "to block_4" in drawn()
-        view.locator('g[id="wbg-group:block_3/attn"]').click()
-        page.wait_for_function("document.querySelector('.wbg').dataset.group === 'block_3/attn'", timeout=60_000)
-        assert view.locator(".wbg-crumbs").inner_text() == "top level \u203a block_3 \u203a attn"
-        assert "dot_general" in drawn() and not view.evaluate(boxes)
-        shots(panel, "panel_graph_group_open")
-
-        # back up by the breadcrumb: levels shown before come from the browser, at once (no wait)
-        view.locator(".wbg-crumb", has_text="block_3").click()
-        assert view.evaluate("el => [el.dataset.group, 'opening' in el.dataset]") == ["block_3", False]
-        view.locator(".wbg-crumb", has_text="top level").click()
-        assert view.evaluate("el => el.dataset.group") == ""
-        assert len(view.evaluate(boxes)) > 24
-        # opening them again comes from the browser as well; an op's box, not a group's, focuses its neighbourhood
-        view.locator('g[id="wbg-group:block_3"]').click()
-        assert view.evaluate("el => el.dataset.group") == "block_3"
-        view.locator('g[id="wbg-group:block_3/attn"]').click()
-        assert view.evaluate("el => el.dataset.group") == "block_3/attn"
-        view.locator(".wbg-view g.node:not(.wbg-group):not(.wbg-port)", has_text="dot_general").first.click()
-        page.wait_for_function("(d => +d.shown < +d.nodes)(document.querySelector('.wbg').dataset)")
-    finally:
-        page.close()
-
-
-def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(browser):
-    """The pure parts of the diff and graph views, loaded from their files: a real graphviz SVG's nodes and
-    edges read back, neighbourhoods by hops, unified rows from an alignment, the auto layout by width."""
-    import graphviz
-
-    from workbench.artifacts.assets import inlined  # with what they import, as the panel loads them
-
-    g = graphviz.Digraph()
-    for a, b in (("a", "b"), ("b", "c"), ("c", "d"), ("e", "c"), ("d", "f")):
-        g.edge(a, b)
-    svg = g.pipe(format="svg").decode()
-    widgets = ROOT / "workbench" / "views" / "widgets"
-    page = browser.new_page()
-    try:
-        out = page.evaluate("""async ([diffSrc, graphSrc, svg]) => {
-            const load = (src) => import(URL.createObjectURL(new Blob([src], {type: 'text/javascript'})));
-            const diff = await load(diffSrc), graph = await load(graphSrc);
-            const host = document.createElement('div');
-            host.innerHTML = svg.slice(svg.indexOf('<svg'));
-            document.body.appendChild(host);
-            const read = graph.readGraph(host.querySelector('svg'));
-            const hood = (s, k) => [...graph.neighbourhood(read.edges, s, k)].sort();
-            // rows: equal, changed, deleted, inserted, moved out, equal; "changes only" folds nothing here
-            const rows = Int32Array.from([0, 0, 0, 1, 1, 1, 2, -1, 2, -1, 2, 3, 3, -1, 4, 4, 3, 0]);
-            const vis = Int32Array.from([0, 1, 2, 3, 4, 5]);
-            const folded = Int32Array.from([0, 1, -3, 5]);  // a fold standing for three rows
-            const rowsOf = (d) => Array.from(d);
-            return {
-                nodes: [...read.nodes.keys()].sort(), edges: read.edges.map(([a, b]) => a + '>' + b),
-                c1: hood('c', 1), c2: hood('c', 2), f0: hood('f', 0),
-                split: rowsOf(diff.displayRows(rows, vis, false)), unified: rowsOf(diff.displayRows(rows, vis, true)),
-                foldedU: rowsOf(diff.displayRows(rows, folded, true)),
-                modes: [1920, 1400, 1200, 900].map(w => diff.chooseMode('auto', w, 7.2, 72)),
-                fixed: [diff.chooseMode('split', 500, 7.2, 72), diff.chooseMode('unified', 3000, 7.2, 72),
-                        diff.chooseMode('auto', 0, 0, 0)],
-                // graphviz's rows at y 0, 500 and 5000: kept in order, the space between left out
-                layout: [...graph.compactLayout([
-                    {name: 'low', x: 900, y: 5000, w: 60, h: 20}, {name: 'right', x: 800, y: 0, w: 40, h: 20},
-                    {name: 'left', x: 100, y: 0, w: 40, h: 20}, {name: 'mid', x: 300, y: 500, w: 80, h: 30},
-                ], 40, 20)].sort(),
-                down: graph.route([0, 0, 40, 20], [0, 100, 40, 20], 7),
-                up: graph.route([0, 100, 40, 20], [50, 0, 40, 20], 7),
-                paths: ['', 'block_0', 'transpose(jvp(block_0/x))/attn/[1-3]'].map(graph.splitPath),
-            };
-        }""", [inlined(ROOT / "workbench" / "assets" / "diffview.js"), inlined(widgets / "graphview.js"), svg])
-    finally:
-        page.close()
-    assert out["nodes"] == list("abcdef") and sorted(out["edges"]) == ["a>b", "b>c", "c>d", "d>f", "e>c"]
-    assert out["c1"] == list("bcde") and out["c2"] == list("abcdef") and out["f0"] == ["f"]
-    assert out["split"] == [0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0]
-    # the changed row as a "-" then a "+" row, deleted / moved-out "-" only, inserted "+" only
-    assert out["unified"] == [0, 0, 1, 1, 1, 2, 2, 1, 3, 2, 4, 1, 5, 0]
-    assert out["foldedU"] == [0, 0, 1, 1, 1, 2, 2, 0, 3, 0]
-    # (width - ruler) / 2 - border - gutter >= 80 characters of 7.2 px: side by side from 1317 px
-    assert out["modes"] == ["split", "split", "unified", "unified"]
-    assert out["fixed"] == ["split", "unified", None]
-    assert out["layout"] == [["left", [-30, 10]], ["low", [0, 140]], ["mid", [0, 75]], ["right", [30, 10]]]
-    # an edge leaves the tail's bottom (top when the head is higher) and its arrowhead ends on the head
-    assert out["down"]["d"].startswith("M0,10 ") and out["down"]["d"].endswith(" 0,83")
-    assert out["down"]["points"].startswith("0,90 ")
-    assert out["up"]["d"].startswith("M0,90 ") and out["up"]["points"].startswith("50,10 ")
-    # a group path cut where Python's scopes.split_path cuts it: not inside a transformation's parentheses
-    assert out["paths"] == [[], ["block_0"], ["transpose(jvp(block_0/x))", "attn", "[1-3]"]]
-
-
-def test_a_graph_opens_readable_at_its_first_changed_op_with_its_caption_as_a_wrapped_legend_in_a_blank_page(browser):
-    """The graph view, rendered from its file with a stand-in model: a graph 30 boxes wide opens in a 400 px view at
-    100 % (fitted, its labels would be a few px high) scrolled to its topmost changed op, and in a view 90 % of its
-    width fitted to the width, and anew when the view narrows; its caption is the legend above it, each line wrapped
-    to the view's width."""
-    import graphviz
-
-    from workbench.analysis.graph import CHANGED_FILL
-    from workbench.artifacts.assets import inlined
-    from workbench.views.widgets.graphview import graph_svg
-
-    caption = ["wide: 62 ops", "filled orange: 2 ops new or changed since 'before'; " + "a long note, " * 20]
-    g = graphviz.Digraph(graph_attr={"label": "".join(line + "\\l" for line in caption), "labelloc": "t"},
-                         node_attr={"shape": "box", "style": "filled", "fillcolor": "#ffffff", "fontsize": "10"})
-    for i in range(30):
-        g.edge("top", f"n{i}")
-        g.edge(f"n{i}", "bottom")
-    for changed in ("n27", "bottom"):  # n27 in the second row, far right: the first changed op from the top
-        g.node(changed, fillcolor=CHANGED_FILL)
-    widgets = ROOT / "workbench" / "views" / "widgets"
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    try:
-        out = page.evaluate("""async ([src, css, svg, fill]) => {
-            const graph = await import(URL.createObjectURL(new Blob([src], {type: 'text/javascript'})));
-            document.head.appendChild(Object.assign(document.createElement('style'), {textContent: css}));
-            const open = (width) => {
-                const el = document.createElement('div');
-                el.style.width = width + 'px';
-                document.body.appendChild(el);
-                const vals = {svg, message: '', focus: '', hops: 2, height: 300, group: '', level: '', openable: false,
-                              drawing: 1, changed_fill: fill};
-                graph.default.render({model: {get: (k) => vals[k], set: (k, v) => { vals[k] = v; },
-                                              save_changes() {}, on() {}}, el});
-                const view = el.querySelector('.wbg-view'), v = view.getBoundingClientRect();
-                const start = [...el.querySelectorAll('g.node')].find(n => n.querySelector('title').textContent === el.dataset.start);
-                const r = start?.getBoundingClientRect();
-                const legend = el.querySelector('.wbg-legend');
-                return {opened: el.dataset.opened, scale: +el.dataset.scale, zoom: el.querySelector('.wbg-scale').textContent,
-                        start: el.dataset.start, inView: !!r && r.left >= v.left && r.right <= v.right && r.top >= v.top
-                                                         && r.bottom <= v.bottom,
-                        svgW: view.querySelector('svg').getBoundingClientRect().width, viewW: view.clientWidth,
-                        legend: [...legend.children].map(d => d.textContent), legendH: legend.clientHeight,
-                        cut: [legend, ...legend.children].some(e => e.scrollWidth > e.clientWidth + 1),
-                        info: el.querySelector('.wbg-info').textContent, el};
-            };
-            const narrow = open(400), fitted = open(Math.round(narrow.svgW * 0.9));
-            fitted.el.style.width = Math.round(narrow.svgW * 0.8) + 'px';  // narrower: fitted anew
-            await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-            const refitted = +fitted.el.dataset.scale;
-            [narrow, fitted].forEach(o => delete o.el);
-            return {narrow, fitted, refitted};
-        }""", [inlined(widgets / "graphview.js"), inlined(widgets / "graphview.css"), graph_svg(g), CHANGED_FILL])
-    finally:
-        page.close()
-    narrow, fitted = out["narrow"], out["fitted"]
-    assert narrow["opened"] == "readable" and narrow["scale"] == 1 and narrow["zoom"] == "100 %", narrow
-    assert narrow["start"] == "n27" and narrow["inView"], narrow
-    assert narrow["info"].startswith("100 % at the first changed op (fit width: ")
-    assert narrow["legend"] == caption and not narrow["cut"] and narrow["legendH"] > 40  # the long line wraps
-    assert fitted["opened"] == "fit" and fitted["scale"] == pytest.approx(0.9, abs=0.01), fitted
-    assert abs(fitted["svgW"] - fitted["viewW"]) <= 3
-    assert out["refitted"] == pytest.approx(0.8, abs=0.01)  # not zoomed by the user: a new width fits it anew
 
 
 # -- XLA compiling in the background: the MLIR stages first ------------------------------------------------
