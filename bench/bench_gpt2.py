@@ -136,21 +136,16 @@ def cost_at_scale(ex) -> None:
 
 def cost_floor(ex) -> None:
     """What XLA alone takes for the numbers cost() shows, each distinct text once, one after another in this
-    process: parsing each HLO stage's text and its HloCostAnalysis, and each MLIR stage's HloCostAnalysis
-    through JAX (``Lowered.cost_analysis``). Their sum over the cores is the least any cost() that asks XLA
-    for every stage can take."""
-    from jax._src.lib import _jax
-    from jaxlib import _hlo
-
+    process: parsing each HLO stage's text (debug info stripped) and its HloCostAnalysis, as the pool's
+    workers do, and each MLIR stage's HloCostAnalysis through JAX (``Lowered.cost_analysis``). Their sum over
+    the cores is the least any cost() that asks XLA for every stage can take."""
     from workbench.analysis.cost.xla import _lowered
-    from workbench.ir.hlo import strip_debug_info
+    from workbench.pipeline.worker import _hlo_costs  # what a pool worker runs for cost(), here in this process
 
-    client = jax.devices("cpu")[0].client
     hlo = {s.text: None for s in ex.stages if s.group == "xla" and not s.error}
     mlir = {s.text: None for s in ex.stages if s.is_module and not s.error and "@main" in s.text}
     t = time.perf_counter()
-    for text in hlo:
-        _jax.hlo_module_cost_analysis(client, _hlo.hlo_module_from_text(strip_debug_info(text)))
+    _hlo_costs(list(enumerate(hlo)))
     parse = time.perf_counter() - t
     t = time.perf_counter()
     for text in mlir:

@@ -66,10 +66,7 @@ def bare_compile(p: Program, dumps: bool = False) -> tuple[float, float]:
         target = jax.jit(inst.fn) if p.wrapper == "plain" else inst.fn
         lowered = target.lower(*inst.args)
         lowering = time.perf_counter() - t
-        if dumps:
-            lowered.compile(compiler_options=options)
-        else:
-            lowered.compile()
+        lowered.compile(compiler_options=options)
         return time.perf_counter() - t, lowering
 
 
@@ -116,13 +113,12 @@ def peak_memory(side: str, name: str) -> dict:
 
 def measure(p: Program, repeat: int, applicable: bool = True) -> dict:
     explore_all(p)  # warm-up: the pass worker starts, the libraries' first-use costs are paid
-    times = {k: [] for k in ("bare", "lower", "dumps", "explore", "floor", "none", "none_floor")}
+    times = {k: [] for k in ("bare", "dumps", "explore", "floor", "none", "none_floor")}
     stages = None
     for _ in range(repeat):
         cold()
         bare, lowering = bare_compile(p)
         times["bare"].append(bare)
-        times["lower"].append(lowering)
         cold()
         times["dumps"].append(bare_compile(p, dumps=True)[0])
         cold()

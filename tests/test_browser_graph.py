@@ -30,6 +30,19 @@ def notebook_files(lab_server):
     write_notebook(root / "groups.ipynb", GROUPS_PANEL)
 
 
+def graph_tab(page):
+    """Run the notebook's cell, wait for its panel (stablehlo picked, every stage done: the status line's ✓),
+    open the Graph tab and wait for its drawing: the panel and the tab's view."""
+    run_cell(page, 0)
+    panel = page.locator(".wb-panel")
+    panel.locator('.wbs-row.picked[data-name="stablehlo"]').wait_for(timeout=300_000)
+    page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')", timeout=300_000)
+    tab(panel, "Graph")
+    view = panel.locator(".wbg")
+    view.locator(".wbg-view svg").wait_for(timeout=180_000)
+    return panel, view
+
+
 def _within(edges: list[tuple[str, str]], start: str, k: int) -> set[str]:
     """The nodes within k edges of start, edges followed either way."""
     seen, frontier = {start}, {start}
@@ -48,13 +61,7 @@ def test_the_graph_tab_fits_zooms_pans_and_focuses_a_big_graph(browser, lab, sho
     try:
         page.keyboard.press("Control+b")  # the file browser open, as users have it: the panel about 740 px wide
         page.locator(".jp-FileBrowser").first.wait_for(state="visible")
-        run_cell(page, 0)
-        panel = page.locator(".wb-panel")
-        panel.locator('.wbs-row.picked[data-name="stablehlo"]').wait_for(timeout=300_000)
-        page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')", timeout=300_000)
-        tab(panel, "Graph")
-        view = panel.locator(".wbg")
-        view.locator(".wbg-view svg").wait_for(timeout=180_000)
+        panel, view = graph_tab(page)
         state = """el => { const v = el.querySelector('.wbg-view'), s = v.querySelector('svg'), r = s.getBoundingClientRect();
             return {scale: +el.dataset.scale, nodes: +el.dataset.nodes, shown: +el.dataset.shown, svgW: r.width,
                     svgH: r.height, viewW: v.clientWidth, viewH: v.clientHeight, left: v.scrollLeft, top: v.scrollTop,
@@ -179,13 +186,7 @@ wb.panel(deep, name="deep", right="stablehlo")"""
 def test_the_graph_tab_opens_a_big_stages_groups_and_goes_back_without_the_kernel(browser, lab, shots):
     page = open_notebook(browser, lab, "groups.ipynb")
     try:
-        run_cell(page, 0)
-        panel = page.locator(".wb-panel")
-        panel.locator('.wbs-row.picked[data-name="stablehlo"]').wait_for(timeout=300_000)
-        page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('\u2713')", timeout=300_000)
-        tab(panel, "Graph")
-        view = panel.locator(".wbg")
-        view.locator(".wbg-view svg").wait_for(timeout=180_000)
+        panel, view = graph_tab(page)
         boxes = "el => [...el.querySelectorAll('.wbg-view g.node.wbg-group')].map(g => g.id)"
         # the top level: one box per block, each opening its group
         assert [g for g in view.evaluate(boxes) if "[" not in g] == [f"wbg-group:block_{i}" for i in range(24)]
