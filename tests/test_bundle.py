@@ -278,10 +278,27 @@ def test_the_bundle_carries_the_structural_diff_the_panel_shows(monkeypatch):
 
 
 def test_a_pair_without_a_structural_diff_says_why(big):
-    over = B.exploration_json(big, "input", "canonicalize#1")["diff"]
-    assert over == {"left": "input", "right": "canonicalize#1",
-                    "note": "over 20,000 lines, a saved notebook keeps no structural diff (it would take seconds "
-                            "to make)"}
+    saved = B.exploration_json(big, "input", "canonicalize#1")
+    assert saved["diff"] == {"left": "input", "right": "canonicalize#1",
+                             "note": "over 20,000 lines, a saved notebook keeps no structural diff (it would take "
+                                     "seconds to make)"}
+    # nor cost rows: the analytic model takes seconds on 60,000 ops, and the cell's output waits for them
+    assert saved["cost"] is None
+    assert saved["cost_note"] == ("input and canonicalize#1: over 20,000 lines, a saved notebook keeps no cost rows "
+                                  "(they would take seconds to make); the live panel's Cost tab has them")
+
+
+def test_the_cost_rows_keep_the_stage_under_the_limit_and_name_the_one_over(shell, monkeypatch):
+    tb = shell.user_ns.get("tb") or wb.explore(lambda x, y: jnp.dot(x.T, y.T).T, jnp.ones((8, 16)), jnp.ones((4, 8)))
+    small, large = sorted(("canonicalize#2", "enzyme-hlo-patterns#1"), key=lambda n: tb[n].lines)
+    assert tb[small].lines < tb[large].lines
+    monkeypatch.setattr(B, "DIFF_LINES", tb[small].lines)
+    saved = B.exploration_json(tb, "canonicalize#2", "enzyme-hlo-patterns#1")
+    assert [r[0] for r in saved["cost"]["rows"]] == [small]
+    ops = saved["cost"]["columns"].index("ops")
+    assert saved["cost"]["rows"][0][ops] == int(tb.cost().set_index("stage").loc[small, "ops"])
+    assert saved["cost_note"].startswith(f"{large}: over {tb[small].lines:,} lines")
+    assert "cost_note" not in B.exploration_json(tb, small, small)
 
 
 def test_a_failed_stage_is_saved_with_its_error():

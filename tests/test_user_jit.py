@@ -120,6 +120,27 @@ def test_nnx_jit_explores_the_program_it_compiles_and_leaves_the_model_alone():
     assert any(x.shape == kernel.shape and not np.array_equal(x, kernel) for x in leaves)
 
 
+def test_the_copies_a_library_jit_is_traced_on_share_the_arrays_and_keep_nnx_references():
+    """Each trace, lowering and stand-in call of a library's jit gets its own copy of the arguments: new
+    Python objects (nnx.jit writes its Variables back), the same immutable arrays (no copy kernel runs),
+    and the references between nnx objects as they were (one module passed twice is one module)."""
+    from flax import nnx
+
+    from workbench.pipeline.trace import fresh_copy
+
+    _, model, optimizer, batch = _nnx_step()
+    copied = fresh_copy((model, optimizer, batch, model, {"m": model}))
+    new_model, new_optimizer, new_batch, again, holder = copied
+    assert new_model is not model and new_optimizer is not optimizer and again is new_model
+    assert holder["m"] is new_model  # a reference inside another argument reaches the same copy
+    leaves = lambda x: jax.tree_util.tree_leaves(nnx.state(x))  # noqa: E731
+    assert all(a is b for a, b in zip(leaves(new_model), leaves(model), strict=True))
+    assert all(a is b for a, b in zip(leaves(new_optimizer), leaves(optimizer), strict=True))
+    assert all(a is b for a, b in zip(jax.tree_util.tree_leaves(new_batch), jax.tree_util.tree_leaves(batch)))
+    new_model.l1.kernel[...] = new_model.l1.kernel[...] + 1  # what nnx.jit's write-back does to the copy
+    assert not np.array_equal(np.asarray(model.l1.kernel[...]), np.asarray(new_model.l1.kernel[...]))
+
+
 def test_eqx_filter_jit_and_an_equinox_module_as_an_argument():
     import equinox as eqx
 

@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import os
 import re
+import sys
 import time
 import traceback
 from typing import Any, Callable
@@ -304,9 +305,16 @@ def fresh_copy(args: tuple) -> tuple:
     """A deep copy of ``args`` for one trace, lowering or stand-in call of a library's jit, its JAX arrays
     shared, not copied: an array is immutable, and none of these runs or donates it, so only the Python
     objects around the arrays need copying (an nnx Module's Variables, which nnx.jit updates in place).
-    Copying every array as well cost ~25 ms a copy on a small Equinox model. (An nnx Module's own
-    ``__deepcopy__`` ignores the memo and still copies its arrays.)"""
+    Copying every array as well cost ~25 ms a copy on a small Equinox model. An nnx Module's own
+    ``__deepcopy__`` ignores the memo and copies its arrays (~120 ms on a one-block transformer and its
+    optimizer, the first time: a copy kernel per shape), so the arguments that are nnx graph nodes are cloned
+    together by nnx itself (new Variables around the same arrays, references between them kept)."""
     memo = {id(x): x for x in jax.tree_util.tree_leaves(args) if isinstance(x, jax.Array)}
+    graphlib = getattr(sys.modules.get("flax.nnx"), "graphlib", None)  # never imports flax
+    nodes = [i for i, a in enumerate(args) if graphlib is not None and graphlib.is_graph_node(a)]
+    if nodes:
+        for i, clone in zip(nodes, graphlib.clone(tuple(args[i] for i in nodes))):
+            memo[id(args[i])] = clone
     return copy.deepcopy(args, memo)
 
 

@@ -178,7 +178,7 @@ export function bundleView(data: any): IExplorationView {
     pickable,
     first: [left, right],
     cost,
-    costNote: cost ? 'cost of the stages shown, as the kernel computed it' : 'no cost table in this output',
+    costNote: bundleCostNote(cost !== null, data.cost_note),
     carried: (a: string, b: string) => bundleCarried(data.diff, a, b),
     text(name: string): IStageText {
       const t = texts[name];
@@ -187,6 +187,13 @@ export function bundleView(data: any): IExplorationView {
       return { state, text: String(t.text ?? ''), note: String(t.note ?? '') };
     }
   };
+}
+
+// A stage too big for a saved notebook's cost rows is named in the bundle's cost_note (bundle.py).
+function bundleCostNote(hasCost: boolean, leftOut: unknown): string {
+  const note = typeof leftOut === 'string' ? leftOut : '';
+  if (!hasCost) return note || 'no cost table in this output';
+  return 'cost of the stages shown, as the kernel computed it' + (note ? `; ${note}` : '');
 }
 
 function costTable(cost: any): ICostTable | null {

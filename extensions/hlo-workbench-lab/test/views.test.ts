@@ -149,6 +149,12 @@ describe('the %%hlo bundle', () => {
     const none = bundleView({ ...bundle, cost: undefined });
     expect(none.cost).toBeNull();
     expect(none.costNote).toBe('no cost table in this output');
+    // a stage over the kernel's line limit is left out of the rows, and the bundle's cost_note says which
+    const note = 'cse#1: over 20,000 lines, a saved notebook keeps no cost rows';
+    expect(bundleView({ ...bundle, cost: null, cost_note: note }).costNote).toBe(note);
+    expect(bundleView({ ...bundle, cost_note: note }).costNote)
+      .toBe(`cost of the stages shown, as the kernel computed it; ${note}`);
+    expect(bundleView({ ...bundle, cost: null, cost_note: 7 }).costNote).toBe('no cost table in this output');
   });
 
   it('says why a failed or cut stage has no (whole) text', () => {

@@ -11,7 +11,9 @@ panel did. Each text is cut at a line boundary to ``TEXT_BYTES`` (UTF-8) and the
 ``TOTAL_BYTES``; a text entry says whether it was cut (``cut``, ``kept_lines`` of ``lines``, a
 ``note``), and its ``state`` (ok, failed, or missing: an XLA stage still compiling). The diff is
 whole or left out (``diff`` then holds a ``note`` saying why): for a failed or missing stage, texts
-over ``DIFF_LINES`` lines, or one over ``DIFF_BYTES`` or what the rest leaves of ``TOTAL_BYTES``.
+over ``DIFF_LINES`` lines, or one over ``DIFF_BYTES`` or what the rest leaves of ``TOTAL_BYTES``. The
+analytic cost rows of the pair (``cost``) leave out a stage over ``DIFF_LINES`` lines too, and ``cost_note``
+says so: the output waits for its bundle, and the model takes seconds on such a module.
 ``text/html`` is a static summary that reads without JavaScript (GitHub,
 nbviewer and nbconvert, an untrusted notebook): the pair with its ops delta and the beginning of
 its diff (of the texts, for big ones), then the stage table; every piece of IR in it is escaped.
@@ -173,7 +175,7 @@ def _bundle_json(ex: Exploration, left: str | None, right: str | None, stages: S
         "stages": [_row(s) for s in stages],
         "shown": {"left": left, "right": right},
         "ops_delta": _ops_delta(by_name.get(left), by_name.get(right)),
-        "cost": _cost(ex, [by_name[n] for n in dict.fromkeys((left, right)) if n in by_name]),
+        **_cost(ex, [by_name[n] for n in dict.fromkeys((left, right)) if n in by_name]),
         "caps": {"text_bytes": TEXT_BYTES, "total_bytes": TOTAL_BYTES, "diff_bytes": DIFF_BYTES},
         "texts": {},
     }
@@ -215,13 +217,21 @@ def _diff_entry(a: Stage | None, b: Stage | None, left: str, right: str, room: i
     return diff, entry
 
 
-def _cost(ex: Exploration, shown: Sequence[Stage]) -> dict | None:
-    """The cost table's rows for the stages shown (the analytic model's; XLA's numbers are left to
-    the live panel, as they take a compile per stage), as columns and rows; None if it fails."""
+def _cost(ex: Exploration, shown: Sequence[Stage]) -> dict[str, Any]:
+    """``cost``: the cost table's rows for the stages shown (the analytic model's; XLA's numbers are left
+    to the live panel, as they take a compile per stage), as columns and rows, or None if it fails; and
+    ``cost_note`` when a stage over ``DIFF_LINES`` lines is left out, as its diff is: the model takes
+    seconds on such a module, and the cell's output waits for its bundle."""
+    kept = [s for s in shown if s.lines <= DIFF_LINES]
+    left_out = [s.name for s in shown if s.lines > DIFF_LINES]
+    note = {"cost_note": f"{' and '.join(left_out)}: over {DIFF_LINES:,} lines, a saved notebook keeps no cost "
+                         "rows (they would take seconds to make); the live panel's Cost tab has them"} if left_out else {}
+    if not kept:
+        return {"cost": None, **note}
     try:
-        return table_json(cost_table(ex, xla=False, stages=shown))
+        return {"cost": table_json(cost_table(ex, xla=False, stages=kept)), **note}
     except Exception:  # noqa: BLE001 -- the saved view goes without a cost table rather than fail
-        return None
+        return {"cost": None, **note}
 
 
 # -- text/html ---------------------------------------------------------------------------------------
