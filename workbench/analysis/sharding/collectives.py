@@ -60,13 +60,7 @@ from typing import TYPE_CHECKING
 from ...ir.dtypes import element_bytes
 from ...ir.hlo import Instruction, arrays, attribute_text, attribute_value, read_hlo
 from ...ir.hlo_sharding import group_size
-from ...ir.locations import (
-    Origin,
-    hlo_instruction_locations,
-    mlir_op_locations,
-    read_location,
-    user_frame,
-)
+from ...ir.locations import Origin, hlo_instruction_locations, mlir_op_locations, read_location, user_frame
 from ...ir.sdy import Mesh, TensorSharding, attribute_body, axis_refs, per_value_shardings, read_mesh, read_sharding
 from ...pipeline.exported import readable_module
 from ...stages import Stage
