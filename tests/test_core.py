@@ -101,6 +101,40 @@ def test_pattern_catalog_comes_from_enzyme_ad():
     assert wb.patterns(max_constant_threshold=7).set_index("name").loc["concatenate_op_canon", "parameters"] == "7"
 
 
+def test_a_default_explore_asks_enzyme_ad_for_its_lists_only_and_an_added_pattern_reads_the_catalog():
+    """The catalog (one worker request per group switch, ~20) is what toggles, the panel's list and
+    wb.patterns() read; a first explore with the default patterns needs only enzyme-ad's own lists."""
+    from workbench.pipeline import catalog as C
+
+    def f(x):
+        return -(-jnp.sin(x.T.T))
+
+    asked: list = []
+    worker, call = default_runner().worker, default_runner().worker.call
+
+    def counting(method, *args, **kwargs):
+        asked.append(method)
+        return call(method, *args, **kwargs)
+
+    C.catalog.cache_clear()
+    C._specs.cache_clear()
+    worker.call = counting
+    try:
+        ex = wb.explore(f, jnp.ones((4, 3)), pipeline="all")
+        assert ex.error is None and C.catalog.cache_info().misses == 0
+        lists = asked.count("transform_passes")
+        assert 1 <= lists <= 3  # the pattern lists the preset's pattern passes run (and their direction)
+        extra = next(p.name for p in C.catalog() if not p.default_enabled)
+        asked.clear()
+        C.catalog.cache_clear()
+        C._specs.cache_clear()
+        on = ex.with_patterns(enable=[extra])
+        assert C.catalog.cache_info().misses >= 1 and asked.count("transform_passes") > lists
+        assert any(extra in s.produced_by for s in on.stages if s.name.startswith("enzyme-hlo-patterns"))
+    finally:
+        del worker.call
+
+
 def test_a_toggle_recomputes_only_later_stages(attention):
     fn, args = attention
     runner = default_runner()

@@ -162,9 +162,10 @@ def pattern_list(sel: PatternSelection, *, direction: str | None = None) -> tupl
     if direction is not None:
         opts = dataclasses.replace(opts, transpose_propagate=direction, reshape_propagate=direction)
     specs = list(_specs(opts, tuple(sorted(sel.disabled))))
-    present = {_parse_spec(s)[0] for s in specs}
-    extra = {p.name: p.spec for p in catalog(opts)}
-    specs += [extra[n] for n in sorted(sel.enabled) if n not in present]
+    wanted = set(sel.enabled) - {_parse_spec(s)[0] for s in specs}
+    if wanted:  # the catalog (a worker call per group switch) only for a pattern the list lacks
+        extra = {p.name: p.spec for p in catalog(opts)}
+        specs += [extra[n] for n in sorted(wanted)]
     return tuple(specs)
 
 
