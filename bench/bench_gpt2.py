@@ -120,7 +120,8 @@ def cost_at_scale(ex) -> None:
     """``ex.cost()`` of every stage, its caches cleared first (the first cost() of a session), then again."""
     from workbench.analysis.cost import table
 
-    table._costs.cache_clear()
+    table._model_cost.cache_clear()
+    table._xla_cost.cache_clear()
     table._hlo_cached.cache_clear()
     t = time.perf_counter()
     df = ex.cost()

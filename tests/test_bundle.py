@@ -301,6 +301,25 @@ def test_the_cost_rows_keep_the_stage_under_the_limit_and_name_the_one_over(shel
     assert "cost_note" not in B.exploration_json(tb, small, small)
 
 
+def test_the_bundles_cost_rows_run_no_xla_analysis(shell, monkeypatch):
+    """The saved view keeps the analytic model's rows; XLA's numbers (a conversion to HLO and an analysis of
+    each MLIR stage, ~0.3 s of the first %%hlo cell) are left to the live panel, so none is computed for it."""
+    from workbench.analysis.cost import table
+
+    tb = shell.user_ns.get("tb") or wb.explore(lambda x, y: jnp.dot(x.T, y.T).T, jnp.ones((8, 16)), jnp.ones((4, 8)))
+    analysed: list[str] = []
+    real = table.xla_cost
+    monkeypatch.setattr(table, "xla_cost", lambda text: analysed.append(text) or real(text))
+    table._model_cost.cache_clear()
+    table._xla_cost.cache_clear()
+    saved = B.exploration_json(tb, "canonicalize#2", "enzyme-hlo-patterns#1")
+    assert len(saved["cost"]["rows"]) == 2 and analysed == []
+    assert "xla_flops" not in saved["cost"]["columns"] or all(
+        r[saved["cost"]["columns"].index("xla_flops")] is None for r in saved["cost"]["rows"])
+    live = tb.cost()  # the panel's Cost tab and ex.cost() do show XLA's numbers
+    assert analysed and live.set_index("stage").loc["enzyme-hlo-patterns#1", "xla_flops"] > 0
+
+
 def test_a_failed_stage_is_saved_with_its_error():
     from html import unescape
 

@@ -25,12 +25,17 @@ __all__ = ["SUMMARY_COLUMNS", "cost_table", "plot_cost", "summary_columns"]
 
 
 @functools.lru_cache(maxsize=512)
-def _costs(key: str, text: str) -> tuple[ModuleCost | None, dict | None, str]:
+def _model_cost(key: str, text: str) -> tuple[ModuleCost | None, str]:
     try:
-        mc = module_cost(text)
+        return module_cost(text), ""
     except Exception as e:  # a module the model cannot read: say so in the row, keep the others
-        return None, None, f"{type(e).__name__}: {e}"
-    return mc, xla_cost(text), ""
+        return None, f"{type(e).__name__}: {e}"
+
+
+@functools.lru_cache(maxsize=512)
+def _xla_cost(key: str, text: str) -> dict | None:
+    """XLA's analysis of one MLIR stage (a conversion to HLO each): only for a table that shows it."""
+    return xla_cost(text)
 
 
 # The columns a summary of ``cost_table`` shows (the panel's Cost tab, the offline report), in this order;
@@ -103,7 +108,9 @@ def _collective_bytes(s, row: dict, device: str | None) -> int | None:
 
 def _module_row(s, row: dict, device: str | None, dtype: str, xla: bool, collective: int | None) -> None:
     """An MLIR module stage's analytic costs (per dialect too), roofline and XLA's numbers, into ``row``."""
-    mc, x, err = _costs(text_hash(s.text), s.text)
+    key = text_hash(s.text)
+    mc, err = _model_cost(key, s.text)
+    x = _xla_cost(key, s.text) if xla and mc is not None else None
     if mc is not None:
         row.update(ops=mc.ops, flops=mc.flops, transcendentals=mc.transcendentals, bytes=mc.bytes,
                    loop_multiplied=mc.loop_multiplied, flops_body_once=mc.flops_body_once,
@@ -113,7 +120,7 @@ def _module_row(s, row: dict, device: str | None, dtype: str, xla: bool, collect
         if device:
             r = roofline(mc, device=device, dtype=dtype, collective_bytes=collective or 0)
             row.update(roofline_flops_s=r.time_flops_s, roofline_bytes_s=r.time_bytes_s, bound=r.bound)
-    if xla and x is not None:
+    if x is not None:
         row.update(x)
     if err:
         row["note"] = "; ".join(n for n in (row.get("note"), err) if n)
