@@ -312,9 +312,12 @@ def fresh_copy(args: tuple) -> tuple:
     memo = {id(x): x for x in jax.tree_util.tree_leaves(args) if isinstance(x, jax.Array)}
     graphlib = getattr(sys.modules.get("flax.nnx"), "graphlib", None)  # never imports flax
     nodes = [i for i, a in enumerate(args) if graphlib is not None and graphlib.is_graph_node(a)]
-    if nodes:
-        for i, clone in zip(nodes, graphlib.clone(tuple(args[i] for i in nodes))):
-            memo[id(args[i])] = clone
+    try:
+        clones = graphlib.clone(tuple(args[i] for i in nodes)) if nodes else ()
+    except Exception:  # noqa: BLE001 -- a graph nnx cannot clone: its own __deepcopy__ below copies it, as before
+        clones = ()
+    for i, clone in zip(nodes, clones):
+        memo[id(args[i])] = clone
     return copy.deepcopy(args, memo)
 
 
