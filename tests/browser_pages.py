@@ -33,6 +33,21 @@ def write_notebook(path: pathlib.Path, *cells: str) -> None:
     nbformat.write(nb, path)
 
 
+def saved_notebook(path: pathlib.Path, done, seconds: float = 60):
+    """``path`` read once ``done(notebook)`` holds, polling while JupyterLab saves it: the server writes
+    the file in place, so a read can meet it empty or cut off (read as not saved yet)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except ValueError:  # nbformat's NotJSONError and json's JSONDecodeError: the file is being written
+            nb = None
+        if nb is not None and done(nb):
+            return nb
+        assert time.monotonic() < deadline, f"{path.name} was not saved as expected within {seconds:.0f} s"
+        time.sleep(0.5)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -9,7 +9,7 @@ import time
 import nbformat
 import pytest
 
-from tests.browser_pages import OUTPUT
+from tests.browser_pages import OUTPUT, saved_notebook
 
 pytestmark = pytest.mark.slow
 MIME = "application/vnd.hlo-workbench.exploration+json"
@@ -120,13 +120,7 @@ def test_the_commands_explore_open_and_save_and_mlir_cells_are_highlighted(brows
         # saved, the notebook keeps the cell's text exactly as written, and the panel's output under it
         cells.nth(1).locator(".jp-InputPrompt").click()
         page.keyboard.press("Control+s")
-        deadline = time.monotonic() + 60
-        while True:
-            saved = nbformat.read(lab["root"] / "commands.ipynb", as_version=4).cells[1]
-            if saved.get("outputs"):
-                break
-            assert time.monotonic() < deadline, "the notebook was not saved"
-            time.sleep(0.5)
+        saved = saved_notebook(lab["root"] / "commands.ipynb", lambda nb: nb.cells[1].get("outputs")).cells[1]
         assert saved.source == PLAIN and isinstance(saved.execution_count, int)
         assert any(MIME in o.get("data", {}) for o in saved.outputs)
     except BaseException:

@@ -269,7 +269,9 @@ function render({ model, el }) {
       if (c) parts.push(`<span class="k-${kind}">${sign}${c} ${kind}</span>`);
     }
     const summary = parts.length ? ": " + parts.join(" ") : ": no changes";
-    $(".wbd-stats").innerHTML = msg ? "" : `${n.toLocaleString("en-US")} rows` + summary;
+    // Nothing shown yet (a panel whose first diff is still being made): no count, rather than "0 rows".
+    const shown = model.get("before_name") || model.get("after_name");
+    $(".wbd-stats").innerHTML = msg || !shown ? "" : `${n.toLocaleString("en-US")} rows` + summary;
     readMarks();
     readTips();
     relayout(!samePair);
