@@ -50,8 +50,8 @@ t2 = time.perf_counter()
 print("RESULT" + json.dumps({{"imports": t1 - t0, "first": t2 - t1, "all": t2 - t1, "lower": t_lower}}))
 """
 
-EXPLORE = """
-ex = wb.explore(fn, *args)
+# after an explore or a %%hlo cell made ``ex``: every stage read, and the compilers' own seconds (the floor)
+READ = """
 t2 = time.perf_counter()
 n = len(ex.stages)  # every stage, XLA's included
 t3 = time.perf_counter()
@@ -61,19 +61,17 @@ print("RESULT" + json.dumps({{"imports": t1 - t0, "first": t2 - t1, "all": t3 - 
                              "compilers": compilers}}))
 """
 
+EXPLORE = """
+ex = wb.explore(fn, *args)
+""" + READ
+
 CELL = """
 shell = km.kernel.shell
 shell.user_ns.update(fn=fn, args=args)
 cell = shell.run_cell("%%hlo -o ex\\nfn(*args)")  # the panel and its saved view (the bundle) as a notebook shows them
-t2 = time.perf_counter()
+assert cell.success
 ex = shell.user_ns["ex"]
-n = len(ex.stages)
-t3 = time.perf_counter()
-assert cell.success and not [s.name for s in ex.stages if s.error], ex.names
-compilers = sum(s.seconds or 0 for s in ex.stages if s.group == "mlir" and not s.cached) + ex["xla:optimized"].seconds
-print("RESULT" + json.dumps({{"imports": t1 - t0, "first": t2 - t1, "all": t3 - t1, "stages": n,
-                             "compilers": compilers}}))
-"""
+""" + READ
 
 THINK = 5.0  # seconds between the explore's result and the toggle: a user reading the panel
 
@@ -103,6 +101,7 @@ SIDES = {
                "import workbench as wb\nwb.explore", EXPLORE),
 }
 SIDES["cell"] = (SIDES["kernel"][0], CELL)
+EXPLORERS = ("script", "kernel", "cell")  # the sides that explore, against "bare"
 
 
 def one(side: str, example: str, xla_pass: str) -> dict:
@@ -128,13 +127,13 @@ def main() -> None:
             got[side].append(one(side, example, xla_pass))
         print(f"round {r + 1}: " + "  ".join(f"{s} {got[s][-1]['all']:.2f} s, toggle {got[s][-1]['toggle']:.2f} s"
                                              for s in SIDES), flush=True)
-    keys = {"bare": ("lower",), "script": ("compilers",), "kernel": ("compilers",), "cell": ("compilers",)}
     med = {side: {k: statistics.median(x[k] for x in got[side])
-                  for k in ("imports", "first", "all", "toggle", *keys[side])} for side in SIDES}
+                  for k in ("imports", "first", "all", "toggle", "lower" if side == "bare" else "compilers")}
+           for side in SIDES}
     bare = med["bare"]["all"]
     print(f"\nfirst explore in a fresh process ({example}, medians of {rounds} rounds, imports left out):")
     print(f"  bare compile                 {bare:6.2f} s   (imports {med['bare']['imports']:.2f} s)")
-    for side in ("script", "kernel", "cell"):
+    for side in EXPLORERS:
         m = med[side]
         returned = "the cell returned" if side == "cell" else "explore() returned"
         print(f"  {side:6s} explore, all stages  {m['all']:6.2f} s   {returned} after {m['first']:.2f} s"
@@ -142,16 +141,16 @@ def main() -> None:
     print(f"ratio script / bare = {med['script']['all'] / bare:.2f}")
     print(f"ratio kernel / bare = {med['kernel']['all'] / bare:.2f}   target <= 1.5")
     print(f"ratio cell / bare = {med['cell']['all'] / bare:.2f}   (the %%hlo cell: explore, panel, saved view)")
-    for side in ("script", "kernel", "cell"):  # the compilers' own seconds, as bench_real's floor column
+    for side in EXPLORERS:  # the compilers' own seconds, as bench_real's floor column
         floor = (med["bare"]["lower"] + med[side]["compilers"]) / bare
         print(f"  {side} floor = (bare lowering {med['bare']['lower']:.2f} s + the exploration's MLIR passes and XLA "
               f"compile with its dumps {med[side]['compilers']:.2f} s) / bare = {floor:.2f}")
     floor = med["bare"]["toggle"]
     print(f"\nthe first XLA pass toggle (disable {xla_pass}, {THINK:g} s after the explore), every stage back:")
     print(f"  compile of the toggled program {floor:6.2f} s   (the floor)")
-    for side in ("script", "kernel", "cell"):
+    for side in EXPLORERS:
         print(f"  {side:6s} toggle                {med[side]['toggle']:6.2f} s")
-    for side in ("script", "kernel", "cell"):
+    for side in EXPLORERS:
         print(f"ratio {side} toggle / bare compile = {med[side]['toggle'] / bare:.2f}   "
               f"/ the toggled program's compile = {med[side]['toggle'] / floor:.2f}"
               + ("   target <= 1.3" if side == "kernel" else ""))
