@@ -16,6 +16,7 @@ from ..children.env import in_a_kernel
 from ..analysis.search.pipelines import DEFAULT_PIPELINES, compare_pipelines as pipelines_table
 from ..pipeline.build import build, run_passes, spec_for_function, spec_for_text
 from ..pipeline.compile_queue import XLA_QUEUE
+from ..pipeline.trace import release_forgotten
 from ..pipeline.xla_probe import warm_soon
 from ..artifacts.saved import load_exploration
 from .core import XLA_WAIT, Exploration, Stepwise, xla_checked
@@ -44,9 +45,12 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
     it. When XLA passes are disabled that no compile has reported yet, the call waits for it, so
     that a pass name XLA did not run is reported at once (``XlaPassWarning``, and ``ex.warnings``).
     """
-    return _toggles_soon(xla_checked(Exploration(build(spec_for_function(
-        fn, args, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
-        xla_options=xla_options, timeout=timeout, static_argnums=static_argnums, **pattern_options)))))
+    try:
+        return _toggles_soon(xla_checked(Exploration(build(spec_for_function(
+            fn, args, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
+            xla_options=xla_options, timeout=timeout, static_argnums=static_argnums, **pattern_options)))))
+    finally:
+        release_forgotten()  # the jaxprs the trace took out of JAX's caches: freed while XLA compiles
 
 
 def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
