@@ -223,6 +223,7 @@ SLOW_FIXTURES = {
     "test_pipelines_compare.py": {"mlp_table"},  # the mlp example under every pipeline, each run and costed
     "test_report.py": {"attention", "attention_report"},  # the attention gradient run; its full report
     "test_saved.py": {"attention", "saved_file"},  # the attention gradient run; saved with its arrays
+    "test_profile.py": {"block_step"},  # a Flax NNX transformer block's training step explored
 }
 
 

@@ -37,7 +37,7 @@ from .cost import hlo_op_costs, located_op_costs
 if TYPE_CHECKING:  # pandas is imported where a table is made, not with the module (a first explore needs none)
     import pandas as pd
 
-__all__ = ["LOCATION_COLUMNS", "NO_LOCATION", "lineage", "op_locations", "source_map"]
+__all__ = ["LOCATION_COLUMNS", "NO_LOCATION", "lineage", "op_locations", "source_map", "stage_ops", "users_frame"]
 
 NO_LOCATION = "(no location)"
 LOCATION_COLUMNS = ("op", "result", "func", "fusion", "text_line", "file", "line", "column", "function", "name",
@@ -81,6 +81,17 @@ def _require_locations(stage: Stage, ops: Sequence[OpLocation]) -> None:
             "Python made it (a module given as text without loc(...) -- explore_text of a stripped module, "
             "wb.opt's output -- or one whose locations a tool dropped); trace the function with wb.explore "
             "to get them")
+
+
+def stage_ops(stage: Stage) -> tuple[OpLocation, ...]:
+    """Every op of ``stage`` (MLIR ops, or HLO instructions with those of fused computations) with its origins."""
+    return _ops(stage)
+
+
+def users_frame(origin: Origin) -> Frame | None:
+    """The frame of the user's code an origin counts at (the workbench's own frames skipped, its examples
+    kept), or None."""
+    return user_frame(origin, _TOOL_DIRS, _USER_DIRS)
 
 
 def op_locations(stage: Stage) -> pd.DataFrame:

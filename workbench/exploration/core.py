@@ -15,7 +15,7 @@ from ..analysis.diff import Changes, changes_between, diff_texts
 from ..analysis.run.execute import REFERENCE, RunResult, check_outputs, run_stage
 from ..analysis.graph import stage_graph
 from ..analysis.run.multiprocess import DEFAULT_TIMEOUT, run_processes
-from ..analysis.provenance import lineage, op_locations, source_map
+from ..analysis.provenance import lineage, op_locations
 from ..analysis.search.reduce import reduce as reduce_module
 from ..artifacts.report import write_report
 from ..artifacts.reproducer import write_reproducer
@@ -28,6 +28,7 @@ from ..pipeline.build import (Built, build, rebuild_xla, with_exactly, with_togg
                              with_xla_options, xla_passes_known)
 from ..stages import STABLEHLO, Stage
 from ..analysis.run.history import program_of
+from .profiling import Measured
 from .running import refuse_shapes, remembered_reference, runs_table
 
 __all__ = ["Exploration", "Stepwise", "XLA_WAIT", "xla_checked"]
@@ -57,7 +58,7 @@ def _unknown_stage(name: str, names: Sequence[str], kind: str = "stage") -> Unkn
     return UnknownNameError(kind, name, names, known_note=f"the {kind}s are {', '.join(names)}")
 
 
-class Exploration:
+class Exploration(Measured):
     """Every stage of one program through one pipeline, in order.
 
     ``ex.stages`` lists them all; ``ex["stablehlo"]``, ``ex[-1]`` and ``ex.stage("canonicalize#2")``
@@ -290,22 +291,6 @@ class Exploration:
         came from: ``op, result, func, fusion, text_line, file, line, column, function, name, origins``. MLIR stages
         read each op's ``loc(...)``, XLA's HLO stages each instruction's metadata."""
         return op_locations(self.stage(stage) if stage is not None else self._last_module())
-
-    def source_map(self, stage=None, by: str = "line"):
-        """One row per source line (``by="function"``: per function) of the user's code: ``file, line,
-        function, code`` and the ops, flops and bytes it accounts for -- by default in ``stablehlo`` (the
-        first stage), the last MLIR stage (``mlir_*``) and ``xla:optimized`` (``xla_*``, with the fusions
-        that hold it), with ``stage``: in that stage alone. Ops with no location count in a
-        ``(no location)`` row, so each stage's column sums to its total. A module without locations
-        (``explore_text`` of a stripped one) raises WorkbenchError."""
-        if stage is not None:
-            return source_map({"": self.stage(stage)}, by)
-        first = next(s for s in self.stages if s.is_module)
-        chosen = {STABLEHLO: first, "mlir": self._last_module()}
-        xla = next((s for s in self.stages if s.name == "xla:optimized" and not s.error), None)
-        if xla is not None:
-            chosen["xla"] = xla
-        return source_map(chosen, by)
 
     def lineage(self, stage, op: str):
         """The counterparts of op ``op`` (a result such as ``"%12"``, or an XLA instruction such as

@@ -33,7 +33,7 @@ from .xla_probe import compile_guarded, compile_sharded, guard_compile, remember
 
 __all__ = ["Built", "XlaStages", "XlaSource", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
            "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
-           "LateXla", "xla_compiles", "xla_passes_known", "run_passes"]
+           "LateXla", "xla_compiles", "xla_passes_known", "run_passes", "xla_compile_again"]
 
 
 @dataclass(frozen=True)
@@ -440,6 +440,23 @@ def _guarded(spec: Spec, source: str, options: tuple[tuple[str, str], ...], lowe
         return done
     guard_compile(source, spec.device, dict(options), spec.timeout, partitions=partitions)
     return compile_lowered_with_dumps(lowered, dict(options))
+
+
+def xla_compile_again(spec: Spec, last: Stage, around) -> Any:
+    """XLA's compile of ``last`` (an exploration's last MLIR stage) with per-pass dumps, as the exploration's
+    own, done again in this thread inside the context manager ``around`` (a profiler trace): never served
+    from the cache, never in the child. Options that could abort XLA are tried in the child first, as any
+    compile here is (``guard_compile``). Returns the XlaResult, with every dump XLA wrote (``runs``)."""
+    source = last.text_with_locations
+    dev = resolve_device(spec.device)
+    traced = spec.traced
+    if traced is None:
+        exported = exported_for_text(source, dev.platform)
+        lowered, partitions = lower_exported(exported, dev), exported.nr_devices
+    else:
+        lowered, partitions = relowered(traced.lowered, source), traced.nr_devices
+    guard_compile(source, spec.device, dict(spec.xla_options), spec.timeout, partitions=partitions)
+    return compile_lowered_with_dumps(lowered, dict(spec.xla_options), around=around)
 
 
 _XLA_PASSES_SEEN: set[str] = set()  # every pass name any compile in this process reported

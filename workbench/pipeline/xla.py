@@ -43,6 +43,8 @@ class XlaResult:
     options: dict = field(default_factory=dict)
     analyses: Future | None = field(default=None, repr=False, compare=False)  # of (cost, memory), see below
     warnings: tuple[str, ...] = ()  # what the workbench noticed about the options (an unknown pass name)
+    # every dump XLA wrote after a pass, in its order: (pipeline, pass, next pass, the stage it made or "")
+    runs: tuple[tuple[str, str, str, str], ...] = field(default=(), repr=False, compare=False)
 
     @property
     def cost(self) -> dict:
@@ -89,7 +91,10 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def _parse_dumps(d: str) -> tuple[list[XlaStage], list[str]]:
+def _parse_dumps(d: str, runs: list | None = None) -> tuple[list[XlaStage], list[str]]:
+    """The stages of XLA's dumps in folder ``d`` and the pass names they mention; ``runs`` (a list) gets
+    one entry per dump written after a pass, in XLA's order: (pipeline, pass, next pass, stage or "")."""
+    runs = [] if runs is None else runs
     files = sorted(os.listdir(d))
     mods = sorted({f.split(".", 1)[0] for f in files if f.endswith(".before_optimizations.txt")})
     if not mods:
@@ -112,12 +117,16 @@ def _parse_dumps(d: str) -> tuple[list[XlaStage], list[str]]:
             if p and p not in ("pipeline-start", "pipeline-end") and p not in passes:
                 passes.append(p)
         text = _read(os.path.join(d, f))
+        made = ""
+        if text != last and after not in ("pipeline-start", "pipeline-end"):
+            counts[after] = counts.get(after, 0) + 1
+            made = f"xla:{after}#{counts[after]}"
+        runs.append((pipeline, after, nxt or "", made))
         if text == last:  # unchanged: keep the text object already held (a stage's, mostly)
             continue
         last = text
-        if after in ("pipeline-start", "pipeline-end"):
+        if not made:
             continue
-        counts[after] = counts.get(after, 0) + 1
         stages.append(XlaStage(f"xla:{after}#{counts[after]}", "xla", text,
                                f"XLA pipeline {pipeline!r}, pass {after!r} (toggle with xla_disable_hlo_passes={after})"))
     opt = next((f for f in files if f.endswith("_after_optimizations.txt")), None)
@@ -204,7 +213,7 @@ def _compile_here(lowered, compiler_options: dict) -> tuple[float, Future]:
     return time.perf_counter() - t0, _AFTER.submit(lambda: (xla_cost(compiled), xla_memory(compiled)))
 
 
-def compile_lowered_with_dumps(lowered, options: dict | None = None, compiler=_compile_here) -> XlaResult:
+def compile_lowered_with_dumps(lowered, options: dict | None = None, compiler=_compile_here, around=None) -> XlaResult:
     """Compile ``lowered`` (a ``jax.stages.Lowered``: the user's program, or a stage's module in its
     place) with per-pass dumps; returns the stages XLA produced.
 
@@ -212,13 +221,16 @@ def compile_lowered_with_dumps(lowered, options: dict | None = None, compiler=_c
     failed stage); options that would abort the process are refused beforehand by ``check_options``.
     ``compiler(lowered, compiler_options)`` compiles, returning its seconds and a future of XLA's (cost,
     memory) analyses: here by default, or in another process that writes the dumps into the same folder.
+    ``around``: a context manager the compile itself runs in (a profiler trace), the dumps read outside it.
     """
     opts = check_options(dict(options or {}))
     d = tempfile.mkdtemp(prefix=leftovers.prefix("xla"))  # named by this process: see leftovers
     try:  # the files are removed on the analysis thread: the result holds their texts
-        seconds, analyses = compiler(lowered, {**dump_options(d), **opts})
+        with around if around is not None else contextlib.nullcontext():
+            seconds, analyses = compiler(lowered, {**dump_options(d), **opts})
         say_phase(f"reading XLA's {_count_files(d)} dump files")
-        stages, passes = _parse_dumps(d)
-        return XlaResult(tuple(stages), tuple(passes), seconds, opts, analyses)
+        runs: list = []
+        stages, passes = _parse_dumps(d, runs)
+        return XlaResult(tuple(stages), tuple(passes), seconds, opts, analyses, runs=tuple(runs))
     finally:
         _AFTER.submit(shutil.rmtree, d, ignore_errors=True)

@@ -178,6 +178,34 @@ def cmd_report(ns) -> int:
     return _finished(ns, ex)
 
 
+def cmd_profile(ns) -> int:
+    """Where the time goes: measured run time per HLO instruction of a stage (JAX's profiler), then compile
+    time per step of both pipelines (the trace, each MLIR pass, each XLA pass and backend step)."""
+    import pandas as pd
+
+    ex = _explore(ns)
+    ex.stages  # noqa: B018 -- every stage first: the compile profile compares with the exploration's clocks
+    if ex.error:
+        return _finished(ns, ex)
+    prof = ex.profile(ns.stage, repeat=ns.repeat, keep=ns.keep)
+    print(f"# Run time per instruction: {prof!r}\n")
+    cols = ["instruction", "op", "median_us", "share", "flops", "bytes", "roofline_us", "your_lines", "mlir_ops"]
+    with pd.option_context("display.width", 250, "display.max_colwidth", 60):
+        print(prof.table[cols].head(ns.top).to_string(index=False))
+        if len(prof.table) > ns.top:
+            print(f"... {len(prof.table) - ns.top} more instructions (--top N shows more)")
+        cp = ex.compile_profile()
+        print(f"\n# Compile time per step: {cp!r}\n")
+        t = cp.table
+        shown = t[(t.kind != "xla pass") | (t.seconds >= t[t.kind == "xla pass"].seconds.nlargest(ns.top).min())]
+        print(shown[["kind", "name", "pipeline", "stage", "seconds", "share", "changed"]].to_string(index=False))
+        print(f"\n({len(t[t.kind == 'xla pass'])} XLA pass runs in all; the {ns.top} longest shown. The exploration's "
+              f"own clocks measured {cp.explore_s:.3f} s for the same work; this table adds up to {cp.total_s:.3f} s.)")
+    if ns.keep:
+        print(f"\n# The profiler's trace is in {ns.keep} (TensorBoard/XProf read it)")
+    return _finished(ns, ex)
+
+
 def cmd_patterns(ns) -> int:
     import pandas as pd
 
@@ -259,13 +287,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, fn, help_ in (("stages", cmd_stages, "print the stage table"),
                             ("report", cmd_report, "stage table and final module (the default command)"),
-                            ("show", cmd_show, "print one stage's text")):
+                            ("show", cmd_show, "print one stage's text"),
+                            ("profile", cmd_profile, "measured run time per HLO instruction and compile time per "
+                             "pass (JAX's profiler)")):
         sp = sub.add_parser(name, help=help_)
         explore_args(sp)
         sp.set_defaults(func=fn)
         if name == "report":
             sp.add_argument("--html", metavar="OUT.html", help="also write the report as one self-contained HTML "
                             "file (no network needed: the stage table, the diff viewer, costs, a graph, the run)")
+        if name == "profile":
+            sp.add_argument("--stage", metavar="NAME", help="the stage to run and profile (default: the last MLIR "
+                            "stage, the one XLA compiles)")
+            sp.add_argument("--repeat", type=int, default=10, help="calls profiled after a warm-up (default 10)")
+            sp.add_argument("--top", type=int, default=15, help="rows of each table to print (default 15)")
+            sp.add_argument("--keep", metavar="DIR", help="keep the profiler's run trace in DIR")
         if name == "show":
             sp.add_argument("--stage", required=True, metavar="NAME", help="the stage to print, by name: "
                             "jaxpr, stablehlo, an MLIR pass such as enzyme-hlo-patterns#1, an XLA pass such as "
@@ -294,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = _format_warning
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in {"stages", "report", "show", "patterns", "pipelines", *FILE_COMMANDS, "-h", "--help"}:
+    if not argv or argv[0] not in {"stages", "report", "show", "profile", "patterns", "pipelines", *FILE_COMMANDS, "-h", "--help"}:
         argv = ["report"] + argv
     ns = parser.parse_args(argv)
     from ..errors import WorkbenchError

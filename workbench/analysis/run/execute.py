@@ -7,6 +7,8 @@ user's pytree structure.
 """
 from __future__ import annotations
 
+import contextlib
+
 import hashlib
 import statistics
 import time
@@ -179,7 +181,7 @@ def _place(args, exported, device):
 
 
 def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
-              xla_options=None) -> tuple[Any, Timing]:
+              xla_options=None, around=None, seen: dict | None = None) -> tuple[Any, Timing]:
     """Call the stage's module ``repeat`` times after a warm-up; returns (outputs, timing). It is compiled
     with ``xla_options`` (default: the Exploration's, so a run follows its XLA toggles; ``()``: XLA's
     defaults); a compile with disabled passes is tried in a child process first (XLA may abort).
@@ -187,11 +189,13 @@ def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
     A traced function's stage runs as the user's own jit would run it (``pipeline.program``): its
     host callbacks fire, and a donated argument is copied before each call, so the user's arrays
     live on. ``args`` are the traced positional arguments (static ones left out), as given to explore.
+    ``around``: a context manager the timed calls run in (a profiler trace; the compile and the warm-up
+    stay outside); ``seen`` (a dict) gets the executable's optimized HLO text as ``seen["hlo"]``.
     """
     options = check_options(dict(ex.spec.xla_options if xla_options is None else xla_options))
     traced = ex.spec.traced
     if traced is None:
-        return _run_exported(ex, stage, device, repeat, args, options)
+        return _run_exported(ex, stage, device, repeat, args, options, around, seen)
     source = _runnable_source(ex, stage)
     dev = resolve_device(device)
     if traced.nr_devices == 1 and traced.platforms and dev.platform not in traced.platforms:
@@ -208,12 +212,14 @@ def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
     def compile_it():
         guard_compile(source, device, options, ex.spec.timeout, partitions=traced.nr_devices)
         compiled = lowered.compile(compiler_options=options or None)
+        if seen is not None:
+            seen["hlo"] = compiled.as_text()
         return lambda: undonated_call(lowered, call_args, call_kwargs), lambda ak: compiled(*ak[0], **ak[1])
 
-    return _timed(stage, device, repeat, compile_it)
+    return _timed(stage, device, repeat, compile_it, around)
 
 
-def _timed(stage, device: str, repeat: int, compile_it) -> tuple[Any, Timing]:
+def _timed(stage, device: str, repeat: int, compile_it, around=None) -> tuple[Any, Timing]:
     """Compile (``compile_it`` returns ``fresh``, which makes one call's arguments -- copies of the
     donated ones --, and ``call``), call once to warm up, then time ``repeat`` calls, the copies made
     outside the timed region; any failure but the workbench's own is a WorkbenchError naming the stage."""
@@ -221,11 +227,12 @@ def _timed(stage, device: str, repeat: int, compile_it) -> tuple[Any, Timing]:
         fresh, call = compile_it()
         outputs = jax.block_until_ready(call(fresh()))
         times = []
-        for _ in range(max(1, repeat)):
-            arguments = fresh()
-            t = time.perf_counter()
-            jax.block_until_ready(call(arguments))
-            times.append(time.perf_counter() - t)
+        with around if around is not None else contextlib.nullcontext():
+            for _ in range(max(1, repeat)):
+                arguments = fresh()
+                t = time.perf_counter()
+                jax.block_until_ready(call(arguments))
+                times.append(time.perf_counter() - t)
     except WorkbenchError:
         raise
     except Exception as e:
@@ -234,7 +241,8 @@ def _timed(stage, device: str, repeat: int, compile_it) -> tuple[Any, Timing]:
     return outputs, Timing(tuple(times))
 
 
-def _run_exported(ex, stage, device: str, repeat: int, args, options: dict) -> tuple[Any, Timing]:
+def _run_exported(ex, stage, device: str, repeat: int, args, options: dict, around=None,
+                  seen: dict | None = None) -> tuple[Any, Timing]:
     """A module given as text (or loaded): run through ``jax.export`` with its ``@main``'s signature."""
     exported = runnable_exported(ex, stage)
     loaded = ex.spec.loaded
@@ -259,8 +267,10 @@ def _run_exported(ex, stage, device: str, repeat: int, args, options: dict) -> t
         guard_compile(stage.text_with_locations or stage.text, device, options, ex.spec.timeout,
                       partitions=exported.nr_devices)
         call = jax.jit(exported.call)
-        if options:
-            call = call.lower(*placed).compile(compiler_options=options)
+        if options or seen is not None:
+            call = call.lower(*placed).compile(compiler_options=options or None)
+            if seen is not None:
+                seen["hlo"] = call.as_text()
         return lambda: placed, lambda arguments: call(*arguments)
 
-    return _timed(stage, device, repeat, compile_it)
+    return _timed(stage, device, repeat, compile_it, around)

@@ -1,0 +1,137 @@
+"""Where the time goes, measured by JAX's profiler: run time per HLO instruction joined to XLA's cost and the
+user's lines (``ex.profile``, ``ex.source_map(measured=...)``), and compile time per step of both pipelines
+(``ex.compile_profile``), on a Flax NNX transformer block's AdamW training step with a ``jax.debug.print``,
+and on the built-in examples."""
+import jax
+import optax
+import pytest
+from flax import nnx
+
+import workbench as wb
+from workbench import examples
+from workbench.analysis.profile.capture import Event
+from workbench.analysis.profile.runtime import calls_of
+from workbench.errors import WorkbenchError
+from tests.corpus.flax_programs import Block
+
+D, SEQ, BATCH = 128, 64, 8  # big enough that XLA's thunks, not their dispatch, take a call's time
+
+
+@nnx.jit
+def train_step(model, optimizer, x, y):
+    def loss_fn(model):
+        loss = ((model(x) - y) ** 2).mean()
+        jax.debug.print("loss {l}", l=loss)
+        return loss
+
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    return loss
+
+
+@pytest.fixture(scope="module")
+def block_step():
+    model = Block(D, 4, 4 * D, rngs=nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+    x = jax.random.normal(jax.random.key(1), (BATCH, SEQ, D))
+    y = jax.random.normal(jax.random.key(2), (BATCH, SEQ, D))
+    ex = wb.explore(train_step, model, optimizer, x, y)
+    assert ex.error is None and all(not s.error for s in ex.stages)
+    return ex
+
+
+@pytest.fixture(scope="module")
+def block_profile(block_step):
+    return block_step.profile(repeat=5)
+
+
+def test_the_instructions_measured_account_for_a_training_steps_call_and_each_big_one_names_its_lines(block_profile):
+    prof, table = block_profile, block_profile.table
+    assert prof.calls == 5 and prof.stage == "enzyme-hlo-patterns#3"
+    assert prof.coverage >= 0.85, prof  # the union of the instructions' intervals over the call's span
+    names = set(table["instruction"])
+    assert all(f" {n} = " in prof.hlo or f"%{n} = " in prof.hlo or f"{n} = " in prof.hlo for n in names)
+    big = table[table["share"] > 0.01]
+    assert len(big) >= 5
+    assert (big["lines"] != "(no location)").all(), big[["instruction", "lines"]]
+    assert (big["your_lines"].str.contains("flax_programs.py")).any()  # the Block's own lines, past flax's
+    assert (table["median_us"] >= 0).all() and (table["p25_us"] <= table["p75_us"]).all()
+    # XLA's own cost and the roofline at this machine's measured peaks sit beside the measured time
+    dots = table[table["flops"].fillna(0) > 1_000_000]
+    assert len(dots) and (dots["roofline_us"] > 0).all()
+    top = table.iloc[0]
+    assert top["mlir_ops"], top  # its counterparts in the profiled MLIR stage
+    assert "instruction" in prof._repr_html_() and "covering" in repr(prof)
+
+
+def test_the_measured_source_map_splits_each_instruction_over_its_lines_and_loses_no_time(block_step, block_profile):
+    sm = block_step.source_map(measured=block_profile)
+    total = block_profile.table["median_us"].sum()
+    assert sm["measured_us"].sum() == pytest.approx(total, rel=1e-6)
+    assert sm.attrs["profile"] is block_profile
+    hows = {h for cell in sm["measured_how"] for h in cell.split(", ") if h}
+    assert "one line" in hows and hows <= {"one line", "split by flops", "split by bytes", "split evenly"}
+    assert {"stablehlo_ops", "mlir_ops", "xla_ops"} <= set(sm.columns)  # the static columns are still there
+    top = sm.sort_values("measured_us", ascending=False).iloc[0]
+    assert top["file"].endswith(".py") and top["measured_share"] > 0.05
+
+
+def test_the_compile_profile_lists_every_mlir_stage_and_xla_stage_and_adds_up_to_the_explores_clocks(block_step):
+    cp = block_step.compile_profile()
+    t = cp.table
+    mlir = [s.name for s in block_step.stages if s.group == "mlir"]
+    assert list(t[t["kind"] == "mlir pass"]["stage"]) == mlir
+    made = {s.name for s in block_step.stages if s.group == "xla" and "#" in s.name}
+    assert made and made <= set(t["stage"]), made - set(t["stage"])  # each XLA stage: the pass run that made it
+    passes = t[t["kind"] == "xla pass"]
+    assert len(passes) > 100 and (passes["seconds"] >= 0).all()
+    assert {"algsimp", "fusion", "layout-assignment"} <= set(passes["name"])
+    assert (t["kind"] == "xla backend").any() and list(t["kind"])[:2] == ["trace", "lowering"]
+    assert t["share"].sum() == pytest.approx(1.0)
+    assert cp.total_s == pytest.approx(t["seconds"].sum())
+    # measured again under the profiler, the compile adds up to what the exploration's clocks measured
+    assert 0.85 * cp.explore_s <= cp.total_s <= 1.15 * cp.explore_s, (cp.total_s, cp.explore_s)
+
+
+def test_a_loop_body_runs_many_times_a_call_and_its_time_is_not_counted_twice():
+    fn, args = examples.load("scan")
+    ex = wb.explore(fn, *args, pipeline="none")
+    prof = ex.profile("stablehlo", repeat=3)
+    t = prof.table
+    assert (t["runs_per_call"] > 1).any()  # a thunk of the scan's body, once per step
+    assert t["median_us"].sum() <= prof.call_us * 1.05 * 4  # self times: a while holds its body's thunks
+
+
+def test_self_times_subtract_nested_instruction_events_on_one_thread():
+    def ev(name, start, dur, run=7):
+        return Event(name, start, dur, "pool/1", "/host:CPU", (("hlo_op", name), ("hlo_module", "m"), ("run_id", run)))
+
+    events = [ev("while", 0, 100), ev("body_a", 10, 30), ev("body_a", 50, 20), ev("after", 120, 10),
+              ev("other_run", 500, 5, run=8)]
+    calls = calls_of(events, "m")
+    assert [c.run_id for c in calls] == [7, 8]
+    c = calls[0]
+    assert c.self_ns == {"while": 50, "body_a": 50, "after": 10} and c.count["body_a"] == 2
+    assert c.wall_ns == 130 and c.covered_ns == 110
+
+
+def test_a_profile_while_the_users_own_trace_runs_is_refused_in_words_and_works_after(tmp_path):
+    fn, args = examples.load("mlp")
+    ex = wb.explore(fn, *args, pipeline="none")
+    jax.profiler.start_trace(str(tmp_path / "mine"))
+    try:
+        with pytest.raises(WorkbenchError, match="one at a time"):
+            ex.profile(repeat=1)
+    finally:
+        jax.profiler.stop_trace()
+    prof = ex.profile(repeat=2, keep=str(tmp_path / "kept"))
+    assert prof.calls == 2 and list((tmp_path / "kept").rglob("*.xplane.pb"))
+    with pytest.raises(WorkbenchError, match="jaxpr"):
+        ex.profile("jaxpr")
+
+
+def test_hlo_workbench_profile_prints_both_tables(cli):
+    r = cli("profile", "mlp", "--top", "5", "--repeat", "3")
+    assert r.returncode == 0, r.stderr
+    assert "# Run time per instruction: Profile(" in r.stdout and "# Compile time per step: CompileProfile(" in r.stdout
+    assert "xla backend" in r.stdout and "mlir pass" in r.stdout and "mlp.py:" in r.stdout

@@ -1,0 +1,220 @@
+"""Where the time goes: run time per HLO instruction and compile time per pass, measured.
+
+``profile_stage`` runs a stage under JAX's profiler and tabulates each instruction's measured time
+beside XLA's cost, its roofline time and the user's lines (``runtime.py``); ``compile_profile`` puts
+every MLIR stage's own clock and every XLA pass of a profiled compile in one table (``compile.py``).
+Every time here is measured: by the profiler, or by the workbench's own clocks around each MLIR pass.
+"""
+from __future__ import annotations
+
+import html
+import statistics
+from dataclasses import dataclass, field
+
+from ...errors import WorkbenchError
+from .capture import Capture, Event
+from .compile import xla_pass_rows
+from .runtime import calls_of, instruction_rows, split_by_line
+
+__all__ = ["Profile", "CompileProfile", "profile_stage", "compile_profile", "measured_by_line", "Capture", "Event"]
+
+
+def _module_name(hlo_text: str) -> str | None:
+    first = hlo_text.lstrip().split("\n", 1)[0]
+    return first.split()[1].rstrip(",") if first.startswith("HloModule ") and len(first.split()) > 1 else None
+
+
+def _peak_for(device) -> object | None:
+    """The DevicePeak of ``device`` (a jax Device): "cpu" (measured once on this machine), or the GPU
+    spec sheet whose name its kind carries (an H100, H200, A100); None when none is known."""
+    from ..cost.peaks import PEAKS
+
+    if device.platform == "cpu":
+        return PEAKS["cpu"]
+    kind = str(getattr(device, "device_kind", ""))
+    return next((PEAKS[k] for k in PEAKS if k != "cpu" and k in kind), None)
+
+
+@dataclass
+class Profile:
+    """Measured run time per HLO instruction of one stage's executable (``ex.profile()``).
+
+    ``table``: one row per instruction that ran (``instruction, op, median_us, p25_us, p75_us,
+    runs_per_call, share, flops, bytes, roofline_us, lines, your_lines, mlir_ops``: ``lines`` the innermost frames, often a library's, ``your_lines`` the innermost outside installed packages), largest first; ``call_us``
+    the median call's measured time (first to last event of its ``run_id``); ``coverage`` the median
+    share of a call that the instructions' intervals cover (their union: thunks may overlap);
+    ``calls`` how many calls were profiled; ``hlo`` the executable's optimized HLO; ``folder`` the
+    profiler's files where kept (``keep=``)."""
+    stage: str
+    device: str
+    table: object
+    call_us: float
+    coverage: float
+    calls: int
+    hlo: str = field(repr=False)
+    peak: str | None = None
+    folder: str | None = None
+    timing: object = None
+
+    def by_line(self, weights: dict | None = None):
+        """Measured µs per user line (``measured_us``, ``measured_share``, ``measured_how``)."""
+        return measured_by_line(self, weights or {})
+
+    def _repr_html_(self) -> str:
+        head = (f"<p><b>{html.escape(self.stage)}</b> on {html.escape(self.device)}: {self.calls} calls profiled, "
+                f"median call {self.call_us:.1f} µs, instructions cover {100 * self.coverage:.1f}% of it"
+                f"{'' if self.peak else ' (no peak known for this device: no roofline)'}</p>")
+        shown = self.table.drop(columns=[c for c in ("p25_us", "p75_us") if c in self.table.columns]).head(40)
+        return head + shown.to_html(index=False, float_format=lambda v: f"{v:.3g}")
+
+    def __repr__(self) -> str:
+        return (f"Profile({self.stage!r} on {self.device}: {self.calls} calls, median {self.call_us:.1f} µs, "
+                f"{len(self.table)} instructions covering {100 * self.coverage:.1f}%)")
+
+
+def profile_stage(ex, stage, device: str, repeat: int, args=None, keep: str | None = None) -> Profile:
+    """Run ``stage`` of ``ex`` ``repeat`` times under JAX's profiler (after a warm-up, as ``run`` does) and
+    tabulate its instructions' measured times (see ``Profile``)."""
+    import pandas as pd
+
+    from ...pipeline.trace import resolve_device
+    from ..run.execute import run_stage
+
+    seen: dict = {}
+    capture = Capture(keep)
+    _, timing = run_stage(ex, stage, device, max(1, repeat), args, around=capture, seen=seen)
+    hlo = seen.get("hlo", "")
+    calls = calls_of(capture.events, _module_name(hlo))
+    if not calls:
+        raise WorkbenchError(f"JAX's profiler recorded no instruction of {stage.name!r} on {device}: "
+                             "this backend's trace carries no hlo_op events")
+    dev = resolve_device(device)
+    peak = _peak_for(dev)
+    ops = _stage_ops(stage)
+    chains = {g.key: g.frames for o in ops for g in o.origins if len(g.frames) > 1}
+    rows = instruction_rows(calls, hlo, peak, chains)
+    _add_mlir_ops(ops, hlo, rows)
+    table = pd.DataFrame([{k: v for k, v in r.items() if k != "_lines"} for r in rows])
+    table.attrs["lines"] = {r["instruction"]: r["_lines"] for r in rows}
+    return Profile(stage.name, device, table, statistics.median(c.wall_ns for c in calls) / 1e3,
+                   statistics.median(c.covered_ns / c.wall_ns for c in calls if c.wall_ns), len(calls), hlo,
+                   peak.device if peak is not None else None, keep, timing)
+
+
+def _stage_ops(stage) -> tuple:
+    """The ops of an MLIR stage with their origins (none for other stages, or one without locations)."""
+    from ..provenance import stage_ops
+
+    if stage.group != "mlir" and stage.name not in ("stablehlo", "input"):
+        return ()
+    try:
+        return stage_ops(stage)
+    except WorkbenchError:
+        return ()
+
+
+def _add_mlir_ops(ops, hlo: str, rows: list[dict]) -> None:
+    """Each row's counterparts among ``ops`` (the profiled MLIR stage's: the ops with a source position in
+    common with the instruction), one pass over each side's locations."""
+    from ...ir.hlo_locations import hlo_instruction_locations
+
+    by_key: dict = {}
+    for o in ops:
+        if o.op in ("func.func", "func.return", "stablehlo.return"):
+            continue
+        for g in o.origins:
+            by_key.setdefault(g.key, []).append(f"{o.result or o.op} {o.op}".strip())
+    owner_keys: dict = {}
+    for o in hlo_instruction_locations(hlo):
+        for owner in dict.fromkeys(x for x in (o.result, o.fusion) if x):
+            owner_keys.setdefault(owner, set()).update(g.key for g in o.origins)
+    for r in rows:  # at most 6 named (and a count of the rest): a row's work is bounded by what it holds
+        found: dict = {}
+        more = 0
+        for k in owner_keys.get(r["instruction"], ()):
+            for x in by_key.get(k, ()):
+                if x not in found:
+                    if len(found) < 6:
+                        found[x] = None
+                    else:
+                        more += 1
+        r["mlir_ops"] = ", ".join(found) + (f" (+{more})" if more else "")
+
+
+def measured_by_line(profile: Profile, weights: dict):
+    """The profile's time per user line: a DataFrame ``file, line, function, measured_us, measured_share,
+    measured_how``; an instruction over several lines is split by ``weights`` ({(file, line): (flops,
+    bytes)} of the last MLIR stage), and ``measured_how`` says how each line's time was attributed."""
+    import pandas as pd
+
+    rows = [{"_lines": profile.table.attrs["lines"].get(name, []), "median_us": us}
+            for name, us in zip(profile.table["instruction"], profile.table["median_us"])]
+    split = split_by_line(rows, weights)
+    total = profile.call_us or 1.0
+    out = [{"file": f, "line": n, "function": fn, "measured_us": us, "measured_share": us / total,
+            "measured_how": ", ".join(sorted(hows))} for (f, n), (us, fn, hows) in split.items()]
+    df = pd.DataFrame(out, columns=["file", "line", "function", "measured_us", "measured_share", "measured_how"])
+    return df.sort_values("measured_us", ascending=False, kind="stable").reset_index(drop=True)
+
+
+@dataclass
+class CompileProfile:
+    """Compile time per step, both pipelines in one table (``ex.compile_profile()``).
+
+    ``table``: one row per step in order (``kind, name, pipeline, stage, seconds, share, changed``):
+    ``trace`` and ``lowering`` (the workbench's clocks around JAX's), one ``mlir pass`` row per MLIR
+    stage (its clock in the pass worker; ``cached``: made earlier, its first run's seconds), one ``xla
+    pass`` row per HLO pass event of a compile of the last MLIR stage taken again under JAX's profiler
+    (self time; ``stage`` the XLA stage it made), ``xla backend`` rows (code generation), and one ``xla
+    other`` row (dumps, XLA's invariant checks). ``total_s`` sums the rows; ``explore_s`` is what the
+    exploration's own clocks measured for the same work (its trace, lowering, MLIR passes and XLA compile)."""
+    table: object
+    total_s: float
+    explore_s: float
+    xla_wall_s: float
+    folder: str | None = None
+
+    def _repr_html_(self) -> str:
+        head = (f"<p>compile profile: {self.total_s:.3f} s in {len(self.table)} steps "
+                f"(the exploration measured {self.explore_s:.3f} s for the same work)</p>")
+        return head + self.table.to_html(index=False, float_format=lambda v: f"{v:.4g}")
+
+    def __repr__(self) -> str:
+        kinds = self.table.groupby("kind", sort=False)["seconds"].sum()
+        return ("CompileProfile(" + ", ".join(f"{k} {v:.3f} s" for k, v in kinds.items())
+                + f"; total {self.total_s:.3f} s)")
+
+
+def compile_profile(ex, keep: str | None = None) -> CompileProfile:
+    """See ``CompileProfile``. The XLA compile is done again (with the exploration's options and dumps)
+    inside a profiler trace; nothing else is recompiled or rerun."""
+    import pandas as pd
+
+    from ...pipeline.build import xla_compile_again
+
+    rows: list[dict] = []
+    traced = ex.spec.traced
+    if traced is not None:
+        rows.append({"kind": "trace", "name": "jaxpr", "pipeline": "", "stage": "jaxpr",
+                     "seconds": traced.seconds_jaxpr, "changed": None})
+        rows.append({"kind": "lowering", "name": "StableHLO", "pipeline": "", "stage": "stablehlo",
+                     "seconds": traced.seconds_lower, "changed": None})
+    mlir = [s for s in ex.pipeline_stages if s.group == "mlir"]
+    for s in mlir:
+        rows.append({"kind": "mlir pass", "name": s.name.split("#")[0], "pipeline": "", "stage": s.name,
+                     "seconds": s.seconds or 0.0, "changed": bool(s.changed), "cached": bool(s.cached)})
+    explore_s = sum(r["seconds"] for r in rows)
+    xla_wall = 0.0
+    last = next((s for s in reversed(ex.pipeline_stages) if s.is_module), None)
+    if last is not None and not ex.pipeline_error:
+        capture = Capture(keep)
+        result = xla_compile_again(ex.spec, last, capture)
+        xrows, xla_wall = xla_pass_rows(capture.events, result.runs)
+        rows += xrows
+        opt = next((s for s in ex.stages if s.name == "xla:optimized"), None)
+        explore_s += (opt.seconds or 0.0) if opt is not None else 0.0
+    df = pd.DataFrame(rows, columns=["kind", "name", "pipeline", "stage", "seconds", "changed", "cached"])
+    total = float(df["seconds"].sum())
+    df["share"] = df["seconds"] / total if total else 0.0
+    df["cached"] = df["cached"].fillna(False).astype(bool)
+    return CompileProfile(df, total, explore_s, xla_wall, keep)

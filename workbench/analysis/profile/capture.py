@@ -1,0 +1,118 @@
+"""Measured times from JAX's own profiler: a trace taken around some work, read back as plain events.
+
+``Capture()`` runs ``jax.profiler.trace`` (its Python tracer off: it would record every Python call and
+slow the work it measures) into a folder of its own, and reads the XSpace it wrote with
+``jax.profiler.ProfileData``. Every event is kept as an ``Event`` value (name, start, duration, the
+thread or device stream it ran on, its statistics such as ``hlo_op`` and ``run_id``), so nothing
+downstream touches the profiler's objects. The folder is removed unless the caller keeps it.
+
+What the events are, on jax 0.10.2: on CPU, one event per executed thunk named by its HLO instruction
+(stats ``hlo_op``, ``hlo_module``, ``run_id``) on the threads of XLA's pools, and during a compile one
+event per HLO pass (``algsimp``), per pass pipeline (``simplification (jit_f)``, stat ``module``), and
+the backend's steps (``CpuCompiler::RunBackend``, ``ThunkEmitter::EmitEntryComputation``, ``Codegen``).
+On a GPU the kernels are events of the ``/device:GPU:N`` planes, with the same ``hlo_op`` statistics.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+
+from ...errors import WorkbenchError
+
+__all__ = ["Event", "Capture"]
+
+_LOCK = threading.Lock()  # one trace at a time: JAX's profiler is process-wide
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str
+    start_ns: int
+    duration_ns: int
+    line: str  # the thread (host) or stream (device) it ran on
+    plane: str  # "/host:CPU", "/device:GPU:0", ...
+    stats: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + self.duration_ns
+
+    def stat(self, key: str, default=None):
+        for k, v in self.stats:
+            if k == key:
+                return v
+        return default
+
+
+def _read(path: str) -> list[Event]:
+    from jax.profiler import ProfileData
+
+    events = []
+    for plane in ProfileData.from_file(path).planes:
+        for line in plane.lines:
+            for e in line.events:
+                if e.name.startswith(("ThreadpoolListener::", "end: ")):
+                    continue  # XLA's markers of a pool's regions: no work of their own
+                stats = tuple((k, v) for k, v in e.stats if not k.startswith("_"))
+                events.append(Event(e.name, int(e.start_ns), int(e.duration_ns), line.name, plane.name, stats))
+    events.sort(key=lambda e: (e.start_ns, -e.duration_ns))
+    return events
+
+
+class Capture:
+    """A trace of the work done inside ``with Capture() as c:``; afterwards ``c.events`` holds its events
+    (sorted by start) and ``c.wall_ns`` the block's own wall time. ``keep``: a folder to leave the
+    profiler's files in (``.xplane.pb``: TensorBoard's and XProf's format); else they are removed. A
+    profiler trace already running in this process (the user's own ``jax.profiler.trace``) is refused in
+    words: JAX allows one at a time."""
+
+    def __init__(self, keep: str | None = None):
+        self.keep, self.folder = keep, keep
+        self.events: list[Event] = []
+        self.wall_ns = 0
+        self._t = 0
+        self._dir = None
+
+    def __enter__(self) -> "Capture":
+        import jax
+        from jax.profiler import ProfileOptions
+
+        if not _LOCK.acquire(blocking=False):
+            raise WorkbenchError("another profile is being taken in this process; wait for it to finish")
+        self._dir = self.keep or tempfile.mkdtemp(prefix="hlo-workbench-profile-")
+        options = ProfileOptions()
+        options.python_tracer_level = 0  # every Python call as an event: slow, and not what is measured
+        options.host_tracer_level = 2  # XLA's passes and thunks (level 1 has the user's annotations only)
+        try:
+            jax.profiler.start_trace(self._dir, profiler_options=options)
+        except Exception as e:  # noqa: BLE001 -- JAX's own error, said in words
+            self._done()
+            raise WorkbenchError(f"JAX's profiler cannot start: {e} (a jax.profiler.trace of your own running? "
+                                 "JAX allows one at a time; stop it first)") from None
+        self._t = time.perf_counter_ns()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import jax
+
+        self.wall_ns = time.perf_counter_ns() - self._t
+        try:
+            jax.profiler.stop_trace()
+            if exc[0] is None:
+                found = sorted(glob.glob(os.path.join(self._dir, "**", "*.xplane.pb"), recursive=True),
+                               key=os.path.getmtime)
+                if not found:
+                    raise WorkbenchError(f"JAX's profiler wrote no trace into {self._dir}")
+                self.events = _read(found[-1])
+        finally:
+            self._done()
+
+    def _done(self) -> None:
+        _LOCK.release()
+        if self.keep is None and self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)

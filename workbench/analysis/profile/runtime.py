@@ -1,0 +1,219 @@
+"""Run time per HLO instruction, measured by JAX's profiler, joined to XLA's cost and to the user's lines.
+
+Each call of a compiled program is one ``run_id``: the thunks (CPU) or kernels (GPU) it ran are events
+named by their HLO instruction (``hlo_op``). Per call, an instruction's time is its events' self time
+(an event's duration less that of the instruction events nested in it on the same thread: a ``while``
+holds its body's thunks), summed over its runs within the call (a loop body runs many times). The call's
+own time is the span from its first to its last event; ``covered`` is the union of its instruction
+intervals over that span (thunks run concurrently on XLA's pools, so the sum of times may exceed it).
+
+An instruction's user lines are those of every instruction it holds (a fusion: its fused computation's)
+read from the executable's HLO metadata. Where it holds ops of several lines, the line table splits its
+time between them by the flops those lines cost in the last MLIR stage (else their bytes, else evenly),
+and says which (``split``).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ...ir.hlo_locations import hlo_instruction_locations
+from ..provenance import users_frame
+from .capture import Event
+
+__all__ = ["Call", "calls_of", "instruction_rows", "NO_LINE"]
+
+NO_LINE = "(no location)"
+
+
+@dataclass
+class Call:
+    run_id: object
+    start_ns: int
+    end_ns: int
+    covered_ns: int = 0
+    self_ns: dict = field(default_factory=dict)  # instruction -> summed self time in this call
+    count: dict = field(default_factory=dict)  # instruction -> how many events it had
+
+    @property
+    def wall_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+def _union(intervals: list[tuple[int, int]]) -> int:
+    total, end = 0, None
+    start = None
+    for a, b in sorted(intervals):
+        if end is None or a > end:
+            if end is not None:
+                total += end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    return total + (end - start if end is not None else 0)
+
+
+def calls_of(events: Sequence[Event], module: str | None) -> list[Call]:
+    """One Call per ``run_id`` of the program ``module`` (its HLO module name; None: any), in order.
+    Events without a ``run_id`` (a GPU trace may not carry it) make one call of all of them."""
+    mine = [e for e in events if e.stat("hlo_op") is not None
+            and (module is None or e.stat("hlo_module") in (None, module))]
+    ids = {id(e) for e in mine}
+    by_run: dict = {}
+    for e in mine:
+        by_run.setdefault(e.stat("run_id", "all"), []).append(e)
+    out = []
+    for run_id, evs in by_run.items():
+        spans = [e for e in events if e.stat("run_id") == run_id and id(e) not in ids] if run_id != "all" else []
+        call = Call(run_id, min(e.start_ns for e in evs + spans), max(e.end_ns for e in evs + spans))
+        call.covered_ns = _union([(e.start_ns, e.end_ns) for e in evs])
+        by_line: dict = {}
+        for e in evs:
+            by_line.setdefault((e.plane, e.line), []).append(e)
+        for line_events in by_line.values():  # self times: nested instruction events on one thread
+            line_events.sort(key=lambda e: (e.start_ns, -e.duration_ns))
+            stack: list[list] = []  # [event, children's time]
+            for e in line_events + [None]:
+                while stack and (e is None or e.start_ns >= stack[-1][0].end_ns):
+                    done, inner = stack.pop()
+                    op = done.stat("hlo_op")
+                    call.self_ns[op] = call.self_ns.get(op, 0) + max(0, done.duration_ns - inner)
+                    call.count[op] = call.count.get(op, 0) + 1
+                if e is None:
+                    break
+                if stack:
+                    stack[-1][1] += e.duration_ns
+                stack.append([e, 0])
+        out.append(call)
+    out.sort(key=lambda c: c.start_ns)
+    return out
+
+
+def _quantile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    if len(values) == 1:
+        return values[0]
+    k = (len(values) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def _installed(path: str) -> bool:
+    return "/site-packages/" in path or "/dist-packages/" in path
+
+
+def instruction_lines(hlo_text: str, chains: dict | None = None) -> tuple[dict, dict]:
+    """Per instruction a thunk can be named by (an entry instruction, a fusion for everything it holds, an
+    instruction of a loop body or a called computation), the lines it holds as (file, line, function):
+    the innermost frame of each origin (as ``source_map`` counts them: often a library's own line, such as
+    flax's ``Linear.__call__``), and the innermost frame outside installed packages (the user's own code
+    that called the library; the innermost frame where every frame is a library's). XLA's metadata keeps
+    one frame an origin; ``chains`` ({Origin.key: frames} of an MLIR stage, whose locations keep the
+    whole call chain) gives the rest."""
+    chains = chains or {}
+    inner: dict[str, list[tuple[str, int, str]]] = {}
+    own: dict[str, list[tuple[str, int, str]]] = {}
+    for o in hlo_instruction_locations(hlo_text):
+        firsts, mine = [], []
+        for origin in o.origins:
+            f = users_frame(origin)
+            if f is None:
+                continue
+            firsts.append(f)
+            frames = chains.get(origin.key, origin.frames)
+            i = frames.index(f) if f in frames else 0
+            mine.append(next((g for g in frames[i:] if not _installed(g.file)), f))
+        for owner in dict.fromkeys(x for x in (o.result, o.fusion) if x):
+            for table, frames in ((inner, firsts), (own, mine)):
+                lines = table.setdefault(owner, [])
+                for f in frames:
+                    key = (f.file, f.line, f.function)
+                    if key not in lines:
+                        lines.append(key)
+    return inner, own
+
+
+def instruction_rows(calls: list[Call], hlo_text: str, peak=None, chains: dict | None = None) -> list[dict]:
+    """One row per instruction that ran: its times over the calls (median, 25th and 75th percentile, in
+    µs), runs per call, share of the median call, XLA's cost (flops, bytes: the executable's own
+    HloCostAnalysis), the roofline time at ``peak`` (a DevicePeak; None: unknown device), its opcode and
+    lines (``lines``: innermost frames; ``your_lines``: outside installed packages). Sorted by median time, largest first."""
+    from ..cost.hlo import hlo_op_costs
+
+    if not calls:
+        return []
+    costs = {}
+    try:
+        df = hlo_op_costs(hlo_text)
+        for name, op, flops, nbytes in zip(df["name"], df["op"], df["flops"], df["bytes"]):
+            costs.setdefault(name, (op, flops, nbytes))
+    except Exception:  # noqa: BLE001 -- a module XLA's analysis cannot take: times without costs
+        pass
+    lines, own = instruction_lines(hlo_text, chains)
+    wall = statistics.median(c.wall_ns for c in calls)
+    names = list(dict.fromkeys(op for c in calls for op in c.self_ns))
+    rows = []
+    for name in names:
+        values = [c.self_ns.get(name, 0) / 1e3 for c in calls]
+        op, flops, nbytes = costs.get(name, ("", None, None))
+        flops = None if _missing(flops) else int(flops)  # XLA cannot cost a custom call: NA
+        nbytes = None if _missing(nbytes) else int(nbytes)
+        roofline = None
+        if peak is not None and (flops or nbytes):
+            rate = peak.flops_per_s.get("fp32")
+            roofline = 1e6 * max((flops or 0) / rate if rate else 0.0, (nbytes or 0) / peak.bytes_per_s)
+        where = lines.get(name, [])
+        yours = own.get(name, [])
+        rows.append({
+            "instruction": name, "op": op, "median_us": statistics.median(values),
+            "p25_us": _quantile(values, 0.25), "p75_us": _quantile(values, 0.75),
+            "runs_per_call": statistics.median(c.count.get(name, 0) for c in calls),
+            "share": statistics.median(values) * 1e3 / wall if wall else 0.0,
+            "flops": flops, "bytes": nbytes, "roofline_us": roofline,
+            "lines": ", ".join(f"{_short(f)}:{n}" for f, n, _ in where) or NO_LINE,
+            "your_lines": ", ".join(f"{_short(f)}:{n}" for f, n, _ in yours) or NO_LINE,
+            "_lines": where,
+        })
+    rows.sort(key=lambda r: -r["median_us"])
+    return rows
+
+
+def _missing(value) -> bool:
+    import pandas as pd
+
+    return value is None or bool(pd.isna(value))
+
+
+def _short(path: str) -> str:
+    import os
+
+    return os.path.basename(path) if path else path
+
+
+def split_by_line(rows: list[dict], weights: dict[tuple[str, int], tuple[float, float]]) -> dict:
+    """Each row's median time over its lines: {(file, line): [µs, function, how]} with ``how`` the ways its
+    instructions were attributed ("one line", "split by flops", "split by bytes", "split evenly").
+    ``weights``: (flops, bytes) of each (file, line) in the last MLIR stage. Instructions with no line
+    count under (NO_LINE, 0)."""
+    out: dict = {}
+    for r in rows:
+        where = r["_lines"] or [(NO_LINE, 0, "")]
+        keys = [(f, n) for f, n, _ in where]
+        if len(keys) == 1:
+            parts, how = [1.0], "one line"
+        else:
+            flops = [weights.get(k, (0, 0))[0] or 0 for k in keys]
+            nbytes = [weights.get(k, (0, 0))[1] or 0 for k in keys]
+            if sum(flops) > 0:
+                parts, how = [x / sum(flops) for x in flops], "split by flops"
+            elif sum(nbytes) > 0:
+                parts, how = [x / sum(nbytes) for x in nbytes], "split by bytes"
+            else:
+                parts, how = [1 / len(keys)] * len(keys), "split evenly"
+        for (f, n, fn), part in zip(where, parts):
+            slot = out.setdefault((f, n), [0.0, fn, set()])
+            slot[0] += r["median_us"] * part
+            slot[2].add(how)
+    return out

@@ -1,0 +1,71 @@
+"""The facade's measured times: ``profile`` (run time per HLO instruction), ``compile_profile`` (compile
+time per pass, both pipelines) and ``source_map`` (with ``measured=True``, a measured-time column per
+line). A mixin of ``Exploration``: each method is one call down into ``analysis.profile`` or
+``analysis.provenance``."""
+from __future__ import annotations
+
+from ..analysis.profile import CompileProfile, Profile, compile_profile, measured_by_line, profile_stage
+from ..analysis.provenance import source_map
+from ..errors import WorkbenchError
+from ..stages import STABLEHLO
+from .running import refuse_shapes
+
+__all__ = ["Measured"]
+
+
+class Measured:
+    def profile(self, stage=None, device: str | None = None, repeat: int = 10, args=None,
+                keep: str | None = None) -> Profile:
+        """Run ``stage`` (default: the last MLIR stage, the one XLA compiles) ``repeat`` times on ``device``
+        under JAX's profiler and return each HLO instruction's measured time (``Profile.table``: median,
+        25th/75th percentile, share of a call, XLA's flops and bytes, the roofline time where the device's
+        peaks are known, the user's lines, the counterparts in the stage). ``keep``: a folder to keep the
+        profiler's trace in (TensorBoard/XProf read it); otherwise it is removed."""
+        st = self.default_run_stage() if stage is None else self.stage(stage)
+        refuse_shapes(self.spec.traced, st, args)
+        return profile_stage(self, st, device or self.spec.device, repeat, args, keep)
+
+    def compile_profile(self, keep: str | None = None) -> CompileProfile:
+        """Where compile time goes: one row per step of the whole pipeline -- the trace, the lowering, each
+        MLIR pass (the workbench's clocks) and each XLA pass and backend step (JAX's profiler, over one more
+        compile of the last MLIR stage with the exploration's options) -- with its seconds, share, whether
+        it changed the module and the stage it made."""
+        self.stages  # noqa: B018 -- the exploration's own XLA compile first: its seconds are the comparison
+        return compile_profile(self, keep)
+
+    def source_map(self, stage=None, by: str = "line", measured: "bool | Profile" = False):
+        """One row per source line (``by="function"``: per function) of the user's code: ``file, line,
+        function, code`` and the ops, flops and bytes it accounts for -- by default in ``stablehlo`` (the
+        first stage), the last MLIR stage (``mlir_*``) and ``xla:optimized`` (``xla_*``, with the fusions
+        that hold it), with ``stage``: in that stage alone. Ops with no location count in a
+        ``(no location)`` row, so each stage's column sums to its total. A module without locations
+        (``explore_text`` of a stripped one) raises WorkbenchError. ``measured=True`` (or a Profile from
+        ``ex.profile()``) adds ``measured_us``, ``measured_share`` and ``measured_how``: the profiled time of
+        the instructions made from each line, an instruction over several lines split by their flops in
+        the last MLIR stage (else bytes, else evenly), as ``measured_how`` says."""
+        if stage is not None:
+            table = source_map({"": self.stage(stage)}, by)
+        else:
+            first = next(s for s in self.stages if s.is_module)
+            chosen = {STABLEHLO: first, "mlir": self._last_module()}
+            xla = next((s for s in self.stages if s.name == "xla:optimized" and not s.error), None)
+            if xla is not None:
+                chosen["xla"] = xla
+            table = source_map(chosen, by)
+        if measured is False or measured is None:
+            return table
+        if by != "line":
+            raise WorkbenchError("source_map(measured=...) gives measured time per line: use by='line'")
+        prof = measured if isinstance(measured, Profile) else self.profile()
+        weights = source_map({"": self._last_module()}, "line")
+        per_line = measured_by_line(prof, {(f, int(n)): (fl, b) for f, n, fl, b in
+                                           zip(weights["file"], weights["line"], weights["flops"], weights["bytes"])})
+        merged = table.merge(per_line.drop(columns=["function"]), on=["file", "line"], how="outer")
+        merged["measured_us"] = merged["measured_us"].fillna(0.0)
+        merged["measured_share"] = merged["measured_share"].fillna(0.0)
+        merged["measured_how"] = merged["measured_how"].fillna("")
+        for c in merged.columns:
+            if c.endswith(("_ops", "_flops", "_bytes", "ops", "flops", "bytes")) and str(merged[c].dtype) == "Int64":
+                merged[c] = merged[c].fillna(0)
+        merged.attrs.update(table.attrs, profile=prof)
+        return merged
