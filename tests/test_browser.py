@@ -527,7 +527,7 @@ def test_the_panel_at_laptop_widths(browser, lab, shots):
                 page.keyboard.press("Control+b")
             page.set_viewport_size({"width": width, "height": 1250})
             settle(page)
-            for title in ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze", "Collectives"):
+            for title in ("Diff", "Passes", "Run", "Cost", "Compile", "Graph", "Source", "Analyze", "Collectives"):
                 tab(panel, title)
                 if title == "Graph":  # drawn: the stage picked (B), its labels readable, its legend whole
                     panel.locator(".wbg-view svg").wait_for(timeout=120_000)

@@ -86,3 +86,39 @@ def test_the_source_tab_marks_a_lines_ops_and_an_ops_lineage(browser, lab, shots
         panel.locator(".wbd-u .wbd-row.wbd-mark").first.wait_for()
     finally:
         page.close()
+
+
+def test_measured_heat_in_the_source_tab_and_the_compile_tab(browser, lab, shots):
+    """Where the time goes, in the browser: the Source tab's bars switched to measured run time (JAX's
+    profiler), and the Compile tab's steps of both pipelines, a click on a step that made a stage diffing it.
+    Screenshots: test-output/panel_source_measured.png and test-output/panel_compile_tab.png."""
+    page = open_notebook(browser, lab, "source.ipynb")
+    try:
+        panel = show_panel(page)
+        side_by_side(panel)
+        tab(panel, "Source")
+        panel.locator(".wbsrc-line.wbsrc-ops", has_text='x @ p["wq"]').wait_for(timeout=60_000)
+        panel.locator(".widget-toggle-button", has_text="measured").click()
+        panel.locator(".wbsrc-val", has_text="µs").first.wait_for(timeout=120_000)
+        python = panel.locator(".wb-python pre").first
+        assert python.inner_text().endswith("measured=True)")
+        assert panel.locator(".wbsrc-head .wbsrc-heat").inner_text() == "µs"
+        note = panel.locator(".wb-note", has_text="measured run time").first.inner_text()
+        assert "JAX's profiler" in note and "times on cpu:0" in note
+        assert panel.locator(".wbsrc-line .wbsrc-bar").count() >= 3
+        shots(panel, "panel_source_measured")
+
+        tab(panel, "Compile")
+        rows = panel.locator(".wbc-row")
+        rows.first.wait_for(timeout=120_000)
+        assert python.inner_text() == "ex.compile_profile()"
+        kinds = set(panel.locator(".wbc-row .wbc-kind").all_inner_texts())
+        assert {"trace", "mlir pass", "xla pass", "xla backend"} <= kinds
+        assert "in all" in panel.locator(".wb-note", has_text="compile time per step").inner_text()
+        shots(panel, "panel_compile_tab")
+        link = panel.locator(".wbc-row.wbc-link.k-xla-pass").first
+        stage = link.get_attribute("data-stage")
+        link.click()
+        panel.locator(".wbd-head-r", has_text=stage).wait_for(timeout=60_000)  # the Diff tab shows that stage
+    finally:
+        page.close()

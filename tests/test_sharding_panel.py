@@ -93,8 +93,8 @@ def test_the_collectives_tab_lists_a_sharded_programs_collectives_and_says_why_a
         p.wait()
         plain.wait()
         # a program on one device: the tab is there and says why it lists nothing
-        assert plain.tabs.titles[-1] == TITLE and len(plain.tabs.children) == 8
-        plain.tabs.selected_index = 7
+        assert plain.tabs.titles[-1] == TITLE and len(plain.tabs.children) == 9
+        plain.tabs.selected_index = 8
         plain.wait()
         assert "No collectives: this program runs on one device." in plain.collectives.note.value
         assert "NamedSharding" in plain.collectives.note.value and plain.collectives.summary.value == ""

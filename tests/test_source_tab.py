@@ -329,3 +329,43 @@ def test_shown_lines_maps_every_line_the_diff_shows_to_its_text_line(attention):
             mine, theirs = op.search(lines[at[k]]), op.search(shown[k])
             if mine and theirs:
                 assert mine.group(1) == theirs.group(1), (st.name, lines[at[k]], shown[k])
+
+
+def test_measured_bars_profile_the_run_once_and_show_each_lines_microseconds(p, attention):
+    """The third metric: each line's measured run time (ex.source_map(stage=B, measured=True): JAX's profiler
+    over the last MLIR stage), the profile taken once per Exploration; flops again without profiling."""
+    from workbench.views.widgets import actions
+
+    ex, path = attention
+    p.source.metric.value = "measured"
+    assert p.last_error is None and p.python == 'ex.source_map(stage="enzyme-hlo-patterns#1", measured=True)'
+    prof = actions.profile_of(ex)
+    assert p.source._sm.attrs["profile"] is prof and p.source.view.metric == "µs"
+    lines = [r for r in p.source.view.rows if r["k"] == "line" and r.get("label")]
+    assert lines and all(r["label"].endswith(" µs") for r in lines)
+    top = max(lines, key=lambda r: r["frac"])
+    assert top["frac"] == 1.0 and "measured" in top["title"]
+    sm = p.source._sm
+    assert float(top["value"]) == pytest.approx(float(sm[(sm["file"] == path) & (sm["line"] == top["line"])]
+                                                        ["measured_us"].iloc[0]))
+    note = p.source.note.value
+    assert "measured run time" in note and f"run {prof.calls} times" in note and prof.stage in note
+    p.source.metric.value = "flops"  # back: the same map, drawn by flops, no new profile
+    assert p.source.view.metric == "flops" and actions.profile_of(ex) is prof
+    assert not any(r.get("label", "").endswith(" µs") for r in p.source.view.rows)
+
+
+def test_the_compile_tab_lists_both_pipelines_and_a_click_diffs_the_stage_a_step_made(p, attention):
+    ex, _ = attention
+    p.tabs.selected_index = list(p.tabs.titles).index("Compile")
+    assert p.last_error is None and p.python == "ex.compile_profile()"
+    rows = p.compile.view.rows
+    kinds = {r["kind"] for r in rows}
+    assert {"trace", "lowering", "mlir pass", "xla pass", "xla backend", "xla other"} <= kinds
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0, abs=1e-3)
+    assert [r["stage"] for r in rows if r["kind"] == "mlir pass"] == [s.name for s in ex.stages if s.group == "mlir"]
+    made = [r for r in rows if r["kind"] == "xla pass" and r["link"]]
+    assert made and all(r["changed"] == "changed" and r["stage"].startswith("xla:") for r in made)
+    assert "s</b> in all" in p.compile.note.value and p.compile.profile is not None
+    send(p.compile.view, type="stage", name=made[0]["stage"])  # a click on the row of a pass that made a stage
+    assert p.tabs.selected_index == 0 and p.right == made[0]["stage"] and p.left == ex[made[0]["stage"]].parent

@@ -298,7 +298,7 @@ def test_cost_and_graph_tabs_fill_when_opened(p):
     assert "<b>Every stage</b>" in p.cost_table.value and "flops" in p.cost_table.value
     assert p.cost_plot.outputs[0]["data"]["image/png"]
     assert "stablehlo.dot_general" in p.op_costs.value
-    p.tabs.selected_index = 4  # Graph
+    p.tabs.selected_index = 5  # Graph
     graph = p.graph_view  # the right stage's dataflow: graphviz's SVG, without the XML prologue
     assert graph.message == "" and graph.svg.startswith("<svg") and "dot_general" in graph.svg
     assert graph.focus == "" and len(graph.nodes) >= 4
@@ -314,7 +314,7 @@ def test_the_graph_tab_says_which_stage_it_draws_and_draws_the_one_picked(p, ex)
     from workbench.errors import UnknownNameError, WorkbenchError
 
     p.pick("enzyme-hlo-patterns#1")
-    p.tabs.selected_index = 4  # Graph: B of the diff, labelled as such
+    p.tabs.selected_index = 5  # Graph: B of the diff, labelled as such
     tab, view = p.graph, p.graph_view
     assert tab.picker.value == "" and tab.picker.label == "enzyme-hlo-patterns#1 (B of the diff)"
     assert tab.drawn == tab.stage == "enzyme-hlo-patterns#1" and p.python == 'ex.graph("enzyme-hlo-patterns#1")'

@@ -60,7 +60,10 @@ class Measured:
         weights = source_map({"": self._last_module()}, "line")
         per_line = measured_by_line(prof, {(f, int(n)): (fl, b) for f, n, fl, b in
                                            zip(weights["file"], weights["line"], weights["flops"], weights["bytes"])})
-        merged = table.merge(per_line.drop(columns=["function"]), on=["file", "line"], how="outer")
+        merged = table.merge(per_line.rename(columns={"function": "_function"}), on=["file", "line"], how="outer")
+        merged["function"] = merged["function"].fillna(merged.pop("_function")).fillna("")
+        if "code" in merged.columns:
+            merged["code"] = merged["code"].fillna("")
         merged["measured_us"] = merged["measured_us"].fillna(0.0)
         merged["measured_share"] = merged["measured_share"].fillna(0.0)
         merged["measured_how"] = merged["measured_how"].fillna("")

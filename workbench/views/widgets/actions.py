@@ -7,6 +7,7 @@ the call; the panel runs the call on its worker thread. Lines assume ``import wo
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -16,7 +17,7 @@ from ...stages import STABLEHLO
 
 __all__ = ["Action", "toggle_patterns", "reset_patterns", "toggle_xla", "reset_xla", "set_pipeline", "diff",
            "cost", "graph", "run", "compare", "applicable", "bisect", "reduce", "predicate", "predicate_params",
-           "PREDICATES", "source_map", "ops_at", "lineage"]
+           "PREDICATES", "source_map", "ops_at", "lineage", "profile_of", "compile_profile"]
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,28 @@ def graph(name: str, stage: str) -> Action:
     return Action(f"drawing {stage}", f"{name}.graph({_lit(stage)})", lambda ex: ex.graph(stage))
 
 
-def source_map(name: str, stage: str) -> Action:
+def source_map(name: str, stage: str, measured: bool = False) -> Action:
+    if measured:  # the profile is taken once per Exploration (it runs the program): the panel keeps it
+        return Action(f"profiling the run and mapping {stage} to the source lines",
+                      f"{name}.source_map(stage={_lit(stage)}, measured=True)",
+                      lambda ex: ex.source_map(stage=stage, measured=profile_of(ex)))
     return Action(f"mapping {stage} to the source lines", f"{name}.source_map(stage={_lit(stage)})",
                   lambda ex: ex.source_map(stage=stage))
+
+
+_PROFILES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def profile_of(ex: Exploration):
+    """``ex.profile()``, taken once per Exploration shown (the Source tab's measured bars)."""
+    if ex not in _PROFILES:
+        _PROFILES[ex] = ex.profile()
+    return _PROFILES[ex]
+
+
+def compile_profile(name: str) -> Action:
+    return Action("profiling the compile (XLA compiles the last MLIR stage again under JAX's profiler)",
+                  f"{name}.compile_profile()", lambda ex: ex.compile_profile())
 
 
 def ops_at(name: str, stage: str, file: str, line: int) -> Action:

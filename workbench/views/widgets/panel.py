@@ -9,8 +9,8 @@ shown in the panel, never raised into the notebook. A new Exploration's MLIR sta
 its XLA stages when XLA's compile (started in the background by the toggle) ends: that wait holds
 no place in the queue, and stages that arrive for an Exploration no longer shown are dropped. Every
 action's line of Python is shown, ready to paste. This module lays the widgets out and wires them to
-the actions; the Passes, Graph, Source, Analyze and Collectives tabs are modules of their own (``passes``,
-``graphtab``, ``source``, ``analyze``, ``collectives``), ``jobs`` runs the work, ``html`` renders what it gives,
+the actions; the Passes, Compile, Graph, Source, Analyze and Collectives tabs are modules of their own (``passes``,
+``compiletab``, ``graphtab``, ``source``, ``analyze``, ``collectives``), ``jobs`` runs the work, ``html`` renders what it gives,
 ``changes`` says after each rebuild what it changed.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ import ipywidgets as W
 from ...errors import WorkbenchError
 from ...exploration import XLA_WAIT, Exploration
 from ...stages import Stage
-from . import actions, collectives, html
+from . import actions, collectives, compiletab, html
 from .actions import Action
 from .analyze import AnalyzeTab
 from .bundle import MIME, default_right, exploration_bundle
@@ -44,7 +44,7 @@ from .source import SourceTab
 __all__ = ["Panel", "panel"]
 
 _CSS = (pathlib.Path(__file__).parent / "panel.css").read_text()
-_TABS = ("Diff", "Passes", "Run", "Cost", "Graph", "Source", "Analyze", collectives.TITLE)
+_TABS = ("Diff", "Passes", "Run", "Cost", compiletab.TITLE, "Graph", "Source", "Analyze", collectives.TITLE)
 
 
 def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None,
@@ -161,6 +161,11 @@ class Panel:
                 self._left = st.parent
         self._show_selection()
 
+    def _diff_stage(self, name: str) -> None:
+        """A stage picked outside the stage list (the Compile tab): diffed against its parent in the Diff tab."""
+        self.pick(name)
+        self.tabs.selected_index = 0
+
     def toggle_patterns(self, names, on: bool) -> None:
         self._rebuild(lambda: actions.toggle_patterns(self.name, list(names), on))
 
@@ -270,8 +275,9 @@ class Panel:
                                   lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False))
         cost_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs])
         self.collectives = collectives.CollectivesTab(self.name, self._submit)
-        self.tabs = W.Tab(children=[diff_tab, p.widget, run_tab, cost_tab, self.graph.widget, self.source.widget,
-                                    self.analyze.widget, self.collectives.widget])
+        self.compile = compiletab.CompileTab(self.name, self._submit, self._diff_stage)
+        self.tabs = W.Tab(children=[diff_tab, p.widget, run_tab, cost_tab, self.compile.widget, self.graph.widget,
+                                    self.source.widget, self.analyze.widget, self.collectives.widget])
         self.tabs.titles = _TABS
         self.tabs.layout = W.Layout(flex="1 1 auto", min_width="0")
         self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
@@ -386,6 +392,7 @@ class Panel:
         self.source.show(self._ex, self._left, self._right, visible=title == "Source", waiting=waiting)
         self.collectives.show(self._ex, self._right, visible=title == collectives.TITLE, pending=self._pending)
         self.graph.show(self._ex, self._right, visible=title == "Graph", pending=self._pending)
+        self.compile.show(self._ex, visible=title == compiletab.TITLE, pending=self._pending)
         if title == "Cost" and self._cost_key != self._key():
             self.show_cost()
 

@@ -36,7 +36,7 @@ from . import actions
 from .diffview import DiffView
 from .lists import Messages
 
-__all__ = ["SourceTab", "SourceView", "cost_note", "lineage_html", "listing_rows"]
+__all__ = ["SourceTab", "SourceView", "cost_note", "lineage_html", "listing_rows", "measured_note"]
 
 _DEF = re.compile(r"\s*(?:async\s+)?def\s")
 _GAP = 40  # a run of more lines without ops than this is folded
@@ -97,12 +97,15 @@ def listing_rows(sm, metric: str = "flops", getline=linecache.getline) -> list[d
     top = max(values, default=0.0) or 1.0
     by_file: dict[str, dict[int, dict]] = defaultdict(dict)
     none = None
+    unit = " µs" if metric == "measured_us" else ""
     for r in sm.to_dict("records"):
         fusions = r.get("fusions") or ""
-        info = {"ops": int(r["ops"]), "value": float(r[metric]), "label": _si(r[metric]),
+        measured = (f"; measured {_si(r['measured_us'])} µs ({r.get('measured_how') or 'no instruction'})"
+                    if "measured_us" in r else "")
+        info = {"ops": int(r["ops"]), "value": float(r[metric]), "label": _si(r[metric]) + unit,
                 "frac": round(float(r[metric]) / top, 4),
                 "title": f"{int(r['ops'])} ops, {_si(r['flops'])} flops, {_si(r['bytes'])} bytes"
-                         + (f"; in fusions: {fusions}" if fusions else "")}
+                         + (f"; in fusions: {fusions}" if fusions else "") + measured}
         if r["file"] == NO_LOCATION:
             none = info
         else:
@@ -126,6 +129,16 @@ def listing_rows(sm, metric: str = "flops", getline=linecache.getline) -> list[d
     if none is not None:
         rows.append(dict(none, k="none", file="", line=0, code=NO_LOCATION + ": ops with no line of your code"))
     return rows
+
+
+def measured_note(stage, profile) -> str:
+    """What the heat bars measure when they show measured time (``profile``: the Profile they come from)."""
+    return str(Markup('<div class="wb-note">the bars: <b>measured run time</b> per line, from JAX\'s profiler: '
+                      "<code>{}</code> run {} times on {} (median call {} µs, the instructions cover {}% of it); an "
+                      "instruction made from several lines is split by their flops, else bytes; the count is how "
+                      "many ops the line became in <code>{}</code>. Click a line to mark its ops in the diff below."
+                      "</div>").format(profile.stage, profile.calls, profile.device, _si(profile.call_us),
+                                       round(100 * profile.coverage, 1), stage.name))
 
 
 def cost_note(stage, metric: str) -> str:
@@ -264,9 +277,12 @@ class SourceTab:
         self.diff_view = diff_view
         diff_view.handler = self._on_diff_msg
         L = W.Layout
-        self.metric = W.ToggleButtons(options=["flops", "bytes"], value="flops", style={"button_width": "64px"},
-                                      tooltips=["the bars show each line's flops", "the bars show each line's bytes"])
-        self.metric.observe(lambda _ch: self._draw(), "value")
+        self.metric = W.ToggleButtons(options=["flops", "bytes", "measured"], value="flops",
+                                      style={"button_width": "84px"},
+                                      tooltips=["the bars show each line's flops", "the bars show each line's bytes",
+                                                "the bars show each line's measured run time (JAX's profiler runs "
+                                                "the last MLIR stage)"])
+        self.metric.observe(lambda _ch: self._on_metric(), "value")
         self.note = W.HTML()
         self.view = SourceView(layout=L(max_height="340px"))
         self.view.handler = self._on_view_msg
@@ -368,6 +384,14 @@ class SourceTab:
         if msg.get("type") == "line":
             self.select_line(str(msg.get("file", "")), int(msg.get("line", 0)))
 
+    def _on_metric(self) -> None:
+        """flops and bytes are in every source map; measured time is profiled and mapped when first asked for."""
+        measured = self.metric.value == "measured"
+        if measured and self._listed is not None and (self._sm is None or "measured_us" not in self._sm.columns):
+            self._fill(*self._listed)
+        else:
+            self._draw()
+
     def _on_diff_msg(self, msg: dict) -> None:
         if msg.get("type") == "op" and msg.get("side") in ("before", "after"):
             self.select_op(msg["side"], int(msg.get("line", -1)))
@@ -384,7 +408,7 @@ class SourceTab:
             self.view.rows, self.note.value = [], ""
             self.view.message = f"XLA is compiling: stage {waiting!r} is mapped to your code when its stages arrive"
             return
-        act = actions.source_map(self.name, right)
+        act = actions.source_map(self.name, right, measured=self.metric.value == "measured")
 
         def work():
             try:
@@ -404,11 +428,14 @@ class SourceTab:
         sm, stage, metric = self._sm, self._sm_stage, self.metric.value
         if sm is None:
             return
+        measured = metric == "measured"
+        if measured and "measured_us" not in sm.columns:
+            return  # the measured map is on its way (_on_metric asked for it)
         with self.view.hold_sync():
             self.view.message = "" if len(sm) else f"{stage.name} has no ops"
-            self.view.metric = metric
-            self.view.rows = listing_rows(sm, metric)
-        self.note.value = cost_note(stage, metric)
+            self.view.metric = "µs" if measured else metric
+            self.view.rows = listing_rows(sm, "measured_us" if measured else metric)
+        self.note.value = measured_note(stage, sm.attrs["profile"]) if measured else cost_note(stage, metric)
 
     def _locate(self, ex: Exploration, stage: str) -> tuple:
         """(``ex.locations(stage)``, the text line of each line the diff view shows, its inverse), kept per
