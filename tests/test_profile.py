@@ -135,3 +135,22 @@ def test_hlo_workbench_profile_prints_both_tables(cli):
     assert r.returncode == 0, r.stderr
     assert "# Run time per instruction: Profile(" in r.stdout and "# Compile time per step: CompileProfile(" in r.stdout
     assert "xla backend" in r.stdout and "mlir pass" in r.stdout and "mlp.py:" in r.stdout
+
+
+def test_the_report_carries_the_profiles_taken_and_says_how_to_take_them_when_none_was(tmp_path, cli):
+    fn, args = examples.load("mlp")
+    ex = wb.explore(fn, *args)
+    page = (ex.report(tmp_path / "none.html")).read_text()
+    assert "Where the time goes" in page and "No profile" in page and "report --profile" in page
+    prof = ex.profile(repeat=2)
+    cp = ex.compile_profile(patterns=True)
+    assert ex.profiles == {"run": prof, "compile": cp}
+    groups = cp.patterns
+    assert set(groups["stage"]) == {s.name for s in ex.stages if s.name.startswith("enzyme-hlo-patterns")}
+    assert {"base", "const-prop"} <= set(groups["group"]) and (groups["seconds"].dropna() > 0).all()
+    page = (ex.report(tmp_path / "both.html")).read_text()
+    assert "Run time per instruction" in page and "Compile time per step" in page and "No profile" not in page
+    assert f"<td>{prof.table['instruction'].iloc[0]}</td>" in page and "<td>xla backend</td>" in page
+    r = cli("report", "mlp", "--html", tmp_path / "cli.html", "--profile")
+    assert r.returncode == 0, r.stderr
+    assert "Run time per instruction" in (tmp_path / "cli.html").read_text()

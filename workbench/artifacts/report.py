@@ -93,7 +93,7 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
         page=page, title=ex.spec.title, facts=_facts(ex, stages, limits_note(limits, packed.usage)),
         error=ex.error, warnings=list(getattr(ex, "warnings", ())), stages=stages,
         diff=_diff(stages, first, packed), cost=_cost(ex, read, left_out),
-        graph=_graph(ex, stages, graph, max_ops, whole, limits), runs=_runs(ex))
+        graph=_graph(ex, stages, graph, max_ops, whole, limits), runs=_runs(ex), time=_time(ex))
 
 
 def render_diff_page(before: str, after: str, before_name: str, after_name: str,
@@ -173,6 +173,40 @@ def _runs(ex) -> list[_Run]:
     runs = getattr(ex, "history", None)
     runs = list(getattr(ex, "runs", ()) if runs is None else runs)
     return [_Run(r, r.program.settings if r.program is not None else "", r.why_stale(ex)) for r in runs]
+
+
+@dataclass(frozen=True)
+class _Time:
+    """The "where the time goes" section: the profiles taken on the exploration (``ex.profiles``), as rows."""
+
+    run: object = None  # the Profile, or None
+    run_columns: tuple = ()
+    run_rows: tuple = ()
+    compile: object = None  # the CompileProfile, or None
+    compile_columns: tuple = ()
+    compile_rows: tuple = ()
+    left_out: int = 0  # XLA pass rows under 0.5 % not listed
+
+
+_RUN_COLUMNS = ("instruction", "op", "median_us", "share", "flops", "bytes", "roofline_us", "your_lines", "mlir_ops")
+_COMPILE_COLUMNS = ("kind", "name", "pipeline", "stage", "seconds", "share", "changed")
+
+
+def _time(ex) -> _Time:
+    """The last run and compile profiles of ``ex`` (none taken: an empty section that says how)."""
+    profiles = getattr(ex, "profiles", {}) or {}
+    run, cp = profiles.get("run"), profiles.get("compile")
+    out = {}
+    if run is not None:
+        t = run.table
+        out.update(run=run, run_columns=_RUN_COLUMNS,
+                   run_rows=tuple(t[[c for c in _RUN_COLUMNS if c in t.columns]].head(40).itertuples(index=False, name=None)))
+    if cp is not None:
+        t = cp.table
+        keep = (t["kind"] != "xla pass") | (t["share"] >= 0.005) | (t["stage"] != "")
+        out.update(compile=cp, compile_columns=_COMPILE_COLUMNS, left_out=int((~keep).sum()),
+                   compile_rows=tuple(t[keep][list(_COMPILE_COLUMNS)].itertuples(index=False, name=None)))
+    return _Time(**out)
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,7 @@ class Exploration(Measured):
         self._refs: dict = {}
         self._runs: list = list(getattr(built, "runs", ()))
         self._earlier = tuple(earlier)  # the runs of the Explorations this one was made from (``history``)
+        self._profiles: dict = {}  # the last ex.profile() and ex.compile_profile() (``profiles``)
 
     # -- computing ---------------------------------------------------------------------------------
     def _ensure_late(self) -> None:

@@ -23,15 +23,36 @@ class Measured:
         profiler's trace in (TensorBoard/XProf read it); otherwise it is removed."""
         st = self.default_run_stage() if stage is None else self.stage(stage)
         refuse_shapes(self.spec.traced, st, args)
-        return profile_stage(self, st, device or self.spec.device, repeat, args, keep)
+        prof = profile_stage(self, st, device or self.spec.device, repeat, args, keep)
+        self._profiles["run"] = prof
+        return prof
 
-    def compile_profile(self, keep: str | None = None) -> CompileProfile:
+    @property
+    def profiles(self) -> dict:
+        """The last ``profile()`` (key "run") and ``compile_profile()`` ("compile") taken on this Exploration;
+        the report and ``save(profile=True)`` carry them."""
+        return dict(self._profiles)
+
+    def compile_profile(self, keep: str | None = None, patterns: bool = False) -> CompileProfile:
         """Where compile time goes: one row per step of the whole pipeline -- the trace, the lowering, each
         MLIR pass (the workbench's clocks) and each XLA pass and backend step (JAX's profiler, over one more
         compile of the last MLIR stage with the exploration's options) -- with its seconds, share, whether
-        it changed the module and the stage it made."""
+        it changed the module and the stage it made. ``patterns=True`` adds ``.patterns``: for each
+        ``enzyme-hlo-patterns`` stage, the seconds of each pattern group run alone on its input
+        (``pattern_timing``; runs of their own, apart from the table's total)."""
         self.stages  # noqa: B018 -- the exploration's own XLA compile first: its seconds are the comparison
-        return compile_profile(self, keep)
+        cp = compile_profile(self, keep)
+        if patterns:
+            import pandas as pd
+
+            parts = []
+            for s in self.pipeline_stages:
+                if s.name.startswith("enzyme-hlo-patterns") and not s.error and s.parent:
+                    df = self.pattern_timing(s.parent, progress=False)
+                    parts.append(df.assign(stage=s.name)[["stage", *df.columns]])
+            cp.patterns = pd.concat(parts, ignore_index=True) if parts else None
+        self._profiles["compile"] = cp
+        return cp
 
     def source_map(self, stage=None, by: str = "line", measured: "bool | Profile" = False):
         """One row per source line (``by="function"``: per function) of the user's code: ``file, line,

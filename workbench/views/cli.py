@@ -174,6 +174,9 @@ def cmd_report(ns) -> int:
         print(f"\n# Final MLIR stage ({last.name}):\n")
         print(last.text)
     if ns.html:
+        if ns.profile and not ex.error:
+            ex.profile(repeat=10)
+            ex.compile_profile()
         print(f"\n# HTML report: {ex.report(ns.html)}")
     return _finished(ns, ex)
 
@@ -296,6 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "report":
             sp.add_argument("--html", metavar="OUT.html", help="also write the report as one self-contained HTML "
                             "file (no network needed: the stage table, the diff viewer, costs, a graph, the run)")
+            sp.add_argument("--profile", action="store_true", help="with --html: measure where the time goes "
+                            "first (run time per instruction, compile time per pass) and put it in the report")
         if name == "profile":
             sp.add_argument("--stage", metavar="NAME", help="the stage to run and profile (default: the last MLIR "
                             "stage, the one XLA compiles)")

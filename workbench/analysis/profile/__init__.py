@@ -173,6 +173,7 @@ class CompileProfile:
     explore_s: float
     xla_wall_s: float
     folder: str | None = None
+    patterns: object = None  # with compile_profile(patterns=True): seconds per pattern group of each pattern stage
 
     def _repr_html_(self) -> str:
         head = (f"<p>compile profile: {self.total_s:.3f} s in {len(self.table)} steps "
