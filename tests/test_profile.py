@@ -154,3 +154,40 @@ def test_the_report_carries_the_profiles_taken_and_says_how_to_take_them_when_no
     r = cli("report", "mlp", "--html", tmp_path / "cli.html", "--profile")
     assert r.returncode == 0, r.stderr
     assert "Run time per instruction" in (tmp_path / "cli.html").read_text()
+
+
+def test_a_file_saved_with_its_profiles_loads_them_and_their_traces_and_refuses_a_missing_trace(tmp_path):
+    import zipfile
+
+    from jax.profiler import ProfileData
+
+    from workbench.errors import SavedFileError
+
+    fn, args = examples.load("mlp")
+    ex = wb.explore(fn, *args)
+    path = ex.save(tmp_path / "p.hlox", profile=True)  # no profile taken yet: both are taken first
+    run, cp = ex.profiles["run"], ex.profiles["compile"]
+    with zipfile.ZipFile(path) as z:
+        assert {"profile_run.xplane.pb", "profile_compile.xplane.pb"} <= set(z.namelist())
+    back = wb.load(path)
+    got_run, got_cp = back.profiles["run"], back.profiles["compile"]
+    assert got_run.table["instruction"].tolist() == run.table["instruction"].tolist()
+    assert got_run.table["median_us"].tolist() == pytest.approx(run.table["median_us"].tolist())
+    assert (got_run.stage, got_run.calls, got_run.trace) == (run.stage, run.calls, run.trace)
+    assert got_cp.table["stage"].tolist() == cp.table["stage"].tolist() and got_cp.trace == cp.trace
+    assert got_cp.total_s == pytest.approx(cp.total_s)
+    written = got_run.write_trace(str(tmp_path / "tb"))  # where TensorBoard's profile plugin looks
+    assert written.endswith(".xplane.pb") and any(p.lines for p in ProfileData.from_file(written).planes)
+    sm = back.source_map(measured=got_run)  # the measured source map from the loaded profile, no run
+    assert sm["measured_us"].sum() == pytest.approx(run.table["median_us"].sum())
+    assert "Run time per instruction" in back.report(tmp_path / "r.html").read_text()
+    assert wb.load(ex.save(tmp_path / "plain.hlox")).profiles == {}  # without profile=True: none kept
+
+    # a manifest that names a trace the zip lacks is refused, nothing built
+    broken = tmp_path / "broken.hlox"
+    with zipfile.ZipFile(path) as z, zipfile.ZipFile(broken, "w") as out:
+        for name in z.namelist():
+            if name != "profile_run.xplane.pb":
+                out.writestr(name, z.read(name))
+    with pytest.raises(SavedFileError, match="profile_run.xplane.pb is missing"):
+        wb.load(broken)

@@ -328,6 +328,21 @@ PROGRAM = Record(
 # texts (null: an empty one), and its rows as Diff.runs(); files saved before it was written lack it
 STAGE_DIFF = Record({"before": Opt(SHA256), "after": Opt(SHA256), "runs": Str(pattern=RUNS)})
 
+# the profiles of save(profile=True) (saved_profiles.py): each one's table and figures, and the zip member
+# holding the profiler's own trace file (absent where the trace was over the kept limit)
+PROFILE_TRACES = ("profile_run.xplane.pb", "profile_compile.xplane.pb")
+_TABLE = Record({"columns": List(Str(), 1000), "rows": List(List(Scalar(), 1000), _MANY)})
+_FRAME = List(Scalar(), most=3, least=3)  # file, line, function
+PROFILES = Record({}, {
+    "run": Record({"stage": Str(), "device": Str(), "call_us": Num(least=0.0), "coverage": Num(least=0.0),
+                   "calls": Int(1), "table": _TABLE},
+                  {"peak": Opt(Str()), "trace": Str(choices=PROFILE_TRACES[:1]),
+                   "lines": Map(List(_FRAME, _MANY), _MANY)}, closed=True),
+    "compile": Record({"total_s": Num(least=0.0), "explore_s": Num(least=0.0), "xla_wall_s": Num(least=0.0),
+                       "table": _TABLE},
+                      {"patterns": Opt(_TABLE), "trace": Str(choices=PROFILE_TRACES[1:])}, closed=True),
+}, closed=True)
+
 MANIFEST = Record({
     "format": Int(1),
     "kind": Str(),
@@ -363,6 +378,7 @@ MANIFEST = Record({
         "cost": Map(Num(finite=False)), "memory": Map(Opt(Num(finite=False))), "warnings": List(Str(), _MANY)})),
     "cost": Opt(Record({"columns": List(Str(), 1000), "rows": List(List(Scalar(), 1000), _MANY)})),
     "arrays_bytes": Int(0),  # the arrays' total bytes; files saved before it was written lack it
+    "profiles": PROFILES,  # save(profile=True); files saved without it lack it
 })
 
 

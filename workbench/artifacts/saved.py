@@ -57,10 +57,12 @@ from ..ir.dtypes import with_dtype
 from ..options import PatternOptions, PatternSelection
 from ..stages import Loaded, Spec, Stage, Staged
 from .archive import ArchiveError, copy_member, open_zip, read_member, read_npy, size_text, unpack_zstd
-from ..pipeline.build import Built, XlaStages
+from ..pipeline.build import Built
 from .versions import versions
 from .jsonout import plain_json, table_json, write_replacing
 from .manifest import PROGRAM, ManifestError, check_field, check_manifest, parse_manifest
+from .saved_xla import SavedXla
+from .saved_profiles import TRACE_LIMIT, profiles_from, profiles_json, trace_members
 from .stage_diffs import stage_diffs
 from ..pipeline.xla import XlaResult
 from ..analysis.run.execute import Check, LeafCheck, RunResult, Timing
@@ -113,6 +115,7 @@ class SavedExploration:
     saved_by: dict[str, str | None]
     arrays: bool
     earlier: tuple[RunResult, ...] = ()
+    profiles: dict = dataclasses.field(default_factory=dict)  # ex.profiles, when saved with profile=True
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -219,10 +222,11 @@ def _xla_json(r: XlaResult | None) -> dict | None:
 
 
 def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFrame | None = None,
-                     arrays_limit: int = ARRAYS_LIMIT) -> Path:
+                     arrays_limit: int = ARRAYS_LIMIT, profiles: dict | None = None) -> Path:
     """Write ``ex`` to ``path`` as a ``.hlox`` file (see the module docstring); returns the path.
     ``cost``: the cost table (a DataFrame) to store for viewers without a kernel. ``arrays_limit``:
     the most bytes of arrays (logical: a broadcast view counts its full shape) ``arrays=True`` writes.
+    ``profiles``: ``ex.profiles`` to keep, their traces with them (saved_profiles.py).
 
     Every stage is computed first (XLA's too). Nothing touches ``path`` until the whole file is
     written: it is written next to it under a temporary name, then renamed over it."""
@@ -248,14 +252,15 @@ def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFram
         if len(blob) > TEXTS_LIMIT:
             raise _Unsaveable(f"the stage texts are {size_text(len(blob))}, over the {size_text(TEXTS_LIMIT)} a "
                               ".hlox holds")
-        manifest, array_data = _encoded(ex, rows, input_hash, index, blob, arrays, cost, arrays_limit)
+        part, traces = profiles_json(profiles or {})
+        manifest, array_data = _encoded(ex, rows, input_hash, index, blob, arrays, cost, arrays_limit, part)
     except _Unsaveable as e:
         raise SavedFileError(path, f"cannot save: {e}; nothing was written") from None
     # a window of at most 2**27 bytes: what the reader allows (archive.ZSTD_WINDOW_LIMIT)
     params = zstandard.ZstdCompressionParameters.from_level(_ZSTD_LEVEL, enable_ldm=True,
                                                              window_log=max(20, min(27, len(blob).bit_length())))
     packed = zstandard.ZstdCompressor(compression_params=params).compress(blob)
-    return _write_atomically(path, manifest, array_data, packed)
+    return _write_atomically(path, manifest, array_data, packed, traces)
 
 
 def _logical_bytes(a) -> int:
@@ -282,7 +287,7 @@ def _saved_arrays(spec: Spec, runs_arrays: dict, limit: int) -> tuple[dict, int]
 
 
 def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list[dict], blob: bytes, arrays: bool,
-             cost: pd.DataFrame | None, arrays_limit: int) -> tuple[str, dict | None]:
+             cost: pd.DataFrame | None, arrays_limit: int, profiles: dict | None) -> tuple[str, dict | None]:
     """The manifest's JSON text, checked against the manifest's schema, and the arrays to write (None
     without ``arrays``): all of the file but the texts, made before anything is written.
     _Unsaveable says what cannot be encoded."""
@@ -304,6 +309,8 @@ def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list
     try:
         # ex.cost(), for viewers without a kernel; wb.load recomputes its own
         manifest["cost"] = table_json(cost, "the cost table's row")
+        if profiles:
+            manifest["profiles"] = profiles
         plain = plain_json(manifest, "manifest", allow_nan=True)
     except (TypeError, ValueError) as e:
         raise _Unsaveable(e) from None
@@ -318,7 +325,7 @@ def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list
     return text, array_data
 
 
-def _write_atomically(path: Path, manifest: str, arrays: dict | None, packed: bytes) -> Path:
+def _write_atomically(path: Path, manifest: str, arrays: dict | None, packed: bytes, traces: dict) -> Path:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise SavedFileError(path, f"cannot save: the folder {str(folder)!r} does not exist")
@@ -330,6 +337,8 @@ def _write_atomically(path: Path, manifest: str, arrays: dict | None, packed: by
             # the manifest repeats the long pattern-list pass strings: deflate takes them down
             z.writestr("manifest.json", manifest, compress_type=zipfile.ZIP_DEFLATED)
             z.writestr("texts.zst", packed)
+            for name, data in traces.items():  # the profiler's own files (compressed already)
+                z.writestr(name, data)
             if arrays is not None:
                 # streamed: numpy writes each array in 16 MiB pieces into the member, deflated on the way
                 # to the file; a zero-stride view is never expanded. Zip64 records where it may pass 2 GiB.
@@ -384,7 +393,7 @@ def _open(path: Path) -> tuple[dict, zipfile.ZipFile]:
                                  f"in file format {manifest['format']}; this hlo-workbench reads format {FORMAT} and "
                                  "older: upgrade hlo-workbench to open it")
         check_manifest(manifest)
-        wanted = set(_MEMBERS[: 3 if manifest["arrays"] else 2])
+        wanted = set(_MEMBERS[: 3 if manifest["arrays"] else 2]) | trace_members(manifest)
         for name in z.namelist():
             if name not in wanted:
                 why = ("but its manifest says no arrays were saved" if name == "arrays.npz" else
@@ -484,33 +493,6 @@ def _spec(d: dict, loaded: Loaded) -> Spec:
                 bool(d.get("optimize_communications", True)))
 
 
-class SavedXla:
-    """The XLA stages of a saved exploration, as they were saved (``Built.late``): never compiles."""
-
-    def __init__(self, stages: tuple[Stage, ...], error: StageError | None, result: XlaResult | None):
-        self.value = XlaStages(stages, error, result)
-
-    def __call__(self) -> XlaStages:
-        return self.value
-
-    def start(self) -> None:  # nothing to compile
-        pass
-
-    def ready(self) -> bool:
-        return True
-
-    def phase(self) -> str:  # never waited for
-        return ""
-
-    def steps(self) -> list[tuple[str, float]]:  # no compile: the stages were read from the file
-        return []
-
-    def watch(self) -> Future:
-        done: Future = Future()
-        done.set_result(None)
-        return done
-
-
 def _xla_result(d: dict | None, stages: tuple[Stage, ...]) -> XlaResult | None:
     if d is None:
         return None
@@ -568,6 +550,7 @@ def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> SavedExploration
         try:
             texts = _texts(path, z, manifest)
             arrays = _arrays(path, z, manifest, arrays_limit) if manifest["arrays"] else {}
+            profiles = profiles_from(manifest.get("profiles"), lambda name: read_member(z, name, TRACE_LIMIT, name))
         except (ArchiveError, ManifestError) as e:
             raise _refused(path, e) from None
     try:
@@ -593,4 +576,5 @@ def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> SavedExploration
                              f"({type(e).__name__}: {e})") from None
     late_fn = None if pipeline_error is not None else SavedXla(late, xla_error, result)
     own = tuple(run for run, r in zip(runs, manifest["runs"]) if not r.get("earlier"))
-    return SavedExploration(Built(spec, early, pipeline_error, late_fn), own, saved_by, manifest["arrays"], earlier)
+    return SavedExploration(Built(spec, early, pipeline_error, late_fn), own, saved_by, manifest["arrays"], earlier,
+                            profiles)

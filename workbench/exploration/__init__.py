@@ -105,4 +105,6 @@ def load(path) -> "Exploration":
     Raises SavedFileError for a file that is missing, not a .hlox, from a newer workbench, corrupt
     or truncated; nothing is written."""
     saved = load_exploration(path)
-    return Exploration(dataclasses.replace(saved.built, runs=saved.runs), saved.earlier)
+    ex = Exploration(dataclasses.replace(saved.built, runs=saved.runs), saved.earlier)
+    ex._profiles.update(saved.profiles)  # saved with profile=True: the profiles and their traces
+    return ex

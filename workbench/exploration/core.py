@@ -477,21 +477,26 @@ class Exploration(Measured):
                               on_progress=on_progress, executor=executor)
 
     # -- saving and sharing --------------------------------------------------------------------------
-    def save(self, path, arrays: bool = False, cost: bool = True):
+    def save(self, path, arrays: bool = False, cost: bool = True, profile: bool = False):
         """Write this Exploration to ``path`` (a ``.hlox`` file: a zip of JSON and the stage texts,
         never code): every stage, the spec, XLA's passes and analyses, the cost table, the runs made
         so far and the example arguments' shapes and dtypes (their values too with ``arrays``).
         ``wb.load`` reads it back. Written to a temporary file and renamed, so a crash mid-save
         leaves an older file whole. Returns the path. The cost table is what a first save spends
         most of its time on (ex.cost(): each stage read and costed, once per session); ``cost=False``
-        leaves it out (a viewer without a kernel then shows none; ``wb.load`` computes its own)."""
+        leaves it out (a viewer without a kernel then shows none; ``wb.load`` computes its own).
+        ``profile=True`` keeps ``ex.profiles`` (taking a run and a compile profile first where none was
+        taken) with the profiler's own trace files; ``wb.load(path).profiles`` has them back."""
+        if profile:
+            self.profiles.get("run") or self.profile()
+            self.profiles.get("compile") or self.compile_profile()
         table = None
         if cost:
             try:
                 table = cost_table(self)  # for viewers without a kernel (the JupyterLab extension)
             except Exception:  # noqa: BLE001 -- a table that cannot be made must not stop the save
                 table = None
-        return save_exploration(self, path, arrays=arrays, cost=table)
+        return save_exploration(self, path, arrays=arrays, cost=table, profiles=self.profiles if profile else None)
 
     def report(self, path, graph=None, limits=None):
         """Write one self-contained HTML file (no network access, JS and CSS inlined) with the

@@ -60,7 +60,7 @@ class Built:
 
 class XlaSource(Protocol):
     """Where an Exploration's XLA stages come from (``Built.late``): a compile (``LateXla``) or a saved
-    file (``saved.SavedXla``). Calling gives them, waiting as needed; ``start`` begins the work in the
+    file (``saved_xla.SavedXla``). Calling gives them, waiting as needed; ``start`` begins the work in the
     background, ``ready`` says whether calling would wait, ``phase`` what the wait is for now, in words,
     ``steps`` the steps the work took with their seconds, and ``watch`` gives a Future done when it would not."""
 

@@ -299,7 +299,8 @@ export function fromBase64(b64: string): Uint8Array {
   return out;
 }
 
-const MEMBERS = ['manifest.json', 'texts.zst', 'arrays.npz'];
+// the profiler's trace files of save(profile=True) (saved_profiles.py) are never read here either
+const MEMBERS = ['manifest.json', 'texts.zst', 'arrays.npz', 'profile_run.xplane.pb', 'profile_compile.xplane.pb'];
 const PLAIN_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$/;
 
 interface IZipEntry {

@@ -274,7 +274,7 @@ describe('the zip\'s directory', () => {
     expect(some.m.entries).toBe(0);
   });
 
-  it('may hold only manifest.json, texts.zst and arrays.npz, each once, plainly named, stored or deflated', () => {
+  it('may hold only manifest.json, texts.zst, arrays.npz and the profile traces, each once, plainly named, stored or deflated', () => {
     const good = deflated('manifest.json', manifest(0));
     const cases: [IMember[], RegExp][] = [
       [[good, { name: '../manifest.json', data: empty }], /member named "\.\.\/manifest\.json", not a plain file name/],
@@ -293,6 +293,9 @@ describe('the zip\'s directory', () => {
     }
     expect(readHlox(zip([good, { name: 'arrays.npz', data: encode('never read') }])).members)
       .toEqual(['manifest.json', 'arrays.npz']);
+    // save(profile=True) keeps the profiler's own traces: never read here, never refused
+    expect(readHlox(zip([good, { name: 'profile_run.xplane.pb', data: encode('never read') }])).members)
+      .toEqual(['manifest.json', 'profile_run.xplane.pb']);
   });
 
   it('must describe members that are there, whole and matching their CRC', () => {

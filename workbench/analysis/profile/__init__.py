@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from ...errors import WorkbenchError
-from .capture import Capture, Event
+from .capture import TRACE_LIMIT, Capture, Event
 from .compile import xla_pass_rows
 from .runtime import calls_of, instruction_rows, split_by_line
 
@@ -55,6 +55,12 @@ class Profile:
     peak: str | None = None
     folder: str | None = None
     timing: object = None
+    trace: bytes | None = field(default=None, repr=False)  # the profiler's XSpace file (save(profile=True) keeps it)
+
+    def write_trace(self, folder: str) -> str:
+        """The profiler's trace of the calls, written for TensorBoard or XProf (``tensorboard --logdir
+        folder``); returns the file's path. WorkbenchError when it was not kept (over TRACE_LIMIT)."""
+        return _write_trace(self.trace, folder, "run")
 
     def by_line(self, weights: dict | None = None):
         """Measured µs per user line (``measured_us``, ``measured_share``, ``measured_how``)."""
@@ -70,6 +76,15 @@ class Profile:
     def __repr__(self) -> str:
         return (f"Profile({self.stage!r} on {self.device}: {self.calls} calls, median {self.call_us:.1f} µs, "
                 f"{len(self.table)} instructions covering {100 * self.coverage:.1f}%)")
+
+
+def _write_trace(data: bytes | None, folder: str, name: str) -> str:
+    from .capture import write_trace
+
+    if data is None:
+        raise WorkbenchError(f"this profile's trace was not kept (over {TRACE_LIMIT // 2**20} MiB): take it again "
+                             "with keep=FOLDER to have the profiler write it there")
+    return write_trace(data, folder, name)
 
 
 def profile_stage(ex, stage, device: str, repeat: int, args=None, keep: str | None = None) -> Profile:
@@ -98,7 +113,7 @@ def profile_stage(ex, stage, device: str, repeat: int, args=None, keep: str | No
     table.attrs["lines"] = {r["instruction"]: r["_lines"] for r in rows}
     return Profile(stage.name, device, table, statistics.median(c.wall_ns for c in calls) / 1e3,
                    statistics.median(c.covered_ns / c.wall_ns for c in calls if c.wall_ns), len(calls), hlo,
-                   peak.device if peak is not None else None, keep, timing)
+                   peak.device if peak is not None else None, keep, timing, capture.trace)
 
 
 def _stage_ops(stage) -> tuple:
@@ -174,6 +189,11 @@ class CompileProfile:
     xla_wall_s: float
     folder: str | None = None
     patterns: object = None  # with compile_profile(patterns=True): seconds per pattern group of each pattern stage
+    trace: bytes | None = field(default=None, repr=False)  # the profiler's XSpace file of the XLA compile
+
+    def write_trace(self, folder: str) -> str:
+        """The profiler's trace of the XLA compile, written for TensorBoard or XProf; returns its path."""
+        return _write_trace(self.trace, folder, "compile")
 
     def _repr_html_(self) -> str:
         head = (f"<p>compile profile: {self.total_s:.3f} s in {len(self.table)} steps "
@@ -205,12 +225,13 @@ def compile_profile(ex, keep: str | None = None) -> CompileProfile:
         rows.append({"kind": "mlir pass", "name": s.name.split("#")[0], "pipeline": "", "stage": s.name,
                      "seconds": s.seconds or 0.0, "changed": bool(s.changed), "cached": bool(s.cached)})
     explore_s = sum(r["seconds"] for r in rows)
-    xla_wall = 0.0
+    xla_wall, trace = 0.0, None
     last = next((s for s in reversed(ex.pipeline_stages) if s.is_module), None)
     if last is not None and not ex.pipeline_error:
         capture = Capture(keep)
         result = xla_compile_again(ex.spec, last, capture)
         xrows, xla_wall = xla_pass_rows(capture.events, result.runs)
+        trace = capture.trace
         rows += xrows
         opt = next((s for s in ex.stages if s.name == "xla:optimized"), None)
         explore_s += (opt.seconds or 0.0) if opt is not None else 0.0
@@ -218,4 +239,4 @@ def compile_profile(ex, keep: str | None = None) -> CompileProfile:
     total = float(df["seconds"].sum())
     df["share"] = df["seconds"] / total if total else 0.0
     df["cached"] = df["cached"].fillna(False).astype(bool)
-    return CompileProfile(df, total, explore_s, xla_wall, keep)
+    return CompileProfile(df, total, explore_s, xla_wall, keep, trace=trace)

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 from ...errors import WorkbenchError
 
-__all__ = ["Event", "Capture"]
+__all__ = ["Event", "Capture", "TRACE_LIMIT", "write_trace"]
 
 _LOCK = threading.Lock()  # one trace at a time: JAX's profiler is process-wide
+TRACE_LIMIT = 64 * 2**20  # the largest trace file a Capture keeps in memory (``trace``)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class Capture:
     def __init__(self, keep: str | None = None):
         self.keep, self.folder = keep, keep
         self.events: list[Event] = []
+        self.trace: bytes | None = None  # the XSpace file as the profiler wrote it (None over TRACE_LIMIT)
         self.wall_ns = 0
         self._t = 0
         self._dir = None
@@ -109,6 +111,9 @@ class Capture:
                 if not found:
                     raise WorkbenchError(f"JAX's profiler wrote no trace into {self._dir}")
                 self.events = _read(found[-1])
+                if os.path.getsize(found[-1]) <= TRACE_LIMIT:  # what save(profile=True) stores with the file
+                    with open(found[-1], "rb") as f:
+                        self.trace = f.read()
         finally:
             self._done()
 
@@ -116,3 +121,14 @@ class Capture:
         _LOCK.release()
         if self.keep is None and self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def write_trace(data: bytes, folder: str, name: str = "trace") -> str:
+    """Write a kept trace (``Capture.trace``) where TensorBoard's and XProf's profile plugin look for one:
+    ``folder/plugins/profile/<name>/workbench.xplane.pb``; returns that path."""
+    where = os.path.join(folder, "plugins", "profile", name)
+    os.makedirs(where, exist_ok=True)
+    path = os.path.join(where, "workbench.xplane.pb")
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
