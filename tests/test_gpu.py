@@ -48,3 +48,18 @@ def test_the_roofline_of_the_gpu_bounds_the_measured_time(gpu):
     measured = ex.run(device="gpu:0", repeat=20).timing.median
     print(f"roofline bound {bound * 1e6:.1f} us, measured {measured * 1e6:.1f} us, ratio {measured / bound:.1f}")
     assert math.isfinite(bound) and 0 < bound <= measured * 1.05  # no program beats its roofline
+
+
+def test_the_gpus_kernels_are_measured_per_instruction_beside_the_roofline(gpu):
+    fn, args = examples.load("attention")
+    ex = wb.explore(fn, *args, pipeline=PIPELINE, device="gpu:0")
+    prof = ex.profile(device="gpu:0", repeat=5)
+    t = prof.table
+    assert len(t) >= 3 and prof.call_us > 0 and 0 < prof.coverage <= 1.0 + 1e-6, prof
+    assert all(name in prof.hlo for name in t["instruction"])  # kernels named by the executable's instructions
+    if _peak_name(jax.devices("gpu")[0]):
+        costed = t[t["roofline_us"].notna() & (t["roofline_us"] > 0)]
+        assert len(costed) and prof.peak == _peak_name(jax.devices("gpu")[0])
+    cp = ex.compile_profile()
+    assert (cp.table["kind"] == "xla pass").sum() > 50 and cp.xla_wall_s > 0
+    assert 0.5 * cp.explore_s <= cp.total_s <= 2.0 * cp.explore_s, (cp.total_s, cp.explore_s)

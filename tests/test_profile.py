@@ -191,3 +191,15 @@ def test_a_file_saved_with_its_profiles_loads_them_and_their_traces_and_refuses_
                 out.writestr(name, z.read(name))
     with pytest.raises(SavedFileError, match="profile_run.xplane.pb is missing"):
         wb.load(broken)
+
+
+def test_a_devices_kernel_events_are_the_times_and_a_trace_without_run_ids_is_averaged_over_the_calls():
+    def ev(name, start, dur, plane):
+        return Event(name, start, dur, "stream 7" if plane.startswith("/device") else "host", plane,
+                     (("hlo_op", name), ("hlo_module", "m")))
+
+    events = [ev("fusion", 0, 400, "/device:GPU:0"), ev("fusion", 1000, 600, "/device:GPU:0"),
+              ev("fusion", 0, 5, "/host:CPU"), ev("dot", 500, 200, "/device:GPU:0")]
+    (call,) = calls_of(events, "m", repeat=2)
+    assert call.self_ns == {"fusion": 500, "dot": 100} and call.count == {"fusion": 1, "dot": 0.5}
+    assert call.wall_ns == 800 and call.covered_ns == 600

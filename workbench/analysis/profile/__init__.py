@@ -99,7 +99,7 @@ def profile_stage(ex, stage, device: str, repeat: int, args=None, keep: str | No
     capture = Capture(keep)
     _, timing = run_stage(ex, stage, device, max(1, repeat), args, around=capture, seen=seen)
     hlo = seen.get("hlo", "")
-    calls = calls_of(capture.events, _module_name(hlo))
+    calls = calls_of(capture.events, _module_name(hlo), max(1, repeat))
     if not calls:
         raise WorkbenchError(f"JAX's profiler recorded no instruction of {stage.name!r} on {device}: "
                              "this backend's trace carries no hlo_op events")

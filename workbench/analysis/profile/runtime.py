@@ -54,11 +54,15 @@ def _union(intervals: list[tuple[int, int]]) -> int:
     return total + (end - start if end is not None else 0)
 
 
-def calls_of(events: Sequence[Event], module: str | None) -> list[Call]:
+def calls_of(events: Sequence[Event], module: str | None, repeat: int = 1) -> list[Call]:
     """One Call per ``run_id`` of the program ``module`` (its HLO module name; None: any), in order.
-    Events without a ``run_id`` (a GPU trace may not carry it) make one call of all of them."""
+    Where a device's own events (a GPU's kernels, on ``/device:...`` planes) carry instructions, those
+    are the times, not the host's annotations of the launches. Events without a ``run_id`` (a trace of
+    kernels may not carry it) make one call of all of them, its times divided by ``repeat``: the mean."""
     mine = [e for e in events if e.stat("hlo_op") is not None
             and (module is None or e.stat("hlo_module") in (None, module))]
+    if any(e.plane.startswith("/device:") for e in mine):
+        mine = [e for e in mine if e.plane.startswith("/device:")]
     ids = {id(e) for e in mine}
     by_run: dict = {}
     for e in mine:
@@ -85,6 +89,10 @@ def calls_of(events: Sequence[Event], module: str | None) -> list[Call]:
                 if stack:
                     stack[-1][1] += e.duration_ns
                 stack.append([e, 0])
+        if run_id == "all" and repeat > 1:  # one span over every call: its times as one call's mean
+            call.self_ns = {k: v / repeat for k, v in call.self_ns.items()}
+            call.count = {k: v / repeat for k, v in call.count.items()}
+            call.covered_ns, call.end_ns = call.covered_ns / repeat, call.start_ns + call.wall_ns / repeat
         out.append(call)
     out.sort(key=lambda c: c.start_ns)
     return out
