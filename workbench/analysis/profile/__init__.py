@@ -40,7 +40,8 @@ class Profile:
     """Measured run time per HLO instruction of one stage's executable (``ex.profile()``).
 
     ``table``: one row per instruction that ran (``instruction, op, median_us, p25_us, p75_us,
-    runs_per_call, share, flops, bytes, roofline_us, lines, your_lines, mlir_ops``: ``lines`` the innermost frames, often a library's, ``your_lines`` the innermost outside installed packages), largest first; ``call_us``
+    runs_per_call, share, flops, bytes, roofline_us, x_roofline (measured over roofline: where the model
+    misjudges), lines, your_lines, mlir_ops``: ``lines`` the innermost frames, often a library's, ``your_lines`` the innermost outside installed packages), largest first; ``call_us``
     the median call's measured time (first to last event of its ``run_id``); ``coverage`` the median
     share of a call that the instructions' intervals cover (their union: thunks may overlap);
     ``calls`` how many calls were profiled; ``hlo`` the executable's optimized HLO; ``folder`` the
@@ -180,7 +181,7 @@ class CompileProfile:
     ``trace`` and ``lowering`` (the workbench's clocks around JAX's), one ``mlir pass`` row per MLIR
     stage (its clock in the pass worker; ``cached``: made earlier, its first run's seconds), one ``xla
     pass`` row per HLO pass event of a compile of the last MLIR stage taken again under JAX's profiler
-    (self time; ``stage`` the XLA stage it made), ``xla backend`` rows (code generation), and one ``xla
+    (self time; ``stage`` the XLA stage it made, ``stages`` all of them where a pass dumps its own steps), ``xla backend`` rows (code generation), and one ``xla
     other`` row (dumps, XLA's invariant checks). ``total_s`` sums the rows; ``explore_s`` is what the
     exploration's own clocks measured for the same work (its trace, lowering, MLIR passes and XLA compile)."""
     table: object
@@ -235,7 +236,9 @@ def compile_profile(ex, keep: str | None = None) -> CompileProfile:
         rows += xrows
         opt = next((s for s in ex.stages if s.name == "xla:optimized"), None)
         explore_s += (opt.seconds or 0.0) if opt is not None else 0.0
-    df = pd.DataFrame(rows, columns=["kind", "name", "pipeline", "stage", "seconds", "changed", "cached"])
+    for r in rows:
+        r.setdefault("stages", r["stage"])
+    df = pd.DataFrame(rows, columns=["kind", "name", "pipeline", "stage", "seconds", "changed", "cached", "stages"])
     total = float(df["seconds"].sum())
     df["share"] = df["seconds"] / total if total else 0.0
     df["cached"] = df["cached"].fillna(False).astype(bool)

@@ -65,8 +65,8 @@ def _matched(passes: list[Event], dumps: list[tuple[str, str, str]]) -> dict[int
     at = 0
     for after, nxt, stage in dumps:
         for j in range(at, len(passes)):
-            follows = passes[j + 1].name if j + 1 < len(passes) else "pipeline-end"
-            if passes[j].name == after and (not nxt or follows == nxt or nxt == "pipeline-end"):
+            follows = _norm(passes[j + 1].name) if j + 1 < len(passes) else "pipeline-end"
+            if _norm(passes[j].name) == after and (not nxt or follows == nxt or nxt == "pipeline-end"):
                 matched[j], at = stage, j + 1
                 break
     return matched
@@ -103,7 +103,8 @@ def _backend_rows(nest: _Nesting) -> list[dict]:
 def xla_pass_rows(events: Sequence[Event], runs: Sequence[tuple[str, str, str, str]]) -> tuple[list[dict], float]:
     """Rows for one compile's trace: ``kind`` ("xla pass", "xla backend" or "xla other"), ``name``,
     ``pipeline``, ``seconds`` (self time), ``changed`` (True/False for a pass, None otherwise), ``stage``
-    (the XLA stage it made, else ""); and the compile's wall seconds. ``runs``: XlaResult.runs of the same
+    (the XLA stage it made, else ""; the last one where it made several), ``stages`` (all it made, comma
+    separated); and the compile's wall seconds. ``runs``: XlaResult.runs of the same
     compile, in XLA's order. Empty rows and 0.0 when the trace holds no compile."""
     top = next((e for e in events if e.name.endswith("Client::Compile")), None)
     if top is None:
@@ -123,8 +124,10 @@ def xla_pass_rows(events: Sequence[Event], runs: Sequence[tuple[str, str, str, s
         its = groups.get(_norm(pipeline), [])
         matched = _matched(passes, its[k] if k < len(its) else [])
         rows += [{"kind": "xla pass", "name": p.name, "pipeline": pipeline, "seconds": nest.self_seconds(p),
-                  "changed": j in matched, "stage": matched.get(j, ""), "_start": p.start_ns}
+                  "changed": j in matched, "stage": matched.get(j, ""), "stages": [matched[j]] if matched.get(j) else [],
+                  "_start": p.start_ns}
                  for j, p in enumerate(passes)]
+    _own_steps(rows, groups, {_norm(e.name[:e.name.rfind(" (")]) for e in nest.events if _is_pipeline(e)})
     rows += _backend_rows(nest)
     rows.sort(key=lambda r: r["_start"])
     for r in rows:
@@ -132,4 +135,25 @@ def xla_pass_rows(events: Sequence[Event], runs: Sequence[tuple[str, str, str, s
     wall = top.duration_ns / 1e9
     rows.append({"kind": "xla other", "name": "dumps, invariant checks, pipeline bookkeeping", "pipeline": "",
                  "seconds": max(0.0, wall - sum(r["seconds"] for r in rows)), "changed": None, "stage": ""})
+    for r in rows:
+        r["stages"] = ", ".join(r.get("stages") or ())
     return rows, wall
+
+
+def _own_steps(rows: list[dict], groups: dict, pipelines: set[str]) -> None:
+    """Dumps named after a pass instead of a pipeline (``copy-insertion`` dumps each of its own steps):
+    the k-th such group goes to the k-th run of that pass, which made those stages (``stages``; ``stage``
+    stays the module its pipeline dumped after it, where there is one, else the last step's)."""
+    runs_of: dict[str, list[dict]] = {}
+    for r in rows:
+        runs_of.setdefault(_norm(r["name"]), []).append(r)
+    for name, its in groups.items():
+        if name in pipelines:
+            continue
+        for row, dumps in zip(runs_of.get(name, []), its):
+            made = [stage for _, _, stage in dumps if stage]
+            if dumps:
+                row["changed"] = True
+            if made:  # its own steps come before the module its pipeline dumped after it
+                row["stages"] = made + row["stages"]
+                row["stage"] = row["stage"] or made[-1]

@@ -180,6 +180,7 @@ def instruction_rows(calls: list[Call], hlo_text: str, peak=None, chains: dict |
             "runs_per_call": statistics.median(c.count.get(name, 0) for c in calls),
             "share": statistics.median(values) * 1e3 / wall if wall else 0.0,
             "flops": flops, "bytes": nbytes, "roofline_us": roofline,
+            "x_roofline": statistics.median(values) / roofline if roofline else None,  # measured / the bound
             "lines": ", ".join(f"{_short(f)}:{n}" for f, n, _ in where) or NO_LINE,
             "your_lines": ", ".join(f"{_short(f)}:{n}" for f, n, _ in yours) or NO_LINE,
             "_lines": where,
