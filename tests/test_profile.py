@@ -76,7 +76,7 @@ def test_the_measured_source_map_splits_each_instruction_over_its_lines_and_lose
     assert top["file"].endswith(".py") and top["measured_share"] > 0.05
 
 
-def test_the_compile_profile_lists_every_mlir_stage_and_xla_stage_and_adds_up_to_the_explores_clocks(block_step):
+def test_the_compile_profile_lists_every_mlir_stage_and_xla_stage_and_adds_up_to_its_clocks(block_step):
     cp = block_step.compile_profile()
     t = cp.table
     mlir = [s.name for s in block_step.stages if s.group == "mlir"]
@@ -91,8 +91,13 @@ def test_the_compile_profile_lists_every_mlir_stage_and_xla_stage_and_adds_up_to
     assert (t["kind"] == "xla backend").any() and list(t["kind"])[:2] == ["trace", "lowering"]
     assert t["share"].sum() == pytest.approx(1.0)
     assert cp.total_s == pytest.approx(t["seconds"].sum())
-    # measured again under the profiler, the compile adds up to what the exploration's clocks measured
-    assert 0.85 * cp.explore_s <= cp.total_s <= 1.15 * cp.explore_s, (cp.total_s, cp.explore_s)
+    # the trace, lowering and MLIR rows are the exploration's own clocks; the XLA rows add up to the profiled
+    # compile's wall time (how close that comes to the exploration's own compile: bench/bench_profile.py)
+    ours = t[t["kind"].isin(["trace", "lowering", "mlir pass"])]["seconds"].sum()
+    stages = [s for s in block_step.stages if s.group == "mlir"]
+    traced = block_step.spec.traced
+    assert ours == pytest.approx(traced.seconds_jaxpr + traced.seconds_lower + sum(s.seconds for s in stages))
+    assert t[t["kind"].str.startswith("xla")]["seconds"].sum() == pytest.approx(cp.xla_wall_s) and cp.xla_wall_s > 0
 
 
 def test_a_loop_body_runs_many_times_a_call_and_its_time_is_not_counted_twice():
