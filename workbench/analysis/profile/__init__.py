@@ -39,9 +39,10 @@ def _peak_for(device) -> object | None:
 class Profile:
     """Measured run time per HLO instruction of one stage's executable (``ex.profile()``).
 
-    ``table``: one row per instruction that ran (``instruction, op, median_us, p25_us, p75_us,
-    runs_per_call, share, flops, bytes, roofline_us, x_roofline (measured over roofline: where the model
-    misjudges), lines, your_lines, mlir_ops``: ``lines`` the innermost frames, often a library's, ``your_lines`` the innermost outside installed packages), largest first; ``call_us``
+    ``table``: one row per instruction that ran, largest first: ``instruction, op, median_us, p25_us,
+    p75_us, runs_per_call, share, flops, bytes, roofline_us, x_roofline`` (measured over roofline: where
+    the model misjudges), ``lines`` (the innermost frames, often a library's), ``your_lines`` (the
+    innermost outside installed packages), ``mlir_ops`` (its counterparts in the stage); ``call_us``
     the median call's measured time (first to last event of its ``run_id``); ``coverage`` the median
     share of a call that the instructions' intervals cover (their union: thunks may overlap);
     ``calls`` how many calls were profiled; ``hlo`` the executable's optimized HLO; ``folder`` the
@@ -181,8 +182,9 @@ class CompileProfile:
     ``trace`` and ``lowering`` (the workbench's clocks around JAX's), one ``mlir pass`` row per MLIR
     stage (its clock in the pass worker; ``cached``: made earlier, its first run's seconds), one ``xla
     pass`` row per HLO pass event of a compile of the last MLIR stage taken again under JAX's profiler
-    (self time; ``stage`` the XLA stage it made, ``stages`` all of them where a pass dumps its own steps), ``xla backend`` rows (code generation), and one ``xla
-    other`` row (dumps, XLA's invariant checks). ``total_s`` sums the rows; ``explore_s`` is what the
+    (self time; ``stage`` the XLA stage it made, ``stages`` all of them where a pass dumps its own
+    steps), ``xla backend`` rows (code generation), and one ``xla other`` row (dumps, XLA's invariant
+    checks). ``total_s`` sums the rows; ``explore_s`` is what the
     exploration's own clocks measured for the same work (its trace, lowering, MLIR passes and XLA compile)."""
     table: object
     total_s: float
