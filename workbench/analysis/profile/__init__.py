@@ -140,7 +140,7 @@ def _add_mlir_ops(ops, hlo: str, rows: list[dict]) -> None:
         if o.op in ("func.func", "func.return", "stablehlo.return"):
             continue
         for g in o.origins:
-            by_key.setdefault(g.key, []).append(f"{o.result or o.op} {o.op}".strip())
+            by_key.setdefault(g.key, []).append(f"{o.result} {o.op}" if o.result else o.op)
     owner_keys: dict = {}
     for o in hlo_instruction_locations(hlo):
         for owner in dict.fromkeys(x for x in (o.result, o.fusion) if x):
