@@ -210,3 +210,36 @@ def test_a_devices_kernel_events_are_the_times_and_a_trace_without_run_ids_is_av
     (call,) = calls_of(events, "m", repeat=2)
     assert call.self_ns == {"fusion": 500, "dot": 100} and call.count == {"fusion": 1, "dot": 0.5}
     assert call.wall_ns == 800 and call.covered_ns == 600
+
+
+def test_reading_a_trace_is_linear_in_its_events(monkeypatch):
+    """calls_of reads each event's statistics a bounded number of times, however many calls and instructions:
+    counted, for traces of 10 and 100 calls of 200 instructions each."""
+    counted = {"n": 0}
+    stat = Event.stat
+
+    def counting(self, key, default=None):
+        counted["n"] += 1
+        return stat(self, key, default)
+
+    monkeypatch.setattr(Event, "stat", counting)
+
+    def trace(calls: int) -> list:
+        out = []
+        for c in range(calls):
+            for k in range(200):
+                start = c * 10_000 + k * 40
+                out.append(Event(f"fusion.{k}", start, 30, "pool/1", "/host:CPU",
+                                 (("hlo_op", f"fusion.{k}"), ("hlo_module", "m"), ("run_id", c))))
+            out.append(Event("ThunkExecutor::Execute (wait for completion)", c * 10_000, 8_000, "pool/2", "/host:CPU",
+                             (("run_id", c),)))
+        return out
+
+    work = []
+    for calls in (10, 100):
+        events = trace(calls)
+        counted["n"] = 0
+        found = calls_of(events, "m")
+        assert len(found) == calls and all(len(c.self_ns) == 200 for c in found)
+        work.append(counted["n"] / len(events))
+    assert work[1] <= work[0] * 1.1  # per event, the same work at 10x the size

@@ -67,9 +67,14 @@ def calls_of(events: Sequence[Event], module: str | None, repeat: int = 1) -> li
     by_run: dict = {}
     for e in mine:
         by_run.setdefault(e.stat("run_id", "all"), []).append(e)
+    others: dict = {}  # the run's other events (the executor's wait): they bound its span too
+    for e in events:
+        run_id = e.stat("run_id")
+        if run_id is not None and run_id in by_run and id(e) not in ids:
+            others.setdefault(run_id, []).append(e)
     out = []
     for run_id, evs in by_run.items():
-        spans = [e for e in events if e.stat("run_id") == run_id and id(e) not in ids] if run_id != "all" else []
+        spans = others.get(run_id, [])
         call = Call(run_id, min(e.start_ns for e in evs + spans), max(e.end_ns for e in evs + spans))
         call.covered_ns = _union([(e.start_ns, e.end_ns) for e in evs])
         by_line: dict = {}
