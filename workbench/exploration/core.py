@@ -29,7 +29,7 @@ from ..pipeline.build import (Built, build, rebuild_xla, with_exactly, with_togg
 from ..stages import STABLEHLO, Stage
 from ..analysis.run.history import program_of
 from .profiling import Measured
-from .running import refuse_shapes, remembered_reference, runs_table
+from .running import refuse_shapes, refuse_unfaithful_hlo, remembered_reference, runs_table
 
 __all__ = ["Exploration", "Stepwise", "XLA_WAIT", "xla_checked"]
 
@@ -391,6 +391,7 @@ class Exploration(Measured):
                                                    num_processes=num_processes, process_id=process_id,
                                                    repeat=repeat, args=args, timeout=timeout)
         else:
+            refuse_unfaithful_hlo(self, st, device, None if args is None else tuple(args))
             outputs, timing = run_stage(self, st, device, repeat, args)
             where = device
         result_check = None

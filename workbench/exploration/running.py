@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..analysis.run.check import Reference
+from ..analysis.run.check import Reference, check_outputs
 from ..analysis.run.execute import REFERENCE, args_key, run_stage
 from ..analysis.run.reference import reference_evaluations
 from ..analysis.search.explored import Explored
@@ -17,7 +17,7 @@ from ..errors import WorkbenchError
 from ..ir.text import text_hash
 from ..stages import Stage, Traced
 
-__all__ = ["refuse_shapes", "remembered_reference", "runs_table"]
+__all__ = ["refuse_shapes", "remembered_reference", "runs_table", "refuse_unfaithful_hlo"]
 
 
 def refuse_shapes(traced: Traced | None, stage: Stage, args: Any) -> None:
@@ -75,3 +75,33 @@ def runs_table(ex: Explored, names: Sequence[str], device: str | None, repeat: i
                      "speedup": (base / r.timing.median) if base else None,
                      "check_passed": r.check.passed, "max_rel_err": r.check.max_rel, "error": ""})
     return pd.DataFrame(rows)
+
+
+_XLA_INPUT = "xla:before_optimizations"
+
+
+def refuse_unfaithful_hlo(ex: Explored, stage: Stage, device: str, args: Any) -> None:
+    """Before an XLA stage runs: WorkbenchError when the way back from HLO to StableHLO (``pipeline.hlo_stage``)
+    does not keep this program's meaning. ``xla:before_optimizations`` is the module XLA was given, so it
+    must compute what the as-lowered program computes: it is run once (per trace, device and arguments) and
+    checked as any run is. Where it fails, the conversion lost something the program needs (a custom call's
+    operand layouts, say) and no XLA stage of it is run: a failed check would accuse XLA of the converter's
+    loss."""
+    if stage.group != "xla":
+        return
+    first = next((s for s in ex.stages if s.name == _XLA_INPUT and not s.error), None)
+    if first is None:
+        return
+    traced = ex.spec.traced
+    memo = traced.memo if traced is not None else {}
+    key = ("hlo-faithful", device, "traced" if args is None else args_key(args))
+    if key not in memo:
+        outputs = run_stage(ex, first, device, 1, args)[0]
+        memo[key] = check_outputs(outputs, remembered_reference(ex, memo, device, args))
+    verdict = memo[key]
+    if not verdict.passed:
+        raise WorkbenchError(
+            f"stage {stage.name!r} cannot run faithfully: turned back from HLO into StableHLO, {_XLA_INPUT} (the "
+            f"module XLA was given) does not compute what {ex.reference_stage().name} computes ({verdict!r}), so "
+            "the way back loses something this program needs (a custom call's operand layouts, a callback's "
+            "settings). Its XLA stages are not run; the last MLIR stage runs as XLA compiles it.")

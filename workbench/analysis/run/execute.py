@@ -21,6 +21,7 @@ import numpy as np
 from ...errors import WorkbenchError
 from ...pipeline.array_limit import Planned, refuse_large
 from ...pipeline.exported import exported_for_text, swap_module
+from ...pipeline.hlo_stage import first_after_layout, hlo_as_stablehlo
 from ...pipeline.program import relowered, undonated_call
 from ...pipeline.trace import all_devices, resolve_device
 from ...pipeline.xla import check_options
@@ -121,16 +122,37 @@ def args_key(args) -> str:
 
 
 def _runnable_source(ex, stage) -> str:
-    """The module text of ``stage`` that JAX can run; WorkbenchError for stages that cannot run."""
+    """The module text of ``stage`` that JAX can run (an XLA stage's HLO turned into StableHLO:
+    ``pipeline.hlo_stage``); WorkbenchError for stages that cannot run."""
     if stage.error:
         raise WorkbenchError(f"stage {stage.name!r} failed ({stage.error.splitlines()[0]}); it has no module to run")
-    if stage.group in ("xla", "backend"):
-        raise WorkbenchError(
-            f"stage {stage.name!r} is XLA {('HLO' if stage.group == 'xla' else 'backend')} text: JAX's public API runs "
-            "StableHLO/MLIR modules only. Run the last MLIR stage: XLA compiles it into exactly these stages.")
+    if stage.group == "backend":
+        raise WorkbenchError(f"stage {stage.name!r} is XLA backend output, not a module: run xla:optimized's "
+                             "module's last runnable stage, or the last MLIR stage, which XLA compiles into it")
+    if stage.group == "xla":
+        return _runnable_hlo(ex, stage)
     if stage.name == "jaxpr":
         raise WorkbenchError("the jaxpr stage is not a module; run 'stablehlo' (the same program, lowered)")
     return stage.text_with_locations or stage.text
+
+
+def _runnable_hlo(ex, stage) -> str:
+    """An XLA stage before layout assignment as StableHLO; the later ones refused, naming the last that runs."""
+    stages = list(ex.stages)
+    result = getattr(ex, "xla_result", None)
+    cut = first_after_layout(stages, getattr(result, "runs", ()) or ())
+    xla = [s.name for s in stages if s.group == "xla"]
+    if cut is not None and cut in xla and stage.name in xla and xla.index(stage.name) >= xla.index(cut):
+        last = xla[xla.index(cut) - 1] if xla.index(cut) > 0 else None
+        raise WorkbenchError(
+            f"stage {stage.name!r} is made by XLA's layout assignment or a pass after it: its module carries layouts and "
+            "backend-specific forms that cannot be turned back into StableHLO and compiled again"
+            + (f"; the last XLA stage that runs is {last!r}" if last else "")
+            + ". The last MLIR stage runs as XLA compiles it into these stages.")
+    try:
+        return hlo_as_stablehlo(stage.text)
+    except WorkbenchError as e:
+        raise WorkbenchError(f"stage {stage.name!r} cannot run: {e}") from None
 
 
 def runnable_exported(ex, stage):
