@@ -7,9 +7,11 @@ the start, so its own passes run over it once more: the run measures that module
 pass's code generation.
 
 What converts: every module before XLA's layout assignment. From layout assignment on, the text carries
-layouts and backend-specific forms that the way back cannot take -- ``minor_to_major`` layouts on reshaped
-shapes, fusions whose backend config a fresh compile requires -- and XLA's checks of them can end the
-process, so those stages are refused in words (``first_after_layout``), naming the last one that runs.
+layouts and backend-specific forms that the way back cannot take -- XLA refused them here with "layout
+minor_to_major field contains 2 elements, but shape has 1 dimensions" and "Fusion must have backend
+config" -- so those stages are refused in words (``first_after_layout``), naming the last one that runs.
+Whether the way back keeps a program's meaning at all is checked where a run starts
+(``exploration.running.refuse_unfaithful_hlo``: the module XLA was given must compute the as-lowered numbers).
 """
 from __future__ import annotations
 
