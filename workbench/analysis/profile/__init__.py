@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ...errors import WorkbenchError
 from .capture import TRACE_LIMIT, Capture, Event
 from .compile import xla_pass_rows
-from .runtime import calls_of, instruction_rows, split_by_line
+from .runtime import calls_of, instruction_origins, instruction_rows, split_by_line
 
 __all__ = ["Profile", "CompileProfile", "profile_stage", "compile_profile", "measured_by_line", "Capture", "Event"]
 
@@ -64,10 +64,6 @@ class Profile:
         folder``); returns the file's path. WorkbenchError when it was not kept (over TRACE_LIMIT)."""
         return _write_trace(self.trace, folder, "run")
 
-    def by_line(self, weights: dict | None = None):
-        """Measured µs per user line (``measured_us``, ``measured_share``, ``measured_how``)."""
-        return measured_by_line(self, weights or {})
-
     def _repr_html_(self) -> str:
         head = (f"<p><b>{html.escape(self.stage)}</b> on {html.escape(self.device)}: {self.calls} calls profiled, "
                 f"median call {self.call_us:.1f} µs, instructions cover {100 * self.coverage:.1f}% of it"
@@ -109,8 +105,9 @@ def profile_stage(ex, stage, device: str, repeat: int, args=None, keep: str | No
     peak = _peak_for(dev)
     ops = _stage_ops(stage)
     chains = {g.key: g.frames for o in ops for g in o.origins if len(g.frames) > 1}
-    rows = instruction_rows(calls, hlo, peak, chains)
-    _add_mlir_ops(ops, hlo, rows)
+    origins = instruction_origins(hlo)
+    rows = instruction_rows(calls, hlo, origins, peak, chains)
+    _add_mlir_ops(ops, origins, rows)
     table = pd.DataFrame([{k: v for k, v in r.items() if k != "_lines"} for r in rows])
     table.attrs["lines"] = {r["instruction"]: r["_lines"] for r in rows}
     return Profile(stage.name, device, table, statistics.median(c.wall_ns for c in calls) / 1e3,
@@ -130,21 +127,16 @@ def _stage_ops(stage) -> tuple:
         return ()
 
 
-def _add_mlir_ops(ops, hlo: str, rows: list[dict]) -> None:
+def _add_mlir_ops(ops, origins: dict[str, list], rows: list[dict]) -> None:
     """Each row's counterparts among ``ops`` (the profiled MLIR stage's: the ops with a source position in
-    common with the instruction), one pass over each side's locations."""
-    from ...ir.hlo_locations import hlo_instruction_locations
-
+    common with the instruction; ``origins``: each instruction's), one pass over each side's locations."""
     by_key: dict = {}
     for o in ops:
         if o.op in ("func.func", "func.return", "stablehlo.return"):
             continue
         for g in o.origins:
             by_key.setdefault(g.key, []).append(f"{o.result} {o.op}" if o.result else o.op)
-    owner_keys: dict = {}
-    for o in hlo_instruction_locations(hlo):
-        for owner in dict.fromkeys(x for x in (o.result, o.fusion) if x):
-            owner_keys.setdefault(owner, set()).update(g.key for g in o.origins)
+    owner_keys = {owner: dict.fromkeys(g.key for g in its) for owner, its in origins.items()}
     for r in rows:  # at most 6 named (and a count of the rest): a row's work is bounded by what it holds
         found: dict = {}
         more = 0

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ...errors import WorkbenchError
 
-__all__ = ["Event", "Capture", "TRACE_LIMIT", "write_trace"]
+__all__ = ["Event", "Capture", "Nesting", "TRACE_LIMIT", "write_trace"]
 
 _LOCK = threading.Lock()  # one trace at a time: JAX's profiler is process-wide
 TRACE_LIMIT = 64 * 2**20  # the largest trace file a Capture keeps in memory (``trace``)
@@ -48,6 +48,31 @@ class Event:
             if k == key:
                 return v
         return default
+
+
+class Nesting:
+    """Events of one thread (or stream), sorted by start, longest first at a tie, nested by time: an event
+    that starts before another ends is inside it. ``kids(e)``: the events directly inside ``e``;
+    ``self_ns(e)``: its duration less theirs (an XLA pass less the pipelines it runs, a ``while`` thunk less
+    its body's thunks)."""
+
+    def __init__(self, events: list[Event]):
+        self.events = events
+        self._index = {id(e): i for i, e in enumerate(events)}
+        self._children: dict[int, list[Event]] = {-1: []}
+        stack: list[int] = []
+        for i, e in enumerate(events):
+            while stack and e.start_ns >= events[stack[-1]].end_ns:
+                stack.pop()
+            self._children.setdefault(stack[-1] if stack else -1, []).append(e)
+            self._children[i] = []
+            stack.append(i)
+
+    def kids(self, e: Event) -> list[Event]:
+        return self._children.get(self._index[id(e)], [])
+
+    def self_ns(self, e: Event) -> int:
+        return max(0, e.duration_ns - sum(k.duration_ns for k in self.kids(e)))
 
 
 def _read(path: str) -> list[Event]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .capture import Event
+from .capture import Event, Nesting
 
 __all__ = ["xla_pass_rows"]
 
@@ -32,17 +32,9 @@ def _is_pipeline(e: Event) -> bool:
     return e.stat("module") is not None and e.name.endswith(")")
 
 
-def _tree(events: list[Event]) -> dict[int, list[Event]]:
-    """Direct children of each event (by index into ``events``, which are sorted by start): nesting by time."""
-    children: dict[int, list[Event]] = {-1: []}
-    stack: list[int] = []
-    for i, e in enumerate(events):
-        while stack and e.start_ns >= events[stack[-1]].end_ns:
-            stack.pop()
-        children.setdefault(stack[-1] if stack else -1, []).append(e)
-        children[i] = []
-        stack.append(i)
-    return children
+def _pipeline_name(e: Event) -> str:
+    """``simplification`` of the pipeline run event ``simplification (jit_f)``."""
+    return e.name[:e.name.rfind(" (")]
 
 
 def _dump_runs(runs: Sequence[tuple[str, str, str, str]]) -> dict[str, list[list[tuple[str, str, str]]]]:
@@ -72,22 +64,7 @@ def _matched(passes: list[Event], dumps: list[tuple[str, str, str]]) -> dict[int
     return matched
 
 
-class _Nesting:
-    """The events of one compile thread inside the compile's event, nested by time."""
-
-    def __init__(self, events: list[Event]):
-        self.events = events
-        self._index = {id(e): i for i, e in enumerate(events)}
-        self._children = _tree(events)
-
-    def kids(self, e: Event) -> list[Event]:
-        return self._children.get(self._index[id(e)], [])
-
-    def self_seconds(self, e: Event) -> float:
-        return max(0, e.duration_ns - sum(k.duration_ns for k in self.kids(e))) / 1e9
-
-
-def _backend_rows(nest: _Nesting) -> list[dict]:
+def _backend_rows(nest: Nesting) -> list[dict]:
     """The backend's steps (code generation): the children of ``...Compiler::RunBackend`` (one level further
     in while it has a single child), pipelines left to the pass rows."""
     for e in nest.events:
@@ -109,7 +86,7 @@ def xla_pass_rows(events: Sequence[Event], runs: Sequence[tuple[str, str, str, s
     top = next((e for e in events if e.name.endswith("Client::Compile")), None)
     if top is None:
         return [], 0.0
-    nest = _Nesting([e for e in events if e.line == top.line and e.plane == top.plane
+    nest = Nesting([e for e in events if e.line == top.line and e.plane == top.plane
                      and top.start_ns <= e.start_ns and e.end_ns <= top.end_ns and e.name not in _SKIP])
     groups = _dump_runs(runs)
     seen: dict[str, int] = {}
@@ -117,17 +94,17 @@ def xla_pass_rows(events: Sequence[Event], runs: Sequence[tuple[str, str, str, s
     for e in nest.events:
         if not _is_pipeline(e):
             continue
-        pipeline = e.name[:e.name.rfind(" (")]
+        pipeline = _pipeline_name(e)
         passes = [k for k in nest.kids(e) if not _is_pipeline(k)]
         k = seen.get(_norm(pipeline), 0)  # this is the pipeline's k-th run: its k-th group of dumps
         seen[_norm(pipeline)] = k + 1
         its = groups.get(_norm(pipeline), [])
         matched = _matched(passes, its[k] if k < len(its) else [])
-        rows += [{"kind": "xla pass", "name": p.name, "pipeline": pipeline, "seconds": nest.self_seconds(p),
+        rows += [{"kind": "xla pass", "name": p.name, "pipeline": pipeline, "seconds": nest.self_ns(p) / 1e9,
                   "changed": j in matched, "stage": matched.get(j, ""), "stages": [matched[j]] if matched.get(j) else [],
                   "_start": p.start_ns}
                  for j, p in enumerate(passes)]
-    _own_steps(rows, groups, {_norm(e.name[:e.name.rfind(" (")]) for e in nest.events if _is_pipeline(e)})
+    _own_steps(rows, groups, {_norm(_pipeline_name(e)) for e in nest.events if _is_pipeline(e)})
     rows += _backend_rows(nest)
     rows.sort(key=lambda r: r["_start"])
     for r in rows:

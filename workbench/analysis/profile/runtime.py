@@ -19,12 +19,10 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ...ir.hlo_locations import hlo_instruction_locations
-from ..provenance import users_frame
-from .capture import Event
+from ..provenance import NO_LOCATION, users_frame
+from .capture import Event, Nesting
 
-__all__ = ["Call", "calls_of", "instruction_rows", "NO_LINE"]
-
-NO_LINE = "(no location)"
+__all__ = ["Call", "calls_of", "instruction_rows", "instruction_origins"]
 
 
 @dataclass
@@ -82,18 +80,11 @@ def calls_of(events: Sequence[Event], module: str | None, repeat: int = 1) -> li
             by_line.setdefault((e.plane, e.line), []).append(e)
         for line_events in by_line.values():  # self times: nested instruction events on one thread
             line_events.sort(key=lambda e: (e.start_ns, -e.duration_ns))
-            stack: list[list] = []  # [event, children's time]
-            for e in line_events + [None]:
-                while stack and (e is None or e.start_ns >= stack[-1][0].end_ns):
-                    done, inner = stack.pop()
-                    op = done.stat("hlo_op")
-                    call.self_ns[op] = call.self_ns.get(op, 0) + max(0, done.duration_ns - inner)
-                    call.count[op] = call.count.get(op, 0) + 1
-                if e is None:
-                    break
-                if stack:
-                    stack[-1][1] += e.duration_ns
-                stack.append([e, 0])
+            nest = Nesting(line_events)
+            for e in line_events:
+                op = e.stat("hlo_op")
+                call.self_ns[op] = call.self_ns.get(op, 0) + nest.self_ns(e)
+                call.count[op] = call.count.get(op, 0) + 1
         if run_id == "all" and repeat > 1:  # one span over every call: its times as one call's mean
             call.self_ns = {k: v / repeat for k, v in call.self_ns.items()}
             call.count = {k: v / repeat for k, v in call.count.items()}
@@ -103,23 +94,22 @@ def calls_of(events: Sequence[Event], module: str | None, repeat: int = 1) -> li
     return out
 
 
-def _quantile(values: list[float], q: float) -> float:
-    values = sorted(values)
-    if len(values) == 1:
-        return values[0]
-    k = (len(values) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
-
-
 def _installed(path: str) -> bool:
     return "/site-packages/" in path or "/dist-packages/" in path
 
 
-def instruction_lines(hlo_text: str, chains: dict | None = None) -> tuple[dict, dict]:
-    """Per instruction a thunk can be named by (an entry instruction, a fusion for everything it holds, an
-    instruction of a loop body or a called computation), the lines it holds as (file, line, function):
+def instruction_origins(hlo_text: str) -> dict[str, list]:
+    """The origins of each instruction a thunk can be named by -- an entry instruction, a fusion (all it
+    holds), an instruction of a loop body or a called computation -- each once, in the text's order."""
+    out: dict[str, dict] = {}
+    for o in hlo_instruction_locations(hlo_text):
+        for owner in dict.fromkeys(x for x in (o.result, o.fusion) if x):
+            out.setdefault(owner, {}).update(dict.fromkeys(o.origins))
+    return {owner: list(origins) for owner, origins in out.items()}
+
+
+def instruction_lines(origins: dict[str, list], chains: dict | None = None) -> tuple[dict, dict]:
+    """Per instruction (``origins``: ``instruction_origins``), the lines it holds as (file, line, function):
     the innermost frame of each origin (as ``source_map`` counts them: often a library's own line, such as
     flax's ``Linear.__call__``), and the innermost frame outside installed packages (the user's own code
     that called the library; the innermost frame where every frame is a library's). XLA's metadata keeps
@@ -128,30 +118,26 @@ def instruction_lines(hlo_text: str, chains: dict | None = None) -> tuple[dict, 
     chains = chains or {}
     inner: dict[str, list[tuple[str, int, str]]] = {}
     own: dict[str, list[tuple[str, int, str]]] = {}
-    for o in hlo_instruction_locations(hlo_text):
-        firsts, mine = [], []
-        for origin in o.origins:
+    for owner, its in origins.items():
+        firsts, mine = {}, {}
+        for origin in its:
             f = users_frame(origin)
             if f is None:
                 continue
-            firsts.append(f)
+            firsts[(f.file, f.line, f.function)] = None
             frames = chains.get(origin.key, origin.frames)
             i = frames.index(f) if f in frames else 0
-            mine.append(next((g for g in frames[i:] if not _installed(g.file)), f))
-        for owner in dict.fromkeys(x for x in (o.result, o.fusion) if x):
-            for table, frames in ((inner, firsts), (own, mine)):
-                lines = table.setdefault(owner, [])
-                for f in frames:
-                    key = (f.file, f.line, f.function)
-                    if key not in lines:
-                        lines.append(key)
+            g = next((g for g in frames[i:] if not _installed(g.file)), f)
+            mine[(g.file, g.line, g.function)] = None
+        inner[owner], own[owner] = list(firsts), list(mine)
     return inner, own
 
 
-def instruction_rows(calls: list[Call], hlo_text: str, peak=None, chains: dict | None = None) -> list[dict]:
+def instruction_rows(calls: list[Call], hlo_text: str, origins: dict[str, list], peak=None,
+                     chains: dict | None = None) -> list[dict]:
     """One row per instruction that ran: its times over the calls (median, 25th and 75th percentile, in
     µs), runs per call, share of the median call, XLA's cost (flops, bytes: the executable's own
-    HloCostAnalysis), the roofline time at ``peak`` (a DevicePeak; None: unknown device), its opcode and
+    HloCostAnalysis), ``origins`` its ``instruction_origins``, the roofline time at ``peak`` (a DevicePeak; None: unknown device), its opcode and
     lines (``lines``: innermost frames; ``your_lines``: outside installed packages). Sorted by median time, largest first."""
     from ..cost.hlo import hlo_op_costs
 
@@ -164,12 +150,13 @@ def instruction_rows(calls: list[Call], hlo_text: str, peak=None, chains: dict |
             costs.setdefault(name, (op, flops, nbytes))
     except Exception:  # noqa: BLE001 -- a module XLA's analysis cannot take: times without costs
         pass
-    lines, own = instruction_lines(hlo_text, chains)
+    lines, own = instruction_lines(origins, chains)
     wall = statistics.median(c.wall_ns for c in calls)
     names = list(dict.fromkeys(op for c in calls for op in c.self_ns))
     rows = []
     for name in names:
         values = [c.self_ns.get(name, 0) / 1e3 for c in calls]
+        quartiles = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
         op, flops, nbytes = costs.get(name, ("", None, None))
         flops = None if _missing(flops) else int(flops)  # XLA cannot cost a custom call: NA
         nbytes = None if _missing(nbytes) else int(nbytes)
@@ -181,13 +168,13 @@ def instruction_rows(calls: list[Call], hlo_text: str, peak=None, chains: dict |
         yours = own.get(name, [])
         rows.append({
             "instruction": name, "op": op, "median_us": statistics.median(values),
-            "p25_us": _quantile(values, 0.25), "p75_us": _quantile(values, 0.75),
+            "p25_us": quartiles[0], "p75_us": quartiles[2],
             "runs_per_call": statistics.median(c.count.get(name, 0) for c in calls),
             "share": statistics.median(values) * 1e3 / wall if wall else 0.0,
             "flops": flops, "bytes": nbytes, "roofline_us": roofline,
             "x_roofline": statistics.median(values) / roofline if roofline else None,  # measured / the bound
-            "lines": ", ".join(f"{_short(f)}:{n}" for f, n, _ in where) or NO_LINE,
-            "your_lines": ", ".join(f"{_short(f)}:{n}" for f, n, _ in yours) or NO_LINE,
+            "lines": ", ".join(f"{_short(f)}:{n}" for f, n, _ in where) or NO_LOCATION,
+            "your_lines": ", ".join(f"{_short(f)}:{n}" for f, n, _ in yours) or NO_LOCATION,
             "_lines": where,
         })
     rows.sort(key=lambda r: -r["median_us"])
@@ -210,10 +197,10 @@ def split_by_line(rows: list[dict], weights: dict[tuple[str, int], tuple[float, 
     """Each row's median time over its lines: {(file, line): [µs, function, how]} with ``how`` the ways its
     instructions were attributed ("one line", "split by flops", "split by bytes", "split evenly").
     ``weights``: (flops, bytes) of each (file, line) in the last MLIR stage. Instructions with no line
-    count under (NO_LINE, 0)."""
+    count under (NO_LOCATION, 0)."""
     out: dict = {}
     for r in rows:
-        where = r["_lines"] or [(NO_LINE, 0, "")]
+        where = r["_lines"] or [(NO_LOCATION, 0, "")]
         keys = [(f, n) for f, n, _ in where]
         if len(keys) == 1:
             parts, how = [1.0], "one line"
