@@ -331,7 +331,7 @@ STAGE_DIFF = Record({"before": Opt(SHA256), "after": Opt(SHA256), "runs": Str(pa
 # the profiles of save(profile=True) (saved_profiles.py): each one's table and figures, and the zip member
 # holding the profiler's own trace file (absent where the trace was over the kept limit)
 PROFILE_TRACES = ("profile_run.xplane.pb", "profile_compile.xplane.pb")
-_TABLE = Record({"columns": List(Str(), 1000), "rows": List(List(Scalar(), 1000), _MANY)})
+_TABLE = Record({"columns": List(Str(), 1000), "rows": List(List(Scalar(), 1000), _MANY)})  # table_json's
 _FRAME = List(Scalar(), most=3, least=3)  # file, line, function
 PROFILES = Record({}, {
     "run": Record({"stage": Str(), "device": Str(), "call_us": Num(least=0.0), "coverage": Num(least=0.0),
@@ -376,7 +376,7 @@ MANIFEST = Record({
     "xla": Opt(Record({}, {
         "passes": List(Str(), _MANY), "seconds": Opt(Num(least=0.0)), "options": Map(Scalar()),
         "cost": Map(Num(finite=False)), "memory": Map(Opt(Num(finite=False))), "warnings": List(Str(), _MANY)})),
-    "cost": Opt(Record({"columns": List(Str(), 1000), "rows": List(List(Scalar(), 1000), _MANY)})),
+    "cost": Opt(_TABLE),
     "arrays_bytes": Int(0),  # the arrays' total bytes; files saved before it was written lack it
     "profiles": PROFILES,  # save(profile=True); files saved without it lack it
 })

@@ -391,7 +391,7 @@ class Exploration(Measured):
                                                    num_processes=num_processes, process_id=process_id,
                                                    repeat=repeat, args=args, timeout=timeout)
         else:
-            refuse_unfaithful_hlo(self, st, device, None if args is None else tuple(args))
+            refuse_unfaithful_hlo(self, st, device, None if args is None else tuple(args), self._refs)
             outputs, timing = run_stage(self, st, device, repeat, args)
             where = device
         result_check = None

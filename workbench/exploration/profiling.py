@@ -78,9 +78,13 @@ class Measured:
         if by != "line":
             raise WorkbenchError("source_map(measured=...) gives measured time per line: use by='line'")
         prof = measured if isinstance(measured, Profile) else self.profile()
-        weights = source_map({"": self._last_module()}, "line")
-        per_line = measured_by_line(prof, {(f, int(n)): (fl, b) for f, n, fl, b in
-                                           zip(weights["file"], weights["line"], weights["flops"], weights["bytes"])})
+        last = self._last_module()
+        if stage is None:  # the last MLIR stage's costs per line are the table's mlir_ columns
+            weights, prefix = table, "mlir_"
+        else:
+            weights, prefix = (table, "") if self.stage(stage).name == last.name else (source_map({"": last}, "line"), "")
+        per_line = measured_by_line(prof, {(f, int(n)): (fl, b) for f, n, fl, b in zip(
+            weights["file"], weights["line"], weights[prefix + "flops"], weights[prefix + "bytes"])})
         merged = table.merge(per_line.rename(columns={"function": "_function"}), on=["file", "line"], how="outer")
         merged["function"] = merged["function"].fillna(merged.pop("_function")).fillna("")
         if "code" in merged.columns:
@@ -89,7 +93,7 @@ class Measured:
         merged["measured_share"] = merged["measured_share"].fillna(0.0)
         merged["measured_how"] = merged["measured_how"].fillna("")
         for c in merged.columns:
-            if c.endswith(("_ops", "_flops", "_bytes", "ops", "flops", "bytes")) and str(merged[c].dtype) == "Int64":
+            if c.endswith(("ops", "flops", "bytes")) and str(merged[c].dtype) == "Int64":
                 merged[c] = merged[c].fillna(0)
         merged.attrs.update(table.attrs, profile=prof)
         return merged

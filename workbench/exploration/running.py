@@ -80,11 +80,12 @@ def runs_table(ex: Explored, names: Sequence[str], device: str | None, repeat: i
 _XLA_INPUT = "xla:before_optimizations"
 
 
-def refuse_unfaithful_hlo(ex: Explored, stage: Stage, device: str, args: Any) -> None:
+def refuse_unfaithful_hlo(ex: Explored, stage: Stage, device: str, args: Any, memo: dict) -> None:
     """Before an XLA stage runs: WorkbenchError when the way back from HLO to StableHLO (``pipeline.hlo_stage``)
     does not keep this program's meaning. ``xla:before_optimizations`` is the module XLA was given, so it
     must compute what the as-lowered program computes: it is run once (per trace, device and arguments) and
-    checked as any run is. Where it fails, the conversion lost something the program needs (a custom call's
+    checked as any run is (the verdict kept in the trace's memo, else in ``memo``: the exploration's own,
+    as ``remembered_reference`` keeps its references). Where it fails, the conversion lost something the program needs (a custom call's
     operand layouts, say) and no XLA stage of it is run: a failed check would accuse XLA of the converter's
     loss."""
     if stage.group != "xla":
@@ -93,7 +94,7 @@ def refuse_unfaithful_hlo(ex: Explored, stage: Stage, device: str, args: Any) ->
     if first is None:
         return
     traced = ex.spec.traced
-    memo = traced.memo if traced is not None else {}
+    memo = traced.memo if traced is not None else memo
     key = ("hlo-faithful", device, "traced" if args is None else args_key(args))
     if key not in memo:
         outputs = run_stage(ex, first, device, 1, args)[0]

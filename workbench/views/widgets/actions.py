@@ -7,7 +7,6 @@ the call; the panel runs the call on its worker thread. Lines assume ``import wo
 from __future__ import annotations
 
 import json
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -105,14 +104,13 @@ def source_map(name: str, stage: str, measured: bool = False) -> Action:
                   lambda ex: ex.source_map(stage=stage))
 
 
-_PROFILES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def profile_of(ex: Exploration):
-    """``ex.profile()``, taken once per Exploration shown (the Source tab's measured bars)."""
-    if ex not in _PROFILES:
-        _PROFILES[ex] = ex.profile()
-    return _PROFILES[ex]
+    """The run profile of ``ex``'s default stage on its device (the Source tab's measured bars): the one
+    ``ex.profiles`` holds when it is that, else a new ``ex.profile()``."""
+    prof = ex.profiles.get("run")
+    if prof is None or (prof.stage, prof.device) != (ex.default_run_stage().name, ex.spec.device):
+        prof = ex.profile()
+    return prof
 
 
 def compile_profile(name: str) -> Action:
