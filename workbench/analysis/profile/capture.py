@@ -75,11 +75,11 @@ class Nesting:
         return max(0, e.duration_ns - sum(k.duration_ns for k in self.kids(e)))
 
 
-def _read(path: str) -> list[Event]:
+def _read(xspace: bytes) -> list[Event]:
     from jax.profiler import ProfileData
 
     events = []
-    for plane in ProfileData.from_file(path).planes:
+    for plane in ProfileData.from_serialized_xspace(xspace).planes:
         for line in plane.lines:
             for e in line.events:
                 if e.name.startswith(("ThreadpoolListener::", "end: ")):
@@ -135,10 +135,11 @@ class Capture:
                                key=os.path.getmtime)
                 if not found:
                     raise WorkbenchError(f"JAX's profiler wrote no trace into {self._dir}")
-                self.events = _read(found[-1])
-                if os.path.getsize(found[-1]) <= TRACE_LIMIT:  # what save(profile=True) stores with the file
-                    with open(found[-1], "rb") as f:
-                        self.trace = f.read()
+                with open(found[-1], "rb") as f:
+                    data = f.read()
+                self.events = _read(data)
+                if len(data) <= TRACE_LIMIT:  # what save(profile=True) stores with the file
+                    self.trace = data
         finally:
             self._done()
 

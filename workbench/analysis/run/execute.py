@@ -127,8 +127,8 @@ def _runnable_source(ex, stage) -> str:
     if stage.error:
         raise WorkbenchError(f"stage {stage.name!r} failed ({stage.error.splitlines()[0]}); it has no module to run")
     if stage.group == "backend":
-        raise WorkbenchError(f"stage {stage.name!r} is XLA backend output, not a module: run xla:optimized's "
-                             "module's last runnable stage, or the last MLIR stage, which XLA compiles into it")
+        raise WorkbenchError(f"stage {stage.name!r} is XLA backend output, not a module: run the last MLIR stage, "
+                             "which XLA compiles into it")
     if stage.group == "xla":
         return _runnable_hlo(ex, stage)
     if stage.name == "jaxpr":
