@@ -50,6 +50,7 @@ from ..analysis.cost import cost_table, plot_cost
 from ..analysis.cost.table import summary_columns
 from ..analysis.graph import stage_graph
 from ..analysis.numbers import num
+from ..analysis.profile import COMPILE_SUMMARY, RUN_SUMMARY
 from .assets import ASSETS, inlined  # the templates, the page script and style, and diffview.js/.css
 from .jsonout import write_replacing
 from .report_texts import LIMITS, REFERENCE, PackedTexts, ReportLimits, limits_note, pack_texts, pairs_note
@@ -188,10 +189,6 @@ class _Time:
     left_out: int = 0  # XLA pass rows under 0.5 % not listed
 
 
-_RUN_COLUMNS = ("instruction", "op", "median_us", "share", "flops", "bytes", "roofline_us", "your_lines", "mlir_ops")
-_COMPILE_COLUMNS = ("kind", "name", "pipeline", "stage", "seconds", "share", "changed")
-
-
 def _time(ex) -> _Time:
     """The last run and compile profiles of ``ex`` (none taken: an empty section that says how)."""
     profiles = getattr(ex, "profiles", {}) or {}
@@ -199,13 +196,13 @@ def _time(ex) -> _Time:
     out = {}
     if run is not None:
         t = run.table
-        out.update(run=run, run_columns=_RUN_COLUMNS,
-                   run_rows=tuple(t[[c for c in _RUN_COLUMNS if c in t.columns]].head(40).itertuples(index=False, name=None)))
+        out.update(run=run, run_columns=RUN_SUMMARY,
+                   run_rows=tuple(t[list(RUN_SUMMARY)].head(40).itertuples(index=False, name=None)))
     if cp is not None:
         t = cp.table
         keep = (t["kind"] != "xla pass") | (t["share"] >= 0.005) | (t["stage"] != "")
-        out.update(compile=cp, compile_columns=_COMPILE_COLUMNS, left_out=int((~keep).sum()),
-                   compile_rows=tuple(t[keep][list(_COMPILE_COLUMNS)].itertuples(index=False, name=None)))
+        out.update(compile=cp, compile_columns=COMPILE_SUMMARY, left_out=int((~keep).sum()),
+                   compile_rows=tuple(t[keep][list(COMPILE_SUMMARY)].itertuples(index=False, name=None)))
     return _Time(**out)
 
 

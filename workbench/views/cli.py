@@ -186,22 +186,23 @@ def cmd_profile(ns) -> int:
     time per step of both pipelines (the trace, each MLIR pass, each XLA pass and backend step)."""
     import pandas as pd
 
+    from ..analysis.profile import COMPILE_SUMMARY, RUN_SUMMARY
+
     ex = _explore(ns)
     ex.stages  # noqa: B018 -- every stage first: the compile profile compares with the exploration's clocks
     if ex.error:
         return _finished(ns, ex)
     prof = ex.profile(ns.stage, repeat=ns.repeat, keep=ns.keep)
     print(f"# Run time per instruction: {prof!r}\n")
-    cols = ["instruction", "op", "median_us", "share", "flops", "bytes", "roofline_us", "your_lines", "mlir_ops"]
     with pd.option_context("display.width", 250, "display.max_colwidth", 60):
-        print(prof.table[cols].head(ns.top).to_string(index=False))
+        print(prof.table[list(RUN_SUMMARY)].head(ns.top).to_string(index=False))
         if len(prof.table) > ns.top:
             print(f"... {len(prof.table) - ns.top} more instructions (--top N shows more)")
         cp = ex.compile_profile()
         print(f"\n# Compile time per step: {cp!r}\n")
         t = cp.table
         shown = t[(t.kind != "xla pass") | (t.seconds >= t[t.kind == "xla pass"].seconds.nlargest(ns.top).min())]
-        print(shown[["kind", "name", "pipeline", "stage", "seconds", "share", "changed"]].to_string(index=False))
+        print(shown[list(COMPILE_SUMMARY)].to_string(index=False))
         print(f"\n({len(t[t.kind == 'xla pass'])} XLA pass runs in all; the {ns.top} longest shown. The exploration's "
               f"own clocks measured {cp.explore_s:.3f} s for the same work; this table adds up to {cp.total_s:.3f} s.)")
     if ns.keep:

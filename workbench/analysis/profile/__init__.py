@@ -16,7 +16,12 @@ from .capture import TRACE_LIMIT, Capture, Event
 from .compile import xla_pass_rows
 from .runtime import calls_of, instruction_origins, instruction_rows, split_by_line
 
-__all__ = ["Profile", "CompileProfile", "profile_stage", "compile_profile", "measured_by_line", "Capture", "Event"]
+__all__ = ["Profile", "CompileProfile", "profile_stage", "compile_profile", "measured_by_line", "Capture", "Event",
+           "RUN_SUMMARY", "COMPILE_SUMMARY"]
+
+# the columns the CLI and the report show of each table
+RUN_SUMMARY = ("instruction", "op", "median_us", "share", "flops", "bytes", "roofline_us", "your_lines", "mlir_ops")
+COMPILE_SUMMARY = ("kind", "name", "pipeline", "stage", "seconds", "share", "changed")
 
 
 def _module_name(hlo_text: str) -> str | None:
