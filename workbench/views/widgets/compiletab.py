@@ -19,8 +19,7 @@ from markupsafe import Markup
 from ...errors import WorkbenchError
 from ...exploration import Exploration
 from . import actions
-from .html import num
-from .lists import Messages
+from .lists import Messages, time_label
 
 __all__ = ["CompileTab", "CompileView", "compile_rows", "TITLE"]
 
@@ -35,7 +34,7 @@ def compile_rows(table, stages: set[str]) -> list[dict]:
         changed = r.get("changed")
         rows.append({"kind": r["kind"], "name": str(r["name"]), "pipeline": r.get("pipeline") or "",
                      "stage": r.get("stage") or "", "link": (r.get("stage") or "") in stages,
-                     "ms": f"{num(1e3 * float(r['seconds']))} ms" + (" (cached)" if r.get("cached") else ""),
+                     "ms": time_label(float(r["seconds"]), r.get("cached")),
                      "share": round(float(r["share"]), 5), "frac": round(float(r["share"]) / top, 4),
                      "changed": "" if changed is None or changed != changed else ("changed" if changed else "")})
     return rows

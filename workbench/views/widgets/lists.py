@@ -15,10 +15,16 @@ from ...artifacts.assets import inlined
 from ...stages import Stage
 from .html import num
 
-__all__ = ["StageList", "ToggleList", "stage_rows", "CONFIRM_OVER"]
+__all__ = ["StageList", "ToggleList", "stage_rows", "time_label", "CONFIRM_OVER"]
 
 _HERE = pathlib.Path(__file__).parent
 CONFIRM_OVER = 50  # a click that would switch more names than this asks first
+
+
+def time_label(seconds: float, cached: bool = False) -> str:
+    """A step's time as the panel writes it: "12.3 ms", with "(cached)" when it was served from a cache (the
+    time is then that of the step's first run)."""
+    return f"{num(seconds * 1e3)} ms" + " (cached)" * bool(cached)
 
 
 def stage_rows(stages: list[Stage]) -> list[dict]:
@@ -27,7 +33,7 @@ def stage_rows(stages: list[Stage]) -> list[dict]:
     return [{"name": s.name, "group": s.group, "parent": s.parent,
              "state": "error" if s.error else ("changed" if s.changed else "unchanged"),
              "ms": None if s.seconds is None else round(s.seconds * 1e3, 2), "cached": s.cached, "lines": s.lines,
-             "time": "" if s.seconds is None else f"{num(s.seconds * 1e3)} ms" + " (cached)" * s.cached,
+             "time": "" if s.seconds is None else time_label(s.seconds, s.cached),
              "error": (s.error or "").splitlines()[0] if s.error else ""}
             for s in stages]
 
