@@ -283,4 +283,6 @@ def test_xla_stages_whose_way_back_to_stablehlo_loses_meaning_are_refused_not_fa
     for name in ("xla:before_optimizations", later):
         with pytest.raises(wb.WorkbenchError, match="cannot run faithfully.*xla:before_optimizations"):
             ex.run(name, repeat=1)
+    with pytest.raises(wb.WorkbenchError, match="cannot run faithfully"):
+        ex.profile(later, repeat=1)  # nor is it profiled
     assert ex.runs == [] and ex.run(repeat=1).check.passed  # the MLIR stage still runs and checks

@@ -8,7 +8,7 @@ from ..analysis.profile import CompileProfile, Profile, compile_profile, measure
 from ..analysis.provenance import source_map
 from ..errors import WorkbenchError
 from ..stages import STABLEHLO
-from .running import refuse_shapes
+from .running import refuse_shapes, refuse_unfaithful_hlo
 
 __all__ = ["Measured"]
 
@@ -23,7 +23,9 @@ class Measured:
         profiler's trace in (TensorBoard/XProf read it); otherwise it is removed."""
         st = self.default_run_stage() if stage is None else self.stage(stage)
         refuse_shapes(self.spec.traced, st, args)
-        prof = profile_stage(self, st, device or self.spec.device, repeat, args, keep)
+        device = device or self.spec.device
+        refuse_unfaithful_hlo(self, st, device, None if args is None else tuple(args), self._refs)  # as run does
+        prof = profile_stage(self, st, device, repeat, args, keep)
         self._profiles["run"] = prof
         return prof
 
