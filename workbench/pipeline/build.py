@@ -413,13 +413,21 @@ def _compile_now(spec: Spec, source: str, options: tuple[tuple[str, str], ...], 
         return _compile_exported(spec, source, options)
 
 
-def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], ...]):
-    dev = resolve_device(spec.device)
+def _lowering(spec: Spec, source: str):
+    """``source`` ready for XLA and the number of devices it spans: for a traced program, the user's own
+    lowering with the stage's module (its callbacks, donation and locations hold); for a module given as
+    text, its ``@main`` lowered for the device."""
     traced = spec.traced
     if traced is None:
+        dev = resolve_device(spec.device)
         exported = exported_for_text(source, dev.platform)
-        return _guarded(spec, source, options, lower_exported(exported, dev), exported.nr_devices)
-    if traced.nr_devices > 1 and traced.exporter is not None:
+        return lower_exported(exported, dev), exported.nr_devices
+    return relowered(traced.lowered, source), traced.nr_devices
+
+
+def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], ...]):
+    traced = spec.traced
+    if traced is not None and traced.nr_devices > 1 and traced.exporter is not None:
         shardings = [leaf.sharding for leaf in jax.tree_util.tree_leaves(traced.args)]
         # XLA's SPMD pipeline can abort the process: a sharded module is compiled in a child (xla_probe.py)
         done = compile_sharded(swap_module(traced.exported, source), spec.device, dict(options), shardings,
@@ -427,8 +435,7 @@ def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], .
         if done is not None:
             remember_verdict(source, spec.device, dict(options), traced.nr_devices)
             return done
-    # the user's own lowering with the stage's module: its callbacks, donation and locations hold
-    return _guarded(spec, source, options, relowered(traced.lowered, source), traced.nr_devices)
+    return _guarded(spec, source, options, *_lowering(spec, source))
 
 
 def _guarded(spec: Spec, source: str, options: tuple[tuple[str, str], ...], lowered, partitions: int):
@@ -448,13 +455,7 @@ def xla_compile_again(spec: Spec, last: Stage, around) -> Any:
     from the cache, never in the child. Options that could abort XLA are tried in the child first, as any
     compile here is (``guard_compile``). Returns the XlaResult, with every dump XLA wrote (``runs``)."""
     source = last.text_with_locations
-    dev = resolve_device(spec.device)
-    traced = spec.traced
-    if traced is None:
-        exported = exported_for_text(source, dev.platform)
-        lowered, partitions = lower_exported(exported, dev), exported.nr_devices
-    else:
-        lowered, partitions = relowered(traced.lowered, source), traced.nr_devices
+    lowered, partitions = _lowering(spec, source)
     guard_compile(source, spec.device, dict(spec.xla_options), spec.timeout, partitions=partitions)
     return compile_lowered_with_dumps(lowered, dict(spec.xla_options), around=around)
 
