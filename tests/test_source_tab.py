@@ -334,12 +334,10 @@ def test_shown_lines_maps_every_line_the_diff_shows_to_its_text_line(attention):
 def test_measured_bars_profile_the_run_once_and_show_each_lines_microseconds(p, attention):
     """The third metric: each line's measured run time (ex.source_map(stage=B, measured=True): JAX's profiler
     over the last MLIR stage), the profile taken once per Exploration; flops again without profiling."""
-    from workbench.views.widgets import actions
-
     ex, path = attention
     p.source.metric.value = "measured"
     assert p.last_error is None and p.python == 'ex.source_map(stage="enzyme-hlo-patterns#1", measured=True)'
-    prof = actions.profile_of(ex)
+    prof = ex.profiles["run"]
     assert p.source._sm.attrs["profile"] is prof and p.source.view.metric == "µs"
     lines = [r for r in p.source.view.rows if r["k"] == "line" and r.get("label")]
     assert lines and all(r["label"].endswith(" µs") for r in lines)
@@ -351,7 +349,8 @@ def test_measured_bars_profile_the_run_once_and_show_each_lines_microseconds(p, 
     note = p.source.note.value
     assert "measured run time" in note and f"run {prof.calls} times" in note and prof.stage in note
     p.source.metric.value = "flops"  # back: the same map, drawn by flops, no new profile
-    assert p.source.view.metric == "flops" and actions.profile_of(ex) is prof
+    assert p.source.view.metric == "flops" and ex.profiles["run"] is prof
+    assert ex.source_map(stage="enzyme-hlo-patterns#1", measured=True).attrs["profile"] is prof  # reused, not retaken
     assert not any(r.get("label", "").endswith(" µs") for r in p.source.view.rows)
 
 

@@ -29,6 +29,14 @@ class Measured:
         self._profiles["run"] = prof
         return prof
 
+    def _default_profile(self) -> Profile:
+        """The run profile of the default stage on the exploration's device: the last ``profile()`` where it
+        is that one, else a new one."""
+        prof = self._profiles.get("run")
+        if prof is None or (prof.stage, prof.device) != (self.default_run_stage().name, self.spec.device):
+            prof = self.profile()
+        return prof
+
     @property
     def profiles(self) -> dict:
         """The last ``profile()`` (key "run") and ``compile_profile()`` ("compile") taken on this Exploration;
@@ -62,8 +70,8 @@ class Measured:
         first stage), the last MLIR stage (``mlir_*``) and ``xla:optimized`` (``xla_*``, with the fusions
         that hold it), with ``stage``: in that stage alone. Ops with no location count in a
         ``(no location)`` row, so each stage's column sums to its total. A module without locations
-        (``explore_text`` of a stripped one) raises WorkbenchError. ``measured=True`` (or a Profile from
-        ``ex.profile()``) adds ``measured_us``, ``measured_share`` and ``measured_how``: the profiled time of
+        (``explore_text`` of a stripped one) raises WorkbenchError. ``measured=True`` (the last ``ex.profile()``
+        of the default stage where one was taken, else a new one) or a Profile adds ``measured_us``, ``measured_share`` and ``measured_how``: the profiled time of
         the instructions made from each line, an instruction over several lines split by their flops in
         the last MLIR stage (else bytes, else evenly), as ``measured_how`` says."""
         if stage is not None:
@@ -79,7 +87,7 @@ class Measured:
             return table
         if by != "line":
             raise WorkbenchError("source_map(measured=...) gives measured time per line: use by='line'")
-        prof = measured if isinstance(measured, Profile) else self.profile()
+        prof = measured if isinstance(measured, Profile) else self._default_profile()
         last = self._last_module()
         if stage is None:  # the last MLIR stage's costs per line are the table's mlir_ columns
             weights, prefix = table, "mlir_"

@@ -16,7 +16,7 @@ from ...stages import STABLEHLO
 
 __all__ = ["Action", "toggle_patterns", "reset_patterns", "toggle_xla", "reset_xla", "set_pipeline", "diff",
            "cost", "graph", "run", "compare", "applicable", "bisect", "reduce", "predicate", "predicate_params",
-           "PREDICATES", "source_map", "ops_at", "lineage", "profile_of", "compile_profile"]
+           "PREDICATES", "source_map", "ops_at", "lineage", "compile_profile"]
 
 
 @dataclass(frozen=True)
@@ -96,21 +96,12 @@ def graph(name: str, stage: str) -> Action:
 
 
 def source_map(name: str, stage: str, measured: bool = False) -> Action:
-    if measured:  # the profile is taken once per Exploration (it runs the program): the panel keeps it
+    if measured:  # the run is profiled once per Exploration: later maps reuse its profile (ex.profiles)
         return Action(f"profiling the run and mapping {stage} to the source lines",
                       f"{name}.source_map(stage={_lit(stage)}, measured=True)",
-                      lambda ex: ex.source_map(stage=stage, measured=profile_of(ex)))
+                      lambda ex: ex.source_map(stage=stage, measured=True))
     return Action(f"mapping {stage} to the source lines", f"{name}.source_map(stage={_lit(stage)})",
                   lambda ex: ex.source_map(stage=stage))
-
-
-def profile_of(ex: Exploration):
-    """The run profile of ``ex``'s default stage on its device (the Source tab's measured bars): the one
-    ``ex.profiles`` holds when it is that, else a new ``ex.profile()``."""
-    prof = ex.profiles.get("run")
-    if prof is None or (prof.stage, prof.device) != (ex.default_run_stage().name, ex.spec.device):
-        prof = ex.profile()
-    return prof
 
 
 def compile_profile(name: str) -> Action:
