@@ -28,6 +28,7 @@ from ..pipeline.build import (Built, build, rebuild_xla, with_exactly, with_togg
                              with_xla_options, xla_passes_known)
 from ..stages import STABLEHLO, Stage
 from ..analysis.run.history import program_of
+from .drifting import Drifting
 from .profiling import Measured
 from .running import refuse_shapes, refuse_unfaithful_hlo, remembered_reference, runs_table
 
@@ -58,7 +59,7 @@ def _unknown_stage(name: str, names: Sequence[str], kind: str = "stage") -> Unkn
     return UnknownNameError(kind, name, names, known_note=f"the {kind}s are {', '.join(names)}")
 
 
-class Exploration(Measured):
+class Exploration(Measured, Drifting):
     """Every stage of one program through one pipeline, in order.
 
     ``ex.stages`` lists them all; ``ex["stablehlo"]``, ``ex[-1]`` and ``ex.stage("canonicalize#2")``
@@ -80,6 +81,7 @@ class Exploration(Measured):
         self._runs: list = list(getattr(built, "runs", ()))
         self._earlier = tuple(earlier)  # the runs of the Explorations this one was made from (``history``)
         self._profiles: dict = {}  # the last ex.profile() and ex.compile_profile() (``profiles``)
+        self._tap_sides: dict = {}  # stages read for tapping by ``drift``
 
     # -- computing ---------------------------------------------------------------------------------
     def _ensure_late(self) -> None:

@@ -210,6 +210,12 @@ def _promote(module) -> None:
         if op.operation not in keep:
             for result in op.results:
                 result.set_type(_wide(result.type, ir))
+    # a result that is one of @main's arguments as it is reads the argument widened by now: round it back
+    for op in entry.operations:
+        if op.operation.name == "func.return":
+            for i, t in enumerate(main_type.results):
+                if op.operands[i].type != t:
+                    _narrow_operand(op, i, t, ir, keep)
 
 
 def promote_to_f64(text: str) -> Promotion:

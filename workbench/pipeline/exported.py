@@ -18,7 +18,7 @@ from ..ir.text import host_callback_count, publish_functions
 from .shardy import is_sharded
 from .worker import PassFailure, default_worker, enzyme_available
 
-__all__ = ["prepare_for_jax", "readable_module", "module_bytecode", "swap_module", "exported_for_text", "main_signature"]
+__all__ = ["prepare_for_jax", "inlined_for_jax", "readable_module", "module_bytecode", "swap_module", "exported_for_text", "main_signature"]
 
 
 def prepare_for_jax(text: str, publish: bool = True) -> str:
@@ -34,6 +34,18 @@ def prepare_for_jax(text: str, publish: bool = True) -> str:
         else:
             text = strip_enzymexla_attributes(text)
     return publish_functions(text, {"main"}) if publish else text
+
+
+def inlined_for_jax(text: str) -> str:
+    """``prepare_for_jax(text)`` with its private functions inlined into their callers (MLIR's inliner as
+    enzyme-ad runs it: JAX's own context has no inliner for StableHLO), locations kept; where enzyme-ad is
+    missing, the calls stay."""
+    if enzyme_available() and "call @" in text:
+        try:
+            text = default_worker().call("run_pipeline", text, "inline,symbol-dce,drop-unsupported-attributes").value.text
+        except PassFailure as e:
+            raise WorkbenchError(f"cannot inline the module's functions: {e.message}\n{e.diagnostics}") from None
+    return prepare_for_jax(text)
 
 
 def readable_module(text: str):

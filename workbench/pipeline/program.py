@@ -24,7 +24,7 @@ from ..ir.locations import xla_locations
 from ..ir.mlir import parse_module
 from .exported import prepare_for_jax
 
-__all__ = ["unwrap_lowered", "relowered", "num_devices", "kept_var_idx", "host_callbacks", "in_avals", "out_avals",
+__all__ = ["unwrap_lowered", "relowered", "relowered_with_results", "num_devices", "kept_var_idx", "host_callbacks", "in_avals", "out_avals",
            "platforms", "donated", "undonated_call", "portable_text", "host_array", "compile_request"]
 
 
@@ -54,6 +54,35 @@ def relowered(lowered: jax.stages.Lowered, text: str) -> jax.stages.Lowered:
     lowering._executable = None  # the copy must not reuse the original's compiled executable
     return jax.stages.Lowered(lowering, lowered.args_info, lowered.out_tree, lowered._no_kwargs,
                               getattr(lowered, "_in_types", None), getattr(lowered, "_out_types", None))
+
+
+def relowered_with_results(lowered: jax.stages.Lowered, text: str, extra: list) -> jax.stages.Lowered:
+    """``lowered`` with its module replaced by ``text``, whose ``@main`` returns the program's results and
+    then one more value per ``extra`` entry (a ``jax.ShapeDtypeStruct``): a tap module. The copy's outputs
+    are one flat tuple, the program's leaves then the extra values, each left where XLA puts it (no
+    sharding asked for), so a single-device program keeps its host callbacks and donations as it
+    compiles. WorkbenchError where the module does not parse."""
+    from jax._src import core
+    from jax._src.sharding_impls import UNSPECIFIED
+
+    try:
+        module = parse_module(prepare_for_jax(xla_locations(text)), allow_unregistered=False)
+    except WorkbenchError as e:
+        raise WorkbenchError(f"the tap module cannot be handed to JAX: {e}") from None
+    lowering = copy.copy(lowered._lowering)
+    lowering._hlo = module
+    lowering._executable = None
+    args = dict(_compile_args(lowered))
+    n = len(extra)
+    args["global_out_avals"] = list(args["global_out_avals"]) + [core.ShapedArray(tuple(a.shape), a.dtype)
+                                                                 for a in extra]
+    args["out_shardings"] = tuple(args["out_shardings"]) + (UNSPECIFIED,) * n
+    args["out_layouts"] = tuple(args["out_layouts"]) + (None,) * n
+    lowering.compile_args = args
+    total = len(args["global_out_avals"])
+    flat = jax.tree_util.tree_structure(tuple(range(total)))
+    return jax.stages.Lowered(lowering, lowered.args_info, flat, lowered._no_kwargs,
+                              getattr(lowered, "_in_types", None), None)
 
 
 def _compile_args(lowered: jax.stages.Lowered) -> dict:

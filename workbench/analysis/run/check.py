@@ -50,7 +50,7 @@ from ...errors import WorkbenchError
 from ...pipeline.program import host_array
 
 __all__ = ["Check", "LeafCheck", "Reference", "ReferenceKind", "ReferenceSource", "LeafRule", "compare_outputs",
-           "check_outputs", "machine_eps", "dtype_name", "REFERENCE", "NOISE_TRIES", "RTOL"]
+           "check_outputs", "check_leaf", "machine_eps", "dtype_name", "REFERENCE", "NOISE_TRIES", "RTOL"]
 
 REFERENCE = "stablehlo"  # the stage every other stage's numbers are checked against
 NOISE_TRIES = 3  # runs with inputs moved by one ulp, where there is no wider evaluation
@@ -389,7 +389,7 @@ def check_outputs(got, ref: Reference) -> Check:
     wide, nudged, computed = _reference_leaves(ref, len(lowered))
     out = []
     for i, ((name, g), (_, low)) in enumerate(zip(stage, lowered)):
-        out.append(_check_leaf(name, g, low, wide[i][1] if wide is not None else None,
+        out.append(check_leaf(name, g, low, wide[i][1] if wide is not None else None,
                                [n[i][1] for n in nudged], computed[i] if computed else None))
     if ref.wide is not None:
         return Check(ref.wide_label, tuple(out), "float64", "", ref.source, ref.why_not_promoted)
@@ -407,9 +407,9 @@ def _reference_leaves(ref: Reference, n: int) -> tuple[list | None, list[list], 
     return wide, nudged, computed
 
 
-def _check_leaf(name: str, g: np.ndarray, low: np.ndarray, wide: np.ndarray | None, nudged: list[np.ndarray],
-                computed: str | None) -> LeafCheck:
-    """One leaf of ``check_outputs``: the stage's ``g`` by the first rule that applies, given the
+def check_leaf(name: str, g: np.ndarray, low: np.ndarray, wide: np.ndarray | None, nudged: list[np.ndarray],
+               computed: str | None) -> LeafCheck:
+    """One leaf of ``check_outputs`` (and one tapped value of a drift search): the stage's ``g`` by the first rule that applies, given the
     as-lowered ``low``, its float64 evaluation ``wide`` (None without one), its nudged runs and the
     narrowest type it was computed through."""
     dtype = str(low.dtype)

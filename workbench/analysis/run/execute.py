@@ -22,7 +22,7 @@ from ...errors import WorkbenchError
 from ...pipeline.array_limit import Planned, refuse_large
 from ...pipeline.exported import exported_for_text, swap_module
 from ...pipeline.hlo_stage import first_after_layout, hlo_as_stablehlo
-from ...pipeline.program import relowered, undonated_call
+from ...pipeline.program import host_array, relowered, relowered_with_results, undonated_call
 from ...pipeline.trace import all_devices, resolve_device
 from ...pipeline.xla import check_options
 from ...pipeline.xla_probe import guard_compile
@@ -31,7 +31,7 @@ from .check import REFERENCE, Check, LeafCheck, Reference, check_outputs, compar
 from .history import RunProgram, why_stale
 
 __all__ = ["devices", "RunResult", "RunProgram", "Timing", "Check", "LeafCheck", "Reference", "run_stage",
-           "compare_outputs", "check_outputs", "args_key", "REFERENCE"]
+           "compare_outputs", "check_outputs", "args_key", "REFERENCE", "runnable_source", "run_values"]
 
 
 def devices():
@@ -121,7 +121,7 @@ def args_key(args) -> str:
     return h.hexdigest()
 
 
-def _runnable_source(ex, stage) -> str:
+def runnable_source(ex, stage) -> str:
     """The module text of ``stage`` that JAX can run (an XLA stage's HLO turned into StableHLO:
     ``pipeline.hlo_stage``); WorkbenchError for stages that cannot run."""
     if stage.error:
@@ -158,7 +158,7 @@ def _runnable_hlo(ex, stage) -> str:
 def runnable_exported(ex, stage):
     """The ``jax.export.Exported`` that runs ``stage`` of ``ex`` (for features that ship the program
     serialized); WorkbenchError for stages that cannot run or programs jax.export cannot serialize."""
-    source = _runnable_source(ex, stage)
+    source = runnable_source(ex, stage)
     traced = ex.spec.traced
     platform = resolve_device(ex.spec.device).platform
     try:
@@ -218,7 +218,7 @@ def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
     traced = ex.spec.traced
     if traced is None:
         return _run_exported(ex, stage, device, repeat, args, options, around, seen)
-    source = _runnable_source(ex, stage)
+    source = runnable_source(ex, stage)
     dev = resolve_device(device)
     if traced.nr_devices == 1 and traced.platforms and dev.platform not in traced.platforms:
         raise WorkbenchError(f"stage {stage.name!r} was lowered for {list(traced.platforms)}, not {dev.platform}: "
@@ -296,3 +296,49 @@ def _run_exported(ex, stage, device: str, repeat: int, args, options: dict, arou
         return lambda: placed, lambda arguments: call(*arguments)
 
     return _timed(stage, device, repeat, compile_it, around)
+
+
+def run_values(ex, label: str, text: str, extra: list, device: str, args=None, xla_options=None) -> list:
+    """Run the tap module ``text`` (``ir.taps.tapped``: ``@main`` returns the program's results and then one
+    value per ``extra`` entry, each a ``jax.ShapeDtypeStruct``) once on ``device`` with ``args`` (None: the
+    arguments a run of ``ex`` takes), compiled with ``xla_options`` (None: the exploration's; ``()``: XLA's
+    defaults); returns the extra values as numpy arrays. ``label`` names the module in errors. A traced
+    function's tap module runs through its own lowering, so its host callbacks fire and its donated
+    arguments are copied first; a sharded program is refused (taps of a mesh are not supported)."""
+    options = check_options(dict(ex.spec.xla_options if xla_options is None else xla_options))
+    traced = ex.spec.traced
+    dev = resolve_device(device)
+    if traced is None:
+        exported = exported_for_text(text, dev.platform)
+        call_args = args if args is not None else (ex.spec.loaded.args if ex.spec.loaded is not None
+                                                   and ex.spec.loaded.args else example_args(exported))
+        placed = _place(tuple(call_args), exported, dev)
+
+        def compile_it():
+            guard_compile(text, device, options, ex.spec.timeout)
+            call = jax.jit(exported.call).lower(*placed).compile(compiler_options=options or None)
+            return lambda: placed, lambda a: call(*a)
+    else:
+        if traced.nr_devices > 1:
+            raise WorkbenchError(f"{label}: the program runs on a mesh of {traced.nr_devices} devices, and finding "
+                                 "where its numbers drift taps one device's program only: sharded drift is not "
+                                 "supported. Explore it on one device to search there.")
+        lowered = relowered_with_results(traced.lowered, text, extra)
+        call_args, call_kwargs = traced.executable_args(None if args is None else tuple(args))
+        call_args, call_kwargs = _place((call_args, call_kwargs), None, dev)
+
+        def compile_it():
+            guard_compile(text, device, options, ex.spec.timeout)
+            compiled = lowered.compile(compiler_options=options or None)
+            return lambda: undonated_call(lowered, call_args, call_kwargs), lambda ak: compiled(*ak[0], **ak[1])
+
+    try:
+        fresh, call = compile_it()
+        outputs = jax.block_until_ready(call(fresh()))
+    except WorkbenchError:
+        raise
+    except Exception as e:
+        raise WorkbenchError(f"{label} did not run on {device}: {type(e).__name__}: "
+                             f"{str(e).splitlines()[0] if str(e) else ''}") from None
+    flat = jax.tree_util.tree_leaves(outputs)
+    return [host_array(x) for x in flat[len(flat) - len(extra):]] if extra else []

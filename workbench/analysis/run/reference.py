@@ -24,7 +24,8 @@ from ...stages import Stage
 from .check import NOISE_TRIES, Reference, ReferenceSource, dtype_name, machine_eps
 from .execute import example_args, run_stage, runnable_exported
 
-__all__ = ["Evaluations", "reference_evaluations", "promoted_outputs", "float64_reference", "nudged_outputs"]
+__all__ = ["Evaluations", "reference_evaluations", "promoted_outputs", "float64_reference", "nudged_outputs",
+           "nudged_arguments"]
 
 
 @dataclass(frozen=True)
@@ -241,6 +242,25 @@ def _refuse_nudging(ex, stage: Stage, values) -> None:
     refuse_large(floating + [Planned(f"output {i} of the {NOISE_TRIES} runs on nudged inputs", a.shape, a.dtype,
                                      NOISE_TRIES) for i, a in enumerate(outs)],
                  "measuring the program's noise would copy its inputs and keep the outputs of several runs")
+
+
+def nudged_arguments(ex, stage: Stage, args, tries: int) -> tuple[list, str]:
+    """(``tries`` copies of the arguments a run of ``stage`` takes, each floating input moved by one ulp as
+    the check's noise rule moves them, seeded; "") or ([], why there are none)."""
+    try:
+        values = _arguments(ex, stage, args)
+        _refuse_nudging(ex, stage, values)
+    except (WorkbenchError, ArrayTooLargeError) as e:
+        return [], f"the program has no arguments to move by one ulp ({str(e).splitlines()[0][:300]})"
+    rng = np.random.default_rng(0)
+    copies = []
+    for _ in range(tries):
+        leaves, tree = jax.tree_util.tree_flatten(values)
+        nudged = [_nudged(leaf, rng) for leaf in leaves]
+        if not any(moved for _, moved in nudged):
+            return [], "the program has no floating input to move by one ulp"
+        copies.append(jax.tree_util.tree_unflatten(tree, [v for v, _ in nudged]))
+    return copies, ""
 
 
 def nudged_outputs(ex, stage: Stage, device: str, args) -> tuple[tuple, str]:

@@ -1,0 +1,453 @@
+"""Where the numbers drift: the first op of a stage whose value leaves its counterpart's in the reference.
+
+``find_drift(ex, stage, reference, device)`` taps both modules (``ir.taps``: ``@main`` also returns chosen
+intermediate values), pairs each op of the stage with its counterpart in the reference (``tapping``: the same
+source positions and result types), and compares each pair with the numeric check's own rule
+(``check.check_leaf``): against the reference promoted to float64 where it can be, next to the reference's own
+error; else against the reference's noise (its inputs moved by one ulp); integers exactly.
+
+The search. The pairs are listed in the stage's order (a topological order: ``@main`` is one block), the
+program's outputs last. Each probe runs the two tap modules (and the reference's float64 or nudged
+evaluation) once, tapping as many pairs of the interval still in question as fit ``TAP_BYTES`` a side,
+spread evenly over it; the first drifting pair and the last good one before it bound the next interval.
+Where everything fits, one probe decides; where one value fills the budget, it is a binary search. The runs
+grow with log(ops), and memory with the budget, never with the program's size. A last probe taps the
+inputs of the op found, next to its counterpart's: an input that already differs, computed here by an op
+the reference lacks (or the other way round), says where the values entered -- the reference's op that a
+rewrite removed is then the first wrong value, and its line the user's. An input that differs and was an
+earlier pair (the values can drift and come back) restarts the search before it.
+
+Tapping changes what XLA compiles (an intermediate returned is no longer fused away), so the tapped run's
+outputs are checked too: where they no longer drift, the result says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import jax
+import numpy as np
+
+from ...errors import WorkbenchError
+from ...ir.promote import computed_in, promote_to_f64
+from ...ir.taps import TapPoint, Value, tapped, value_bytes, value_shape
+from ...stages import Stage
+from .check import NOISE_TRIES, LeafCheck, check_leaf
+from .execute import run_values
+from .reference import nudged_arguments
+from .tapping import Side, counterparts, made_by, removed_by, result_pairs
+
+__all__ = ["Drift", "DriftOp", "DriftInput", "find_drift", "TAP_BYTES", "value_drifts"]
+
+TAP_BYTES = 64 * 2**20  # bytes of tapped values a side may return in one probe
+_RESTARTS = 3
+
+
+@dataclass(frozen=True)
+class _Pair:
+    here: Value
+    there: Value
+    point: TapPoint | None  # None: an output of @main
+    other: TapPoint | None
+    label: str
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class DriftInput:
+    """One operand of the op found, next to its counterpart's operand: ``here``/``reference`` say what each
+    is (an op and its line, or an argument), ``differs`` whether their values differ beyond noise (None:
+    not compared, their types differ), ``note`` where a value entered that the other side computes otherwise."""
+
+    position: int
+    here: str
+    reference: str
+    differs: bool | None
+    max_abs: float | None
+    tolerance: float | None
+    note: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class DriftOp:
+    """The op found: in the stage (``result``, ``op``, ``line`` 0-based in the stage's text, ``text``, the user's
+    ``source``) and its counterpart in the reference (``reference``: the same keys), the compared value
+    (``check``), its inputs, and the stage that made it (``made_by``, with its pass) where one did."""
+
+    stage: str
+    result: str
+    op: str
+    line: int
+    text: str
+    source: str
+    reference: dict
+    check: LeafCheck
+    inputs: tuple[DriftInput, ...] = ()
+    made_by: str | None = None
+    made_by_pass: str = ""
+    in_region: bool = False
+    key: tuple = ()  # (source positions, result types): what ``drifts_at`` finds the op by
+
+
+@dataclass(frozen=True)
+class Drift:
+    """What ``ex.drift`` found. ``op`` is the first op whose value drifts (None: none does), ``line`` the
+    user's line where the values first go wrong (the op's, or that of the reference's op whose value came in
+    otherwise), ``outputs_drift`` whether the program's outputs drift in the tapped runs, ``runs`` the module
+    executions the search made, ``probes`` its rounds, ``ops`` the stage's ops, ``compared`` those with a
+    counterpart, ``rule`` the yardstick, ``rows`` every compared value (``table()``)."""
+
+    stage: str
+    reference: str
+    device: str
+    op: DriftOp | None
+    line: str
+    outputs_drift: bool
+    runs: int
+    probes: int
+    ops: int
+    compared: int
+    rule: str
+    rows: tuple[dict, ...] = field(default=(), repr=False)
+    note: str = ""
+
+    @property
+    def found(self) -> bool:
+        return self.op is not None
+
+    def table(self):
+        """Every compared value, in the stage's order: the op and its line here and in the reference, the
+        user's line, the error, the tolerance and the verdict, and the probe that compared it."""
+        import pandas as pd
+
+        return pd.DataFrame(list(self.rows), columns=["order", "result", "op", "line", "reference_result",
+                                                      "reference_op", "reference_line", "source", "max_abs",
+                                                      "tolerance", "rule", "drifts", "probe"])
+
+    def summary(self) -> str:
+        if self.op is None:
+            head = (f"no drift: the {self.compared} values of {self.stage!r} ({self.ops} ops) compared with {self.reference!r}"
+                    f" agree within noise")
+        else:
+            o = self.op
+            where = (f"{o.result} = {o.op} (line {o.line + 1}{', ' + o.source if o.source else ''})" if o.op
+                     else f"{o.result} of @main (no op inside it has a counterpart to compare)")
+            head = (f"{self.stage!r} drifts from {self.reference!r} at {where}: error {o.check.max_abs:.3g} over a tolerance of "
+                    f"{o.check.tolerance:.3g}")
+            entered = [i.note for i in o.inputs if i.differs and i.note]
+            if entered:
+                head += f"; {entered[0]}"
+            if o.made_by:
+                head += f"; the op was made by {o.made_by}"
+            if o.in_region:
+                head += "; the drift is inside its region (a loop or a branch)"
+        tail = f" ({self.runs} runs, {self.probes} probes, {self.rule})"
+        if self.note:
+            tail += f". {self.note}"
+        return head + tail
+
+    def __repr__(self) -> str:
+        return f"Drift({self.summary()})"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        parts = [f"<p><b>{html.escape(self.summary())}</b></p>"]
+        if self.op is not None:
+            o = self.op
+            parts.append("<table><tr><th></th><th>op</th><th>line</th><th>text</th></tr>"
+                         f"<tr><td>{html.escape(self.stage)}</td><td>{html.escape(o.result)}</td><td>{o.line + 1}</td>"
+                         f"<td><code>{html.escape(o.text[:160])}</code></td></tr>"
+                         f"<tr><td>{html.escape(self.reference)}</td><td>{html.escape(o.reference['result'])}</td>"
+                         f"<td>{o.reference['line'] + 1}</td><td><code>{html.escape(o.reference['text'][:160])}"
+                         "</code></td></tr></table>")
+            if o.inputs:
+                rows = "".join(f"<tr><td>{i.position}</td><td>{html.escape(i.here)}</td><td>{html.escape(i.reference)}"
+                               f"</td><td>{'yes' if i.differs else ('no' if i.differs is False else '?')}</td>"
+                               f"<td>{html.escape(i.note)}</td></tr>" for i in o.inputs)
+                parts.append("<table><tr><th>input</th><th>here</th><th>reference</th><th>differs</th><th></th></tr>"
+                             f"{rows}</table>")
+        bad = [r for r in self.rows if r["drifts"]]
+        parts.append(f"<details><summary>{len(self.rows)} values compared, {len(bad)} drift</summary>"
+                     f"{self.table().to_html(index=False, max_rows=200)}</details>")
+        return "".join(parts)
+
+
+class _Search:
+    """The probes of one search: runs the two tap modules and compares, counting runs."""
+
+    def __init__(self, ex, here: Side, there: Side, device: str, args):
+        self.ex, self.here, self.there, self.device, self.args = ex, here, there, device, args
+        self.runs = 0
+        self.probes = 0
+        self.rule = ""
+        self.nudged, self.why_not_nudged = None, ""
+
+    def _avals(self, side: Side, values):
+        out = []
+        for v in values:
+            found = value_shape(side.tap.value_type(v))
+            if found is None:
+                raise WorkbenchError(f"value of type {side.tap.value_type(v)} cannot be tapped")
+            out.append(jax.ShapeDtypeStruct(found[0], found[1]))
+        return out
+
+    def _run(self, side: Side, text: str, avals, label: str, args=None, options=None) -> list:
+        self.runs += 1
+        return run_values(self.ex, label, text, avals, self.device, self.args if args is None else args,
+                          xla_options=options)
+
+    def probe(self, pairs: list[_Pair]) -> list[LeafCheck]:
+        """One round: the stage's and the reference's values of ``pairs``, compared."""
+        self.probes += 1
+        here_vals, there_vals = [p.here for p in pairs], [p.there for p in pairs]
+        mine = self._run(self.here, tapped(self.here.tap, here_vals), self._avals(self.here, here_vals),
+                         f"the tap module of {self.here.stage.name!r}")
+        ref_text = tapped(self.there.tap, there_vals)
+        avals = self._avals(self.there, there_vals)
+        low = self._run(self.there, ref_text, avals, f"the tap module of {self.there.stage.name!r}", options=())
+        wide, nudged = self._yardstick(ref_text, avals)
+        computed = computed_in(ref_text)
+        computed = computed[-len(pairs):] if computed and len(computed) >= len(pairs) else [None] * len(pairs)
+        return [check_leaf(p.label, np.asarray(g), np.asarray(w), None if wide is None else np.asarray(wide[k]),
+                           [np.asarray(n[k]) for n in nudged], computed[k])
+                for k, (p, g, w) in enumerate(zip(pairs, mine, low))]
+
+    def _yardstick(self, ref_text: str, avals):
+        """(the reference's tapped values promoted to float64, []) or (None, the nudged runs' values)."""
+        promotion = promote_to_f64(ref_text)
+        if promotion.ok:
+            try:
+                wide = self._run(self.there, promotion.text, avals, "the reference promoted to float64", options=())
+                self.rule = "against the reference promoted to float64"
+                return wide, []
+            except WorkbenchError:
+                pass
+        if self.nudged is None:
+            self.nudged, self.why_not_nudged = nudged_arguments(self.ex, self.there.stage, self.args, NOISE_TRIES)
+        if not self.nudged:
+            self.rule = f"per-dtype tolerances ({promotion.refused or 'no float64 evaluation'}; {self.why_not_nudged})"
+            return None, []
+        self.rule = (f"against the reference's noise, its inputs moved by one ulp ({NOISE_TRIES} tries): it cannot "
+                     f"be promoted to float64 ({promotion.refused})")
+        return None, [self._run(self.there, ref_text, avals, "the reference on nudged inputs", args=a, options=())
+                      for a in self.nudged]
+
+
+def _pairs(here: Side, there: Side) -> list[_Pair]:
+    """Every value of the stage with a counterpart, in the stage's order, then the outputs of @main."""
+    cps = counterparts(here, there)
+    out: list[_Pair] = []
+    seen: set = set()
+    for p in here.tap.points:
+        q = there.tap.points[cps[p.index]] if p.index in cps else None
+        for r, k in (result_pairs(p, q) if q is not None else ()):
+            t = p.types[r]
+            if value_shape(t) is None:
+                continue
+            d = here.describe(p)
+            name = d["result"] or p.op
+            out.append(_Pair(("op", p.index, r), ("op", q.index, k), p, q,
+                             f"{name}#{r} ({p.op})" if len(p.types) > 1 else f"{name} ({p.op})", value_bytes(t)))
+            seen.add((("op", p.index, r), ("op", q.index, k)))
+    for i, (a, b) in enumerate(zip(here.tap.results, there.tap.results)):
+        ta, tb = here.tap.value_type(a) if a[0] != "other" else "", there.tap.value_type(b) if b[0] != "other" else ""
+        if (a, b) in seen or ta != tb or value_shape(ta) is None:
+            continue
+        out.append(_Pair(a, b, None, None, f"output {i}", value_bytes(ta)))
+    return out
+
+
+def _spread(candidates: list[int], pairs: list[_Pair], budget: int) -> list[int]:
+    """As many of ``candidates`` as fit ``budget`` bytes, evenly spread over them (at least one: the
+    middle one); all of them where they fit."""
+    if sum(pairs[i].nbytes for i in candidates) <= budget:
+        return list(candidates)
+    k = len(candidates)
+    while k > 1:
+        k = max(1, k // 2)
+        picked = sorted({candidates[min(len(candidates) - 1, (j + 1) * len(candidates) // (k + 1))] for j in range(k)})
+        if sum(pairs[i].nbytes for i in picked) <= budget:
+            return picked
+    return [candidates[len(candidates) // 2]]
+
+
+def _locate(search: _Search, pairs: list[_Pair], budget: int, good: int, bad: int | None,
+            checks: dict[int, tuple[LeafCheck, int]]) -> tuple[int, int | None]:
+    """Narrow (good, bad) -- the last pair known good and the first known to drift (None: none yet) --
+    until they are neighbours or nothing in between drifts."""
+    end = len(pairs)
+    while True:
+        hi = bad if bad is not None else end
+        candidates = [i for i in range(good + 1, hi) if i not in checks]
+        if not candidates:
+            return good, bad
+        picked = _spread(candidates, pairs, budget)
+        if bad is None:  # the first round compares the outputs too: they come back from every run anyway
+            picked = sorted(set(picked) | {i for i in range(end) if pairs[i].point is None})
+        for i, c in zip(picked, search.probe([pairs[i] for i in picked])):
+            checks[i] = (c, search.probes)
+        drifting = [i for i in picked if not checks[i][0].passed and (bad is None or i < bad)]
+        if drifting:
+            bad = drifting[0]
+        good = max([good] + [i for i in picked if checks[i][0].passed and (bad is None or i < bad)])
+        if bad is None:  # nothing drifts among the values compared (all of them, where they fit)
+            return good, None
+        if bad is not None and all(i in checks for i in range(good + 1, bad)):
+            return good, bad
+
+
+def _describe_value(side: Side, value: Value) -> tuple[str, str]:
+    """(what a value is, in words; the user's line it came from)."""
+    if value[0] == "arg":
+        return f"argument {value[1]} of @main", ""
+    if value[0] != "op":
+        return "a value of an enclosing region", ""
+    d = side.describe(side.tap.points[value[1]])
+    return f"{d['result'] or '?'} = {d['op']} (line {d['line'] + 1})", d["source"]
+
+
+def _inputs(search: _Search, pair: _Pair, paired: dict[int, int], stages: list[Stage]) -> list[DriftInput]:
+    """The operands of the op found next to its counterpart's, compared in one probe; each differing one
+    made by an op without a counterpart says which stage made (or removed) that op."""
+    here, there = search.here, search.there
+    p, q = pair.point, pair.other
+    if p is None or q is None or len(p.operands) != len(q.operands):
+        return []
+    rows, todo = [], []
+    for k, (a, b) in enumerate(zip(p.operands, q.operands)):
+        ok = "other" not in (a[0], b[0]) and here.tap.value_type(a) == there.tap.value_type(b) \
+            and value_shape(here.tap.value_type(a)) is not None
+        rows.append((k, a, b, ok))
+        if ok:
+            todo.append(_Pair(a, b, None, None, f"input {k}", value_bytes(here.tap.value_type(a))))
+    checks = dict(zip([r[0] for r in rows if r[3]], search.probe(todo))) if todo else {}
+    out = []
+    for k, a, b, ok in rows:
+        mine, source = _describe_value(here, a)
+        theirs, their_source = _describe_value(there, b)
+        c = checks.get(k)
+        note = _entered(search, a, b, paired, stages) if c is not None and not c.passed else ""
+        out.append(DriftInput(k, mine, theirs, None if c is None else not c.passed, None if c is None else c.max_abs,
+                              None if c is None else c.tolerance, note, their_source or source))
+    return out
+
+
+def _entered(search: _Search, a: Value, b: Value, paired: dict[int, int], stages: list[Stage]) -> str:
+    """Where a differing input came from, when one side computes it with an op the other lacks: what it is
+    here (an argument, a constant, an op a pass made) and what the reference computes it with (an op a
+    pass removed); "" where both sides' ops are counterparts (the input drifted before: the search says)."""
+    here, there = search.here, search.there
+    names = {s.name for s in stages}
+    theirs = ""
+    if b[0] == "op" and b[1] not in paired.values():
+        q = there.tap.points[b[1]]
+        d = there.describe(q)
+        gone = removed_by(stages, there.stage.name, here.stage.name, q.op, there.keys(q)) \
+            if {there.stage.name, here.stage.name} <= names else None
+        theirs = (f"the reference computes it with {d['result']} = {q.op} (line {d['line'] + 1}"
+                  f"{', ' + d['source'] if d['source'] else ''}), which has no counterpart here"
+                  + (f": removed by {gone.name}" if gone is not None else ""))
+    mine = ""
+    if a[0] == "op" and a[1] not in paired:
+        p = here.tap.points[a[1]]
+        d = here.describe(p)
+        if p.op == "stablehlo.constant":
+            mine = f"here it is the constant {d['result']} = {p.value} (line {d['line'] + 1})"
+        else:
+            made = made_by(stages, here.stage.name, p.op, here.keys(p)) if here.stage.name in names else None
+            mine = (f"here it is {d['result']} = {p.op} (line {d['line'] + 1}), which the reference does not have"
+                    + (f": made by {made.name}" if made is not None else ""))
+    elif a[0] == "arg" and theirs:
+        mine = f"here it is argument {a[1]} of @main as given"
+    return "; ".join(x for x in (mine, theirs) if x)
+
+
+def _row(k: int, pair: _Pair, check: LeafCheck, probe: int, here: Side, there: Side) -> dict:
+    d = here.describe(pair.point) if pair.point is not None else {"result": pair.label, "op": "", "line": -1,
+                                                                  "source": ""}
+    e = there.describe(pair.other) if pair.other is not None else {"result": pair.label, "op": "", "line": -1}
+    return {"order": k, "result": d["result"], "op": d["op"], "line": d["line"] + 1 if d["line"] >= 0 else None,
+            "reference_result": e["result"], "reference_op": e["op"],
+            "reference_line": e["line"] + 1 if e["line"] >= 0 else None, "source": d["source"],
+            "max_abs": check.max_abs, "tolerance": check.tolerance, "rule": check.rule, "drifts": not check.passed,
+            "probe": probe}
+
+
+def find_drift(ex, here: Side, there: Side, device: str, args=None, budget: int = TAP_BYTES) -> Drift:
+    """The first op of ``here``'s stage whose value drifts from its counterpart in ``there`` (see the
+    module's docstring), on ``device`` with ``args`` (None: the run's own)."""
+    search = _Search(ex, here, there, device, args)
+    pairs = _pairs(here, there)
+    if not pairs:
+        raise WorkbenchError(f"no value of {here.stage.name!r} has a counterpart in {there.stage.name!r} to compare "
+                             "(no op with the same source position and type, and no output of the same type)")
+    checks: dict[int, tuple[LeafCheck, int]] = {}
+    good, bad = _locate(search, pairs, budget, -1, None, checks)
+    returned = set(here.tap.results)
+    outputs_drift = any(not c.passed for i, (c, _) in checks.items() if pairs[i].here in returned)
+    paired = counterparts(here, there)
+    stages = list(ex.stages)
+    inputs: list[DriftInput] = []
+    for _ in range(_RESTARTS + 1):
+        if bad is None:
+            break
+        inputs = _inputs(search, pairs[bad], paired, stages)
+        earlier = _earlier_drift(pairs, bad, inputs, search.here)
+        if earlier is None:
+            break
+        good, bad = _locate(search, pairs, budget, max([-1] + [i for i in checks if i < earlier
+                                                              and checks[i][0].passed]), earlier, checks)
+    rows = tuple(_row(k, pairs[k], c, n, here, there) for k, (c, n) in sorted(checks.items()))
+    found = _found(pairs[bad], checks[bad][0], inputs, here, there, stages) if bad is not None else None
+    note = ""
+    if found is not None and not outputs_drift:
+        note = ("the program's outputs do not drift in the tapped runs: tapping changes what XLA compiles (a "
+                "value returned is not fused away), so the drift seen in a plain run may depend on that")
+    line = found.source if found is not None else ""
+    for i in (found.inputs if found is not None else ()):
+        if i.differs and i.note and i.source:
+            line = i.source
+            break
+    return Drift(here.stage.name, there.stage.name, device, found, line, outputs_drift, search.runs, search.probes,
+                 len(here.tap.points), len(pairs), search.rule, rows, note)
+
+
+def _earlier_drift(pairs: list[_Pair], bad: int, inputs: list[DriftInput], here: Side) -> int | None:
+    """The index of an earlier pair that is an input of the op found and differs (the search passed over
+    it: the values drifted and came back), else None."""
+    p = pairs[bad].point
+    if p is None:
+        return None
+    index = {pair.here: k for k, pair in enumerate(pairs)}
+    for i in inputs:
+        k = index.get(p.operands[i.position])
+        if i.differs and k is not None and k < bad:
+            return k
+    return None
+
+
+def _found(pair: _Pair, check: LeafCheck, inputs: list[DriftInput], here: Side, there: Side,
+           stages: list[Stage]) -> DriftOp:
+    p = pair.point
+    d = here.describe(p) if p is not None else {"result": pair.label, "op": "", "line": -1, "text": "", "source": ""}
+    e = there.describe(pair.other) if pair.other is not None else {"result": pair.label, "op": "", "line": -1,
+                                                                   "text": "", "source": ""}
+    made = None
+    if p is not None and here.stage.name in {s.name for s in stages}:
+        made = made_by(stages, here.stage.name, p.op, here.keys(p))
+    key = (here.keys(p), p.types, p.op) if p is not None else ()
+    return DriftOp(here.stage.name, d["result"], d["op"], d["line"], d["text"], d["source"], e, check, tuple(inputs),
+                   made.name if made is not None else None, (made.produced_by or "") if made is not None else "",
+                   bool(p is not None and p.regions), key)
+
+
+def value_drifts(ex, here: Side, there: Side, key: tuple, device: str, args=None) -> bool | None:
+    """Whether the op of ``here`` known by ``key`` (``DriftOp.key``) drifts from its counterpart: one probe.
+    None where the stage has no such op with a counterpart."""
+    pairs = [p for p in _pairs(here, there) if p.point is not None
+             and (here.keys(p.point), p.point.types, p.point.op) == key]
+    if not pairs:
+        return None
+    search = _Search(ex, here, there, device, args)
+    return not search.probe(pairs[:1])[0].passed
