@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .analysis.run.execute import devices
     from .analysis.search.bisect import (crashes, differs_from, has_op, lacks_op, miscompiles, op_count_above,
                                          op_count_at_most, slower_than)
+    from .analysis.search.drifts import drifts_at
     from .analysis.search.pipelines import plot_pipelines
     from .exploration import Exploration, compare_pipelines, explore, explore_text, load, opt
     from .pipeline.catalog import patterns
@@ -36,6 +37,7 @@ _LAZY = {
     **dict.fromkeys(("explore", "explore_text", "load", "opt", "Exploration", "compare_pipelines"), ".exploration"),
     **dict.fromkeys(("crashes", "differs_from", "has_op", "lacks_op", "miscompiles", "op_count_above",
                      "op_count_at_most", "slower_than"), ".analysis.search.bisect"),
+    "drifts_at": ".analysis.search.drifts",
     "devices": ".analysis.run.execute", "plot_pipelines": ".analysis.search.pipelines",
     "patterns": ".pipeline.catalog", "pipelines": ".pipeline.presets", "config": ".pipeline.remote",
     "Stage": ".stages",
@@ -68,6 +70,7 @@ __all__ = [
     "explore", "explore_text", "load", "opt", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
     "compare_pipelines", "plot_pipelines", "config",
     "miscompiles", "crashes", "slower_than", "op_count_above", "op_count_at_most", "differs_from", "has_op", "lacks_op",
+    "drifts_at",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
     "XlaOptionError", "XlaPassWarning", "UnknownPeakError", "InputKindError", "MlirSyntaxError",
     "SavedFileError", "ArrayTooLargeError", "GraphUnavailableError", "GraphTooLargeError", "XlaAbortError",

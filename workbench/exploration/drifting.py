@@ -2,7 +2,10 @@
 ``Exploration``: one call down into ``analysis.run.drift``."""
 from __future__ import annotations
 
+import dataclasses
+
 from ..analysis.run.drift import Drift, find_drift
+from ..analysis.search.blame import op_present, patterns_that
 from ..analysis.run.execute import runnable_source
 from ..analysis.run.tapping import Side, side_of
 from ..stages import Stage
@@ -35,7 +38,25 @@ class Drifting:
         given = None if args is None else tuple(args)
         for s in (st, ref):
             refuse_unfaithful_hlo(self, s, device, given, self._refs)  # as run does, for XLA stages
-        return find_drift(self, self._tap_side(st), self._tap_side(ref), device, given)
+        found = find_drift(self, self._tap_side(st), self._tap_side(ref), device, given)
+        return self._blamed(found)
+
+    def _blamed(self, found: Drift) -> Drift:
+        """``found`` with the patterns that made the change its op came from, where a pattern pass made it:
+        that pass run again on its parent with subsets of its patterns (``analysis.search.blame``)."""
+        op = found.op
+        if op is None or not op.changed_by or op.changed_by not in self.names:
+            return found
+        stage = self.stage(op.changed_by)
+        if not stage.parent or stage.parent not in self.names:
+            return found
+        kind, keys, removed = op.change
+        blame = patterns_that(stage, self.stage(stage.parent),
+                              (lambda text: not op_present(text, kind, keys)) if removed
+                              else (lambda text: op_present(text, kind, keys)), self.spec.timeout)
+        note = (f"found in {blame.runs} runs of {stage.name}'s pass on {stage.parent}" if blame.patterns
+                else blame.why_not)
+        return dataclasses.replace(found, op=dataclasses.replace(op, patterns=blame.patterns, blame_note=note))
 
     def _tap_side(self, stage: Stage) -> Side:
         """``stage`` read for tapping, once per text (the searches of one exploration share them)."""

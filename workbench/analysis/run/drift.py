@@ -28,6 +28,7 @@ import jax
 import numpy as np
 
 from ...errors import WorkbenchError
+from ...pipeline.array_limit import Planned, refuse_large
 from ...ir.promote import computed_in, promote_to_f64
 from ...ir.taps import TapPoint, Value, tapped, value_bytes, value_shape
 from ...stages import Stage
@@ -40,6 +41,8 @@ __all__ = ["Drift", "DriftOp", "DriftInput", "find_drift", "TAP_BYTES", "value_d
 
 TAP_BYTES = 64 * 2**20  # bytes of tapped values a side may return in one probe
 _RESTARTS = 3
+_LEAST = 3
+_CONTROL_FLOW = ("stablehlo.while", "stablehlo.case", "stablehlo.if")
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,8 @@ class DriftInput:
     tolerance: float | None
     note: str = ""
     source: str = ""
+    changed_by: str | None = None  # the stage that removed the reference's op (or made this stage's)
+    change: tuple = ()  # (kind, source positions, removed?) of that op, for ``patterns_that``
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,11 @@ class DriftOp:
     made_by: str | None = None
     made_by_pass: str = ""
     in_region: bool = False
-    key: tuple = ()  # (source positions, result types): what ``drifts_at`` finds the op by
+    key: tuple = ()  # (source positions, result types, kind): what ``drifts_at`` finds the op by
+    patterns: tuple[str, ...] = ()  # the patterns of the stage that made the change (``changed_by``)
+    changed_by: str | None = None  # that stage: the one that removed an input's op, else made this op
+    blame_note: str = ""  # how the patterns were found, or why none
+    change: tuple = field(default=(), repr=False)  # (kind, source positions, removed?) of ``changed_by``'s op
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,7 @@ class Drift:
     rule: str
     rows: tuple[dict, ...] = field(default=(), repr=False)
     note: str = ""
+    module_args: tuple = field(default=(), repr=False)  # the arrays @main was run with (for ``drifts_at``)
 
     @property
     def found(self) -> bool:
@@ -139,6 +149,8 @@ class Drift:
                 head += f"; {entered[0]}"
             if o.made_by:
                 head += f"; the op was made by {o.made_by}"
+            if o.patterns:
+                head += f"; {o.changed_by} did it with the pattern{'s' * (len(o.patterns) > 1)} {', '.join(o.patterns)}"
             if o.in_region:
                 head += "; the drift is inside its region (a loop or a branch)"
         tail = f" ({self.runs} runs, {self.probes} probes, {self.rule})"
@@ -198,9 +210,15 @@ class _Search:
                           xla_options=options)
 
     def probe(self, pairs: list[_Pair]) -> list[LeafCheck]:
-        """One round: the stage's and the reference's values of ``pairs``, compared."""
+        """One round: the stage's and the reference's values of ``pairs``, compared. ArrayTooLargeError
+        before anything runs where the values of one round (the stage's, the reference's and its float64
+        or nudged evaluations) pass ``array_limit()``."""
         self.probes += 1
         here_vals, there_vals = [p.here for p in pairs], [p.there for p in pairs]
+        copies = 2 + NOISE_TRIES
+        refuse_large([Planned(f"tapped value {p.label}", *value_shape(self.here.tap.value_type(p.here)), copies)
+                      for p in pairs], "finding where the numbers drift would keep intermediate values of "
+                      "several runs", "Search on smaller arguments, or a stage of a smaller program.")
         mine = self._run(self.here, tapped(self.here.tap, here_vals), self._avals(self.here, here_vals),
                          f"the tap module of {self.here.stage.name!r}")
         ref_text = tapped(self.there.tap, there_vals)
@@ -259,17 +277,24 @@ def _pairs(here: Side, there: Side) -> list[_Pair]:
 
 
 def _spread(candidates: list[int], pairs: list[_Pair], budget: int) -> list[int]:
-    """As many of ``candidates`` as fit ``budget`` bytes, evenly spread over them (at least one: the
-    middle one); all of them where they fit."""
+    """As many of ``candidates`` as fit ``budget`` bytes, evenly spread over them; all of them where they
+    fit. At least ``_LEAST`` (the quarters of the interval: three values cost little more than one, and a
+    round then cuts the interval four ways), where ``array_limit()`` allows them (``probe`` checks)."""
     if sum(pairs[i].nbytes for i in candidates) <= budget:
         return list(candidates)
     k = len(candidates)
-    while k > 1:
-        k = max(1, k // 2)
-        picked = sorted({candidates[min(len(candidates) - 1, (j + 1) * len(candidates) // (k + 1))] for j in range(k)})
+    while k > _LEAST:
+        k = max(_LEAST, k // 2)
+        picked = _evenly(candidates, k)
         if sum(pairs[i].nbytes for i in picked) <= budget:
             return picked
-    return [candidates[len(candidates) // 2]]
+    return _evenly(candidates, min(_LEAST, len(candidates)))
+
+
+def _evenly(candidates: list[int], k: int) -> list[int]:
+    """``k`` of ``candidates`` cutting them into ``k + 1`` near-equal parts."""
+    n = len(candidates)
+    return sorted({candidates[min(n - 1, (j + 1) * n // (k + 1))] for j in range(k)})
 
 
 def _locate(search: _Search, pairs: list[_Pair], budget: int, good: int, bad: int | None,
@@ -327,19 +352,20 @@ def _inputs(search: _Search, pair: _Pair, paired: dict[int, int], stages: list[S
         mine, source = _describe_value(here, a)
         theirs, their_source = _describe_value(there, b)
         c = checks.get(k)
-        note = _entered(search, a, b, paired, stages) if c is not None and not c.passed else ""
+        note, changed, change = _entered(search, a, b, paired, stages) if c is None or not c.passed else ("", None, ())
         out.append(DriftInput(k, mine, theirs, None if c is None else not c.passed, None if c is None else c.max_abs,
-                              None if c is None else c.tolerance, note, their_source or source))
+                              None if c is None else c.tolerance, note, their_source or source, changed, change))
     return out
 
 
-def _entered(search: _Search, a: Value, b: Value, paired: dict[int, int], stages: list[Stage]) -> str:
-    """Where a differing input came from, when one side computes it with an op the other lacks: what it is
-    here (an argument, a constant, an op a pass made) and what the reference computes it with (an op a
-    pass removed); "" where both sides' ops are counterparts (the input drifted before: the search says)."""
+def _entered(search: _Search, a: Value, b: Value, paired: dict[int, int], stages: list[Stage]):
+    """Where a differing (or incomparable) input came from, when one side computes it with an op the other
+    lacks: (words -- what it is here, an argument, a constant, an op a pass made, and what the reference
+    computes it with, an op a pass removed --, the stage that removed or made that op, (kind, source
+    positions, removed?)); ("", None, ()) where both sides' ops are counterparts."""
     here, there = search.here, search.there
     names = {s.name for s in stages}
-    theirs = ""
+    theirs, changed, change = "", None, ()
     if b[0] == "op" and b[1] not in paired.values():
         q = there.tap.points[b[1]]
         d = there.describe(q)
@@ -348,6 +374,8 @@ def _entered(search: _Search, a: Value, b: Value, paired: dict[int, int], stages
         theirs = (f"the reference computes it with {d['result']} = {q.op} (line {d['line'] + 1}"
                   f"{', ' + d['source'] if d['source'] else ''}), which has no counterpart here"
                   + (f": removed by {gone.name}" if gone is not None else ""))
+        if gone is not None:
+            changed, change = gone.name, (q.op, there.keys(q), True)
     mine = ""
     if a[0] == "op" and a[1] not in paired:
         p = here.tap.points[a[1]]
@@ -358,9 +386,11 @@ def _entered(search: _Search, a: Value, b: Value, paired: dict[int, int], stages
             made = made_by(stages, here.stage.name, p.op, here.keys(p)) if here.stage.name in names else None
             mine = (f"here it is {d['result']} = {p.op} (line {d['line'] + 1}), which the reference does not have"
                     + (f": made by {made.name}" if made is not None else ""))
+            if made is not None and changed is None:
+                changed, change = made.name, (p.op, here.keys(p), False)
     elif a[0] == "arg" and theirs:
         mine = f"here it is argument {a[1]} of @main as given"
-    return "; ".join(x for x in (mine, theirs) if x)
+    return "; ".join(x for x in (mine, theirs) if x), changed, change
 
 
 def _row(k: int, pair: _Pair, check: LeafCheck, probe: int, here: Side, there: Side) -> dict:
@@ -410,7 +440,18 @@ def find_drift(ex, here: Side, there: Side, device: str, args=None, budget: int 
             line = i.source
             break
     return Drift(here.stage.name, there.stage.name, device, found, line, outputs_drift, search.runs, search.probes,
-                 len(here.tap.points), len(pairs), search.rule, rows, note)
+                 len(here.tap.points), len(pairs), search.rule, rows, note, _module_args(ex, args))
+
+
+def _module_args(ex, args) -> tuple:
+    """The arrays ``@main`` took in the search: a traced function's as its module sees them, a text
+    module's as given (or saved); () where they were seeded (they can be made again)."""
+    traced = ex.spec.traced
+    if traced is not None:
+        return tuple(traced.module_args(args))
+    loaded = ex.spec.loaded
+    given = args if args is not None else (loaded.args if loaded is not None and loaded.args else None)
+    return tuple(given) if given is not None else ()
 
 
 def _earlier_drift(pairs: list[_Pair], bad: int, inputs: list[DriftInput], here: Side) -> int | None:
@@ -437,9 +478,12 @@ def _found(pair: _Pair, check: LeafCheck, inputs: list[DriftInput], here: Side, 
     if p is not None and here.stage.name in {s.name for s in stages}:
         made = made_by(stages, here.stage.name, p.op, here.keys(p))
     key = (here.keys(p), p.types, p.op) if p is not None else ()
+    changed, change = next(((i.changed_by, i.change) for i in inputs if i.changed_by), (None, ()))
+    if changed is None and made is not None:
+        changed, change = made.name, (p.op, here.keys(p), False)
     return DriftOp(here.stage.name, d["result"], d["op"], d["line"], d["text"], d["source"], e, check, tuple(inputs),
                    made.name if made is not None else None, (made.produced_by or "") if made is not None else "",
-                   bool(p is not None and p.regions), key)
+                   bool(p is not None and p.op in _CONTROL_FLOW), key, changed_by=changed, change=change)
 
 
 def value_drifts(ex, here: Side, there: Side, key: tuple, device: str, args=None) -> bool | None:
