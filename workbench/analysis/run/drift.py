@@ -10,8 +10,9 @@ The search. The pairs are listed in the stage's order (a topological order: ``@m
 program's outputs last. Each probe runs the two tap modules (and the reference's float64 or nudged
 evaluation) once, tapping as many pairs of the interval still in question as fit ``TAP_BYTES`` a side,
 spread evenly over it; the first drifting pair and the last good one before it bound the next interval.
-Where everything fits, one probe decides; where one value fills the budget, it is a binary search. The runs
-grow with log(ops), and memory with the budget, never with the program's size. A last probe taps the
+Where everything fits, one probe decides; where it does not, a round taps at least seven values (refused
+beyond ``array_limit()``), so the interval shrinks eight-fold a round. The runs grow with log(ops), and
+memory with the budget, never with the program's size. A last probe taps the
 inputs of the op found, next to its counterpart's: an input that already differs, computed here by an op
 the reference lacks (or the other way round), says where the values entered -- the reference's op that a
 rewrite removed is then the first wrong value, and its line the user's. An input that differs and was an
@@ -41,7 +42,7 @@ __all__ = ["Drift", "DriftOp", "DriftInput", "find_drift", "TAP_BYTES", "value_d
 
 TAP_BYTES = 64 * 2**20  # bytes of tapped values a side may return in one probe
 _RESTARTS = 3
-_LEAST = 3
+_LEAST = 7  # a round of 7 values cuts the interval 8 ways: 3 runs buy what 3 halvings do
 _CONTROL_FLOW = ("stablehlo.while", "stablehlo.case", "stablehlo.if")
 
 
@@ -278,8 +279,8 @@ def _pairs(here: Side, there: Side) -> list[_Pair]:
 
 def _spread(candidates: list[int], pairs: list[_Pair], budget: int) -> list[int]:
     """As many of ``candidates`` as fit ``budget`` bytes, evenly spread over them; all of them where they
-    fit. At least ``_LEAST`` (the quarters of the interval: three values cost little more than one, and a
-    round then cuts the interval four ways), where ``array_limit()`` allows them (``probe`` checks)."""
+    fit. At least ``_LEAST`` (seven values cost little more than one run's worth, and a round then cuts the
+    interval eight ways), where ``array_limit()`` allows them (``probe`` checks)."""
     if sum(pairs[i].nbytes for i in candidates) <= budget:
         return list(candidates)
     k = len(candidates)
@@ -404,9 +405,11 @@ def _row(k: int, pair: _Pair, check: LeafCheck, probe: int, here: Side, there: S
             "probe": probe}
 
 
-def find_drift(ex, here: Side, there: Side, device: str, args=None, budget: int = TAP_BYTES) -> Drift:
+def find_drift(ex, here: Side, there: Side, device: str, args=None, budget: int | None = None) -> Drift:
     """The first op of ``here``'s stage whose value drifts from its counterpart in ``there`` (see the
-    module's docstring), on ``device`` with ``args`` (None: the run's own)."""
+    module's docstring), on ``device`` with ``args`` (None: the run's own), tapping at most ``budget``
+    bytes a side a round (default ``TAP_BYTES``)."""
+    budget = TAP_BYTES if budget is None else budget
     search = _Search(ex, here, there, device, args)
     pairs = _pairs(here, there)
     if not pairs:

@@ -10,12 +10,12 @@ returns no pattern and says why.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable
 
 from ...errors import StageError, WorkbenchError
 from ...ir.locations import mlir_op_locations
+from ...ir.text import leading_td_patterns
 from ...pipeline.catalog import pattern_name, patterns_pass
 from ...pipeline.runner import default_runner
 from ...stages import Stage
@@ -23,7 +23,6 @@ from .bisect import ddmin
 
 __all__ = ["Blame", "patterns_that", "op_present"]
 
-_PATTERNS = re.compile(r"enzyme-hlo-generate-td\{patterns=([^}]*)\}")
 MAX_RUNS = 300
 
 
@@ -46,10 +45,10 @@ def patterns_that(stage: Stage, parent: Stage, holds: Callable[[str], bool], tim
                   max_runs: int = MAX_RUNS) -> Blame:
     """A 1-minimal set of the patterns of ``stage``'s pass for which ``holds`` is true of that pass's output
     on ``parent`` (see the module's docstring)."""
-    found = _PATTERNS.search(stage.produced_by or "")
+    found = leading_td_patterns(stage.produced_by or "")
     if found is None:
         return Blame(why_not=f"{stage.name} is not an Enzyme-JaX pattern pass")
-    specs = [s for s in found.group(1).split(";") if s and not s.endswith("(0)")]  # (0): switched off
+    specs = [s for s in found if s and not s.endswith("(0)")]  # (0): switched off
     runner, text = default_runner(), parent.text_with_locations or parent.text
     runs = 0
 
