@@ -221,3 +221,12 @@ def test_pairing_weighs_a_bounded_number_of_candidates_per_op(monkeypatch):
     pairs = tapping.counterparts(here, there)
     n = len(here.tap.points)
     assert len(pairs) >= n // 2 and len(calls) <= (tapping._WINDOW * (tapping._ROUNDS + 1) + 4) * n
+
+
+def test_the_module_xla_is_given_by_a_miscompiling_pipeline_runs_and_drifts_where_it_came_from():
+    """The way back from HLO is checked against the module XLA was given (the last MLIR stage), not against
+    the program as lowered: a pipeline that miscompiles hands XLA other numbers, faithfully."""
+    ex = wb.explore(sanitize, *nan_fed(), no_nan=True)
+    assert not ex.run("xla:before_optimizations", repeat=1).check.passed  # runs: the numbers are the pipeline's
+    d = ex.drift("xla:before_optimizations")
+    assert d.found and d.line == line_of(sanitize, "jnp.where") and d.op.op == "stablehlo.dot"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..analysis.run.check import Reference, check_outputs
+from ..analysis.run.check import Reference, check_outputs, compare_outputs
 from ..analysis.run.execute import REFERENCE, args_key, run_stage
 from ..analysis.run.reference import reference_evaluations
 from ..analysis.search.explored import Explored
@@ -82,27 +82,29 @@ _XLA_INPUT = "xla:before_optimizations"
 
 def refuse_unfaithful_hlo(ex: Explored, stage: Stage, device: str, args: Any, memo: dict) -> None:
     """Before an XLA stage runs: WorkbenchError when the way back from HLO to StableHLO (``pipeline.hlo_stage``)
-    does not keep this program's meaning. ``xla:before_optimizations`` is the module XLA was given, so it
-    must compute what the as-lowered program computes: it is run once (per trace, device and arguments) and
-    checked as any run is (the verdict kept in the trace's memo, else in ``memo``: the exploration's own,
-    as ``remembered_reference`` keeps its references). Where it fails, the conversion lost something the program needs (a custom call's
-    operand layouts, say) and no XLA stage of it is run: a failed check would accuse XLA of the converter's
-    loss."""
+    does not keep this program's meaning. ``xla:before_optimizations`` is the module XLA was given -- the last
+    MLIR stage --, so turned back it must compute what that stage computes (the per-dtype comparison of
+    ``compare_outputs``: the same module, compiled twice): both are run once per trace, device and arguments
+    (the verdict kept in the trace's memo, else in ``memo``). Where they differ, the conversion lost something
+    the program needs (a custom call's operand layouts, say) and no XLA stage of it is run: a failed check
+    would accuse XLA of the converter's loss. (Not against the as-lowered program: an MLIR pipeline that
+    miscompiles hands XLA a module that computes other numbers, faithfully.)"""
     if stage.group != "xla":
         return
     first = next((s for s in ex.stages if s.name == _XLA_INPUT and not s.error), None)
     if first is None:
         return
+    given = ex.default_run_stage()
     traced = ex.spec.traced
     memo = traced.memo if traced is not None else memo
-    key = ("hlo-faithful", device, "traced" if args is None else args_key(args))
+    key = ("hlo-faithful", text_hash(given.text), device, "traced" if args is None else args_key(args))
     if key not in memo:
-        outputs = run_stage(ex, first, device, 1, args)[0]
-        memo[key] = check_outputs(outputs, remembered_reference(ex, memo, device, args))
+        outputs = run_stage(ex, first, device, 1, args, xla_options=())[0]
+        memo[key] = compare_outputs(outputs, run_stage(ex, given, device, 1, args, xla_options=())[0], given.name)
     verdict = memo[key]
     if not verdict.passed:
         raise WorkbenchError(
             f"stage {stage.name!r} cannot run faithfully: turned back from HLO into StableHLO, {_XLA_INPUT} (the "
-            f"module XLA was given) does not compute what {ex.reference_stage().name} computes ({verdict!r}), so "
-            "the way back loses something this program needs (a custom call's operand layouts, a callback's "
-            "settings). Its XLA stages are not run; the last MLIR stage runs as XLA compiles it.")
+            f"module XLA was given) does not compute what {given.name} computes ({verdict!r}), so the way back "
+            "loses something this program needs (a custom call's operand layouts, a callback's settings). Its XLA "
+            "stages are not run; the last MLIR stage runs as XLA compiles it.")

@@ -16,7 +16,7 @@ from ...stages import STABLEHLO
 
 __all__ = ["Action", "toggle_patterns", "reset_patterns", "toggle_xla", "reset_xla", "set_pipeline", "diff",
            "cost", "graph", "run", "compare", "applicable", "bisect", "reduce", "predicate", "predicate_params",
-           "PREDICATES", "source_map", "ops_at", "lineage", "compile_profile"]
+           "PREDICATES", "source_map", "ops_at", "lineage", "compile_profile", "drift"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,11 @@ def run(name: str, stage: str, device: str, repeat: int) -> Action:
     return Action(f"run {stage} on {device}",
                   f"{name}.run({_lit(stage)}, device={_lit(device)}, repeat={repeat})",
                   lambda ex: ex.run(stage, device=device, repeat=repeat))
+
+
+def drift(name: str, stage: str, device: str) -> Action:
+    return Action(f"finding where {stage} drifts on {device}", f"{name}.drift({_lit(stage)}, device={_lit(device)})",
+                  lambda ex: ex.drift(stage, device=device))
 
 
 def compare(name: str, stages: Sequence[str], device: str, repeat: int) -> Action:

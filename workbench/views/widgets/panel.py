@@ -34,6 +34,7 @@ from .analyze import AnalyzeTab
 from .bundle import MIME, default_right, exploration_bundle
 from .changes import ChangeSummary
 from .diffview import DiffView
+from .driftbox import DriftBox
 from .graphtab import GraphTab
 from .jobs import Jobs
 from .lists import StageList, stage_rows
@@ -311,13 +312,15 @@ class Panel:
         self.run_button = W.Button(description="Run", button_style="success", icon="play", layout=L(width="90px"))
         self.run_button.on_click(lambda _b: self.run())
         self.run_out, self.run_history = W.HTML(), W.HTML()  # the run shown; the session's runs
+        self.drift = DriftBox(self.name, lambda: self._ex, self._submit, self._show_drift)
         self.compare_stages = W.SelectMultiple(rows=6, layout=L(width="330px"))
         self.compare_button = W.Button(description="Compare stages", icon="table", layout=L(width="150px"),
                                        tooltip="run each selected stage and tabulate time and check")
         self.compare_button.on_click(lambda _b: self.compare())
         self.compare_out = W.HTML()
         return W.VBox([
-            W.HBox([self.run_stage, self.device, self.repeat, self.run_button]), self.run_out, self.run_history,
+            W.HBox([self.run_stage, self.device, self.repeat, self.run_button]), self.run_out, self.drift.widget,
+            self.run_history,
             W.HTML("<b>Compare stages</b> (ctrl/shift-click to pick several; device and repeat from above)"),
             W.HBox([self.compare_stages, self.compare_button]), self.compare_out,
         ])
@@ -545,7 +548,18 @@ class Panel:
     # -- results -----------------------------------------------------------------------------------
     def _show_run(self, r) -> None:
         self._shown_run = r
+        self.drift.offer(r)
         self._show_runs(self._ex)
+
+    def _show_drift(self, d) -> None:
+        """What ``ex.drift`` found: the stage diffed against the reference, the op marked there and its line
+        in the Source tab (an XLA stage's op, in its module turned back into StableHLO, is not marked)."""
+        if {d.stage, d.reference} <= set(self._ex.names):
+            self._left, self._right = d.reference, d.stage
+            self._show_selection()
+        self.tabs.selected_index = _TABS.index("Source")
+        if d.op.result and self._ex.stage(d.stage).group != "xla":
+            self.source.pick_op(d.stage, d.op.result)
 
     def _show_runs(self, ex: Exploration) -> None:
         """The run shown, marked stale when ``ex`` no longer has the program it ran, and the session's runs."""

@@ -1,0 +1,60 @@
+"""'Find where it drifts' in a real browser (JupyterLab, Debian's chromium, playwright): a program that
+replaces its NaNs by zeros, compiled with Reactant's no_nan and fed a NaN, run from the panel's Run tab;
+its failed check offers the search, whose answer names the op and the reference's op a pattern removed,
+and marks the op in the diff and its line in the Source tab. Screenshots: test-output/panel_drift_run.png
+and test-output/panel_drift_source.png."""
+import pytest
+
+from tests.browser_pages import open_notebook, show_panel, side_by_side, tab, write_notebook
+
+pytestmark = pytest.mark.slow
+
+CELL = """\
+def clean(x, w):
+    x = jnp.where(jnp.isnan(x), 0.0, x)
+    return jnp.tanh(x @ w).sum(0)
+
+xs = jnp.arange(32.0).reshape(4, 8).at[1, 2].set(jnp.nan)
+ex = wb.explore(clean, xs, jnp.ones((8, 3)) / 8, no_nan=True)
+wb.panel(ex)"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def notebook_files(lab_server):
+    write_notebook(lab_server["root"] / "drift.ipynb", "import jax, jax.numpy as jnp\nimport workbench as wb", CELL)
+
+
+def test_a_failed_check_offers_find_where_it_drifts_and_marks_the_op(browser, lab, shots):
+    page = open_notebook(browser, lab, "drift.ipynb")
+    try:
+        panel = show_panel(page)
+        side_by_side(panel)
+        tab(panel, "Run")
+        drift = panel.locator(".wb-drift-button")
+        assert not drift.is_visible()  # nothing run yet: nothing to search
+        panel.locator("button.widget-button:visible", has_text="Run").click()
+        panel.locator(".wb-result .wb-chip", has_text="FAILED").first.wait_for(timeout=120_000)
+        drift.wait_for(state="visible")
+        drift.click()
+        found = panel.locator(".wb-drift-result")
+        found.wait_for(state="attached", timeout=120_000)  # in the Run tab, which the panel leaves for Source
+        said = " ".join(found.text_content().split())
+        assert "drifts from 'stablehlo' at %0 = stablehlo.dot_general" in said
+        assert "stablehlo.select" in said and "removed by enzyme-hlo-patterns#1" in said
+        assert "no_nan_compare_simplify" in said
+
+        # the panel went to the Source tab: the op marked in the diff (stablehlo | the stage), its line selected
+        marked = panel.locator(".wbd-r .wbd-row.wbd-mark", has_text="stablehlo.dot_general")
+        marked.first.wait_for(timeout=60_000)
+        assert panel.locator(".wbd-head-l", has_text="stablehlo").count() >= 1
+        assert panel.locator(".wbd-l .wbd-row.wbd-mark", has_text="stablehlo.dot_general").count() == 1
+        panel.locator(".wbsrc-line.wbsrc-sel", has_text="x @ w").wait_for(timeout=60_000)
+        shots(panel, "panel_drift_source")
+
+        tab(panel, "Run")
+        found.wait_for()
+        shots(panel, "panel_drift_run")
+        python = panel.locator(".wb-python pre").first.inner_text()
+        assert python.startswith("ex.lineage(") or python.startswith("ex.drift(")
+    finally:
+        page.close()
