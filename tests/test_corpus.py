@@ -181,6 +181,16 @@ def test_run_passes_the_numeric_check_and_matches_the_program(name):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("name", names())
+def test_drift_finds_no_drift_where_the_check_passes(name):
+    """Where the last MLIR stage passes its check, ex.drift reports no op: values a rewrite computes otherwise
+    (and pairs that turn out not to be counterparts) are not drifts."""
+    ex = explored(name)
+    d = ex.drift()
+    assert not d.found and not d.outputs_drift, d.summary()
+    assert d.compared >= min(3, d.ops) and d.runs <= 2 * max(1, d.ops).bit_length() + 4
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", names())
 def test_applicable_patterns_and_a_toggle(name):

@@ -10,8 +10,9 @@ The search. The pairs are listed in the stage's order (a topological order: ``@m
 program's outputs last. Each probe runs the two tap modules (and the reference's float64 or nudged
 evaluation) once, tapping as many pairs of the interval still in question as fit ``TAP_BYTES`` a side,
 spread evenly over it; the first drifting pair and the last good one before it bound the next interval.
-Where everything fits, one probe decides; where it does not, a round taps at least seven values (refused
-beyond ``array_limit()``), so the interval shrinks eight-fold a round. The runs grow with log(ops), and
+Where everything fits (``TAP_VALUES`` values, ``TAP_BYTES``), one probe decides; where it does not, a round
+taps as many as fit and at least seven (refused beyond ``array_limit()``), so the interval shrinks eight- to
+sixty-five-fold a round. The runs grow with log(ops), and
 memory with the budget, never with the program's size. A last probe taps the
 inputs of the op found, next to its counterpart's: an input that already differs, computed here by an op
 the reference lacks (or the other way round), says where the values entered -- the reference's op that a
@@ -34,15 +35,19 @@ from ...ir.promote import computed_in, promote_to_f64
 from ...ir.taps import TapPoint, Value, tapped, value_bytes, value_shape
 from ...stages import Stage
 from .check import NOISE_TRIES, LeafCheck, check_leaf
-from .execute import run_values
+from .execute import tap_program
 from .reference import nudged_arguments
 from .tapping import Side, counterparts, made_by, removed_by, result_pairs
 
 __all__ = ["Drift", "DriftOp", "DriftInput", "find_drift", "TAP_BYTES", "value_drifts"]
 
 TAP_BYTES = 64 * 2**20  # bytes of tapped values a side may return in one probe
+# values a probe taps at most: each one returned keeps XLA from fusing it away, and a module returning all
+# of a 720-op program's values compiled 3x slower than with 16 (3.5 s against 1.1 s, the NNX transformer)
+TAP_VALUES = 64
 _RESTARTS = 3
 _LEAST = 7  # a round of 7 values cuts the interval 8 ways: 3 runs buy what 3 halvings do
+_QUICK = {"xla_backend_optimization_level": 0}  # how the float64 reference is compiled (see probe)
 _CONTROL_FLOW = ("stablehlo.while", "stablehlo.case", "stablehlo.if")
 
 
@@ -205,10 +210,15 @@ class _Search:
             out.append(jax.ShapeDtypeStruct(found[0], found[1]))
         return out
 
-    def _run(self, side: Side, text: str, avals, label: str, args=None, options=None) -> list:
+    def _compiled(self, jobs: list[tuple[str, str, list, tuple | dict | None]]) -> list:
+        """Each (label, text, avals, XLA options) compiled once (``execute.tap_program``). (In threads, side by
+        side, they took as long on two cores: XLA's CPU compile already spreads its code generation.)"""
+        return [tap_program(self.ex, label, text, avals, self.device, xla_options=options)
+                for label, text, avals, options in jobs]
+
+    def _call(self, program, args=None) -> list:
         self.runs += 1
-        return run_values(self.ex, label, text, avals, self.device, self.args if args is None else args,
-                          xla_options=options)
+        return program(self.args if args is None else args)
 
     def probe(self, pairs: list[_Pair]) -> list[LeafCheck]:
         """One round: the stage's and the reference's values of ``pairs``, compared. ArrayTooLargeError
@@ -220,37 +230,40 @@ class _Search:
         refuse_large([Planned(f"tapped value {p.label}", *value_shape(self.here.tap.value_type(p.here)), copies)
                       for p in pairs], "finding where the numbers drift would keep intermediate values of "
                       "several runs", "Search on smaller arguments, or a stage of a smaller program.")
-        mine = self._run(self.here, tapped(self.here.tap, here_vals), self._avals(self.here, here_vals),
-                         f"the tap module of {self.here.stage.name!r}")
-        ref_text = tapped(self.there.tap, there_vals)
-        avals = self._avals(self.there, there_vals)
-        low = self._run(self.there, ref_text, avals, f"the tap module of {self.there.stage.name!r}", options=())
-        wide, nudged = self._yardstick(ref_text, avals)
+        ref_text, avals = tapped(self.there.tap, there_vals), self._avals(self.there, there_vals)
+        promotion = promote_to_f64(ref_text)
+        jobs = [(f"the tap module of {self.here.stage.name!r}", tapped(self.here.tap, here_vals),
+                 self._avals(self.here, here_vals), None),
+                (f"the tap module of {self.there.stage.name!r}", ref_text, avals, ())]
+        if promotion.ok:  # float64 values do not hang on LLVM's optimizations: compiled at -O0, half the time
+            jobs.append(("the reference promoted to float64", promotion.text, avals, _QUICK))
+        programs = self._compiled(jobs)
+        mine, low = self._call(programs[0]), self._call(programs[1])
+        wide, nudged = self._yardstick(programs[1], programs[2] if promotion.ok else None, promotion.refused)
         computed = computed_in(ref_text)
         computed = computed[-len(pairs):] if computed and len(computed) >= len(pairs) else [None] * len(pairs)
         return [check_leaf(p.label, np.asarray(g), np.asarray(w), None if wide is None else np.asarray(wide[k]),
                            [np.asarray(n[k]) for n in nudged], computed[k])
                 for k, (p, g, w) in enumerate(zip(pairs, mine, low))]
 
-    def _yardstick(self, ref_text: str, avals):
-        """(the reference's tapped values promoted to float64, []) or (None, the nudged runs' values)."""
-        promotion = promote_to_f64(ref_text)
-        if promotion.ok:
+    def _yardstick(self, reference, promoted, refused: str):
+        """(the reference's tapped values promoted to float64, []) or (None, the values of the reference's tap
+        module run again on nudged inputs: compiled once, run ``NOISE_TRIES`` times)."""
+        if promoted is not None:
             try:
-                wide = self._run(self.there, promotion.text, avals, "the reference promoted to float64", options=())
+                wide = self._call(promoted)
                 self.rule = "against the reference promoted to float64"
                 return wide, []
-            except WorkbenchError:
-                pass
+            except WorkbenchError as e:
+                refused = f"the promoted module did not run ({str(e).splitlines()[0][:200]})"
         if self.nudged is None:
             self.nudged, self.why_not_nudged = nudged_arguments(self.ex, self.there.stage, self.args, NOISE_TRIES)
         if not self.nudged:
-            self.rule = f"per-dtype tolerances ({promotion.refused or 'no float64 evaluation'}; {self.why_not_nudged})"
+            self.rule = f"per-dtype tolerances ({refused or 'no float64 evaluation'}; {self.why_not_nudged})"
             return None, []
         self.rule = (f"against the reference's noise, its inputs moved by one ulp ({NOISE_TRIES} tries): it cannot "
-                     f"be promoted to float64 ({promotion.refused})")
-        return None, [self._run(self.there, ref_text, avals, "the reference on nudged inputs", args=a, options=())
-                      for a in self.nudged]
+                     f"be promoted to float64 ({refused})")
+        return None, [self._call(reference, a) for a in self.nudged]
 
 
 def _pairs(here: Side, there: Side) -> list[_Pair]:
@@ -278,14 +291,14 @@ def _pairs(here: Side, there: Side) -> list[_Pair]:
 
 
 def _spread(candidates: list[int], pairs: list[_Pair], budget: int) -> list[int]:
-    """As many of ``candidates`` as fit ``budget`` bytes, evenly spread over them; all of them where they
-    fit. At least ``_LEAST`` (seven values cost little more than one run's worth, and a round then cuts the
-    interval eight ways), where ``array_limit()`` allows them (``probe`` checks)."""
-    if sum(pairs[i].nbytes for i in candidates) <= budget:
+    """As many of ``candidates`` as fit ``budget`` bytes and ``TAP_VALUES``, evenly spread over them; all of
+    them where they fit. At least ``_LEAST`` (seven values cost little more than one, and a round then cuts
+    the interval eight ways), where ``array_limit()`` allows them (``probe`` checks)."""
+    if len(candidates) <= TAP_VALUES and sum(pairs[i].nbytes for i in candidates) <= budget:
         return list(candidates)
-    k = len(candidates)
+    k = min(len(candidates), TAP_VALUES + 1)
     while k > _LEAST:
-        k = max(_LEAST, k // 2)
+        k = max(_LEAST, k - 1 if k > TAP_VALUES else k // 2)
         picked = _evenly(candidates, k)
         if sum(pairs[i].nbytes for i in picked) <= budget:
             return picked
@@ -299,27 +312,28 @@ def _evenly(candidates: list[int], k: int) -> list[int]:
 
 
 def _locate(search: _Search, pairs: list[_Pair], budget: int, good: int, bad: int | None,
-            checks: dict[int, tuple[LeafCheck, int]]) -> tuple[int, int | None]:
+            checks: dict[int, tuple[LeafCheck, int]], first: tuple[int, ...] = (),
+            excluded: frozenset | set = frozenset()) -> tuple[int, int | None]:
     """Narrow (good, bad) -- the last pair known good and the first known to drift (None: none yet) --
-    until they are neighbours or nothing in between drifts."""
+    until they are neighbours or nothing in between drifts. ``first``: pairs the first round compares too
+    (the outputs: they come back from every run anyway); ``excluded``: pairs found not to be counterparts."""
     end = len(pairs)
     while True:
         hi = bad if bad is not None else end
-        candidates = [i for i in range(good + 1, hi) if i not in checks]
+        candidates = [i for i in range(good + 1, hi) if i not in checks and i not in excluded]
         if not candidates:
             return good, bad
-        picked = _spread(candidates, pairs, budget)
-        if bad is None:  # the first round compares the outputs too: they come back from every run anyway
-            picked = sorted(set(picked) | {i for i in range(end) if pairs[i].point is None})
+        picked = sorted(set(_spread(candidates, pairs, budget)) | {i for i in first if i not in checks})
+        first = ()
         for i, c in zip(picked, search.probe([pairs[i] for i in picked])):
             checks[i] = (c, search.probes)
-        drifting = [i for i in picked if not checks[i][0].passed and (bad is None or i < bad)]
+        drifting = [i for i in picked if not checks[i][0].passed and i not in excluded and (bad is None or i < bad)]
         if drifting:
             bad = drifting[0]
         good = max([good] + [i for i in picked if checks[i][0].passed and (bad is None or i < bad)])
         if bad is None:  # nothing drifts among the values compared (all of them, where they fit)
             return good, None
-        if bad is not None and all(i in checks for i in range(good + 1, bad)):
+        if all(i in checks or i in excluded for i in range(good + 1, bad)):
             return good, bad
 
 
@@ -333,6 +347,23 @@ def _describe_value(side: Side, value: Value) -> tuple[str, str]:
     return f"{d['result'] or '?'} = {d['op']} (line {d['line'] + 1})", d["source"]
 
 
+_COMMUTATIVE = {"stablehlo." + n for n in ("add", "multiply", "maximum", "minimum", "and", "or", "xor")}
+
+
+def _matches(a: Value, b: Value, paired: dict[int, int]) -> bool:
+    return a == b if a[0] == "arg" else (a[0] == "op" == b[0] and paired.get(a[1]) == b[1] and a[2] == b[2])
+
+
+def _aligned(p: TapPoint, q: TapPoint, paired: dict[int, int]) -> tuple:
+    """``q``'s operands in the order of ``p``'s: a commutative op whose operands a pass swapped, swapped back."""
+    ops = tuple(q.operands)
+    if p.op in _COMMUTATIVE and len(ops) == 2:
+        direct = _matches(p.operands[0], ops[0], paired) + _matches(p.operands[1], ops[1], paired)
+        if _matches(p.operands[0], ops[1], paired) + _matches(p.operands[1], ops[0], paired) > direct:
+            return ops[::-1]
+    return ops
+
+
 def _inputs(search: _Search, pair: _Pair, paired: dict[int, int], stages: list[Stage]) -> list[DriftInput]:
     """The operands of the op found next to its counterpart's, compared in one probe; each differing one
     made by an op without a counterpart says which stage made (or removed) that op."""
@@ -341,7 +372,7 @@ def _inputs(search: _Search, pair: _Pair, paired: dict[int, int], stages: list[S
     if p is None or q is None or len(p.operands) != len(q.operands):
         return []
     rows, todo = [], []
-    for k, (a, b) in enumerate(zip(p.operands, q.operands)):
+    for k, (a, b) in enumerate(zip(p.operands, _aligned(p, q, paired))):
         ok = "other" not in (a[0], b[0]) and here.tap.value_type(a) == there.tap.value_type(b) \
             and value_shape(here.tap.value_type(a)) is not None
         rows.append((k, a, b, ok))
@@ -416,27 +447,27 @@ def find_drift(ex, here: Side, there: Side, device: str, args=None, budget: int 
         raise WorkbenchError(f"no value of {here.stage.name!r} has a counterpart in {there.stage.name!r} to compare "
                              "(no op with the same source position and type, and no output of the same type)")
     checks: dict[int, tuple[LeafCheck, int]] = {}
-    good, bad = _locate(search, pairs, budget, -1, None, checks)
     returned = set(here.tap.results)
-    outputs_drift = any(not c.passed for i, (c, _) in checks.items() if pairs[i].here in returned)
+    outputs = tuple(i for i, p in enumerate(pairs) if p.here in returned)
+    good, bad = _locate(search, pairs, budget, -1, None, checks, first=outputs)
+    outputs_drift = any(not checks[i][0].passed for i in outputs if i in checks)
+    quiet = [i for i, (c, _) in checks.items() if not c.passed] if not outputs_drift else []
+    if not outputs_drift:  # nothing to localize: what differs is computed otherwise, and the outputs agree
+        bad = None
     paired = counterparts(here, there)
     stages = list(ex.stages)
-    inputs: list[DriftInput] = []
-    for _ in range(_RESTARTS + 1):
-        if bad is None:
-            break
-        inputs = _inputs(search, pairs[bad], paired, stages)
-        earlier = _earlier_drift(pairs, bad, inputs, search.here)
-        if earlier is None:
-            break
-        good, bad = _locate(search, pairs, budget, max([-1] + [i for i in checks if i < earlier
-                                                              and checks[i][0].passed]), earlier, checks)
+    settled, excluded = _settle(search, pairs, budget, good, bad, checks, paired, stages)
+    bad, inputs = settled if settled is not None else (None, [])
     rows = tuple(_row(k, pairs[k], c, n, here, there) for k, (c, n) in sorted(checks.items()))
     found = _found(pairs[bad], checks[bad][0], inputs, here, there, stages) if bad is not None else None
     note = ""
-    if found is not None and not outputs_drift:
-        note = ("the program's outputs do not drift in the tapped runs: tapping changes what XLA compiles (a "
-                "value returned is not fused away), so the drift seen in a plain run may depend on that")
+    if quiet:
+        note = (f"the outputs agree within noise, and {len(quiet)} intermediate value(s) differ from the op paired "
+                "with them (a rewrite computes them otherwise, or a difference the program masks): see table(); "
+                "a drift is looked for where the outputs drift")
+    if excluded:
+        note += (" " if note else "") + (f"{len(excluded)} pair(s) set aside: an input agreed with its own "
+                                         "counterpart and not with the paired op's, so they were not counterparts")
     line = found.source if found is not None else ""
     for i in (found.inputs if found is not None else ()):
         if i.differs and i.note and i.source:
@@ -457,18 +488,47 @@ def _module_args(ex, args) -> tuple:
     return tuple(given) if given is not None else ()
 
 
-def _earlier_drift(pairs: list[_Pair], bad: int, inputs: list[DriftInput], here: Side) -> int | None:
-    """The index of an earlier pair that is an input of the op found and differs (the search passed over
-    it: the values drifted and came back), else None."""
+def _settle(search: _Search, pairs: list[_Pair], budget: int, good: int, bad: int | None, checks: dict,
+            paired: dict[int, int], stages: list[Stage]):
+    """((the pair found, its inputs) or None, the pairs set aside): the inputs of the pair found are compared;
+    where one drifted before it unseen (the values drifted and came back), the search goes on before it; where
+    one agrees with its own counterpart but not with the paired op's operand, the pair is no pair (set aside)
+    and the next drifting pair is taken. At most ``_RESTARTS`` times: then the last pair stands."""
+    excluded: set[int] = set()
+    for attempt in range(_RESTARTS + 1):
+        if bad is None:
+            return None, excluded
+        inputs = _inputs(search, pairs[bad], paired, stages)
+        verdict, k = _consistency(pairs, bad, inputs, checks)
+        if verdict == "ok" or attempt == _RESTARTS:  # the last try stands as found
+            return (bad, inputs), excluded
+        if verdict == "earlier":
+            good = max([-1] + [i for i in checks if i < k and checks[i][0].passed])
+            good, bad = _locate(search, pairs, budget, good, k, checks, excluded=excluded)
+            continue
+        excluded.add(bad)
+        bad = min([i for i, (c, _) in checks.items() if not c.passed and i not in excluded], default=None)
+        good = max([-1] + [i for i in checks if (bad is None or i < bad) and checks[i][0].passed])
+        if bad is not None:
+            good, bad = _locate(search, pairs, budget, good, bad, checks, excluded=excluded)
+    return None, excluded
+
+
+def _consistency(pairs: list[_Pair], bad: int, inputs: list[DriftInput], checks: dict) -> tuple[str, int | None]:
+    """"ok"; "earlier", k: input pair k drifts and was not seen to; "inconsistent", k: input pair k agrees
+    with its own counterpart, and differs from the operand of the op paired with the one found."""
     p = pairs[bad].point
     if p is None:
-        return None
+        return "ok", None
     index = {pair.here: k for k, pair in enumerate(pairs)}
     for i in inputs:
         k = index.get(p.operands[i.position])
-        if i.differs and k is not None and k < bad:
-            return k
-    return None
+        if not i.differs or k is None or k >= bad:
+            continue
+        if k in checks and checks[k][0].passed:
+            return "inconsistent", k
+        return "earlier", k
+    return "ok", None
 
 
 def _found(pair: _Pair, check: LeafCheck, inputs: list[DriftInput], here: Side, there: Side,

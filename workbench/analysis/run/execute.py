@@ -31,7 +31,7 @@ from .check import REFERENCE, Check, LeafCheck, Reference, check_outputs, compar
 from .history import RunProgram, why_stale
 
 __all__ = ["devices", "RunResult", "RunProgram", "Timing", "Check", "LeafCheck", "Reference", "run_stage",
-           "compare_outputs", "check_outputs", "args_key", "REFERENCE", "runnable_source", "run_values"]
+           "compare_outputs", "check_outputs", "args_key", "REFERENCE", "runnable_source", "tap_program"]
 
 
 def devices():
@@ -298,47 +298,57 @@ def _run_exported(ex, stage, device: str, repeat: int, args, options: dict, arou
     return _timed(stage, device, repeat, compile_it, around)
 
 
-def run_values(ex, label: str, text: str, extra: list, device: str, args=None, xla_options=None) -> list:
-    """Run the tap module ``text`` (``ir.taps.tapped``: ``@main`` returns the program's results and then one
-    value per ``extra`` entry, each a ``jax.ShapeDtypeStruct``) once on ``device`` with ``args`` (None: the
-    arguments a run of ``ex`` takes), compiled with ``xla_options`` (None: the exploration's; ``()``: XLA's
-    defaults); returns the extra values as numpy arrays. ``label`` names the module in errors. A traced
-    function's tap module runs through its own lowering, so its host callbacks fire and its donated
-    arguments are copied first; a sharded program is refused (taps of a mesh are not supported)."""
+def tap_program(ex, label: str, text: str, extra: list, device: str, xla_options=None):
+    """The tap module ``text`` (``ir.taps.tapped``: ``@main`` returns the program's results and then one value
+    per ``extra`` entry, each a ``jax.ShapeDtypeStruct``) compiled once for ``device`` with ``xla_options``
+    (None: the exploration's; ``()``: XLA's defaults): a function of the arguments (None: those a run of
+    ``ex`` takes) that runs it once and returns the extra values as numpy arrays. ``label`` names the module
+    in errors. A traced function's tap module runs through its own lowering, so its host callbacks fire and
+    its donated arguments are copied first; a sharded program is refused (taps of a mesh are not supported).
+    Compiling holds no lock of the workbench's: several tap modules may be compiled at once, in threads."""
     options = check_options(dict(ex.spec.xla_options if xla_options is None else xla_options))
     traced = ex.spec.traced
     dev = resolve_device(device)
-    if traced is None:
-        exported = exported_for_text(text, dev.platform)
-        call_args = args if args is not None else (ex.spec.loaded.args if ex.spec.loaded is not None
-                                                   and ex.spec.loaded.args else example_args(exported))
-        placed = _place(tuple(call_args), exported, dev)
-
-        def compile_it():
-            guard_compile(text, device, options, ex.spec.timeout)
-            call = jax.jit(exported.call).lower(*placed).compile(compiler_options=options or None)
-            return lambda: placed, lambda a: call(*a)
-    else:
-        if traced.nr_devices > 1:
-            raise WorkbenchError(f"{label}: the program runs on a mesh of {traced.nr_devices} devices, and finding "
-                                 "where its numbers drift taps one device's program only: sharded drift is not "
-                                 "supported. Explore it on one device to search there.")
-        lowered = relowered_with_results(traced.lowered, text, extra)
-        call_args, call_kwargs = traced.executable_args(None if args is None else tuple(args))
-        call_args, call_kwargs = _place((call_args, call_kwargs), None, dev)
-
-        def compile_it():
-            guard_compile(text, device, options, ex.spec.timeout)
-            compiled = lowered.compile(compiler_options=options or None)
-            return lambda: undonated_call(lowered, call_args, call_kwargs), lambda ak: compiled(*ak[0], **ak[1])
-
+    if traced is not None and traced.nr_devices > 1:
+        raise WorkbenchError(f"{label}: the program runs on a mesh of {traced.nr_devices} devices, and finding "
+                             "where its numbers drift taps one device's program only: sharded drift is not "
+                             "supported. Explore it on one device to search there.")
     try:
-        fresh, call = compile_it()
-        outputs = jax.block_until_ready(call(fresh()))
+        guard_compile(text, device, options, ex.spec.timeout)
+        if traced is None:
+            exported = exported_for_text(text, dev.platform)
+            compiled: list = []
+
+            def run(args):
+                given = args if args is not None else (ex.spec.loaded.args if ex.spec.loaded is not None
+                                                       and ex.spec.loaded.args else example_args(exported))
+                placed = _place(tuple(given), exported, dev)
+                if not compiled:
+                    compiled.append(jax.jit(exported.call).lower(*placed).compile(compiler_options=options or None))
+                return compiled[0](*placed)
+        else:
+            lowered = relowered_with_results(traced.lowered, text, extra)
+            executable = lowered.compile(compiler_options=options or None)
+
+            def run(args):
+                call_args, call_kwargs = traced.executable_args(None if args is None else tuple(args))
+                call_args, call_kwargs = _place((call_args, call_kwargs), None, dev)
+                call_args, call_kwargs = undonated_call(lowered, call_args, call_kwargs)
+                return executable(*call_args, **call_kwargs)
     except WorkbenchError:
         raise
     except Exception as e:
-        raise WorkbenchError(f"{label} did not run on {device}: {type(e).__name__}: "
+        raise WorkbenchError(f"{label} did not compile for {device}: {type(e).__name__}: "
                              f"{str(e).splitlines()[0] if str(e) else ''}") from None
-    flat = jax.tree_util.tree_leaves(outputs)
-    return [host_array(x) for x in flat[len(flat) - len(extra):]] if extra else []
+
+    def values(args=None) -> list:
+        try:
+            flat = jax.tree_util.tree_leaves(jax.block_until_ready(run(args)))
+        except WorkbenchError:
+            raise
+        except Exception as e:
+            raise WorkbenchError(f"{label} did not run on {device}: {type(e).__name__}: "
+                                 f"{str(e).splitlines()[0] if str(e) else ''}") from None
+        return [host_array(x) for x in flat[len(flat) - len(extra):]] if extra else []
+
+    return values

@@ -152,8 +152,8 @@ def _vouched(stage: Side, reference: Side, pairs: dict[int, int]) -> None:
     taken = set(pairs.values())
     for p in reversed(stage.tap.points):
         q = reference.tap.points[pairs[p.index]] if p.index in pairs else None
-        if q is None or len(p.operands) != len(q.operands):
-            continue
+        if q is None or len(p.operands) != len(q.operands) or _agreement(p, q, pairs, taken)[1]:
+            continue  # only a pair whose operands say nothing against it vouches
         for a, b in zip(p.operands, q.operands):
             if a[0] == "op" == b[0] and a[1] not in pairs and b[1] not in taken and a[2] == b[2]:
                 pa, qb = stage.tap.points[a[1]], reference.tap.points[b[1]]
@@ -174,7 +174,7 @@ def _in_order(stage: Side, groups: dict, pairs: dict[int, int]) -> None:
             left[(key, p.op, p.value)].append(p)
     for (key, kind, value), ours in left.items():
         theirs = [q for q in groups.get(key, ()) if q.index not in taken and q.op == kind and q.value == value]
-        if len(theirs) == len(ours) and all(_agreement(p, q, pairs)[1] == 0 for p, q in zip(ours, theirs)):
+        if len(theirs) == len(ours) and all(_agreement(p, q, pairs, taken)[1] == 0 for p, q in zip(ours, theirs)):
             for p, q in zip(ours, theirs):
                 pairs[p.index] = q.index
                 taken.add(q.index)
@@ -183,8 +183,9 @@ def _in_order(stage: Side, groups: dict, pairs: dict[int, int]) -> None:
 def _by_structure(stage: Side, reference: Side, groups: dict, mine: dict, pairs: dict[int, int]) -> None:
     """Each op of the stage, in order (its operands are paired before it), with the op of its kind in its
     group whose operands agree with the pairs made so far (none known to differ, most known to agree);
-    where its group holds one op of its kind on each side, with that one whatever its operands (a value
-    that came in otherwise is what a drift search is for)."""
+    where its group holds one op of its kind on each side, with that one unless an operand says otherwise
+    (an operand the reference computes with an op the stage lacks says nothing: a value that came in
+    otherwise is what a drift search is for)."""
     theirs_types, mine_types = _operand_types(reference), _operand_types(stage)
     taken = set(pairs.values())
     for p in stage.tap.points:
@@ -196,12 +197,13 @@ def _by_structure(stage: Side, reference: Side, groups: dict, mine: dict, pairs:
         if not kin:
             continue
         if len(kin) == 1 and sum(1 for o in mine[key] if _same_kind(o, kin[0]) and o.index not in pairs) == 1:
-            pairs[p.index] = kin[0].index
-            taken.add(kin[0].index)
+            if _agreement(p, kin[0], pairs, taken)[1] == 0:
+                pairs[p.index] = kin[0].index
+                taken.add(kin[0].index)
             continue
         best, best_score = None, None
         for q in kin[:_WINDOW]:
-            agree, disagree = _agreement(p, q, pairs)
+            agree, disagree = _agreement(p, q, pairs, taken)
             score = (agree, mine_types(p) == theirs_types(q))
             if disagree == 0 and agree > 0 and (best_score is None or score > best_score):
                 best, best_score = q, score
@@ -210,18 +212,26 @@ def _by_structure(stage: Side, reference: Side, groups: dict, mine: dict, pairs:
             taken.add(best.index)
 
 
-def _agreement(p: TapPoint, q: TapPoint, pairs: dict[int, int]) -> tuple[int, int]:
-    """How many operands of ``p`` and ``q`` are known counterparts (the same argument, or paired ops), and
-    how many are known not to be."""
-    agree = disagree = 0
+def _agreement(p: TapPoint, q: TapPoint, pairs: dict[int, int], taken: set[int] | None = None) -> tuple[int, int]:
+    """(how many operands of ``p`` and ``q`` are known counterparts -- the same argument, or paired ops --,
+    how many are known not to be: another argument, or an op paired with another). An operand of the
+    reference's op that is paired with nothing says nothing against: the stage may compute that value
+    otherwise (a rewrite removed the op), which is what a drift search is for."""
+    taken = set(pairs.values()) if taken is None else taken
+    if len(p.operands) != len(q.operands) and p.regions and q.regions:
+        return 0, 0  # a loop whose invariant operands a pass dropped: its operands do not line up
+    agree = conflict = 0
     for a, b in zip(p.operands, q.operands):
-        if a[0] == "arg" or b[0] == "arg":
-            agree, disagree = (agree + 1, disagree) if a == b else (agree, disagree + 1)
-        elif a[0] == "op" and a[1] in pairs and b[0] == "op":
-            agree, disagree = (agree + 1, disagree) if pairs[a[1]] == b[1] and a[2] == b[2] else (agree, disagree + 1)
+        if a[0] == "arg" and b[0] == "arg":
+            agree, conflict = (agree + 1, conflict) if a == b else (agree, conflict + 1)
+        elif a[0] == "op" and a[1] in pairs:  # this operand's counterpart is known: b must be it
+            agree, conflict = (agree + 1, conflict) if b[0] == "op" and pairs[a[1]] == b[1] and a[2] == b[2] \
+                else (agree, conflict + 1)
+        elif b[0] == "op" and b[1] in taken:  # the reference's operand is another op's counterpart
+            conflict += 1
     if len(p.operands) != len(q.operands):
-        disagree += 1
-    return agree, disagree
+        conflict += 1
+    return agree, conflict
 
 
 def _operand_types(side: Side):
