@@ -189,14 +189,20 @@ def test_xla_stages_before_layout_assignment_are_searched_as_they_run():
 
 
 @pytest.mark.slow  # many pipeline runs and compiles (bisect, reduce), or the NNX AdamW step
-def test_drifts_at_pins_the_op_for_bisect_and_reduce():
+def test_drifts_at_pins_the_op_for_bisect_reduce_and_the_reproducer(tmp_path):
     ex = wb.explore(sanitize, *nan_fed(), no_nan=True)
     d = ex.drift()
     pinned = wb.drifts_at(d)
     assert pinned(ex) and "drifts_at" in repr(pinned)
     assert "no_nan_compare_simplify" in ex.bisect(pinned, progress=False).patterns
-    reduced = ex.reduce(pinned, progress=False)
+    reduced = ex.reduce(pinned, progress=False)  # its candidates take the program's inputs: the NaN too
     assert reduced.ops_after < reduced.ops_before and "stablehlo.dot_general" in reduced.text
+    folder = reduced.reproducer(tmp_path / "bug")  # the smallest module where the op drifts, for a bug report
+    readme = (folder / "README.md").read_text()
+    assert "drifts_at('stablehlo.dot_general at" in readme and "held on this Exploration" in readme
+    assert "miscompiles" in readme
+    with np.load(folder / "inputs.npz") as saved:  # the program's own inputs, the NaN with them: repro.py fails
+        assert any(np.isnan(saved[k]).any() for k in saved.files)
     assert not wb.drifts_at(d)(wb.explore(sanitize, *nan_fed()))  # without no_nan it holds no more
     with pytest.raises(TypeError, match="what ex.drift found"):
         wb.drifts_at(ex.drift("stablehlo"))

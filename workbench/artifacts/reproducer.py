@@ -68,7 +68,7 @@ def write_reproducer(ex, directory, stage=None, predicate=None) -> Path:
                               f"has {parent.name!r} as input.mlir. Leave stage=None (it starts after {recipe['stage']!r})")
     text = publish_functions(parent.text_with_locations or parent.text, {"main"})
     pipeline = ",".join(s.produced_by for s in later)
-    inputs, args, not_written = _inputs(ex, text, recipe)
+    inputs, args, not_written = _inputs(ex, text, recipe, predicate)
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     (out / "input.mlir").write_text(text)
@@ -180,10 +180,19 @@ def _default_stage(ex, mlir, recipe):
     return first, "stage=None: the reproducer starts at the first MLIR stage (the whole pipeline)"
 
 
-def _flat_arguments(ex, text):
+def _flat_arguments(ex, text, predicate=None):
     """The arguments of the module's @main, in its order: the traced leaves that the module kept
-    (typed PRNG keys as their raw data), or the seeded example arguments for a text exploration."""
+    (typed PRNG keys as their raw data); for a text exploration, the arrays the predicate decided on
+    (``predicate.inputs_for(ex)``: ``drifts_at`` runs a reduced module on the program's own inputs), those
+    it was saved with, or seeded example arguments."""
     traced = ex.spec.traced
+    own = getattr(predicate, "inputs_for", None)
+    chosen = own(ex) if traced is None and callable(own) else None
+    if chosen is not None:
+        return list(chosen)
+    loaded = ex.spec.loaded
+    if traced is None and loaded is not None and loaded.args:
+        return jax.tree_util.tree_leaves(loaded.args)
     if traced is None:
         exported = exported_for_text(text, resolve_device(ex.spec.device).platform)
         return jax.tree_util.tree_leaves(example_args(exported, doing="the reproducer would make seeded arguments "
@@ -203,7 +212,7 @@ def _runs_modules(recipe) -> bool:
     return recipe is None or recipe["kind"] == "miscompiles" or (recipe["kind"] == "differs_from" and recipe["numbers"])
 
 
-def _inputs(ex, text, recipe):
+def _inputs(ex, text, recipe, predicate=None):
     """(what repro.py reads from inputs.npz, the arrays as stored, why they are not written or "");
     none when @main cannot run. Arrays over ``array_limit()`` are neither made nor written (checked
     from @main's types first): the folder says so."""
@@ -228,7 +237,7 @@ def _inputs(ex, text, recipe):
         if shapes:
             return described, [], (f"the function was explored with shapes that have no values (jax.ShapeDtypeStruct): "
                                    f"{', '.join(shapes)}.")
-        arrays = [np.asarray(a) for a in _flat_arguments(ex, text)]
+        arrays = [np.asarray(a) for a in _flat_arguments(ex, text, predicate)]
     except ArrayTooLargeError as e:
         return described, [], str(e)
     except WorkbenchError as e:

@@ -45,13 +45,15 @@ class _DriftsAt(BuiltinPredicate):
         ref = ex.reference_stage()
         here, there = side_of(st, runnable_source(ex, st)), side_of(ref, runnable_source(ex, ref))
         return bool(value_drifts(ex, here, there, self.key, self.args["device"] or ex.spec.device,
-                                 self._inputs_for(ex, ref)))
+                                 self.inputs_for(ex)))
 
-    def _inputs_for(self, ex: Explored, ref) -> tuple | None:
+    def inputs_for(self, ex: Explored) -> tuple | None:
         """For a module given as text (reduce's candidates) whose ``@main`` takes what the program the drift was
-        found in took, those same arrays (a drift often needs its inputs: a NaN, a cancellation); else None."""
+        found in took, those same arrays (a drift often needs its inputs: a NaN, a cancellation); else None.
+        A reproducer of such a module writes them to its inputs.npz."""
         if ex.spec.traced is not None or not self.inputs:
             return None
+        ref = ex.reference_stage()
         try:
             wanted, _ = main_signature(ref.text_with_locations or ref.text)
         except WorkbenchError:
