@@ -236,3 +236,31 @@ def test_the_module_xla_is_given_by_a_miscompiling_pipeline_runs_and_drifts_wher
     assert not ex.run("xla:before_optimizations", repeat=1).check.passed  # runs: the numbers are the pipeline's
     d = ex.drift("xla:before_optimizations")
     assert d.found and d.line == line_of(sanitize, "jnp.where") and d.op.op == "stablehlo.dot"
+
+
+SHARDED = r"""
+import json, sys
+sys.path.insert(0, %(root)r)
+import workbench as wb
+from workbench.examples import attention
+
+ex = wb.explore(attention.fn, *attention.sharded_args())
+try:
+    ex.drift()
+    said = ""
+except wb.WorkbenchError as e:
+    said = str(e)
+print("RESULT" + json.dumps({"said": said}))
+"""
+
+
+@pytest.mark.subprocess  # a Python that sees 8 CPU devices
+def test_a_sharded_program_is_refused_in_words(tmp_path):
+    from pathlib import Path
+
+    from tests.devices import run_on_cpu_devices
+
+    script = tmp_path / "sharded_drift.py"
+    script.write_text(SHARDED % {"root": str(Path(__file__).resolve().parents[1])})
+    said = run_on_cpu_devices(script)["said"]
+    assert "sharded drift is not supported" in said and "mesh of 8 devices" in said, said
