@@ -11,10 +11,11 @@ from typing import Any, Callable, Literal, Protocol
 from .errors import StageError, WorkbenchError
 from .options import PatternSelection
 
-__all__ = ["Stage", "StageKind", "Spec", "Staged", "Traced", "Loaded", "STABLEHLO"]
+__all__ = ["Stage", "StageKind", "Spec", "Staged", "Traced", "Loaded", "Edit", "EditKind", "STABLEHLO"]
 
 STABLEHLO = "stablehlo"  # the stage of the module as the user's jit lowered it: every pipeline's start
 StageKind = Literal["trace", "mlir", "xla", "backend"]  # a Stage's group: which tool made it
+EditKind = Literal["text", "insert", "remove"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Stage:
     error: str | None = None
     text_with_locations: str = field(default="", repr=False, compare=False)
     cached: bool = field(default=False, compare=False)
+    edit: str = ""  # "text": its text was replaced by hand; "inserted": its pass was added to the pipeline
 
     @property
     def is_module(self) -> bool:
@@ -65,6 +67,27 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class Edit:
+    """One edit of an exploration's pipeline, applied in order when it is built: ``kind`` "text" (the module
+    after step ``at`` replaced by ``text``; ``at`` -1: the module the pipeline starts from), "insert" (the
+    pass ``pass_`` run as step ``at``, the later steps one further) or "remove" (step ``at``, ``pass_``,
+    left out). ``at`` counts the pipeline's steps as they are when the edit is made (earlier edits
+    applied); ``stage`` is the stage's name then, for people."""
+
+    kind: EditKind
+    at: int
+    stage: str
+    text: str = field(default="", repr=False)
+    pass_: str = ""
+
+    def __repr__(self) -> str:
+        what = {"text": f"the text of {self.stage!r} replaced by hand",
+                "insert": f"{self.pass_!r} inserted after {self.stage!r}",
+                "remove": f"{self.stage!r} ({self.pass_[:60]}) removed"}[self.kind]
+        return f"Edit({what})"
+
+
+@dataclass(frozen=True)
 class Spec:
     """Everything that decides an Exploration's stages."""
 
@@ -78,6 +101,7 @@ class Spec:
     source: Any = field(default=None, compare=False, repr=False)  # a Traced, the input text, or a Loaded
     shardy: str = "none"  # Reactant's shardy_passes mode, resolved (pipeline/shardy.py)
     optimize_communications: bool = True  # Reactant's option of the same name (the Shardy stages' comm passes)
+    edits: tuple[Edit, ...] = ()  # hand edits of the pipeline and its texts, in order (``Edit``)
 
     @property
     def traced(self) -> "Traced | None":

@@ -39,7 +39,7 @@ from ..analysis.diff.result import RUNS
 from ..options import PROPAGATE, PatternOptions
 from ..stages import StageKind
 
-__all__ = ["ManifestError", "MANIFEST", "CHECK", "LEAF", "PROGRAM", "MAX_DEPTH", "MAX_VALUES", "check", "check_manifest",
+__all__ = ["ManifestError", "MANIFEST", "EDITS", "CHECK", "LEAF", "PROGRAM", "MAX_DEPTH", "MAX_VALUES", "check", "check_manifest",
            "check_field", "parse_manifest", "json_schema", "Str", "Int", "Num", "Bool", "Opt", "List", "Map", "Record", "Scalar"]
 
 MAX_DEPTH = 32  # a manifest nests 7 deep (runs[].check.leaves[].shape[]); json recurses per level
@@ -343,6 +343,10 @@ PROFILES = Record({}, {
                       {"patterns": Opt(_TABLE), "trace": Str(choices=PROFILE_TRACES[1:])}, closed=True),
 }, closed=True)
 
+# the spec's hand edits (stages.Edit, artifacts/saved_edits.py): a text edit's module is stored with the texts
+EDITS = List(Record({"kind": Str(choices=("text", "insert", "remove")), "at": Int(least=-1), "stage": Str(nonempty=True),
+                     "pass": Str(), "text": Opt(SHA256)}, closed=True), _MANY)
+
 MANIFEST = Record({
     "format": Int(1),
     "kind": Str(),
@@ -353,13 +357,13 @@ MANIFEST = Record({
         "xla_options": List(List(Str(), most=2, least=2), _MANY), "device": Str(nonempty=True),
         "timeout": Num(least=0.0)},
         {"shardy_passes": Str(), "optimize_communications": Bool(),
-         "source": Str(choices=("function", "saved", "text"))}),
+         "source": Str(choices=("function", "saved", "text")), "edits": EDITS}),
     "early": Int(0),
     "stages": List(Record(
         {"name": Str(nonempty=True), "group": Str(choices=typing.get_args(StageKind)), "produced_by": Str(),
          "changed": Bool(), "seconds": Opt(Num(least=0.0)), "parent": Opt(Str()), "error": Opt(Str()),
          "cached": Bool(), "text": Opt(SHA256)},
-        {"located": Opt(SHA256), "diff": STAGE_DIFF}), _MANY),
+        {"located": Opt(SHA256), "diff": STAGE_DIFF, "edit": Str(choices=("text", "inserted"))}), _MANY),
     "pipeline_error": Opt(_STAGE_ERROR),
     "xla_error": Opt(_STAGE_ERROR),
     "args": List(Record({"shape": _SHAPE, "dtype": Str(nonempty=True)}), _MANY),

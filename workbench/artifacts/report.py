@@ -328,6 +328,8 @@ def _facts(ex, stages, limits: str) -> list[_Fact]:
         facts.append(_Fact("patterns added", ", ".join(sorted(sel.enabled))))
     if spec.xla_options:
         facts.append(_Fact("XLA options", "; ".join(f"{k}={v}" for k, v in spec.xla_options)))
+    if spec.edits:
+        facts.append(_Fact("edited by hand", "; ".join(repr(e)[5:-1] for e in spec.edits)))
     return facts + [_Fact("versions", versions_line()),
                     _Fact("written", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")),
                     _Fact("limits", limits, "limits")]

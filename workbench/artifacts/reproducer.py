@@ -13,7 +13,6 @@ import datetime
 import json
 import platform
 import shlex
-import sys
 from pathlib import Path
 
 import jax

@@ -62,6 +62,7 @@ from .versions import versions
 from .jsonout import plain_json, table_json, write_replacing
 from .manifest import PROGRAM, ManifestError, check_field, check_manifest, parse_manifest
 from .saved_xla import SavedXla
+from .saved_edits import edits_from, edits_json
 from .saved_profiles import TRACE_LIMIT, profiles_from, profiles_json, trace_members
 from .stage_diffs import stage_diffs
 from ..pipeline.xla import XlaResult
@@ -242,18 +243,20 @@ def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFram
         rows.append({"name": s.name, "group": s.group, "produced_by": s.produced_by, "changed": s.changed,
                      "seconds": s.seconds, "parent": s.parent, "error": s.error, "cached": s.cached,
                      "text": texts.add(s.text),
-                     "located": texts.add(s.text_with_locations) if s.text_with_locations != s.text else None})
+                     "located": texts.add(s.text_with_locations) if s.text_with_locations != s.text else None,
+                     **({"edit": s.edit} if s.edit else {})})
     for row, diff in zip(rows, stage_diffs(stages, texts.add)):  # ex.diff(parent, stage), normalized texts stored
         if diff is not None:
             row["diff"] = diff
     input_hash = texts.add(ex.spec.input_text)
+    edits = edits_json(ex.spec.edits, texts.add)
     blob, index = texts.blob()
     try:
         if len(blob) > TEXTS_LIMIT:
             raise _Unsaveable(f"the stage texts are {size_text(len(blob))}, over the {size_text(TEXTS_LIMIT)} a "
                               ".hlox holds")
         part, traces = profiles_json(profiles or {})
-        manifest, array_data = _encoded(ex, rows, input_hash, index, blob, arrays, cost, arrays_limit, part)
+        manifest, array_data = _encoded(ex, rows, input_hash, index, blob, arrays, cost, arrays_limit, part, edits)
     except _Unsaveable as e:
         raise SavedFileError(path, f"cannot save: {e}; nothing was written") from None
     # a window of at most 2**27 bytes: what the reader allows (archive.ZSTD_WINDOW_LIMIT)
@@ -287,7 +290,8 @@ def _saved_arrays(spec: Spec, runs_arrays: dict, limit: int) -> tuple[dict, int]
 
 
 def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list[dict], blob: bytes, arrays: bool,
-             cost: pd.DataFrame | None, arrays_limit: int, profiles: dict | None) -> tuple[str, dict | None]:
+             cost: pd.DataFrame | None, arrays_limit: int, profiles: dict | None,
+             edits: list | None = None) -> tuple[str, dict | None]:
     """The manifest's JSON text, checked against the manifest's schema, and the arrays to write (None
     without ``arrays``): all of the file but the texts, made before anything is written.
     _Unsaveable says what cannot be encoded."""
@@ -296,7 +300,7 @@ def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list
     manifest = {
         "format": FORMAT, "kind": KIND, "saved_by": {**versions(), "date": datetime.datetime.now(
             datetime.timezone.utc).isoformat(timespec="seconds")},
-        "spec": _spec_json(ex.spec), "early": len(ex.pipeline_stages), "stages": rows, "input": input_hash,
+        "spec": {**_spec_json(ex.spec), **({"edits": edits} if edits else {})}, "early": len(ex.pipeline_stages), "stages": rows, "input": input_hash,
         "pipeline_error": _error_json(ex.pipeline_error),
         "xla_error": _error_json(ex.error) if ex.pipeline_error is None else None,
         "xla": _xla_json(ex.xla_result), "args": _avals(ex.spec), "arrays": bool(arrays),
@@ -533,7 +537,7 @@ def _stages(manifest: dict, texts: dict[str, str]) -> list[Stage]:
         located = texts[r["located"]] if r.get("located") else (text if r["group"] in ("trace", "mlir")
                                                                  and r["name"] != "jaxpr" else "")
         out.append(Stage(r["name"], r["group"], text, r["produced_by"], r["changed"], r["seconds"], r["parent"],
-                         r["error"], text_with_locations=located, cached=r["cached"]))
+                         r["error"], text_with_locations=located, cached=r["cached"], edit=r.get("edit", "")))
     return out
 
 
@@ -563,7 +567,8 @@ def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> SavedExploration
         args = tuple(arrays[f"arg{i}"] for i in range(len(avals))) if manifest["arrays"] else ()
         saved_by = dict(manifest["saved_by"])
         loaded = Loaded(first, input_text, avals, args, saved_by, str(path))
-        spec = _spec(manifest["spec"], loaded)
+        spec = dataclasses.replace(_spec(manifest["spec"], loaded), edits=edits_from(manifest["spec"].get("edits"),
+                                                                                      texts))
         pipeline_error = _error(manifest["pipeline_error"])
         xla_error = _error(manifest["xla_error"])
         result = _xla_result(manifest.get("xla"), late)

@@ -26,9 +26,11 @@ from ..errors import StageError, UnknownNameError
 from ..artifacts.saved import save_exploration
 from ..pipeline.build import (Built, build, rebuild_xla, with_exactly, with_toggles,
                              with_xla_options, xla_passes_known)
+from ..ir.text import strip_locations
 from ..stages import STABLEHLO, Stage
 from ..analysis.run.history import program_of
 from .drifting import Drifting
+from .editing import Editing
 from .profiling import Measured
 from .running import refuse_shapes, refuse_unfaithful_hlo, remembered_reference, runs_table
 
@@ -59,7 +61,7 @@ def _unknown_stage(name: str, names: Sequence[str], kind: str = "stage") -> Unkn
     return UnknownNameError(kind, name, names, known_note=f"the {kind}s are {', '.join(names)}")
 
 
-class Exploration(Measured, Drifting):
+class Exploration(Measured, Drifting, Editing):
     """Every stage of one program through one pipeline, in order.
 
     ``ex.stages`` lists them all; ``ex["stablehlo"]``, ``ex[-1]`` and ``ex.stage("canonicalize#2")``
@@ -242,6 +244,10 @@ class Exploration(Measured, Drifting):
         ])
 
     # -- deriving new explorations --------------------------------------------------------------------
+    def _derived(self, spec) -> "Exploration":
+        """A new Exploration of ``spec`` (this one's, changed), its runs carried along, XLA started."""
+        return xla_checked(Exploration(build(spec), self.history))
+
     def with_patterns(self, disable: Sequence[str] = (), enable: Sequence[str] = ()) -> "Exploration":
         """A new Exploration with these patterns switched off/on on top of the current toggles.
 
@@ -253,11 +259,6 @@ class Exploration(Measured, Drifting):
         """A new Exploration with exactly ``names`` enabled among the Enzyme-JaX patterns (every other
         pattern off), as bisect builds its candidates; the rest of the settings stay."""
         return Exploration(build(with_exactly(self._spec, names)), self.history)
-
-    def with_pipeline(self, pipeline: str) -> "Exploration":
-        """A new Exploration with another MLIR pipeline (a preset name or a pipeline string); the traced
-        program, pattern toggles, XLA options and device stay. Steps that match earlier ones are cache hits."""
-        return xla_checked(Exploration(build(dataclasses.replace(self._spec, pipeline=pipeline)), self.history))
 
     def with_xla(self, disable: Sequence[str] = (), enable: Sequence[str] = (), **options) -> "Exploration":
         """A new Exploration with XLA HLO passes switched off (or back on) and other XLA options set.
@@ -409,8 +410,13 @@ class Exploration(Measured, Drifting):
         return result
 
     def reference_stage(self) -> Stage:
-        """The unoptimized program every run is checked against: "stablehlo" (or "input" for text)."""
-        return next((s for s in self._early if s.name == REFERENCE), self._early[0])
+        """The unoptimized program every run is checked against: "stablehlo" (or "input" for text); where that
+        stage was edited by hand (``with_text``), the program as it was before the edit, under its name."""
+        st = next((s for s in self._early if s.name == REFERENCE), self._early[0])
+        if st.edit == "text":
+            text = self._spec.input_text
+            st = dataclasses.replace(st, text=strip_locations(text), text_with_locations=text, edit="")
+        return st
 
     def compare(self, stages: Sequence = (), device: str | None = None, repeat: int = 20):
         """Run several stages and tabulate: stage, median ms, speed-up over the reference, check passed."""
@@ -469,8 +475,10 @@ class Exploration(Measured, Drifting):
     def reduce(self, predicate, stage=STABLEHLO, progress: bool = True, on_progress=None, executor=None):
         """The smallest module reachable from ``stage``'s by deleting and cutting ops on which ``predicate``
         holds, each candidate explored as text with this spec (``workbench.analysis.search.reduce``): a ReduceResult."""
+        edited = bool(self._spec.edits)  # candidates run the edited pipeline's passes (its hand texts are theirs)
+        spec = dataclasses.replace(self._spec, edits=(), pipeline=self.pipeline_string if edited else self._spec.pipeline)
         return reduce_module(self, predicate, lambda text: Exploration(build(dataclasses.replace(
-            self._spec, source=text, title=f"{self._spec.title}:reduced"))), stage, progress, on_progress, executor)
+            spec, source=text, title=f"{self._spec.title}:reduced"))), stage, progress, on_progress, executor)
 
     def pattern_timing(self, stage=None, per_pattern: bool = False, progress: bool = True, on_progress=None,
                        executor=None):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..analysis.run.check import Reference, check_outputs, compare_outputs
+from ..analysis.run.check import Reference, compare_outputs
 from ..analysis.run.execute import REFERENCE, args_key, run_stage
 from ..analysis.run.reference import reference_evaluations
 from ..analysis.search.explored import Explored

@@ -10,6 +10,7 @@ import re
 
 __all__ = [
     "strip_locations",
+    "relocated",
     "split_pipeline",
     "pass_name",
     "pass_names",
@@ -182,6 +183,31 @@ def strip_locations(text: str) -> str:
     if "loc(" in body:
         body = "\n".join([_scan_line(line) if "loc(" in line else line for line in body.split("\n")])
     return body + ("\n" if text.endswith("\n") else "")
+
+
+def relocated(edited: str, located: str) -> str:
+    """``edited`` (a module text without locations, such as a stage's text changed by hand) with the locations
+    of ``located`` (the text it was edited from, with its locations) put back: each line of ``edited`` that is
+    a line of ``located`` without its locations, as written, takes that line (its ``loc(...)``, in order,
+    once each), and ``located``'s alias definitions (``#loc12 = loc(...)``) follow the module. A line written
+    anew keeps none: its op reads as unknown. One pass over each text."""
+    plain_lines = strip_locations(located).split("\n")
+    located_lines = [ln for ln in located.split("\n") if not ln.startswith("#loc")]
+    if len(plain_lines) != len(located_lines):  # a form strip_locations does not keep line for line
+        return edited
+    waiting: dict[str, list[int]] = {}
+    for k in range(len(plain_lines) - 1, -1, -1):
+        if plain_lines[k].strip() and plain_lines[k] != located_lines[k]:
+            waiting.setdefault(plain_lines[k].rstrip(), []).append(k)
+    out = []
+    for line in edited.split("\n"):
+        queue = waiting.get(line.rstrip())
+        out.append(located_lines[queue.pop()] if queue else line)
+    aliases = [ln for ln in located.split("\n") if ln.startswith("#loc")]
+    text = "\n".join(out)
+    if not aliases:
+        return text
+    return text.rstrip("\n") + "\n" + "\n".join(aliases) + "\n"
 
 
 def _strip_line(line: str) -> str:

@@ -278,26 +278,88 @@ def run_passes(text: str, pipeline: str, timeout: float = 600.0) -> str:
     return runner.run("opt", text, ",".join(p for _, p in steps), timeout=timeout, source="input").text
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One step of the pipeline as built: its base name and pass string, ``edit`` "inserted" for a pass a
+    hand edit added, and ``text`` the module that replaces its output (a hand edit; None: the pass's own)."""
+
+    base: str
+    pass_string: str
+    edit: str = ""
+    text: str | None = None
+
+
+def edited_steps(spec: Spec) -> tuple[list[_Step], str | None]:
+    """The pipeline's steps with ``spec.edits`` applied in order, and the module that replaces the one the
+    pipeline starts from (None: none does). WorkbenchError for an edit whose step is not there (its pipeline
+    has fewer steps than when it was made)."""
+    steps = [_Step(base, p) for base, p in _steps(spec.pipeline, spec.selection, inline=spec.inline)
+             + shardy_steps(spec.shardy, spec.optimize_communications, enzyme_available())]
+    start = None
+    for e in spec.edits:
+        if e.kind == "text" and e.at == -1:
+            start = e.text
+        elif e.kind == "insert" and 0 <= e.at <= len(steps):
+            added = [_Step(base, p, "inserted") for base, p in _steps(e.pass_, spec.selection, inline=spec.inline)]
+            steps[e.at:e.at] = added
+        elif e.kind in ("text", "remove") and 0 <= e.at < len(steps):
+            if e.kind == "text":
+                steps[e.at] = dataclasses.replace(steps[e.at], text=e.text)
+            else:
+                del steps[e.at]
+        else:
+            raise WorkbenchError(f"the edit {e!r} is for step {e.at}, and this pipeline has {len(steps)} steps: it "
+                                 "was made on another pipeline")
+    return steps, start
+
+
+def check_pass(pass_string: str) -> None:
+    """PipelineSyntaxError when ``pass_string`` (a pass or pipeline string, or a preset) names no pass."""
+    _steps(pass_string, PatternSelection(PatternOptions()))
+
+
+def _edited_start(first: list[Stage], text: str) -> list[Stage]:
+    """The first stages with the module the pipeline starts from replaced by ``text`` (a hand edit)."""
+    last = first[-1]
+    edited = Stage(last.name, last.group, strip_locations(text), last.produced_by, True, None, last.parent,
+                   text_with_locations=text, edit="text")
+    return first[:-1] + [edited]
+
+
+def _edited(name: str, parent: Stage, step: _Step) -> Stage:
+    """The stage a hand edit's text makes of step ``step`` (its pass's own output replaced)."""
+    text = step.text or ""
+    plain = strip_locations(text)
+    return Stage(name, "mlir", plain, step.pass_string, plain != parent.text, None, parent.name,
+                 text_with_locations=text, edit="text")
+
+
 def build(spec: Spec) -> Built:
     runner = default_runner()
-    steps = _steps(spec.pipeline, spec.selection, inline=spec.inline)
-
+    steps, start = edited_steps(spec)
     stages = _first_stages(spec)
+    if start is not None:
+        stages = _edited_start(stages, start)
     error: StageError | None = None
-    for base, pass_string in steps + shardy_steps(spec.shardy, spec.optimize_communications, enzyme_available()):
-        name, parent = stage_name(base, stages), stages[-1]
-        reason = unregistered_reason(pass_string)
+    for step in steps:
+        name, parent = stage_name(step.base, stages), stages[-1]
+        reason = unregistered_reason(step.pass_string)
         if reason:
-            error = StageError(name, pass_string, reason)
-            stages.append(failed_stage(name, parent, pass_string, error))
+            error = StageError(name, step.pass_string, reason)
+            stages.append(failed_stage(name, parent, step.pass_string, error))
             break
+        if step.text is not None:
+            stages.append(_edited(name, parent, step))
+            continue
         try:
-            r = runner.run(name, parent.text_with_locations, pass_string, timeout=spec.timeout, source=parent.name)
+            r = runner.run(name, parent.text_with_locations, step.pass_string, timeout=spec.timeout,
+                           source=parent.name)
         except StageError as e:
             error = e
-            stages.append(failed_stage(name, parent, pass_string, e))
+            stages.append(failed_stage(name, parent, step.pass_string, e))
             break
-        stages.append(stage_from_run(name, parent, r, pass_string))
+        made = stage_from_run(name, parent, r, step.pass_string)
+        stages.append(dataclasses.replace(made, edit=step.edit) if step.edit else made)
     return Built(spec, tuple(stages), error, None if error else LateXla(spec, stages[-1]))
 
 

@@ -405,7 +405,7 @@ def _entered(search: _Search, a: Value, b: Value, paired: dict[int, int], stages
             if {there.stage.name, here.stage.name} <= names else None
         theirs = (f"the reference computes it with {d['result']} = {q.op} (line {d['line'] + 1}"
                   f"{', ' + d['source'] if d['source'] else ''}), which has no counterpart here"
-                  + (f": removed by {gone.name}" if gone is not None else ""))
+                  + (f": {_by(gone, 'removed')}" if gone is not None else ""))
         if gone is not None:
             changed, change = gone.name, (q.op, there.keys(q), True)
     mine = ""
@@ -417,12 +417,17 @@ def _entered(search: _Search, a: Value, b: Value, paired: dict[int, int], stages
         else:
             made = made_by(stages, here.stage.name, p.op, here.keys(p)) if here.stage.name in names else None
             mine = (f"here it is {d['result']} = {p.op} (line {d['line'] + 1}), which the reference does not have"
-                    + (f": made by {made.name}" if made is not None else ""))
+                    + (f": {_by(made, 'made')}" if made is not None else ""))
             if made is not None and changed is None:
                 changed, change = made.name, (p.op, here.keys(p), False)
     elif a[0] == "arg" and theirs:
         mine = f"here it is argument {a[1]} of @main as given"
     return "; ".join(x for x in (mine, theirs) if x), changed, change
+
+
+def _by(stage: Stage, did: str) -> str:
+    """Which stage made or removed an op, in words: a stage edited by hand says so."""
+    return f"{did} by the hand edit of {stage.name}" if stage.edit == "text" else f"{did} by {stage.name}"
 
 
 def _row(k: int, pair: _Pair, check: LeafCheck, probe: int, here: Side, there: Side) -> dict:

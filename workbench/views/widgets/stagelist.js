@@ -43,10 +43,12 @@ function render({ model, el }) {
       }
       const side = s.name === left && s.name === right ? "AB" : s.name === left ? "A" : s.name === right ? "B" : "";
       const ms = s.time || ""; // written in Python; "(cached)": the time of the step's first run, not measured now
-      const title = s.state === "error" ? s.error : `${s.name}: ${s.state}, ${s.lines} lines${ms ? ", " + ms : ""}`;
+      const edited = s.edit === "text" ? "edited by hand" : s.edit === "inserted" ? "pass inserted by hand" : "";
+      const title = s.state === "error" ? s.error
+        : `${s.name}: ${s.state}, ${s.lines} lines${ms ? ", " + ms : ""}${edited ? " (" + edited + ")" : ""}`;
       html += `<div class="wbs-row g-${esc(s.group)} s-${s.state}${side ? " picked" : ""}" data-name="${esc(s.name)}" title="${esc(title)}">
         <span class="wbs-side">${side}</span><span class="wbs-dot"></span>
-        <span class="wbs-name">${esc(s.name)}</span>
+        <span class="wbs-name">${esc(s.name)}</span>${edited ? `<span class="wbs-edit" title="${edited}">✎</span>` : ""}
         <span class="wbs-lines">${s.state === "error" ? "failed" : s.lines}</span>
         <span class="wbs-ms${s.cached ? " wbs-cached" : ""}">${ms}</span></div>`;
     }

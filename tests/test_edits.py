@@ -1,0 +1,140 @@
+"""Edit any stage and resume the pipeline: ``with_text`` (a module changed by hand), ``with_pass`` and
+``without_pass`` (a pass added or left out), each a new Exploration whose later MLIR stages and XLA's are made
+from the edit; edits are listed, kept by toggles, saved and reloaded, and marked in the report."""
+import jax
+import jax.numpy as jnp
+import pytest
+
+import workbench as wb
+
+pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+
+def f(x):
+    return jnp.tanh(x.T).T * 2.0
+
+
+X = jax.random.normal(jax.random.PRNGKey(0), (4, 8))
+
+# canonicalize#1 of f under "upstream", both transposes taken out by hand: tanh is elementwise, so the same program
+NO_TRANSPOSE = """\
+module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<4x8xf32>) -> (tensor<4x8xf32> {jax.result_info = "result"}) {
+    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>
+    %1 = stablehlo.tanh %arg0 : tensor<4x8xf32>
+    %3 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4x8xf32>
+    %4 = stablehlo.multiply %1, %3 : tensor<4x8xf32>
+    return %4 : tensor<4x8xf32>
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    return wb.explore(f, X, pipeline="upstream")
+
+
+def test_a_transpose_removed_by_hand_flows_through_the_later_stages_and_xla(upstream, tmp_path):
+    ex = upstream
+    assert "stablehlo.transpose" in ex["canonicalize#1"].text and "transpose(" in ex["xla:before_optimizations"].text
+    e = ex.with_text("canonicalize#1", NO_TRANSPOSE)
+    assert [s.edit for s in e.pipeline_stages] == ["", "", "text", "", ""]
+    assert e.edits[0].kind == "text" and e.edits[0].stage == "canonicalize#1" and e.edits[0].at == 0
+    for name in ("cse#1", "symbol-dce#1"):
+        assert "transpose" not in e[name].text and e[name].parent
+    assert "transpose(" not in e["xla:before_optimizations"].text
+    assert e["xla:optimized"].text != ex["xla:optimized"].text
+    r = e.run(repeat=1)
+    assert r.check.passed and r.check.source == "promoted"
+    # the lines kept as they were keep their source positions: the broadcast's line is f's
+    located = e.locations("canonicalize#1")
+    assert set(located[located.op == "stablehlo.broadcast_in_dim"].line) == {f.__code__.co_firstlineno + 1}
+
+    path = e.save(tmp_path / "edited.hlox")
+    back = wb.load(path)
+    assert back.edits == e.edits and back["canonicalize#1"].edit == "text"
+    assert back["cse#1"].text == e["cse#1"].text
+    toggled = back.with_patterns(disable=["transpose_transpose"])  # a loaded file rebuilds with its edits
+    assert toggled.edits == e.edits and "transpose" not in toggled["cse#1"].text
+
+
+def test_a_broken_edit_says_where_and_loses_nothing(upstream):
+    broken = NO_TRANSPOSE.replace("stablehlo.multiply %1, %3", "stablehlo.multiply %1, %cst")
+    with pytest.raises(wb.MlirSyntaxError) as info:
+        upstream.with_text("canonicalize#1", broken)
+    err = info.value
+    assert (err.line, err.column) == (6, 33) and "expects different type" in str(err)
+    assert not upstream.edits and "stablehlo.transpose" in upstream["cse#1"].text
+    assert upstream.run(repeat=1).check.passed  # the exploration is as usable as before
+
+
+def test_xla_stages_and_the_jaxpr_are_not_edited(upstream):
+    with pytest.raises(wb.WorkbenchError, match="XLA's: its passes cannot be resumed"):
+        upstream.with_text("xla:optimized", "HloModule m")
+    with pytest.raises(wb.WorkbenchError, match="the jaxpr"):
+        upstream.with_text("jaxpr", NO_TRANSPOSE)
+    with pytest.raises(wb.WorkbenchError, match="no pass to leave out"):
+        upstream.without_pass("stablehlo")
+    with pytest.raises(wb.PipelineSyntaxError):
+        upstream.with_pass(after="cse#1", pass_="no-such-pass")
+
+
+def test_with_pass_and_without_pass_on_a_preset_equal_the_pipeline_string_with_those_passes():
+    ex = wb.explore(f, X)  # the default preset, Enzyme-JaX's patterns in it
+    added = ex.with_pass(after="cse#1", pass_="canonicalize")
+    assert added.edits[0].kind == "insert" and added["canonicalize#2"].edit == "inserted"
+    same = wb.explore(f, X, pipeline=added.pipeline_string)  # the edited pipeline, as a custom string
+    assert same.pipeline_string == added.pipeline_string
+    assert [s.text for s in same.pipeline_stages] == [s.text for s in added.pipeline_stages]
+
+    dropped = ex.without_pass("enzyme-hlo-patterns#1")
+    assert "enzyme-hlo-patterns#1" in ex.names and len(dropped.pipeline_stages) == len(ex.pipeline_stages) - 1
+    assert dropped.pipeline_string.count("enzyme-hlo-generate-td") == ex.pipeline_string.count("enzyme-hlo-generate-td") - 1
+    again = wb.explore(f, X, pipeline=dropped.pipeline_string)
+    assert again.pipeline_string == dropped.pipeline_string
+    assert [s.text for s in again.pipeline_stages] == [s.text for s in dropped.pipeline_stages]
+    assert dropped.edits[0].pass_ == ex["enzyme-hlo-patterns#1"].produced_by
+
+
+def test_edits_stack_and_toggles_keep_them(upstream):
+    e = upstream.with_text("canonicalize#1", NO_TRANSPOSE).with_pass(after="cse#1", pass_="canonicalize")
+    assert [x.kind for x in e.edits] == ["text", "insert"]
+    assert [s.name for s in e.pipeline_stages] == ["jaxpr", "stablehlo", "canonicalize#1", "cse#1", "canonicalize#2",
+                                                   "symbol-dce#1"]
+    t = e.with_xla(disable=["algsimp"])
+    assert t.edits == e.edits and t["canonicalize#1"].text == e["canonicalize#1"].text
+    with pytest.warns(UserWarning, match="leaves out 2 edit"):
+        other = e.with_pipeline("canonicalize")
+    assert not other.edits
+
+
+def test_an_edit_of_the_lowered_module_is_the_start_of_every_stage(upstream):
+    e = upstream.with_text("stablehlo", NO_TRANSPOSE)
+    assert e["stablehlo"].edit == "text" and e.edits[0].at == -1
+    assert all("transpose" not in s.text for s in e.pipeline_stages[1:])
+    kept = e.with_pipeline("canonicalize")  # the module it starts from stays edited under another pipeline
+    assert kept.edits == e.edits and "transpose" not in kept["canonicalize#1"].text
+
+
+def test_the_report_and_the_reproducer_say_what_was_edited(upstream, tmp_path):
+    e = upstream.with_pass(after="canonicalize#1", pass_="cse")
+    page = e.report(tmp_path / "r.html").read_text()
+    assert "edited by hand" in page and "&#9998; inserted" in page
+    folder = e.reproducer(tmp_path / "repro", stage="cse#1")
+    assert (folder / "pipeline.txt").read_text().strip() == "cse,cse,symbol-dce"
+
+
+def test_drift_and_bisect_work_on_an_edited_exploration_and_keep_the_edit(upstream):
+    changed = NO_TRANSPOSE.replace("dense<2.000000e+00>", "dense<2.500000e+00>")  # a wrong constant, by hand
+    e = upstream.with_text("canonicalize#1", changed)
+    assert not e.run(repeat=1).check.passed
+    d = e.drift()  # the splat of the constant is the first value that differs, on f's line
+    assert d.found and d.op.op == "stablehlo.broadcast_in_dim" and d.line.endswith(f":{f.__code__.co_firstlineno + 1}")
+    note = d.op.inputs[0].note
+    assert "constant" in note and "2.5" in note and "removed by the hand edit of canonicalize#1" in note
+    assert all(c.edits == e.edits for c in (e.with_only_patterns([]), e.with_patterns(disable=["cse_add"])))
+    # bisect's candidates keep the edit: the miscompile holds with every pattern off, so no pattern is to blame
+    hand = wb.explore(f, X).with_text("stablehlo", changed)
+    with pytest.raises(wb.WorkbenchError, match="holds with no pattern enabled"):
+        hand.bisect(wb.miscompiles("cpu:0"), progress=False)
