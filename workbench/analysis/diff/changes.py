@@ -266,6 +266,11 @@ def setting_changes(before: Spec, after: Spec) -> list[str]:
         old, new = getattr(before, name), getattr(after, name)
         if old != new:
             out.append(f"{name} {old} → {new}")
+    n = len(before.edits)
+    if after.edits[:n] == before.edits:
+        out += [repr(e)[5:-1] for e in after.edits[n:]]  # the edits made since, as ex.edits says them
+    else:
+        out.append(f"hand edits: {len(before.edits)} → {len(after.edits)}")
     return out
 
 

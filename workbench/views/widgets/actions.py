@@ -16,7 +16,7 @@ from ...stages import STABLEHLO
 
 __all__ = ["Action", "toggle_patterns", "reset_patterns", "toggle_xla", "reset_xla", "set_pipeline", "diff",
            "cost", "graph", "run", "compare", "applicable", "bisect", "reduce", "predicate", "predicate_params",
-           "PREDICATES", "source_map", "ops_at", "lineage", "compile_profile", "drift"]
+           "PREDICATES", "source_map", "ops_at", "lineage", "compile_profile", "drift", "with_text"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,12 @@ def run(name: str, stage: str, device: str, repeat: int) -> Action:
     return Action(f"run {stage} on {device}",
                   f"{name}.run({_lit(stage)}, device={_lit(device)}, repeat={repeat})",
                   lambda ex: ex.run(stage, device=device, repeat=repeat))
+
+
+def with_text(name: str, stage: str, text: str) -> Action:
+    """``stage``'s module replaced by ``text`` (the panel's editor): the line names the text as ``text``."""
+    return Action(f"edit {stage}", f"{name} = {name}.with_text({_lit(stage)}, text)  # text: the module as edited",
+                  lambda ex: ex.with_text(stage, text))
 
 
 def drift(name: str, stage: str, device: str) -> Action:

@@ -35,6 +35,7 @@ from .bundle import MIME, default_right, exploration_bundle
 from .changes import ChangeSummary
 from .diffview import DiffView
 from .driftbox import DriftBox
+from .editbox import EditBox
 from .graphtab import GraphTab
 from .jobs import Jobs
 from .lists import StageList, stage_rows
@@ -296,11 +297,13 @@ class Panel:
         for picker, side in ((self.left_picker, "left"), (self.right_picker, "right")):
             picker.observe(lambda ch, side=side: self._on_picker(side, ch["new"]), "value")
         self.swap.on_click(lambda _b: self._swap())
-        pickers = W.HBox([self.left_picker, self.swap, self.right_picker], layout=L(flex_flow="row wrap"))
+        self.editor = EditBox(self.name, lambda: self._ex, lambda: self._right, self._rebuild)
+        pickers = W.HBox([self.left_picker, self.swap, self.right_picker, self.editor.toggle],
+                         layout=L(flex_flow="row wrap"))
         # Source (its own module): the diff view lives in its .home in this tab, and moves there when shown
         self.source = SourceTab(self.name, lambda: self._ex, lambda: (self._left, self._right), self._submit,
                                 self.diff_view)
-        return W.VBox([pickers.add_class("wb-row"), self.ops_delta, self.source.home])
+        return W.VBox([pickers.add_class("wb-row"), self.editor.panel, self.ops_delta, self.source.home])
 
     def _build_run(self) -> W.VBox:
         """The Run tab: run one stage on a device, and compare several stages' times and checks."""
