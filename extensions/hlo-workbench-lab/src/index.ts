@@ -1,6 +1,6 @@
 // The hlo-workbench JupyterLab extension: one plugin per job, each in its own module; index.ts only
 // lists them: file types and highlighting, the .hlox viewer, the %%hlo output renderer, the commands
-// and the highlighting of %%mlir cells.
+// the highlighting of %%mlir cells, and the panel's stage editor as CodeMirror.
 import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
@@ -13,11 +13,13 @@ import { FILE_TYPES } from './filetypes';
 import { hloxViewer } from './hlox';
 import { mlir } from './language';
 import { mlirCells } from './mlircells';
+import { panelEditors } from './paneleditor';
 
 export { FILE_TYPES } from './filetypes';
 export { bundleView, hloxView, readHlox, diffPair } from './exploration';
 export { mlir, mlirLanguage, TOKEN_TAGS, cssClass } from './language';
 export { exploreCode, saveCode, hloxName, isMlirCell, cellMagic } from './cellcode';
+export { diagnosticLine, enhanceAll } from './paneleditor';
 
 /** .mlir, .stablehlo and .hlo files: known to the file browser, highlighted in the editor. */
 const programText: JupyterFrontEndPlugin<void> = {
@@ -47,5 +49,6 @@ const programText: JupyterFrontEndPlugin<void> = {
   }
 };
 
-const plugins: JupyterFrontEndPlugin<any>[] = [programText, hloxViewer, bundleRenderer, commands, mlirCells];
+const plugins: JupyterFrontEndPlugin<any>[] = [programText, hloxViewer, bundleRenderer, commands, mlirCells,
+  panelEditors];
 export default plugins;

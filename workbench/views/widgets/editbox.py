@@ -1,8 +1,9 @@
 """The Diff tab's editor: stage B's module as text, changed by hand, and "Apply", which resumes the pipeline
 from it (``ex.with_text``: the later MLIR passes, then XLA) as a toggle does, its change summary shown and
 its line of Python under the panel. A text that does not parse or verify keeps the editor open with MLIR's
-message, its line and column; the Exploration shown stays as it was. (A plain text area: CodeMirror's MLIR
-highlighting lives in the JupyterLab extension's own views.)"""
+message, its line and column; the Exploration shown stays as it was. It is a plain text area wherever the panel
+shows; where the JupyterLab extension is installed, the extension shows it as CodeMirror with its MLIR
+highlighting and marks the line the message names (extensions/hlo-workbench-lab/src/paneleditor.ts)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -24,7 +25,7 @@ class EditBox:
     def __init__(self, name: str, exploration: Callable, stage: Callable[[], str], rebuild: Callable) -> None:
         self.name, self._exploration, self._stage, self._rebuild = name, exploration, stage, rebuild
         self.toggle = W.Button(description="Edit B", icon="pencil", tooltip="edit stage B's module by hand and "
-                               "resume the pipeline from it (ex.with_text)", layout=W.Layout(width="100px"))
+                               "resume the pipeline from it (ex.with_text)", layout=W.Layout(width="130px"))
         self.toggle.add_class("wb-edit-toggle")
         self.toggle.on_click(lambda _b: self.close() if self.editing else self.open())
         self.head, self.error = W.HTML(), W.HTML()
