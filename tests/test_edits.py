@@ -90,6 +90,8 @@ def test_with_pass_and_without_pass_on_a_preset_equal_the_pipeline_string_with_t
 
     dropped = ex.without_pass("enzyme-hlo-patterns#1")
     assert "enzyme-hlo-patterns#1" in ex.names and len(dropped.pipeline_stages) == len(ex.pipeline_stages) - 1
+    after = dropped.pipeline_stages[[s.name for s in ex.pipeline_stages].index("enzyme-hlo-patterns#1")]
+    assert after.edit == "after-removed" and after.name == "enzyme-batch#1"  # the edit shows, with its own diff
     assert dropped.pipeline_string.count("enzyme-hlo-generate-td") == ex.pipeline_string.count("enzyme-hlo-generate-td") - 1
     again = wb.explore(f, X, pipeline=dropped.pipeline_string)
     assert again.pipeline_string == dropped.pipeline_string

@@ -41,7 +41,7 @@ class Stage:
     error: str | None = None
     text_with_locations: str = field(default="", repr=False, compare=False)
     cached: bool = field(default=False, compare=False)
-    edit: str = ""  # "text": its text was replaced by hand; "inserted": its pass was added to the pipeline
+    edit: str = ""  # "text": its text replaced by hand; "inserted": its pass added; "after-removed": the one before left out
 
     @property
     def is_module(self) -> bool:

@@ -363,7 +363,7 @@ MANIFEST = Record({
         {"name": Str(nonempty=True), "group": Str(choices=typing.get_args(StageKind)), "produced_by": Str(),
          "changed": Bool(), "seconds": Opt(Num(least=0.0)), "parent": Opt(Str()), "error": Opt(Str()),
          "cached": Bool(), "text": Opt(SHA256)},
-        {"located": Opt(SHA256), "diff": STAGE_DIFF, "edit": Str(choices=("text", "inserted"))}), _MANY),
+        {"located": Opt(SHA256), "diff": STAGE_DIFF, "edit": Str(choices=("text", "inserted", "after-removed"))}), _MANY),
     "pipeline_error": Opt(_STAGE_ERROR),
     "xla_error": Opt(_STAGE_ERROR),
     "args": List(Record({"shape": _SHAPE, "dtype": Str(nonempty=True)}), _MANY),

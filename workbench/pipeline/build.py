@@ -281,7 +281,8 @@ def run_passes(text: str, pipeline: str, timeout: float = 600.0) -> str:
 @dataclass(frozen=True)
 class _Step:
     """One step of the pipeline as built: its base name and pass string, ``edit`` "inserted" for a pass a
-    hand edit added, and ``text`` the module that replaces its output (a hand edit; None: the pass's own)."""
+    hand edit added ("after-removed": the step after one a hand edit left out), and ``text`` the module that
+    replaces its output (a hand edit; None: the pass's own)."""
 
     base: str
     pass_string: str
@@ -307,6 +308,8 @@ def edited_steps(spec: Spec) -> tuple[list[_Step], str | None]:
                 steps[e.at] = dataclasses.replace(steps[e.at], text=e.text)
             else:
                 del steps[e.at]
+                if e.at < len(steps):  # the step that takes its place shows the edit, and its diff what it changed
+                    steps[e.at] = dataclasses.replace(steps[e.at], edit=steps[e.at].edit or "after-removed")
         else:
             raise WorkbenchError(f"the edit {e!r} is for step {e.at}, and this pipeline has {len(steps)} steps: it "
                                  "was made on another pipeline")

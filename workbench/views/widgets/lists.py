@@ -30,7 +30,8 @@ def time_label(seconds: float, cached: bool = False) -> str:
 def stage_rows(stages: list[Stage]) -> list[dict]:
     """What the stage list shows of each stage; ``time`` as written (``html.num``), marked cached when
     the step was served from the cache (its ms are then those of the step's first run); ``edit`` a hand
-    edit's mark ("text": its text was replaced, "inserted": its pass was added)."""
+    edit's mark ("text": its text was replaced, "inserted": its pass was added, "after-removed": the pass before
+    it was left out)."""
     return [{"name": s.name, "group": s.group, "parent": s.parent,
              "state": "error" if s.error else ("changed" if s.changed else "unchanged"),
              "ms": None if s.seconds is None else round(s.seconds * 1e3, 2), "cached": s.cached, "lines": s.lines,

@@ -43,7 +43,8 @@ function render({ model, el }) {
       }
       const side = s.name === left && s.name === right ? "AB" : s.name === left ? "A" : s.name === right ? "B" : "";
       const ms = s.time || ""; // written in Python; "(cached)": the time of the step's first run, not measured now
-      const edited = s.edit === "text" ? "edited by hand" : s.edit === "inserted" ? "pass inserted by hand" : "";
+      const edited = { text: "edited by hand", inserted: "pass inserted by hand",
+        "after-removed": "the pass before it was left out by hand" }[s.edit] || "";
       const title = s.state === "error" ? s.error
         : `${s.name}: ${s.state}, ${s.lines} lines${ms ? ", " + ms : ""}${edited ? " (" + edited + ")" : ""}`;
       html += `<div class="wbs-row g-${esc(s.group)} s-${s.state}${side ? " picked" : ""}" data-name="${esc(s.name)}" title="${esc(title)}">
