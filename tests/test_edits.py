@@ -151,3 +151,30 @@ def test_reduce_and_compare_pipelines_on_an_edited_exploration(upstream):
     df = wb.compare_pipelines(hand, pipelines=["upstream", "none"], repeat=2)  # the edited module through each
     assert list(df.pipeline) == ["upstream", "none"] and df.check_passed.all() and (df.error == "").all()
     assert (df.ops_stablehlo > 0).all()
+
+
+def test_an_equinox_adam_step_with_a_print_edited_by_hand_drifts_at_the_learning_rate(capfd):
+    """A real library's program with a host callback: its last stage's learning rate changed by hand (as text,
+    without locations), found at optax's scale by the learning rate, the constant named with its line."""
+    import equinox as eqx
+    import optax
+
+    model = eqx.nn.MLP(8, 4, 16, 2, key=jax.random.PRNGKey(0))
+    opt = optax.adam(1e-3)
+
+    @eqx.filter_jit
+    def step(model, state, x, y):
+        loss, grads = eqx.filter_value_and_grad(lambda m: ((jax.vmap(m)(x) - y) ** 2).mean())(model)
+        jax.debug.print("loss {l}", l=loss)
+        updates, state = opt.update(grads, state)
+        return eqx.apply_updates(model, updates), state, loss
+
+    ex = wb.explore(step, model, opt.init(eqx.filter(model, eqx.is_array)), jnp.ones((4, 8)), jnp.zeros((4, 4)))
+    assert not ex.drift().found
+    last = ex.default_run_stage()
+    e = ex.with_text(last, last.text.replace("dense<-1.000000e-03> : tensor<4xf32>", "dense<-2.000000e-03> : tensor<4xf32>"))
+    d = e.drift()
+    assert d.found and d.op.op == "stablehlo.multiply" and d.op.source.endswith("optax/_src/transform.py:507")
+    note = next(i.note for i in d.op.inputs if i.differs)
+    assert "here it is the constant %" in note and "-2.000000e-03" in note and "(line 0)" not in note
+    assert "loss" in capfd.readouterr().out

@@ -421,8 +421,9 @@ _TAGGED = re.compile(r'"' + _TAG + r'(\d+)"')
 def tag_ops(text: str) -> str:
     """``text`` with each op's location wrapped in a name that numbers it, ``loc("wb-op:7"(its own))``:
     the same program, whose diagnostics then say which op they are about (``op_tag``); ``7`` is the op's
-    index in ``mlir_op_locations(text)``. An op that prints no location keeps none. The location aliases
-    move above the module: only ``loc(#alias)`` itself may name an alias defined further down."""
+    index in ``mlir_op_locations(text)``. An op that prints no location on a line of its own (one written by
+    hand) gets the name alone. The location aliases move above the module: only ``loc(#alias)`` itself may
+    name an alias defined further down."""
     module = _read_module(text)
     lines = list(module.lines)
     for k, op in enumerate(module.ops):
@@ -430,6 +431,8 @@ def tag_ops(text: str) -> str:
             ln = lines[op.at]
             i = ln.rfind(op.loc)
             lines[op.at] = f'{ln[:i]}loc("{_TAG}{k}"({op.loc.strip()[4:-1]})){ln[i + len(op.loc):]}'
+        elif lines[op.at].strip() and not lines[op.at].rstrip().endswith(("{", "(", ",")):
+            lines[op.at] = f'{lines[op.at].rstrip()} loc("{_TAG}{k}")'  # a one-line op written without one
     aliases = [ln for ln in lines if ln.startswith("#loc")]
     rest = [ln for ln in lines if not ln.startswith("#loc")]
     return "\n".join(aliases + rest) + ("\n" if text.endswith("\n") else "")

@@ -507,6 +507,9 @@ def _settle(search: _Search, pairs: list[_Pair], budget: int, good: int, bad: in
         verdict, k = _consistency(pairs, bad, inputs, checks)
         if verdict == "ok" or attempt == _RESTARTS:  # the last try stands as found
             return (bad, inputs), excluded
+        if verdict == "earlier" and k not in checks:  # compared as an input only: compared as itself now
+            checks[k] = (search.probe([pairs[k]])[0], search.probes)
+            verdict = "earlier" if not checks[k][0].passed else "inconsistent"
         if verdict == "earlier":
             good = max([-1] + [i for i in checks if i < k and checks[i][0].passed])
             good, bad = _locate(search, pairs, budget, good, k, checks, excluded=excluded)
