@@ -77,11 +77,12 @@ export function enhance(area: HTMLTextAreaElement): EditorView {
   return view;
 }
 
-/** Every `.wb-editor textarea` under `root` not yet shown as an editor. */
+/** Every `.wb-editor textarea` under `root` that is shown (its editor opened) and not yet an editor: a panel's
+ * closed editor stays a hidden text area, so a notebook holds no editor that nobody opened. */
 export function enhanceAll(root: ParentNode): number {
   let n = 0;
   root.querySelectorAll<HTMLTextAreaElement>('.wb-editor textarea').forEach(area => {
-    if (!area.dataset[ENHANCED]) {
+    if (!area.dataset[ENHANCED] && area.getClientRects().length > 0) {
       enhance(area);
       n++;
     }
@@ -94,8 +95,9 @@ export const panelEditors: JupyterFrontEndPlugin<void> = {
   description: "Shows the panel's stage editor as a CodeMirror editor with MLIR highlighting.",
   autoStart: true,
   activate: (_app: JupyterFrontEnd) => {
+    // a new text area, or one shown (the panel's editor opened: its box's style changes)
     const observer = new MutationObserver(() => enhanceAll(document.body));
-    observer.observe(document.body, { childList: true, subtree: true });
+    observer.observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ['style'] });
     enhanceAll(document.body);
   }
 };

@@ -8,19 +8,21 @@ error; else against the reference's noise (its inputs moved by one ulp); integer
 
 The search. The pairs are listed in the stage's order (a topological order: ``@main`` is one block), the
 program's outputs last. Each probe runs the two tap modules (and the reference's float64 or nudged
-evaluation) once, tapping as many pairs of the interval still in question as fit ``TAP_BYTES`` a side,
-spread evenly over it; the first drifting pair and the last good one before it bound the next interval.
-Where everything fits (``TAP_VALUES`` values, ``TAP_BYTES``), one probe decides; where it does not, a round
-taps as many as fit and at least seven (refused beyond ``array_limit()``), so the interval shrinks eight- to
-sixty-five-fold a round. The runs grow with log(ops), and
-memory with the budget, never with the program's size. A last probe taps the
-inputs of the op found, next to its counterpart's: an input that already differs, computed here by an op
-the reference lacks (or the other way round), says where the values entered -- the reference's op that a
-rewrite removed is then the first wrong value, and its line the user's. An input that differs and was an
-earlier pair (the values can drift and come back) restarts the search before it.
+evaluation) once, tapping pairs of the interval still in question spread evenly over it; the first drifting
+pair and the last good one before it bound the next interval. Where everything fits (``TAP_VALUES`` values,
+``TAP_BYTES`` a side), one probe decides; where it does not, a round taps as many as fit and at least seven
+(refused beyond ``array_limit()``), so the interval shrinks eight- to sixty-five-fold a round: the runs grow
+with log(ops), and memory with the budget, never with the program's size. The first round compares the
+outputs too; where they agree, nothing is looked for (what differs inside is computed otherwise, and the
+result says how many such values there are). A last probe taps the inputs of the op found, next to its
+counterpart's: an input that already differs, computed here by an op the reference lacks (or the other way
+round), says where the values entered -- the reference's op that a rewrite removed is then the first wrong
+value, and its line the user's. An input that differs and was an earlier pair (the values can drift and come
+back) restarts the search before it; one that agrees with its own counterpart but not with the paired op's
+operand shows the pair is none, and it is set aside.
 
-Tapping changes what XLA compiles (an intermediate returned is no longer fused away), so the tapped run's
-outputs are checked too: where they no longer drift, the result says so.
+Tapping changes what XLA compiles (an intermediate returned is no longer fused away), so ``outputs_drift``
+says whether the outputs drift in the tapped runs.
 """
 from __future__ import annotations
 
