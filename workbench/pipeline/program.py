@@ -41,17 +41,23 @@ def unwrap_lowered(obj: Any) -> jax.stages.Lowered:
     return obj
 
 
+def _lowering_of(lowered: jax.stages.Lowered, text: str, what: str):
+    """A copy of ``lowered``'s lowering holding ``text`` (parsed as ``relowered`` says), never its executable."""
+    try:
+        module = parse_module(prepare_for_jax(xla_locations(text)), allow_unregistered=False)
+    except WorkbenchError as e:
+        raise WorkbenchError(f"{what} cannot be handed to JAX: {e}") from None
+    lowering = copy.copy(lowered._lowering)
+    lowering._hlo = module
+    lowering._executable = None  # the copy must not reuse the original's compiled executable
+    return lowering
+
+
 def relowered(lowered: jax.stages.Lowered, text: str) -> jax.stages.Lowered:
     """``lowered`` with its module replaced by ``text`` (parsed in JAX's own MLIR context, Enzyme's
     attributes dropped, ``@main`` public, locations that XLA would lose rewritten: ``xla_locations``):
     compile, cost and call it as the original."""
-    try:
-        module = parse_module(prepare_for_jax(xla_locations(text)), allow_unregistered=False)
-    except WorkbenchError as e:
-        raise WorkbenchError(f"the module cannot be handed to JAX: {e}") from None
-    lowering = copy.copy(lowered._lowering)
-    lowering._hlo = module
-    lowering._executable = None  # the copy must not reuse the original's compiled executable
+    lowering = _lowering_of(lowered, text, "the module")
     return jax.stages.Lowered(lowering, lowered.args_info, lowered.out_tree, lowered._no_kwargs,
                               getattr(lowered, "_in_types", None), getattr(lowered, "_out_types", None))
 
@@ -65,13 +71,7 @@ def relowered_with_results(lowered: jax.stages.Lowered, text: str, extra: list) 
     from jax._src import core
     from jax._src.sharding_impls import UNSPECIFIED
 
-    try:
-        module = parse_module(prepare_for_jax(xla_locations(text)), allow_unregistered=False)
-    except WorkbenchError as e:
-        raise WorkbenchError(f"the tap module cannot be handed to JAX: {e}") from None
-    lowering = copy.copy(lowered._lowering)
-    lowering._hlo = module
-    lowering._executable = None
+    lowering = _lowering_of(lowered, text, "the tap module")
     args = dict(_compile_args(lowered))
     n = len(extra)
     args["global_out_avals"] = list(args["global_out_avals"]) + [core.ShapedArray(tuple(a.shape), a.dtype)
