@@ -194,8 +194,8 @@ def test_drifts_at_pins_the_op_for_bisect_reduce_and_the_reproducer(tmp_path):
     d = ex.drift()
     pinned = wb.drifts_at(d)
     assert pinned(ex) and "drifts_at" in repr(pinned)
-    assert "no_nan_compare_simplify" in ex.bisect(pinned, progress=False).patterns
-    reduced = ex.reduce(pinned, progress=False)  # its candidates take the program's inputs: the NaN too
+    assert "no_nan_compare_simplify" in ex.bisect(pinned).patterns
+    reduced = ex.reduce(pinned)  # its candidates take the program's inputs: the NaN too
     assert reduced.ops_after < reduced.ops_before and "stablehlo.dot_general" in reduced.text
     folder = reduced.reproducer(tmp_path / "bug")  # the smallest module where the op drifts, for a bug report
     readme = (folder / "README.md").read_text()

@@ -139,12 +139,12 @@ def test_drift_and_bisect_work_on_an_edited_exploration_and_keep_the_edit(upstre
     # bisect's candidates keep the edit: the miscompile holds with every pattern off, so no pattern is to blame
     hand = wb.explore(f, X).with_text("stablehlo", changed)
     with pytest.raises(wb.WorkbenchError, match="holds with no pattern enabled"):
-        hand.bisect(wb.miscompiles("cpu:0"), progress=False)
+        hand.bisect(wb.miscompiles("cpu:0"))
 
 
 def test_reduce_and_compare_pipelines_on_an_edited_exploration(upstream):
     e = upstream.with_pass(after="canonicalize#1", pass_="cse")
-    r = e.reduce(wb.has_op("stablehlo.tanh"), progress=False)  # candidates run the edited pipeline's passes
+    r = e.reduce(wb.has_op("stablehlo.tanh"))  # candidates run the edited pipeline's passes
     assert r.ops_after < r.ops_before and "stablehlo.tanh" in r.text
     assert r.exploration.pipeline_string == e.pipeline_string and not r.exploration.edits
     hand = upstream.with_text("stablehlo", NO_TRANSPOSE)

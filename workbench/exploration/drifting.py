@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from ..analysis.run.drift import Drift, find_drift
-from ..analysis.search.blame import op_present, patterns_that
+from ..analysis.search.blame import patterns_that
 from ..analysis.run.execute import runnable_source
-from ..analysis.run.tapping import Side, side_of
+from ..analysis.run.tapping import Side, op_present, side_of
 from ..stages import Stage
 from .running import refuse_shapes, refuse_unfaithful_hlo
 

@@ -268,9 +268,9 @@ class _Search:
         return None, [self._call(reference, a) for a in self.nudged]
 
 
-def _pairs(here: Side, there: Side) -> list[_Pair]:
-    """Every value of the stage with a counterpart, in the stage's order, then the outputs of @main."""
-    cps = counterparts(here, there)
+def _pairs(here: Side, there: Side, cps: dict[int, int]) -> list[_Pair]:
+    """Every value of the stage with a counterpart (``cps``: ``counterparts(here, there)``), in the stage's
+    order, then the outputs of @main."""
     out: list[_Pair] = []
     seen: set = set()
     for p in here.tap.points:
@@ -432,10 +432,13 @@ def _by(stage: Stage, did: str) -> str:
     return f"{did} by the hand edit of {stage.name}" if stage.edit == "text" else f"{did} by {stage.name}"
 
 
+def _described(side: Side, point: TapPoint | None, label: str) -> dict:
+    """``side.describe(point)``; for an output of @main (no point), its label as the result."""
+    return side.describe(point) if point is not None else {**side.describe(None), "result": label}
+
+
 def _row(k: int, pair: _Pair, check: LeafCheck, probe: int, here: Side, there: Side) -> dict:
-    d = here.describe(pair.point) if pair.point is not None else {"result": pair.label, "op": "", "line": -1,
-                                                                  "source": ""}
-    e = there.describe(pair.other) if pair.other is not None else {"result": pair.label, "op": "", "line": -1}
+    d, e = _described(here, pair.point, pair.label), _described(there, pair.other, pair.label)
     return {"order": k, "result": d["result"], "op": d["op"], "line": d["line"] + 1 if d["line"] >= 0 else None,
             "reference_result": e["result"], "reference_op": e["op"],
             "reference_line": e["line"] + 1 if e["line"] >= 0 else None, "source": d["source"],
@@ -449,7 +452,8 @@ def find_drift(ex, here: Side, there: Side, device: str, args=None, budget: int 
     bytes a side a round (default ``TAP_BYTES``)."""
     budget = TAP_BYTES if budget is None else budget
     search = _Search(ex, here, there, device, args)
-    pairs = _pairs(here, there)
+    paired = counterparts(here, there)
+    pairs = _pairs(here, there, paired)
     if not pairs:
         raise WorkbenchError(f"no value of {here.stage.name!r} has a counterpart in {there.stage.name!r} to compare "
                              "(no op with the same source position and type, and no output of the same type)")
@@ -461,7 +465,6 @@ def find_drift(ex, here: Side, there: Side, device: str, args=None, budget: int 
     quiet = [i for i, (c, _) in checks.items() if not c.passed] if not outputs_drift else []
     if not outputs_drift:  # nothing to localize: what differs is computed otherwise, and the outputs agree
         bad = None
-    paired = counterparts(here, there)
     stages = list(ex.stages)
     settled, excluded = _settle(search, pairs, budget, good, bad, checks, paired, stages)
     bad, inputs = settled if settled is not None else (None, [])
@@ -544,9 +547,7 @@ def _consistency(pairs: list[_Pair], bad: int, inputs: list[DriftInput], checks:
 def _found(pair: _Pair, check: LeafCheck, inputs: list[DriftInput], here: Side, there: Side,
            stages: list[Stage]) -> DriftOp:
     p = pair.point
-    d = here.describe(p) if p is not None else {"result": pair.label, "op": "", "line": -1, "text": "", "source": ""}
-    e = there.describe(pair.other) if pair.other is not None else {"result": pair.label, "op": "", "line": -1,
-                                                                   "text": "", "source": ""}
+    d, e = _described(here, p, pair.label), _described(there, pair.other, pair.label)
     made = None
     if p is not None and here.stage.name in {s.name for s in stages}:
         made = made_by(stages, here.stage.name, p.op, here.keys(p))
@@ -562,7 +563,7 @@ def _found(pair: _Pair, check: LeafCheck, inputs: list[DriftInput], here: Side, 
 def value_drifts(ex, here: Side, there: Side, key: tuple, device: str, args=None) -> bool | None:
     """Whether the op of ``here`` known by ``key`` (``DriftOp.key``) drifts from its counterpart: one probe.
     None where the stage has no such op with a counterpart."""
-    pairs = [p for p in _pairs(here, there) if p.point is not None
+    pairs = [p for p in _pairs(here, there, counterparts(here, there)) if p.point is not None
              and (here.keys(p.point), p.point.types, p.point.op) == key]
     if not pairs:
         return None

@@ -258,9 +258,13 @@ def _timed(stage, device: str, repeat: int, compile_it, around=None) -> tuple[An
     except WorkbenchError:
         raise
     except Exception as e:
-        raise WorkbenchError(f"stage {stage.name!r} did not run on {device}: {type(e).__name__}: "
-                             f"{str(e).splitlines()[0] if str(e) else ''}") from None
+        raise WorkbenchError(f"stage {stage.name!r} did not run on {device}: {_said(e)}") from None
     return outputs, Timing(tuple(times))
+
+
+def _said(e: Exception) -> str:
+    """An error that is not the workbench's own, in one line: its type and its message's first line."""
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
 def _run_exported(ex, stage, device: str, repeat: int, args, options: dict, around=None,
@@ -338,8 +342,7 @@ def tap_program(ex, label: str, text: str, extra: list, device: str, xla_options
     except WorkbenchError:
         raise
     except Exception as e:
-        raise WorkbenchError(f"{label} did not compile for {device}: {type(e).__name__}: "
-                             f"{str(e).splitlines()[0] if str(e) else ''}") from None
+        raise WorkbenchError(f"{label} did not compile for {device}: {_said(e)}") from None
 
     def values(args=None) -> list:
         try:
@@ -347,8 +350,7 @@ def tap_program(ex, label: str, text: str, extra: list, device: str, xla_options
         except WorkbenchError:
             raise
         except Exception as e:
-            raise WorkbenchError(f"{label} did not run on {device}: {type(e).__name__}: "
-                                 f"{str(e).splitlines()[0] if str(e) else ''}") from None
+            raise WorkbenchError(f"{label} did not run on {device}: {_said(e)}") from None
         return [host_array(x) for x in flat[len(flat) - len(extra):]] if extra else []
 
     return values

@@ -21,14 +21,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ...ir.hlo_locations import hlo_instruction_locations
-from ...ir.locations import OpLocation, mlir_op_locations
+from ...ir.locations import OpLocation, mlir_op_locations, tag_ops
 from ...ir.taps import Tappable, TapPoint, tappable
 from ...ir.text import strip_locations
 from ...pipeline.exported import inlined_for_jax
 from ...stages import Stage
 from ..provenance import users_frame
 
-__all__ = ["Side", "side_of", "counterparts", "made_by", "removed_by", "op_key", "result_pairs"]
+__all__ = ["Side", "side_of", "counterparts", "made_by", "removed_by", "op_key", "result_pairs", "op_present"]
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,6 @@ def source_of(loc: OpLocation | None) -> str:
 def side_of(stage: Stage, source: str, converted: bool = False) -> Side:
     """``stage`` read for tapping from ``source``: the module text that runs (its text with locations; an
     XLA stage's turned back into StableHLO)."""
-    from ...ir.locations import tag_ops
-
     tagged = tag_ops(source)
     tap = tappable(inlined_for_jax(tagged))
     lines = strip_locations(source).splitlines() if converted else stage.text.splitlines()
@@ -252,10 +250,15 @@ def _present(stage: Stage, kind: str, keys: frozenset) -> bool | None:
         short = kind.split(".", 1)[-1]
         want = _HLO_NAMES.get(short, short)
         ops = hlo_instruction_locations(stage.text)
-    else:  # XLA's ``dot`` turned back into StableHLO is a ``dot_general`` in the MLIR stages
-        want = "stablehlo.dot_general" if kind == "stablehlo.dot" else kind
-        ops = mlir_op_locations(stage.text_with_locations or stage.text)
-    return any(o.op == want and keys <= {g.key for g in o.origins} for o in ops)
+        return any(o.op == want and keys <= {g.key for g in o.origins} for o in ops)
+    return op_present(stage.text_with_locations or stage.text, kind, keys)
+
+
+def op_present(text: str, kind: str, keys: frozenset) -> bool:
+    """Whether the MLIR module ``text`` holds an op of ``kind`` whose source positions include ``keys`` (XLA's
+    ``dot`` turned back into StableHLO is a ``dot_general`` in the MLIR stages)."""
+    want = "stablehlo.dot_general" if kind == "stablehlo.dot" else kind
+    return any(o.op == want and keys <= {g.key for g in o.origins} for o in mlir_op_locations(text))
 
 
 def made_by(stages: list[Stage], upto: str, kind: str, keys: frozenset) -> Stage | None:

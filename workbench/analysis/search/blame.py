@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ...errors import StageError, WorkbenchError
-from ...ir.locations import mlir_op_locations
 from ...ir.text import leading_td_patterns
 from ...pipeline.catalog import pattern_name, patterns_pass
 from ...pipeline.runner import default_runner
 from ...stages import Stage
 from .bisect import ddmin
 
-__all__ = ["Blame", "patterns_that", "op_present"]
+__all__ = ["Blame", "patterns_that"]
 
 MAX_RUNS = 300
 
@@ -33,12 +32,6 @@ class Blame:
     patterns: tuple[str, ...] = ()
     runs: int = 0
     why_not: str = ""
-
-
-def op_present(text: str, kind: str, keys: frozenset) -> bool:
-    """Whether the MLIR module ``text`` holds an op of ``kind`` whose source positions include ``keys``."""
-    want = "stablehlo.dot_general" if kind == "stablehlo.dot" else kind
-    return any(o.op == want and keys <= {g.key for g in o.origins} for o in mlir_op_locations(text))
 
 
 def patterns_that(stage: Stage, parent: Stage, holds: Callable[[str], bool], timeout: float = 120.0,
