@@ -31,6 +31,8 @@ import pytest  # noqa: E402
 
 from tests import browser_pages  # noqa: E402
 
+pytest_plugins = ["pytester"]  # tests/test_gates.py runs pytest on a sample project
+
 TESTS = os.path.join(ROOT, "tests") + os.sep
 # the workbench's own code, wherever it is installed (found without importing it)
 WORKBENCH = os.path.join(importlib.util.find_spec("workbench").submodule_search_locations[0], "")

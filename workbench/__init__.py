@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
                                          op_count_at_most, slower_than)
     from .analysis.search.drifts import drifts_at
     from .analysis.search.pipelines import plot_pipelines
-    from .exploration import Exploration, compare_pipelines, explore, explore_text, load, opt
+    from .exploration import Exploration, compare_explorations, compare_pipelines, explore, explore_text, load, opt
     from .pipeline.catalog import patterns
     from .pipeline.presets import pipelines
     from .pipeline.remote import config
@@ -34,7 +34,8 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
 
 # public name -> the module (relative to this package) that defines it
 _LAZY = {
-    **dict.fromkeys(("explore", "explore_text", "load", "opt", "Exploration", "compare_pipelines"), ".exploration"),
+    **dict.fromkeys(("explore", "explore_text", "load", "opt", "Exploration", "compare_pipelines",
+                     "compare_explorations"), ".exploration"),
     **dict.fromkeys(("crashes", "differs_from", "has_op", "lacks_op", "miscompiles", "op_count_above",
                      "op_count_at_most", "slower_than"), ".analysis.search.bisect"),
     "drifts_at": ".analysis.search.drifts",
@@ -42,7 +43,8 @@ _LAZY = {
     "patterns": ".pipeline.catalog", "pipelines": ".pipeline.presets", "config": ".pipeline.remote",
     "Stage": ".stages",
 }
-_SUBMODULES = ("widgets", "course", "examples", "views", "exploration", "analysis", "artifacts", "pipeline", "ir")
+_SUBMODULES = ("widgets", "course", "examples", "views", "exploration", "analysis", "artifacts", "pipeline", "ir",
+               "testing")
 
 
 def __getattr__(name: str):
@@ -68,7 +70,7 @@ def panel(ex, **kwargs):
 
 __all__ = [
     "explore", "explore_text", "load", "opt", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
-    "compare_pipelines", "plot_pipelines", "config",
+    "compare_pipelines", "compare_explorations", "plot_pipelines", "config", "testing",
     "miscompiles", "crashes", "slower_than", "op_count_above", "op_count_at_most", "differs_from", "has_op", "lacks_op",
     "drifts_at",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",

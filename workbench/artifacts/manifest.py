@@ -347,6 +347,10 @@ PROFILES = Record({}, {
 EDITS = List(Record({"kind": Str(choices=("text", "insert", "remove")), "at": Int(least=-1), "stage": Str(nonempty=True),
                      "pass": Str(), "text": Opt(SHA256)}, closed=True), _MANY)
 
+# save(compile_time=True): the compile time against a bare compile's, measured side by side (analysis/run/compile_time.py)
+COMPILE_TIME = Record({k: Num(least=0.0) for k in ("seconds", "bare_seconds", "pipeline_seconds", "xla_seconds")}
+                      | {"repeat": Int(1)}, closed=True)
+
 MANIFEST = Record({
     "format": Int(1),
     "kind": Str(),
@@ -383,6 +387,7 @@ MANIFEST = Record({
     "cost": Opt(_TABLE),
     "arrays_bytes": Int(0),  # the arrays' total bytes; files saved before it was written lack it
     "profiles": PROFILES,  # save(profile=True); files saved without it lack it
+    "compile_time": COMPILE_TIME,  # save(compile_time=True); files saved without it lack it
 })
 
 

@@ -71,10 +71,11 @@ def write_report(ex, path, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: Re
     return _write(Path(path), render_report(ex, graph=graph, max_ops=max_ops, limits=limits))
 
 
-def write_diff_page(before: str, after: str, before_name: str, after_name: str, path) -> Path:
+def write_diff_page(before: str, after: str, before_name: str, after_name: str, path, **page) -> Path:
     """Write the structural diff of two module texts (both MLIR or both XLA HLO) as one self-contained
-    HTML page with the report's diff viewer (``hlo-workbench diff A B --html OUT``); returns the path."""
-    return _write(Path(path), render_diff_page(before, after, before_name, after_name))
+    HTML page with the report's diff viewer (``hlo-workbench diff A B --html OUT``); returns the path.
+    ``page``: ``render_diff_page``'s header, title and made_by."""
+    return _write(Path(path), render_diff_page(before, after, before_name, after_name, **page))
 
 
 def _write(path: Path, page: str) -> Path:
@@ -98,17 +99,20 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
 
 
 def render_diff_page(before: str, after: str, before_name: str, after_name: str,
-                     limits: ReportLimits = LIMITS) -> str:
-    """The structural diff of two module texts as one HTML document: the diff viewer and the ops delta."""
+                     limits: ReportLimits = LIMITS, header: Markup | None = None, title: str | None = None,
+                     made_by: str = "hlo-workbench diff --html") -> str:
+    """The structural diff of two module texts as one HTML document: the diff viewer and the ops delta;
+    ``header`` (HTML) above them, under ``title`` (a comparison of two explorations puts its tables there)."""
     group = "xla" if "HloModule" in before[:4000] else "mlir"
     stages = [Stage(before_name, group, before, "", True, None, None),
               Stage(after_name, group, after, "", True, None, before_name)]
     first = (before_name, after_name)
     packed = pack_texts(stages, first, limits)
-    page = _page(f"{before_name} \u2192 {after_name} \u2014 hlo-workbench diff", "hlo-workbench diff --html", packed,
+    page = _page(title or f"{before_name} \u2192 {after_name} \u2014 hlo-workbench diff", made_by, packed,
                  stages, first)
     return _templates().get_template("report_diff.html.j2").render(
-        page=page, limits=limits_note(limits, packed.usage), diff=_diff(stages, first, packed))
+        page=page, limits=limits_note(limits, packed.usage), diff=_diff(stages, first, packed),
+        header=header or Markup(""), heading=title or "")
 
 
 # -- the templates and what they are given -----------------------------------------------------------

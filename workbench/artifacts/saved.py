@@ -117,6 +117,7 @@ class SavedExploration:
     arrays: bool
     earlier: tuple[RunResult, ...] = ()
     profiles: dict = dataclasses.field(default_factory=dict)  # ex.profiles, when saved with profile=True
+    compile_time: dict | None = None  # save(compile_time=True): CompileTime.as_json()
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -223,11 +224,13 @@ def _xla_json(r: XlaResult | None) -> dict | None:
 
 
 def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFrame | None = None,
-                     arrays_limit: int = ARRAYS_LIMIT, profiles: dict | None = None) -> Path:
+                     arrays_limit: int = ARRAYS_LIMIT, profiles: dict | None = None,
+                     compile_time: dict | None = None) -> Path:
     """Write ``ex`` to ``path`` as a ``.hlox`` file (see the module docstring); returns the path.
     ``cost``: the cost table (a DataFrame) to store for viewers without a kernel. ``arrays_limit``:
     the most bytes of arrays (logical: a broadcast view counts its full shape) ``arrays=True`` writes.
-    ``profiles``: ``ex.profiles`` to keep, their traces with them (saved_profiles.py).
+    ``profiles``: ``ex.profiles`` to keep, their traces with them (saved_profiles.py); ``compile_time``: a
+    measured compile time to keep (``CompileTime.as_json()``), the golden of a compile-time limit.
 
     Every stage is computed first (XLA's too). Nothing touches ``path`` until the whole file is
     written: it is written next to it under a temporary name, then renamed over it."""
@@ -256,7 +259,8 @@ def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFram
             raise _Unsaveable(f"the stage texts are {size_text(len(blob))}, over the {size_text(TEXTS_LIMIT)} a "
                               ".hlox holds")
         part, traces = profiles_json(profiles or {})
-        manifest, array_data = _encoded(ex, rows, input_hash, index, blob, arrays, cost, arrays_limit, part, edits)
+        extra = {"edits": edits, "compile_time": compile_time}
+        manifest, array_data = _encoded(ex, rows, input_hash, index, blob, arrays, cost, arrays_limit, part, extra)
     except _Unsaveable as e:
         raise SavedFileError(path, f"cannot save: {e}; nothing was written") from None
     # a window of at most 2**27 bytes: what the reader allows (archive.ZSTD_WINDOW_LIMIT)
@@ -291,7 +295,7 @@ def _saved_arrays(spec: Spec, runs_arrays: dict, limit: int) -> tuple[dict, int]
 
 def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list[dict], blob: bytes, arrays: bool,
              cost: pd.DataFrame | None, arrays_limit: int, profiles: dict | None,
-             edits: list | None = None) -> tuple[str, dict | None]:
+             extra: dict) -> tuple[str, dict | None]:
     """The manifest's JSON text, checked against the manifest's schema, and the arrays to write (None
     without ``arrays``): all of the file but the texts, made before anything is written.
     _Unsaveable says what cannot be encoded."""
@@ -300,7 +304,7 @@ def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list
     manifest = {
         "format": FORMAT, "kind": KIND, "saved_by": {**versions(), "date": datetime.datetime.now(
             datetime.timezone.utc).isoformat(timespec="seconds")},
-        "spec": {**_spec_json(ex.spec), **({"edits": edits} if edits else {})}, "early": len(ex.pipeline_stages), "stages": rows, "input": input_hash,
+        "spec": {**_spec_json(ex.spec), **({"edits": extra["edits"]} if extra["edits"] else {})}, "early": len(ex.pipeline_stages), "stages": rows, "input": input_hash,
         "pipeline_error": _error_json(ex.pipeline_error),
         "xla_error": _error_json(ex.error) if ex.pipeline_error is None else None,
         "xla": _xla_json(ex.xla_result), "args": _avals(ex.spec), "arrays": bool(arrays),
@@ -315,6 +319,8 @@ def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list
         manifest["cost"] = table_json(cost, "the cost table's row")
         if profiles:
             manifest["profiles"] = profiles
+        if extra["compile_time"]:
+            manifest["compile_time"] = extra["compile_time"]
         plain = plain_json(manifest, "manifest", allow_nan=True)
     except (TypeError, ValueError) as e:
         raise _Unsaveable(e) from None
@@ -582,4 +588,4 @@ def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> SavedExploration
     late_fn = None if pipeline_error is not None else SavedXla(late, xla_error, result)
     own = tuple(run for run, r in zip(runs, manifest["runs"]) if not r.get("earlier"))
     return SavedExploration(Built(spec, early, pipeline_error, late_fn), own, saved_by, manifest["arrays"], earlier,
-                            profiles)
+                            profiles, manifest.get("compile_time"))

@@ -19,9 +19,11 @@ from ..pipeline.compile_queue import XLA_QUEUE
 from ..pipeline.trace import release_forgotten
 from ..pipeline.xla_probe import warm_soon
 from ..artifacts.saved import load_exploration
+from .comparing import compare_explorations
 from .core import XLA_WAIT, Exploration, Stepwise, xla_checked
 
-__all__ = ["Exploration", "Stepwise", "XLA_WAIT", "compare_pipelines", "explore", "explore_text", "load", "opt"]
+__all__ = ["Exploration", "Stepwise", "XLA_WAIT", "compare_explorations", "compare_pipelines", "explore", "explore_text",
+           "load", "opt"]
 
 
 def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
@@ -107,4 +109,5 @@ def load(path) -> "Exploration":
     saved = load_exploration(path)
     ex = Exploration(dataclasses.replace(saved.built, runs=saved.runs), saved.earlier)
     ex._profiles.update(saved.profiles)  # saved with profile=True: the profiles and their traces
+    ex._saved_compile_time = saved.compile_time  # saved with compile_time=True: ex.saved_compile_time
     return ex

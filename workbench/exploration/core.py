@@ -23,12 +23,12 @@ from ..analysis.sharding.collectives import collective_table
 from ..analysis.cost import cost_table, hlo_op_costs, op_costs, plot_cost
 from ..analysis.search.scan import StepRun, pattern_timing, scan_patterns, step_patterns
 from ..errors import StageError, UnknownNameError
-from ..artifacts.saved import save_exploration
 from ..pipeline.build import (Built, build, rebuild_xla, with_exactly, with_toggles,
                              with_xla_options, xla_passes_known)
 from ..ir.text import strip_locations
 from ..stages import STABLEHLO, Stage
 from ..analysis.run.history import program_of
+from .comparing import Comparing
 from .drifting import Drifting
 from .editing import Editing
 from .profiling import Measured
@@ -61,7 +61,7 @@ def _unknown_stage(name: str, names: Sequence[str], kind: str = "stage") -> Unkn
     return UnknownNameError(kind, name, names, known_note=f"the {kind}s are {', '.join(names)}")
 
 
-class Exploration(Measured, Drifting, Editing):
+class Exploration(Measured, Drifting, Editing, Comparing):
     """Every stage of one program through one pipeline, in order.
 
     ``ex.stages`` lists them all; ``ex["stablehlo"]``, ``ex[-1]`` and ``ex.stage("canonicalize#2")``
@@ -83,6 +83,7 @@ class Exploration(Measured, Drifting, Editing):
         self._runs: list = list(getattr(built, "runs", ()))
         self._earlier = tuple(earlier)  # the runs of the Explorations this one was made from (``history``)
         self._profiles: dict = {}  # the last ex.profile() and ex.compile_profile() (``profiles``)
+        self._saved_compile_time: dict | None = None  # a loaded file's save(compile_time=True)
         self._tap_sides: dict = {}  # stages read for tapping by ``drift``
 
     # -- computing ---------------------------------------------------------------------------------
@@ -488,27 +489,6 @@ class Exploration(Measured, Drifting, Editing):
                               on_progress=on_progress, executor=executor)
 
     # -- saving and sharing --------------------------------------------------------------------------
-    def save(self, path, arrays: bool = False, cost: bool = True, profile: bool = False):
-        """Write this Exploration to ``path`` (a ``.hlox`` file: a zip of JSON and the stage texts,
-        never code): every stage, the spec, XLA's passes and analyses, the cost table, the runs made
-        so far and the example arguments' shapes and dtypes (their values too with ``arrays``).
-        ``wb.load`` reads it back. Written to a temporary file and renamed, so a crash mid-save
-        leaves an older file whole. Returns the path. The cost table is what a first save spends
-        most of its time on (ex.cost(): each stage read and costed, once per session); ``cost=False``
-        leaves it out (a viewer without a kernel then shows none; ``wb.load`` computes its own).
-        ``profile=True`` keeps ``ex.profiles`` (taking a run and a compile profile first where none was
-        taken) with the profiler's own trace files; ``wb.load(path).profiles`` has them back."""
-        if profile:
-            self.profiles.get("run") or self.profile()
-            self.profiles.get("compile") or self.compile_profile()
-        table = None
-        if cost:
-            try:
-                table = cost_table(self)  # for viewers without a kernel (the JupyterLab extension)
-            except Exception:  # noqa: BLE001 -- a table that cannot be made must not stop the save
-                table = None
-        return save_exploration(self, path, arrays=arrays, cost=table, profiles=self.profiles if profile else None)
-
     def report(self, path, graph=None, limits=None):
         """Write one self-contained HTML file (no network access, JS and CSS inlined) with the
         header, the stage table, the diff viewer with stage pickers, the cost table and plot, the

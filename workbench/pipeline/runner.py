@@ -121,6 +121,14 @@ class StepRunner:
             self._cache.popitem(last=False)
         return result
 
+    def seconds(self, text: str, pipeline: str, timeout: float | None = None) -> float:
+        """The seconds ``pipeline`` takes on ``text`` in the worker, as the worker measures it, never served
+        from the cache (a compile-time measure must run it); a failing pass raises StageError("timing", ...)."""
+        try:
+            return float(self.worker.call("run_pipeline", text, pipeline, timeout=timeout).seconds)
+        except (PassFailure, WorkerCrash, WorkerTimeout) as e:
+            raise StageError("timing", pipeline, f"the pipeline did not run again to be timed: {e}") from None
+
     def _diagnostics(self, pipeline: str, timeout: float, text: str) -> str:
         """What ``pipeline`` printed failing on ``text`` ("" if it did not fail, or crashed, or ran too long)."""
         try:

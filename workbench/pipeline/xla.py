@@ -24,7 +24,7 @@ from ..errors import XlaOptionError
 from .phase import say_phase
 
 __all__ = ["XlaStage", "XlaResult", "compile_with_dumps", "compile_lowered_with_dumps", "lower_exported", "xla_cost", "xla_memory",
-           "check_options", "dump_options"]
+           "check_options", "dump_options", "no_persistent_cache"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def check_options(options: dict) -> dict:
 
 
 @contextlib.contextmanager
-def _no_persistent_cache():
+def no_persistent_cache():
     before = jax.config.jax_enable_compilation_cache
     jax.config.update("jax_enable_compilation_cache", False)
     try:
@@ -200,14 +200,14 @@ def lower_exported(exported, device, shardings=None) -> jax.stages.Lowered:
     flat = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sh) for a, sh in zip(exported.in_avals, shardings)]
     args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
     say_phase("lowering the module for XLA")
-    with _no_persistent_cache():
+    with no_persistent_cache():
         return jax.jit(exported.call).lower(*args, **kwargs)
 
 
 def _compile_here(lowered, compiler_options: dict) -> tuple[float, Future]:
     t0 = time.perf_counter()
     say_phase("XLA compiling, writing a dump after each HLO pass")
-    with _no_persistent_cache():
+    with no_persistent_cache():
         compiled = lowered.compile(compiler_options=compiler_options)
     # the thread drops ``compiled`` once both analyses are done, so no executable outlives them
     return time.perf_counter() - t0, _AFTER.submit(lambda: (xla_cost(compiled), xla_memory(compiled)))

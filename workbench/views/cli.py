@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..ir.dtypes import element_dtype
 from .cli_files import FILE_COMMANDS, add_file_commands
+from .cli_gates import GATE_COMMANDS, add_gate_commands
 from .text import stage_table
 
 EXAMPLES = "workbench.examples"  # the built-in programs live inside the package, so a wheel has them
@@ -322,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("pipelines", help="list the pipeline presets")
     sp.set_defaults(func=cmd_pipelines)
     add_file_commands(sub)
+    add_gate_commands(sub)
     return p
 
 
@@ -336,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = _format_warning
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in {"stages", "report", "show", "profile", "patterns", "pipelines", *FILE_COMMANDS, "-h", "--help"}:
+    if not argv or argv[0] not in {"stages", "report", "show", "profile", "patterns", "pipelines", *FILE_COMMANDS, *GATE_COMMANDS, "-h", "--help"}:
         argv = ["report"] + argv
     ns = parser.parse_args(argv)
     from ..errors import WorkbenchError

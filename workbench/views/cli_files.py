@@ -1,6 +1,7 @@
 """The ``hlo-workbench`` commands that work on files rather than on a traced program:
 
     hlo-workbench diff before.mlir after.mlir      # structural diff of two MLIR (or two XLA HLO) modules
+    hlo-workbench diff a.hlox b.hlox               # two saved explorations compared (views/cli_gates.py)
     hlo-workbench opt in.mlir --pass-pipeline='builtin.module(canonicalize,enzyme-hlo-opt)'
     hlo-workbench open attn.hlox --stage xla:optimized   # a saved exploration
     hlo-workbench course my-course/                # copy the course's notebooks to a folder of one's own
@@ -55,6 +56,14 @@ def cmd_diff(ns) -> int:
 
     if ns.before == "-" and ns.after == "-":
         raise WorkbenchError("only one of the two files can be '-' (standard input)")
+    from .cli_gates import cmd_diff_explorations, is_saved_exploration
+
+    saved = [is_saved_exploration(p) for p in (ns.before, ns.after)]
+    if all(saved):
+        return cmd_diff_explorations(ns)
+    if any(saved):
+        raise WorkbenchError("cannot diff a saved exploration (.hlox) with a module's text: give two .hlox files, "
+                             "or two MLIR / XLA HLO files")
     texts = [_read(ns.before), _read(ns.after)]
     names = [_label(ns.before), _label(ns.after)]
     kinds = [input_kind(t) for t in texts]
@@ -228,9 +237,11 @@ def cmd_course(ns) -> int:
 def add_file_commands(sub) -> None:
     """Add the diff, opt, open and course commands to the subparsers ``sub`` of the hlo-workbench parser."""
     raw = argparse.RawDescriptionHelpFormatter
-    sp = sub.add_parser("diff", help="structural diff of two MLIR or two XLA HLO files (exit 0 same, 1 differ)",
+    sp = sub.add_parser("diff", help="structural diff of two MLIR or two XLA HLO files, or two saved explorations "
+                        "(.hlox) compared stage by stage (exit 0 same, 1 differ)",
                         description=_DIFF_HELP, formatter_class=raw)
-    sp.add_argument("before", metavar="BEFORE", help="the first module's file (MLIR or XLA HLO text; - for stdin)")
+    sp.add_argument("before", metavar="BEFORE", help="the first module's file (MLIR or XLA HLO text; - for stdin), "
+                    "or a saved exploration (.hlox)")
     sp.add_argument("after", metavar="AFTER", help="the second module's file, of the same kind as BEFORE")
     sp.add_argument("-U", "--context", type=int, default=3, metavar="N",
                     help="unchanged lines to show around each change (default: 3)")

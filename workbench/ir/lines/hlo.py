@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ..hlo import NAME, read_header, read_instruction, strip_debug_info
+from ..hlo import NAME, drop_attribute, read_header, read_instruction, strip_debug_info
 from ..text import split_strings
 from .model import Module, Value
 
@@ -28,10 +28,23 @@ def _split_hlo(line: str) -> list[str]:
     return parts
 
 
+# JAX's compile options written into the module's header: they follow how the module was lowered (a jit's
+# unspecified shardings, or an exported call's placed ones), not what XLA made of it
+_LOWERING_FLAGS = ("allow_spmd_sharding_propagation_to_parameters", "allow_spmd_sharding_propagation_to_output")
+
+
+def _without_lowering_flags(header: str) -> str:
+    for flag in _LOWERING_FLAGS:
+        header = drop_attribute(header, flag)
+    return header
+
+
 def read_hlo(text: str) -> Module:
     """HLO text as a ``Module``: each line a format with its references to values (computations and
     instructions) taken out, and the keys that ``align`` matches lines by."""
     lines = [s for s in (raw.rstrip() for raw in strip_debug_info(text).splitlines()) if s and not s.isspace()]
+    if lines and lines[0].startswith("HloModule"):
+        lines[0] = _without_lowering_flags(lines[0])
     headers, computations, values = _computations(lines)
     vkey = [0] * len(values)
     fmts: list[str] = []

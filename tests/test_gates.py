@@ -1,0 +1,189 @@
+"""Regression gates (issue 32): compare_explorations, hlo-workbench diff/check, wb.testing and its pytest plugin.
+
+Real differences: the same program under two pipelines (``all`` vs ``no_enzyme``, on a module whose
+``enzyme.autodiff`` only the ``enzyme`` pass expands), under an XLA pass toggle (``algsimp``) and under a
+pattern toggle (``transpose_dot_reorder``). Each names its first differing stage, fails the limit it breaks
+and passes with that limit relaxed.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+import workbench as wb
+from workbench.analysis.diff.explorations import align_names
+from workbench.analysis.diff.gates import Limits, judge, parse_growth
+from workbench.examples import mlp
+from workbench.exploration.golden import check_golden
+
+AUTODIFF = """\
+module @autodiff {
+  func.func private @square(%x: tensor<8xf32>) -> tensor<8xf32> {
+    %y = stablehlo.multiply %x, %x : tensor<8xf32>
+    %z = stablehlo.sine %y : tensor<8xf32>
+    return %z : tensor<8xf32>
+  }
+  func.func @main(%x: tensor<8xf32>, %dr: tensor<8xf32>) -> tensor<8xf32> {
+    %r = enzyme.autodiff @square(%x, %dr) <{activity = [#enzyme.activity<enzyme_active>],
+        ret_activity = [#enzyme.activity<enzyme_activenoneed>]}> : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    return %r : tensor<8xf32>
+  }
+}
+"""
+OFF = dict.fromkeys(("max_ops_growth", "max_flops_growth", "max_bytes_growth", "max_memory_growth"), "none")
+
+
+def test_stage_lists_align_by_name_keeping_order():
+    a = ["jaxpr", "stablehlo", "inline#1", "enzyme#1", "cse#1", "xla:algsimp#1", "xla:optimized"]
+    b = ["jaxpr", "stablehlo", "inline#1", "cse#1", "xla:dce#1", "xla:optimized"]
+    pairs = align_names(a, b)
+    named = [(a[i] if i is not None else None, b[j] if j is not None else None) for i, j in pairs]
+    assert named == [("jaxpr", "jaxpr"), ("stablehlo", "stablehlo"), ("inline#1", "inline#1"), ("enzyme#1", None),
+                     ("cse#1", "cse#1"), ("xla:algsimp#1", None), (None, "xla:dce#1"),
+                     ("xla:optimized", "xla:optimized")]
+    # a name that moved is paired once: the longest run both keep in order anchors the rest
+    assert align_names(["x", "y", "z"], ["z", "x", "y"]) == [(None, 0), (0, 1), (1, 2), (2, None)]
+
+
+def test_growth_limits_read_percents_and_fractions():
+    assert parse_growth("5%", "x") == 0.05 and parse_growth("0.05", "x") == 0.05 and parse_growth(0.05, "x") == 0.05
+    assert parse_growth("none", "x") is None and parse_growth(None, "x") is None
+    with pytest.raises(wb.ArgumentError, match="ambiguous"):
+        parse_growth("5", "max_ops_growth")
+    with pytest.raises(wb.ArgumentError, match="not a growth"):
+        parse_growth("lots", "max_ops_growth")
+    with pytest.raises(wb.UnknownNameError, match="max_op_growth"):
+        Limits.of(max_op_growth="5%")
+
+
+@pytest.fixture(scope="module")
+def mlp_ex():
+    return wb.explore(mlp.fn, *mlp.args())
+
+
+@pytest.fixture(scope="module")
+def golden(mlp_ex, tmp_path_factory):
+    return wb.testing.write_golden(mlp_ex, tmp_path_factory.mktemp("golden") / "mlp.hlox", compile_time=True)
+
+
+@pytest.mark.slow
+def test_all_against_no_enzyme_names_the_differentiation_pass(tmp_path):
+    a = wb.explore_text(AUTODIFF, pipeline="all")
+    b = wb.explore_text(AUTODIFF, pipeline="no_enzyme")
+    c = wb.compare_explorations(a, b)
+    assert c.first_difference.name == "enzyme#1" and c.first_difference.side == "a"
+    assert "pipeline all → no_enzyme" in c.settings
+    assert c.mlir.changed and any(op == "enzyme.autodiff" and d == 1 for op, _, _, d in c.mlir.ops)
+    assert "first difference: enzyme#1 (only in a)" in str(c)
+    path = wb.testing.write_golden(a, tmp_path / "autodiff.hlox")
+    broken = check_golden(path, pipeline="no_enzyme", same_final_module=True)
+    assert not broken.ok
+    failed = {r.what for r in broken.failed}
+    assert "final module" in failed and "xla_ops" in failed  # XLA cannot compile what the enzyme pass left
+    assert "enzyme.autodiff +1" in next(r.note for r in broken.rows if r.what == "final module")
+    assert check_golden(path, pipeline="no_enzyme", **OFF).ok  # relaxed: no limit on what it changed
+    assert check_golden(path, same_final_module=True).ok  # the golden's own pipeline holds
+
+
+@pytest.mark.slow
+def test_an_xla_pass_toggle_is_named_and_judged(mlp_ex, golden, tmp_path):
+    c = wb.compare_explorations(mlp_ex, mlp_ex.with_xla(disable=["algsimp"]))
+    assert c.first_difference.name == "xla:algsimp#1" and c.first_difference.side == "a"
+    assert c.settings == ("XLA pass algsimp off",) and c.mlir is not None and not c.mlir.changed and c.xla.changed
+    flops_a, flops_b = c.final["flops"]
+    assert flops_b > flops_a  # without algsimp XLA's module does one more flop
+    broken = check_golden(golden, xla_disable=["algsimp"], html=tmp_path / "algsimp.html")
+    assert [r.what for r in broken.failed] == ["flops"]
+    assert "xla:algsimp#1 (only in mlp.hlox)" in str(broken)
+    page = (tmp_path / "algsimp.html").read_text()
+    assert "xla:algsimp#1" in page and "FAIL" in page and "<script" in page
+    assert check_golden(golden, xla_disable=["algsimp"], max_flops_growth="0.1%").ok
+
+
+@pytest.mark.slow
+def test_a_pattern_toggle_is_named_and_judged(mlp_ex, golden):
+    c = wb.compare_explorations(mlp_ex, mlp_ex.with_patterns(disable=["transpose_dot_reorder"]))
+    assert c.first_difference.name == "enzyme-hlo-patterns#1" and c.first_difference.side == "both"
+    assert c.final["ops"] == (43.0, 46.0)
+    row = c.table().set_index("stage").loc["enzyme-hlo-patterns#1"]
+    assert row["ops_delta"] == 3 and not row["same"]
+    broken = check_golden(golden, disable=["transpose_dot_reorder"], max_ops_growth="5%")
+    assert [r.what for r in broken.failed] == ["ops"] and broken.failed[0].change == "+7.0%"
+    assert check_golden(golden, disable=["transpose_dot_reorder"], max_ops_growth="10%").ok
+
+
+@pytest.mark.slow
+def test_a_golden_checks_as_saved_and_a_hand_edited_one_fails(mlp_ex, golden, tmp_path):
+    v = check_golden(golden, same_final_module=True, numbers=True, max_compile_time_growth="300%")
+    assert v.ok, str(v)
+    assert {r.what for r in v.rows} >= {"ops", "xla_ops", "flops", "bytes", "memory", "final module", "numbers",
+                                        "compile time / bare"}
+    assert wb.load(golden).saved_compile_time.bare_seconds > 0
+    last = mlp_ex.default_run_stage().name
+    edited = mlp_ex.with_text(last, mlp_ex[last].text.replace("stablehlo.subtract", "stablehlo.add", 1))
+    hand = wb.testing.write_golden(edited, tmp_path / "edited.hlox")
+    v = check_golden(hand, same_final_module=True, numbers=True, **OFF)
+    assert {r.what for r in v.failed} == {"final module", "numbers"}
+    assert "hand edit" in str(v)  # the program was explored without the golden's edit: said so
+
+
+def test_compile_time_is_judged_as_a_ratio():
+    from workbench.analysis.diff.explorations import comparison_of
+    from workbench.stages import Spec
+
+    comparison = comparison_of([], [], Spec("a"), Spec("b"))
+    limits = Limits.of(max_compile_time_growth="50%", **OFF)
+    assert not judge(comparison, limits, compile_time=(1.5, 3.1, "")).ok
+    assert judge(comparison, limits, compile_time=(1.5, 2.0, "")).ok
+    assert not judge(comparison, limits).ok  # asked for and not measured: no pass by default
+
+
+@pytest.mark.subprocess
+def test_the_command_line_diffs_and_checks(golden, mlp_ex, tmp_path, cli):
+    other = mlp_ex.with_patterns(disable=["transpose_dot_reorder"]).save(tmp_path / "toggled.hlox")
+    r = cli("diff", str(golden), str(other), "--html", str(tmp_path / "d.html"))
+    assert r.returncode == 1, r.stderr
+    assert "first difference: enzyme-hlo-patterns#1" in r.stdout and "transpose_dot_reorder off" in r.stdout
+    assert (tmp_path / "d.html").exists()
+    assert cli("diff", str(golden), str(golden)).returncode == 0
+    r = cli("check", str(golden), "--disable", "transpose_dot_reorder", "--max-ops-growth", "5%")
+    assert r.returncode == 1 and "FAIL  ops" in r.stdout and "FAILED (1 of 5 limits)" in r.stdout, r.stdout
+    r = cli("check", str(golden), "--disable", "transpose_dot_reorder", "--max-ops-growth", "10%", "--numbers")
+    assert r.returncode == 0 and "PASSED" in r.stdout, r.stdout + r.stderr
+    r = cli("check", str(tmp_path / "missing.hlox"))
+    assert r.returncode == 2 and "missing.hlox" in r.stderr
+
+
+PLUGIN_TESTS = textwrap.dedent("""
+    import workbench as wb
+    from workbench.examples import mlp
+
+
+    def test_same():
+        wb.testing.assert_compiles_like(mlp.fn, *mlp.args(), golden="golden/same.hlox", numbers=True)
+
+
+    def test_toggled():
+        wb.testing.assert_compiles_like(mlp.fn, *mlp.args(), golden="golden/toggled.hlox", max_ops_growth="5%",
+                                        disable=DISABLE)
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_the_pytest_plugin_writes_goldens_and_fails_a_regression(pytester):
+    pytester.makepyfile(test_compiles=PLUGIN_TESTS.replace("DISABLE", "()"))
+    written = pytester.runpytest_subprocess("--hlo-update-golden", "-q")
+    assert written.ret == 0, written.stdout.str()
+    assert (pytester.path / "golden" / "same.hlox").exists() and (pytester.path / "golden" / "toggled.hlox").exists()
+    # the toggled test now explores with a pattern off: its golden no longer holds
+    pytester.makepyfile(test_compiles=PLUGIN_TESTS.replace("DISABLE", '["transpose_dot_reorder"]'))
+    checked = pytester.runpytest_subprocess("-q")
+    assert checked.ret == 1
+    checked.assert_outcomes(passed=1, failed=1)
+    out = checked.stdout.str()
+    assert "does not compile like toggled.hlox" in out and "FAIL  ops" in out and "+7.0%" in out
+    assert "first difference: enzyme-hlo-patterns#1" in out
+    assert (pytester.path / "golden" / "toggled.diff.html").exists()
+    assert not (pytester.path / "golden" / "same.diff.html").exists()

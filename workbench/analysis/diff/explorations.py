@@ -1,0 +1,338 @@
+"""Two explorations of one program side by side: ``compare_explorations`` (``wb.compare_explorations``).
+
+The two can come from two versions of jax/jaxlib/enzyme-ad (two saved ``.hlox`` files), two flag sets
+or two pipelines. A ``Comparison`` holds:
+
+- ``pairs``: the two stage lists aligned by stage name (the pass and its ``#k``): the names both have,
+  in an order both keep (the longest such run: a longest increasing subsequence, n log n), anchor the
+  alignment; between two anchors a stage only one side has gets a row of its own;
+- ``first_difference``: the first row where the two modules differ beyond renaming (SSA names and
+  locations do not count: ``normalize``). A stage only one side has is compared with the other side's
+  module at that point (the last stage of the same group before it), so the first pass that only one
+  pipeline runs and that changes the module is named;
+- ``table()``: per row, each side's op count and cost (flops, bytes, XLA's flops and bytes, memory) with
+  their deltas;
+- ``mlir`` and ``xla``: the final MLIR module's and ``xla:optimized``'s structural diff (``ModuleChange``);
+- ``versions`` and ``settings``: what made the two files that differs, and the settings that do;
+- ``times``: each side's final stage run and timed, when ``compare_explorations(..., run=True)``.
+
+Work: each stage's text is normalized at most once (by its hash), each op count taken once: linear in
+the texts' size. The facade hands the cost tables and versions in; nothing here runs a pass.
+"""
+from __future__ import annotations
+
+import bisect
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Sequence
+
+from markupsafe import Markup
+
+from ...ir.ops import op_counts
+from ...stages import Spec, Stage
+from .changes import XLA_OPTIMIZED, ModuleChange, setting_changes
+from .normalize import normalize
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Comparison", "StagePair", "comparison_of", "compare_stages", "align_names", "growth", "FINAL_MEASURES",
+           "VERSION_KEYS"]
+
+_GROUPS = ("trace", "mlir", "xla")  # the groups whose stages are modules to compare
+COST_COLUMNS = ("flops", "bytes", "xla_flops", "xla_bytes", "memory")
+VERSION_KEYS = ("workbench", "jax", "jaxlib", "enzyme-ad", "python", "platform")
+# The measures a regression gate reads of the final modules: (name, what it is, in words)
+FINAL_MEASURES = (
+    ("ops", "ops of the final MLIR module"),
+    ("xla_ops", "instructions of xla:optimized"),
+    ("flops", "XLA's flops of xla:optimized (the final MLIR module's analytic flops without XLA)"),
+    ("bytes", "XLA's bytes accessed of xla:optimized (analytic bytes without XLA)"),
+    ("memory", "XLA's memory analysis: arguments + outputs + temporaries - aliased bytes"),
+)
+
+
+@dataclass(frozen=True)
+class StagePair:
+    """One row of the alignment: ``a`` and ``b`` (None where that side has no stage of this name), and
+    ``same``: whether the two modules at this point are the same beyond renaming."""
+
+    a: Stage | None
+    b: Stage | None
+    same: bool
+
+    @property
+    def name(self) -> str:
+        return (self.a or self.b).name  # type: ignore[union-attr]
+
+    @property
+    def side(self) -> str:
+        """"both", "a" or "b": which explorations have this stage."""
+        return "both" if self.a is not None and self.b is not None else ("a" if self.a is not None else "b")
+
+    def words(self, labels: tuple[str, str]) -> str:
+        if self.side == "both":
+            return self.name
+        return f"{self.name} (only in {labels[0] if self.side == 'a' else labels[1]})"
+
+
+def align_names(a: Sequence[str], b: Sequence[str]) -> list[tuple[int | None, int | None]]:
+    """Index pairs aligning two lists of unique names: the longest run of names both have in the same
+    order (n log n) anchors, and between anchors the rest of ``a``, then the rest of ``b``, stand alone."""
+    where_b = {name: j for j, name in enumerate(b)}
+    common = [(i, where_b[name]) for i, name in enumerate(a) if name in where_b]
+    anchors = _increasing(common)
+    out: list[tuple[int | None, int | None]] = []
+    i = j = 0
+    for ai, bj in anchors + [(len(a), len(b))]:
+        out += [(k, None) for k in range(i, ai)] + [(None, k) for k in range(j, bj)]
+        if ai < len(a):
+            out.append((ai, bj))
+        i, j = ai + 1, bj + 1
+    return out
+
+
+def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest subsequence of ``pairs`` (increasing in their first item) increasing in the second."""
+    tails: list[int] = []  # tails[k]: the smallest second item ending an increasing run of length k + 1
+    ends: list[int] = []  # the index in pairs of that run's last pair
+    back = [-1] * len(pairs)
+    for k, (_, second) in enumerate(pairs):
+        n = bisect.bisect_left(tails, second)
+        back[k] = ends[n - 1] if n else -1
+        if n == len(tails):
+            tails.append(second)
+            ends.append(k)
+        else:
+            tails[n], ends[n] = second, k
+    out, k = [], ends[-1] if ends else -1
+    while k >= 0:
+        out.append(pairs[k])
+        k = back[k]
+    return out[::-1]
+
+
+class _Shapes:
+    """Each text's normalized form, by hash, made at most once."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, str] = {}
+
+    def key(self, stage: Stage) -> str:
+        raw = hashlib.sha256(stage.text.encode()).hexdigest()
+        if raw not in self._seen:
+            lines = normalize(stage.text) if stage.group in _GROUPS and stage.name != "jaxpr" else [stage.text]
+            self._seen[raw] = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+        return self._seen[raw]
+
+
+def compare_stages(a: Sequence[Stage], b: Sequence[Stage]) -> tuple[StagePair, ...]:
+    """The aligned rows of two stage lists (see the module docstring), backend output left out."""
+    a = [s for s in a if s.group in _GROUPS]
+    b = [s for s in b if s.group in _GROUPS]
+    shapes = _Shapes()
+    now: dict[str, dict[str, Stage]] = {"a": {}, "b": {}}  # each side's latest stage of each group
+    rows = []
+    for i, j in align_names([s.name for s in a], [s.name for s in b]):
+        sa, sb = (a[i] if i is not None else None), (b[j] if j is not None else None)
+        for side, s in (("a", sa), ("b", sb)):
+            if s is not None and not s.error:
+                now[side][s.group] = s
+        group = (sa or sb).group  # type: ignore[union-attr]
+        left = sa if sa is not None else now["a"].get(group)
+        right = sb if sb is not None else now["b"].get(group)
+        if left is None or right is None or left.error or right.error:
+            same = left is not None and right is not None and left.error == right.error
+        else:
+            same = left.text == right.text or shapes.key(left) == shapes.key(right)
+        rows.append(StagePair(sa, sb, same))
+    return tuple(rows)
+
+
+def _ops(stage: Stage | None) -> int | None:
+    if stage is None or stage.error or stage.name == "jaxpr" or stage.group not in _GROUPS:
+        return None
+    return sum(op_counts(stage.text).values())
+
+
+def _memory(row: dict) -> float | None:
+    parts = [row.get(k) for k in ("argument_bytes", "output_bytes", "temp_bytes")]
+    if any(_missing(p) for p in parts):
+        return None
+    alias = row.get("alias_bytes")
+    return float(sum(parts)) - (0.0 if _missing(alias) else float(alias))
+
+
+def _missing(v: Any) -> bool:
+    import pandas as pd
+
+    return v is None or bool(pd.isna(v))
+
+
+def _cost_rows(cost: "pd.DataFrame | None") -> dict[str, dict]:
+    """The cost table's rows by stage name, each with ``memory`` added."""
+    if cost is None:
+        return {}
+    out = {}
+    for row in cost.to_dict("records"):
+        out[row["stage"]] = {**row, "memory": _memory(row)}
+    return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two explorations side by side (the module's docstring says what each part is). ``labels``: the
+    names the two go by ("a.hlox", "b.hlox"; "a" and "b" by default)."""
+
+    labels: tuple[str, str]
+    pairs: tuple[StagePair, ...]
+    mlir: ModuleChange | None
+    xla: ModuleChange | None
+    settings: tuple[str, ...]
+    versions: tuple[tuple[str, str | None, str | None], ...]
+    same_input: bool
+    costs: tuple[dict[str, dict], dict[str, dict]] = field(repr=False)
+    times: tuple[Any, Any] | None = None  # each side's Timing when run=True
+
+    @property
+    def first_difference(self) -> StagePair | None:
+        """The first aligned row whose modules differ beyond renaming; None when none does."""
+        return next((p for p in self.pairs if not p.same), None)
+
+    @property
+    def identical(self) -> bool:
+        return self.first_difference is None
+
+    def _value(self, side: int, stage: Stage | None, column: str):
+        if stage is None:
+            return None
+        if column == "ops":
+            return _ops(stage)
+        v = self.costs[side].get(stage.name, {}).get(column)
+        return None if _missing(v) else float(v)
+
+    def table(self) -> "pd.DataFrame":
+        """One row per aligned stage: ``stage``, ``side`` ("both", "a", "b"), ``same`` (module equal beyond
+        renaming at this point), then for ops, flops, bytes, xla_flops, xla_bytes and memory the value of
+        each side and the delta (b - a)."""
+        import pandas as pd
+
+        rows = []
+        for p in self.pairs:
+            row: dict[str, Any] = {"stage": p.name, "side": p.side, "same": p.same}
+            for col in ("ops",) + COST_COLUMNS:
+                va, vb = self._value(0, p.a, col), self._value(1, p.b, col)
+                row[f"{col}_a"], row[f"{col}_b"] = va, vb
+                row[f"{col}_delta"] = None if va is None or vb is None else vb - va
+            rows.append(row)
+        return pd.DataFrame(rows).convert_dtypes()
+
+    @cached_property
+    def final(self) -> dict[str, tuple[float | None, float | None]]:
+        """The gate's measures (``FINAL_MEASURES``) of each side's final modules: ``{name: (a, b)}``."""
+        out = {}
+        for side, ex_stages in enumerate(self._finals()):
+            mlir, xla = ex_stages
+            values = {"ops": _ops(mlir), "xla_ops": _ops(xla)}
+            for col in ("flops", "bytes"):
+                v = self._value(side, xla, f"xla_{col}")
+                values[col] = v if v is not None else self._value(side, mlir, col)
+            values["memory"] = self._value(side, xla, "memory")
+            for k, v in values.items():
+                out.setdefault(k, [None, None])[side] = None if v is None else float(v)
+        return {k: (v[0], v[1]) for k, v in out.items()}
+
+    def _finals(self) -> list[tuple[Stage | None, Stage | None]]:
+        out = []
+        for side in (0, 1):
+            stages = [p.a if side == 0 else p.b for p in self.pairs]
+            stages = [s for s in stages if s is not None and not s.error]
+            mlir = next((s for s in reversed(stages) if s.is_module), None)
+            xla = next((s for s in stages if s.name == XLA_OPTIMIZED), None)
+            out.append((mlir, xla))
+        return out
+
+    def same_final_module(self) -> bool | None:
+        """Whether the final MLIR modules and xla:optimized are the same beyond renaming (None: no pair)."""
+        parts = [m for m in (self.mlir, self.xla) if m is not None]
+        return None if not parts else not any(m.changed for m in parts)
+
+    def lines(self) -> list[str]:
+        """The comparison in words, a line each (``str()`` joins them)."""
+        a, b = self.labels
+        out = [f"{a} → {b}"]
+        if self.versions:
+            out.append("versions: " + ", ".join(f"{k} {va or 'none'} → {vb or 'none'}" for k, va, vb in self.versions))
+        if self.settings:
+            out.append("settings: " + ", ".join(self.settings))
+        if not self.same_input:
+            out.append("the input modules differ (the program as lowered is not the same)")
+        first = self.first_difference
+        out.append("first difference: " + (first.words(self.labels) if first else "none (the same modules throughout)"))
+        for m in (self.mlir, self.xla):
+            if m is not None:
+                out.append(m.words())
+        for name, (va, vb) in self.final.items():
+            if va is not None or vb is not None:
+                out.append(f"{name}: {_num(va)} → {_num(vb)}{_growth_words(va, vb)}")
+        if self.times is not None:
+            ta, tb = self.times
+            out.append(f"run time (median): {ta.median * 1e3:.3f} ms → {tb.median * 1e3:.3f} ms "
+                       f"({tb.median / ta.median:.2f}x)")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def __repr__(self) -> str:
+        first = self.first_difference
+        return f"Comparison({self.labels[0]} → {self.labels[1]}: first difference {first.name if first else 'none'})"
+
+    def _repr_html_(self) -> str:
+        head, *rest = self.lines()
+        items = Markup("").join(Markup("<li>{}</li>").format(line) for line in rest)
+        return str(Markup('<div class="wb-comparison"><b>{}</b><ul>{}</ul></div>').format(head, items))
+
+
+def _num(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.4g}"
+
+
+def growth(a: float | None, b: float | None) -> float | None:
+    """``b`` over ``a`` less one (0.05: 5% more); inf when ``a`` is 0 and ``b`` is not; None when either is missing."""
+    if a is None or b is None:
+        return None
+    if a == 0:
+        return 0.0 if b == 0 else float("inf")
+    return b / a - 1.0
+
+
+def _growth_words(a: float | None, b: float | None) -> str:
+    g = growth(a, b)
+    return "" if g is None or g == 0 else f" ({g * 100:+.1f}%)"
+
+
+def comparison_of(a_stages: Sequence[Stage], b_stages: Sequence[Stage], a_spec: Spec, b_spec: Spec, *,
+                         labels: tuple[str, str] = ("a", "b"), costs: tuple = (None, None),
+                         versions: tuple[dict, dict] = ({}, {}), times: tuple | None = None) -> Comparison:
+    """The Comparison of two explorations' stages (see the module docstring). ``costs``: each side's cost
+    table (``ex.cost()``), ``versions``: what made each side (``saved_by``, or the versions installed)."""
+    pairs = compare_stages(a_stages, b_stages)
+    finals = []
+    for stages in (a_stages, b_stages):
+        ok = [s for s in stages if not s.error]
+        finals.append((next((s for s in reversed(ok) if s.is_module), None),
+                       next((s for s in ok if s.name == XLA_OPTIMIZED), None)))
+    (ma, xa), (mb, xb) = finals
+    mlir = ModuleChange("final MLIR", ma, mb) if ma and mb else None
+    xla = ModuleChange(XLA_OPTIMIZED, xa, xb) if xa and xb else None
+    ta, tb = a_spec.input_text, b_spec.input_text
+    same_input = ta == tb or normalize(ta) == normalize(tb)
+    settings = [s for s in setting_changes(a_spec, b_spec) if s != "another program"]
+    differing = tuple((k, versions[0].get(k), versions[1].get(k)) for k in VERSION_KEYS
+                      if versions[0].get(k) != versions[1].get(k))
+    return Comparison(labels, pairs, mlir, xla, tuple(settings), differing, same_input,
+                      (_cost_rows(costs[0]), _cost_rows(costs[1])), times)
