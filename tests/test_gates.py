@@ -187,3 +187,37 @@ def test_the_pytest_plugin_writes_goldens_and_fails_a_regression(pytester):
     assert "first difference: enzyme-hlo-patterns#1" in out
     assert (pytester.path / "golden" / "toggled.diff.html").exists()
     assert not (pytester.path / "golden" / "same.diff.html").exists()
+
+
+def _readme_block(language: str, starts: str) -> str:
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    return next(b for b in re.findall(rf"^```{language}\n(.*?)^```", readme, re.S | re.M) if b.startswith(starts))
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_the_readme_pytest_block_writes_then_checks_its_golden(pytester):
+    pytester.makepyfile(test_compile=_readme_block("python", "# test_compile.py"))
+    assert pytester.runpytest_subprocess("--hlo-update-golden", "-q").ret == 0
+    assert (pytester.path / "golden" / "mlp.hlox").exists()
+    pytester.runpytest_subprocess("-q").assert_outcomes(passed=1)
+
+
+@pytest.mark.subprocess
+def test_the_readme_workflow_runs_its_check_command(golden, tmp_path, cli):
+    import shlex
+    import shutil
+
+    import yaml
+
+    workflow = yaml.safe_load(_readme_block("yaml", "# .github/workflows/compile.yml"))
+    runs = [step["run"] for step in workflow["jobs"]["check"]["steps"] if "run" in step]
+    check = next(r for r in runs if r.startswith("hlo-workbench check"))
+    (tmp_path / "golden").mkdir()
+    shutil.copy(golden, tmp_path / "golden" / "mlp.hlox")
+    r = cli(*shlex.split(check)[1:], cwd=tmp_path)
+    assert r.returncode == 0 and "PASSED" in r.stdout, r.stdout + r.stderr
+    assert (tmp_path / "compile-diff.html").exists()

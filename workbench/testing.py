@@ -21,7 +21,7 @@ import inspect
 import os
 from pathlib import Path
 
-__all__ = ["assert_compiles_like", "write_golden", "UPDATE_ENV", "golden_path"]
+__all__ = ["assert_compiles_like", "check_golden", "write_golden", "UPDATE_ENV", "golden_path"]
 
 UPDATE_ENV = "HLO_WORKBENCH_UPDATE_GOLDEN"  # set (to 1) by --hlo-update-golden; a script may set it too
 
@@ -48,6 +48,15 @@ def write_golden(ex, path, compile_time: bool = False):
     from .exploration.golden import write_golden as write
 
     return write(ex, path, compile_time=compile_time)
+
+
+def check_golden(golden, fn=None, args: tuple = (), **options):
+    """The golden ``.hlox`` explored again now and judged (a ``Verdict``: ``ok``, a table); ``options``: the
+    limits, ``html``, ``device``, and a candidate ``pipeline``/``disable``/``enable``/``xla_disable``
+    (``workbench.exploration.golden.check_golden``)."""
+    from .exploration.golden import check_golden as check
+
+    return check(golden, fn, args, **options)
 
 
 def golden_path(golden, caller_file: str | None) -> Path:

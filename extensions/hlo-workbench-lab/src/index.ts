@@ -1,6 +1,7 @@
 // The hlo-workbench JupyterLab extension: one plugin per job, each in its own module; index.ts only
 // lists them: file types and highlighting, the .hlox viewer, the %%hlo output renderer, the commands
-// the highlighting of %%mlir cells, and the panel's stage editor as CodeMirror.
+// the highlighting of %%mlir cells, the panel's stage editor as CodeMirror, and "Compare with…" on a
+// .hlox tab.
 import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
@@ -9,6 +10,7 @@ import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 
 import { bundleRenderer } from './bundle';
 import { commands } from './commands';
+import { hloxCompare } from './comparecommand';
 import { FILE_TYPES } from './filetypes';
 import { hloxViewer } from './hlox';
 import { mlir } from './language';
@@ -17,6 +19,7 @@ import { panelEditors } from './paneleditor';
 
 export { FILE_TYPES } from './filetypes';
 export { bundleView, hloxView, readHlox, diffPair } from './exploration';
+export { alignStages, compareHlox, firstDifference, firstDifferenceText } from './compare';
 export { mlir, mlirLanguage, TOKEN_TAGS, cssClass } from './language';
 export { exploreCode, saveCode, hloxName, isMlirCell, cellMagic } from './cellcode';
 export { diagnosticLine, enhanceAll } from './paneleditor';
@@ -50,5 +53,5 @@ const programText: JupyterFrontEndPlugin<void> = {
 };
 
 const plugins: JupyterFrontEndPlugin<any>[] = [programText, hloxViewer, bundleRenderer, commands, mlirCells,
-  panelEditors];
+  panelEditors, hloxCompare];
 export default plugins;
