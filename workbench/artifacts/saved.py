@@ -192,10 +192,12 @@ def _run_json(r: RunResult, k: int, arrays: dict | None, earlier: bool) -> dict:
         out["program"] = {f: getattr(r.program, f) for f in PROGRAM.required}
     if earlier:  # made on an exploration this one was made from: its stage may be gone here
         out["earlier"] = True
-    if arrays is not None and r.outputs is not None:
+    # the module's own results (a user's pytree may hold a model's functions and settings among its arrays)
+    produced = r.program_outputs if r.program_outputs is not None else r.outputs
+    if arrays is not None and produced is not None:
         import jax
 
-        leaves = jax.tree_util.tree_leaves(r.outputs)
+        leaves = jax.tree_util.tree_leaves(produced)
         for i, leaf in enumerate(leaves):
             arrays[f"run{k}_{i}"] = _array(leaf, f"output {i} of run {k} (on {r.stage!r})")
         out["outputs"] = len(leaves)

@@ -22,6 +22,7 @@ import numpy as np
 from ..analysis.diff.gates import Limits, Verdict, judge
 from ..artifacts.comparison_page import write_comparison_page
 from ..errors import WorkbenchError
+from ..ir.text import host_callback_count
 from ..pipeline.build import build, spec_for_function, with_toggles, with_xla_options
 from .comparing import compare_explorations, module_args
 from .core import Exploration, xla_checked
@@ -41,6 +42,7 @@ def write_golden(ex: Exploration, path, compile_time: bool = False) -> Path:
             ex.run(check=False)
         except WorkbenchError as e:  # nothing runs: the golden holds no numbers, and a numbers check says so
             warnings.warn(f"the golden {path} holds no run outputs: {str(e).splitlines()[0]}", stacklevel=2)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)  # goldens live in a folder of their own
     return ex.save(path, arrays=True, compile_time=compile_time)
 
 
@@ -89,7 +91,7 @@ def _numbers(golden: Exploration, now: Exploration) -> tuple[bool, str]:
         return False, f"not compared: {why}"
     stage = run.stage if run.stage in now.names else None
     mine = now.run(stage, repeat=1)
-    theirs = now.check_outputs(run.outputs)
+    theirs = now.check_outputs(run.program_outputs if run.program_outputs is not None else run.outputs)
     passed = bool(mine.check is not None and mine.check.passed and theirs.passed)
     return passed, (f"the golden's outputs against this program: {'passed' if theirs.passed else 'FAILED'}, "
                     f"max error {theirs.max_abs:.3g}; this run of {mine.stage}: "
@@ -118,6 +120,11 @@ def check_golden(golden, fn=None, args: tuple = (), *, device: str | None = None
     rules = Limits.of(**limits)
     path = None if isinstance(golden, Exploration) else Path(golden)
     g = golden if path is None else load(path)
+    if fn is None and g.spec.traced is None and host_callback_count(g.spec.input_text):
+        raise WorkbenchError("the golden's program calls host callbacks (jax.debug.print, pure_callback, "
+                             "io_callback), whose Python functions its saved module does not hold: XLA cannot "
+                             "compile it from the file alone. Give the function: --target PATH.py:FUNC on the "
+                             "command line, or check_golden(golden, fn, args)")
     now = reexplored(g, fn, args, device, pipeline, disable, enable, xla_disable)
     label = path.name if path is not None else "golden"
     comparison = compare_explorations(g, now, labels=(label, "now"))

@@ -27,7 +27,7 @@ from .shardy import SHARDY_MODES, is_sharded, resolve_mode, shardy_steps, unregi
 from ..stages import STABLEHLO, Spec, Stage
 from .trace import resolve_device, trace
 from .worker import enzyme_available
-from .program import relowered
+from .program import as_itself, relowered
 from .xla import check_options, compile_lowered_with_dumps, lower_exported
 from .xla_probe import compile_guarded, compile_sharded, guard_compile, remember_verdict
 
@@ -486,15 +486,7 @@ def _lowering(spec: Spec, source: str):
     if traced is None:
         dev = resolve_device(spec.device)
         exported = exported_for_text(source, dev.platform)
-        lowered = lower_exported(exported, dev)
-        # a named module (as JAX lowers one) is compiled itself, not called from JAX's wrapper: its XLA stages are
-        # the ones a jit of the program gives (a golden saved from a function and checked from its module agree)
-        if "\nmodule @" in "\n" + source:
-            try:
-                return relowered(lowered, source), exported.nr_devices
-            except WorkbenchError:
-                pass
-        return lowered, exported.nr_devices
+        return as_itself(lower_exported(exported, dev), source), exported.nr_devices
     return relowered(traced.lowered, source), traced.nr_devices
 
 

@@ -24,7 +24,7 @@ from ..ir.locations import xla_locations
 from ..ir.mlir import parse_module
 from .exported import prepare_for_jax
 
-__all__ = ["unwrap_lowered", "relowered", "relowered_with_results", "num_devices", "kept_var_idx", "host_callbacks", "in_avals", "out_avals",
+__all__ = ["unwrap_lowered", "relowered", "as_itself", "relowered_with_results", "num_devices", "kept_var_idx", "host_callbacks", "in_avals", "out_avals",
            "platforms", "donated", "undonated_call", "portable_text", "host_array", "compile_request"]
 
 
@@ -60,6 +60,19 @@ def relowered(lowered: jax.stages.Lowered, text: str) -> jax.stages.Lowered:
     lowering = _lowering_of(lowered, text, "the module")
     return jax.stages.Lowered(lowering, lowered.args_info, lowered.out_tree, lowered._no_kwargs,
                               getattr(lowered, "_in_types", None), getattr(lowered, "_out_types", None))
+
+
+def as_itself(wrapper: jax.stages.Lowered, source: str) -> jax.stages.Lowered:
+    """A module given as text, lowered for XLA as itself rather than called from ``jax.export``'s wrapper
+    (``wrapper``, its ``Exported.call`` lowered), where it is a named module as JAX lowers one: its XLA stages are
+    then those a jit of the program gives (a golden saved from a function and checked from its module agree).
+    Any other module, or one the wrapper's lowering cannot take, keeps the wrapper."""
+    if "\nmodule @" in "\n" + source:
+        try:
+            return relowered(wrapper, source)
+        except WorkbenchError:
+            pass
+    return wrapper
 
 
 def relowered_with_results(lowered: jax.stages.Lowered, text: str, extra: list) -> jax.stages.Lowered:

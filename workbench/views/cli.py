@@ -323,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("pipelines", help="list the pipeline presets")
     sp.set_defaults(func=cmd_pipelines)
     add_file_commands(sub)
-    add_gate_commands(sub)
+    add_gate_commands(sub, load_target)
     return p
 
 

@@ -98,11 +98,10 @@ def _update(ns) -> int:
     """``check --update``: write the golden anew from the target (or from the golden's own program)."""
     from ..exploration import explore, load
     from ..exploration.golden import reexplored, write_golden
-    from .cli import load_target
 
     golden = Path(ns.golden)
     if ns.target:
-        fn, args, _ = load_target(ns.target, ns.args)
+        fn, args, _ = ns.load_target(ns.target, ns.args)
         ex = explore(fn, *args, pipeline=ns.pipeline or "all", disable=_split(ns.disable), enable=_split(ns.enable),
                      xla_disable=_split(ns.xla_disable), device=ns.device or "cpu:0")
     elif golden.exists():
@@ -119,13 +118,12 @@ def _update(ns) -> int:
 
 def cmd_check(ns) -> int:
     from ..exploration.golden import check_golden
-    from .cli import load_target
 
     if ns.update:
         return _update(ns)
     fn, args = None, ()
     if ns.target:
-        fn, args, _ = load_target(ns.target, ns.args)
+        fn, args, _ = ns.load_target(ns.target, ns.args)
     verdict = check_golden(ns.golden, fn, args, device=ns.device, html=ns.html, pipeline=ns.pipeline,
                            disable=_split(ns.disable), enable=_split(ns.enable), xla_disable=_split(ns.xla_disable),
                            **_limits(ns))
@@ -133,9 +131,10 @@ def cmd_check(ns) -> int:
     return 0 if verdict.ok else 1
 
 
-def add_gate_commands(sub) -> None:
+def add_gate_commands(sub, load_target) -> None:
     """Add ``check`` to the subparsers ``sub`` of the hlo-workbench parser (``diff`` of two .hlox files is
-    the file command ``diff``'s, which hands them to ``cmd_diff_explorations``)."""
+    the file command ``diff``'s, which hands them to ``cmd_diff_explorations``); ``load_target`` reads a
+    ``--target`` as the other commands do (``cli.load_target``)."""
     sp = sub.add_parser("check", help="re-explore a golden .hlox with the versions installed now and fail on a "
                         "regression (exit 0 none, 1 one)", description=_CHECK_HELP,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -162,4 +161,4 @@ def add_gate_commands(sub) -> None:
     sp.add_argument("-d", "--device", help="the device to explore for (default: the golden's)")
     sp.add_argument("--html", metavar="OUT.html", help="also write the comparison as one offline HTML page")
     sp.add_argument("--update", action="store_true", help="write (or refresh) the golden instead of checking it")
-    sp.set_defaults(func=cmd_check)
+    sp.set_defaults(func=cmd_check, load_target=load_target)

@@ -47,8 +47,8 @@ VERSION_KEYS = ("workbench", "jax", "jaxlib", "enzyme-ad", "python", "platform")
 FINAL_MEASURES = (
     ("ops", "ops of the final MLIR module"),
     ("xla_ops", "instructions of xla:optimized"),
-    ("flops", "XLA's flops of xla:optimized (the final MLIR module's analytic flops without XLA)"),
-    ("bytes", "XLA's bytes accessed of xla:optimized (analytic bytes without XLA)"),
+    ("flops", "XLA's flops of xla:optimized (the final MLIR modules' analytic flops where a side has no XLA stages)"),
+    ("bytes", "XLA's bytes accessed of xla:optimized (the analytic bytes where a side has no XLA stages)"),
     ("memory", "XLA's memory analysis: arguments + outputs + temporaries - aliased bytes"),
 )
 
@@ -232,12 +232,13 @@ class Comparison:
     def final(self) -> dict[str, tuple[float | None, float | None]]:
         """The gate's measures (``FINAL_MEASURES``) of each side's final modules: ``{name: (a, b)}``."""
         out = {}
-        for side, ex_stages in enumerate(self._finals()):
-            mlir, xla = ex_stages
+        finals = self._finals()
+        # flops and bytes: XLA's where both sides compiled, else both sides' analytic counts (never one of each)
+        by_xla = all(xla is not None for _, xla in finals)
+        for side, (mlir, xla) in enumerate(finals):
             values = {"ops": _ops(mlir), "xla_ops": _ops(xla)}
             for col in ("flops", "bytes"):
-                v = self._value(side, xla, f"xla_{col}")
-                values[col] = v if v is not None else self._value(side, mlir, col)
+                values[col] = self._value(side, xla, f"xla_{col}") if by_xla else self._value(side, mlir, col)
             values["memory"] = self._value(side, xla, "memory")
             for k, v in values.items():
                 out.setdefault(k, [None, None])[side] = None if v is None else float(v)
