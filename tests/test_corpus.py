@@ -323,3 +323,23 @@ def test_a_constant_changed_in_the_last_mlir_stage_fails_the_check():
     assert not bad.check.passed, bad.check
     same = wb.explore_text(text, pipeline="none").run(args=(x, y), reference=ex, repeat=1)
     assert same.check.passed, same.check
+
+
+@pytest.mark.slow  # twelve goldens written and checked: each a run, a save and an exploration again
+@pytest.mark.parametrize("name", names())
+def test_each_program_checks_against_its_own_golden(name, tmp_path):
+    """A golden written by this version and checked by this version passes every limit; from the saved module
+    alone too, except where host callbacks need the function (refused in words, not a false regression)."""
+    ex = explored(name)
+    path = wb.testing.write_golden(ex, tmp_path / "golden" / f"{name}.hlox")
+    inst = program(name).build()
+    verdict = wb.testing.check_golden(path, inst.fn, inst.args, numbers=True, same_final_module=True)
+    assert verdict.ok, str(verdict)
+    from workbench.ir.text import host_callback_count
+
+    if host_callback_count(ex.spec.input_text):
+        with pytest.raises(wb.WorkbenchError, match="host callbacks"):
+            wb.testing.check_golden(path)
+    else:
+        verdict = wb.testing.check_golden(path, same_final_module=True)
+        assert verdict.ok, str(verdict)
