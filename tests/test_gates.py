@@ -221,3 +221,25 @@ def test_the_readme_workflow_runs_its_check_command(golden, tmp_path, cli):
     r = cli(*shlex.split(check)[1:], cwd=tmp_path)
     assert r.returncode == 0 and "PASSED" in r.stdout, r.stdout + r.stderr
     assert (tmp_path / "compile-diff.html").exists()
+
+
+@pytest.mark.slow
+def test_a_golden_from_other_versions_says_which_versions_differ(golden, tmp_path):
+    import json
+    import zipfile
+
+    older = tmp_path / "older.hlox"
+    with zipfile.ZipFile(golden) as src, zipfile.ZipFile(older, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "manifest.json":
+                manifest = json.loads(data)
+                manifest["saved_by"] = {**manifest["saved_by"], "jax": "0.9.9", "enzyme-ad": "0.0.1"}
+                data = json.dumps(manifest).encode()
+            dst.writestr(info, data)
+    c = wb.compare_explorations(wb.load(older), wb.load(golden))
+    assert c.identical and c.same_input
+    assert ("jax", "0.9.9", wb.load(golden).spec.loaded.saved_by["jax"]) in c.versions
+    assert "versions: jax 0.9.9 → " in str(c) and "enzyme-ad 0.0.1 → " in str(c)
+    verdict = check_golden(older, same_final_module=True)
+    assert verdict.ok and "versions: jax 0.9.9 → " in str(verdict)  # the same modules with what is installed now

@@ -58,6 +58,8 @@ def reexplored(golden: Exploration, fn=None, args: tuple = (), device: str | Non
         spec = dataclasses.replace(traced, pipeline=spec.pipeline, inline=spec.inline, selection=spec.selection,
                                    xla_options=spec.xla_options, shardy=spec.shardy,
                                    optimize_communications=spec.optimize_communications)
+    elif spec.loaded is not None:  # the golden's module, explored by what is installed now: not "saved by" anyone
+        spec = dataclasses.replace(spec, source=dataclasses.replace(spec.loaded, saved_by={}, path=""))
     spec = dataclasses.replace(spec, edits=(), device=device or spec.device, pipeline=pipeline or spec.pipeline)
     if disable or enable:
         spec = with_toggles(spec, tuple(disable), tuple(enable))

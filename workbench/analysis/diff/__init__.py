@@ -69,6 +69,13 @@ What a toggle changed (``changes.py``)
     ``changes_between(before, after)`` (``Exploration.changes_since``) puts two explorations of a
     program side by side: the settings that differ, the stages recomputed and reused, and the diff
     of the final MLIR module and of ``xla:optimized``, as a ``Changes``.
+
+Two explorations of one program (``explorations.py``) and regression gates (``gates.py``)
+    ``comparison_of`` (``wb.compare_explorations``) aligns two explorations' stage lists by pass -- two
+    versions, two flag sets, two pipelines --, names the first stage whose module differs beyond renaming,
+    and gives per-stage op and cost deltas, the final modules' diffs and the versions and settings that
+    differ, as a ``Comparison``. ``gates.judge`` holds a golden's Comparison to ``Limits`` (growth of ops,
+    flops, bytes, memory and compile time; the same final module; the numbers) and gives a ``Verdict``.
 """
 
 from .changes import Changes, ModuleChange, changes_between

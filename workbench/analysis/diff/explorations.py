@@ -22,6 +22,7 @@ the texts' size. The facade hands the cost tables and versions in; nothing here 
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -153,7 +154,12 @@ def compare_stages(a: Sequence[Stage], b: Sequence[Stage]) -> tuple[StagePair, .
 def _ops(stage: Stage | None) -> int | None:
     if stage is None or stage.error or stage.name == "jaxpr" or stage.group not in _GROUPS:
         return None
-    return sum(op_counts(stage.text).values())
+    return _op_total(stage.text)
+
+
+@functools.lru_cache(maxsize=128)  # a table and the gate's measures read each stage's count: counted once
+def _op_total(text: str) -> int:
+    return sum(op_counts(text).values())
 
 
 def _memory(row: dict) -> float | None:

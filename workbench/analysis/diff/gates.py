@@ -130,8 +130,13 @@ class Verdict:
         widths = [max(len(str(row[k])) for row in [head] + body) for k in range(len(head))]
         out = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head] + body]
         out += [f"  {r.what}: {r.note}" for r in self.rows if r.note]
-        first = self.comparison.first_difference
-        out.append("first difference: " + (first.words(self.comparison.labels) if first else "none"))
+        c = self.comparison
+        if c.versions:  # what a CI run after an upgrade wants to read first
+            out.append("versions: " + ", ".join(f"{k} {a or 'none'} → {b or 'none'}" for k, a, b in c.versions))
+        if c.settings:
+            out.append("settings: " + ", ".join(c.settings))
+        first = c.first_difference
+        out.append("first difference: " + (first.words(c.labels) if first else "none"))
         out += list(self.notes)
         out.append(("PASSED" if self.ok else f"FAILED ({len(self.failed)} of {len(self.rows)} limits)")
                    + (f"; HTML diff: {self.html}" if self.html else ""))
