@@ -114,7 +114,7 @@ def test_a_pattern_toggle_is_named_and_judged(mlp_ex, golden):
 
 
 @pytest.mark.slow
-def test_a_golden_checks_as_saved_and_a_hand_edited_one_fails(mlp_ex, golden, tmp_path):
+def test_a_golden_checks_as_saved_and_a_hand_edited_one_fails(mlp_ex, golden, tmp_path, cli):
     v = check_golden(golden, same_final_module=True, numbers=True, max_compile_time_growth="300%")
     assert v.ok, str(v)
     assert {r.what for r in v.rows} >= {"ops", "xla_ops", "flops", "bytes", "memory", "final module", "numbers",
@@ -126,6 +126,9 @@ def test_a_golden_checks_as_saved_and_a_hand_edited_one_fails(mlp_ex, golden, tm
     v = check_golden(hand, same_final_module=True, numbers=True, **OFF)
     assert {r.what for r in v.failed} == {"final module", "numbers"}
     assert "hand edit" in str(v)  # the program was explored without the golden's edit: said so
+    r = cli("check", str(hand), "--same-final-module", "--max-ops-growth", "none")
+    assert r.returncode == 1 and "FAIL  final module" in r.stdout, r.stdout + r.stderr
+    assert cli("check", str(hand), "--max-ops-growth", "none").returncode == 0  # relaxed: the modules may differ
 
 
 def test_compile_time_is_judged_as_a_ratio():
