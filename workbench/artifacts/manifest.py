@@ -367,7 +367,8 @@ MANIFEST = Record({
         {"name": Str(nonempty=True), "group": Str(choices=typing.get_args(StageKind)), "produced_by": Str(),
          "changed": Bool(), "seconds": Opt(Num(least=0.0)), "parent": Opt(Str()), "error": Opt(Str()),
          "cached": Bool(), "text": Opt(SHA256)},
-        {"located": Opt(SHA256), "diff": STAGE_DIFF, "edit": Str(choices=("text", "inserted", "after-removed"))}), _MANY),
+        {"located": Opt(SHA256), "diff": STAGE_DIFF, "edit": Str(choices=("text", "inserted", "after-removed")),
+         "normalized": SHA256}), _MANY),  # module_shape: viewers compare stages beyond renaming
     "pipeline_error": Opt(_STAGE_ERROR),
     "xla_error": Opt(_STAGE_ERROR),
     "args": List(Record({"shape": _SHAPE, "dtype": Str(nonempty=True)}), _MANY),

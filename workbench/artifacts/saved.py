@@ -64,7 +64,7 @@ from .manifest import PROGRAM, ManifestError, check_field, check_manifest, parse
 from .saved_xla import SavedXla
 from .saved_edits import edits_from, edits_json
 from .saved_profiles import TRACE_LIMIT, profiles_from, profiles_json, trace_members
-from .stage_diffs import stage_diffs
+from .stage_diffs import stage_diffs, stage_shapes
 from ..pipeline.xla import XlaResult
 from ..analysis.run.execute import Check, LeafCheck, RunResult, Timing
 from ..analysis.run.history import RunProgram, program_of
@@ -250,9 +250,13 @@ def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFram
                      "text": texts.add(s.text),
                      "located": texts.add(s.text_with_locations) if s.text_with_locations != s.text else None,
                      **({"edit": s.edit} if s.edit else {})})
-    for row, diff in zip(rows, stage_diffs(stages, texts.add)):  # ex.diff(parent, stage), normalized texts stored
+    shapes: dict[str, str] = {}  # module_shape by text: what the diffs normalized is not normalized again
+    for row, diff in zip(rows, stage_diffs(stages, texts.add, shapes)):  # ex.diff(parent, stage), normalized texts
         if diff is not None:
             row["diff"] = diff
+    for row, shape in zip(rows, stage_shapes(stages, shapes)):  # for viewers: the same beyond renaming?
+        if shape is not None:
+            row["normalized"] = shape
     input_hash = texts.add(ex.spec.input_text)
     edits = edits_json(ex.spec.edits, texts.add)
     blob, index = texts.blob()

@@ -22,13 +22,15 @@ diffs are bounded by ``PAIR_LINES`` per side, ``WORK_LINES`` read in all (the ti
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 
 from ..analysis.diff import Diff, diff_texts
+from ..analysis.diff.explorations import module_shape
 from ..analysis.diff.normalize import read_module
 from ..stages import Stage
 
-__all__ = ["DIFF_BYTES", "PAIR_LINES", "WORK_LINES", "carried", "stage_diffs"]
+__all__ = ["DIFF_BYTES", "PAIR_LINES", "WORK_LINES", "carried", "stage_diffs", "stage_shapes"]
 
 PAIR_LINES = 50_000  # a .hlox carries a stage's diff when it and its parent each have at most this many lines
 WORK_LINES = 400_000  # the lines (both sides) a .hlox's diffs read, at most: ~25,000 a second on a busy 2-core machine
@@ -40,12 +42,14 @@ def carried(d: Diff) -> dict[str, str]:
     return {"before": "\n".join(d.before), "after": "\n".join(d.after), "runs": d.runs()}
 
 
-def stage_diffs(stages: Sequence[Stage], add: Callable[[str], str | None]) -> list[dict | None]:
+def stage_diffs(stages: Sequence[Stage], add: Callable[[str], str | None],
+                shapes: dict[str, str] | None = None) -> list[dict | None]:
     """Per stage, its diff against its parent as a .hlox's manifest holds it (``{"before": hash, "after": hash,
     "runs": ...}``, the hashes ``add`` gives the normalized texts as it stores them), or None: for a stage
     without a parent, a failed stage or parent, a pair the diff cannot read, a side over ``PAIR_LINES`` lines,
     and, in stage order, every pair past ``WORK_LINES`` lines diffed or whose new texts would take the texts
-    the diffs add past ``DIFF_BYTES``."""
+    the diffs add past ``DIFF_BYTES``. ``shapes`` (a dict) gets the ``module_shape`` of each text a diff
+    normalized, by the text: the normalized parent is the diff's ``before``, so it is not normalized twice."""
     by_name = {s.name: s for s in stages}
     out: list[dict | None] = []
     seen: set[str] = set()
@@ -57,6 +61,10 @@ def stage_diffs(stages: Sequence[Stage], add: Callable[[str], str | None]) -> li
                 and work + s.lines + parent.lines <= WORK_LINES:
             work += s.lines + parent.lines
             entry = _carried(parent, s)
+        if entry is not None and shapes is not None and _normalized_shape(parent):  # not the jaxpr: its text is
+            shapes.setdefault(parent.text, _sha256(entry["before"]))                 # its shape as it is
+            if s.text == parent.text:
+                shapes.setdefault(s.text, _sha256(entry["after"]))
         new = {entry["before"], entry["after"]} - seen if entry else set()
         size = sum(len(t.encode("utf-8", "surrogatepass")) for t in new)
         if entry is None or used + size > DIFF_BYTES:
@@ -65,6 +73,29 @@ def stage_diffs(stages: Sequence[Stage], add: Callable[[str], str | None]) -> li
         used += size
         seen |= new
         out.append({"before": add(entry["before"]), "after": add(entry["after"]), "runs": entry["runs"]})
+    return out
+
+
+def _normalized_shape(stage: Stage) -> bool:
+    """Whether ``module_shape`` hashes the stage's normalized module (not the jaxpr's text as it is)."""
+    return stage.group in ("trace", "mlir", "xla") and stage.name != "jaxpr"
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def stage_shapes(stages: Sequence[Stage], known: dict[str, str]) -> list[str | None]:
+    """Each stage's ``module_shape`` (None for backend output and failed stages), taken from ``known`` (what
+    ``stage_diffs`` normalized, by text) or made, each distinct text once."""
+    out: list[str | None] = []
+    for s in stages:
+        if s.group == "backend" or s.error or not s.text:
+            out.append(None)
+            continue
+        if s.text not in known:
+            known[s.text] = module_shape(s)
+        out.append(known[s.text])
     return out
 
 

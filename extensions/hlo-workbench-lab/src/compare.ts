@@ -94,12 +94,15 @@ interface IStageEntry {
   name: string;
   group: string;
   text: string | null;
+  /** The hash of the module as normalized (workbench's module_shape): equal ones differ at most by renaming. */
+  normalized: string | null;
   error: string;
 }
 
 function entries(side: IHloxSide): IStageEntry[] {
   return (side.file.manifest.stages ?? []).map((s: any) => ({
-    name: String(s.name), group: String(s.group ?? ''), text: s.text ?? null, error: s.error ? String(s.error) : ''
+    name: String(s.name), group: String(s.group ?? ''), text: s.text ?? null,
+    normalized: typeof s.normalized === 'string' ? s.normalized : null, error: s.error ? String(s.error) : ''
   }));
 }
 
@@ -110,7 +113,13 @@ function matchOf(a: IStageEntry, b: IStageEntry): [StageMatch, string] {
     const which = a.text === null && b.text === null ? 'either file' : a.text === null ? 'A' : 'B';
     return ['unknown', `no text saved in ${which}`];
   }
-  return a.text === b.text ? ['same', ''] : ['differs', ''];
+  if (a.text === b.text) return ['same', ''];
+  // files from this workbench say whether two texts differ beyond renaming, as hlo-workbench diff does;
+  // older ones are compared by their texts
+  if (a.normalized !== null && b.normalized !== null) {
+    return a.normalized === b.normalized ? ['same', 'renamed only'] : ['differs', ''];
+  }
+  return ['differs', ''];
 }
 
 /** The stages of A and B aligned by name, in A's order; a stage only B has comes where B has it, after

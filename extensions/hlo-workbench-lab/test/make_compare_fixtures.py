@@ -2,7 +2,7 @@
 default settings and under pipeline "no_enzyme" with two Enzyme-JaX patterns switched off (so a pass both
 run makes a different module, and one pass runs in the first only), each saved as a .hlox file; and what
 Python reads back from the pair (each file's stage names and text hashes, the first stage both hold whose
-module differs), for test/compare.test.ts and tests/test_browser_compare.py. Run from the repository root
+module differs beyond renaming, as wb.compare_explorations names it), for test/compare.test.ts and tests/test_browser_compare.py. Run from the repository root
 with the project's Python: `.venv/bin/python extensions/hlo-workbench-lab/test/make_compare_fixtures.py`."""
 import hashlib
 import json
@@ -31,10 +31,11 @@ def main() -> None:
         wb.explore(fn, *args, **settings).save(OUT / name)
         back = wb.load(OUT / name)
         stages[name] = [{"name": s.name, "sha256": sha256(s.text) if s.text else None} for s in back.stages]
-    a, b = (stages[n] for n in SETTINGS)
-    texts_b = {s["name"]: s["sha256"] for s in b}
-    first = next((s["name"] for s in a if s["name"] in texts_b and s["sha256"] != texts_b[s["name"]]), None)
-    expect = {"files": list(SETTINGS), "stages": stages, "first_difference": first}
+    # the first difference as Python names it (beyond renaming: the stages' stored "normalized" hashes say the same)
+    comparison = wb.compare_explorations(*(wb.load(OUT / n) for n in SETTINGS))
+    first = comparison.first_difference.name if comparison.first_difference else None
+    same = {p.name: p.same for p in comparison.pairs if p.side == "both"}  # per stage both hold, as Python says
+    expect = {"files": list(SETTINGS), "stages": stages, "first_difference": first, "same": same}
     (OUT / "mlp.compare.json").write_text(json.dumps(expect, indent=1))
     for name in (*SETTINGS, "mlp.compare.json"):
         print(f"{OUT / name}: {(OUT / name).stat().st_size:,} bytes")

@@ -38,8 +38,8 @@ from .normalize import normalize
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Comparison", "StagePair", "comparison_of", "compare_stages", "align_names", "growth", "FINAL_MEASURES",
-           "VERSION_KEYS"]
+__all__ = ["Comparison", "StagePair", "comparison_of", "compare_stages", "align_names", "growth", "module_shape",
+           "FINAL_MEASURES", "VERSION_KEYS"]
 
 _GROUPS = ("trace", "mlir", "xla")  # the groups whose stages are modules to compare
 COST_COLUMNS = ("flops", "bytes", "xla_flops", "xla_bytes", "memory")
@@ -114,8 +114,16 @@ def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out[::-1]
 
 
+def module_shape(stage: Stage) -> str:
+    """The SHA-256 of a stage's module as normalized (SSA names, locations and debug information left out:
+    two stages with the same shape differ at most by renaming); of its text as it is for the jaxpr. A
+    ``.hlox`` stores it per stage (``normalized``), so a viewer without a kernel compares as this does."""
+    lines = normalize(stage.text) if stage.group in _GROUPS and stage.name != "jaxpr" else [stage.text]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
 class _Shapes:
-    """Each text's normalized form, by hash, made at most once."""
+    """Each text's ``module_shape``, by the text's hash, made at most once."""
 
     def __init__(self) -> None:
         self._seen: dict[str, str] = {}
@@ -123,8 +131,7 @@ class _Shapes:
     def key(self, stage: Stage) -> str:
         raw = hashlib.sha256(stage.text.encode()).hexdigest()
         if raw not in self._seen:
-            lines = normalize(stage.text) if stage.group in _GROUPS and stage.name != "jaxpr" else [stage.text]
-            self._seen[raw] = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+            self._seen[raw] = module_shape(stage)
         return self._seen[raw]
 
 
