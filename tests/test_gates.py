@@ -150,6 +150,8 @@ def test_the_command_line_diffs_and_checks(golden, mlp_ex, tmp_path, cli):
     assert "first difference: enzyme-hlo-patterns#1" in r.stdout and "transpose_dot_reorder off" in r.stdout
     assert (tmp_path / "d.html").exists()
     assert cli("diff", str(golden), str(golden)).returncode == 0
+    r = cli("diff", str(golden), str(other), "--run")
+    assert r.returncode == 1 and "run time (median): " in r.stdout, r.stdout + r.stderr
     r = cli("check", str(golden), "--disable", "transpose_dot_reorder", "--max-ops-growth", "5%")
     assert r.returncode == 1 and "FAIL  ops" in r.stdout and "FAILED (1 of 5 limits)" in r.stdout, r.stdout
     r = cli("check", str(golden), "--disable", "transpose_dot_reorder", "--max-ops-growth", "10%", "--numbers")

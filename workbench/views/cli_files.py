@@ -64,6 +64,8 @@ def cmd_diff(ns) -> int:
     if any(saved):
         raise WorkbenchError("cannot diff a saved exploration (.hlox) with a module's text: give two .hlox files, "
                              "or two MLIR / XLA HLO files")
+    if ns.run:
+        raise WorkbenchError("--run compares two saved explorations (.hlox files); two modules' texts are not run")
     texts = [_read(ns.before), _read(ns.after)]
     names = [_label(ns.before), _label(ns.after)]
     kinds = [input_kind(t) for t in texts]
@@ -247,6 +249,8 @@ def add_file_commands(sub) -> None:
                     help="unchanged lines to show around each change (default: 3)")
     sp.add_argument("--html", metavar="OUT.html", help="also write the diff as one self-contained HTML page "
                     "(the panel's diff viewer, side by side or unified; no network needed)")
+    sp.add_argument("--run", action="store_true", help="with two .hlox files: also run each one's final MLIR stage "
+                    "on its saved arguments (else seeded ones of their shapes) and compare the measured times")
     sp.set_defaults(func=cmd_diff)
 
     sp = sub.add_parser("opt", help="run a pass pipeline on an MLIR file and print the result (like mlir-opt)",

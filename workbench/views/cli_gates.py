@@ -69,7 +69,7 @@ def cmd_diff_explorations(ns) -> int:
     labels = (Path(ns.before).name, Path(ns.after).name)
     if labels[0] == labels[1]:
         labels = (ns.before, ns.after)
-    c = compare_explorations(a, b, labels=labels)
+    c = compare_explorations(a, b, labels=labels, run=ns.run)
     print(c)
     rows = _rows(c)
     if rows:
