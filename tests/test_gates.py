@@ -264,3 +264,18 @@ def test_a_saved_file_holds_each_stages_shape_as_the_comparison_computes_it(mlp_
     shaped = [r for r in rows if "normalized" in r]
     assert len(shaped) == len([s for s in mlp_ex.stages if s.group != "backend" and not s.error])
     assert all(r["normalized"] == module_shape(by_name[r["name"]]) for r in shaped)
+
+
+@pytest.mark.slow
+def test_a_comparison_normalizes_each_distinct_text_at_most_once(mlp_ex, monkeypatch):
+    import workbench.analysis.diff.explorations as explorations
+
+    calls = []
+    real = explorations.module_shape
+    monkeypatch.setattr(explorations, "module_shape", lambda s: calls.append(s.text) or real(s))
+    other = mlp_ex.with_patterns(disable=["transpose_dot_reorder"])
+    c = wb.compare_explorations(mlp_ex, other)
+    c.table(), c.final, str(c)
+    assert len(calls) == len(set(calls))  # work counted: no text normalized twice
+    distinct = {s.text for ex in (mlp_ex, other) for s in ex.stages if s.group != "backend"}
+    assert 0 < len(calls) <= len(distinct)
