@@ -41,7 +41,7 @@ def is_saved_exploration(path: str) -> bool:
 
 
 def _rows(comparison) -> list[str]:
-    """The aligned stage table, compactly: only the rows that differ or that one side lacks, and the first."""
+    """The aligned stage table, compactly: only the rows whose modules differ or that one side lacks."""
     a, b = comparison.labels
     out = []
     for p, row in zip(comparison.pairs, comparison.table().to_dict("records")):
