@@ -11,7 +11,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from ..analysis.diff.explorations import Comparison
+from ..analysis.diff.explorations import Comparison, number_text
 from ..analysis.diff.gates import Verdict
 from .report import write_diff_page
 
@@ -29,14 +29,6 @@ _STYLE = Markup("""<style>
 _SHOWN = ("ops", "flops", "bytes", "xla_flops", "memory")
 
 
-def _cell(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.0f}" if v.is_integer() else f"{v:,.4g}"
-    return str(v)
-
-
 def _delta(v) -> str:
     if v is None or v == 0:
         return ""
@@ -48,7 +40,7 @@ def _verdict_table(verdict: Verdict) -> Markup:
                   "<th>note</th></tr>")
     rows = Markup("").join(Markup(
         '<tr><td class="{}">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>').format(
-        "wb-cmp-ok" if r.ok else "wb-cmp-fail", "ok" if r.ok else "FAIL", r.what, _cell(r.golden), _cell(r.now),
+        "wb-cmp-ok" if r.ok else "wb-cmp-fail", "ok" if r.ok else "FAIL", r.what, number_text(r.golden), number_text(r.now),
         r.change, r.limit, r.note) for r in verdict.rows)
     status = "passed" if verdict.ok else f"failed ({len(verdict.failed)} of {len(verdict.rows)} limits)"
     return Markup('<h2 id="wb-verdict">Check: {}</h2><table class="wb-cmp-table">{}{}</table>').format(
@@ -61,28 +53,16 @@ def _stage_table(c: Comparison) -> Markup:
     head = Markup("<tr><th>stage</th><th>in</th><th>module</th>{}</tr>").format(Markup("").join(
         Markup("<th>{} {}</th><th>{} {}</th><th>Δ</th>").format(col, a, col, b) for col in _SHOWN))
     rows = []
-    for p, row in zip(c.pairs, c.table().to_dict("records")):
+    for p, row in zip(c.pairs, c.rows()):
         cls = "wb-cmp-first" if p is first else "" if p.same else "wb-cmp-differs"
         side = "both" if p.side == "both" else (a if p.side == "a" else b)
         cells = Markup("").join(Markup("<td>{}</td><td>{}</td><td>{}</td>").format(
-            _cell(_plain(row[f"{col}_a"])), _cell(_plain(row[f"{col}_b"])), _delta(_plain(row[f"{col}_delta"])))
+            number_text(row[f"{col}_a"]), number_text(row[f"{col}_b"]), _delta(row[f"{col}_delta"]))
             for col in _SHOWN)
         rows.append(Markup('<tr class="{}"><td>{}</td><td>{}</td><td>{}</td>{}</tr>').format(
             cls, p.name, side, "same" if p.same else "differs", cells))
     return Markup('<h2>Stages, aligned by pass</h2><table class="wb-cmp-table" id="wb-stages">{}{}</table>').format(
         head, Markup("").join(rows))
-
-
-def _plain(v):
-    """A DataFrame cell as a Python number or None (pandas' NA is neither)."""
-    try:
-        import pandas as pd
-
-        if v is None or pd.isna(v):
-            return None
-    except (TypeError, ValueError):
-        return v
-    return float(v) if not isinstance(v, bool) else v
 
 
 def comparison_html(c: Comparison, verdict: Verdict | None = None) -> Markup:

@@ -26,7 +26,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 
 from ..analysis.diff import Diff, diff_texts
-from ..analysis.diff.explorations import module_shape
+from ..analysis.diff.explorations import module_shape, shape_is_normalized
 from ..analysis.diff.normalize import read_module
 from ..stages import Stage
 
@@ -61,8 +61,9 @@ def stage_diffs(stages: Sequence[Stage], add: Callable[[str], str | None],
                 and work + s.lines + parent.lines <= WORK_LINES:
             work += s.lines + parent.lines
             entry = _carried(parent, s)
-        if entry is not None and shapes is not None and _normalized_shape(parent):  # not the jaxpr: its text is
-            shapes.setdefault(parent.text, _sha256(entry["before"]))                 # its shape as it is
+        # the diff's normalized parent is the parent's shape (the jaxpr's shape is its text as it is)
+        if entry is not None and shapes is not None and shape_is_normalized(parent):
+            shapes.setdefault(parent.text, _sha256(entry["before"]))
             if s.text == parent.text:
                 shapes.setdefault(s.text, _sha256(entry["after"]))
         new = {entry["before"], entry["after"]} - seen if entry else set()
@@ -74,11 +75,6 @@ def stage_diffs(stages: Sequence[Stage], add: Callable[[str], str | None],
         seen |= new
         out.append({"before": add(entry["before"]), "after": add(entry["after"]), "runs": entry["runs"]})
     return out
-
-
-def _normalized_shape(stage: Stage) -> bool:
-    """Whether ``module_shape`` hashes the stage's normalized module (not the jaxpr's text as it is)."""
-    return stage.group in ("trace", "mlir", "xla") and stage.name != "jaxpr"
 
 
 def _sha256(text: str) -> str:

@@ -33,7 +33,7 @@ from .xla_probe import compile_guarded, compile_sharded, guard_compile, remember
 
 __all__ = ["Built", "XlaStages", "XlaSource", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
            "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
-           "LateXla", "xla_compiles", "xla_passes_known", "run_passes", "xla_compile_again"]
+           "LateXla", "xla_compiles", "xla_passes_known", "run_passes", "xla_compile_again", "xla_lowering"]
 
 
 @dataclass(frozen=True)
@@ -478,7 +478,7 @@ def _compile_now(spec: Spec, source: str, options: tuple[tuple[str, str], ...], 
         return _compile_exported(spec, source, options)
 
 
-def _lowering(spec: Spec, source: str):
+def xla_lowering(spec: Spec, source: str):
     """``source`` ready for XLA and the number of devices it spans: for a traced program, the user's own
     lowering with the stage's module (its callbacks, donation and locations hold); for a module given as
     text, its ``@main`` lowered for the device."""
@@ -500,7 +500,7 @@ def _compile_exported(spec: Spec, source: str, options: tuple[tuple[str, str], .
         if done is not None:
             remember_verdict(source, spec.device, dict(options), traced.nr_devices)
             return done
-    return _guarded(spec, source, options, *_lowering(spec, source))
+    return _guarded(spec, source, options, *xla_lowering(spec, source))
 
 
 def _guarded(spec: Spec, source: str, options: tuple[tuple[str, str], ...], lowered, partitions: int):
@@ -520,7 +520,7 @@ def xla_compile_again(spec: Spec, last: Stage, around) -> Any:
     from the cache, never in the child. Options that could abort XLA are tried in the child first, as any
     compile here is (``guard_compile``). Returns the XlaResult, with every dump XLA wrote (``runs``)."""
     source = last.text_with_locations
-    lowered, partitions = _lowering(spec, source)
+    lowered, partitions = xla_lowering(spec, source)
     guard_compile(source, spec.device, dict(spec.xla_options), spec.timeout, partitions=partitions)
     return compile_lowered_with_dumps(lowered, dict(spec.xla_options), around=around)
 

@@ -44,20 +44,14 @@ def _rows(comparison) -> list[str]:
     """The aligned stage table, compactly: only the rows whose modules differ or that one side lacks."""
     a, b = comparison.labels
     out = []
-    for p, row in zip(comparison.pairs, comparison.table().to_dict("records")):
+    for p, row in zip(comparison.pairs, comparison.rows()):
         if p.same and p.side == "both":
             continue
         ops_a, ops_b = row["ops_a"], row["ops_b"]
-        ops = f"ops {ops_a} → {ops_b}" if _known(ops_a) and _known(ops_b) else ""
+        ops = f"ops {ops_a} → {ops_b}" if ops_a is not None and ops_b is not None else ""
         where = "" if p.side == "both" else f"only in {a if p.side == 'a' else b}"
         out.append(f"  {p.name:<40} {'same' if p.same else 'differs':<8} {where} {ops}".rstrip())
     return out
-
-
-def _known(v) -> bool:
-    import pandas as pd
-
-    return v is not None and not pd.isna(v)
 
 
 def cmd_diff_explorations(ns) -> int:
@@ -83,10 +77,6 @@ def cmd_diff_explorations(ns) -> int:
     return 0 if c.identical else 1
 
 
-def _split(values) -> list[str]:
-    return [v.strip() for item in (values or ()) for v in item.split(",") if v.strip()]
-
-
 def _limits(ns) -> dict:
     out = {k: getattr(ns, k) for k in ("max_ops_growth", "max_flops_growth", "max_bytes_growth",
                                          "max_memory_growth", "max_compile_time_growth") if getattr(ns, k) is not None}
@@ -102,11 +92,11 @@ def _update(ns) -> int:
     golden = Path(ns.golden)
     if ns.target:
         fn, args, _ = ns.load_target(ns.target, ns.args)
-        ex = explore(fn, *args, pipeline=ns.pipeline or "all", disable=_split(ns.disable), enable=_split(ns.enable),
-                     xla_disable=_split(ns.xla_disable), device=ns.device or "cpu:0")
+        ex = explore(fn, *args, pipeline=ns.pipeline or "all", disable=ns.disable or (), enable=ns.enable or (),
+                     xla_disable=ns.xla_disable or (), device=ns.device or "cpu:0")
     elif golden.exists():
-        ex = reexplored(load(golden), device=ns.device, pipeline=ns.pipeline, disable=_split(ns.disable),
-                        enable=_split(ns.enable), xla_disable=_split(ns.xla_disable))
+        ex = reexplored(load(golden), device=ns.device, pipeline=ns.pipeline, disable=ns.disable or (),
+                        enable=ns.enable or (), xla_disable=ns.xla_disable or ())
     else:
         print(f"hlo-workbench: {golden} does not exist: give --target PATH.py:FUNC to write it", file=sys.stderr)
         return 2
@@ -125,7 +115,7 @@ def cmd_check(ns) -> int:
     if ns.target:
         fn, args, _ = ns.load_target(ns.target, ns.args)
     verdict = check_golden(ns.golden, fn, args, device=ns.device, html=ns.html, pipeline=ns.pipeline,
-                           disable=_split(ns.disable), enable=_split(ns.enable), xla_disable=_split(ns.xla_disable),
+                           disable=ns.disable or (), enable=ns.enable or (), xla_disable=ns.xla_disable or (),
                            **_limits(ns))
     print(verdict)
     return 0 if verdict.ok else 1

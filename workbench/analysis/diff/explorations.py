@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Sequence
@@ -38,8 +39,8 @@ from .normalize import normalize
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Comparison", "StagePair", "comparison_of", "compare_stages", "align_names", "growth", "module_shape",
-           "FINAL_MEASURES", "VERSION_KEYS"]
+__all__ = ["Comparison", "StagePair", "comparison_of", "compare_stages", "align_names", "growth", "growth_text",
+           "number_text", "module_shape", "shape_is_normalized", "FINAL_MEASURES", "VERSION_KEYS"]
 
 _GROUPS = ("trace", "mlir", "xla")  # the groups whose stages are modules to compare
 COST_COLUMNS = ("flops", "bytes", "xla_flops", "xla_bytes", "memory")
@@ -114,11 +115,17 @@ def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out[::-1]
 
 
+def shape_is_normalized(stage: Stage) -> bool:
+    """Whether ``module_shape`` hashes the stage's normalized module (a trace, MLIR or XLA module), not its
+    text as it is (the jaxpr, backend output)."""
+    return stage.group in _GROUPS and stage.name != "jaxpr"
+
+
 def module_shape(stage: Stage) -> str:
     """The SHA-256 of a stage's module as normalized (SSA names, locations and debug information left out:
     two stages with the same shape differ at most by renaming); of its text as it is for the jaxpr. A
     ``.hlox`` stores it per stage (``normalized``), so a viewer without a kernel compares as this does."""
-    lines = normalize(stage.text) if stage.group in _GROUPS and stage.name != "jaxpr" else [stage.text]
+    lines = normalize(stage.text) if shape_is_normalized(stage) else [stage.text]
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
@@ -207,6 +214,8 @@ class Comparison:
     same_input: bool
     costs: tuple[dict[str, dict], dict[str, dict]] = field(repr=False)
     times: tuple[Any, Any] | None = None  # each side's Timing when run=True
+    # each side's final MLIR module and xla:optimized (None where it has none): what ``mlir`` and ``xla`` pair
+    finals: tuple[tuple[Stage | None, Stage | None], ...] = field(default=((None, None), (None, None)), repr=False)
 
     @property
     def first_difference(self) -> StagePair | None:
@@ -225,12 +234,10 @@ class Comparison:
         v = self.costs[side].get(stage.name, {}).get(column)
         return None if _missing(v) else float(v)
 
-    def table(self) -> "pd.DataFrame":
-        """One row per aligned stage: ``stage``, ``side`` ("both", "a", "b"), ``same`` (module equal beyond
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per aligned stage: ``stage``, ``side`` ("both", "a", "b"), ``same`` (module equal beyond
         renaming at this point), then for ops, flops, bytes, xla_flops, xla_bytes and memory the value of
-        each side and the delta (b - a)."""
-        import pandas as pd
-
+        each side and the delta (b - a); None where a side has no value."""
         rows = []
         for p in self.pairs:
             row: dict[str, Any] = {"stage": p.name, "side": p.side, "same": p.same}
@@ -239,16 +246,21 @@ class Comparison:
                 row[f"{col}_a"], row[f"{col}_b"] = va, vb
                 row[f"{col}_delta"] = None if va is None or vb is None else vb - va
             rows.append(row)
-        return pd.DataFrame(rows).convert_dtypes()
+        return rows
+
+    def table(self) -> "pd.DataFrame":
+        """``rows()`` as a DataFrame (a missing value is pandas' NA)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows()).convert_dtypes()
 
     @cached_property
     def final(self) -> dict[str, tuple[float | None, float | None]]:
         """The gate's measures (``FINAL_MEASURES``) of each side's final modules: ``{name: (a, b)}``."""
         out = {}
-        finals = self._finals()
         # flops and bytes: XLA's where both sides compiled, else both sides' analytic counts (never one of each)
-        by_xla = all(xla is not None for _, xla in finals)
-        for side, (mlir, xla) in enumerate(finals):
+        by_xla = all(xla is not None for _, xla in self.finals)
+        for side, (mlir, xla) in enumerate(self.finals):
             values = {"ops": _ops(mlir), "xla_ops": _ops(xla)}
             for col in ("flops", "bytes"):
                 values[col] = self._value(side, xla, f"xla_{col}") if by_xla else self._value(side, mlir, col)
@@ -257,29 +269,24 @@ class Comparison:
                 out.setdefault(k, [None, None])[side] = None if v is None else float(v)
         return {k: (v[0], v[1]) for k, v in out.items()}
 
-    def _finals(self) -> list[tuple[Stage | None, Stage | None]]:
-        out = []
-        for side in (0, 1):
-            stages = [p.a if side == 0 else p.b for p in self.pairs]
-            stages = [s for s in stages if s is not None and not s.error]
-            mlir = next((s for s in reversed(stages) if s.is_module), None)
-            xla = next((s for s in stages if s.name == XLA_OPTIMIZED), None)
-            out.append((mlir, xla))
-        return out
-
     def same_final_module(self) -> bool | None:
         """Whether the final MLIR modules and xla:optimized are the same beyond renaming (None: no pair)."""
         parts = [m for m in (self.mlir, self.xla) if m is not None]
         return None if not parts else not any(m.changed for m in parts)
 
-    def lines(self) -> list[str]:
-        """The comparison in words, a line each (``str()`` joins them)."""
-        a, b = self.labels
-        out = [f"{a} → {b}"]
+    def made_by_lines(self) -> list[str]:
+        """The versions and the settings that differ, a line each (none when they agree)."""
+        out = []
         if self.versions:
             out.append("versions: " + ", ".join(f"{k} {va or 'none'} → {vb or 'none'}" for k, va, vb in self.versions))
         if self.settings:
             out.append("settings: " + ", ".join(self.settings))
+        return out
+
+    def lines(self) -> list[str]:
+        """The comparison in words, a line each (``str()`` joins them)."""
+        a, b = self.labels
+        out = [f"{a} → {b}", *self.made_by_lines()]
         if not self.same_input:
             out.append("the input modules differ (the program as lowered is not the same)")
         first = self.first_difference
@@ -289,7 +296,8 @@ class Comparison:
                 out.append(m.words())
         for name, (va, vb) in self.final.items():
             if va is not None or vb is not None:
-                out.append(f"{name}: {_num(va)} → {_num(vb)}{_growth_words(va, vb)}")
+                g = growth(va, vb)
+                out.append(f"{name}: {number_text(va)} → {number_text(vb)}" + (f" ({growth_text(g)})" if g else ""))
         if self.times is not None:
             ta, tb = self.times
             out.append(f"run time (median): {ta.median * 1e3:.3f} ms → {tb.median * 1e3:.3f} ms "
@@ -309,10 +317,15 @@ class Comparison:
         return str(Markup('<div class="wb-comparison"><b>{}</b><ul>{}</ul></div>').format(head, items))
 
 
-def _num(v: float | None) -> str:
+def number_text(v: Any) -> str:
+    """A value of a comparison's tables as written: "-" for none, a whole number with thousands' commas, else
+    four significant digits; anything else as it is."""
     if v is None:
         return "-"
-    return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.4g}"
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        v = float(v)
+        return f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else f"{v:,.4g}"
+    return str(v)
 
 
 def growth(a: float | None, b: float | None) -> float | None:
@@ -324,14 +337,21 @@ def growth(a: float | None, b: float | None) -> float | None:
     return b / a - 1.0
 
 
-def _growth_words(a: float | None, b: float | None) -> str:
-    g = growth(a, b)
-    return "" if g is None or g == 0 else f" ({g * 100:+.1f}%)"
+def growth_text(g: float | None) -> str:
+    """A growth as a signed percent ("+7.0%", "-0.6%", "0%"); one of a few in a million keeps its digits
+    ("+2.2e-05%"); "inf" from nothing; "none" for no value (a limit that is off)."""
+    if g is None:
+        return "none"
+    if math.isinf(g):
+        return "inf"
+    if not g:
+        return "0%"
+    return f"{g * 100:+.1f}%" if abs(g) >= 0.001 else f"{g * 100:+.2g}%"
 
 
 def comparison_of(a_stages: Sequence[Stage], b_stages: Sequence[Stage], a_spec: Spec, b_spec: Spec, *,
-                         labels: tuple[str, str] = ("a", "b"), costs: tuple = (None, None),
-                         versions: tuple[dict, dict] = ({}, {}), times: tuple | None = None) -> Comparison:
+                  labels: tuple[str, str] = ("a", "b"), costs: tuple = (None, None),
+                  versions: tuple[dict, dict] = ({}, {}), times: tuple | None = None) -> Comparison:
     """The Comparison of two explorations' stages (see the module docstring). ``costs``: each side's cost
     table (``ex.cost()``), ``versions``: what made each side (``saved_by``, or the versions installed)."""
     pairs = compare_stages(a_stages, b_stages)
@@ -349,4 +369,4 @@ def comparison_of(a_stages: Sequence[Stage], b_stages: Sequence[Stage], a_spec: 
     differing = tuple((k, versions[0].get(k), versions[1].get(k)) for k in VERSION_KEYS
                       if versions[0].get(k) != versions[1].get(k))
     return Comparison(labels, pairs, mlir, xla, tuple(settings), differing, same_input,
-                      (_cost_rows(costs[0]), _cost_rows(costs[1])), times)
+                      (_cost_rows(costs[0]), _cost_rows(costs[1])), times, tuple(finals))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ArgumentError, UnknownNameError
-from .explorations import FINAL_MEASURES, Comparison, growth
+from .explorations import FINAL_MEASURES, Comparison, growth, growth_text, number_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,12 +78,6 @@ class Limits:
                 values[key] = parse_growth(value, key)
         return cls(**values)
 
-    def words(self) -> str:
-        parts = [f"{k.replace('_', '-')} {_pct(v)}" for k, v in
-                 ((f.name, getattr(self, f.name)) for f in fields(self)) if isinstance(v, float)]
-        parts += [k.replace("_", "-") for k in ("same_final_module", "numbers") if getattr(self, k)]
-        return ", ".join(parts) or "no limits"
-
 
 @dataclass(frozen=True)
 class GateRow:
@@ -126,15 +120,13 @@ class Verdict:
     def lines(self) -> list[str]:
         """The verdict as a short fixed-width table, its notes and first difference under it."""
         head = ("", "what", "golden", "now", "change", "limit")
-        body = [("ok" if r.ok else "FAIL", r.what, _cell(r.golden), _cell(r.now), r.change, r.limit) for r in self.rows]
+        body = [("ok" if r.ok else "FAIL", r.what, number_text(r.golden), number_text(r.now), r.change, r.limit)
+                for r in self.rows]
         widths = [max(len(str(row[k])) for row in [head] + body) for k in range(len(head))]
         out = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head] + body]
         out += [f"  {r.what}: {r.note}" for r in self.rows if r.note]
         c = self.comparison
-        if c.versions:  # what a CI run after an upgrade wants to read first
-            out.append("versions: " + ", ".join(f"{k} {a or 'none'} → {b or 'none'}" for k, a, b in c.versions))
-        if c.settings:
-            out.append("settings: " + ", ".join(c.settings))
+        out += c.made_by_lines()  # the versions (what a CI run after an upgrade wants to read first), the settings
         first = c.first_difference
         out.append("first difference: " + (first.words(c.labels) if first else "none"))
         out += list(self.notes)
@@ -152,24 +144,6 @@ class Verdict:
         return self.ok
 
 
-def _cell(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else f"{v:,.4g}"
-    return str(v)
-
-
-def _pct(v: float | None) -> str:
-    if v is None:
-        return "none"
-    if math.isinf(v):
-        return "inf"
-    if not v:
-        return "0%"
-    return f"{v * 100:+.1f}%" if abs(v) >= 0.001 else f"{v * 100:+.2g}%"  # a growth of 1 in a million shows
-
-
 def _growth_rows(comparison: Comparison, limits: Limits) -> list[GateRow]:
     words = dict(FINAL_MEASURES)
     out = []
@@ -183,10 +157,10 @@ def _growth_rows(comparison: Comparison, limits: Limits) -> list[GateRow]:
             if g is None:
                 if golden is None and now is None:
                     continue  # neither side has it (no XLA stages): nothing to hold to
-                out.append(GateRow(m, golden, now, "-", f"≤ {_pct(allowed)}", False,
+                out.append(GateRow(m, golden, now, "-", f"≤ {growth_text(allowed)}", False,
                                    f"{words[m]}: missing on the {'golden' if golden is None else 'new'} side"))
                 continue
-            out.append(GateRow(m, golden, now, _pct(g), f"≤ {_pct(allowed)}", g <= allowed + 1e-12))
+            out.append(GateRow(m, golden, now, growth_text(g), f"≤ {growth_text(allowed)}", g <= allowed + 1e-12))
     return out
 
 
@@ -206,12 +180,12 @@ def judge(comparison: Comparison, limits: Limits, numbers: tuple[bool, str] | No
         passed, words = numbers if numbers is not None else (False, "not checked")
         rows.append(GateRow("numbers", "golden outputs", "this run", "-", "within the check's noise", passed, words))
     if limits.max_compile_time_growth is not None:
+        allowed = f"≤ {growth_text(limits.max_compile_time_growth)}"
         if compile_time is None:
-            rows.append(GateRow("compile time", None, None, "-", f"≤ {_pct(limits.max_compile_time_growth)}", False,
-                                "not measured"))
+            rows.append(GateRow("compile time", None, None, "-", allowed, False, "not measured"))
         else:
             golden, now, words = compile_time
             g = growth(golden, now)
-            rows.append(GateRow("compile time / bare", golden, now, _pct(g), f"≤ {_pct(limits.max_compile_time_growth)}",
+            rows.append(GateRow("compile time / bare", golden, now, growth_text(g), allowed,
                                 g is not None and g <= limits.max_compile_time_growth + 1e-12, words))
     return Verdict(tuple(rows), comparison, limits, notes=tuple(notes))

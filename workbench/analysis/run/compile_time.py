@@ -18,17 +18,17 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from ...errors import WorkbenchError
 from ...pipeline.runner import default_runner
-from ...pipeline.program import relowered
-from ...pipeline.trace import resolve_device
-from ...pipeline.xla import check_options, lower_exported, no_persistent_cache
+from ...pipeline.build import xla_lowering
+from ...pipeline.xla import check_options, no_persistent_cache
 from ...pipeline.xla_probe import guard_compile
 from ...stages import Stage, Staged
-from .execute import runnable_exported, runnable_source
+from .execute import runnable_source
 
-__all__ = ["CompileTime", "measure_compile_time", "REPEAT"]
+__all__ = ["CompileTime", "Timed", "measure_compile_time", "REPEAT"]
 
 REPEAT = 3  # rounds of (bare compile, pipeline + compile), interleaved; the medians are compared
 
@@ -58,11 +58,17 @@ class CompileTime:
                 "xla_seconds": self.xla_seconds, "repeat": self.repeat}
 
 
+class Timed(Staged, Protocol):
+    """What ``measure_compile_time`` reads of an exploration: its stages (``Staged``) and the whole MLIR pipeline
+    as one string (the facade's ``Exploration.pipeline_string``)."""
+
+    @property
+    def pipeline_string(self) -> str: ...
+
+
 def _lowered(ex: Staged, stage: Stage):
-    traced = ex.spec.traced
-    if traced is not None:
-        return relowered(traced.lowered, runnable_source(ex, stage))
-    return lower_exported(runnable_exported(ex, stage), resolve_device(ex.spec.device))
+    """``stage`` lowered for XLA as the exploration's own compile lowers it (``build.xla_lowering``)."""
+    return xla_lowering(ex.spec, runnable_source(ex, stage))[0]
 
 
 def _compile_seconds(lowered, options: dict) -> float:
@@ -72,7 +78,7 @@ def _compile_seconds(lowered, options: dict) -> float:
         return time.perf_counter() - t
 
 
-def measure_compile_time(ex: Staged, reference: Stage, final: Stage, repeat: int = REPEAT) -> CompileTime:
+def measure_compile_time(ex: Timed, reference: Stage, final: Stage, repeat: int = REPEAT) -> CompileTime:
     """The compile time of ``ex``'s program through its pipeline (ending at ``final``, the last MLIR
     module) and of a bare compile of ``reference`` (the program as lowered), ``repeat`` rounds interleaved.
     WorkbenchError for an exploration with hand edits (its pipeline does not run in one go) or a failed stage."""
@@ -82,7 +88,7 @@ def measure_compile_time(ex: Staged, reference: Stage, final: Stage, repeat: int
                              "does not run in one go")
     if final.error or reference.error:
         raise WorkbenchError("the compile time is not measured: a stage failed")
-    pipeline = ",".join(s.produced_by for s in ex.pipeline_stages if s.group == "mlir" and not s.error)
+    pipeline = ex.pipeline_string
     options = check_options(dict(spec.xla_options))
     guard_compile(final.text_with_locations or final.text, spec.device, options, spec.timeout,
                   partitions=spec.traced.nr_devices if spec.traced is not None else 1)
