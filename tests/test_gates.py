@@ -279,3 +279,24 @@ def test_a_comparison_normalizes_each_distinct_text_at_most_once(mlp_ex, monkeyp
     assert len(calls) == len(set(calls))  # work counted: no text normalized twice
     distinct = {s.text for ex in (mlp_ex, other) for s in ex.stages if s.group != "backend"}
     assert 0 < len(calls) <= len(distinct)
+
+
+@pytest.mark.slow
+def test_flops_of_a_program_with_a_host_callback_are_judged_by_the_analytic_counts(tmp_path):
+    """XLA counts no flops for a module with a custom call (jax.debug.print's): the limit holds the final MLIR
+    modules' analytic counts instead of passing over it."""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def f(x, w):
+        y = jnp.tanh(x @ w)
+        jax.debug.print("y {y}", y=y.sum())
+        return y.T @ y
+
+    x, w = jnp.ones((8, 16)), jnp.full((16, 4), 0.1)
+    path = wb.testing.write_golden(wb.explore(f, x, w), tmp_path / "printing.hlox")
+    v = check_golden(path, f, (x, w), numbers=True)
+    assert v.ok, str(v)
+    flops = next(r for r in v.rows if r.what == "flops")
+    assert flops.golden and flops.golden == flops.now and not flops.note

@@ -49,8 +49,8 @@ VERSION_KEYS = ("workbench", "jax", "jaxlib", "enzyme-ad", "python", "platform")
 FINAL_MEASURES = (
     ("ops", "ops of the final MLIR module"),
     ("xla_ops", "instructions of xla:optimized"),
-    ("flops", "XLA's flops of xla:optimized (the final MLIR modules' analytic flops where a side has no XLA stages)"),
-    ("bytes", "XLA's bytes accessed of xla:optimized (the analytic bytes where a side has no XLA stages)"),
+    ("flops", "XLA's flops of xla:optimized (the final MLIR modules' analytic flops where a side has none from XLA)"),
+    ("bytes", "XLA's bytes accessed of xla:optimized (the analytic bytes where a side has none from XLA)"),
     ("memory", "XLA's memory analysis: arguments + outputs + temporaries - aliased bytes"),
 )
 
@@ -258,12 +258,14 @@ class Comparison:
     def final(self) -> dict[str, tuple[float | None, float | None]]:
         """The gate's measures (``FINAL_MEASURES``) of each side's final modules: ``{name: (a, b)}``."""
         out = {}
-        # flops and bytes: XLA's where both sides compiled, else both sides' analytic counts (never one of each)
-        by_xla = all(xla is not None for _, xla in self.finals)
+        # flops and bytes: XLA's where both sides have them, else both sides' analytic counts (never one of each):
+        # XLA counts nothing of a program with a custom call (a host callback), the analytic model does
+        by_xla = {col: all(self._value(side, xla, f"xla_{col}") is not None
+                           for side, (_, xla) in enumerate(self.finals)) for col in ("flops", "bytes")}
         for side, (mlir, xla) in enumerate(self.finals):
             values = {"ops": _ops(mlir), "xla_ops": _ops(xla)}
             for col in ("flops", "bytes"):
-                values[col] = self._value(side, xla, f"xla_{col}") if by_xla else self._value(side, mlir, col)
+                values[col] = self._value(side, xla, f"xla_{col}") if by_xla[col] else self._value(side, mlir, col)
             values["memory"] = self._value(side, xla, "memory")
             for k, v in values.items():
                 out.setdefault(k, [None, None])[side] = None if v is None else float(v)

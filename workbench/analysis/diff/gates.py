@@ -155,8 +155,10 @@ def _growth_rows(comparison: Comparison, limits: Limits) -> list[GateRow]:
             golden, now = comparison.final.get(m, (None, None))
             g = growth(golden, now)
             if g is None:
-                if golden is None and now is None:
-                    continue  # neither side has it (no XLA stages): nothing to hold to
+                if golden is None and now is None:  # said, not passed over in silence: the limit was asked for
+                    out.append(GateRow(m, None, None, "-", f"≤ {growth_text(allowed)}", True,
+                                       f"{words[m]}: known on neither side, not judged"))
+                    continue
                 out.append(GateRow(m, golden, now, "-", f"≤ {growth_text(allowed)}", False,
                                    f"{words[m]}: missing on the {'golden' if golden is None else 'new'} side"))
                 continue
