@@ -121,10 +121,19 @@ def test_child_env_puts_this_workbench_first_and_rewrites_only_the_device_count(
     env = child_env(3, {"XLA_FLAGS": f"--xla_dump_to=/tmp/d  {DEVICE_COUNT_FLAG}=8", "PYTHONPATH": "/elsewhere"})
     assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/d {DEVICE_COUNT_FLAG}=3" and env["JAX_NUM_CPU_DEVICES"] == "3"
     assert env["PYTHONPATH"].split(os.pathsep) == [ROOT, "/elsewhere"]
-    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false" and "JAX_PLATFORMS" not in env
+    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     plain = child_env(base={"XLA_FLAGS": "--xla_dump_to=/tmp/d"})
     assert plain["XLA_FLAGS"] == "--xla_dump_to=/tmp/d" and "JAX_NUM_CPU_DEVICES" not in plain
-    assert "XLA_FLAGS" not in child_env(base={}) and child_env(2, {}, platforms="cpu")["JAX_PLATFORMS"] == "cpu"
+    assert "XLA_FLAGS" not in child_env(base={})
+
+
+def test_no_child_opens_an_accelerator_unless_it_says_so():
+    """A TPU allows one process: every child is CPU-only (JAX_PLATFORMS=cpu, whatever the parent's), except
+    one that asks to keep the parent's (platforms=None: a GPU child compiling for its GPU)."""
+    assert child_env(3, {"JAX_PLATFORMS": "tpu"})["JAX_PLATFORMS"] == "cpu"
+    assert child_env(base={})["JAX_PLATFORMS"] == "cpu"
+    assert child_env(base={"JAX_PLATFORMS": "cuda"}, platforms=None)["JAX_PLATFORMS"] == "cuda"
+    assert "JAX_PLATFORMS" not in child_env(base={}, platforms=None)
 
 
 def _bytes_read() -> int:

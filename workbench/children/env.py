@@ -32,15 +32,22 @@ def in_a_kernel() -> bool:
 
 
 def child_env(cpu_devices: int | None = None, base: Mapping[str, str] | None = None, *,
-              platforms: str | None = None) -> dict[str, str]:
+              platforms: str | None = "cpu") -> dict[str, str]:
     """The environment of a child: ``base`` (default: this process's) with this workbench first on
     ``PYTHONPATH`` and ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` (a child that compiles, or runs on the
     CPU, must not take most of a GPU's memory from the notebook).
 
+    ``platforms``: ``JAX_PLATFORMS`` for the child, "cpu" unless said otherwise: no child opens the chip
+    the notebook computes on (a TPU allows one process; a second one fails to start). None keeps the
+    parent's (a GPU child that compiles for its GPU). What the backends installed here add comes too
+    (``backends.child_env_extra``: on a TPU host, leave to load libtpu for a compile-only topology).
     ``cpu_devices``: the child's number of CPU devices -- any device-count flag in ``XLA_FLAGS``
     replaced by one giving that many, the other flags kept, and ``JAX_NUM_CPU_DEVICES`` (which wins
-    over the flag in JAX) set to the same. ``platforms``: ``JAX_PLATFORMS`` for the child ("cpu")."""
+    over the flag in JAX) set to the same."""
+    from ..backends import child_env_extra
+
     env = dict(os.environ if base is None else base)
+    env.update(child_env_extra())
     env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
     flags = env.get("XLA_FLAGS", "").split()

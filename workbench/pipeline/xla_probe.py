@@ -17,6 +17,13 @@ raises ``XlaProbeDied`` then, and no verdict is kept, so the next call tries aga
 Requests and answers are numbered, and an interrupted wait ends the child, so an answer is never
 taken for another request's.
 
+The child never opens an accelerator (``children.child_env``: CPU-only). It compiles for the CPU on its own
+CPU devices, for a GPU on the GPU it sees (GPUs take several processes), and for a TPU -- which one process
+holds -- through a compile-only topology of the same chips (``backends.topology``), loading libtpu beside
+the notebook. Where that cannot work (a generation not known here, a libtpu that refuses), the child says
+``CompileOnlyUnavailable``; the compile then happens in this process, unguarded, and the user is told so
+once (``XlaPassWarning``), never that the child "died".
+
 A sharded module is tried there too, whatever its options: XLA's SPMD pipeline can fail a RET_CHECK
 that ends the process (measured: the sharded ``scan`` example through ``pipeline="canonicalize"`` and
 Shardy's propagation stage, "hlo_sharding.cc:747 leaf_count == tuple_elements_.size()"). The child
@@ -33,6 +40,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..backends import Topology, backend_for, backend_of, default_platform
 from ..children import Child, ChildDied, ChildTimeout, child_env, ended, leftovers, serve
 from ..errors import XlaAbortError, XlaProbeDied
 from .phase import say_phase
@@ -64,7 +72,37 @@ def probe_payload(source: str, device: str, partitions: int = 1) -> dict:
     ins, outs = main_signature(source)
     return {"bytecode": module_bytecode(source), "device": device, "x64": bool(jax.config.jax_enable_x64),
             "ins": [(tuple(a.shape), str(a.dtype)) for a in ins], "outs": [(tuple(a.shape), str(a.dtype)) for a in outs],
-            "partitions": int(partitions)}
+            "partitions": int(partitions), "topology": topology_for(device)}
+
+
+def topology_for(device: str) -> Topology | None:
+    """The compile-only topology through which the child compiles for ``device`` (a TPU's chips), or None
+    where the child compiles on devices of its own (the CPU, a GPU)."""
+    import jax
+
+    backend = backend_of(device)
+    return backend.topology(jax.devices(backend.platform)) if backend.probe_platforms == "cpu" else None
+
+
+_UNAVAILABLE = "CompileOnlyUnavailable"
+_SAID_UNAVAILABLE: set[str] = set()
+
+
+def _unavailable(reply, device: str) -> bool:
+    """Whether the child's ``reply`` says it cannot compile for ``device`` at all (no compile-only topology):
+    then the compile happens here, and the user is told once per device why the child cannot guard it."""
+    if not (isinstance(reply, str) and reply.startswith(_UNAVAILABLE)):
+        return False
+    if device not in _SAID_UNAVAILABLE:
+        import warnings
+
+        from ..errors import XlaPassWarning
+
+        _SAID_UNAVAILABLE.add(device)
+        warnings.warn(f"XLA compiles with disabled passes for {device} run in this process, not in a child: "
+                      f"{reply[len(_UNAVAILABLE) + 2:]}. A pass toggle that makes XLA abort would end this process; "
+                      "the toggles themselves work", XlaPassWarning, stacklevel=3)
+    return True
 
 
 _VERDICTS: dict[tuple, str | None] = {}  # (hash of the module, options, partitions) -> probe_compile's answer
@@ -101,8 +139,11 @@ def guard_compile(source: str, device: str, options: dict, timeout: float = 600.
     if key not in _VERDICTS:
         say_phase("trying the compile in a child process first (XLA can abort on "
                   + ("disabled passes)" if options.get("xla_disable_hlo_passes") else "a sharded module)"))
-        _VERDICTS[key] = probe_compile({**probe_payload(source, device, partitions), "options": dict(options)},
-                                       timeout, spare=False)
+        reply = probe_compile({**probe_payload(source, device, partitions), "options": dict(options)},
+                              timeout, spare=False)
+        if _unavailable(reply, device):
+            return
+        _VERDICTS[key] = reply
         if len(_VERDICTS) > 256:
             _VERDICTS.pop(next(iter(_VERDICTS)))
     why = _VERDICTS[key]
@@ -130,6 +171,10 @@ class _CompileHere(Exception):
     """The child gave no compile to keep (see ``compile_guarded``): compile in this process."""
 
 
+class _Unguarded(Exception):
+    """The child cannot compile for this device at all (said once): compile in this process, unguarded."""
+
+
 def compile_guarded(lowered, source: str, device: str, options: dict, timeout: float = 600.0, partitions: int = 1):
     """XLA's compile of ``lowered`` (whose module is ``source``) with ``options`` and per-pass dumps, as
     ``compile_lowered_with_dumps`` makes it, where XLA may abort on the options (disabled HLO passes):
@@ -151,7 +196,9 @@ def compile_guarded(lowered, source: str, device: str, options: dict, timeout: f
         if request is None:
             raise _CompileHere
         say_phase("XLA compiling in a child process (it can abort on disabled passes), writing a dump after each HLO pass")
-        reply = _PROBER.compile("compile_module", request, timeout, spare=False)
+        reply = _PROBER.compile("compile_module", {**request, "topology": topology_for(device)}, timeout, spare=False)
+        if _unavailable(reply, device):
+            raise _Unguarded
         if isinstance(reply, str):  # XLA's refusal or abort: kept, as a probe's answer is
             _VERDICTS[key] = reply
             raise _CompileHere
@@ -160,6 +207,8 @@ def compile_guarded(lowered, source: str, device: str, options: dict, timeout: f
 
     try:
         return compile_lowered_with_dumps(lowered, options, compiler=in_the_child)
+    except _Unguarded:
+        return None
     except _CompileHere:
         guard_compile(source, device, options, timeout, partitions)  # raises XlaAbortError for an abort
         return None
@@ -175,14 +224,15 @@ class ShardedCompile:
     options: dict
     x64: bool
     mesh: tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...]]
+    topology: Topology | None = None  # where the child compiles for chips it must not open (a TPU's)
 
 
 def _probe_env() -> dict:
     """The child's environment: as many CPU devices as this process has (a sharded module's partitions
-    need them)."""
+    need them); CPU-only, except where the default backend's child compiles on its own devices (a GPU)."""
     import jax
 
-    return child_env(cpu_devices=len(jax.devices("cpu")))
+    return child_env(cpu_devices=len(jax.devices("cpu")), platforms=backend_for(default_platform()).probe_platforms)
 
 
 class _Prober:
@@ -289,7 +339,7 @@ def compile_sharded(exported, device: str, options: dict, shardings, timeout: fl
     (names, sizes, types), = meshes
     say_phase("XLA compiling the sharded module in a child process, writing a dump after each HLO pass")
     reply = probe_compile(ShardedCompile(blob, device, dict(options), bool(jax.config.jax_enable_x64),
-                                         (names, sizes, types)), timeout, spare=False)
+                                         (names, sizes, types), topology_for(device)), timeout, spare=False)
     if isinstance(reply, str):
         if reply.startswith(KILLED):
             raise _sharded_refusal(reply, exported.nr_devices, "compiled")
@@ -307,19 +357,51 @@ def _analyses(reply: dict):
     return done
 
 
+class CompileOnlyUnavailable(RuntimeError):
+    """The child cannot compile for the platform asked: it sees no such device, and no compile-only topology
+    was given, or libtpu refused it."""
+
+
+def _child_devices(platform: str, topology: Topology | None) -> list:
+    """The devices this child compiles for on ``platform``: its own (the CPU's; a GPU's), else the
+    compile-only devices of ``topology`` (a TPU's chips, held by the parent)."""
+    import jax
+
+    try:
+        found = jax.devices(platform)
+    except RuntimeError:  # a CPU-only child asked for an accelerator
+        found = []
+    if found:
+        return list(found)
+    if topology is None:
+        raise CompileOnlyUnavailable(f"the child process sees no {platform} device and knows no compile-only "
+                                     f"topology for these chips")
+    try:
+        return topology.devices()
+    except Exception as e:  # noqa: BLE001 -- libtpu's refusal, said in words
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise CompileOnlyUnavailable(f"the compile-only topology {topology.name!r} was refused ({first})") from None
+
+
+def _child_device(device: str, topology: Topology | None):
+    """The device ``device`` ("tpu:0") names, among ``_child_devices``."""
+    platform, _, idx = device.partition(":")
+    devices = _child_devices(platform, topology)
+    return next((d for d in devices if str(d.id) == idx), devices[0])
+
+
 def _compile_sharded_here(req: ShardedCompile) -> dict:
     """The child's side of ``compile_sharded``: the Exported rebuilt on a mesh of this process's devices."""
     import jax
     import numpy as np
     from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
-    from .trace import resolve_device
     from .xla import compile_with_dumps
 
     names, sizes, types = req.mesh
     exp = jax.export.deserialize(bytearray(req.exported))
-    dev = resolve_device(req.device)
-    devices = jax.devices(dev.platform)[:int(np.prod(sizes))]
+    dev = _child_device(req.device, req.topology)
+    devices = _child_devices(dev.platform, req.topology)[:int(np.prod(sizes))]
     mesh = Mesh(np.array(devices).reshape(sizes), tuple(names), axis_types=tuple(getattr(AxisType, t) for t in types))
     shardings = [sh if sh is not None else NamedSharding(mesh, PartitionSpec()) for sh in exp.in_shardings_jax(mesh)]
     with jax.enable_x64(req.x64):
@@ -337,13 +419,12 @@ def _compile_here(p: dict) -> None:
     import jax
     import jax.numpy as jnp
 
-    from .trace import resolve_device
     from .xla import compile_with_dumps
 
     if p.get("partitions", 1) > 1:
         return _compile_partitioned(p)
     with jax.enable_x64(p["x64"]):
-        dev = resolve_device(p["device"])
+        dev = _child_device(p["device"], p.get("topology"))
         ins = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["ins"]]
         outs = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in p["outs"]]
 
@@ -364,17 +445,15 @@ def _compile_module_here(p: dict) -> dict:
     cost and memory analyses."""
     import time
 
-    import jax
     from jax._src.lib import xla_client as xc
 
     from .xla import xla_cost, xla_memory
 
-    by_id = {d.id: d for d in jax.devices(p["platform"])}
+    by_id = {d.id: d for d in _child_devices(p["platform"], p.get("topology"))}
     devices = tuple(by_id[i] for i in p["device_ids"])
     options = xc.CompileOptions.ParseFromString(p["options"])
     t0 = time.perf_counter()
-    exe = devices[0].client.compile_and_load(p["module"], executable_devices=xc.DeviceList(devices),
-                                             compile_options=options)
+    exe = _compiler_of(devices[0].client)(p["module"], executable_devices=xc.DeviceList(devices), compile_options=options)
     return {"seconds": time.perf_counter() - t0, "cost": xla_cost(exe), "memory": xla_memory(exe)}
 
 
@@ -388,10 +467,8 @@ def _compile_partitioned(p: dict) -> None:
     from jax._src.lib import xla_client as xc
     from jaxlib.mlir import ir
 
-    from .trace import resolve_device
-
     n = p["partitions"]
-    devices = jax.devices(resolve_device(p["device"]).platform)
+    devices = _child_devices(p["device"].partition(":")[0], p.get("topology"))
     if len(devices) < n:
         raise RuntimeError(f"the module has {n} partitions and this process {len(devices)} devices")
     devices = devices[:n]
@@ -399,8 +476,14 @@ def _compile_partitioned(p: dict) -> None:
                                            env_options_overrides=dict(p["options"]))
     with jax.enable_x64(p["x64"]), jmlir.make_ir_context():
         module = ir.Module.parse(p["bytecode"])
-        devices[0].client.compile_and_load(module, executable_devices=xc.DeviceList(tuple(devices)),
-                                           compile_options=options)
+        _compiler_of(devices[0].client)(module, executable_devices=xc.DeviceList(tuple(devices)), compile_options=options)
+
+
+def _compiler_of(client):
+    """``client``'s compile: without loading for a compile-only client (a TPU topology's), else with."""
+    from jax._src.lib import _jax
+
+    return client.compile if isinstance(client, _jax.CompileOnlyPyClient) else client.compile_and_load
 
 
 def _refusal_is_the_answer(compile_here: Callable[[Any], Any]) -> Callable[[Any], Any]:
