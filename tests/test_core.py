@@ -448,13 +448,13 @@ def test_the_worker_imports_the_same_workbench_whatever_the_current_directory(tm
 def test_the_repr_counts_the_stages_that_len_and_the_table_count():
     ex = wb.explore(small, *SMALL_ARGS, pipeline="canonicalize,cse")
     n_early = len(ex.pipeline_stages)
-    assert repr(ex) == f"Exploration('small', pipeline='canonicalize,cse', {n_early} stages so far; XLA stages on demand)"
+    assert repr(ex) == f"Exploration('small', pipeline='canonicalize,cse', device={ex.spec.device!r}, {n_early} stages so far; XLA stages on demand)"
     fresh = wb.explore(small, *SMALL_ARGS, pipeline="canonicalize,cse")
     page = fresh._repr_html_()  # a notebook's view: its header counts the rows of its table
     assert f"{len(fresh)} stages: {n_early} trace/MLIR" in page and page.count("<tr>") == len(fresh)
     n, n_late = len(ex), len([s for s in ex.stages if s.group in ("xla", "backend")])
     assert n_late > 0 and len(ex.table()) == n
-    assert repr(ex) == (f"Exploration('small', pipeline='canonicalize,cse', {n} stages: {n_early} trace/MLIR "
+    assert repr(ex) == (f"Exploration('small', pipeline='canonicalize,cse', device={ex.spec.device!r}, {n} stages: {n_early} trace/MLIR "
                         f"+ {n_late} XLA/backend)")
     failed = wb.explore(small, *SMALL_ARGS, pipeline="canonicalize,one-shot-bufferize")
     assert failed.error is not None and f"{len(failed)} stages, no XLA stages, FAILED at " in repr(failed)

@@ -93,7 +93,7 @@ def assert_compiles_like(fn, *args, golden, pipeline: str | None = None, disable
     if _updating():
         path.parent.mkdir(parents=True, exist_ok=True)
         ex = explore(fn, *args, pipeline=pipeline or "all", disable=disable, enable=enable, xla_disable=xla_disable,
-                     device=device or "cpu:0")
+                     device=device)
         write_golden(ex, path, compile_time=limits.get("max_compile_time_growth") is not None)
         return None
     if not path.exists():

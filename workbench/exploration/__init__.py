@@ -27,14 +27,16 @@ __all__ = ["Exploration", "Stepwise", "XLA_WAIT", "compare_explorations", "compa
 
 
 def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
-            device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
+            device: str | None = None, xla_disable: Sequence[str] = (), xla_options: dict | None = None,
             timeout: float = 600.0, static_argnums: Sequence[int] = (), **pattern_options) -> "Exploration":
     """Trace ``fn(*args)`` and show the program after every stage of ``pipeline``.
 
     ``pipeline`` is a preset (see ``wb.pipelines()``) or any pass pipeline string. ``disable``/``enable``
     toggle Enzyme-JaX patterns (see ``wb.patterns()``); ``pattern_options`` are Reactant's options
     that shape the pattern list (``no_nan``, ``transpose_propagate``, ...; ``inline`` too).
-    ``xla_disable`` names XLA HLO passes to skip; ``xla_options`` are other XLA debug options (its
+    ``device``: where to lower, compile and run ("tpu:0", "cpu"); by default where ``jax.jit`` would
+    compute: the device the arguments are committed to, else JAX's default device (the TPU or GPU of
+    an accelerator host: say ``device="cpu"`` for the CPU). ``xla_disable`` names XLA HLO passes to skip; ``xla_options`` are other XLA debug options (its
     ``xla_disable_hlo_passes`` joins ``xla_disable``). For a sharded program (arguments placed with a
     ``NamedSharding``), ``shardy_passes`` is Reactant's option: ``"post_sdy_propagation"`` (the
     default: Shardy's propagation, closing, the optimize-communications passes and reshards turned
@@ -56,7 +58,7 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
 
 
 def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
-                 device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
+                 device: str | None = None, xla_disable: Sequence[str] = (), xla_options: dict | None = None,
                  timeout: float = 600.0, title: str = "text", **pattern_options) -> "Exploration":
     """Like ``explore`` for a module given as MLIR/StableHLO text (any functions; XLA stages need ``@main``).
 
@@ -87,7 +89,7 @@ def opt(text: str, pipeline: str, timeout: float = 600.0) -> str:
     return run_passes(text, pipeline, timeout=timeout)
 
 
-def compare_pipelines(fn: Callable, *args, pipelines: Sequence[str] = DEFAULT_PIPELINES, device: str = "cpu:0",
+def compare_pipelines(fn: Callable, *args, pipelines: Sequence[str] = DEFAULT_PIPELINES, device: str | None = None,
                       repeat: int = 20, executor=None, **explore_kwargs):
     """``fn(*args)`` (or an Exploration ``fn``, no args) through each pipeline: a DataFrame, one row per pipeline
     (median time and IQR, the numeric check, cost, op counts by dialect: ``workbench.analysis.search.pipelines``);

@@ -522,7 +522,7 @@ class Exploration(Measured, Drifting, Editing, Comparing):
         failed = self._error or (self._late_error if self._late is not None else None)
         err = f", FAILED at {failed.stage!r}" if failed else ""
         return (f"{type(self).__name__}({self._spec.title!r}, pipeline={self._spec.pipeline!r}, "
-                f"{self._count()}{err})")
+                f"device={self._spec.device!r}, {self._count()}{err})")
 
     def _count(self) -> str:
         """How many stages there are, counted as ``len(ex)`` and ``ex.table()`` count them once XLA

@@ -15,10 +15,12 @@ __all__ = ["Drifting"]
 
 
 class Drifting:
-    def drift(self, stage=None, reference=None, device: str | None = None, args=None) -> Drift:
+    def drift(self, stage=None, reference=None, device: str | None = None, args=None,
+              reference_device: str | None = None) -> Drift:
         """The first op of ``stage`` (default: the last MLIR stage; a name, or a ``Stage`` such as a hand-edited
         copy of one) whose value drifts from its counterpart in ``reference`` (default: the program as lowered,
-        "stablehlo"), run on ``device`` with ``args`` (default: the explored ones).
+        "stablehlo"), run on ``device`` with ``args`` (default: the explored ones). ``reference_device``: run
+        the reference there instead ("cpu": where do the TPU's numbers leave the CPU's?).
 
         Both modules are tapped (their ``@main`` also returns intermediate values), each op paired with the op
         of the reference that has its source position and type, and each pair compared with the numeric
@@ -36,9 +38,10 @@ class Drifting:
         refuse_shapes(self.spec.traced, st, args)
         device = device or self.spec.device
         given = None if args is None else tuple(args)
-        for s in (st, ref):
-            refuse_unfaithful_hlo(self, s, device, given, self._refs)  # as run does, for XLA stages
-        found = find_drift(self, self._tap_side(st), self._tap_side(ref), device, given)
+        for s, on in ((st, device), (ref, reference_device or device)):
+            refuse_unfaithful_hlo(self, s, on, given, self._refs)  # as run does, for XLA stages
+        found = find_drift(self, self._tap_side(st), self._tap_side(ref), device, given,
+                           reference_device=reference_device)
         return self._blamed(found)
 
     def _blamed(self, found: Drift) -> Drift:

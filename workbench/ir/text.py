@@ -26,6 +26,7 @@ __all__ = [
     "split_strings",
     "word_at",
     "host_callback_count",
+    "custom_call_targets",
     "unranked_element_type",
     "comparison_direction",
     "function_references",
@@ -419,6 +420,17 @@ def host_callback_count(text: str) -> int:
     """How many host-callback custom calls ``text`` holds: a module with any cannot run from its
     text alone (it would call into Python functions that are not there)."""
     return len(_HOST_CALLBACK.findall(text)) if "_callback" in text else 0
+
+
+_CUSTOM_CALL = re.compile(r"custom_call\s*@([\w.$-]+)|custom_call_target=\"([^\"]+)\"")
+
+
+def custom_call_targets(text: str) -> list[str]:
+    """The targets of the custom calls in ``text`` (MLIR's ``custom_call @target``, HLO's
+    ``custom_call_target="target"``), each once, in order: routines one backend has and another may not."""
+    if "custom_call" not in text:
+        return []
+    return list(dict.fromkeys(a or b for a, b in _CUSTOM_CALL.findall(text)))
 
 
 _UNRANKED_TENSOR = re.compile(r"tensor<\*x(.+)>")

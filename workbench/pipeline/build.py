@@ -25,7 +25,7 @@ from .presets import PRESETS, resolve
 from .runner import StepResult, default_runner
 from .shardy import SHARDY_MODES, is_sharded, resolve_mode, shardy_steps, unregistered_reason
 from ..stages import STABLEHLO, Spec, Stage
-from .trace import resolve_device, trace
+from .trace import device_for_args, resolve_device, trace
 from .worker import enzyme_available
 from .program import as_itself, relowered
 from .xla import check_options, compile_lowered_with_dumps, lower_exported
@@ -110,7 +110,7 @@ def _names(x: Sequence[str] | str) -> set[str]:
 
 
 def spec_for_function(fn: Callable, args: tuple, *, pipeline: str = "all", disable: Sequence[str] = (),
-                      enable: Sequence[str] = (), device: str = "cpu:0", xla_disable: Sequence[str] = (),
+                      enable: Sequence[str] = (), device: str | None = None, xla_disable: Sequence[str] = (),
                       xla_options: dict | None = None, timeout: float = 600.0, static_argnums: Sequence[int] = (),
                       shardy_passes: str | None = None, optimize_communications: bool = True,
                       **pattern_options) -> Spec:
@@ -118,6 +118,7 @@ def spec_for_function(fn: Callable, args: tuple, *, pipeline: str = "all", disab
     ``shardy_passes``/``optimize_communications``: Reactant's options for a sharded program
     (``pipeline/shardy.py``)."""
     inline, options = _split_options(pattern_options)
+    device = device_for_args(device, args)
     dev = resolve_device(device)
     xla = _xla_options(xla_disable, (), xla_options or {})
     sel = _selection(options, disable, enable)
@@ -128,14 +129,14 @@ def spec_for_function(fn: Callable, args: tuple, *, pipeline: str = "all", disab
 
 
 def spec_for_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),
-                  device: str = "cpu:0", xla_disable: Sequence[str] = (), xla_options: dict | None = None,
+                  device: str | None = None, xla_disable: Sequence[str] = (), xla_options: dict | None = None,
                   timeout: float = 600.0, title: str = "text", shardy_passes: str | None = None,
                   optimize_communications: bool = True, **pattern_options) -> Spec:
     """The Spec for ``explore_text(text, ...)``: text that is not MLIR refused (InputKindError), MLIR
     that does not parse refused with its line:col (MlirSyntaxError), before any stage is made."""
     kind = _refuse_non_mlir(text)
     inline, options = _split_options(pattern_options)
-    resolve_device(device)
+    device = device_for_args(device, ())
     xla = _xla_options(xla_disable, (), xla_options or {})
     sel = _selection(options, disable, enable)
     try:

@@ -21,11 +21,12 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from ..backends import default_device_id, device_id
 from ..errors import ArgumentError, TraceError, UnknownNameError, WorkbenchError
 from ..stages import Traced
 from .program import host_callbacks, in_avals, kept_var_idx, num_devices, out_avals, platforms, portable_text, unwrap_lowered
 
-__all__ = ["Traced", "trace", "resolve_device", "device_ids"]
+__all__ = ["Traced", "trace", "resolve_device", "device_ids", "device_for_args"]
 
 
 def all_devices() -> list[tuple[str, Any]]:
@@ -44,8 +45,11 @@ def device_ids() -> list[str]:
     return [i for i, _ in all_devices()]
 
 
-def resolve_device(device: str | Any):
-    """A jax Device from "cpu:0"/"gpu:1" (or a Device, returned as is)."""
+def resolve_device(device: str | Any | None):
+    """A jax Device from "cpu:0"/"gpu:1"/"tpu" (or a Device, returned as is); None: JAX's default device
+    (``backends.default_device_id``: where ``jax.jit`` computes)."""
+    if device is None:
+        device = default_device_id()
     if not isinstance(device, str):
         return device
     platform, _, idx = device.partition(":")
@@ -57,6 +61,21 @@ def resolve_device(device: str | Any):
     except RuntimeError:
         pass
     raise UnknownNameError("device", device, device_ids())
+
+
+def device_for_args(device: str | Any | None, args: tuple) -> str:
+    """The device id an exploration of ``args`` is for: ``device`` as given (normalized: "tpu" -> "tpu:0"),
+    else where ``jax.jit`` would compute: the device of the first argument committed to one (an array the
+    user placed with ``jax.device_put(x, d)``, or sharded on a mesh: its first device), else JAX's default."""
+    if device is not None:
+        return device_id(resolve_device(device))
+    for leaf in jax.tree_util.tree_leaves(args):
+        if isinstance(leaf, jax.Array) and getattr(leaf, "committed", False):
+            try:
+                return device_id(min(leaf.sharding.device_set, key=lambda d: d.id))
+            except Exception:  # noqa: BLE001 -- a deleted or abstract array: the next leaf, or JAX's default
+                continue
+    return default_device_id()
 
 
 def _is_array_like(x) -> bool:

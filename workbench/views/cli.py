@@ -282,8 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Enzyme-JaX patterns to switch on (comma-separated, repeatable)")
         sp.add_argument("--xla-disable", action="append", metavar="PASS",
                         help="XLA HLO passes to switch off (comma-separated, repeatable)")
-        sp.add_argument("-d", "--device", default="cpu:0", help="the device to lower, compile and run for, "
-                        "as jax names it: cpu:0, gpu:0, ...; default: cpu:0")
+        sp.add_argument("-d", "--device", default=None, help="the device to lower, compile and run for "
+                        "(cpu:0, tpu:0, gpu:0, ...); default: where jax.jit computes (JAX's default device)")
         sp.add_argument("--no-nan", action="store_true", help="assume no NaNs (Reactant's no_nan)")
         sp.add_argument("--save", metavar="FILE.hlox", help="also save the exploration (every stage, the "
                         "settings; 'hlo-workbench open FILE.hlox' and wb.load read it)")

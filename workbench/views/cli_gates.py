@@ -93,7 +93,7 @@ def _update(ns) -> int:
     if ns.target:
         fn, args, _ = ns.load_target(ns.target, ns.args)
         ex = explore(fn, *args, pipeline=ns.pipeline or "all", disable=ns.disable or (), enable=ns.enable or (),
-                     xla_disable=ns.xla_disable or (), device=ns.device or "cpu:0")
+                     xla_disable=ns.xla_disable or (), device=ns.device)
     elif golden.exists():
         ex = reexplored(load(golden), device=ns.device, pipeline=ns.pipeline, disable=ns.disable or (),
                         enable=ns.enable or (), xla_disable=ns.xla_disable or ())

@@ -131,8 +131,9 @@ def _shared_options(fn):
     for add in reversed([
         magic_arguments.argument("-p", "--pipeline", default="all",
                                  help="a preset (see wb.pipelines()) or a pass pipeline string; default: all"),
-        magic_arguments.argument("-d", "--device", default="cpu:0",
-                                 help="the device to lower and compile for; default: cpu:0"),
+        magic_arguments.argument("-d", "--device", default=None,
+                                 help="the device to lower, compile and run for (tpu:0, cpu, ...); default: "
+                                      "where jax.jit computes (JAX's default device)"),
         magic_arguments.argument("--disable", action="append", default=[], metavar="P1,P2",
                                  help="Enzyme-JaX patterns to switch off (comma-separated, repeatable)"),
         magic_arguments.argument("--enable", action="append", default=[], metavar="P",

@@ -1,6 +1,6 @@
 """Peak rates of devices and the roofline of a module's totals on one of them.
 
-The GPU peaks are spec-sheet numbers (NVLink bandwidth included, per direction); the CPU's are measured
+The GPU and TPU peaks are spec-sheet numbers (``backends.peaks``); the CPU's are measured
 on this machine by a micro-benchmark (under a second) the first time they are asked for, and cached by
 host name; the CPU has no interconnect figure (NaN).
 """
@@ -19,63 +19,11 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ...backends.peaks import GPU_PEAKS, TPU_PEAKS, DevicePeak
 from ...errors import UnknownPeakError
 from .model import ModuleCost
 
-__all__ = ["PEAKS", "DevicePeak", "Roofline", "collective_seconds", "cpu_peak", "roofline"]
-
-@dataclasses.dataclass(frozen=True)
-class DevicePeak:
-    """Peak arithmetic rates (flop/s, dense, per dtype), memory bandwidth (bytes/s) and interconnect
-    bandwidth of a device.
-
-    ``interconnect_bytes_per_s`` is what one device can send to its peers per second *in one direction*
-    (NVLink's spec sheets give the sum of both directions: half of that), the rate at which the ring
-    estimates of ``analysis/sharding/collectives.py`` (bytes each device sends, and receives as many) go. NaN
-    where it is not known -- the CPU: the "devices" of one host share its memory, and no figure of a
-    link between hosts applies -- and then a roofline's collective time is NaN too.
-    """
-
-    device: str
-    flops_per_s: Mapping[str, float]
-    bytes_per_s: float
-    source: str
-    interconnect_bytes_per_s: float = math.nan
-
-
-_VENDOR = "vendor spec sheet"
-# Interconnect: NVIDIA's datasheets give NVLink's total bandwidth per GPU, both directions summed:
-# H100 SXM5 and H200 SXM "NVLink: 900GB/s" (NVLink 4, 18 links x 50 GB/s, i.e. 25 GB/s each way per
-# link: 450 GB/s per direction), A100 80GB SXM "NVLink: 600GB/s" (NVLink 3, 12 links: 300 GB/s per
-# direction). The peaks hold the one-direction figure: what a device can send while it receives as much.
-_GPU_PEAKS = {
-    # Dense (no structured sparsity) tensor-core rates; fp32 is the non-tensor-core FP32 rate.
-    "H100": DevicePeak(
-        "H100",
-        MappingProxyType({"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.4e12, "fp16": 989.4e12}),
-        3.35e12,
-        f"{_VENDOR}: NVIDIA H100 SXM5 datasheet (FP32 67 TFLOPS, dense TF32 494.7 / BF16 989.4 "
-        "TFLOPS, HBM3 3.35 TB/s, NVLink 900 GB/s bidirectional = 450 GB/s per direction)",
-        450e9,
-    ),
-    "H200": DevicePeak(
-        "H200",
-        MappingProxyType({"fp32": 67e12, "tf32": 494.7e12, "bf16": 989.4e12, "fp16": 989.4e12}),
-        4.8e12,
-        f"{_VENDOR}: NVIDIA H200 SXM datasheet (FP32 67 TFLOPS, dense TF32 494.7 / BF16 989.4 "
-        "TFLOPS, HBM3e 4.8 TB/s, NVLink 900 GB/s bidirectional = 450 GB/s per direction)",
-        450e9,
-    ),
-    "A100": DevicePeak(
-        "A100",
-        MappingProxyType({"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12, "fp16": 312e12}),
-        2.039e12,
-        f"{_VENDOR}: NVIDIA A100 80GB SXM datasheet (FP32 19.5 TFLOPS, dense TF32 156 / BF16 312 "
-        "TFLOPS, HBM2e 2,039 GB/s, NVLink 600 GB/s bidirectional = 300 GB/s per direction)",
-        300e9,
-    ),
-}
-
+__all__ = ["PEAKS", "DevicePeak", "Roofline", "collective_seconds", "cpu_peak", "peak_of", "roofline"]
 
 def _cache_file() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -148,8 +96,11 @@ def cpu_peak(cache: Path | None = None) -> DevicePeak:
     return peak
 
 
+_SHEETS = {**GPU_PEAKS, **TPU_PEAKS}
+
+
 class _PeakTable(Mapping[str, DevicePeak]):
-    """The GPU spec-sheet peaks, plus "cpu", measured only when first looked up."""
+    """The GPU and TPU spec-sheet peaks, plus "cpu", measured only when first looked up."""
 
     def __init__(self) -> None:
         self._cpu: DevicePeak | None = None
@@ -159,16 +110,26 @@ class _PeakTable(Mapping[str, DevicePeak]):
             if self._cpu is None:
                 self._cpu = cpu_peak()
             return self._cpu
-        return _GPU_PEAKS[device]
+        return _SHEETS[device]
 
     def __iter__(self) -> Iterator[str]:
-        return iter([*_GPU_PEAKS, "cpu"])
+        return iter([*_SHEETS, "cpu"])
 
     def __len__(self) -> int:
-        return len(_GPU_PEAKS) + 1
+        return len(_SHEETS) + 1
 
 
 PEAKS: Mapping[str, DevicePeak] = _PeakTable()
+
+
+def peak_of(device) -> DevicePeak | None:
+    """The peaks of a JAX device: the CPU's measured here, an accelerator's from its spec sheet (found by its
+    ``device_kind``); None where none is known."""
+    from ...backends import backend_of
+
+    if device.platform == "cpu":
+        return PEAKS["cpu"]
+    return backend_of(device).peak(str(getattr(device, "device_kind", "")))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,9 +155,27 @@ class Roofline:
 
 
 def _peak(device: str) -> DevicePeak:
-    if device not in PEAKS:
-        raise UnknownPeakError("device", device, list(PEAKS), f"roofline has peaks for {', '.join(PEAKS)}")
-    return PEAKS[device]
+    """The peaks named ``device``: a key of ``PEAKS`` ("H100", "TPU v5e", "cpu"), or a device JAX has here
+    ("tpu:0", "tpu", "cpu:0": its sheet found from its ``device_kind``)."""
+    if device in PEAKS:
+        return PEAKS[device]
+    found = _peak_of_device(device)
+    if found is None:
+        raise UnknownPeakError("device", device, list(PEAKS), f"roofline has peaks for {', '.join(PEAKS)}, and for "
+                               "the devices JAX has here by their id (tpu:0, cpu:0)")
+    return found
+
+
+def _peak_of_device(device: str) -> DevicePeak | None:
+    import jax
+
+    platform, _, idx = device.partition(":")
+    try:
+        devices = jax.devices(platform)
+    except RuntimeError:  # no such platform here
+        return None
+    chosen = next((d for d in devices if str(d.id) == idx), devices[0] if not idx else None)
+    return peak_of(chosen) if chosen is not None else None
 
 
 def collective_seconds(collective_bytes: int | None, device: str) -> float:

@@ -45,7 +45,7 @@ SUMMARY_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes",
 
 _BASE_COLUMNS = ["stage", "group", "ops", "flops", "transcendentals", "bytes", "loop_multiplied", "flops_body_once",
                  "xla_flops", "xla_transcendentals", "xla_bytes", "collective_bytes", "unknown_custom_calls",
-                 "seconds", "argument_bytes", "output_bytes", "temp_bytes", "alias_bytes", "generated_code_bytes"]
+                 "xla_estimate_s", "seconds", "argument_bytes", "output_bytes", "temp_bytes", "alias_bytes", "generated_code_bytes"]
 _ROOFLINE_COLUMNS = ["roofline_flops_s", "roofline_bytes_s", "roofline_collective_s", "bound"]
 _INT_COLUMNS = ["ops", "flops", "transcendentals", "bytes", "flops_body_once", "collective_bytes",
                 "unknown_custom_calls"]
@@ -145,8 +145,12 @@ def _hlo_row(s, row: dict, analysis) -> None:
 
 
 def _optimized_row(s, row: dict, xla_result) -> None:
-    """xla:optimized: XLA's own analysis after fusion, the compiled memory analysis and the compile's time."""
+    """xla:optimized: XLA's own analysis after fusion, the compiled memory analysis and the compile's time;
+    ``xla_estimate_s`` the compiler's own estimate of the run time where it gives one (the TPU's
+    ``optimal_seconds``: a model, not a measurement)."""
     row.update(_xla_numbers(s.text, xla_result.cost, "XLA's analysis after fusion"))
+    if xla_result.cost.get("optimal_seconds") is not None:
+        row["xla_estimate_s"] = xla_result.cost["optimal_seconds"]
     row.update(xla_result.memory)
     row["seconds"] = xla_result.seconds
 

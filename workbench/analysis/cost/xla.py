@@ -1,6 +1,8 @@
 """What XLA itself says a module costs: its HloCostAnalysis, and the buffers of the compiled executable.
 
-Both run on CPU, through the module's ``jax.export`` route, so they need only jaxlib. The analytic
+Both run on the CPU, through the module's ``jax.export`` route, so they need only jaxlib, and a module explored
+for a TPU or GPU is costed here too (before XLA's optimizations HloCostAnalysis counts the same ops on any
+backend; what the accelerator's compile makes of it is the XLA stages' analysis, from that compile). The analytic
 model (``model.py``) is written to agree with ``xla_cost`` wherever the two count the same thing.
 """
 from __future__ import annotations
@@ -19,8 +21,12 @@ __all__ = ["has_custom_calls", "memory_analysis", "xla_cost"]
 
 def _lowered(text: str) -> Any:
     """``jax.jit(exported.call).lower(...)`` for an Exported that carries this module."""
+    from jax.sharding import SingleDeviceSharding
+
     exported = exported_for_text(text, "cpu")
-    flat = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in exported.in_avals]
+    # placed on the CPU: on an accelerator host JAX's default device is the accelerator, which this module is not for
+    cpu = SingleDeviceSharding(jax.devices("cpu")[0])
+    flat = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=cpu) for a in exported.in_avals]
     args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, flat)
     return jax.jit(exported.call).lower(*args, **kwargs)
 
@@ -57,7 +63,8 @@ def xla_cost(text: str) -> dict[str, float | None] | None:
 
 
 def memory_analysis(text: str) -> dict[str, int] | None:
-    """Buffer sizes of the module compiled by XLA for CPU, or None when XLA cannot compile it."""
+    """Buffer sizes of the module compiled by XLA for the CPU, or None when XLA cannot compile it (the
+    exploration's own device has its figures in the XLA stages' memory analysis)."""
     try:
         stats = _lowered(text).compile().memory_analysis()
     except Exception:  # XLA reports unsupported modules with many exception types

@@ -196,8 +196,9 @@ class Drift:
 class _Search:
     """The probes of one search: runs the two tap modules and compares, counting runs."""
 
-    def __init__(self, ex, here: Side, there: Side, device: str, args):
+    def __init__(self, ex, here: Side, there: Side, device: str, args, reference_device: str | None = None):
         self.ex, self.here, self.there, self.device, self.args = ex, here, there, device, args
+        self.reference_device = reference_device or device
         self.runs = 0
         self.probes = 0
         self.rule = ""
@@ -213,10 +214,13 @@ class _Search:
         return out
 
     def _compiled(self, jobs: list[tuple[str, str, list, tuple | dict | None]]) -> list:
-        """Each (label, text, avals, XLA options) compiled once (``execute.tap_program``). (In threads, side by
-        side, they took as long on two cores: XLA's CPU compile already spreads its code generation.)"""
-        return [tap_program(self.ex, label, text, avals, self.device, xla_options=options)
-                for label, text, avals, options in jobs]
+        """Each (label, text, avals, XLA options) compiled once (``execute.tap_program``): the stage's for the
+        search's device, the reference's (the first job is the stage's) for the reference's device. (In
+        threads, side by side, they took as long on two cores: XLA's CPU compile already spreads its code
+        generation.)"""
+        return [tap_program(self.ex, label, text, avals, self.device if i == 0 else self.reference_device,
+                            xla_options=options)
+                for i, (label, text, avals, options) in enumerate(jobs)]
 
     def _call(self, program, args=None) -> list:
         self.runs += 1
@@ -446,12 +450,14 @@ def _row(k: int, pair: _Pair, check: LeafCheck, probe: int, here: Side, there: S
             "probe": probe}
 
 
-def find_drift(ex, here: Side, there: Side, device: str, args=None, budget: int | None = None) -> Drift:
+def find_drift(ex, here: Side, there: Side, device: str, args=None, budget: int | None = None,
+               reference_device: str | None = None) -> Drift:
     """The first op of ``here``'s stage whose value drifts from its counterpart in ``there`` (see the
     module's docstring), on ``device`` with ``args`` (None: the run's own), tapping at most ``budget``
-    bytes a side a round (default ``TAP_BYTES``)."""
+    bytes a side a round (default ``TAP_BYTES``); ``there`` runs on ``reference_device`` (default: the
+    same), so a TPU's values can be held against the CPU's."""
     budget = TAP_BYTES if budget is None else budget
-    search = _Search(ex, here, there, device, args)
+    search = _Search(ex, here, there, device, args, reference_device)
     paired = counterparts(here, there)
     pairs = _pairs(here, there, paired)
     if not pairs:
@@ -470,9 +476,10 @@ def find_drift(ex, here: Side, there: Side, device: str, args=None, budget: int 
     bad, inputs = settled if settled is not None else (None, [])
     rows = tuple(_row(k, pairs[k], c, n, here, there) for k, (c, n) in sorted(checks.items()))
     found = _found(pairs[bad], checks[bad][0], inputs, here, there, stages) if bad is not None else None
-    note = ""
+    note = (f"the reference ran on {reference_device}, the stage on {device}. "
+            if reference_device and reference_device != device else "")
     if quiet:
-        note = (f"the outputs agree within noise, and {len(quiet)} intermediate value(s) differ from the op paired "
+        note += (f"the outputs agree within noise, and {len(quiet)} intermediate value(s) differ from the op paired "
                 "with them (a rewrite computes them otherwise, or a difference the program masks): see table(); "
                 "a drift is looked for where the outputs drift")
     if excluded:

@@ -1,9 +1,13 @@
 """Run any MLIR stage on a chosen device and check its numbers against the unoptimized program.
 
-The public route: the stage's module goes into the traced ``jax.export.Exported`` in place of the
-original (``exported.swap_module``) and is called through ``Exported.call`` under ``jax.jit``, with the
-arguments placed on the chosen device (or left on their mesh when they are sharded). Outputs keep the
-user's pytree structure.
+A traced program's stage runs through the user's own lowering with the stage's module in its place
+(``pipeline.program.relowered``); a module given as text through ``jax.export``, with the arguments placed
+on the chosen device (or left on their mesh when they are sharded). Outputs keep the user's pytree structure.
+
+A stage explored for one platform runs on another where its module compiles there (StableHLO usually does;
+a platform's own custom calls do not, and the error says which): the user's function is lowered once more
+for that platform (``traced_for``) and the stage's module takes the place of that lowering's, so a TPU's
+numbers can be held against the CPU's.
 """
 from __future__ import annotations
 
@@ -19,11 +23,12 @@ import jax
 import numpy as np
 
 from ...errors import WorkbenchError
+from ...ir.text import custom_call_targets
 from ...pipeline.array_limit import Planned, refuse_large
 from ...pipeline.exported import exported_for_text, swap_module
 from ...pipeline.hlo_stage import first_after_layout, hlo_as_stablehlo
 from ...pipeline.program import host_array, relowered, relowered_with_results, undonated_call
-from ...pipeline.trace import all_devices, resolve_device
+from ...pipeline.trace import all_devices, resolve_device, trace
 from ...pipeline.xla import check_options
 from ...pipeline.xla_probe import guard_compile
 from ...stages import Staged
@@ -31,7 +36,40 @@ from .check import REFERENCE, Check, LeafCheck, Reference, check_outputs, compar
 from .history import RunProgram, why_stale
 
 __all__ = ["devices", "RunResult", "RunProgram", "Timing", "Check", "LeafCheck", "Reference", "run_stage",
-           "compare_outputs", "check_outputs", "args_key", "REFERENCE", "runnable_source", "tap_program"]
+           "compare_outputs", "check_outputs", "args_key", "REFERENCE", "runnable_source", "tap_program", "traced_for"]
+
+
+def traced_for(traced, dev):
+    """``traced`` where it was lowered for ``dev``'s platform, else the same function traced again for it
+    (once per platform, kept in ``traced.memo``): its lowering takes a stage's module on that platform.
+    The arguments are copied to ``dev`` for the trace (the user's own, committed to their device, would
+    pull the lowering back there). A sharded program stays on its mesh."""
+    if traced.nr_devices != 1 or not traced.platforms or dev.platform in traced.platforms:
+        return traced
+    key = ("traced for", dev.platform)
+    if key not in traced.memo:
+        if traced.fn is None:
+            raise WorkbenchError(f"the program was lowered for {list(traced.platforms)}, and its function is not "
+                                 f"at hand to lower it for {dev.platform}: explore it with device={dev.platform!r}")
+        moved = jax.tree_util.tree_map(lambda x: jax.device_put(x, dev) if isinstance(x, jax.Array) else x,
+                                       traced.all_args)
+        try:
+            traced.memo[key] = trace(traced.fn, moved, device=dev, static_argnums=traced.static_argnums)
+        except WorkbenchError as e:
+            raise WorkbenchError(f"the program, lowered for {list(traced.platforms)}, cannot be lowered for "
+                                 f"{dev.platform}: {e}") from None
+    return traced.memo[key]
+
+
+def _elsewhere(explored_on: str, dev, source: str) -> str:
+    """What to add to a failed run's error where the stage runs on another platform than it was explored for."""
+    if dev.platform == explored_on:
+        return ""
+    targets = custom_call_targets(source)
+    calls = (f"; its module calls custom calls made for {explored_on} ({', '.join(targets[:4])}), which "
+             f"{dev.platform} may not have") if targets else ""
+    return (f" (the stage was explored for {explored_on}{calls}: explore with device={dev.platform!r} to lower the "
+            f"program for {dev.platform})")
 
 
 def devices():
@@ -155,12 +193,13 @@ def _runnable_hlo(ex, stage) -> str:
         raise WorkbenchError(f"stage {stage.name!r} cannot run: {e}") from None
 
 
-def runnable_exported(ex, stage):
+def runnable_exported(ex, stage, platform: str | None = None):
     """The ``jax.export.Exported`` that runs ``stage`` of ``ex`` (for features that ship the program
-    serialized); WorkbenchError for stages that cannot run or programs jax.export cannot serialize."""
+    serialized); a module given as text is exported for ``platform`` (default: the exploration's).
+    WorkbenchError for stages that cannot run or programs jax.export cannot serialize."""
     source = runnable_source(ex, stage)
     traced = ex.spec.traced
-    platform = resolve_device(ex.spec.device).platform
+    platform = platform or resolve_device(ex.spec.device).platform
     try:
         return swap_module(traced.exported, source) if traced is not None else exported_for_text(source, platform)
     except WorkbenchError as e:
@@ -202,7 +241,7 @@ def _place(args, exported, device):
                                   args)
 
 
-def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
+def run_stage(ex, stage, device: str | None = None, repeat: int = 20, args=None,
               xla_options=None, around=None, seen: dict | None = None) -> tuple[Any, Timing]:
     """Call the stage's module ``repeat`` times after a warm-up; returns (outputs, timing). It is compiled
     with ``xla_options`` (default: the Exploration's, so a run follows its XLA toggles; ``()``: XLA's
@@ -215,15 +254,15 @@ def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
     stay outside); ``seen`` (a dict) gets the executable's optimized HLO text as ``seen["hlo"]``.
     """
     options = check_options(dict(ex.spec.xla_options if xla_options is None else xla_options))
+    device = device or ex.spec.device
     traced = ex.spec.traced
     if traced is None:
         return _run_exported(ex, stage, device, repeat, args, options, around, seen)
     source = runnable_source(ex, stage)
     dev = resolve_device(device)
-    if traced.nr_devices == 1 and traced.platforms and dev.platform not in traced.platforms:
-        raise WorkbenchError(f"stage {stage.name!r} was lowered for {list(traced.platforms)}, not {dev.platform}: "
-                             f"explore with device={device!r} to run there")
+    explored_on = resolve_device(ex.spec.device).platform
     try:
+        traced = traced_for(traced, dev)
         lowered = relowered(traced.lowered, source)
     except WorkbenchError as e:
         raise WorkbenchError(f"stage {stage.name!r} cannot run: {e}") from None
@@ -238,10 +277,10 @@ def run_stage(ex, stage, device: str = "cpu:0", repeat: int = 20, args=None,
             seen["hlo"] = compiled.as_text()
         return lambda: undonated_call(lowered, call_args, call_kwargs), lambda ak: compiled(*ak[0], **ak[1])
 
-    return _timed(stage, device, repeat, compile_it, around)
+    return _timed(stage, device, repeat, compile_it, around, _elsewhere(explored_on, dev, source))
 
 
-def _timed(stage, device: str, repeat: int, compile_it, around=None) -> tuple[Any, Timing]:
+def _timed(stage, device: str, repeat: int, compile_it, around=None, hint: str = "") -> tuple[Any, Timing]:
     """Compile (``compile_it`` returns ``fresh``, which makes one call's arguments -- copies of the
     donated ones --, and ``call``), call once to warm up, then time ``repeat`` calls, the copies made
     outside the timed region; any failure but the workbench's own is a WorkbenchError naming the stage."""
@@ -258,7 +297,7 @@ def _timed(stage, device: str, repeat: int, compile_it, around=None) -> tuple[An
     except WorkbenchError:
         raise
     except Exception as e:
-        raise WorkbenchError(f"stage {stage.name!r} did not run on {device}: {_said(e)}") from None
+        raise WorkbenchError(f"stage {stage.name!r} did not run on {device}: {_said(e)}{hint}") from None
     return outputs, Timing(tuple(times))
 
 
@@ -269,8 +308,10 @@ def _said(e: Exception) -> str:
 
 def _run_exported(ex, stage, device: str, repeat: int, args, options: dict, around=None,
                   seen: dict | None = None) -> tuple[Any, Timing]:
-    """A module given as text (or loaded): run through ``jax.export`` with its ``@main``'s signature."""
-    exported = runnable_exported(ex, stage)
+    """A module given as text (or loaded): run through ``jax.export`` with its ``@main``'s signature, for
+    ``device``'s platform."""
+    dev = resolve_device(device)
+    exported = runnable_exported(ex, stage, dev.platform)
     loaded = ex.spec.loaded
     if args is None and loaded is not None and loaded.args:  # saved with its arrays: the values it was explored with
         args = loaded.args
@@ -282,7 +323,6 @@ def _run_exported(ex, stage, device: str, repeat: int, args, options: dict, arou
                  "the outputs of @main", _OWN_ARGS if made else "Explore a smaller module.")
     if args is None:
         args = example_args(exported)
-    dev = resolve_device(device)
     if exported.nr_devices == 1 and dev.platform not in exported.platforms:
         raise WorkbenchError(f"stage {stage.name!r} was lowered for {exported.platforms}, not {dev.platform}: "
                              f"explore with device={device!r} to run there")
@@ -299,7 +339,9 @@ def _run_exported(ex, stage, device: str, repeat: int, args, options: dict, arou
                 seen["hlo"] = call.as_text()
         return lambda: placed, lambda arguments: call(*arguments)
 
-    return _timed(stage, device, repeat, compile_it, around)
+    source = stage.text_with_locations or stage.text
+    return _timed(stage, device, repeat, compile_it, around,
+                  _elsewhere(resolve_device(ex.spec.device).platform, dev, source))
 
 
 def tap_program(ex, label: str, text: str, extra: list, device: str, xla_options=None):
@@ -331,6 +373,7 @@ def tap_program(ex, label: str, text: str, extra: list, device: str, xla_options
                     compiled.append(jax.jit(exported.call).lower(*placed).compile(compiler_options=options or None))
                 return compiled[0](*placed)
         else:
+            traced = traced_for(traced, dev)
             lowered = relowered_with_results(traced.lowered, text, extra)
             executable = lowered.compile(compiler_options=options or None)
 

@@ -81,7 +81,7 @@ def _row(ex, pipeline: str, device: str, repeat: int) -> dict:
 
 
 def compare_pipelines(explore: Callable, fn: Callable, *args, pipelines: Sequence[str] = DEFAULT_PIPELINES,
-                      device: str = "cpu:0", repeat: int = 20, executor=None, **explore_kwargs):
+                      device: str | None = None, repeat: int = 20, executor=None, **explore_kwargs):
     """A DataFrame with one row per pipeline (in the order given): ``pipeline``; ``stage``, its last MLIR
     stage (for "none", "stablehlo"); ``median_ms`` and ``iqr_ms``, the median time per call of ``repeat``
     calls after a warm-up and their interquartile range (``ex.run``'s Timing; ``q1_ms``, ``q3_ms`` its ends); ``check_passed``,

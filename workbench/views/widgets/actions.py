@@ -172,7 +172,7 @@ def predicate_params(kind: str) -> tuple[str, ...]:
     return PREDICATES[kind]
 
 
-def predicate(kind: str, *, op: str = "", n: int = 0, device: str = "cpu:0", stage: str = "") -> tuple[str, Callable]:
+def predicate(kind: str, *, op: str = "", n: int = 0, device: str | None = None, stage: str = "") -> tuple[str, Callable]:
     """(the Python expression, the predicate) for one entry of PREDICATES."""
     from ...analysis.search.bisect import (crashes, differs_from, has_op, lacks_op, miscompiles, op_count_above,
                                     op_count_at_most)
@@ -190,7 +190,7 @@ def predicate(kind: str, *, op: str = "", n: int = 0, device: str = "cpu:0", sta
         return f"wb.differs_from({_lit(stage)})", differs_from(stage)
     if kind == "crashes()":
         return "wb.crashes()", crashes()
-    return f"wb.miscompiles({_lit(device)})", miscompiles(device)
+    return f"wb.miscompiles({_lit(device) if device else ''})", miscompiles(device)
 
 
 def _counted(pred: Callable, on_run: Callable[[int, bool], None] | None) -> Callable[[Exploration], bool]:
