@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 # the fast tier: the tests without any marker of pyproject.toml's [tool.pytest.ini_options] (tests/conftest.py
 # puts them on from the fixtures each test uses)
-FAST="not (browser or notebook or subprocess or cluster or wheel or gpu or slow)"
+FAST="not (browser or notebook or subprocess or cluster or wheel or gpu or tpu or slow)"
 
 if [[ "${1:-}" == "--fast" ]]; then
   shift

@@ -6,7 +6,7 @@ its file, that starts interpreters or other programs itself gets ``subprocess`` 
 a Dask cluster: ``cluster``): explicitly where its file says so, else from its code (``SIGNS``: it names
 ``subprocess`` or ``Popen``, directly or through a function of the test folder). A test that still starts
 a process itself without any resource marker fails, naming the command, so that the unmarked tier stays
-fast: ``pytest -m "not (browser or notebook or subprocess or cluster or wheel or gpu or slow)"``
+fast: ``pytest -m "not (browser or notebook or subprocess or cluster or wheel or gpu or tpu or slow)"``
 (``scripts/test.sh --fast``). The processes the workbench starts for its own work (its pass worker,
 XLA's probe) are the workbench's, not the test's. Tests measured long are ``slow`` (``SLOW``,
 ``SLOW_FIXTURES``, or their file's own mark).
@@ -45,6 +45,7 @@ RESOURCES = {
     "cluster": ("dask_client",),  # a Dask LocalCluster of worker processes
     "wheel": ("wheel_build",),  # the wheel and sdist built, installed into fresh virtual environments
     "gpu": ("gpu",),  # a GPU (skipped without one)
+    "tpu": ("tpu",),  # a TPU (skipped without one)
 }
 TIERS = (*RESOURCES, "slow")
 FAST = "not (" + " or ".join(TIERS) + ")"  # the -m expression of the fast tier: scripts/test.sh --fast
@@ -468,6 +469,21 @@ def gpu():
         pytest.skip("no GPU here: jax.devices('gpu') finds none (jaxlib without CUDA, or no device); these tests "
                     "run on a machine with one")
     return gpus[0]
+
+
+@pytest.fixture(scope="session")
+def tpu():
+    """The first TPU JAX sees; the test is skipped where there is none."""
+    import jax
+
+    try:
+        tpus = jax.devices("tpu")
+    except RuntimeError:
+        tpus = []
+    if not tpus:
+        pytest.skip("no TPU here: jax.devices('tpu') finds none; these tests run on the TPU machine "
+                    "(../shared/device/README.md), and tests/fixtures/tpu test the TPU's readers everywhere")
+    return tpus[0]
 
 
 # -- the command, in this process -------------------------------------------------------------------------

@@ -11,7 +11,8 @@ import sys
 def run_on_cpu_devices(script, devices: int = 8, timeout: float = 900) -> dict:
     """Run the script file ``script`` on ``devices`` CPU devices; its RESULT line's JSON (the test fails
     with the script's stderr when there is none)."""
-    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    # CPU devices alone: on an accelerator host the chip is the test process's (a TPU takes one process)
+    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}", "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=timeout)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line, proc.stderr[-4000:]

@@ -3,6 +3,7 @@ the as-lowered module promoted to float64 (or the traced function evaluated in f
 as-lowered program's own error, at a tolerance that follows the narrowest type the program computes
 in; where no wider evaluation exists, against the program's own noise (inputs moved by one ulp)."""
 import dataclasses
+import os
 import functools
 
 import jax
@@ -364,7 +365,10 @@ def test_float64_outputs_have_no_wider_reference_and_say_so(tmp_path):
             "import jax.numpy as jnp, workbench as wb\n"
             "ex = wb.explore(lambda x: jnp.tanh(x @ x.T).sum(0), jnp.ones((8, 8), jnp.float64))\n"
             "c = ex.run(repeat=1).check\nprint(c.kind, c.passed, c.leaves[0].dtype, c.leaves[0].rule, '|', c.note)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    # on the CPU: the rule holds there everywhere (a TPU computes float64 only in part, and its chip is this
+    # process's: a child would not get it)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.startswith("stage True float64 noise |") and "float64 throughout" in r.stdout
 

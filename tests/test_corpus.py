@@ -178,7 +178,15 @@ def test_run_passes_the_numeric_check_and_matches_the_program(name):
     assert paths(got) == paths(want)
     for g, w in zip(arrays(got), arrays(want)):
         assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    if ex.spec.device.startswith("cpu"):
+        for g, w in zip(arrays(got), arrays(want)):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    else:
+        # an accelerator rounds float32 matmuls its own way (a TPU: one bfloat16 pass at the default precision),
+        # so two programs that order their work differently differ beyond the CPU's 1e-4; what must hold is that
+        # the program's own outputs pass the very check the stage passed, against the same float64 reference
+        own = ex.check_outputs(want)
+        assert own.passed, own
 
 
 @pytest.mark.parametrize("name", names())

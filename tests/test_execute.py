@@ -24,13 +24,14 @@ def test_devices_table():
 @pytest.mark.parametrize("name", examples.NAMES)
 def test_every_example_runs_on_cpu_and_matches_the_unoptimized_program(name):
     fn, args = examples.load(name)
-    ex = wb.explore(fn, *args)
+    ex = wb.explore(fn, *args, device="cpu")
     r = ex.run(device="cpu:0", repeat=3)
     assert r.stage == [s.name for s in ex.stages if s.group == "mlir"][-1]
     assert r.check.passed, r.check
     assert len(r.seconds) == 3 and r.timing.median > 0
-    # outputs keep the user's pytree structure and equal what JAX computes directly
-    want = jax.jit(fn)(*args)
+    # outputs keep the user's pytree structure and equal what JAX computes directly on the CPU
+    with jax.default_device(jax.devices("cpu")[0]):
+        want = jax.jit(fn)(*args)
     assert jax.tree_util.tree_structure(r.outputs) == jax.tree_util.tree_structure(want)
     for got, exp in zip(jax.tree_util.tree_leaves(r.outputs), jax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(got), np.asarray(exp), rtol=2e-4, atol=1e-5)

@@ -23,7 +23,7 @@ def conftest(request):
 def test_the_markers_and_the_fast_tier_are_named_alike_everywhere(conftest):
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert [m.split(":")[0] for m in options["markers"]] == ["slow", *conftest.RESOURCES]
-    assert conftest.FAST == "not (browser or notebook or subprocess or cluster or wheel or gpu or slow)"
+    assert conftest.FAST == "not (browser or notebook or subprocess or cluster or wheel or gpu or tpu or slow)"
     script = (ROOT / "scripts" / "test.sh").read_text()
     runs = [line for line in script.splitlines() if line.lstrip().startswith("exec .venv/bin/python -m pytest")]
     assert f'FAST="{conftest.FAST}"' in script and len(runs) == 3 and all("--durations=25" in r for r in runs)
