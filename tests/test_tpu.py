@@ -122,3 +122,18 @@ def test_a_real_library_step_explores_runs_saves_loads_and_reports_on_the_tpu(tp
     assert back["xla:optimized"].text == ex["xla:optimized"].text
     html = ex.report(tmp_path / f"{name}.html")
     assert "tpu:0" in open(html).read()
+
+
+def test_the_readmes_tpu_block_runs_as_written_on_the_tpu(tpu):
+    """README "On a TPU": its block, as written, in this process (the chip is this process's: a child could
+    not open it)."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("### On a TPU", 1)[1].split("\n### ", 1)[0]
+    block = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)[0]
+    scope: dict = {}
+    exec(compile(block, "README.md (On a TPU)", "exec"), scope)
+    assert scope["ex"].spec.device == "tpu:0" and scope["r"].check.passed and scope["on_cpu"].check.passed
+    assert scope["p"].calls > 0 and float(scope["table"].set_index("stage").loc["xla:optimized", "xla_estimate_s"]) > 0
