@@ -18,7 +18,7 @@ from .peaks import DevicePeak, spec_peak
 from .topology import Topology, topology_of
 
 __all__ = ["Backend", "BackendOutput", "DevicePeak", "DumpNames", "Topology", "TraceLayout", "backend_for", "backend_of",
-           "default_device_id", "default_platform", "device_id", "platform_of"]
+           "default_device_id", "default_platform", "device_id", "float64_device", "platform_of"]
 
 
 @dataclass(frozen=True)
@@ -50,11 +50,16 @@ class TraceLayout:
     ``op_stat``: the event statistic naming the instruction (``hlo_op``) where every op event has one;
     ``op_lines``: on a device plane, the lines whose events are the instructions, named by their HLO
     text (``%fusion.2 = f32[...] fusion(...)``) where no statistic names them; ``module_line``: the line
-    whose events are whole calls of a module (each with its ``run_id``)."""
+    whose events are whole calls of a module (each with its ``run_id``).
+
+    In a trace of a compile: ``compile_event``, how the event spanning one whole compile ends its name;
+    ``backend_event``, a part of the name of the event holding the backend's steps (code generation)."""
 
     op_stat: str | None = "hlo_op"
     op_lines: tuple[str, ...] = ()
     module_line: str | None = None
+    compile_event: str = "Client::Compile"
+    backend_event: str = "RunBackend"
 
 
 _COMMON_OUTPUTS = (
@@ -76,6 +81,9 @@ class Backend:
     # GPU); every other child is CPU-only
     probe_platforms: str | None = "cpu"
     extra_child_env: tuple[tuple[str, str], ...] = ()
+    # where float64 references are evaluated (None: on the device itself): a TPU has no float64 units (XLA
+    # emulates it, slowly to compile, and some ops refuse it), the CPU computes it natively
+    float64_platform: str | None = None
     aliases: tuple[str, ...] = field(default=())
 
     def peak(self, device_kind: str) -> DevicePeak | None:
@@ -108,9 +116,10 @@ TPU = Backend(
     "tpu",
     DumpNames((*_COMMON_OUTPUTS,
                BackendOutput(".after_codegen.txt", "backend:after-codegen", "the HLO module as the TPU's code generator left it"))),
-    TraceLayout(op_stat=None, op_lines=("XLA Ops",), module_line="XLA Modules"),
+    TraceLayout(op_stat=None, op_lines=("XLA Ops",), module_line="XLA Modules", compile_event="PJRT_Client_Compile",
+                backend_event="XLA::TPU run backend"),
     "the TPU's LLO (libtpu's start-up flags; see the TPU notes)",
-    extra_child_env=(("ALLOW_MULTIPLE_LIBTPU_LOAD", "1"),))
+    extra_child_env=(("ALLOW_MULTIPLE_LIBTPU_LOAD", "1"),), float64_platform="cpu")
 
 _BACKENDS = (CPU, GPU, TPU)
 
@@ -151,6 +160,13 @@ def default_device_id() -> str:
     if isinstance(chosen, str):  # a platform name
         return device_id(jax.devices(chosen)[0])
     return device_id(jax.devices()[0])
+
+
+def float64_device(device: str) -> str:
+    """The device on which a float64 reference for a run on ``device`` is evaluated: the device itself, or
+    the CPU where the device computes float64 only by emulation (a TPU)."""
+    platform = backend_of(device).float64_platform
+    return device if platform is None or platform_of(device) == platform else f"{platform}:0"
 
 
 def default_platform() -> str:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import jax
 import numpy as np
 
+from ...backends import float64_device
 from ...errors import WorkbenchError
 from ...pipeline.array_limit import Planned, refuse_large
 from ...ir.promote import computed_in, promote_to_f64
@@ -214,12 +215,13 @@ class _Search:
         return out
 
     def _compiled(self, jobs: list[tuple[str, str, list, tuple | dict | None]]) -> list:
-        """Each (label, text, avals, XLA options) compiled once (``execute.tap_program``): the stage's for the
-        search's device, the reference's (the first job is the stage's) for the reference's device. (In
+        """Each (label, text, avals, XLA options) compiled once (``execute.tap_program``): the stage's (the first
+        job) for the search's device, the reference's for the reference's device, its float64 promotion (the
+        third) where float64 is computed for that device (``backends.float64_device``: the CPU for a TPU). (In
         threads, side by side, they took as long on two cores: XLA's CPU compile already spreads its code
         generation.)"""
-        return [tap_program(self.ex, label, text, avals, self.device if i == 0 else self.reference_device,
-                            xla_options=options)
+        devices = (self.device, self.reference_device, float64_device(self.reference_device))
+        return [tap_program(self.ex, label, text, avals, devices[i], xla_options=options)
                 for i, (label, text, avals, options) in enumerate(jobs)]
 
     def _call(self, program, args=None) -> list:

@@ -2,7 +2,8 @@
 
 ``reference_evaluations`` tries, in order: the as-lowered module promoted to float64
 (``ir.promote.promote_to_f64``) run through the same route as every stage (``execute.run_stage``) on
-the same arguments; the traced function evaluated with JAX's float64 mode (``float64_reference``);
+the same arguments; the traced function evaluated with JAX's float64 mode (``float64_reference``) --
+both on the CPU where the device has no float64 of its own (a TPU: ``backends.float64_device``);
 and where neither exists, the as-lowered program run on inputs moved by one ulp (``nudged_outputs``),
 the yardstick of its own noise. ``analysis.run.check`` says why each is sound and how it is used.
 """
@@ -14,6 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from ...backends import float64_device
 from ...errors import WorkbenchError
 from ...pipeline.array_limit import ArrayTooLargeError, Planned, refuse_large
 from ...pipeline.program import host_array
@@ -54,12 +56,14 @@ def reference_evaluations(ex, stage: Stage, device: str, args) -> Evaluations:
     except WorkbenchError:
         pass  # promote_to_f64 says what it cannot read
     computed = computed_in(text)
-    wide, why_not_promoted = promoted_outputs(ex, stage, text, device, args)
+    traced = ex.spec.traced
+    sharded = traced is not None and traced.nr_devices > 1  # stays on its mesh
+    wide_device = device if sharded else float64_device(device)
+    wide, why_not_promoted = promoted_outputs(ex, stage, text, wide_device, args)
     if wide is not None:
         return Evaluations(wide, "promoted", computed=computed)
-    traced = ex.spec.traced
     dynamic = traced.args if (traced is not None and args is None) else args
-    wide, why_not_traced = float64_reference(traced, device, dynamic)
+    wide, why_not_traced = float64_reference(traced, wide_device, dynamic)
     if wide is not None:
         return Evaluations(wide, "traced", computed=computed, why_not_promoted=why_not_promoted)
     note = f"the module cannot be promoted to float64: {why_not_promoted}; and {why_not_traced}"
