@@ -35,7 +35,8 @@ class BackendOutput:
 class DumpNames:
     """How XLA names its dump files on this backend. A per-pass file is
     ``module_NNNN.<name>.NNNN.<pipeline>.after_<pass>[.before_<next>].txt`` everywhere (the TPU adds
-    ``.cl_<build>`` to the module's name); the files written once per compile end alike
+    ``.cl_<build>`` to the module's name, and its tiling rewriter writes one named ``before_<next>`` alone);
+    the files written once per compile end alike
     (``...after_optimizations.txt``: the CPU writes ``<module>.cpu_after_optimizations.txt``, the TPU
     ``<module>.after_optimizations.txt``) and the backend's own output differs."""
 

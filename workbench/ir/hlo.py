@@ -319,7 +319,8 @@ def tuple_shapes(shape: str) -> list[str]:
 
 
 def without_layout(shape: str) -> str:
-    """``f32[8,4]{1,0}`` -> ``f32[8,4]``: the shape without its layouts."""
+    """``f32[8,4]{1,0}`` -> ``f32[8,4]``: the shape (or every shape of a line) without its layouts, a TPU's
+    tiles and memory spaces with them (``f32[8,128]{1,0:T(8,128)S(1)}``, ``u32[]{:S(2)}``)."""
     return _LAYOUT.sub("]", shape)
 
 

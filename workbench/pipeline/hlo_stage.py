@@ -48,13 +48,14 @@ def hlo_as_stablehlo(text: str) -> str:
 def first_after_layout(stages: Sequence, runs: Sequence[tuple[str, str, str, str]] = ()) -> str | None:
     """The name of the first XLA stage made at or after XLA's layout assignment (None: there is none).
     ``runs``: the compile's dumps in order (``XlaResult.runs``), which say exactly where layout assignment
-    ran; without them (a file saved before they were kept) the stage names and pipelines say it."""
+    ran (on a TPU it hands its module to its tiling rewriter, whose dump names no pass before it); without
+    them (a file saved before they were kept) the stage names and pipelines say it."""
     if runs:
-        seen = False
-        for _pipeline, after, _next, made in runs:
-            seen = seen or after == "layout-assignment"
-            if seen and made:
+        seen = False  # a dump named layout assignment next: every later change is at or after it
+        for _pipeline, after, nxt, made in runs:
+            if made and (seen or after == "layout-assignment"):
                 return made
+            seen = seen or after == "layout-assignment" or nxt == "layout-assignment"
         return next((s.name for s in stages if s.name == "xla:optimized"), None)
     for s in stages:
         if s.group != "xla" or s.name == "xla:before_optimizations":

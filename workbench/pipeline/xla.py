@@ -1,7 +1,9 @@
 """Compile a module with XLA and read back XLA's own per-pass dumps as stages.
 
 XLA writes the HLO module after every pass that changed it when ``xla_dump_hlo_pass_re=.*`` is set;
-we compile once into a fresh directory and turn those files into stages, in XLA's order. The
+we compile once into a fresh directory and turn those files into stages, in XLA's order. What the
+files are called differs by backend (the optimized module's ending, the backend's outputs: LLVM IR, PTX,
+the TPU's module after code generation): ``backends.DumpNames``, found from the platform compiled for. The
 persistent compilation cache is switched off for this compile because a cache hit writes no dumps.
 XLA's cost and memory analyses of the executable, and removing the dump files, run on a thread of
 their own after the dumps are read: the stages never wait for them, reading ``cost``/``memory`` does.
@@ -19,12 +21,14 @@ from dataclasses import dataclass, field
 
 import jax
 
+from ..backends import DumpNames, backend_for
 from ..children import leftovers
 from ..errors import XlaOptionError
 from .phase import say_phase
 
-__all__ = ["XlaStage", "XlaResult", "compile_with_dumps", "compile_lowered_with_dumps", "lower_exported", "xla_cost", "xla_memory",
-           "check_options", "dump_options", "no_persistent_cache"]
+__all__ = ["XlaStage", "XlaResult", "XlaDumps", "read_dumps", "platform_of_lowered", "compile_with_dumps",
+           "compile_lowered_with_dumps", "lower_exported", "xla_cost", "xla_memory", "check_options", "dump_options",
+           "no_persistent_cache"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ class XlaResult:
     options: dict = field(default_factory=dict)
     analyses: Future | None = field(default=None, repr=False, compare=False)  # of (cost, memory), see below
     warnings: tuple[str, ...] = ()  # what the workbench noticed about the options (an unknown pass name)
-    # every dump XLA wrote after a pass, in its order: (pipeline, pass, next pass, the stage it made or "")
+    # every per-pass dump XLA wrote, in its order: (pipeline, pass, next pass, the stage it made or ""); see XlaDumps
     runs: tuple[tuple[str, str, str, str], ...] = field(default=(), repr=False, compare=False)
 
     @property
@@ -83,7 +87,26 @@ def no_persistent_cache():
         jax.config.update("jax_enable_compilation_cache", before)
 
 
-_PASS_FILE = re.compile(r"^module_(\d+)\.(.+?)\.(\d{4})\.([^.]+)\.(after_[^.]+?)(?:\.before_([^.]+))?\.txt$")
+# A per-pass dump: ``module_N.<name>.NNNN.<pipeline>.`` then ``after_<pass>[.before_<next>]`` (XLA's pass
+# pipelines, and a pass's own steps such as copy-insertion's) or ``before_<next>`` alone (the TPU's tiling
+# rewriter, which dumps the module it receives inside layout assignment)
+_PASS_FILE = re.compile(r"^module_(\d+)\.(.+?)\.(\d{4})\.([^.]+)\."
+                        r"(?:after_([^.]+?)(?:\.before_([^.]+))?|before_([^.]+))\.txt$")
+_BEFORE = ".before_optimizations.txt"
+_MARKS = ("pipeline-start", "pipeline-end")  # where a pipeline's dumps start and end: no pass
+
+
+@dataclass(frozen=True)
+class XlaDumps:
+    """One compile's dump folder, read: its stages in XLA's order (``xla:before_optimizations``, one per pass
+    that changed the module, ``xla:optimized``, then the backend's outputs), every pass name the dumps
+    mention in first-seen order, and ``runs``: every per-pass dump in XLA's order, as
+    (pipeline, pass, next pass, the stage it made or ""); a dump written before a pass with no pass named
+    after has pass ""."""
+
+    stages: tuple[XlaStage, ...]
+    passes: tuple[str, ...]
+    runs: tuple[tuple[str, str, str, str], ...]
 
 
 def _read(path: str) -> str:
@@ -91,63 +114,66 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def _parse_dumps(d: str, runs: list | None = None) -> tuple[list[XlaStage], list[str]]:
-    """The stages of XLA's dumps in folder ``d`` and the pass names they mention; ``runs`` (a list) gets
-    one entry per dump written after a pass, in XLA's order: (pipeline, pass, next pass, stage or "")."""
-    runs = [] if runs is None else runs
-    files = sorted(os.listdir(d))
-    mods = sorted({f.split(".", 1)[0] for f in files if f.endswith(".before_optimizations.txt")})
+def read_dumps(folder: str, names: DumpNames) -> XlaDumps:
+    """The stages of XLA's dumps in ``folder``, the optimized module and backend outputs found by ``names``
+    (the backend's file endings: ``backend_of(device).dumps``). Only the last module compiled counts: any
+    other was compiled on the side."""
+    files = sorted(os.listdir(folder))
+    mods = sorted({f.split(".", 1)[0] for f in files if f.endswith(_BEFORE)})
     if not mods:
-        return [], []
-    mod = mods[-1]  # the module we compiled; anything else was compiled on the side
-    files = [f for f in files if f.startswith(mod + ".")]
+        return XlaDumps((), (), ())
+    files = [f for f in files if f.startswith(mods[-1] + ".")]
+    stages, passes, runs = _pass_stages(folder, files)
+    opt = next((f for f in files if f.endswith(names.optimized) and not _PASS_FILE.match(f)), None)
+    if opt:
+        text = _read(os.path.join(folder, opt))
+        if stages and text == stages[-1].text:
+            text = stages[-1].text  # the last pass's module as it was: one object for both stages
+        stages.append(XlaStage("xla:optimized", "xla", text, "XLA: the optimized HLO module"))
+    for out in names.outputs:
+        parts = [f for f in files if f.endswith(out.suffix)]
+        if parts:
+            text = "\n".join(f"; ==== {f} ====\n{_read(os.path.join(folder, f))}" if len(parts) > 1
+                             else _read(os.path.join(folder, f)) for f in parts)
+            stages.append(XlaStage(out.stage, "backend", text, f"XLA backend: {out.what}"))
+    return XlaDumps(tuple(stages), tuple(passes), tuple(runs))
+
+
+def _pass_stages(folder: str, files: list[str]) -> tuple[list[XlaStage], list[str], list[tuple[str, str, str, str]]]:
+    """``xla:before_optimizations`` and a stage per per-pass dump whose module differs from the one before it;
+    the pass names mentioned; the runs (see ``XlaDumps``). A change belongs to the pass its dump is named
+    after; a dump named only before a pass shows the work of the pass the previous dump named next (the TPU's
+    layout assignment, handing its module to its tiling rewriter). A change first seen at a pipeline's start
+    was made between pipelines, by no pass a dump names: the next stage shows it."""
     stages: list[XlaStage] = []
     passes: list[str] = []
+    runs: list[tuple[str, str, str, str]] = []
     counts: dict[str, int] = {}
-    before = next((f for f in files if f.endswith(".before_optimizations.txt")), None)
-    last = _read(os.path.join(d, before)) if before else ""
+    before = next((f for f in files if f.endswith(_BEFORE)), None)
+    last = _read(os.path.join(folder, before)) if before else ""
     if before:
         stages.append(XlaStage("xla:before_optimizations", "xla", last, "XLA: HLO as converted from StableHLO"))
+    handed = ""  # the pass the last dump named next
     for f in files:
         m = _PASS_FILE.match(f)
         if not m:
             continue
-        pipeline, after, nxt = m.group(4), m.group(5)[len("after_"):], m.group(6)
-        for p in (after, nxt):
-            if p and p not in ("pipeline-start", "pipeline-end") and p not in passes:
-                passes.append(p)
-        text = _read(os.path.join(d, f))
+        pipeline, after, nxt = m.group(4), m.group(5) or "", m.group(6) or m.group(7) or ""
+        passes += [p for p in (after, nxt) if p and p not in _MARKS and p not in passes]
+        maker = after or (handed if handed and handed not in _MARKS else pipeline)
+        handed = nxt
+        text = _read(os.path.join(folder, f))
         made = ""
-        if text != last and after not in ("pipeline-start", "pipeline-end"):
-            counts[after] = counts.get(after, 0) + 1
-            made = f"xla:{after}#{counts[after]}"
-        runs.append((pipeline, after, nxt or "", made))
-        if text == last:  # unchanged: keep the text object already held (a stage's, mostly)
-            continue
-        last = text
-        if not made:
-            continue
-        stages.append(XlaStage(f"xla:{after}#{counts[after]}", "xla", text,
-                               f"XLA pipeline {pipeline!r}, pass {after!r} (toggle with xla_disable_hlo_passes={after})"))
-    opt = next((f for f in files if f.endswith("_after_optimizations.txt")), None)
-    if opt:
-        text = _read(os.path.join(d, opt))
-        if stages and text == stages[-1].text:
-            text = stages[-1].text  # the last pass's module as it was: one object for both stages
-        stages.append(XlaStage("xla:optimized", "xla", text, "XLA: the optimized HLO module"))
-    for suffix, name, what in (
-        (".ir-no-opt.ll", "backend:llvm-ir", "LLVM IR before LLVM's optimizations"),
-        (".ir-with-opt.ll", "backend:llvm-ir-opt", "LLVM IR after LLVM's optimizations"),
-        (".ptx", "backend:ptx", "PTX for the GPU kernels"),
-        ("_after_optimizations-buffer-assignment.txt", "backend:buffer-assignment", "XLA's buffer assignment"),
-        ("_after_optimizations-memory-usage-report.txt", "backend:memory-usage", "XLA's memory usage report"),
-    ):
-        parts = [f for f in files if f.endswith(suffix)]
-        if parts:
-            text = "\n".join(f"; ==== {f} ====\n{_read(os.path.join(d, f))}" if len(parts) > 1 else _read(os.path.join(d, f))
-                             for f in parts)
-            stages.append(XlaStage(name, "backend", text, f"XLA backend: {what}"))
-    return stages, passes
+        if text != last and maker not in _MARKS:
+            counts[maker] = counts.get(maker, 0) + 1
+            made = f"xla:{maker}#{counts[maker]}"
+            how = (f"XLA pipeline {pipeline!r}, pass {after!r}" if after else
+                   f"XLA pass {maker!r}, the module it handed to {pipeline!r} (XLA's dump before {nxt!r})")
+            stages.append(XlaStage(made, "xla", text, f"{how} (toggle with xla_disable_hlo_passes={maker})"))
+        runs.append((pipeline, after, nxt, made))
+        if text != last:  # unchanged: keep the text object already held (a stage's, mostly)
+            last = text
+    return stages, passes, runs
 
 
 def xla_cost(compiled) -> dict:
@@ -204,6 +230,16 @@ def lower_exported(exported, device, shardings=None) -> jax.stages.Lowered:
         return jax.jit(exported.call).lower(*args, **kwargs)
 
 
+def platform_of_lowered(lowered) -> str:
+    """The platform ``lowered`` (a ``jax.stages.Lowered``) compiles for, whose dump names its compile writes:
+    the backend JAX lowered it for (JAX keeps it privately: no public attribute of a ``Lowered`` names it),
+    else JAX's default backend."""
+    try:
+        return lowered._lowering.compile_args["backend"].platform
+    except (AttributeError, KeyError, TypeError):  # a JAX that moved it
+        return jax.default_backend()
+
+
 def _compile_here(lowered, compiler_options: dict) -> tuple[float, Future]:
     t0 = time.perf_counter()
     say_phase("XLA compiling, writing a dump after each HLO pass")
@@ -229,8 +265,7 @@ def compile_lowered_with_dumps(lowered, options: dict | None = None, compiler=_c
         with around if around is not None else contextlib.nullcontext():
             seconds, analyses = compiler(lowered, {**dump_options(d), **opts})
         say_phase(f"reading XLA's {_count_files(d)} dump files")
-        runs: list = []
-        stages, passes = _parse_dumps(d, runs)
-        return XlaResult(tuple(stages), tuple(passes), seconds, opts, analyses, runs=tuple(runs))
+        read = read_dumps(d, backend_for(platform_of_lowered(lowered)).dumps)
+        return XlaResult(read.stages, read.passes, seconds, opts, analyses, runs=read.runs)
     finally:
         _AFTER.submit(shutil.rmtree, d, ignore_errors=True)

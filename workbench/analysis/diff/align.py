@@ -12,12 +12,13 @@ from collections.abc import Callable, Hashable, Sequence
 from itertools import compress, islice
 from operator import lt, ne
 
+from ...ir.hlo import without_layout
 from ...ir.sdy import without_shardings
 from ...ir.lines.model import Module
 
 __all__ = ["Aligner", "myers"]
 
-_CONTENT, _MAPPED, _TEMPLATE, _UNSHARDED = 1, 2, 3, 4
+_CONTENT, _MAPPED, _TEMPLATE, _LOOSE = 1, 2, 3, 4
 # Myers is O((N+M)·D): cap D, and (N+M)·D, so that one pathological gap cannot stall the diff.
 _MYERS_MAX_EDITS = 400
 _MYERS_BUDGET = 2_000_000
@@ -254,16 +255,28 @@ class Aligner:
         self.pairs.sort()
         return self.pairs
 
-    def _round_keys(self) -> tuple[dict[int, tuple[list, list]], int]:
+    def _round_keys(self) -> tuple[dict, int]:
         """The keys of the rounds that do not change as values pair (content, template, and the
-        templates without shardings where a module has them), and the last round."""
-        fixed = {_CONTENT: (self.b.keys, self.a.keys), _TEMPLATE: (self.b.fmts, self.a.fmts)}
+        templates without what a pass writes on every line: made when a range first gets that far),
+        and the last round."""
+        fixed: dict = {_CONTENT: (self.b.keys, self.a.keys), _TEMPLATE: (self.b.fmts, self.a.fmts)}
+        loose = self._loose()
+        if loose is None:
+            return fixed, _TEMPLATE
+        # a last round for lines that differ by that alone: the templates without it, so such lines pair
+        # as changed ones (the difference shown) rather than as a deleted and an inserted line
+        fixed[_LOOSE] = lambda: ([loose(f) for f in self.b.fmts], [loose(f) for f in self.a.fmts])
+        return fixed, _LOOSE
+
+    def _loose(self) -> Callable[[str], str] | None:
+        """What the last round drops from a line: HLO's layouts (layout assignment writes one on every
+        instruction; a TPU's carry tiles and memory spaces, ``{1,0:T(8,128)S(1)}``, that later passes change),
+        MLIR's Shardy shardings (what propagation writes on every op); None where neither applies."""
+        if self.b.hlo and self.a.hlo:
+            return without_layout
         if any(_SHARDING_MARK in f for f in self.a.fmts) or any(_SHARDING_MARK in f for f in self.b.fmts):
-            # a last round for lines that differ by their Shardy shardings only (what propagation
-            # writes on every op): the templates without them, so such lines pair as changed ones
-            fixed[_UNSHARDED] = ([without_shardings(f) for f in self.b.fmts], [without_shardings(f) for f in self.a.fmts])
-            return fixed, _UNSHARDED
-        return fixed, _TEMPLATE
+            return without_shardings
+        return None
 
     def _step(self, work: tuple[int, int, int, int, int], fixed: dict, last: int,
               consistent: Callable[[int, int], bool]) -> list[tuple[int, int, int, int, int]]:
@@ -275,6 +288,8 @@ class Aligner:
             kb, ka = self._keys(level, i0, i1, j0, j1)
             ob, oa = i0, j0
         else:
+            if callable(fixed[level]):
+                fixed[level] = fixed[level]()
             kb, ka = fixed[level]
             ob = oa = 0
         i, e, j, f = self._align_ends(kb, ka, ob, oa, (i0, i1, j0, j1), uses, consistent)
