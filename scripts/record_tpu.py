@@ -249,6 +249,44 @@ def main(out: str) -> None:
                 "names": [st.name for st in stages][-30:], "explore_s": t_explore, "first_run_s": t_run,
                 "second_run_s": t_second, "check": str(getattr(r, "check", None))[:400]}
 
+    @step("explore_profile")
+    def _():
+        import cProfile
+        import io
+        import pstats
+
+        import workbench as wb
+        from workbench import examples
+        from workbench.pipeline.build import clear_caches
+
+        found = {}
+        for name in ("attention", "scan"):
+            fn, a = examples.load(name)
+            wb.explore(fn, *a).stages  # warm: the worker, the first compile's code paths
+            jax.clear_caches()
+            clear_caches()
+            fn, a = examples.load(name)
+            t0 = time.perf_counter()
+            jax.jit(fn).lower(*a).compile()
+            bare = time.perf_counter() - t0
+            jax.clear_caches()
+            clear_caches()
+            prof = cProfile.Profile()
+            t0 = time.perf_counter()
+            prof.enable()
+            ex = wb.explore(fn, *a)
+            ex.stages
+            prof.disable()
+            took = time.perf_counter() - t0
+            s = io.StringIO()
+            pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(60)
+            pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(30)
+            with open(os.path.join(study, f"explore_{name}.pstats.txt"), "w") as fh:
+                fh.write(s.getvalue())
+            found[name] = {"bare_s": bare, "explore_s": took, "xla_s": ex["xla:optimized"].seconds,
+                           "steps": ex.xla_steps()}
+        return found
+
     with open(os.path.join(out, "record.json"), "w") as f:
         json.dump(RECORD, f, indent=1, default=str)
     for folder, name in ((fixtures, "tpu_fixtures.tar.xz"), (study, "study.tar.xz")):
