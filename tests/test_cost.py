@@ -338,7 +338,25 @@ def test_gpu_peaks_name_their_source():
         assert peak.bytes_per_s > 1e12
         assert "spec sheet" in peak.source
     assert PEAKS["H200"].bytes_per_s > PEAKS["H100"].bytes_per_s > PEAKS["A100"].bytes_per_s
-    assert set(PEAKS) == {"H100", "H200", "A100", "cpu"}
+    assert set(PEAKS) == {"H100", "H200", "A100", "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e", "cpu"}
+
+
+def test_tpu_peaks_come_from_googles_pages_and_are_found_from_the_device_kind():
+    """A TPU's device_kind ("TPU v5 lite" is a v5e) picks its generation's sheet; fp32 at JAX's default
+    matmul precision runs as one bfloat16 pass, so its peak is the bf16 rate; int8 is twice that from v5 on."""
+    from workbench.backends import backend_for
+
+    tpu = backend_for("tpu")
+    assert tpu.peak("TPU v5 lite") is PEAKS["TPU v5e"] and tpu.peak("TPU v6 lite") is PEAKS["TPU v6e"]
+    assert tpu.peak("TPU v4") is PEAKS["TPU v4"] and tpu.peak("TPU v5p") is PEAKS["TPU v5p"]
+    assert tpu.peak("TPU v2") is None
+    v5e = PEAKS["TPU v5e"]
+    assert v5e.flops_per_s["bf16"] == 197e12 and v5e.bytes_per_s == 819e9 and "Google" in v5e.source
+    assert v5e.flops_per_s["fp32"] == v5e.flops_per_s["bf16"] and v5e.flops_per_s["int8"] > v5e.flops_per_s["bf16"]
+    r = roofline(module_cost(lowered(lambda a, b: a @ b, jnp.ones((512, 512)), jnp.ones((512, 512)))),
+                 device="TPU v5e", dtype="bf16")
+    assert r.time_flops_s == pytest.approx(2 * 512**3 / 197e12, rel=0.01) and r.bound == "memory"
+    assert backend_for("gpu").peak("NVIDIA H100 80GB HBM3") is PEAKS["H100"]
 
 
 def test_roofline_says_which_bound_binds():
