@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ...errors import WorkbenchError
 from .capture import TRACE_LIMIT, Capture, Event
 from .compile import xla_pass_rows
-from .runtime import calls_of, instruction_origins, instruction_rows, split_by_line
+from .runtime import calls_of, instruction_origins, instruction_rows, split_by_line, trace_lines
 
 __all__ = ["Profile", "CompileProfile", "profile_stage", "compile_profile", "measured_by_line", "Capture", "Event",
            "RUN_SUMMARY", "COMPILE_SUMMARY"]
@@ -29,17 +29,6 @@ def _module_name(hlo_text: str) -> str | None:
     return first.split()[1].rstrip(",") if first.startswith("HloModule ") and len(first.split()) > 1 else None
 
 
-def _peak_for(device) -> object | None:
-    """The DevicePeak of ``device`` (a jax Device): "cpu" (measured once on this machine), or the GPU
-    spec sheet whose name its kind carries (an H100, H200, A100); None when none is known."""
-    from ..cost.peaks import PEAKS
-
-    if device.platform == "cpu":
-        return PEAKS["cpu"]
-    kind = str(getattr(device, "device_kind", ""))
-    return next((PEAKS[k] for k in PEAKS if k != "cpu" and k in kind), None)
-
-
 @dataclass
 class Profile:
     """Measured run time per HLO instruction of one stage's executable (``ex.profile()``).
@@ -48,9 +37,9 @@ class Profile:
     p75_us, runs_per_call, share, flops, bytes, roofline_us, x_roofline`` (measured over roofline: where
     the model misjudges), ``lines`` (the innermost frames, often a library's), ``your_lines`` (the
     innermost outside installed packages), ``mlir_ops`` (its counterparts in the stage); ``call_us``
-    the median call's measured time (first to last event of its ``run_id``); ``coverage`` the median
-    share of a call that the instructions' intervals cover (their union: thunks may overlap);
-    ``calls`` how many calls were profiled; ``hlo`` the executable's optimized HLO; ``folder`` the
+    the median call's measured time (first to last event of its ``run_id``; on a TPU, the call's module
+    event); ``coverage`` the median share of a call that the instructions' intervals cover (their union:
+    thunks may overlap); ``calls`` how many calls were profiled; ``hlo`` the executable's optimized HLO; ``folder`` the
     profiler's files where kept (``keep=``)."""
     stage: str
     device: str
@@ -95,19 +84,22 @@ def profile_stage(ex, stage, device: str, repeat: int, args=None, keep: str | No
     tabulate its instructions' measured times (see ``Profile``)."""
     import pandas as pd
 
+    from ...backends import backend_of
     from ...pipeline.trace import resolve_device
+    from ..cost.peaks import peak_of
     from ..run.execute import run_stage
 
+    dev = resolve_device(device)
+    layout = backend_of(dev).trace
     seen: dict = {}
-    capture = Capture(keep)
+    capture = Capture(keep, lines=trace_lines(layout))
     _, timing = run_stage(ex, stage, device, max(1, repeat), args, around=capture, seen=seen)
     hlo = seen.get("hlo", "")
-    calls = calls_of(capture.events, _module_name(hlo), max(1, repeat))
+    calls = calls_of(capture.events, _module_name(hlo), max(1, repeat), layout)
     if not calls:
         raise WorkbenchError(f"JAX's profiler recorded no instruction of {stage.name!r} on {device}: "
-                             "this backend's trace carries no hlo_op events")
-    dev = resolve_device(device)
-    peak = _peak_for(dev)
+                             f"this backend's trace carries no {_op_events(layout)}")
+    peak = peak_of(dev)
     ops = _stage_ops(stage)
     chains = {g.key: g.frames for o in ops for g in o.origins if len(g.frames) > 1}
     origins = instruction_origins(hlo)
@@ -118,6 +110,14 @@ def profile_stage(ex, stage, device: str, repeat: int, args=None, keep: str | No
     return Profile(stage.name, device, table, statistics.median(c.wall_ns for c in calls) / 1e3,
                    statistics.median(c.covered_ns / c.wall_ns for c in calls if c.wall_ns), len(calls), hlo,
                    peak.device if peak is not None else None, keep, timing, capture.trace)
+
+
+def _op_events(layout) -> str:
+    """What ``calls_of`` looks for in a trace with ``layout`` (a backends.TraceLayout), in words."""
+    if layout.op_stat is not None:
+        return f"{layout.op_stat} events"
+    return (f"events on its {' or '.join(repr(n) for n in layout.op_lines)} line inside a call on its "
+            f"{layout.module_line!r} line")
 
 
 def _stage_ops(stage) -> tuple:
@@ -211,7 +211,9 @@ def compile_profile(ex, keep: str | None = None) -> CompileProfile:
     inside a profiler trace; nothing else is recompiled or rerun."""
     import pandas as pd
 
+    from ...backends import backend_of
     from ...pipeline.build import xla_compile_again
+    from ...pipeline.trace import resolve_device
 
     rows: list[dict] = []
     traced = ex.spec.traced
@@ -230,7 +232,8 @@ def compile_profile(ex, keep: str | None = None) -> CompileProfile:
     if last is not None and not ex.pipeline_error:
         capture = Capture(keep)
         result = xla_compile_again(ex.spec, last, capture)
-        xrows, xla_wall = xla_pass_rows(capture.events, result.runs)
+        layout = backend_of(resolve_device(ex.spec.device)).trace
+        xrows, xla_wall = xla_pass_rows(capture.events, result.runs, layout)
         trace = capture.trace
         rows += xrows
         opt = next((s for s in ex.stages if s.name == "xla:optimized"), None)

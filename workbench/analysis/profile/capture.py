@@ -10,7 +10,14 @@ What the events are, on jax 0.10.2: on CPU, one event per executed thunk named b
 (stats ``hlo_op``, ``hlo_module``, ``run_id``) on the threads of XLA's pools, and during a compile one
 event per HLO pass (``algsimp``), per pass pipeline (``simplification (jit_f)``, stat ``module``), and
 the backend's steps (``CpuCompiler::RunBackend``, ``ThunkEmitter::EmitEntryComputation``, ``Codegen``).
-On a GPU the kernels are events of the ``/device:GPU:N`` planes, with the same ``hlo_op`` statistics.
+On a GPU the kernels are events of the ``/device:GPU:N`` planes, with the same ``hlo_op`` statistics. On
+a TPU the device plane ``/device:TPU:0`` has one event per call (line ``XLA Modules``) and one per executed
+instruction named by its HLO text (line ``XLA Ops``); where the backend's layout says so
+(``backends.TraceLayout``), a run's trace is read from those lines only (``lines=``), so the host's own
+events of a long loop never become Events. A device's events carry picosecond offsets
+(``device_offset_ps``, ``device_duration_ps``): their nanoseconds are made from those, each end rounded, so
+events that abut stay abutting and no call loses the nanosecond a truncated duration would drop per event.
+Names and statistic strings repeat (each call runs the same instructions): each distinct one is held once.
 """
 from __future__ import annotations
 
@@ -20,17 +27,18 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ...errors import WorkbenchError
 
-__all__ = ["Event", "Capture", "Nesting", "TRACE_LIMIT", "write_trace"]
+__all__ = ["Event", "Capture", "Nesting", "TRACE_LIMIT", "read_events", "write_trace"]
 
 _LOCK = threading.Lock()  # one trace at a time: JAX's profiler is process-wide
 TRACE_LIMIT = 64 * 2**20  # the largest trace file a Capture keeps in memory (``trace``)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a long run's trace holds hundreds of thousands of them
 class Event:
     name: str
     start_ns: int
@@ -75,30 +83,51 @@ class Nesting:
         return max(0, e.duration_ns - sum(k.duration_ns for k in self.kids(e)))
 
 
-def _read(xspace: bytes) -> list[Event]:
+def read_events(xspace: bytes, lines: Collection[str] | None = None) -> list[Event]:
+    """The events of a profiler's XSpace file (``Capture.trace``, a ``.xplane.pb``), sorted by start, longest
+    first at a tie; ``lines``: the names of the only lines (threads, device streams) to read, None: all."""
     from jax.profiler import ProfileData
 
     events = []
+    held: dict = {}  # each distinct name and statistic string once
     for plane in ProfileData.from_serialized_xspace(xspace).planes:
         for line in plane.lines:
+            if lines is not None and line.name not in lines:
+                continue
             for e in line.events:
-                if e.name.startswith(("ThreadpoolListener::", "end: ")):
+                name = e.name
+                if name.startswith(("ThreadpoolListener::", "end: ")):
                     continue  # XLA's markers of a pool's regions: no work of their own
-                stats = tuple((k, v) for k, v in e.stats if not k.startswith("_"))
-                events.append(Event(e.name, int(e.start_ns), int(e.duration_ns), line.name, plane.name, stats))
+                stats = dict((k, held.setdefault(v, v) if isinstance(v, str) else v)
+                             for k, v in e.stats if not k.startswith("_"))
+                start, end = _span_ns(e, stats)
+                events.append(Event(held.setdefault(name, name), start, end - start, line.name, plane.name,
+                                    tuple(stats.items())))
     events.sort(key=lambda e: (e.start_ns, -e.duration_ns))
     return events
+
+
+def _span_ns(e, stats: dict) -> tuple[int, int]:
+    """An event's start and end in ns: from its picosecond statistics where it has them (taken out of
+    ``stats``: the times hold them), each end rounded."""
+    offset, duration = stats.get("device_offset_ps"), stats.get("device_duration_ps")
+    if offset is None or duration is None:
+        start = int(e.start_ns)
+        return start, start + int(e.duration_ns)
+    del stats["device_offset_ps"], stats["device_duration_ps"]
+    return round(int(offset) / 1000), round((int(offset) + int(duration)) / 1000)
 
 
 class Capture:
     """A trace of the work done inside ``with Capture() as c:``; afterwards ``c.events`` holds its events
     (sorted by start) and ``c.wall_ns`` the block's own wall time. ``keep``: a folder to leave the
-    profiler's files in (``.xplane.pb``: TensorBoard's and XProf's format); else they are removed. A
-    profiler trace already running in this process (the user's own ``jax.profiler.trace``) is refused in
-    words: JAX allows one at a time."""
+    profiler's files in (``.xplane.pb``: TensorBoard's and XProf's format); else they are removed. ``lines``:
+    the only lines whose events are read (``read_events``; the kept file has them all). A profiler trace
+    already running in this process (the user's own ``jax.profiler.trace``) is refused in words: JAX allows
+    one at a time."""
 
-    def __init__(self, keep: str | None = None):
-        self.keep, self.folder = keep, keep
+    def __init__(self, keep: str | None = None, lines: Collection[str] | None = None):
+        self.keep, self.folder, self.lines = keep, keep, lines
         self.events: list[Event] = []
         self.trace: bytes | None = None  # the XSpace file as the profiler wrote it (None over TRACE_LIMIT)
         self.wall_ns = 0
@@ -137,7 +166,7 @@ class Capture:
                     raise WorkbenchError(f"JAX's profiler wrote no trace into {self._dir}")
                 with open(found[-1], "rb") as f:
                     data = f.read()
-                self.events = _read(data)
+                self.events = read_events(data, self.lines)
                 if len(data) <= TRACE_LIMIT:  # what save(profile=True) stores with the file
                     self.trace = data
         finally:

@@ -7,6 +7,11 @@ holds its body's thunks), summed over its runs within the call (a loop body runs
 own time is the span from its first to its last event; ``covered`` is the union of its instruction
 intervals over that span (thunks run concurrently on XLA's pools, so the sum of times may exceed it).
 
+Where the backend's trace layout (``backends.TraceLayout``) names no statistic, as on a TPU, each call is
+an event of the device's module line (``jit_f(<fingerprint>)``, with its ``run_id``), its span the call's
+time, and the instructions are the events of its op lines that start inside it on the same device, each
+named by its HLO text (``%fusion.2 = ... fusion(...)``: the instruction is ``fusion.2``); ``device_calls``.
+
 An instruction's user lines are those of every instruction it holds (a fusion: its fused computation's)
 read from the executable's HLO metadata. Where it holds ops of several lines, the line table splits its
 time between them by the flops those lines cost in the last MLIR stage (else their bytes, else evenly),
@@ -14,15 +19,18 @@ and says which (``split``).
 """
 from __future__ import annotations
 
+import bisect
 import statistics
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ...backends import TraceLayout
 from ...ir.hlo_locations import hlo_instruction_locations
 from ..provenance import NO_LOCATION, users_frame
 from .capture import Event, Nesting
 
-__all__ = ["Call", "calls_of", "instruction_rows", "instruction_origins"]
+__all__ = ["Call", "calls_of", "device_calls", "instruction_of", "instruction_rows", "instruction_origins",
+           "module_of", "trace_lines"]
 
 
 @dataclass
@@ -52,12 +60,18 @@ def _union(intervals: list[tuple[int, int]]) -> int:
     return total + (end - start if end is not None else 0)
 
 
-def calls_of(events: Sequence[Event], module: str | None, repeat: int = 1) -> list[Call]:
+def calls_of(events: Sequence[Event], module: str | None, repeat: int = 1,
+             layout: TraceLayout | None = None) -> list[Call]:
     """One Call per ``run_id`` of the program ``module`` (its HLO module name; None: any), in order.
+    ``layout``: where the trace keeps the instructions (None: a statistic ``hlo_op`` on each op event, as
+    on CPU and GPU); a layout without such a statistic is read by ``device_calls``.
     Where a device's own events (a GPU's kernels, on ``/device:...`` planes) carry instructions, those
     are the times, not the host's annotations of the launches. Events without a ``run_id`` (a trace of
     kernels may not carry it) make one call of all of them, its times divided by ``repeat``: the mean."""
-    mine = [e for e in events if e.stat("hlo_op") is not None
+    if layout is not None and layout.op_stat is None:
+        return device_calls(events, module, layout)
+    key = layout.op_stat if layout is not None else "hlo_op"
+    mine = [e for e in events if e.stat(key) is not None
             and (module is None or e.stat("hlo_module") in (None, module))]
     if any(e.plane.startswith("/device:") for e in mine):
         mine = [e for e in mine if e.plane.startswith("/device:")]
@@ -75,16 +89,7 @@ def calls_of(events: Sequence[Event], module: str | None, repeat: int = 1) -> li
         spans = others.get(run_id, [])
         call = Call(run_id, min(e.start_ns for e in evs + spans), max(e.end_ns for e in evs + spans))
         call.covered_ns = _union([(e.start_ns, e.end_ns) for e in evs])
-        by_line: dict = {}
-        for e in evs:
-            by_line.setdefault((e.plane, e.line), []).append(e)
-        for line_events in by_line.values():  # self times: nested instruction events on one thread
-            line_events.sort(key=lambda e: (e.start_ns, -e.duration_ns))
-            nest = Nesting(line_events)
-            for e in line_events:
-                op = e.stat("hlo_op")
-                call.self_ns[op] = call.self_ns.get(op, 0) + nest.self_ns(e)
-                call.count[op] = call.count.get(op, 0) + 1
+        _add_self_times(call, evs, lambda e: e.stat(key))
         if run_id == "all" and repeat > 1:  # one span over every call: its times as one call's mean
             call.self_ns = {k: v / repeat for k, v in call.self_ns.items()}
             call.count = {k: v / repeat for k, v in call.count.items()}
@@ -92,6 +97,88 @@ def calls_of(events: Sequence[Event], module: str | None, repeat: int = 1) -> li
         out.append(call)
     out.sort(key=lambda c: c.start_ns)
     return out
+
+
+def _add_self_times(call: Call, events: list[Event], name_of) -> None:
+    """Add ``events`` (one call's instruction events) to ``call``'s self times and counts: nested
+    instruction events on one thread or stream, each named by ``name_of(event)``."""
+    by_line: dict = {}
+    for e in events:
+        by_line.setdefault((e.plane, e.line), []).append(e)
+    for line_events in by_line.values():
+        line_events.sort(key=lambda e: (e.start_ns, -e.duration_ns))
+        nest = Nesting(line_events)
+        for e in line_events:
+            op = name_of(e)
+            call.self_ns[op] = call.self_ns.get(op, 0) + nest.self_ns(e)
+            call.count[op] = call.count.get(op, 0) + 1
+
+
+def trace_lines(layout: TraceLayout) -> frozenset[str] | None:
+    """The only lines of a run's trace that ``calls_of`` reads with ``layout`` (``Capture(lines=...)``): its
+    module and op lines where those hold the calls; None (every line) where a statistic names the op events,
+    which sit on the executor's threads, whose names vary."""
+    if layout.op_stat is not None or layout.module_line is None:
+        return None
+    return frozenset((*layout.op_lines, layout.module_line))
+
+
+def instruction_of(name: str) -> str:
+    """The instruction an op event named by its HLO text runs: ``fusion.2`` of ``%fusion.2 = (...) fusion(...)``
+    (a name without `` = `` as it is)."""
+    head, sep, _ = name.partition(" = ")
+    return head.lstrip("%") if sep else name
+
+
+def module_of(name: str) -> str:
+    """The HLO module a module event runs: ``jit_small`` of ``jit_small(18107345416798615936)``."""
+    return name[:name.rfind("(")] if name.endswith(")") and "(" in name else name
+
+
+def device_calls(events: Sequence[Event], module: str | None, layout: TraceLayout) -> list[Call]:
+    """One Call per event of ``layout.module_line`` running ``module`` (None: any), in order: its ``run_id``,
+    its span the call's time; its instructions the events of ``layout.op_lines`` that start inside it on the
+    same device plane (one run_id on several planes: one call over all of them). ``covered_ns``: the union of
+    those events, each cut at the call's end.
+
+    Only the op lines count: the TPU's ``Async XLA Ops`` line holds each asynchronous copy's whole flight,
+    from its ``copy-start`` to its ``copy-done``, named after the start. The core runs other instructions
+    meanwhile; what the core itself spends on the copy (issuing it, waiting for it) is the ``copy-start``
+    and ``copy-done`` events of ``XLA Ops``. Counting the flight too would count the time of the instructions
+    that run beside it twice, the second time under the copy's name."""
+    modules: dict[str, list[Event]] = {}
+    ops: dict[str, list[Event]] = {}
+    for e in events:
+        if e.line == layout.module_line and (module is None or module_of(e.name) == module):
+            modules.setdefault(e.plane, []).append(e)
+        elif e.line in layout.op_lines:
+            ops.setdefault(e.plane, []).append(e)
+    calls: dict = {}
+    spans: dict = {}
+    names: dict[str, str] = {}  # each HLO text's instruction, read once
+
+    def name_of(o: Event) -> str:
+        found = names.get(o.name)
+        return found if found is not None else names.setdefault(o.name, instruction_of(o.name))
+
+    for plane, runs in modules.items():
+        runs.sort(key=lambda m: m.start_ns)
+        starts = [m.start_ns for m in runs]
+        inside: dict[int, list[Event]] = {}
+        for o in ops.get(plane, ()):
+            i = bisect.bisect_right(starts, o.start_ns) - 1
+            if i >= 0 and o.start_ns < runs[i].end_ns:
+                inside.setdefault(i, []).append(o)
+        for i, m in enumerate(runs):
+            run_id = m.stat("run_id", f"{plane} #{i}")
+            call = calls.setdefault(run_id, Call(run_id, m.start_ns, m.end_ns))
+            call.start_ns, call.end_ns = min(call.start_ns, m.start_ns), max(call.end_ns, m.end_ns)
+            its = inside.get(i, [])
+            spans.setdefault(run_id, []).extend((o.start_ns, min(o.end_ns, m.end_ns)) for o in its)
+            _add_self_times(call, its, name_of)
+    for run_id, call in calls.items():
+        call.covered_ns = _union(spans[run_id])
+    return sorted(calls.values(), key=lambda c: c.start_ns)
 
 
 def _installed(path: str) -> bool:
