@@ -71,13 +71,11 @@ _COMMON_OUTPUTS = (
 
 @dataclass(frozen=True)
 class Backend:
-    """One platform's answers. ``platform``: JAX's name ("cpu", "gpu", "tpu"); ``backend_output``: what the
-    stage list calls this backend's own output, in words."""
+    """One platform's answers. ``platform``: JAX's name ("cpu", "gpu", "tpu")."""
 
     platform: str
     dumps: DumpNames
     trace: TraceLayout
-    backend_output: str
     # JAX_PLATFORMS for a child that compiles for this platform (None: the parent's, so a GPU child sees the
     # GPU); every other child is CPU-only
     probe_platforms: str | None = "cpu"
@@ -103,14 +101,14 @@ CPU = Backend(
     DumpNames((BackendOutput(".ir-no-opt.ll", "backend:llvm-ir", "LLVM IR before LLVM's optimizations"),
                BackendOutput(".ir-with-opt.ll", "backend:llvm-ir-opt", "LLVM IR after LLVM's optimizations"),
                *_COMMON_OUTPUTS)),
-    TraceLayout(), "LLVM IR")
+    TraceLayout())
 GPU = Backend(
     "gpu",
     DumpNames((BackendOutput(".ir-no-opt.ll", "backend:llvm-ir", "LLVM IR before LLVM's optimizations"),
                BackendOutput(".ir-with-opt.ll", "backend:llvm-ir-opt", "LLVM IR after LLVM's optimizations"),
                BackendOutput(".ptx", "backend:ptx", "PTX for the GPU kernels"),
                *_COMMON_OUTPUTS)),
-    TraceLayout(), "LLVM IR and PTX", probe_platforms=None, aliases=("cuda", "rocm"))
+    TraceLayout(), probe_platforms=None, aliases=("cuda", "rocm"))
 # libtpu allows one process to hold the chip; ALLOW_MULTIPLE_LIBTPU_LOAD lets a child load libtpu anyway to
 # compile for a compile-only topology (measured on a v5e: the parent computes on the chip meanwhile)
 TPU = Backend(
@@ -119,7 +117,6 @@ TPU = Backend(
                BackendOutput(".after_codegen.txt", "backend:after-codegen", "the HLO module as the TPU's code generator left it"))),
     TraceLayout(op_stat=None, op_lines=("XLA Ops",), module_line="XLA Modules", compile_event="PJRT_Client_Compile",
                 backend_event="XLA::TPU run backend"),
-    "the TPU's LLO (libtpu's start-up flags; see the TPU notes)",
     extra_child_env=(("ALLOW_MULTIPLE_LIBTPU_LOAD", "1"),), float64_platform="cpu")
 
 _BACKENDS = (CPU, GPU, TPU)
@@ -131,7 +128,7 @@ def backend_for(platform: str) -> Backend:
     for b in _BACKENDS:
         if platform == b.platform or platform in b.aliases:
             return b
-    return Backend(platform, CPU.dumps, CPU.trace, "unknown")
+    return Backend(platform, CPU.dumps, CPU.trace)
 
 
 def platform_of(device: str) -> str:
