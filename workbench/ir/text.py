@@ -417,9 +417,14 @@ _HOST_CALLBACK = re.compile(r"custom_call\s*@(?:xla_ffi_python_(?:cpu|gpu)_callb
 
 
 def host_callback_count(text: str) -> int:
-    """How many host-callback custom calls ``text`` holds: a module with any cannot run from its
-    text alone (it would call into Python functions that are not there)."""
-    return len(_HOST_CALLBACK.findall(text)) if "_callback" in text else 0
+    """How many host callbacks ``text`` holds: a module with any cannot run from its text alone (it would
+    call into Python functions that are not there). On the CPU and GPU a callback is a custom call; on a
+    TPU it is a chain of send and receive ops with the host, each receive naming its rendezvous: each of
+    those counts (a callback with several results counts as many)."""
+    count = len(_HOST_CALLBACK.findall(text)) if "_callback" in text else 0
+    if "_xla_host_transfer_rendezvous" in text:
+        count += sum(1 for line in text.splitlines() if "_xla_host_transfer_rendezvous" in line and "recv" in line)
+    return count
 
 
 _CUSTOM_CALL = re.compile(r"custom_call\s*@([\w.$-]+)|custom_call_target=\"([^\"]+)\"")

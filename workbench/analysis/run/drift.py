@@ -221,8 +221,19 @@ class _Search:
         threads, side by side, they took as long on two cores: XLA's CPU compile already spreads its code
         generation.)"""
         devices = (self.device, self.reference_device, float64_device(self.reference_device))
-        return [tap_program(self.ex, label, text, avals, devices[i], xla_options=options)
+        return [self._tap(label, text, avals, devices[i], options, self.reference_device)
                 for i, (label, text, avals, options) in enumerate(jobs)]
+
+    def _tap(self, label: str, text: str, avals, device: str, options, fallback: str):
+        """``tap_program`` for ``device``; where that is another platform than the reference's and the module
+        does not compile there (a TPU program's host callbacks are send/recv ops the CPU does not have),
+        for ``fallback``."""
+        try:
+            return tap_program(self.ex, label, text, avals, device, xla_options=options)
+        except WorkbenchError:
+            if device == fallback:
+                raise
+            return tap_program(self.ex, label, text, avals, fallback, xla_options=options)
 
     def _call(self, program, args=None) -> list:
         self.runs += 1

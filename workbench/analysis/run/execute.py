@@ -297,6 +297,10 @@ def _timed(stage, device: str, repeat: int, compile_it, around=None, hint: str =
     except WorkbenchError:
         raise
     except Exception as e:
+        if "host callback" in str(e):
+            hint += (" (the module's host callbacks -- jax.debug.print, io_callback, eqx.error_if -- no longer "
+                     "match the Python functions JAX registered when it lowered the program: a pass rewrote them; "
+                     "an earlier stage may run)")
         raise WorkbenchError(f"stage {stage.name!r} did not run on {device}: {_said(e)}{hint}") from None
     return outputs, Timing(tuple(times))
 
