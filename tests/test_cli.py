@@ -43,7 +43,7 @@ def test_default_is_a_report_on_a_builtin_example(run):
     assert "enzyme-hlo-patterns#1" in r.stdout and "Final MLIR stage" in r.stdout
     assert "stablehlo.dot_general" in r.stdout
     # the header counts the stages the table below it shows
-    header = re.match(r"# Exploration\('fn', pipeline='all', (\d+) stages: (\d+) trace/MLIR \+ (\d+) XLA/backend\)\n\n",
+    header = re.match(r"# Exploration\('fn', pipeline='all', device='\w+:\d+', (\d+) stages: (\d+) trace/MLIR \+ (\d+) XLA/backend\)\n\n",
                       r.stdout)
     assert header, r.stdout[:300]
     total, early, late = map(int, header.groups())
