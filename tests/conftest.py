@@ -456,34 +456,30 @@ def dask_client():
         cluster.close()
 
 
-@pytest.fixture(scope="session")
-def gpu():
-    """The first GPU JAX sees; the test is skipped where there is none."""
+def _first_device(platform: str, why_none: str):
+    """The first device of ``platform`` JAX sees; the test is skipped, saying ``why_none``, where there is none."""
     import jax
 
     try:
-        gpus = jax.devices("gpu")
+        found = jax.devices(platform)
     except RuntimeError:
-        gpus = []
-    if not gpus:
-        pytest.skip("no GPU here: jax.devices('gpu') finds none (jaxlib without CUDA, or no device); these tests "
-                    "run on a machine with one")
-    return gpus[0]
+        found = []
+    if not found:
+        pytest.skip(f"no {platform.upper()} here: jax.devices({platform!r}) finds none; {why_none}")
+    return found[0]
+
+
+@pytest.fixture(scope="session")
+def gpu():
+    """The first GPU JAX sees; the test is skipped where there is none."""
+    return _first_device("gpu", "jaxlib without CUDA, or no device; these tests run on a machine with one")
 
 
 @pytest.fixture(scope="session")
 def tpu():
     """The first TPU JAX sees; the test is skipped where there is none."""
-    import jax
-
-    try:
-        tpus = jax.devices("tpu")
-    except RuntimeError:
-        tpus = []
-    if not tpus:
-        pytest.skip("no TPU here: jax.devices('tpu') finds none; these tests run on the TPU machine "
-                    "(../shared/device/README.md), and tests/fixtures/tpu test the TPU's readers everywhere")
-    return tpus[0]
+    return _first_device("tpu", "these tests run on the TPU machine (../shared/device/README.md), and "
+                                "tests/fixtures/tpu test the TPU's readers everywhere")
 
 
 # -- the command, in this process -------------------------------------------------------------------------
