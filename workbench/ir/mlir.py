@@ -13,7 +13,8 @@ import re
 from ..errors import ModuleParseError
 from .text import skip_string
 
-__all__ = ["parse_module", "side_by_side_modules", "strip_enzymexla_attributes", "ModuleParseError"]
+__all__ = ["parse_module", "side_by_side_modules", "strip_enzymexla_attributes", "ModuleParseError", "OpaqueAttribute",
+           "attribute", "attribute_items", "attribute_names"]
 
 
 def parse_module(text: str, *, allow_unregistered: bool = True):
@@ -120,3 +121,52 @@ def strip_enzymexla_attributes(text: str) -> str:
         pos = end
     pieces.append(text[pos:])
     return "".join(pieces)
+
+
+class OpaqueAttribute:
+    """An attribute jaxlib's Python bindings cannot hand over (a ``DenseElementsAttr`` of complex numbers:
+    "Can't cast unknown element type DenseTypedElementsAttr"; through ``NamedAttribute.attr`` that error is
+    raised inside a C++ property and aborts the process), held as the text MLIR prints for it."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"OpaqueAttribute({self.text[:60]!r})"
+
+
+def attribute(op, name: str):
+    """``op``'s attribute ``name`` (None where it has none), or an ``OpaqueAttribute`` with its text where the
+    bindings cannot cast it. Every read of an attribute whose kind is not known beforehand goes through here."""
+    op = op.operation
+    if name not in op.attributes:
+        return None
+    try:
+        return op.attributes[name]
+    except TypeError:  # raised by __getitem__ (not inside a property): the attribute's text instead
+        return OpaqueAttribute(_attribute_text(op, name))
+
+
+def attribute_names(op) -> list[str]:
+    """The names of ``op``'s attributes, in order (a name is always safe to read; a value may not be)."""
+    attrs = op.operation.attributes
+    return [attrs[i].name for i in range(len(attrs))]
+
+
+def attribute_items(op) -> list[tuple[str, object]]:
+    """(name, ``attribute(op, name)``) of each of ``op``'s attributes, never through ``NamedAttribute.attr``."""
+    return [(name, attribute(op, name)) for name in attribute_names(op)]
+
+
+def _attribute_text(op, name: str) -> str:
+    """The text of ``op``'s attribute ``name`` as MLIR's generic form prints it (``<{name = ...}>``)."""
+    text = op.get_asm(print_generic_op_form=True)
+    at = text.find(f"{name} = ")
+    if at < 0:
+        return ""
+    start = at + len(name) + 3
+    return text[start:_value_end(text, at + len(name))].strip()
+

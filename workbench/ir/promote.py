@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from ..errors import ModuleParseError
 from .dtypes import element_type_named, float_with_mantissa, machine_eps
+from .mlir import OpaqueAttribute, attribute, attribute_names
 
 __all__ = ["Promotion", "promote_to_f64", "computed_in", "HOST_CALLBACK_TARGETS"]
 
@@ -97,8 +98,8 @@ def _ops(block):
 def _target(op) -> str:
     from jaxlib.mlir import ir
 
-    attr = op.attributes["call_target_name"] if "call_target_name" in op.attributes else None
-    return ir.StringAttr(attr).value if attr is not None else ""
+    attr = attribute(op, "call_target_name")
+    return ir.StringAttr(attr).value if attr is not None and not isinstance(attr, OpaqueAttribute) else ""
 
 
 def _why_not(module) -> str:
@@ -122,11 +123,12 @@ def _why_not(module) -> str:
             return "it draws floating-point random numbers with stablehlo.rng, and in float64 it would draw others"
         elif name.split(".", 1)[0] not in _DIALECTS and name != "builtin.module":
             return f"it holds {name}, and the promotion knows StableHLO, CHLO, func and Shardy ops only"
-        for key in op.attributes:
-            attr = op.attributes[key]
+        for key in attribute_names(op):
             if name == "func.func" and key == "function_type" or name == "stablehlo.constant" and key == "value":
                 continue
-            if isinstance(attr, ir.TypeAttr) or (isinstance(attr, ir.DenseElementsAttr) and _is_float(attr.type, ir)):
+            attr = attribute(op, key)
+            if isinstance(attr, OpaqueAttribute) or isinstance(attr, ir.TypeAttr) or (
+                    isinstance(attr, ir.DenseElementsAttr) and _is_float(attr.type, ir)):
                 return f"{name} holds a floating type in its attribute {key!r}, which the promotion does not rewrite"
     if not narrow:
         return "it computes in float64 throughout (or in no floating type), so there is no wider type to promote it to"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..errors import ModuleParseError, WorkbenchError
 from .dtypes import element_dtype
 from .locations import op_tag
-from .mlir import parse_module
+from .mlir import attribute, parse_module
 
 __all__ = ["TapPoint", "Tappable", "Value", "tappable", "tapped", "value_bytes", "value_shape"]
 
@@ -94,7 +94,8 @@ def tappable(text: str) -> Tappable:
                 continue
             for r, value in enumerate(op.results):
                 where[value] = ("op", k, r)
-            value = str(op.attributes["value"]) if op.name == "stablehlo.constant" and "value" in op.attributes else ""
+            found = attribute(op, "value") if op.name == "stablehlo.constant" else None
+            value = str(found) if found is not None else ""
             points.append(TapPoint(k, op.name, tuple(str(v.type) for v in op.results), operands,
                                    op_tag(str(op.location)), len(op.regions) > 0, value))
         text_out = module.operation.get_asm(enable_debug_info=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from jaxlib.mlir import ir
 
+from ...ir.mlir import attribute
+
 __all__ = ["trip_count"]
 
 def _constant_int(value: ir.Value) -> int | None:
@@ -17,7 +19,7 @@ def _constant_int(value: ir.Value) -> int | None:
     owner = value.owner.operation
     if owner.name != "stablehlo.constant":
         return None
-    attr = owner.attributes["value"]
+    attr = attribute(owner, "value")  # a complex constant is opaque to the bindings: not a trip count
     if isinstance(attr, ir.IntegerAttr):
         return ir.IntegerAttr(attr).value
     if not isinstance(attr, ir.DenseIntElementsAttr):

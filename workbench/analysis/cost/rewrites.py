@@ -35,6 +35,7 @@ from types import MappingProxyType
 from jaxlib.mlir import ir
 
 from .rules import ELEMENTWISE, TRANSCENDENTAL
+from ...ir.mlir import attribute_items
 from .tensors import attribute, int_list, nested_ops, static_tensor
 from .work import WorkCounter
 
@@ -97,7 +98,7 @@ class Imported:
 
 
 def _constant_splat(op: ir.Operation, keys: _Keys) -> _Splat | None:
-    attr = op.attributes["value"]
+    attr = attribute(op, "value")  # a complex constant is opaque to the bindings: not a splat known here
     if not isinstance(attr, ir.DenseElementsAttr) or not attr.is_splat:
         return None
     element = attr.get_splat_value()
@@ -176,7 +177,7 @@ def import_rewrites(func: ir.Operation, work: WorkCounter) -> Imported:
             if short == "concatenate" or any(s is None for s in inputs):
                 splats[op.results[0]] = None
                 continue
-            attrs = ";".join(f"{name}={op.attributes[name]}" for name in op.attributes)
+            attrs = ";".join(f"{name}={attr}" for name, attr in attribute_items(op))
             key = keys.of(op.name, attrs, str(op.results[0].type), *(s.key for s in inputs if s is not None))
             value = inputs[0].value if short in _VALUE_PRESERVING and inputs[0] else None
             splats[op.results[0]] = _Splat(key, value)

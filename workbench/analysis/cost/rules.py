@@ -45,6 +45,7 @@ from collections.abc import Mapping
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
+from ...ir.mlir import attribute_items
 from .tensors import (TUPLE_POINTER_BYTES, attribute, element_count, int_attribute, int_list, static_tensor,
                       total_bytes)
 from .work import WorkCounter
@@ -347,7 +348,7 @@ def _chlo_cost(op: ir.Operation) -> Cost:
     in_types = ", ".join(str(v.type) for v in op.operands)
     out_types = ", ".join(str(r.type) for r in op.results)
     results = ", ".join(f"%r#{i}" for i in range(len(op.results)))
-    attrs = ", ".join(f"{name} = {op.attributes[name]}" for name in op.attributes)
+    attrs = ", ".join(f"{name} = {attr}" for name, attr in attribute_items(op))
     text = (
         f"func.func public @main({args}) -> ({out_types}) {{\n"
         f'  %r:{len(op.results)} = "{op.name}"({names}) {{{attrs}}} : ({in_types}) -> ({out_types})\n'

@@ -11,6 +11,8 @@ from collections.abc import Iterator, Sequence
 
 from jaxlib.mlir import ir
 
+from ...ir.mlir import attribute  # every read of an attribute by name: safe for complex constants
+
 __all__ = [
     "TUPLE_POINTER_BYTES",
     "Tensor",
@@ -78,10 +80,6 @@ def total_bytes(values: Sequence[ir.Value]) -> int | None:
 def element_count(value: ir.Value) -> int | None:
     t = static_tensor(value.type)
     return None if t is None else t.elements
-
-
-def attribute(op: ir.Operation, name: str) -> ir.Attribute | None:
-    return op.attributes[name] if name in op.attributes else None
 
 
 def int_list(attr: ir.Attribute | None) -> list[int]:

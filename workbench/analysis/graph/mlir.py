@@ -8,6 +8,7 @@ import itertools
 from collections import Counter
 
 from ...ir.locations import fast_name_stack, read_location
+from ...ir.mlir import OpaqueAttribute, attribute, attribute_items
 from ...ir.text import comparison_direction, unranked_element_type
 from .model import MAX_CALL_EDGES, MAX_TOOLTIP_CHARS, Cluster, Dataflow, Edge, Function, Item, Node, clip, many_callers
 
@@ -74,6 +75,12 @@ def _is_dense(attr) -> bool:
 def _attr_texts(attr) -> tuple[str, str]:
     """Text that identifies an attribute, and text that shows it, without printing a large constant's
     payload."""
+    if isinstance(attr, OpaqueAttribute):  # a complex constant: its text, its payload hashed when long
+        text = attr.text
+        if len(text) <= 200:
+            return text, text
+        kind = text[text.rfind(" : ") + 3:] if " : " in text else ""
+        return f"dense#{hashlib.sha1(text.encode()).hexdigest()} : {kind}", f"dense<\u2026> : {kind}"
     if _is_dense(attr) and not attr.is_splat and (_elements(attr) or 0) > 16:
         import numpy as np
 
@@ -99,11 +106,14 @@ def _scalar_text(attr) -> str:
 
 def _constant_label(op, result_types: list[str]) -> list[str]:
     """``constant 2.5`` for a splat, ``constant [1, 2, 3]`` for a few elements, else the type only."""
-    attrs = op.operation.attributes
     head = _short_name(_op_name(op))
-    value = attrs["value"] if "value" in attrs else None
+    value = attribute(op, "value")
     if value is None:
         return [head, *result_types]
+    if isinstance(value, OpaqueAttribute):  # complex: its elements shown as printed when they are few
+        shown = value.text
+        shown = shown[len("dense<"): shown.rfind(">")] if shown.startswith("dense<") else shown
+        return [f"{head} {clip(shown, 32)}" if len(value.text) <= 200 else head, *result_types]
     n = _elements(value)  # None for a scalar attribute (arith.constant 1.0 : f32)
     if _is_dense(value) and value.is_splat:
         head = f"{head} {_scalar_text(value.get_splat_value())}"
@@ -258,8 +268,7 @@ class MlirReader:
         results = list(op.results)
         types = [self._type(r.type) for r in results]
         result_types = [label for _, label in types]
-        attrs = op.attributes
-        attr_items = [(attrs[i].name, _attr_texts(attrs[i].attr)) for i in range(len(attrs))]
+        attr_items = [(name, _attr_texts(attr)) for name, attr in attribute_items(op)]
         for k, r in enumerate(results):
             self._defs[r] = (nid, f"#{k}" if len(results) > 1 else "", (short, k, types[k][0]))
         operands = list(op.operands)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from ...ir.mlir import parse_module
+from ...ir.mlir import attribute, parse_module
 from ...ir.ops import op_counts
 from ...ir.text import function_references, strip_locations
 
@@ -148,7 +148,7 @@ def _is_zero_constant(op) -> bool:
     if op.name != "stablehlo.constant" or len(op.results) != 1:
         return False
     zero = _zero(op.results[0].type)
-    return zero is not None and str(op.attributes["value"]) == str(zero)
+    return zero is not None and str(attribute(op, "value")) == str(zero)
 
 
 def _pure(op, impure_funcs: set[str]) -> bool:
