@@ -159,6 +159,16 @@ def main(out: str) -> None:
 
     from workbench.analysis.profile.capture import Capture
 
+    def kept(c, name: str, shown: int) -> dict:
+        """Write capture ``c``'s trace as fixture ``name``; its size and, per plane and line, its events."""
+        with open(os.path.join(fixtures, name), "wb") as fh:
+            fh.write(c.trace or b"")
+        lines: dict = {}
+        for e in c.events:
+            lines.setdefault(f"{e.plane} | {e.line}", []).append(e.name[:120])
+        return {"events": len(c.events), "bytes": len(c.trace or b""),
+                "lines": {k: [len(v), v[:shown]] for k, v in lines.items()}}
+
     @step("run_trace")
     def _():
         f = jax.jit(small)
@@ -166,13 +176,7 @@ def main(out: str) -> None:
         with Capture() as c:
             for _ in range(3):
                 jax.block_until_ready(f(*args))
-        with open(os.path.join(fixtures, "run.xplane.pb"), "wb") as fh:
-            fh.write(c.trace or b"")
-        planes = {}
-        for e in c.events:
-            planes.setdefault(f"{e.plane} | {e.line}", []).append(e.name[:120])
-        return {"events": len(c.events), "bytes": len(c.trace or b""),
-                "lines": {k: [len(v), v[:6]] for k, v in planes.items()},
+        return {**kept(c, "run.xplane.pb", 6),
                 "stats_examples": [[e.plane, e.line, e.name[:100], [list(s) for s in e.stats][:12]]
                                    for e in c.events if e.plane.startswith("/device")][:40]}
 
@@ -183,13 +187,7 @@ def main(out: str) -> None:
         with Capture() as c:
             lowered.compile(compiler_options={"xla_dump_to": d, "xla_dump_hlo_pass_re": ".*",
                                               "xla_dump_hlo_as_text": True})
-        with open(os.path.join(fixtures, "compile.xplane.pb"), "wb") as fh:
-            fh.write(c.trace or b"")
-        lines = {}
-        for e in c.events:
-            lines.setdefault(f"{e.plane} | {e.line}", []).append(e.name[:80])
-        return {"events": len(c.events), "bytes": len(c.trace or b""),
-                "lines": {k: [len(v), v[:10]] for k, v in lines.items()},
+        return {**kept(c, "compile.xplane.pb", 10),
                 "module_stat_events": [[e.line, e.name, [list(s) for s in e.stats]] for e in c.events
                                        if any(k == "module" for k, _ in e.stats)][:30]}
 

@@ -20,7 +20,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ...backends.peaks import GPU_PEAKS, TPU_PEAKS, DevicePeak
-from ...errors import UnknownPeakError
+from ...errors import UnknownNameError, UnknownPeakError
 from .model import ModuleCost
 
 __all__ = ["PEAKS", "DevicePeak", "Roofline", "collective_seconds", "cpu_peak", "peak_of", "roofline"]
@@ -167,15 +167,12 @@ def _peak(device: str) -> DevicePeak:
 
 
 def _peak_of_device(device: str) -> DevicePeak | None:
-    import jax
+    from ...pipeline.trace import resolve_device
 
-    platform, _, idx = device.partition(":")
     try:
-        devices = jax.devices(platform)
-    except RuntimeError:  # no such platform here
+        return peak_of(resolve_device(device))
+    except UnknownNameError:  # no such device here
         return None
-    chosen = next((d for d in devices if str(d.id) == idx), devices[0] if not idx else None)
-    return peak_of(chosen) if chosen is not None else None
 
 
 def collective_seconds(collective_bytes: int | None, device: str) -> float:
