@@ -231,13 +231,12 @@ def lower_exported(exported, device, shardings=None) -> jax.stages.Lowered:
 
 
 def platform_of_lowered(lowered) -> str:
-    """The platform ``lowered`` (a ``jax.stages.Lowered``) compiles for, whose dump names its compile writes:
-    the backend JAX lowered it for (JAX keeps it privately: no public attribute of a ``Lowered`` names it),
-    else JAX's default backend."""
-    try:
-        return lowered._lowering.compile_args["backend"].platform
-    except (AttributeError, KeyError, TypeError):  # a JAX that moved it
-        return jax.default_backend()
+    """The platform ``lowered`` (a ``jax.stages.Lowered``) compiles for, whose dump names its compile writes
+    (``program.platforms``: the one JAX lowered it for), else JAX's default backend."""
+    from .program import platforms
+
+    found = platforms(lowered)
+    return found[0] if found else jax.default_backend()
 
 
 def _compile_here(lowered, compiler_options: dict) -> tuple[float, Future]:
