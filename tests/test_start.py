@@ -41,10 +41,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_lab_starts_jupyterlab_without_a_terminal_with_the_users_arguments_and_as_root():
-    _ready()
-    port, token = _free_port(), "start-sh-test"
-    proc = subprocess.Popen(["bash", START, "--lab", f"--port={port}", f"--IdentityProvider.token={token}"],
+def _lab_answers(args: list[str], port: int, token: str) -> str:
+    """Run ``start.sh --lab ARGS``, wait until JupyterLab answers on 127.0.0.1:``port``, stop it; its output."""
+    proc = subprocess.Popen(["bash", START, "--lab", *args, f"--IdentityProvider.token={token}"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     try:
@@ -56,10 +55,46 @@ def test_lab_starts_jupyterlab_without_a_terminal_with_the_users_arguments_and_a
                     break
             except OSError:
                 time.sleep(1)
-        assert answer == 200, f"JupyterLab did not answer on port {port} (exit {proc.poll()})"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
         log = proc.communicate(timeout=60)[0]
+    assert answer == 200, f"JupyterLab did not answer on port {port} (exit {proc.poll()}):\n{log[-3000:]}"
+    return log
+
+
+def test_lab_starts_jupyterlab_without_a_terminal_with_the_users_arguments_and_as_root():
+    _ready()
+    port = _free_port()
+    log = _lab_answers([f"--port={port}"], port, "start-sh-test")
     assert "no terminal" not in log  # --lab was asked for: no report
     if os.geteuid() == 0:
         assert "[start] running as root: JupyterLab gets --allow-root" in log
+
+
+@pytest.mark.parametrize("form", ["--ip=ADDR --port=PORT", "--ip ADDR --port PORT"])
+def test_the_users_ip_replaces_the_default_in_either_form(form):
+    """The README's ``scripts/start.sh --lab --ip=0.0.0.0 --port=8899``: the user's address is the one
+    JupyterLab gets (it refused two: "ip only accepts one value, got 2"), written with ``=`` or not."""
+    _ready()
+    port = _free_port()
+    args = form.replace("ADDR", "127.0.0.1").replace("PORT", str(port)).split()
+    log = _lab_answers(args, port, "start-sh-ip")
+    assert "only accepts one value" not in log
+
+
+def test_help_prints_the_usage_and_sets_nothing_up(tmp_path):
+    """``--help`` (and ``-h``) print the script's header and exit 0 before any set-up: run from a copy of the
+    script in a folder with no scripts/setup.sh and no .venv, set-up would fail, and nothing is started."""
+    (tmp_path / "scripts").mkdir()
+    copy = tmp_path / "scripts" / "start.sh"
+    copy.write_text(pathlib.Path(START).read_text())
+    for flag in ("--help", "-h"):
+        out = subprocess.run(["bash", str(copy), "--lab", flag], stdin=subprocess.DEVNULL, capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("Set up, then run the main job"), out.stdout
+        assert "scripts/start.sh --lab [ARGS]" in out.stdout and "--ip" in out.stdout
+        assert "#" not in out.stdout.splitlines()[0] and "set -euo" not in out.stdout
+        assert "[setup]" not in out.stdout + out.stderr and "[start]" not in out.stdout + out.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["scripts", "start.sh"]  # nothing was made
