@@ -207,6 +207,14 @@ def test_run_passes_the_numeric_check_and_matches_the_program(name):
         assert own.passed, own
 
 
+# Programs whose last MLIR stage keeps fewer than three values with a counterpart in stablehlo, and why.
+FEW_COUNTERPARTS = {
+    # interpret mode lowers the kernel's body into a one-trip while loop; the patterns unroll it and fold the
+    # sum of squares into a dot_general, so only the output has a counterpart outside the loop
+    "pallas_interpret": 1,
+}
+
+
 @pytest.mark.parametrize("name", names())
 def test_drift_finds_no_drift_where_the_check_passes(name):
     """Where the last MLIR stage passes its check, ex.drift reports no op: values a rewrite computes otherwise
@@ -214,7 +222,7 @@ def test_drift_finds_no_drift_where_the_check_passes(name):
     ex = explored(name)
     d = run_or_skip(ex.drift)
     assert not d.found and not d.outputs_drift, d.summary()
-    assert d.compared >= min(3, d.ops) and d.runs <= 2 * max(1, d.ops).bit_length() + 4
+    assert d.compared >= min(FEW_COUNTERPARTS.get(name, 3), d.ops) and d.runs <= 2 * max(1, d.ops).bit_length() + 4
 
 
 @pytest.mark.slow

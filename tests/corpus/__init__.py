@@ -1,6 +1,7 @@
 """A corpus of real programs written with the libraries people compile with jax.jit: Flax (NNX and
-linen), Equinox, Diffrax, Optax, and JAX's own features that real code leans on (remat, scans, bf16,
-linear algebra, attention, host callbacks, donation).
+linen), Equinox, Diffrax, Optax, dm-haiku, and JAX's own features that real code leans on (remat, scans, bf16,
+linear algebra, attention, host callbacks, donation, FFTs with complex constants, sparse arrays, custom
+derivative rules, Pallas in interpret mode).
 
 ``PROGRAMS`` is the registry; each entry's ``build()`` returns the function exactly as a user would
 pass it to ``wb.explore`` (an ``nnx.jit`` step, an ``eqx.filter_jit`` function, a ``jax.jit`` one,
@@ -10,7 +11,8 @@ default pipeline takes seconds on a CPU. ``tests/test_corpus.py`` runs them thro
 """
 from __future__ import annotations
 
-from . import diffrax_programs, equinox_programs, flax_programs, jax_programs, optax_programs
+from . import (diffrax_programs, equinox_programs, flax_programs, haiku_programs, jax_programs, numerics_programs,
+               optax_programs)
 from .program import Instance, Program
 
 __all__ = ["Instance", "Program", "PROGRAMS", "program", "names"]
@@ -53,6 +55,21 @@ PROGRAMS: tuple[Program, ...] = (
     Program("donated_step", jax_programs.donated_step, "jax.jit",
             "an SGD step jitted with donate_argnums=(0,): the parameters' buffers alias the outputs "
             "(tf.aliasing_output in StableHLO)"),
+    Program("spectral_burgers", numerics_programs.spectral_burgers, "jax.jit",
+            "a pseudo-spectral viscous Burgers solver: FFTs with complex constants (1j * k), four right-hand sides "
+            "per Runge-Kutta step in a lax.fori_loop of 20 steps"),
+    Program("bcoo_matvec", numerics_programs.bcoo_matvec, "jax.jit",
+            "jax.experimental.sparse: a BCOO matrix (a pytree of data and indices) times a vector inside a loss, "
+            "and its gradient: gathers and a scatter-add"),
+    Program("custom_rules", numerics_programs.custom_rules, "jax.jit",
+            "a loss with a jax.custom_vjp (gradient clipping) and a jax.custom_jvp (a stable softplus), and its "
+            "value_and_grad"),
+    Program("pallas_interpret", numerics_programs.pallas_interpret, "jax.jit",
+            "a Pallas kernel run by pallas_call(..., interpret=True), as a kernel writer tries one on a CPU: the "
+            "kernel's body is lowered as ordinary HLO"),
+    Program("haiku_resnet", haiku_programs.haiku_resnet, "jax.jit",
+            "dm-haiku residual conv net with BatchNorm (transform_with_state: batch statistics as state), one "
+            "Optax SGD-with-momentum step"),
 )
 
 
