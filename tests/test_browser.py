@@ -150,15 +150,11 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
         panel.locator(".wbg svg, .wbg-msg:has-text('not available')").first.wait_for(timeout=60_000)
         shots(panel, "panel_graph")
 
-        # which patterns apply to stablehlo: a progress indicator while the scan runs, then the list
+        # which patterns apply to stablehlo: the list once the scan ends. A progress bar shows while a long scan
+        # runs (tests/test_progress.py), but this one can end in a tenth of a second, before any bar is drawn:
+        # wait for the state the click leads to, never for a transient one on the way
         tab(panel, "Analyze")
         panel.locator("button.widget-button:visible", has_text="Find applicable patterns").click()
-        try:
-            panel.locator(".wb-running progress").wait_for(timeout=30_000)
-        except Exception as e:  # seen twice under the whole suite's load: say what the panel showed instead
-            raise AssertionError(f"no progress bar 30 s after the click; the status line read "
-                                 f"{panel.locator('.wb-status').all_inner_texts()!r}, the tab "
-                                 f"{panel.locator('.wb-result').all_inner_texts()!r}") from e
         panel.locator(".wb-result", has_text="patterns change").wait_for(timeout=180_000)
         assert "dot_transpose" in panel.locator(".wb-result", has_text="patterns change").inner_text()
         shots(panel, "panel_analyze")

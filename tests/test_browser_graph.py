@@ -214,10 +214,12 @@ def test_the_graph_tab_opens_a_big_stages_groups_and_goes_back_without_the_kerne
         assert view.evaluate("el => el.dataset.group") == ""
         assert len(view.evaluate(boxes)) > 24
         # opening them again comes from the browser as well; an op's box, not a group's, focuses its neighbourhood
-        view.locator('g[id="wbg-group:block_3"]').click()
-        assert view.evaluate("el => el.dataset.group") == "block_3"
-        view.locator('g[id="wbg-group:block_3/attn"]').click()
-        assert view.evaluate("el => el.dataset.group") == "block_3/attn"
+        # (each click redraws: wait for the level it opens before clicking inside it, and check that the kernel
+        # was not asked -- no 'opening' mark -- rather than reading the group in the same instant as the click)
+        for group in ("block_3", "block_3/attn"):
+            view.locator(f'g[id="wbg-group:{group}"]').click()
+            page.wait_for_function(f"document.querySelector('.wbg').dataset.group === '{group}'", timeout=10_000)
+            assert "opening" not in view.evaluate("el => Object.keys(el.dataset)")
         view.locator(".wbg-view g.node:not(.wbg-group):not(.wbg-port)", has_text="dot_general").first.click()
         page.wait_for_function("(d => +d.shown < +d.nodes)(document.querySelector('.wbg').dataset)")
     finally:

@@ -174,6 +174,7 @@ function render({ model, el }) {
   const levels = new Map(); // group path -> the SVG text of its level, as shown here (until a new drawing)
   let shownText = null; // the SVG text on display
   let shownGroup = "";
+  let asked = null; // the group of the last click Python has not answered yet
   const crumbs = $(".wbg-crumbs");
 
   function moveAttr(elm, key, value) {
@@ -307,6 +308,7 @@ function render({ model, el }) {
   // Open a group: at once from the levels kept here, else when Python sends its SVG.
   function openGroup(path) {
     if (!model.get("openable")) return;
+    asked = path;
     const kept = levels.get(path);
     if (kept !== undefined) show(kept, path, "");
     else {
@@ -319,6 +321,12 @@ function render({ model, el }) {
   function load() {
     const message = model.get("message");
     const text = model.get("svg");
+    // Python answers each click in turn: a level drawn for an earlier click, arriving after the user went on
+    // to another, is not shown over it (the answer to the last click follows)
+    if (asked !== null) {
+      if (model.get("level") === asked) asked = null;
+      else if (!message) return;
+    }
     if (!message && text && text === shownText) {
       shownGroup = model.get("level");
       levels.set(shownGroup, text);
@@ -527,7 +535,10 @@ function render({ model, el }) {
   model.on("change:message", reload);
   model.on("change:level", reload);
   model.on("change:openable", () => (reload.queued ? null : showCrumbs()));
-  model.on("change:drawing", () => levels.clear());
+  model.on("change:drawing", () => {
+    levels.clear();
+    asked = null;
+  });
   model.on("change:focus", () => (reload.queued ? null : applyFocus()));
   model.on("change:hops", () => {
     hopsInput.value = model.get("hops");
