@@ -158,6 +158,16 @@ class SavedFileError(WorkbenchError, ValueError):
         super().__init__(f"{self.path}: {message}")
 
 
+class ReportFileError(WorkbenchError, OSError):
+    """A report (``ex.report``, a diff page) that could not be written at ``path``, in words: the path
+    holds a FIFO, a device or a folder, its folder is missing or not writable, or the disk filled.
+    Whatever was at ``path`` is as it was, and no temporary file is left beside it."""
+
+    def __init__(self, path, message: str):
+        self.path = str(path)
+        super().__init__(f"{self.path}: {message}")
+
+
 class ReproducerError(WorkbenchError, ValueError):
     """A reproducer folder that cannot be written as asked: a predicate without a standalone form
     (a custom function rather than one of the built-in predicates), a stage that is not an MLIR

@@ -6,7 +6,8 @@ become numbers and lists, tuples lists, dataclasses dicts of their fields, and a
 refused with the path of the field that holds it (so a save says which field it could not write,
 not only that one exists). ``table_json`` does the same for a DataFrame, cell by cell.
 ``write_replacing`` writes a file whole or not at all: into a temporary file beside it, renamed
-over it at the end, so a crash mid-write leaves the old file as it was.
+over it at the end, so a crash mid-write leaves the old file as it was; through a symbolic link to the
+file it leads to, and never over a folder, a FIFO, a device or a socket (``WriteFailed`` says so).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-__all__ = ["plain_json", "json_text", "table_json", "write_replacing"]
+__all__ = ["WriteFailed", "plain_json", "json_text", "table_json", "target_of", "write_replacing"]
 
 
 def plain_json(value: Any, where: str = "", allow_nan: bool = True) -> Any:
@@ -98,27 +99,80 @@ def table_json(df, where: str = "table") -> dict | None:
                                          for r, row in enumerate(df.itertuples(index=False))]}
 
 
-def write_replacing(path: Path, write: Callable[[BinaryIO], None], mode: int | None = None,
-                    cannot_open: Callable[[OSError], BaseException] | None = None) -> Path:
+class WriteFailed(OSError):
+    """What ``write_replacing`` could not do, in words: ``path`` is the path it was given (never its
+    temporary file), ``reason`` says what failed (``it is a FIFO (named pipe), not a regular file``,
+    ``the folder 'out' does not exist``, ``writing it failed (No space left on device)``); whatever was
+    at ``path`` is as it was. ``errno`` is the underlying error's, where there was one."""
+
+    def __init__(self, path, reason: str, errno: int | None = None):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason, self.errno = str(path), reason, errno
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a loop of symbolic links"))
+
+
+def _kind(mode: int) -> str:
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def target_of(path: Path) -> Path:
+    """The file writing ``path`` replaces: ``path`` itself, or where its symbolic links lead. WriteFailed
+    when that is there and is anything but a regular file (a folder, a FIFO, a device, a socket), which
+    a write must never replace with a file of its own."""
+    try:
+        linked = stat.S_ISLNK(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return path  # nothing there: a new file
+    except OSError as e:
+        raise WriteFailed(path, f"cannot look at it ({e.strerror or e})", e.errno) from None
+    real = Path(os.path.realpath(path))
+    try:
+        mode = os.lstat(real).st_mode
+    except FileNotFoundError:
+        return real  # a symbolic link to a file not made yet: it is made where the link leads
+    except OSError as e:
+        raise WriteFailed(path, f"cannot look at {str(real)!r}, where it leads ({e.strerror or e})", e.errno) from None
+    if stat.S_ISREG(mode):
+        return real
+    what = f"it is a symbolic link to {str(real)!r}, which is {_kind(mode)}" if linked and not stat.S_ISLNK(mode) \
+        else f"it is {_kind(mode)}"
+    raise WriteFailed(path, f"{what}, not a regular file; nothing was written to it (give the path of a file)")
+
+
+def write_replacing(path: Path, write: Callable[[BinaryIO], None], mode: int | None = None) -> Path:
     """Write ``path``'s new content with ``write(file)`` into a temporary file in the same folder,
     then rename it over ``path`` (``mode``: its permissions, else those ``path`` has, or a new file's
     under the process umask -- never mkstemp's 0600, which nobody else could read); if anything
-    raises, the temporary file goes and ``path`` stays as it was. ``cannot_open(error)`` is raised
-    instead when the temporary file cannot be made. Returns the path."""
-    folder = path.parent if str(path.parent) else Path(".")
+    raises, the temporary file goes and ``path`` stays as it was. A symbolic link is written through:
+    the file it leads to is replaced (the temporary file beside it), the link stays. Returns ``path``.
+
+    WriteFailed, in words naming ``path``, when it is not a regular file or a missing one
+    (``target_of``), when no file can be made in its folder, or when writing or renaming fails."""
+    target = target_of(path)
+    folder = target.parent if str(target.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except FileNotFoundError as e:
+        raise WriteFailed(path, f"the folder {str(folder)!r} does not exist", e.errno) from None
     except OSError as e:
-        if cannot_open is None:
-            raise
-        raise cannot_open(e) from None
+        raise WriteFailed(path, f"cannot make a file in the folder {str(folder)!r} ({e.strerror or e})",
+                          e.errno) from None
     try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _new_file_mode(path) if mode is None else mode)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, _new_file_mode(target) if mode is None else mode)
+            os.replace(tmp, target)
+        except OSError as e:
+            if isinstance(e, WriteFailed):
+                raise
+            raise WriteFailed(path, f"writing it failed ({e.strerror or e}); what was at the path, if anything, "
+                              "is as it was", e.errno) from None
     except BaseException:
         try:
             os.unlink(tmp)

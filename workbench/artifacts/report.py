@@ -52,9 +52,10 @@ from ..analysis.graph import stage_graph
 from ..analysis.numbers import num
 from ..analysis.profile import COMPILE_SUMMARY, RUN_SUMMARY
 from .assets import ASSETS, inlined  # the templates, the page script and style, and diffview.js/.css
-from .jsonout import write_replacing
+from .jsonout import WriteFailed, target_of, write_replacing
 from .report_texts import LIMITS, REFERENCE, PackedTexts, ReportLimits, limits_note, pack_texts, pairs_note
 from .versions import versions_line
+from ..errors import ReportFileError
 from ..stages import Stage
 
 __all__ = ["ReportLimits", "render_report", "write_report", "render_diff_page", "write_diff_page"]
@@ -67,19 +68,36 @@ def write_report(ex, path, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: Re
     """Write the report of ``ex`` to ``path`` (a temporary file in the same folder, then renamed, so a
     crash leaves any older report whole) and return the path. ``graph`` picks the stage drawn (default:
     the last MLIR stage that succeeded, ``ex.default_run_stage()``); above ``max_ops`` ops it is drawn
-    one node per function. ``limits`` bound what the report reads, embeds and computes."""
-    return _write(Path(path), render_report(ex, graph=graph, max_ops=max_ops, limits=limits))
+    one node per function. ``limits`` bound what the report reads, embeds and computes. A path that
+    is a symbolic link is written through; one that holds a FIFO, a device or a folder is refused
+    (ReportFileError, in words, before anything is rendered), as is one that cannot be written."""
+    path = Path(path)
+    _check_target(path)
+    return _write(path, render_report(ex, graph=graph, max_ops=max_ops, limits=limits))
 
 
 def write_diff_page(before: str, after: str, before_name: str, after_name: str, path, **page) -> Path:
     """Write the structural diff of two module texts (both MLIR or both XLA HLO) as one self-contained
     HTML page with the report's diff viewer (``hlo-workbench diff A B --html OUT``); returns the path.
     ``page``: ``render_diff_page``'s header, title and made_by."""
-    return _write(Path(path), render_diff_page(before, after, before_name, after_name, **page))
+    path = Path(path)
+    _check_target(path)
+    return _write(path, render_diff_page(before, after, before_name, after_name, **page))
+
+
+def _check_target(path: Path) -> None:
+    """ReportFileError before any work when ``path`` holds anything but a regular file."""
+    try:
+        target_of(path)
+    except WriteFailed as e:
+        raise ReportFileError(path, f"cannot write the report: {e.reason}") from None
 
 
 def _write(path: Path, page: str) -> Path:
-    return write_replacing(path, lambda f: f.write(page.encode("utf-8")))  # a new file as open() makes it
+    try:
+        return write_replacing(path, lambda f: f.write(page.encode("utf-8")))  # a new file as open() makes it
+    except WriteFailed as e:  # in words, naming the user's path, never the temporary file beside it
+        raise ReportFileError(path, f"cannot write the report: {e.reason}") from None
 
 
 def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportLimits = LIMITS) -> str:

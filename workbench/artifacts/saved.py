@@ -28,10 +28,12 @@ and refused past it, before that much is allocated. Anything wrong is a SavedFil
 member or the field.
 
 Saving writes a temporary file in the same folder and renames it over the target, so a crash
-mid-save leaves the old file whole. The manifest is encoded and checked against the same schema
-before anything is written, and a value that cannot be is a SavedFileError naming it; the arrays are
-counted by their logical size first (refused past ``ARRAYS_LIMIT``) and then streamed into the file
-in numpy's 16 MiB pieces, never assembled in memory.
+mid-save leaves the old file whole; a symbolic link is saved through (the file it leads to is
+replaced), and a path that holds anything but a regular file (a FIFO, a device, a socket) is refused in
+words. The manifest is encoded and checked against the same schema before anything is written, and
+a value that cannot be is a SavedFileError naming it; the arrays are counted by their logical size
+first (refused past ``ARRAYS_LIMIT``) and then streamed into the file in numpy's 16 MiB pieces, never
+assembled in memory.
 
 ``save_exploration`` reads an exploration only through ``Saveable``, the few members it writes;
 ``load_exploration`` gives a ``SavedExploration``: the stages to make an Exploration of and the runs
@@ -59,7 +61,7 @@ from ..stages import Loaded, Spec, Stage, Staged
 from .archive import ArchiveError, copy_member, open_zip, read_member, read_npy, size_text, unpack_zstd
 from ..pipeline.build import Built
 from .versions import versions
-from .jsonout import plain_json, table_json, write_replacing
+from .jsonout import WriteFailed, plain_json, table_json, target_of, write_replacing
 from .manifest import PROGRAM, ManifestError, check_field, check_manifest, parse_manifest
 from .saved_xla import SavedXla
 from .saved_edits import edits_from, edits_json
@@ -241,6 +243,10 @@ def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFram
     path = Path(path)
     if path.is_dir():
         raise SavedFileError(path, "is a folder; give the path of the .hlox file to write")
+    try:
+        target_of(path)  # a FIFO, a device: refused before any stage is computed
+    except WriteFailed as e:
+        raise SavedFileError(path, f"cannot save: {e.reason}") from None
     stages = ex.stages  # computes XLA's stages: "every stage"
     texts = _Texts()
     rows = []
@@ -342,10 +348,6 @@ def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list
 
 
 def _write_atomically(path: Path, manifest: str, arrays: dict | None, packed: bytes, traces: dict) -> Path:
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise SavedFileError(path, f"cannot save: the folder {str(folder)!r} does not exist")
-
     def write(f: BinaryIO) -> None:
         import numpy as np
 
@@ -365,11 +367,9 @@ def _write_atomically(path: Path, manifest: str, arrays: dict | None, packed: by
                     np.savez(member, allow_pickle=False, **arrays)
 
     try:
-        return write_replacing(path, write, cannot_open=lambda e: SavedFileError(
-            path, f"cannot save into {str(folder)!r}: {e.strerror or e}"))
-    except OSError as e:
-        raise SavedFileError(path, f"cannot save: writing the file failed ({e.strerror or e}); the old file, if "
-                             "any, is as it was") from None
+        return write_replacing(path, write)
+    except WriteFailed as e:  # in words, naming the path asked for (never the temporary file)
+        raise SavedFileError(path, f"cannot save: {e.reason}") from None
 
 
 # -- reading ------------------------------------------------------------------------------------------
