@@ -11,7 +11,8 @@ from typing import Any, Callable, Literal, Protocol
 from .errors import StageError, WorkbenchError
 from .options import PatternSelection
 
-__all__ = ["Stage", "StageKind", "Spec", "Staged", "Traced", "Loaded", "Edit", "EditKind", "STABLEHLO"]
+__all__ = ["Stage", "StageKind", "Spec", "Staged", "Traced", "Loaded", "Edit", "EditKind", "STABLEHLO", "ArgLeaf",
+           "Signature"]
 
 STABLEHLO = "stablehlo"  # the stage of the module as the user's jit lowered it: every pipeline's start
 StageKind = Literal["trace", "mlir", "xla", "backend"]  # a Stage's group: which tool made it
@@ -122,6 +123,16 @@ class Spec:
         return self.source
 
     @property
+    def signature(self) -> "Signature | None":
+        """The traced function's name and arguments (``Signature``), what a saved file recorded of them, or
+        None for a program given as text."""
+        if isinstance(self.source, Traced):
+            return Signature(self.title, self.source.arg_leaves())
+        if isinstance(self.source, Loaded):
+            return self.source.signature
+        return None
+
+    @property
     def xla_disabled(self) -> tuple[str, ...]:
         """The XLA HLO passes this spec skips (its ``xla_disable_hlo_passes``), sorted."""
         value = dict(self.xla_options).get("xla_disable_hlo_passes", "")
@@ -184,6 +195,23 @@ class Traced:
                 found.append(f"args{jax.tree_util.keystr(path)}: {leaf.dtype}[{shape}]")
         return found
 
+    def arg_leaves(self) -> tuple["ArgLeaf", ...]:
+        """The traced arguments (static ones left out) as the user gave them, one ``ArgLeaf`` per pytree
+        leaf in ``jax.tree_util`` order: where it sits in the tree, its shape and its dtype."""
+        import jax
+        import numpy as np
+
+        out = []
+        for path, leaf in jax.tree_util.tree_leaves_with_path(self.args):
+            dtype = getattr(leaf, "dtype", None)
+            if dtype is None:  # a Python number, or another leaf JAX accepts: its type as numpy reads it
+                try:
+                    dtype = f"{np.asarray(leaf).dtype} ({type(leaf).__name__})"
+                except Exception:  # noqa: BLE001 -- a leaf numpy cannot read: its Python type alone
+                    dtype = type(leaf).__name__
+            out.append(ArgLeaf(jax.tree_util.keystr(path), tuple(int(d) for d in np.shape(leaf)), str(dtype)))
+        return tuple(out)
+
     def executable_args(self, dynamic: tuple | None = None) -> tuple[tuple, dict]:
         """What the lowered program's executable is called with, for the traced arguments ``dynamic``
         (default: the ones it was traced with)."""
@@ -241,6 +269,70 @@ class Loaded:
     args: tuple = field(default=(), compare=False, repr=False)
     saved_by: dict = field(default_factory=dict, compare=False)
     path: str = ""
+    signature: "Signature | None" = field(default=None, compare=False)  # None: a program given as text
+
+
+@dataclass(frozen=True)
+class ArgLeaf:
+    """One leaf of a traced function's arguments: ``path`` in the arguments' tree as
+    ``jax.tree_util.keystr`` writes it (``"[0]['w']"``: the first argument's entry ``w``), ``shape``, and
+    ``dtype`` by name (a Python number's as ``"float32 (float)"``-like words)."""
+
+    path: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def words(self) -> str:
+        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a golden check holds a program to before comparing its stages: the traced ``function``'s name
+    (``spec.title``: ``__name__``, ``"<lambda>"`` for a lambda) and its arguments' leaves (``leaves``, in
+    tree order). A golden saved before signatures were recorded has ``leaves`` None (its tree is unknown;
+    the flattened module arguments it saved are all there is), and ``function`` None when the saved file
+    does not say the program came from a function."""
+
+    function: str | None
+    leaves: tuple[ArgLeaf, ...] | None
+
+    def words(self) -> str:
+        """``mm(args[0]: float32[16,16], args[1]: float32[16,8])``-like, shortened past eight leaves."""
+        name = self.function if self.function is not None else "(a program given as text)"
+        if self.leaves is None:
+            return f"{name}(arguments not recorded)"
+        shown = [f"args{leaf.path}: {leaf.words()}" for leaf in self.leaves[:8]]
+        more = len(self.leaves) - len(shown)
+        return f"{name}({', '.join(shown)}{f', ... {more} more' if more else ''})"
+
+    def differences(self, now: "Signature") -> list[str]:
+        """How ``now`` differs from this (the golden's) signature, in words, first difference first: the
+        function's name, the arguments' tree (leaves added, removed or moved), a leaf's shape or dtype.
+        Only what both sides recorded is compared; [] when they agree."""
+        out = []
+        if self.function is not None and now.function is not None and self.function != now.function:
+            out.append(f"the function is {self.function!r} in the golden and {now.function!r} now")
+        if self.leaves is None or now.leaves is None:
+            return out
+        mine, theirs = [leaf.path for leaf in self.leaves], [leaf.path for leaf in now.leaves]
+        if mine != theirs:
+            gone = [p for p in mine if p not in theirs]
+            new = [p for p in theirs if p not in mine]
+            said = (f"the golden has {len(mine)} argument leaves, the program now {len(theirs)}"
+                    if len(mine) != len(theirs) else "the arguments' leaves sit elsewhere in their tree")
+            if gone:
+                said += "; only in the golden: " + ", ".join(f"args{p}" for p in gone[:4]) + (" ..." * (len(gone) > 4))
+            if new:
+                said += "; only now: " + ", ".join(f"args{p}" for p in new[:4]) + (" ..." * (len(new) > 4))
+            out.append(f"the arguments' tree differs: {said}")
+        at = {leaf.path: leaf for leaf in now.leaves}
+        for leaf in self.leaves:
+            other = at.get(leaf.path)
+            if other is not None and (other.shape, other.dtype) != (leaf.shape, leaf.dtype):
+                what = "dtype" if other.shape == leaf.shape else "shape" if other.dtype == leaf.dtype else "shape and dtype"
+                out.append(f"argument args{leaf.path}'s {what}: {leaf.words()} in the golden, {other.words()} now")
+        return out
 
 
 class Staged(Protocol):

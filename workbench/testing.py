@@ -11,6 +11,10 @@ again with the versions installed then and checks it against the golden (``check
 ``workbench.analysis.diff.gates.Limits``'). A failure raises AssertionError with the check's table and
 writes the comparison as one HTML page next to the golden (``golden/mlp.diff.html``).
 
+The golden is of one program: a check fails when ``fn``'s name or its arguments (their pytree, shapes and
+dtypes) are not the ones the golden recorded, however its counts compare. ``same_program=True`` says ``fn``
+is the golden's program under another name or signature (renamed, or checked at other shapes on purpose).
+
 A golden path that is not absolute is read from the folder of the test file that calls it. The plugin is
 registered with pytest (the ``pytest11`` entry point ``hlo_workbench``): it adds ``--hlo-update-golden``.
 Importing this module loads nothing heavy: pytest imports it in every session of the environment.
@@ -80,7 +84,8 @@ def assert_compiles_like(fn, *args, golden, pipeline: str | None = None, disable
                          device: str | None = None, **limits):
     """Explore ``fn(*args)`` and check it against the golden ``.hlox`` (see the module docstring). ``limits``:
     ``max_ops_growth``, ``max_flops_growth``, ``max_bytes_growth``, ``max_memory_growth`` (fractions or "5%";
-    0 by default), ``max_compile_time_growth``, ``same_final_module``, ``numbers``. ``pipeline``, pattern and
+    0 by default), ``max_compile_time_growth``, ``same_final_module``, ``numbers``, ``same_program`` (allow
+    another function name or argument signature than the golden's; by default they fail). ``pipeline``, pattern and
     XLA toggles and ``device`` are the exploration's settings (the golden is written with them). Returns the
     ``Verdict`` (None when the golden was written); AssertionError with its table when a limit broke, the
     HTML diff written beside the golden; AssertionError when there is no golden and none is being written."""

@@ -351,6 +351,10 @@ EDITS = List(Record({"kind": Str(choices=("text", "insert", "remove")), "at": In
 COMPILE_TIME = Record({k: Num(least=0.0) for k in ("seconds", "bare_seconds", "pipeline_seconds", "xla_seconds")}
                       | {"repeat": Int(1)}, closed=True)
 
+# the traced function's name and its arguments' leaves (stages.Signature), which a golden check holds a program to
+SIGNATURE = Opt(Record({"function": Opt(Str()), "args": Opt(List(Record(
+    {"path": Str(), "shape": _SHAPE, "dtype": Str(nonempty=True)}, closed=True), _MANY))}, closed=True))
+
 MANIFEST = Record({
     "format": Int(1),
     "kind": Str(),
@@ -389,6 +393,7 @@ MANIFEST = Record({
     "arrays_bytes": Int(0),  # the arrays' total bytes; files saved before it was written lack it
     "profiles": PROFILES,  # save(profile=True); files saved without it lack it
     "compile_time": COMPILE_TIME,  # save(compile_time=True); files saved without it lack it
+    "signature": SIGNATURE,  # null: a program given as text; files saved before it was written lack it
 })
 
 

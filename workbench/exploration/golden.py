@@ -8,6 +8,11 @@ golden as ``a``) and judges the comparison (``analysis.diff.gates``). A golden's
 expectation, not its program: the program is re-explored without them, so a golden whose final module
 was edited by hand fails ``same_final_module`` unless the pipeline now makes that module.
 
+A check of a function (``fn``) first holds it to the golden's program: the same function name and the same
+arguments (pytree, shapes, dtypes) as the golden recorded, else the verdict fails on its "program" row before
+any count is read (``gates.program_row``); ``same_program=True`` says it is the golden's program under another
+name or signature. Without ``fn`` the golden's own module is re-explored: the same program by construction.
+
 ``write_golden(ex, path)`` runs ``ex``'s final MLIR stage (its outputs are the numbers a later check
 compares with) and saves the exploration with its arrays, and its compile time when asked.
 """
@@ -19,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis.diff.gates import Limits, Verdict, judge
+from ..analysis.diff.gates import GateRow, Limits, Verdict, judge, program_row
 from ..artifacts.comparison_page import write_comparison_page
 from ..errors import WorkbenchError
 from ..ir.text import host_callback_count
@@ -81,6 +86,20 @@ def _same_args(golden: tuple, now: tuple) -> str:
     return ""
 
 
+def _flat(values) -> tuple[tuple[tuple[int, ...], str], ...]:
+    return tuple((tuple(int(d) for d in np.shape(v)), str(getattr(v, "dtype", np.asarray(v).dtype))) for v in values)
+
+
+def _program(golden: Exploration, now: Exploration, same_program: bool) -> GateRow | None:
+    """The "program" row of a function checked against ``golden`` (None when ``now`` re-explores the golden's
+    own module): its name and arguments against what the golden recorded."""
+    if now.spec.traced is None:
+        return None
+    g = golden.spec
+    flat = tuple((tuple(s), d) for s, d in g.loaded.avals) if g.loaded is not None else _flat(module_args(g))
+    return program_row(g.signature, now.spec.signature, flat, _flat(module_args(now.spec)), same_program)
+
+
 def _numbers(golden: Exploration, now: Exploration) -> tuple[bool, str]:
     """The numbers limit: this program's run checked as any run is, and the golden's outputs checked against
     this program by the same rule (both within rounding of what the program computes)."""
@@ -113,7 +132,10 @@ def check_golden(golden, fn=None, args: tuple = (), *, device: str | None = None
                  pipeline: str | None = None, disable=(), enable=(), xla_disable=(), **limits) -> Verdict:
     """``golden`` (a ``.hlox`` path or a loaded Exploration) re-explored now and judged by ``limits``
     (``Limits``: ``max_ops_growth``, ``max_flops_growth``, ``max_bytes_growth``, ``max_memory_growth`` --
-    fractions or "5%", 0 by default --, ``max_compile_time_growth``, ``same_final_module``, ``numbers``).
+    fractions or "5%", 0 by default --, ``max_compile_time_growth``, ``same_final_module``, ``numbers``,
+    ``same_program``). With ``fn``, the verdict fails unless ``fn`` is the golden's function with arguments of
+    the golden's tree, shapes and dtypes, or ``same_program=True`` allows the difference (see the module
+    docstring).
     With ``html``, the comparison is written there as one offline page. ``pipeline``, ``disable``/``enable``
     (patterns) and ``xla_disable`` check a candidate setting against the golden (``reexplored``).
     WorkbenchError when a limit asks for what the golden does not hold (outputs, a compile time)."""
@@ -137,7 +159,7 @@ def check_golden(golden, fn=None, args: tuple = (), *, device: str | None = None
         notes.append(f"the golden holds {len(g.spec.edits)} hand edit(s): its program was explored without them")
     if now.error is not None:
         notes.append(f"exploring now failed: {str(now.error).splitlines()[0]}")
-    verdict = judge(comparison, rules, numbers, timed, tuple(notes))
+    verdict = judge(comparison, rules, numbers, timed, tuple(notes), _program(g, now, rules.same_program))
     if html is not None:
         written = write_comparison_page(comparison, html, verdict=verdict)
         verdict = dataclasses.replace(verdict, html=str(written))

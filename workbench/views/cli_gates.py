@@ -80,7 +80,7 @@ def cmd_diff_explorations(ns) -> int:
 def _limits(ns) -> dict:
     out = {k: getattr(ns, k) for k in ("max_ops_growth", "max_flops_growth", "max_bytes_growth",
                                          "max_memory_growth", "max_compile_time_growth") if getattr(ns, k) is not None}
-    out.update(same_final_module=ns.same_final_module, numbers=ns.numbers)
+    out.update(same_final_module=ns.same_final_module, numbers=ns.numbers, same_program=ns.same_program)
     return out
 
 
@@ -133,8 +133,8 @@ def add_gate_commands(sub, load_target) -> None:
                     "the module the golden saved (its args() or --args give the arguments)")
     sp.add_argument("--args", metavar="SHAPES", help="with --target: argument shapes, e.g. 'f32[64,64]'")
     for flag, what in (("--max-ops-growth", "the final MLIR module's ops and xla:optimized's instructions"),
-                       ("--max-flops-growth", "XLA's flops of xla:optimized"),
-                       ("--max-bytes-growth", "XLA's bytes accessed of xla:optimized"),
+                       ("--max-flops-growth", "xla:optimized's flops (XLA's analysis, loop bodies x trip count)"),
+                       ("--max-bytes-growth", "xla:optimized's bytes accessed (XLA's analysis, loop bodies x trip count)"),
                        ("--max-memory-growth", "XLA's memory analysis (arguments + outputs + temporaries)")):
         sp.add_argument(flag, metavar="PCT", help=f"how much {what} may grow (default 0%%; 'none': no limit)")
     sp.add_argument("--max-compile-time-growth", metavar="PCT", help="how much the compile time over a bare "
@@ -144,6 +144,9 @@ def add_gate_commands(sub, load_target) -> None:
                     "be the golden's, beyond renaming")
     sp.add_argument("--numbers", action="store_true", help="check the outputs against the golden's (noise-aware: "
                     "the numeric check's rule)")
+    sp.add_argument("--same-program", action="store_true", help="with --target: the function is the golden's "
+                    "program under another name or argument signature (by default a different name, argument tree, "
+                    "shape or dtype fails the check)")
     sp.add_argument("-p", "--pipeline", help="check this pipeline instead of the golden's (a candidate setting)")
     sp.add_argument("--disable", action="append", metavar="P1,P2", help="also switch these patterns off")
     sp.add_argument("--enable", action="append", metavar="P1,P2", help="also switch these patterns on")

@@ -7,6 +7,14 @@ must be the same beyond renaming (``same_final_module``), and whether the number
 the golden outputs (``numbers``). ``judge`` reads a ``Comparison`` (golden as ``a``, now as ``b``) and the
 measured parts the facade hands it, and gives a ``Verdict``: one row per limit, ``ok``, a short table.
 
+Before any limit, a check of a function against a golden holds it to the golden's program (``program_row``):
+the same function name and the same arguments (their pytree, each leaf's shape and dtype). A golden of
+``mm(x: f32[16,16], w: f32[16,8])`` fails a check of ``lambda z: jnp.sin(z) * 3`` at ``f32[5,3]`` -- fewer
+ops is not an improvement of another program. ``same_program=True`` says the function is the same program
+under another name or signature: the differences are then listed and allowed. A golden saved before
+signatures were recorded holds its function's name and its module's flattened arguments only: those are
+compared, and the row says the arguments' tree was not.
+
 The growth limits default to 0%: with no limit given, a check passes when nothing grew. "none" (or
 None) turns one off. Growth is ``now / golden - 1``; from 0 to anything more it is infinite.
 """
@@ -17,12 +25,13 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ArgumentError, UnknownNameError
+from ...stages import Signature
 from .explorations import FINAL_MEASURES, Comparison, growth, growth_text, number_text
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Limits", "Verdict", "GateRow", "judge", "parse_growth", "GROWTH_LIMITS"]
+__all__ = ["Limits", "Verdict", "GateRow", "judge", "parse_growth", "program_row", "GROWTH_LIMITS"]
 
 # each growth limit and the final measures it holds to
 GROWTH_LIMITS = {"max_ops_growth": ("ops", "xla_ops"), "max_flops_growth": ("flops",),
@@ -64,6 +73,7 @@ class Limits:
     max_compile_time_growth: float | None = None
     same_final_module: bool = False
     numbers: bool = False
+    same_program: bool = False  # the function checked is the golden's program under another name or signature
 
     @classmethod
     def of(cls, **kwargs) -> "Limits":
@@ -72,7 +82,7 @@ class Limits:
         for key, value in kwargs.items():
             if key not in known:
                 raise UnknownNameError("limit", key, known)
-            if key in ("same_final_module", "numbers"):
+            if key in ("same_final_module", "numbers", "same_program"):
                 values[key] = bool(value)
             else:
                 values[key] = parse_growth(value, key)
@@ -166,12 +176,69 @@ def _growth_rows(comparison: Comparison, limits: Limits) -> list[GateRow]:
     return out
 
 
+def _aval_words(shape, dtype) -> str:
+    return f"{dtype}[{','.join(map(str, shape))}]"
+
+
+def _short(sig: Signature | None, flat: tuple[tuple[tuple[int, ...], str], ...]) -> str:
+    """A signature in a table cell: ``mm(float32[16,16], float32[16,8])``, cut at 48 characters."""
+    name = "(text)" if sig is None or sig.function is None else sig.function
+    if sig is not None and sig.leaves is not None:
+        args = [leaf.words() for leaf in sig.leaves]
+    else:  # the module's flattened arguments: all an old golden or a text recorded
+        args = [_aval_words(shape, dtype) for shape, dtype in flat]
+    text = f"{name}({', '.join(args)})"
+    return text if len(text) <= 48 else text[:47] + "…"
+
+
+def program_row(golden: Signature | None, now: Signature,
+                golden_flat: tuple[tuple[tuple[int, ...], str], ...],
+                now_flat: tuple[tuple[tuple[int, ...], str], ...], same_program: bool = False) -> GateRow:
+    """The "program" row: whether the function checked now (``now``) is the golden's program (``golden``, None
+    when the golden's program was given as text): its name and its arguments' tree, shapes and dtypes. What
+    the golden did not record (its tree, for a file saved before signatures were; a name, for a text) is not
+    compared and the note says so; its module's flattened arguments (``golden_flat``, ``now_flat``: shape
+    and dtype of each, in the module's order) are compared in its place. ``same_program``: the differences
+    are allowed, and listed."""
+    said = golden.differences(now) if golden is not None else []
+    unchecked = []
+    if golden is None or golden.leaves is None:
+        if len(golden_flat) != len(now_flat):
+            said.append(f"the golden's module takes {len(golden_flat)} arguments, the program's now {len(now_flat)}")
+        else:
+            for i, (g, n) in enumerate(zip(golden_flat, now_flat)):
+                if (tuple(g[0]), str(g[1])) != (tuple(n[0]), str(n[1])):
+                    said.append(f"the module's argument {i} is {_aval_words(*g)} in the golden and "
+                                f"{_aval_words(*n)} now")
+                    break
+        if golden is None:
+            unchecked.append("the golden's program was given as text: no function name or arguments' tree to "
+                             "compare; its module's arguments were compared")
+        else:
+            unchecked.append("the golden was saved before goldens recorded their arguments' tree: the tree was not "
+                             "compared, the module's flattened shapes and dtypes were"
+                             + ("" if golden.function is not None else ", and no function name was recorded"))
+    differs = bool(said)
+    if differs and same_program:
+        limit, ok = "any (same_program=True)", True
+        said = ["allowed by same_program=True: " + "; ".join(said)]
+    else:
+        limit, ok = "the golden's function and arguments", not said
+        if differs:
+            said = ["; ".join(said) + " -- another program; if it is the golden's program under another name or "
+                    "signature, say so with same_program=True (--same-program)"]
+    return GateRow("program", _short(golden, golden_flat), _short(now, now_flat), "differs" if differs else "same",
+                   limit, ok, "; ".join(said + unchecked))
+
+
 def judge(comparison: Comparison, limits: Limits, numbers: tuple[bool, str] | None = None,
-          compile_time: tuple[float, float, str] | None = None, notes: tuple[str, ...] = ()) -> Verdict:
+          compile_time: tuple[float, float, str] | None = None, notes: tuple[str, ...] = (),
+          program: GateRow | None = None) -> Verdict:
     """The Verdict of ``comparison`` (golden as ``a``) under ``limits``. ``numbers``: (passed, words) of the
     check against the golden outputs, when ``limits.numbers``; ``compile_time``: (golden ratio, ratio now,
-    words), the compile time over a bare compile's, when ``limits.max_compile_time_growth`` is set."""
-    rows = _growth_rows(comparison, limits)
+    words), the compile time over a bare compile's, when ``limits.max_compile_time_growth`` is set;
+    ``program``: the ``program_row`` of a function checked against the golden, first in the table."""
+    rows = ([program] if program is not None else []) + _growth_rows(comparison, limits)
     if limits.same_final_module:
         same = comparison.same_final_module()
         changed = [m for m in (comparison.mlir, comparison.xla) if m is not None and m.changed]
