@@ -96,8 +96,9 @@ def test_locations_name_each_op_its_line_of_the_users_code(block):
     src = examples.__file__.replace("__init__.py", "attention.py")
     for stage in ("stablehlo", "enzyme-hlo-patterns#1", "xla:optimized"):
         df = block.locations(stage)
-        assert list(df.columns) == ["op", "result", "func", "fusion", "text_line", "file", "line", "column",
-                                    "function", "name", "origins"]
+        assert list(df.columns) == ["op", "result", "func", "fusion", "text_line", "your_file", "your_line",
+                                    "your_function", "file", "line", "column", "function", "name", "origins",
+                                    "how", "via"]
         text = block[stage].text.splitlines()
         located = df[df.file == src]
         assert len(located) > 20, stage

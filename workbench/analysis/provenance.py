@@ -15,20 +15,23 @@ writes its root's), and every line with an instruction inside it lists it under 
 """
 from __future__ import annotations
 
+import functools
 import linecache
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UnknownNameError, WorkbenchError
+from ..ir.attribution import NOT_FOUND, OWN, attribute, own_frame
 from ..ir.locations import (
     Frame,
     OpLocation,
     Origin,
-    call_sites,
+    hlo_dataflow,
     hlo_instruction_locations,
+    mlir_dataflow,
     mlir_op_locations,
-    read_location,
     user_frame,
 )
 from ..stages import Stage
@@ -37,11 +40,13 @@ from .cost import hlo_op_costs, located_op_costs
 if TYPE_CHECKING:  # pandas is imported where a table is made, not with the module (a first explore needs none)
     import pandas as pd
 
-__all__ = ["LOCATION_COLUMNS", "NO_LOCATION", "lineage", "op_locations", "source_map", "stage_ops", "users_frame"]
+__all__ = ["LIBRARY_ONLY", "LOCATION_COLUMNS", "NO_LOCATION", "Located", "counts", "coverage", "lineage",
+           "located_ops", "op_locations", "source_map", "source_words", "stage_ops", "users_frame", "your_frame"]
 
 NO_LOCATION = "(no location)"
-LOCATION_COLUMNS = ("op", "result", "func", "fusion", "text_line", "file", "line", "column", "function", "name",
-                    "origins")
+LIBRARY_ONLY = "(library code only)"  # an op whose every frame is a library's: no line of the user's own
+LOCATION_COLUMNS = ("op", "result", "func", "fusion", "text_line", "your_file", "your_line", "your_function", "file",
+                    "line", "column", "function", "name", "origins", "how", "via")
 _PACKAGE = Path(__file__).resolve().parents[1]
 _TOOL_DIRS = (str(_PACKAGE) + "/",)  # the workbench's own frames are not the user's ...
 _USER_DIRS = (str(_PACKAGE / "examples") + "/",)  # ... but its built-in examples are user code
@@ -83,6 +88,102 @@ def _require_locations(stage: Stage, ops: Sequence[OpLocation]) -> None:
             "to get them")
 
 
+# -- which ops count, and the line each counts at ------------------------------------------------------------
+# Ops that are no computation of the program: a function and its terminators (a return has no line of the
+# user's: it hands values back), a region's yield, Shardy's mesh declaration; in HLO a parameter (a
+# computation's input, as a function's argument in MLIR is no op). Every other op counts, constants too.
+_NOT_COUNTED_MLIR = frozenset(("func.func", "return", "func.return", "stablehlo.return", "mhlo.return",
+                               "sdy.mesh", "sdy.return", "builtin.module"))
+
+
+def counts(kind: str, op: str) -> bool:
+    """Whether an op of a stage of ``kind`` ("mlir" or "hlo") is one the coverage of lines counts (see above)."""
+    return op != "parameter" if kind == "hlo" else op not in _NOT_COUNTED_MLIR
+
+
+@dataclass(frozen=True)
+class Located:
+    """One op of a stage and the line it counts at: ``frame`` the innermost frame outside the workbench
+    (often a library's), ``yours`` the user's own frame (``your_frame``: None when every frame is a
+    library's), ``origin`` the origin they are in, ``how`` whether the line is the op's own ("own"), inferred
+    through the dataflow ("inferred from a user", ...: ``ir.attribution``) or "none", ``via`` the op it was
+    inferred from (its result), ``counted`` whether the op counts (``counts``)."""
+
+    op: OpLocation
+    frame: Frame | None
+    yours: Frame | None
+    origin: Origin | None
+    how: str
+    via: str
+    counted: bool
+
+
+def your_frame(origin: Origin) -> Frame | None:
+    """The user's own frame of ``origin``: the innermost frame not in an installed package, the standard
+    library, jax or the workbench (its examples are user code); None when every frame is one of those."""
+    return own_frame(origin, _TOOL_DIRS, _USER_DIRS)
+
+
+@functools.lru_cache(maxsize=32)
+def _located(kind: str, text: str, hlo_text: str) -> tuple[Located, ...]:
+    ops = mlir_op_locations(text) if kind == "mlir" else hlo_instruction_locations(hlo_text)
+    flow = mlir_dataflow(text) if kind == "mlir" else hlo_dataflow(hlo_text)
+    frames = [_frame(o.origins) for o in ops]
+    counted = [counts(kind, o.op) for o in ops]
+    found = attribute(flow, [f is not None for f, _ in frames], counted)
+    out = []
+    for o, a, c in zip(ops, found, counted):
+        f, origin = frames[a.source] if a.source >= 0 else (None, (o.origins[0] if o.origins else None))
+        yours = your_frame(origin) if f is not None and origin is not None else None
+        out.append(Located(o, f, yours, origin if f is not None else origin, a.how,
+                           ops[a.via].result if a.via >= 0 else "", c))
+    return tuple(out)
+
+
+def located_ops(stage: Stage) -> tuple[Located, ...]:
+    """Every op of ``stage`` (as ``stage_ops``) with the line it counts at: its own, or one inferred through
+    the dataflow and marked so (``Located.how``). Linear in the stage's size."""
+    if _kind(stage) == "mlir":
+        return _located("mlir", stage.text_with_locations or stage.text, "")
+    return _located("hlo", "", stage.text)
+
+
+def coverage(stage: Stage) -> dict:
+    """How many of ``stage``'s ops that count (``counts``) have a line of the user's code: ``ops`` those that
+    count, ``own`` with their own line, ``inferred`` with one inferred through the dataflow, ``none`` with
+    none, ``unattributed`` the share with none (0..1), ``by_how`` the counts by ``Located.how``."""
+    rows = [x for x in located_ops(stage) if x.counted]
+    by_how: dict[str, int] = {}
+    for x in rows:
+        by_how[x.how] = by_how.get(x.how, 0) + 1
+    none = by_how.get(NOT_FOUND, 0)
+    own = by_how.get(OWN, 0)
+    return {"stage": stage.name, "ops": len(rows), "own": own, "inferred": len(rows) - own - none, "none": none,
+            "unattributed": none / len(rows) if rows else 0.0, "by_how": by_how}
+
+
+def _short(path: str) -> str:
+    """A frame's file as a reader knows it: from the installed package's folder on (``optax/_src/transform.py``),
+    else the path as it is."""
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    return path
+
+
+def source_words(frame: Frame | None, yours: Frame | None) -> str:
+    """The user's line first and the innermost frame's beside it: ``train.py:42 (optax/_src/transform.py:507)``;
+    one ``file:line`` where they are the same; ``optax/...:507 (library code only)`` where no frame is the
+    user's; "" without a frame."""
+    if frame is None:
+        return ""
+    inner = f"{_short(frame.file)}:{frame.line}"
+    if yours is None:
+        return f"{inner} ({LIBRARY_ONLY[1:-1]})"
+    mine = f"{yours.file}:{yours.line}"
+    return mine if (yours.file, yours.line) == (frame.file, frame.line) else f"{mine} ({inner})"
+
+
 def stage_ops(stage: Stage) -> tuple[OpLocation, ...]:
     """Every op of ``stage`` (MLIR ops, or HLO instructions with those of fused computations) with its origins."""
     return _ops(stage)
@@ -103,74 +204,106 @@ def op_locations(stage: Stage) -> pd.DataFrame:
     import pandas as pd
 
     rows = []
-    for o in _ops(stage):
-        f, origin = _frame(o.origins)
+    for x in located_ops(stage):
+        o, f, y, origin = x.op, x.frame, x.yours, x.origin
+        your_file = (y.file if y else LIBRARY_ONLY) if f else ""
         rows.append({"op": o.op, "result": o.result, "func": o.func, "fusion": o.fusion, "text_line": o.line,
+                     "your_file": your_file, "your_line": y.line if y and f else 0,
+                     "your_function": y.function if y and f else "",
                      "file": f.file if f else "", "line": f.line if f else 0, "column": f.column if f else 0,
                      "function": f.function if f else "", "name": origin.name if origin else "",
-                     "origins": len(o.origins)})
+                     "origins": len(o.origins), "how": x.how, "via": x.via})
     df = pd.DataFrame(rows, columns=list(LOCATION_COLUMNS))
-    return df.astype({"text_line": "int64", "line": "int64", "column": "int64", "origins": "int64"})
+    return df.astype({"text_line": "int64", "your_line": "int64", "line": "int64", "column": "int64",
+                      "origins": "int64"})
 
 
 # -- the source map ------------------------------------------------------------------------------------------
+def _bare(op: str) -> str:
+    return op[5:] if op.startswith("func.") else op
+
+
 def _costed(stage: Stage) -> pd.DataFrame:
-    """One row per costed op of ``stage``: file, line, function, flops, bytes (and the fusion it is, for XLA)."""
+    """One row per costed op of ``stage``: your_file, your_line, your_function (the user's own frame),
+    file, line, function (the innermost frame outside the workbench), inferred (whether the line was inferred
+    through the dataflow), flops, bytes (and the fusion it is, for XLA)."""
     import pandas as pd
 
+    located = located_ops(stage)
     if _kind(stage) == "mlir":
-        text = stage.text_with_locations or stage.text
-        df = located_op_costs(text)
-        sites = call_sites(text)
-        seen: dict[tuple[str, str], Frame | None] = {}  # ops of one line of code print one location string
-        frames = []
-        for loc, func in zip(df["location"], df["func"]):
-            if (loc, func) not in seen:
-                seen[loc, func] = _frame(sites.attribute(func, read_location(loc)))[0]
-            frames.append(seen[loc, func])
+        df = located_op_costs(stage.text_with_locations or stage.text)
+        # the cost model walks the ops in the text's order, a function's once: the k-th op of a kind in a
+        # function there is the k-th here
+        by_kind: dict[tuple[str, str], list[Located]] = {}
+        for x in located:
+            by_kind.setdefault((x.op.func, _bare(x.op.op)), []).append(x)
+        taken: dict[tuple[str, str], int] = {}
+        rows: list[Located | None] = []
+        for func, op in zip(df["func"], df["op"]):
+            key = (func, _bare(op))
+            k = taken.get(key, 0)
+            taken[key] = k + 1
+            its = by_kind.get(key, ())
+            rows.append(its[k] if k < len(its) else None)
         out = pd.DataFrame({"flops": df["flops"], "bytes": df["bytes"], "fusion": ""})
     else:
         df = hlo_op_costs(stage.text)
-        where = {(o.func, o.result): o for o in hlo_instruction_locations(stage.text)}
-        frames = []
-        for comp, name in zip(df["computation"], df["name"]):
-            o = where.get((comp, name))
-            frames.append(_frame(o.origins)[0] if o else None)
+        where = {(x.op.func, x.op.result): x for x in located}
+        rows = [where.get((comp, name)) for comp, name in zip(df["computation"], df["name"])]
         out = pd.DataFrame({"flops": df["flops"], "bytes": df["bytes"],
                             "fusion": [n if op == "fusion" else "" for n, op in zip(df["name"], df["op"])]})
-    out["file"] = [f.file if f else NO_LOCATION for f in frames]
-    out["line"] = [f.line if f else 0 for f in frames]
-    out["function"] = [f.function if f else "" for f in frames]
+    for column, value in _frame_columns(rows).items():
+        out[column] = value
     return out
+
+
+def _frame_columns(rows: Sequence[Located | None]) -> dict[str, list]:
+    """The columns of the lines ``rows`` count at (a row with no line: ``NO_LOCATION``)."""
+    out: dict[str, list] = {c: [] for c in ("your_file", "your_line", "your_function", "file", "line", "function",
+                                            "inferred")}
+    for x in rows:
+        f = x.frame if x is not None else None
+        y = x.yours if f is not None else None
+        out["your_file"].append(NO_LOCATION if f is None else y.file if y else LIBRARY_ONLY)
+        out["your_line"].append(y.line if y else 0)
+        out["your_function"].append(y.function if y else "")
+        out["file"].append(f.file if f else NO_LOCATION)
+        out["line"].append(f.line if f else 0)
+        out["function"].append(f.function if f else "")
+        out["inferred"].append(f is not None and x.how != OWN)
+    return out
+
+
+def _key_of(x: Located, by: str) -> tuple:
+    y = x.yours
+    your_file = y.file if y else LIBRARY_ONLY
+    if by == "line":
+        return (your_file, y.line if y else 0, x.frame.file, x.frame.line)
+    return (your_file, y.function if y else "", x.frame.file, x.frame.function)
 
 
 def _fusions_by_line(stage: Stage, by: str) -> dict[tuple, list[str]]:
     out: dict[tuple, list[str]] = {}
-    for o in hlo_instruction_locations(stage.text):
-        if not o.fusion:
+    for x in located_ops(stage):
+        if not x.op.fusion or x.frame is None:
             continue
-        for origin in o.origins:
-            f = user_frame(origin, _TOOL_DIRS, _USER_DIRS)
-            if f is None:
-                continue
-            key = (f.file, f.line) if by == "line" else (f.file, f.function)
-            names = out.setdefault(key, [])
-            if o.fusion not in names:
-                names.append(o.fusion)
+        names = out.setdefault(_key_of(x, by), [])
+        if x.op.fusion not in names:
+            names.append(x.op.fusion)
     return out
 
 
-def _function_at(stage: Stage, key: tuple) -> str:
-    for o in hlo_instruction_locations(stage.text):
-        for origin in o.origins:
-            f = user_frame(origin, _TOOL_DIRS, _USER_DIRS)
-            if f is not None and (f.file, f.line) == key:
-                return f.function
-    return ""
+def _functions_at(stage: Stage) -> dict[tuple, tuple[str, str]]:
+    """(your_function, function) of each line key of ``stage``'s ops."""
+    out: dict[tuple, tuple[str, str]] = {}
+    for x in located_ops(stage):
+        if x.frame is not None:
+            out.setdefault(_key_of(x, "line"), (x.yours.function if x.yours else "", x.frame.function))
+    return out
 
 
 def _code(file: str, line: int) -> str:
-    return linecache.getline(file, line).strip() if file != NO_LOCATION and line else ""
+    return linecache.getline(file, line).strip() if file not in (NO_LOCATION, LIBRARY_ONLY) and line else ""
 
 
 def _col(prefix: str, name: str) -> str:
@@ -178,33 +311,45 @@ def _col(prefix: str, name: str) -> str:
 
 
 def source_map(stages: dict[str, Stage], by: str = "line") -> pd.DataFrame:
-    """One row per source line (``by="line"``) or function (``by="function"``) of the user's code, and a
-    ``(no location)`` row when some op has none. ``stages`` maps a column prefix to a stage: for each, the
-    columns ``{prefix}_ops``, ``{prefix}_flops``, ``{prefix}_bytes`` (its ops counted at that line, and what
-    they cost), and for XLA stages ``{prefix}_fusions`` (the fusions with an instruction from it); an empty
-    prefix gives ``ops``, ``flops``, ``bytes`` (and ``fusions``)."""
+    """One row per line of the user's own code and the line it reached a library through (``by="line"``),
+    or per function (``by="function"``), and a ``(no location)`` row when some op has none.
+
+    The row leads with the user's own line -- ``your_file, your_line, your_function, your_code``: the innermost
+    frame outside installed packages, the standard library, jax and the workbench (``LIBRARY_ONLY`` in
+    ``your_file`` where every frame is a library's) -- and keeps the innermost frame beside it: ``file, line,
+    function, code`` (``flax/linen/linear.py:422`` for a Dense layer; the same line as the user's where the op
+    was made there). ``stages`` maps a column prefix to a stage: for each, the columns ``{prefix}_ops``,
+    ``{prefix}_flops``, ``{prefix}_bytes`` (its ops counted at that line, and what they cost),
+    ``{prefix}_inferred`` (how many of those ops have no location of their own and count here through the
+    dataflow: ``op_locations``' ``how``), and for XLA stages ``{prefix}_fusions`` (the fusions with an
+    instruction from it); an empty prefix gives ``ops``, ``flops``, ``bytes``, ``inferred`` (and ``fusions``)."""
     import pandas as pd
     if by not in ("line", "function"):
         raise WorkbenchError(f"source_map(by={by!r}): by is 'line' or 'function'")
-    keys = ["file", "line"] if by == "line" else ["file", "function"]
+    keys = ["your_file", "your_line", "file", "line"] if by == "line" else ["your_file", "your_function", "file",
+                                                                               "function"]
+    named = ["your_function", "function"] if by == "line" else []  # what a line's key does not hold
     tables = {}
     for prefix, stage in stages.items():
         _require_locations(stage, _ops(stage))
         df = _costed(stage)
         g = df.groupby(keys, sort=False, dropna=False)
         t = pd.DataFrame({_col(prefix, "ops"): g.size(), _col(prefix, "flops"): g["flops"].sum(min_count=0),
-                          _col(prefix, "bytes"): g["bytes"].sum(min_count=0)})
-        if by == "line":
-            t["function"] = g["function"].first()
+                          _col(prefix, "bytes"): g["bytes"].sum(min_count=0),
+                          _col(prefix, "inferred"): g["inferred"].sum()})
+        for c in named:
+            t[c] = g[c].first()
         if _kind(stage) == "hlo":  # a line whose instructions all sit in fusions counted elsewhere: listed too
             fusions = _fusions_by_line(stage, by)
             more = [k for k in fusions if k not in t.index]
             if more:
                 extra = pd.DataFrame(index=pd.MultiIndex.from_tuples(more, names=keys), columns=t.columns)
                 for c in t.columns:
-                    extra[c] = 0 if c != "function" else None
+                    extra[c] = 0 if c not in named else None
                 if by == "line":
-                    extra["function"] = [_function_at(stage, k) for k in more]
+                    at = _functions_at(stage)
+                    extra["your_function"] = [at.get(k, ("", ""))[0] for k in more]
+                    extra["function"] = [at.get(k, ("", ""))[1] for k in more]
                 t = pd.concat([t, extra])
             t[_col(prefix, "fusions")] = [", ".join(fusions.get(k, [])) for k in t.index]
         tables[prefix] = t
@@ -213,26 +358,35 @@ def source_map(stages: dict[str, Stage], by: str = "line") -> pd.DataFrame:
         if merged is None:
             merged = t
             continue
-        extra = t.drop(columns=[c for c in ("function",) if c in t.columns and c in merged.columns])
+        extra = t.drop(columns=[c for c in named if c in t.columns and c in merged.columns])
         merged = merged.join(extra, how="outer")
-        if "function" in t.columns:
-            merged["function"] = merged["function"].fillna(t["function"])
+        for c in named:
+            if c in t.columns:
+                merged[c] = merged[c].fillna(t[c])
     merged = merged.reset_index()
     for prefix in tables:
-        for c in ("ops", "flops", "bytes"):
+        for c in ("ops", "flops", "bytes", "inferred"):
             merged[_col(prefix, c)] = merged[_col(prefix, c)].astype("Int64").fillna(0)
         if _col(prefix, "fusions") in merged.columns:
             merged[_col(prefix, "fusions")] = merged[_col(prefix, "fusions")].fillna("")
     none = merged["file"] == NO_LOCATION
+    library = merged["your_file"] == LIBRARY_ONLY
     if by == "line":
         merged["code"] = [_code(f, int(n)) for f, n in zip(merged["file"], merged["line"])]
+        merged["your_code"] = [_code(f, int(n)) for f, n in zip(merged["your_file"], merged["your_line"])]
         merged["line"] = merged["line"].astype("int64")
-        lead = ["file", "line", "function", "code"]
+        merged["your_line"] = merged["your_line"].astype("int64")
+        for c in named:
+            merged[c] = merged[c].fillna("")
+        lead = ["your_file", "your_line", "your_function", "your_code", "file", "line", "function", "code"]
     else:
-        merged["function"] = merged["function"].fillna("")
-        merged.loc[none, "function"] = ""
-        lead = ["file", "function"]
-    merged = pd.concat([merged[~none].sort_values(keys, kind="stable"), merged[none]], ignore_index=True)
+        for c in ("function", "your_function"):
+            merged[c] = merged[c].fillna("")
+            merged.loc[none, c] = ""
+        lead = ["your_file", "your_function", "file", "function"]
+    mine = ~none & ~library
+    merged = pd.concat([merged[mine].sort_values(keys, kind="stable"), merged[library & ~none].sort_values(
+        keys, kind="stable"), merged[none]], ignore_index=True)
     rest = [c for c in merged.columns if c not in lead]
     out = merged[lead + rest].reset_index(drop=True)
     out.attrs["stages"] = {p: s.name for p, s in stages.items()}
@@ -262,20 +416,31 @@ def lineage(stages: Sequence[Stage], stage: Stage, op: str) -> pd.DataFrame:
     """The counterparts of op ``op`` of ``stage`` in every stage of ``stages`` that has ops: the ops (XLA:
     the entry instructions, a fusion for what it holds) with a source position in common with it.
 
-    Columns ``stage, group, result, op, source, line, text``: one row per counterpart (``line``: its line in
+    Columns ``stage, group, result, op, source, line, text``: one row per counterpart (``source``: the user's
+    own line, the innermost frame's beside it, ``source_words``; ``line``: its line in
     the stage's text, 0-based), and for a stage with none, one row with an empty result (line -1) whose
     ``text`` says so. ``attrs["removed_by"]`` names the first stage
     after ``stage`` that has no counterpart left while its parent had (None when the op lives on), and
-    ``attrs["sources"]`` the user's lines (file:line) the op came from."""
+    ``attrs["sources"]`` the lines (file:line of the innermost frame) the op came from, ``attrs["your_sources"]``
+    the same led by the user's own line, ``attrs["how"]`` "own", or how the line of an op without a location
+    of its own was inferred (``op_locations``' ``how`` and ``via``)."""
     import pandas as pd
 
     ops = _ops(stage)
     target = _find(stage, ops, op)
     keys = _origin_keys(stage, ops, target)
+    located = located_ops(stage)
+    mine = next(x for x in located if x.op is target)
+    how = OWN
+    if not keys and mine.frame is not None and mine.origin is not None:  # no location of its own: the one
+        keys, how = {mine.origin.key}, f"{mine.how} {mine.via}"  # the dataflow gives it, said so
     if not keys:
         raise WorkbenchError(f"op {target.result} of stage {stage.name!r} ({target.op}) has no source location "
-                             "of the user's code, so it has no counterparts to follow")
+                             "of the user's code, and none of the ops it is joined to has one, so it has no "
+                             "counterparts to follow")
     sources = sorted({f"{k[1]}:{k[2]}" for k in keys})
+    yours = list(dict.fromkeys(source_words(x.frame, x.yours) for x in located
+                               if x.origin is not None and x.frame is not None and x.origin.key in keys))
     rows = []
     found: dict[str, int] = {}
     for s in stages:
@@ -290,6 +455,8 @@ def lineage(stages: Sequence[Stage], stage: Stage, op: str) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=["stage", "group", "result", "op", "source", "line", "text"])
     df.attrs["removed_by"] = _mark_removal(df, stages, stage, found)
     df.attrs["sources"] = sources
+    df.attrs["your_sources"] = yours  # the user's own line first, the innermost frame's beside it
+    df.attrs["how"] = how  # "own", or how the op's line was inferred (it has no location of its own)
     return df
 
 
@@ -312,7 +479,7 @@ def _counterparts(s: Stage, s_ops: Sequence[OpLocation], keys: set[tuple]) -> li
         seen.add(result)
         f = hits[0].frame
         rows.append({"stage": s.name, "group": s.group, "result": result, "op": what,
-                     "source": f"{f.file}:{f.line}" if f else "", "line": line,
+                     "source": source_words(f, your_frame(hits[0])) if f else "", "line": line,
                      "text": _clean(lines[line]) if line < len(lines) else ""})
     return rows
 

@@ -11,10 +11,11 @@ import functools
 import re
 from collections.abc import Sequence
 
-from .origins import Frame, OpLocation, distinct_origins
-from .text import skip_string
+from .hlo import drop_attribute, read_instruction
+from .origins import Dataflow, Frame, OpLocation, distinct_origins
+from .text import mask_strings, skip_string
 
-__all__ = ["hlo_instruction_locations", "op_name"]
+__all__ = ["hlo_dataflow", "hlo_instruction_locations", "op_name"]
 
 
 _TABLE_ROW = re.compile(r"^(\d+)\s+(.*)$")
@@ -175,3 +176,46 @@ class _Scopes:
                     break
                 scope = scope.rpartition("/")[0]
         return ()
+
+
+# the attributes that name a computation an instruction calls (a fusion's, a loop's, a reduction's, a branch's)
+_CALLED = re.compile(r"\b(?:calls|to_apply|body|condition|branch_computations|true_computation|false_computation"
+                     r"|called_computations)=(%?[\w.\-]+|\{[^{}]*\})")
+_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
+@functools.lru_cache(maxsize=64)
+def hlo_dataflow(text: str) -> Dataflow:
+    """The dataflow between the instructions of an HLO module text, indexed as
+    ``hlo_instruction_locations(text)``: each instruction's operands (in its computation), and the instruction
+    that calls its computation (the first that does: a fused instruction's fusion, a loop body's while).
+    One pass over the text."""
+    rows: list[tuple[str, str, str]] = []  # (computation, name, line)
+    comp = ""
+    for ln in text.splitlines():
+        m = _INSTRUCTION.match(ln)
+        if not m:
+            cm = _COMPUTATION.match(ln)
+            if cm and not ln.lstrip().startswith(("HloModule",)):
+                comp = cm.group(1)
+            continue
+        rows.append((comp, m.group(1), ln))
+    index = {(c, n): i for i, (c, n, _) in enumerate(rows)}
+    comps = {c for c, _, _ in rows}
+    caller: dict[str, int] = {}
+    operands: list[tuple[int, ...]] = []
+    for i, (comp, _name, ln) in enumerate(rows):
+        ins = read_instruction(ln)
+        used: list[int] = []
+        if ins is not None:
+            for n in ins.operand_names:
+                j = index.get((comp, n))
+                if j is not None and j not in used:
+                    used.append(j)
+            if "=" in ins.attributes:
+                for value in _CALLED.findall(mask_strings(drop_attribute(ins.attributes, "metadata"))):
+                    for callee in _NAME.findall(value):
+                        if callee in comps and callee != comp:
+                            caller.setdefault(callee, i)
+        operands.append(tuple(used))
+    return Dataflow(tuple(operands), tuple(caller.get(c, -1) for c, _, _ in rows))

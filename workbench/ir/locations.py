@@ -23,18 +23,21 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .hlo_locations import hlo_instruction_locations
-from .origins import Frame, OpLocation, Origin, distinct_origins, user_frame
+from .hlo_locations import hlo_dataflow, hlo_instruction_locations
+from .origins import Dataflow, Frame, OpLocation, Origin, distinct_origins, user_frame
 from .text import mask_strings, skip_string
 
 __all__ = [
     "CallSites",
+    "Dataflow",
     "Frame",
     "OpLocation",
     "Origin",
     "call_sites",
     "fast_name_stack",
+    "hlo_dataflow",
     "hlo_instruction_locations",
+    "mlir_dataflow",
     "mlir_op_locations",
     "op_tag",
     "ops_at",
@@ -260,6 +263,8 @@ class _Op:
     line: int
     at: int
     loc: str | None
+    start: int = -1  # the index among all lines of the line the op starts on (its operands are there)
+    parent: int = -1  # the op (its index in ``_Module.ops``) whose region holds it; -1 for none or a function
 
 
 @dataclass(frozen=True)
@@ -286,6 +291,7 @@ def _read_module(text: str) -> _Module:
     locs: dict[int, tuple[int, str]] = {}  # op index -> (line, loc) read after its regions
     pending: list[tuple[int, int]] = []  # (brace depth before it, op index): region ops waiting for their loc
     first_call: dict[str, int] = {}
+    opened: list[tuple[int, int]] = []  # (brace depth before it, op index): ops whose regions are open
     func, depth, dropped = "", 0, 0
     for k, ln in enumerate(lines):
         if ln.startswith("#loc"):
@@ -305,21 +311,30 @@ def _read_module(text: str) -> _Module:
             func = fm.group(1).strip('"')
         m = _OP_LINE.match(ln)
         if not m or m.group(2).startswith(("loc", "tensor")):
+            if depth > before and ops and not fm and not (opened and opened[-1][1] == len(ops) - 1):
+                opened.append((before, len(ops) - 1))  # "cond {" after a while's line opens its region
             continue
         while pending and pending[-1][0] >= before:  # a region op that printed no loc after its regions
             pending.pop()
         if loc is None:
             pending.append((before, len(ops)))
+        while opened and opened[-1][0] >= before:
+            opened.pop()
+        parent = opened[-1][1] if opened else -1
+        if depth > before:
+            opened.append((before, len(ops)))
         c = _CALLEE.search(code) if "call" in code or "decomposition" in code else None
         if c:
             callee = ln[c.start(1):c.end(1)].strip('"')
             if callee != func:
                 first_call.setdefault(callee, len(ops))
         result = (m.group(1) or "").split(",")[0].strip().split(":")[0]
-        ops.append(_Op(m.group(2), result, func, k - dropped, k, loc))
+        if parent >= 0 and ops[parent].op in ("func.func", "builtin.module"):
+            parent = -1  # a function's ops: its location is the jit's, no line of the user's
+        ops.append(_Op(m.group(2), result, func, k - dropped, k, loc, k, parent))
     for i, (k, loc) in locs.items():
         o = ops[i]
-        ops[i] = _Op(o.op, o.result, o.func, o.line, k, loc)
+        ops[i] = _Op(o.op, o.result, o.func, o.line, k, loc, o.start, o.parent)
     return _Module(tuple(lines), aliases, tuple(ops), first_call)
 
 
@@ -398,6 +413,32 @@ def mlir_op_locations(text: str) -> tuple[OpLocation, ...]:
     return tuple(OpLocation(o.op, o.result, o.func, o.line,
                             sites.attribute(o.func, distinct_origins(_own(module, o, memo))))
                  for o in module.ops)
+
+
+_VALUE = re.compile(r"%[\w$.-]+")
+
+
+@functools.lru_cache(maxsize=64)
+def mlir_dataflow(text: str) -> Dataflow:
+    """The dataflow between the ops of an MLIR module text, indexed as ``mlir_op_locations(text)``: each op's
+    operands (the ops whose results it uses, read from the line it starts on; a block argument names no op)
+    and the op whose region holds it (a while's body op: the while). One pass over the text."""
+    module = _read_module(text)
+    defined: dict[tuple[str, str], int] = {}
+    operands: list[tuple[int, ...]] = []
+    for i, o in enumerate(module.ops):
+        code = mask_strings(module.lines[o.start]) if o.start >= 0 else ""
+        head, eq, rest = code.partition("=") if o.result else ("", "", code)
+        mine = {v.split("#")[0] for v in _VALUE.findall(head)} if eq else set()
+        used = []
+        for v in _VALUE.findall(rest if eq else code):
+            j = defined.get((o.func, v))
+            if j is not None and j not in used:
+                used.append(j)
+        operands.append(tuple(used))
+        for v in mine:
+            defined[(o.func, v)] = i
+    return Dataflow(tuple(operands), tuple(o.parent for o in module.ops))
 
 
 def ops_at(text: str, location: str) -> tuple[OpLocation, ...]:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Frame", "OpLocation", "Origin", "distinct_origins", "jax_name_stack", "user_frame"]
+__all__ = ["Dataflow", "Frame", "OpLocation", "Origin", "distinct_origins", "jax_name_stack", "user_frame"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,16 @@ class OpLocation:
     line: int
     origins: tuple[Origin, ...]
     fusion: str = ""
+
+
+@dataclass(frozen=True)
+class Dataflow:
+    """How the ops of one program text (indexed as its ``OpLocation`` list) are joined: ``operands[i]`` the
+    ops whose results op ``i`` uses, ``parent[i]`` the op that holds it (MLIR: the op whose region it is in;
+    HLO: the instruction that calls its computation, a fusion for a fused instruction), -1 for none."""
+
+    operands: tuple[tuple[int, ...], ...]
+    parent: tuple[int, ...]
 
 
 _XLA_PREFIX = re.compile(r"^(?:jit\([^/]*\)/)?call_exported/")
