@@ -2,12 +2,13 @@
 every child gets, and the small interface a scan needs of a pool (an executor's included). The children
 here are real ones (the pass worker's module); counts of processes and bytes, never seconds."""
 import os
+import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from workbench.children import Child, ChildFailed, DEVICE_COUNT_FLAG, child_env, leftovers
+from workbench.children import Child, ChildDied, ChildFailed, DEVICE_COUNT_FLAG, child_env, leftovers
 from workbench.children.env import ROOT
 from tests.processes import children_running
 
@@ -37,6 +38,23 @@ def test_a_child_serves_its_method_table_restarts_and_ends_without_leftovers():
         child.close()
     assert children_running("workbench.pipeline.worker") - before == set() and not os.path.exists(log)
 
+
+
+def test_a_child_killed_by_kill_9_is_said_to_be_killed_by_signal_9_not_guessed_out_of_memory():
+    """A SIGKILL comes from the out-of-memory killer or from someone's ``kill -9``; nothing here tells which,
+    so the words say what is known and name both, instead of "probably the out-of-memory killer"."""
+    child = Child("workbench.pipeline.worker", "worker")
+    try:
+        child.call("parse_module", (EMPTY,), 120)
+        os.kill(child.pid, signal.SIGKILL)  # what a user's kill -9 does
+        with pytest.raises(ChildDied) as caught:
+            child.call("parse_module", (EMPTY,), 120)
+        assert caught.value.exitcode == -signal.SIGKILL
+        assert str(caught.value) == ("child process was killed by signal 9 (SIGKILL): the out-of-memory killer or "
+                                     "a user's kill -9")
+        assert child.call("parse_module", (EMPTY,), 120).payload == [] and child.restarts == 1
+    finally:
+        child.close()
 
 def test_a_child_started_soon_runs_its_imports_while_the_caller_goes_on_and_serves_the_first_request():
     child = Child("workbench.pipeline.worker", "worker")

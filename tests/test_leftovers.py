@@ -138,3 +138,59 @@ def test_a_live_process_folders_are_kept_and_dead_ones_removed(tmp_path):
     finally:
         live.kill()
         live.wait()
+
+
+_WORKER_THEN_WAIT = """
+import os, signal, sys, time
+{before}
+from workbench.pipeline.worker import Worker
+w = Worker()
+w.call("parse_module", "module {{\\n}}\\n")
+print("ready", len([n for n in os.listdir(os.environ["TMPDIR"]) if n.startswith("hlo-workbench-")]), flush=True)
+{wait}
+"""
+
+
+def _ours(tmp) -> list[str]:
+    return sorted(n for n in os.listdir(tmp) if n.startswith("hlo-workbench-"))
+
+
+def _started(code: str, tmp) -> tuple[subprocess.Popen, int]:
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": _ROOT}
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=_ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith("ready"), proc.stderr.read()
+    return proc, int(line.split()[1])
+
+
+def test_a_process_ended_by_sigterm_removes_its_logs_and_dies_of_the_signal(tmp_path):
+    """``kill PID`` (a container stopping, a job scheduler): the worker's log goes with the process, which
+    still ends as SIGTERM ends a process (its parent sees -SIGTERM), not by the next import's sweep."""
+    proc, made = _started(_WORKER_THEN_WAIT.format(before="", wait="time.sleep(600)"), tmp_path)
+    try:
+        assert made >= 1 and _ours(tmp_path)  # the worker's log, while the process runs
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == -signal.SIGTERM, proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert _ours(tmp_path) == []
+
+
+def test_sigterm_goes_to_the_handler_that_was_there_first_and_a_live_process_keeps_its_files(tmp_path):
+    """A program's own SIGTERM handler (installed before the workbench was imported) still gets the signal;
+    while it keeps the process alive, the files in use stay, and its exit removes them."""
+    before = "got = []\nsignal.signal(signal.SIGTERM, lambda s, f: got.append(s))"
+    wait = ("while not got:\n    time.sleep(0.05)\n"
+            "print('handled', len([n for n in os.listdir(os.environ['TMPDIR']) if n.startswith('hlo-workbench-')]),"
+            " flush=True)\nsys.exit(7)")
+    proc, made = _started(_WORKER_THEN_WAIT.format(before=before, wait=wait), tmp_path)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 7, proc.stderr.read()
+        assert proc.stdout.read().split() == ["handled", str(made)]  # its own handler ran; nothing was removed
+    finally:
+        proc.kill()
+        proc.wait()
+    assert _ours(tmp_path) == []  # the exit's clean-up

@@ -179,8 +179,8 @@ class XlaAbortError(WorkbenchError):
 
 
 class XlaProbeDied(WorkbenchError):
-    """The child process compiling the module was killed from outside (SIGKILL: most likely the
-    out-of-memory killer), exited, or gave no answer within the timeout and was ended; whether XLA
+    """The child process compiling the module was killed from outside (SIGKILL: the out-of-memory
+    killer or a user's kill -9), exited, or gave no answer within the timeout and was ended; whether XLA
     accepts the module is not known, and nothing is kept."""
 
 

@@ -56,13 +56,17 @@ def exchange(conn: Connection, request: Request, limit: float) -> tuple[Response
     return None, dropped
 
 
+KILLED = "was killed by signal 9 (SIGKILL): the out-of-memory killer or a user's kill -9"
+
+
 def ended(code: int | None) -> str:
     """How a child with ``Popen.returncode`` ``code`` ended, in words. A SIGKILL comes from outside the
-    child -- most often the kernel's out-of-memory killer -- and says nothing about what it was doing."""
+    child -- the kernel's out-of-memory killer, or someone's ``kill -9`` -- and says nothing about what it
+    was doing; which of the two it was is not known here, so the words name both (``KILLED``)."""
     if code is None:
         return "died (its exit code is unknown)"
     if code == -signal.SIGKILL:
-        return "was killed (SIGKILL), probably by the system's out-of-memory killer"
+        return KILLED
     if code < 0:
         try:
             name = signal.Signals(-code).name

@@ -102,7 +102,7 @@ class StepRunner:
             rerun = functools.partial(self._diagnostics, pipeline, limit if timeout is None else min(timeout, limit))
             raise pass_error(stage, pipeline, source, text, e.message, e.diagnostics, rerun) from None
         except WorkerCrash as e:
-            if e.exitcode == -9:  # SIGKILL comes from outside (the OOM killer), not from the pass
+            if e.exitcode == -9:  # SIGKILL comes from outside (the OOM killer or a kill -9), not from the pass
                 why = f"the worker process running the pass {e.how}; the pass may need more memory than is free"
             else:
                 why = f"the pass crashed its worker process ({e.how})"

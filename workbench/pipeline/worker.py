@@ -64,7 +64,8 @@ class WorkerCrash(Exception):
 
     @property
     def how(self) -> str:
-        """How it ended, in words: a SIGKILL is the system's (the OOM killer's), a SIGABRT the pass's own."""
+        """How it ended, in words: a SIGKILL comes from outside (the OOM killer or a kill -9), a SIGABRT is the
+        pass's own."""
         return ended(self.exitcode)
 
     def __reduce__(self):

@@ -12,7 +12,7 @@ process's folder, and the stages are read from those. The bisection of XLA passe
 
 Only a SIGABRT is XLA refusing the options (a failed CHECK ends in ``abort()``); another signal is XLA
 crashing on the module (a RET_CHECK of the SPMD pipeline can end in SIGSEGV). A SIGKILL -- what the
-kernel's out-of-memory killer sends -- or an exit says nothing about the module: ``probe_compile``
+kernel's out-of-memory killer or a user's kill -9 sends -- or an exit says nothing about the module: ``probe_compile``
 raises ``XlaProbeDied`` then, and no verdict is kept, so the next call tries again.
 Requests and answers are numbered, and an interrupted wait ends the child, so an answer is never
 taken for another request's.
@@ -54,9 +54,10 @@ KILLED = "XLA killed the compiling process"
 def _death(code: int | None, check: str | None) -> str:
     """XlaProbeDied's message for a child that ended with ``code`` (Popen's returncode), not by XLA's crash."""
     if code == -signal.SIGKILL:
-        return (f"the child process compiling this module with XLA {ended(code)}: the compile ran out of "
-                "memory. That says nothing about the module or its options, so nothing is kept: free memory "
-                "(other kernels, big arrays) and try again, or try a smaller program")
+        return (f"the child process compiling this module with XLA {ended(code)}. If it was the out-of-memory "
+                "killer, the compile ran out of memory: free memory (other kernels, big arrays) and try again, or "
+                "try a smaller program. Either way it says nothing about the module or its options, so nothing is "
+                "kept")
     said = f"; it printed: {check}" if check else ""
     return (f"the child process compiling this module with XLA {ended(code)}{said}. That is not XLA's abort on "
             "these options; nothing is kept, so the next call tries again")
