@@ -93,8 +93,11 @@ class Measured:
             weights, prefix = table, "mlir_"
         else:
             weights, prefix = (table, "") if self.stage(stage).name == last.name else (source_map({"": last}, "line"), "")
-        per_line = measured_by_line(prof, {(f, int(n)): (fl, b) for f, n, fl, b in zip(
-            weights["file"], weights["line"], weights[prefix + "flops"], weights[prefix + "bytes"])})
+        by_line: dict = {}  # a library's line is a row per line of the user's that reaches it: summed
+        for f, n, fl, b in zip(weights["file"], weights["line"], weights[prefix + "flops"], weights[prefix + "bytes"]):
+            had = by_line.get((f, int(n)), (0, 0))
+            by_line[(f, int(n))] = (had[0] + int(fl or 0), had[1] + int(b or 0))
+        per_line = measured_by_line(prof, by_line)
         merged = table.merge(per_line.rename(columns={"function": "_function"}), on=["file", "line"], how="outer")
         merged["function"] = merged["function"].fillna(merged.pop("_function")).fillna("")
         if "code" in merged.columns:
@@ -102,8 +105,28 @@ class Measured:
         merged["measured_us"] = merged["measured_us"].fillna(0.0)
         merged["measured_share"] = merged["measured_share"].fillna(0.0)
         merged["measured_how"] = merged["measured_how"].fillna("")
+        _split_over_call_sites(merged, prefix + "flops" if prefix + "flops" in merged.columns else None)
         for c in merged.columns:
             if c.endswith(("ops", "flops", "bytes")) and str(merged[c].dtype) == "Int64":
                 merged[c] = merged[c].fillna(0)
         merged.attrs.update(table.attrs, profile=prof)
         return merged
+
+
+def _split_over_call_sites(table, flops: str | None) -> None:
+    """A library's line reached from several lines of the user's own is a row each (``source_map``) while the
+    profile measures it once: its measured time is split over those rows by their flops (``flops``, the
+    column of the last MLIR stage), evenly where they have none, and ``measured_how`` says so. In place."""
+    import pandas as pd
+
+    sites = table.groupby(["file", "line"])["file"].transform("size")
+    many = (sites > 1) & (table["measured_us"] > 0)
+    if not many.any():
+        return
+    weight = (table[flops].astype("float64").fillna(0.0) if flops else pd.Series(0.0, index=table.index))
+    total = weight.groupby([table["file"], table["line"]]).transform("sum")
+    share = (weight / total).where(total > 0, 1.0 / sites)
+    for c in ("measured_us", "measured_share"):
+        table.loc[many, c] = table.loc[many, c] * share[many]
+    table.loc[many, "measured_how"] = [f"{h}; split over the {n} lines of yours that reach it"
+                                       for h, n in zip(table.loc[many, "measured_how"], sites[many])]

@@ -107,6 +107,14 @@ class DriftOp:
     change: tuple = field(default=(), repr=False)  # (kind, source positions, removed?) of ``changed_by``'s op
 
 
+def _at_line(source: str) -> str:
+    """``source`` (``tapping.source_of``) in words: "; at your line train.py:42 (optax/_src/transform.py:507)",
+    or where no frame is the user's, "; at optax/_src/transform.py:507 (library code only)"."""
+    if not source:
+        return ""
+    return f"; at {source}" if source.endswith("(library code only)") else f"; at your line {source}"
+
+
 @dataclass(frozen=True)
 class Drift:
     """What ``ex.drift`` found. ``op`` is the first op whose value drifts (None: none does), ``line`` the
@@ -149,7 +157,7 @@ class Drift:
                     f" agree within noise")
         else:
             o = self.op
-            where = (f"{o.result} = {o.op} (line {o.line + 1}{', ' + o.source if o.source else ''})" if o.op
+            where = (f"{o.result} = {o.op} (line {o.line + 1}{_at_line(o.source)})" if o.op
                      else f"{o.result} of @main (no op inside it has a counterpart to compare)")
             head = (f"{self.stage!r} drifts from {self.reference!r} at {where}: error {o.check.max_abs:.3g} over a tolerance of "
                     f"{o.check.tolerance:.3g}")

@@ -26,7 +26,7 @@ from ...ir.taps import Tappable, TapPoint, tappable
 from ...ir.text import strip_locations
 from ...pipeline.exported import inlined_for_jax
 from ...stages import Stage
-from ..provenance import users_frame
+from ..provenance import source_words, users_frame, your_frame
 
 __all__ = ["Side", "side_of", "counterparts", "made_by", "removed_by", "op_key", "result_pairs", "op_present"]
 
@@ -63,11 +63,13 @@ class Side:
 
 
 def source_of(loc: OpLocation | None) -> str:
-    """The user's file:line an op came from ("" where none): the first origin with a user's frame."""
+    """The user's line an op came from ("" where none), of the first origin with a user's frame: the user's
+    own ``file:line`` first and the innermost frame's beside it where that is a library's
+    (``train.py:42 (optax/_src/transform.py:507)``; ``provenance.source_words``)."""
     for origin in (loc.origins if loc is not None else ()):
         frame = users_frame(origin)
         if frame is not None:
-            return f"{frame.file}:{frame.line}"
+            return source_words(frame, your_frame(origin))
     return ""
 
 

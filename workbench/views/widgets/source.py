@@ -28,7 +28,7 @@ import traitlets
 from markupsafe import Markup
 
 from ...analysis.diff import shown_lines
-from ...analysis.provenance import NO_LOCATION
+from ...analysis.provenance import LIBRARY_ONLY, NO_LOCATION
 from ...errors import WorkbenchError
 from ...exploration import Exploration
 from ...pipeline.diagnose import source_label
@@ -93,23 +93,41 @@ def listing_rows(sm, metric: str = "flops", getline=linecache.getline) -> list[d
     each line of its functions (``line``: ``file, line, code``, and for a line with ops ``ops``, ``value``
     (its ``metric``), ``label`` and ``frac``, its share of the costliest line's), a ``gap`` row for a long
     run of lines without ops, and the ``(no location)`` row (``none``) last."""
-    values = [float(v) for v in sm[metric]] if len(sm) else []
-    top = max(values, default=0.0) or 1.0
     by_file: dict[str, dict[int, dict]] = defaultdict(dict)
     none = None
     unit = " µs" if metric == "measured_us" else ""
     for r in sm.to_dict("records"):
-        fusions = r.get("fusions") or ""
-        measured = (f"; measured {_si(r['measured_us'])} µs ({r.get('measured_how') or 'no instruction'})"
-                    if "measured_us" in r else "")
-        info = {"ops": int(r["ops"]), "value": float(r[metric]), "label": _si(r[metric]) + unit,
-                "frac": round(float(r[metric]) / top, 4),
-                "title": f"{int(r['ops'])} ops, {_si(r['flops'])} flops, {_si(r['bytes'])} bytes"
-                         + (f"; in fusions: {fusions}" if fusions else "") + measured}
-        if r["file"] == NO_LOCATION:
-            none = info
-        else:
-            by_file[r["file"]][int(r["line"])] = dict(info, code=r.get("code") or "", function=r.get("function") or "")
+        # the user's own line leads; a line reached only through libraries is listed at the library's line
+        mine = r.get("your_file", r["file"]) not in (NO_LOCATION, LIBRARY_ONLY)
+        file, line = (r["your_file"], int(r["your_line"])) if mine and "your_file" in r else (r["file"], int(r["line"]))
+        lib = f"{_short(r['file'])}:{int(r['line'])}" if (file, line) != (r["file"], int(r["line"])) else ""
+        if r["file"] != NO_LOCATION and not mine:
+            lib = "library code only"
+        slot = none if r["file"] == NO_LOCATION else by_file[file].get(line)
+        if slot is None:
+            slot = {"ops": 0, "value": 0.0, "flops": 0, "bytes": 0, "inferred": 0, "fusions": [], "lib": [],
+                    "measured": [], "code": (r.get("your_code") if mine else r.get("code")) or "",
+                    "function": (r.get("your_function") if mine else r.get("function")) or ""}
+            if r["file"] == NO_LOCATION:
+                none = slot
+            else:
+                by_file[file][line] = slot
+        slot["ops"] += int(r["ops"])
+        slot["value"] += float(r[metric])
+        slot["flops"] += int(r["flops"])
+        slot["bytes"] += int(r["bytes"])
+        slot["inferred"] += int(r.get("inferred", 0) or 0)
+        for f in str(r.get("fusions") or "").split(", "):
+            if f and f not in slot["fusions"]:
+                slot["fusions"].append(f)
+        if lib and lib not in slot["lib"]:
+            slot["lib"].append(lib)
+        if "measured_us" in r:
+            slot["measured"].append(f"{_si(r['measured_us'])} µs ({r.get('measured_how') or 'no instruction'})")
+    slots = [x for lines in by_file.values() for x in lines.values()] + ([none] if none else [])
+    top = max((x["value"] for x in slots), default=0.0) or 1.0
+    for x in slots:
+        x.update(_info(x, top, unit))
     rows: list[dict] = []
     for file, lines in by_file.items():
         first, last = _function_bounds(file, min(lines), max(lines), getline)
@@ -129,6 +147,26 @@ def listing_rows(sm, metric: str = "flops", getline=linecache.getline) -> list[d
     if none is not None:
         rows.append(dict(none, k="none", file="", line=0, code=NO_LOCATION + ": ops with no line of your code"))
     return rows
+
+
+def _short(path: str) -> str:
+    """A library's file from its package's folder on (``optax/_src/transform.py``), a user's as it is."""
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    return path
+
+
+def _info(slot: dict, top: float, unit: str) -> dict:
+    """What a line of the listing shows of the rows of the source map it sums (``slot``)."""
+    lib, fusions = slot.pop("lib"), slot.pop("fusions")
+    inferred, measured = slot.pop("inferred"), slot.pop("measured")
+    title = (f"{slot['ops']} ops, {_si(slot.pop('flops'))} flops, {_si(slot.pop('bytes'))} bytes"
+             + (f" ({inferred} with no location of their own: inferred through the dataflow)" if inferred else "")
+             + (f"; through {', '.join(lib)}" if lib else "") + (f"; in fusions: {', '.join(fusions)}" if fusions else "")
+             + (f"; measured {', '.join(measured)}" if measured else ""))
+    return {"label": _si(slot["value"]) + unit, "frac": round(slot["value"] / top, 4), "title": title,
+            "lib": ", ".join(lib)}
 
 
 def measured_note(stage, profile) -> str:
@@ -212,7 +250,7 @@ function render({ model, el }) {
         `data-key="${esc(r.file + ":" + r.line)}" data-file="${esc(r.file)}" data-line="${r.line}" title="${esc(r.title || "")}">` +
         `<span class="wbsrc-heat">${bar}<span class="wbsrc-val">${esc(r.label || "")}</span></span>` +
         `<span class="wbsrc-n">${ops ? r.ops : ""}</span><span class="wbsrc-ln">${r.line || ""}</span>` +
-        `<span class="wbsrc-code">${esc(r.code)}</span></div>`;
+        `<span class="wbsrc-code">${esc(r.code)}${r.lib ? `<span class="wbsrc-lib">${esc(r.lib)}</span>` : ""}</span></div>`;
     }
     list.innerHTML = html;
     select();
@@ -479,7 +517,11 @@ class SourceTab:
                 marks[side], counts[side] = [], None
                 notes.append(f"{stage}: {e}")
                 continue
-            rows = df[(df["file"] == file) & (df["line"] == line)] if file else df[(df["file"] == "") & (df["op"] != "func.func")]
+            if file:  # the ops of the user's line, or of a library's line no user's line reached
+                rows = df[((df["your_file"] == file) & (df["your_line"] == line))
+                          | ((df["your_file"] == LIBRARY_ONLY) & (df["file"] == file) & (df["line"] == line))]
+            else:
+                rows = df[(df["file"] == "") & (df["op"] != "func.func")]
             counts[side] = len(rows)
             marks[side] = self._shown(ex, side, stage, rows["text_line"])
         self.diff_view.mark(marks["before"], marks["after"], focus="after")
