@@ -484,3 +484,127 @@ def test_the_carried_diffs_are_bounded_and_a_file_without_them_still_loads(atten
             z.writestr(n, data)
     back = wb.load(tmp_path / "older.hlox")
     assert back.names == attention.names and back["cse#1"].text == attention["cse#1"].text
+
+
+# -- a file changed after it was saved: what it stores twice must agree -------------------------------------
+SMALL = """module @m {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>
+    %1 = stablehlo.multiply %0, %arg0 : tensor<4xf32>
+    %2 = stablehlo.add %arg0, %arg0 : tensor<4xf32>
+    %3 = stablehlo.add %1, %2 : tensor<4xf32>
+    return %3 : tensor<4xf32>
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def small_file(tmp_path_factory):
+    ex = wb.explore_text(SMALL, pipeline="cse,canonicalize,cse")
+    return ex.save(tmp_path_factory.mktemp("agree") / "small.hlox"), ex
+
+
+def _rewritten(path, out, change):
+    """``path`` with ``change(manifest, texts)`` applied (``texts``: each text by its hash; the change adds
+    texts as ``texts[sha] = text`` and points stage entries at them), every checksum and size recomputed as
+    ``save`` computes them, the other members as they were: a file that passes every integrity check."""
+    import hashlib
+
+    import zstandard
+
+    with zipfile.ZipFile(path) as z:
+        members = {i.filename: (z.read(i.filename), i.compress_type) for i in z.infolist()}
+    manifest = json.loads(members["manifest.json"][0])
+    blob = zstandard.ZstdDecompressor().decompress(members["texts.zst"][0], max_output_size=manifest["texts_bytes"])
+    texts = {t["sha256"]: blob[t["offset"]:t["offset"] + t["length"]].decode() for t in manifest["texts"]}
+    change(manifest, texts)
+    index, at, parts = [], 0, []
+    for h, text in texts.items():
+        data = text.encode()
+        assert hashlib.sha256(data).hexdigest() == h
+        index.append({"sha256": h, "offset": at, "length": len(data)})
+        parts.append(data)
+        at += len(data)
+    blob = b"".join(parts)
+    manifest.update(texts=index, texts_bytes=len(blob), texts_sha256=hashlib.sha256(blob).hexdigest())
+    members["manifest.json"] = (json.dumps(manifest).encode(), members["manifest.json"][1])
+    members["texts.zst"] = (zstandard.ZstdCompressor().compress(blob), members["texts.zst"][1])
+    with zipfile.ZipFile(out, "w") as z:
+        for name, (data, how) in members.items():
+            z.writestr(name, data, compress_type=how)
+    return out
+
+
+def _add(texts: dict, text: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256(text.encode()).hexdigest()
+    texts[h] = text
+    return h
+
+
+def _changed_stage(manifest) -> dict:
+    return next(r for r in manifest["stages"] if r["group"] == "mlir" and r["changed"] and r.get("located"))
+
+
+def test_a_saved_file_whose_stage_text_was_changed_by_hand_is_refused_naming_the_stage(small_file, tmp_path):
+    """The issue's file: one stage's text rewritten (an add made a subtract), its checksums recomputed. It
+    loaded, and ``ex[stage].text`` said subtract where the report, reading the text with locations, said add."""
+    path, ex = small_file
+    assert [s.name for s in wb.load(path).stages] == ex.names  # as saved, it loads
+    named = {}
+
+    def edit(manifest, texts):
+        row = _changed_stage(manifest)
+        named["stage"] = row["name"]
+        row["text"] = _add(texts, texts[row["text"]].replace("stablehlo.multiply", "stablehlo.subtract"))
+
+    bad = _rewritten(path, tmp_path / "edited.hlox", edit)
+    with pytest.raises(SavedFileError) as caught:
+        wb.load(bad)
+    message = str(caught.value)
+    assert f"stage {named['stage']!r}: its text is not its text with locations without the locations" in message
+    assert "stablehlo.subtract" in message and "stablehlo.multiply" in message  # the line that differs
+    assert "ex.with_text(stage, text)" in message
+
+
+def test_a_hand_edit_of_both_texts_that_leaves_changed_wrong_is_refused(small_file, tmp_path):
+    """Both copies of a stage's text edited alike: the stage after it, unchanged, still names the old text,
+    so its ``changed`` (no) no longer says what its texts say."""
+    path, ex = small_file
+
+    def edit(manifest, texts):
+        rows = manifest["stages"]
+        k, row = next((k, r) for k, r in enumerate(rows) if r["group"] == "mlir" and r.get("located")
+                      and k + 1 < len(rows) and rows[k + 1]["text"] == r["text"])
+        row["text"] = _add(texts, texts[row["text"]] + "\n")
+        row["located"] = _add(texts, texts[row["located"]] + "\n")
+
+    with pytest.raises(SavedFileError, match=r"is marked changed=False, but its text is not its parent '.*'s"):
+        wb.load(_rewritten(path, tmp_path / "both.hlox", edit))
+
+
+def test_a_flipped_changed_flag_and_a_diff_that_starts_elsewhere_are_refused(small_file, tmp_path):
+    path, ex = small_file
+
+    def flip(manifest, texts):
+        _changed_stage(manifest)["changed"] = False
+
+    with pytest.raises(SavedFileError, match=r"is marked changed=False, but its text is not its parent"):
+        wb.load(_rewritten(path, tmp_path / "flipped.hlox", flip))
+
+    def moved(manifest, texts):
+        row = next(r for r in manifest["stages"] if r.get("diff") and r["group"] == "mlir")
+        row["diff"]["before"] = row["diff"]["after"] if row["diff"]["after"] != row["diff"]["before"] \
+            else _add(texts, "module {\n}")
+
+    with pytest.raises(SavedFileError, match=r"its diff against .* does not start from that stage's normalized"):
+        wb.load(_rewritten(path, tmp_path / "moved.hlox", moved))
+
+
+def test_a_rewritten_file_that_changes_nothing_loads(small_file, tmp_path):
+    """The rewriting itself is not what is refused: the same file, rewritten unchanged, loads."""
+    path, ex = small_file
+    same = wb.load(_rewritten(path, tmp_path / "same.hlox", lambda m, t: None))
+    assert [s.text for s in same.stages] == [s.text for s in ex.stages]
