@@ -196,6 +196,50 @@ def test_a_bigger_program_stays_a_sane_size(tmp_path):
     assert texts > 4e6 and size < texts / 3
 
 
+
+def test_a_pipeline_of_hundreds_of_passes_lists_the_first_and_last_stages_and_counts_the_rest(tmp_path, monkeypatch):
+    """A report of 10,015 stages took 65 s and 2.7 GB: every stage was listed, read, costed (a 10,000-bar
+    chart) and offered to the viewer. Past ``ReportLimits.stages`` it lists the first and last half of
+    them and the pair the diff and graph open on; the stages between are one row naming the first and
+    last of them and how many, and nothing of them is read, costed or embedded (counted, not timed)."""
+    from workbench.analysis.cost import table as cost_module
+    from workbench.artifacts.report_texts import ReportLimits
+
+    ex = wb.explore_text(HOSTILE.split("\n", 2)[2], pipeline=",".join(["canonicalize", "cse"] * 150))
+    every = ex.stages
+    assert len(every) > 300
+    costed = []
+    real_cost_table = cost_module.cost_table
+
+    def counted(ex_, stages=None, **kw):
+        costed.append(len(stages) if stages is not None else len(ex_.stages))
+        return real_cost_table(ex_, stages=stages, **kw)
+
+    monkeypatch.setattr(report_module, "cost_table", counted)
+    path = ex.report(tmp_path / "long.html", limits=ReportLimits(stages=40))
+    text = path.read_text()
+    table = section(text, "stages")
+    listed = [html.unescape(r) for r in re.findall(r'<tr data-stage="([^"]*)"', table)]
+    final = ex.default_run_stage().name
+    assert len(listed) <= 40 + 2 and listed[:20] == ex.names[:20] and listed[-20:] == ex.names[-20:]
+    assert {*report_module._first_pair(ex, every), final} <= set(listed)  # the pair the diff opens on, the graph's
+    gaps = re.findall(r'<tr class="wb-gap"><td colspan="8">(.*?)</td></tr>', table, re.DOTALL)
+    left = len(every) - len(listed)
+    counts = [int(re.search(r"&hellip; ([\d,]+) stage", g).group(1).replace(",", "")) for g in gaps]
+    assert 1 <= len(gaps) <= 3 and sum(counts) == left > 200
+    assert f"#20 <code>{every[20].name}</code>" in gaps[0] and "ReportLimits(stages=" in gaps[0]
+    assert f"Stages ({len(every)})" in table  # the count is of every stage
+    data = payload(text)
+    assert len(data["stage_text"]) == len(listed)  # only the stages listed are embedded and offered
+    config = json.loads(re.search(r'<script type="application/json" id="wb-config">(.*?)</script>', text,
+                                  re.DOTALL).group(1))
+    assert [s["name"] for s in config["stages"]] == listed
+    assert costed and max(costed) <= len(listed)  # only they are costed
+    cost_rows = re.findall(r"<tr><td>([^<]*)</td>", section(text, "cost"))
+    assert len(cost_rows) <= len(listed)
+    limits = html.unescape(re.search(r'<span id="wb-limits">(.*?)</span>', text).group(1))
+    assert "at most 40 stages are listed one by one" in limits and f"{left} stages not listed" in limits
+
 def test_markup_in_the_ir_and_the_title_is_only_ever_text(hostile_report):
     path, ex = hostile_report
     text = path.read_text()

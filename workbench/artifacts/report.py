@@ -22,8 +22,11 @@ keeping only drawing elements and attributes (no scripts, handlers or links out)
 The texts and the precomputed diffs are packed by ``report_texts``: each distinct text once,
 normalized as the diff shows it.
 
-What a report reads, embeds and computes is bounded by its ``ReportLimits`` (``report_texts``),
-stated in the report's header with what they left out: a stage text over ``text_chars`` is embedded
+What a report lists, reads, embeds and computes is bounded by its ``ReportLimits`` (``report_texts``),
+stated in the report's header with what they left out: past ``stages`` stages the first and last are
+listed (and the pair the diff and the graph open on), the runs between them each one row of the stage
+table naming its first and last stage and how many it holds, and only the stages listed are read,
+costed, diffed and offered to the diff viewer; a stage text over ``text_chars`` is embedded
 cut and is neither diffed, costed nor drawn; past ``total_chars`` of distinct texts in all, the same;
 structural diffs are precomputed up to ``diff_lines`` and ``diff_budget``; the graph's layout gets
 ``graph_seconds``. So the report's work grows with the program up to those caps and no further.
@@ -53,7 +56,8 @@ from ..analysis.numbers import num
 from ..analysis.profile import COMPILE_SUMMARY, RUN_SUMMARY
 from .assets import ASSETS, inlined  # the templates, the page script and style, and diffview.js/.css
 from .jsonout import WriteFailed, target_of, write_replacing
-from .report_texts import LIMITS, REFERENCE, PackedTexts, ReportLimits, limits_note, pack_texts, pairs_note
+from .report_texts import (LIMITS, REFERENCE, Gap, PackedTexts, ReportLimits, limits_note, pack_texts, pairs_note,
+                           shown_stages)
 from .versions import versions_line
 from ..errors import ReportFileError
 from ..stages import Stage
@@ -102,18 +106,39 @@ def _write(path: Path, page: str) -> Path:
 
 def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportLimits = LIMITS) -> str:
     """The report of ``ex`` as one HTML document (see the module docstring)."""
-    stages = ex.stages
-    first = _first_pair(ex, stages)
+    every = ex.stages
+    first = _first_pair(ex, every)
+    drawn = _drawn(ex, every, graph)
+    keep = [*first, *(s.name for s in drawn if s is not None)] if isinstance(drawn, tuple) else first
+    listed, gaps = shown_stages(every, limits.stages, keep)  # the stages listed, read, costed and diffed
+    stages = [s for _, s in listed]
     packed = pack_texts(stages, first, limits)
+    packed.usage.stages_left = sum(g.count for g in gaps)
     whole = packed.whole
     read = [s for s in stages if not s.error and s.text in whole]
     left_out = [s.name for s in stages if not s.error and s.text not in whole]
     page = _page(f"{ex.spec.title} \u2014 hlo-workbench report", "ex.report(path)", packed, stages, first)
     return _templates().get_template("report.html.j2").render(
-        page=page, title=ex.spec.title, facts=_facts(ex, stages, limits_note(limits, packed.usage)),
-        error=ex.error, warnings=list(getattr(ex, "warnings", ())), stages=stages,
+        page=page, title=ex.spec.title, facts=_facts(ex, every, limits_note(limits, packed.usage)),
+        error=ex.error, warnings=list(getattr(ex, "warnings", ())), stages=every,
+        rows=_stage_rows(listed, gaps), most=limits.stages,
         diff=_diff(stages, first, packed), cost=_cost(ex, read, left_out),
-        graph=_graph(ex, stages, graph, max_ops, whole, limits), runs=_runs(ex), time=_time(ex))
+        graph=_graph(drawn, max_ops, whole, limits), runs=_runs(ex), time=_time(ex))
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One row of the stage table: stage ``stage`` at ``index`` in ``ex.stages``, or (``gap``) a run of
+    stages the report does not list."""
+
+    index: int
+    stage: object = None
+    gap: Gap | None = None
+
+
+def _stage_rows(listed, gaps) -> list[_Row]:
+    rows = [_Row(k, s) for k, s in listed] + [_Row(g.start, gap=g) for g in gaps]
+    return sorted(rows, key=lambda r: r.index)
 
 
 def render_diff_page(before: str, after: str, before_name: str, after_name: str,
@@ -405,13 +430,21 @@ def _cost(ex, read, left_out: list[str]) -> _Cost:
     return _Cost(columns, rows, table_error, plot, plot_error, left_out)
 
 
-def _graph(ex, stages, graph, max_ops: int, whole, limits: ReportLimits) -> _Graph:
+def _drawn(ex, stages, graph) -> tuple | _Graph:
+    """The stage the graph draws and the one it is compared with (None: none), or the section saying
+    there is no stage to draw."""
     try:
         st = ex.default_run_stage() if graph is None else ex.stage(graph)
     except Exception as e:
         return _Graph("Graph", error=_Unavailable.of("no stage to draw", e))
     ref = next((s for s in stages if s.name == REFERENCE and s.is_module), None)
-    against = ref if ref is not None and ref.name != st.name and st.group == "mlir" else ex.parent_of(st)
+    return st, ref if ref is not None and ref.name != st.name and st.group == "mlir" else ex.parent_of(st)
+
+
+def _graph(drawn, max_ops: int, whole, limits: ReportLimits) -> _Graph:
+    if isinstance(drawn, _Graph):
+        return drawn
+    st, against = drawn
     shown = _Graph(f"Graph of {st.name}", st.name, against.name if against is not None else "", max_ops)
     if st.text not in whole or (against is not None and not against.error and against.text not in whole):
         return shown  # not drawn: over the report's limits

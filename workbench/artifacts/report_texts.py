@@ -5,8 +5,11 @@ as runs over a pool of distinct lines, so a 54-stage pipeline whose stages mostl
 lines stays small. The workbench's structural diff is precomputed for every stage against its parent
 and for a few other pairs; the page diffs any other pair line by line (``assets/report.js``).
 
-``ReportLimits`` bound what is read, embedded and diffed: a stage text over ``text_chars`` is embedded
-cut (as printed, not normalized: a module cut in two does not read) and is not diffed; past
+``ReportLimits`` bound what is listed, read, embedded and diffed: past ``stages`` stages, only the
+first and last half of that many (and those the diff and the graph open on) are listed, their texts
+read, costed and diffed, and each run of the others is one line naming its first and last and how many
+it holds (``shown_stages``); a stage text over ``text_chars`` is embedded cut (as printed, not
+normalized: a module cut in two does not read) and is not diffed; past
 ``total_chars`` of distinct texts in all, a text is cut to what is left, then replaced by one line saying
 so; a structural diff is precomputed only for stages of at most ``diff_lines`` lines, ``diff_budget``
 lines in all. A cut or missing text ends with, or is, a line saying where the whole text is. So the
@@ -24,19 +27,22 @@ from ..analysis.diff.kinds import ROW_CODES
 from .jsonout import json_text
 from ..stages import STABLEHLO
 
-__all__ = ["LIMITS", "REFERENCE", "PackedTexts", "ReportLimits", "TextUsage", "limits_note", "pack_texts", "pairs_note"]
+__all__ = ["LIMITS", "REFERENCE", "Gap", "PackedTexts", "ReportLimits", "TextUsage", "limits_note", "pack_texts",
+           "pairs_note", "shown_stages"]
 
 REFERENCE = STABLEHLO  # the stage every MLIR stage is also diffed with
 
 
 @dataclass(frozen=True)
 class ReportLimits:
-    """What one report may read, embed and compute (see the module docstring); its header states them.
+    """What one report may list, read, embed and compute (see the module docstring); its header states them.
 
-    ``text_chars``: the most characters of one stage's text read and embedded whole; ``total_chars``:
-    of all distinct stage texts together; ``diff_lines``: the most lines of either stage of a
-    precomputed structural diff; ``diff_budget``: lines (both sides) of all precomputed diffs together;
-    ``graph_seconds``: the time graphviz may take to lay the graph out.
+    ``stages``: the most stages listed one by one (the first and last half of them, and the pair the diff
+    opens on and the graph's), whose texts are read, costed and diffed -- a pipeline of 10,000 passes
+    costs the report what 200 do; ``text_chars``: the most characters of one stage's text read and
+    embedded whole; ``total_chars``: of all distinct stage texts together; ``diff_lines``: the most
+    lines of either stage of a precomputed structural diff; ``diff_budget``: lines (both sides) of all
+    precomputed diffs together; ``graph_seconds``: the time graphviz may take to lay the graph out.
     """
 
     text_chars: int = 4_000_000
@@ -44,6 +50,7 @@ class ReportLimits:
     diff_lines: int = 60_000
     diff_budget: int = 600_000
     graph_seconds: float = 20.0
+    stages: int = 200
 
 
 LIMITS = ReportLimits()
@@ -59,6 +66,7 @@ class TextUsage:
     cut: list[str] = field(default_factory=list)  # stages whose text is embedded cut
     left_out: list[str] = field(default_factory=list)  # stages whose text is not embedded
     diffs_left: int = 0  # pairs not precomputed for the limits
+    stages_left: int = 0  # stages not listed (ReportLimits.stages)
 
 
 @dataclass(frozen=True)
@@ -253,10 +261,14 @@ class _Packer:
 
 def limits_note(limits: ReportLimits, usage: TextUsage) -> str:
     """The report's limits, and what they left out of it."""
-    caps = (f"at most {limits.text_chars:,} characters of one stage's text and {limits.total_chars:,} of all are "
+    caps = (f"at most {limits.stages:,} stages are listed one by one; "
+            f"at most {limits.text_chars:,} characters of one stage's text and {limits.total_chars:,} of all are "
             f"read and embedded; structural diffs are precomputed for stages of at most {limits.diff_lines:,} lines, "
             f"{limits.diff_budget:,} lines in all; the graph is laid out within {limits.graph_seconds:g} s")
     left = []
+    if usage.stages_left:
+        left.append(f"{usage.stages_left:,} stage{'s' if usage.stages_left > 1 else ''} not listed, read or costed "
+                    "(see the stage table)")
     if usage.cut:
         left.append(f"embedded cut, and not diffed, costed or drawn: {', '.join(usage.cut)}")
     if usage.left_out:
@@ -264,6 +276,46 @@ def limits_note(limits: ReportLimits, usage: TextUsage) -> str:
     if usage.diffs_left:
         left.append(f"{usage.diffs_left} pair{'s' if usage.diffs_left > 1 else ''} left to the page's line diff")
     return caps + (". Here: " + "; ".join(left) if left else ". Here: every stage is embedded whole") + "."
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A run of consecutive stages a report does not list: ``start`` and ``end`` their indices in
+    ``ex.stages`` (both included), ``first`` and ``last`` their names."""
+
+    start: int
+    end: int
+    first: str
+    last: str
+
+    @property
+    def count(self) -> int:
+        return self.end - self.start + 1
+
+
+def shown_stages(stages, most: int, keep=()) -> tuple[list[tuple[int, object]], list[Gap]]:
+    """The stages a report lists, as (index in ``stages``, stage), and the runs of those it leaves out:
+    all of them when there are at most ``most``, else the first ``most // 2``, the last ``most - most // 2``
+    and the stages named in ``keep`` (the pair the diff opens on, the graph's), in their order. The work
+    and size of everything a report does per stage are then bounded by ``most`` plus ``len(keep)``."""
+    n = len(stages)
+    if n <= most:
+        return list(enumerate(stages)), []
+    head = most // 2
+    wanted = set(range(head)) | set(range(n - (most - head), n))
+    wanted |= {k for k, s in enumerate(stages) if s.name in set(keep)}
+    shown, gaps, start = [], [], None
+    for k, s in enumerate(stages):
+        if k in wanted:
+            if start is not None:
+                gaps.append(Gap(start, k - 1, stages[start].name, stages[k - 1].name))
+                start = None
+            shown.append((k, s))
+        elif start is None:
+            start = k
+    if start is not None:
+        gaps.append(Gap(start, n - 1, stages[start].name, stages[n - 1].name))
+    return shown, gaps
 
 
 def pairs_note(pairs) -> str:
