@@ -491,7 +491,7 @@ def test_an_hlo_chain_of_calls_is_costed_by_xla_once_per_instruction():
     df = hlo_op_costs(hlo)  # one row per analysis XLA made in the worker
     leaf = df[df.op == "add"]
     assert len(df) == 6 and len(leaf) == 1  # the leaf's six instructions, once; every call is opened
-    assert f"called {2**depth} times" in leaf.note.iloc[0]
+    assert f"runs {2**depth} times (called by %" in leaf.note.iloc[0] and leaf.runs.iloc[0] == 2**depth
     assert leaf.flops.iloc[0] == 2**depth * 4
     whole = hlo_module_cost(hlo)  # XLA's own analysis of the whole module walks every call
     assert (int(df.flops.sum()), int(df.bytes.sum())) == (whole["flops"], whole["bytes accessed"])

@@ -1,15 +1,17 @@
 """Per-instruction cost of XLA's HLO stages, by XLA's own HloCostAnalysis, and the cost of every HLO stage.
 
 Each instruction is analysed alone; HloCostAnalysis adds up over instructions, so the rows of every
-HLO stage must sum exactly to XLA's analysis of the whole module -- and, for ``xla:optimized``, to the
-numbers of the compile that produced the stages.
+HLO stage must sum exactly to the per-computation totals (``hlo_loop_costs``), and where no loop runs
+more than once to XLA's analysis of the whole module -- and, for ``xla:optimized``, to the numbers of the
+compile that produced the stages. With loops, XLA's own total counts each body once: the body-once totals
+equal it (tests/test_loop_costs.py has the loop rule itself).
 """
 import jax
 import jax.numpy as jnp
 import pytest
 
 import workbench as wb
-from workbench.analysis.cost import hlo_module_cost, hlo_op_costs
+from workbench.analysis.cost import hlo_loop_costs, hlo_module_cost, hlo_op_costs
 from workbench.errors import ModuleParseError
 
 
@@ -44,17 +46,26 @@ def test_the_instructions_of_every_hlo_stage_sum_to_xlas_analysis_of_the_module(
     assert len(hlo) >= 3
     for s in hlo:
         df = ex.cost(s.name)
-        assert list(df.columns) == ["computation", "name", "op", "shape", "flops", "transcendentals", "bytes", "note"]
+        assert list(df.columns) == ["computation", "name", "op", "shape", "runs", "flops", "transcendentals", "bytes",
+                                    "note"]
         assert df["flops"].notna().all(), (s.name, df[df["flops"].isna()])
+        (totals,) = hlo_loop_costs([s.text])
+        assert _totals(df) == (totals.flops, totals.transcendentals, totals.bytes)
         whole = hlo_module_cost(s.text)
-        assert _totals(df) == (whole.get("flops", 0), whole.get("transcendentals", 0), whole.get("bytes accessed", 0))
+        xlas = (whole.get("flops", 0), whole.get("transcendentals", 0), whole.get("bytes accessed", 0))
+        assert (totals.flops_body_once, totals.transcendentals_body_once, totals.bytes_body_once) == xlas
+        if which == "grad_ex":
+            assert _totals(df) == xlas
     optimized = ex.cost("xla:optimized")
     compiled = ex.xla_result.cost  # the compile that made the stages
-    assert int(optimized["flops"].sum()) == compiled["flops"]
-    assert int(optimized["transcendentals"].sum()) == compiled["transcendentals"]
+    (totals,) = hlo_loop_costs([ex["xla:optimized"].text])
+    assert totals.flops_body_once == compiled["flops"]
+    assert totals.transcendentals_body_once == compiled["transcendentals"]
+    if which == "grad_ex":
+        assert int(optimized["flops"].sum()) == compiled["flops"]
 
 
-def test_calls_are_opened_and_fusions_and_loops_are_one_row(grad_ex, loop_ex):
+def test_calls_and_loops_are_opened_and_fusions_are_one_row(grad_ex, loop_ex):
     before = grad_ex.cost("xla:before_optimizations")
     # the unoptimized entry is one call of the lowered function: its instructions are the rows
     assert "call" not in set(before["op"]) and {"dot", "tanh", "add"} <= set(before["op"])
@@ -67,7 +78,9 @@ def test_calls_are_opened_and_fusions_and_loops_are_one_row(grad_ex, loop_ex):
     assert (fused["op"] == "fusion").sum() >= 6 and fused["note"].str.contains("fusion of").any()
     whiles = loop_ex.cost("xla:optimized")
     row = whiles[whiles["op"] == "while"].iloc[0]
-    assert "counted once" in row["note"] and row["transcendentals"] == 16 * 16  # sin in the body, once
+    assert "trip count 10" in row["note"] and row["flops"] == 0  # its body's rows cost it
+    assert whiles["transcendentals"].sum() == 10 * 16 * 16  # sin in the body, ten times
+    assert (whiles[whiles["transcendentals"] > 0]["runs"] == 10).all()
 
 
 def test_a_custom_call_has_no_cost_and_says_why():

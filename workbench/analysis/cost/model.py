@@ -94,6 +94,9 @@ class _Local:
         return dataclasses.replace(self, counted=False, why_not=self.why_not or why)
 
 
+_UNREAD_TRIPS = "trip count not read: body counted once, like XLA"  # the note that marks a loop of unknown trip count
+
+
 @dataclasses.dataclass(frozen=True)
 class _Op:
     """One op costed inside its function, before anything is known of how often the function runs."""
@@ -333,7 +336,7 @@ class _Walker:
         if name == "stablehlo.while":
             trips = trip_count(op)
             if trips is None:
-                notes.append("trip count not read: body counted once, like XLA")
+                notes.append(_UNREAD_TRIPS)
                 nested = region(op.regions[0], local) + region(op.regions[1], local)
             else:
                 self.loops_read += 1
@@ -496,6 +499,8 @@ class ModuleCost:
     way XLA's HloCostAnalysis does. Ops of unknown cost (``unknown_custom_calls`` custom calls and
     ``unmodelled_ops`` others, each counted once per call site) add nothing to any total. ``ops``
     and ``ops_by_dialect`` count the ops written in the text, including ``func.func`` itself.
+    ``loops_unknown``: the while loops that count whose trip count could not be read (each once per call
+    path of its function, as XLA counts a body): the loops whose bodies count once in ``flops`` too.
     """
 
     ops: int
@@ -509,6 +514,7 @@ class ModuleCost:
     flops_body_once: int
     transcendentals_body_once: int
     bytes_body_once: int
+    loops_unknown: int = 0
 
 
 def module_cost(text: str) -> ModuleCost:
@@ -533,4 +539,5 @@ def module_cost(text: str) -> ModuleCost:
         flops_body_once=total("flops", once=True),
         transcendentals_body_once=total("transcendentals", once=True),
         bytes_body_once=total("bytes", once=True),
+        loops_unknown=sum(r.counted_calls for r in counted if r.op == "stablehlo.while" and _UNREAD_TRIPS in r.note),
     )

@@ -5,6 +5,12 @@ HloCostAnalysis of each MLIR stage) and ``hlo.py`` (XLA's HloCostAnalysis of eac
 module); XLA's own analysis of the optimized module and the compiled
 memory analysis come from the compile that produced the XLA stages. Results are cached by stage text, since most stages of a
 pipeline leave the module unchanged.
+
+One loop rule in every stage: ``flops``, ``transcendentals`` and ``bytes`` count every loop body times its trip
+count where it is known -- read from the loop's counter in the MLIR stages (the analytic model), XLA's
+``known_trip_count`` or the loop's counter in the HLO stages (XLA's analysis of each computation, times how
+often it runs) -- and once where it is not, counted in ``loops_unknown``. ``xla_*`` are XLA's own totals
+for the whole module, which count every loop body once (``flops_body_once`` is ours counted that way).
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from ...ir.text import text_hash
-from .hlo import hlo_module_costs
+from .hlo import HloLoopCost, hlo_loop_costs, hlo_module_costs
 from .model import ModuleCost, module_cost
 from .peaks import collective_seconds, roofline
 from .xla import has_custom_calls, xla_cost
@@ -39,27 +45,32 @@ def _xla_cost(key: str, text: str) -> dict | None:
 
 
 # The columns a summary of ``cost_table`` shows (the panel's Cost tab, the offline report), in this order;
-# ``summary_columns`` drops collective_bytes where no stage sends any (only a sharded program's do).
-SUMMARY_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes",
-                   "collective_bytes", "temp_bytes", "seconds", "note")
+# ``summary_columns`` drops collective_bytes where no stage sends any (only a sharded program's do) and
+# loops_unknown where every loop's trip count is known.
+SUMMARY_COLUMNS = ("stage", "group", "ops", "flops", "transcendentals", "bytes", "loops_unknown", "xla_flops",
+                   "xla_bytes", "collective_bytes", "temp_bytes", "seconds", "note")
+_SHOWN_WHERE_NONZERO = ("collective_bytes", "loops_unknown")
 
 _BASE_COLUMNS = ["stage", "group", "ops", "flops", "transcendentals", "bytes", "loop_multiplied", "flops_body_once",
-                 "xla_flops", "xla_transcendentals", "xla_bytes", "collective_bytes", "unknown_custom_calls",
+                 "loops_unknown", "xla_flops", "xla_transcendentals", "xla_bytes", "collective_bytes", "unknown_custom_calls",
                  "xla_estimate_s", "seconds", "argument_bytes", "output_bytes", "temp_bytes", "alias_bytes", "generated_code_bytes"]
 _ROOFLINE_COLUMNS = ["roofline_flops_s", "roofline_bytes_s", "roofline_collective_s", "bound"]
-_INT_COLUMNS = ["ops", "flops", "transcendentals", "bytes", "flops_body_once", "collective_bytes",
+_INT_COLUMNS = ["ops", "flops", "transcendentals", "bytes", "flops_body_once", "loops_unknown", "collective_bytes",
                 "unknown_custom_calls"]
 
 
 def summary_columns(df) -> list[str]:
-    """The ``SUMMARY_COLUMNS`` that ``df`` (a ``cost_table``) has, collective_bytes only if a stage sends any."""
-    return [c for c in SUMMARY_COLUMNS if c in df and (c != "collective_bytes" or df[c].fillna(0).gt(0).any())]
+    """The ``SUMMARY_COLUMNS`` that ``df`` (a ``cost_table``) has, collective_bytes only if a stage sends any,
+    loops_unknown only if a stage has a loop of unknown trip count."""
+    return [c for c in SUMMARY_COLUMNS if c in df and (c not in _SHOWN_WHERE_NONZERO or df[c].fillna(0).gt(0).any())]
 
 
 def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = True, stages=None):
-    """One row per stage: op counts (total and per dialect), analytic flops/transcendentals/bytes
-    (loops multiplied by their trip counts where readable, ``loop_multiplied``), XLA's numbers for
-    the same module (``xla_*``, loop bodies once), ``collective_bytes`` (the bytes each device sends in
+    """One row per stage: op counts (total and per dialect) and flops/transcendentals/bytes -- the analytic
+    model's for an MLIR stage, XLA's analysis of each computation for an HLO stage --, both with loop bodies
+    multiplied by their trip counts where known (``loop_multiplied``) and once where not (``loops_unknown``
+    such loops; ``flops_body_once`` the flops with every body once), XLA's own totals for the same module
+    (``xla_*``, every loop body once, as XLA counts), ``collective_bytes`` (the bytes each device sends in
     the stage's collectives: the sum of ``bytes_per_device`` of ``ex.collectives(stage)``, 0 for a stage
     without any, <NA> for one with no IR that is read), seconds; memory analysis on ``xla:optimized``;
     with ``device`` (a key of ``PEAKS``) roofline times too: ``roofline_collective_s`` (collective bytes
@@ -79,11 +90,29 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
     analysed = hlo.result() if hlo is not None else {}
     for s, row in zip(stages, rows):
         if not s.is_module and s.name in analysed:
-            _hlo_row(s, row, analysed[s.name])
+            _hlo_row(s, row, analysed[s.name][0])
         xla_result = ex.xla_result if s.name == "xla:optimized" else None  # (reading it waits for XLA)
         if xla_result is not None:
             _optimized_row(s, row, xla_result)
+        if not s.is_module and s.name in analysed:
+            _loop_row(row, analysed[s.name][1])
+    _mark_changed_work(stages, rows)
     return _frame(rows, device)
+
+
+def _mark_changed_work(stages, rows: list[dict]) -> None:
+    """An XLA stage whose flops differ from its parent's by more than 5% says so in its note: the pass changed the
+    work counted (the loop rule is the same on both sides, so this is the pass's doing)."""
+    by_name = {row["stage"]: row for row in rows}
+    for s, row in zip(stages, rows):
+        parent = by_name.get(s.parent) if s.group == "xla" and s.parent else None
+        before, after = (parent or {}).get("flops"), row.get("flops")
+        if not before or after is None or abs(after / before - 1) <= 0.05:
+            continue
+        words = f"flops {after / before - 1:+.0%} against {s.parent}: this pass changed the work counted"
+        if s.name.partition(":")[2].partition("#")[0].endswith("fusion"):
+            words += " (a producer fused into several consumers is computed in each of them)"
+        row["note"] = "; ".join(n for n in (row.get("note"), words) if n)
 
 
 _BESIDE = ThreadPoolExecutor(1, thread_name_prefix="wb-cost-hlo")  # waits for the workers' HLO analyses
@@ -114,7 +143,10 @@ def _module_row(s, row: dict, device: str | None, dtype: str, xla: bool, collect
     if mc is not None:
         row.update(ops=mc.ops, flops=mc.flops, transcendentals=mc.transcendentals, bytes=mc.bytes,
                    loop_multiplied=mc.loop_multiplied, flops_body_once=mc.flops_body_once,
-                   unknown_custom_calls=mc.unknown_custom_calls)
+                   loops_unknown=mc.loops_unknown, unknown_custom_calls=mc.unknown_custom_calls)
+        if mc.loops_unknown:
+            row["note"] = "; ".join(n for n in (row.get("note"), f"{mc.loops_unknown} loop(s) of unknown trip count: "
+                                                "body counted once in flops") if n)
         for d, n in mc.ops_by_dialect.items():
             row[f"ops_{d}"] = n
         if device:
@@ -144,6 +176,21 @@ def _hlo_row(s, row: dict, analysis) -> None:
     row.update(_xla_numbers(s.text, cost, "XLA's analysis of this HLO"))
 
 
+def _loop_row(row: dict, totals) -> None:
+    """An HLO stage's flops, transcendentals and bytes under the loop rule (``HloLoopCost``; a string: why none)."""
+    if isinstance(totals, str):
+        row["note"] = "; ".join(n for n in (row.get("note"), f"flops by the loop rule unknown: {totals}") if n)
+        return
+    row.update(flops=totals.flops, transcendentals=totals.transcendentals, bytes=totals.bytes,
+               loop_multiplied=totals.loops > totals.loops_unknown, flops_body_once=totals.flops_body_once,
+               loops_unknown=totals.loops_unknown, unknown_custom_calls=totals.unknown_custom_calls)
+    words = "flops, bytes: XLA's analysis of each computation, loop bodies x trip count"
+    if totals.loops_unknown:
+        words += f" ({totals.loops_unknown} loop(s) of unknown trip count counted once)"
+    row["note"] = "; ".join(n for n in (row.get("note"), words + "; xla_*: XLA's own total, loop bodies once",
+                                        totals.note) if n)
+
+
 def _optimized_row(s, row: dict, xla_result) -> None:
     """xla:optimized: XLA's own analysis after fusion, the compiled memory analysis and the compile's time;
     ``xla_estimate_s`` the compiler's own estimate of the run time where it gives one (the TPU's
@@ -171,17 +218,23 @@ def _frame(rows: list[dict], device: str | None):
 
 
 def _hlo_costs(stages) -> dict:
-    """XLA's analysis of each HLO stage, by name; stages with the same text are analysed once."""
+    """XLA's analysis of each HLO stage and its totals under the loop rule, by name; stages with the same text are
+    analysed once."""
     texts = list(dict.fromkeys(s.text for s in stages))
     if not texts:
         return {}
-    by_text = dict(zip(texts, _hlo_cached(tuple(texts))))
+    by_text = dict(zip(texts, zip(_hlo_cached(tuple(texts)), _loops_cached(tuple(texts)))))
     return {s.name: by_text[s.text] for s in stages}
 
 
 @functools.lru_cache(maxsize=32)
 def _hlo_cached(texts: tuple[str, ...]) -> tuple:
     return tuple(hlo_module_costs(list(texts)))
+
+
+@functools.lru_cache(maxsize=32)
+def _loops_cached(texts: tuple[str, ...]) -> tuple[HloLoopCost | str, ...]:
+    return tuple(hlo_loop_costs(texts))
 
 
 def plot_cost(ex, stages=None):
