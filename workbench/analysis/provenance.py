@@ -10,7 +10,9 @@ An op counts towards the line of its first origin's innermost frame outside the 
 (frames there are how the workbench called JAX: a constant JAX made at the function's boundary has no
 line of the user's). An op with none counts in the ``(no location)`` row, so every stage's per-line
 totals add up to its total. MLIR stages are costed by the analytic model (``op_costs``), XLA stages by
-XLA's HloCostAnalysis per entry instruction (``hlo_op_costs``): a fusion counts at its own line (XLA
+XLA's HloCostAnalysis per instruction of every computation that runs (``hlo_op_costs``: loop bodies
+times their trip counts, the same rule as the model's), so a loop body's lines carry its flops in the
+``xla_*`` columns too: a fusion counts at its own line (XLA
 writes its root's), and every line with an instruction inside it lists it under ``fusions``.
 """
 from __future__ import annotations
@@ -124,8 +126,19 @@ def your_frame(origin: Origin) -> Frame | None:
     return own_frame(origin, _TOOL_DIRS, _USER_DIRS)
 
 
+@functools.lru_cache(maxsize=8)
+def _chains(mlir_text: str) -> dict[tuple, tuple[Frame, ...]]:
+    """{Origin.key: its frames} of an MLIR stage's ops, whose locations keep the whole call chain."""
+    out: dict[tuple, tuple[Frame, ...]] = {}
+    for o in mlir_op_locations(mlir_text):
+        for g in o.origins:
+            if len(g.frames) > len(out.get(g.key, ())):
+                out[g.key] = g.frames
+    return out
+
+
 @functools.lru_cache(maxsize=32)
-def _located(kind: str, text: str, hlo_text: str) -> tuple[Located, ...]:
+def _located(kind: str, text: str, hlo_text: str, chains_text: str = "") -> tuple[Located, ...]:
     ops = mlir_op_locations(text) if kind == "mlir" else hlo_instruction_locations(hlo_text)
     flow = mlir_dataflow(text) if kind == "mlir" else hlo_dataflow(hlo_text)
     frames = [_frame(o.origins) for o in ops]
@@ -135,17 +148,29 @@ def _located(kind: str, text: str, hlo_text: str) -> tuple[Located, ...]:
     for o, a, c in zip(ops, found, counted):
         f, origin = frames[a.source] if a.source >= 0 else (None, (o.origins[0] if o.origins else None))
         yours = your_frame(origin) if f is not None and origin is not None else None
+        if yours is None and f is not None and chains_text:  # XLA keeps fewer frames than the MLIR it came from
+            whole = _chains(chains_text).get(origin.key)
+            yours = your_frame(Origin(origin.name, whole)) if whole else None
         out.append(Located(o, f, yours, origin if f is not None else origin, a.how,
-                           ops[a.via].result if a.via >= 0 else "", c))
+                           _named(ops[a.via]) if a.via >= 0 else "", c))
     return tuple(out)
 
 
-def located_ops(stage: Stage) -> tuple[Located, ...]:
+def _named(o: OpLocation) -> str:
+    """An op as ``via`` names it: its result, or for an op without one its kind and line in the text."""
+    return o.result or f"{o.op} (line {o.line + 1})"
+
+
+def located_ops(stage: Stage, chains: Stage | None = None) -> tuple[Located, ...]:
     """Every op of ``stage`` (as ``stage_ops``) with the line it counts at: its own, or one inferred through
-    the dataflow and marked so (``Located.how``). Linear in the stage's size."""
+    the dataflow and marked so (``Located.how``). Linear in the stage's size. XLA's metadata may keep fewer
+    frames than JAX wrote: ``chains``, an MLIR stage of the same program, gives an XLA instruction's user's
+    frame from its op's whole call chain there (matched by ``Origin.key``)."""
     if _kind(stage) == "mlir":
         return _located("mlir", stage.text_with_locations or stage.text, "")
-    return _located("hlo", "", stage.text)
+    more = (chains.text_with_locations or chains.text) if chains is not None and _kind(chains) == "mlir" else ""
+    return _located("hlo", "", stage.text, more)
+
 
 
 def coverage(stage: Stage) -> dict:
@@ -195,7 +220,7 @@ def users_frame(origin: Origin) -> Frame | None:
     return user_frame(origin, _TOOL_DIRS, _USER_DIRS)
 
 
-def op_locations(stage: Stage) -> pd.DataFrame:
+def op_locations(stage: Stage, chains: Stage | None = None) -> pd.DataFrame:
     """One row per op of ``stage`` (MLIR ops, or XLA HLO instructions, those of fused computations too):
     ``op, result, func, fusion, text_line, file, line, column, function, name, origins`` -- ``text_line`` its
     line in the stage's text (0-based), ``file``/``line``/``column``/
@@ -204,7 +229,7 @@ def op_locations(stage: Stage) -> pd.DataFrame:
     import pandas as pd
 
     rows = []
-    for x in located_ops(stage):
+    for x in located_ops(stage, chains):
         o, f, y, origin = x.op, x.frame, x.yours, x.origin
         your_file = (y.file if y else LIBRARY_ONLY) if f else ""
         rows.append({"op": o.op, "result": o.result, "func": o.func, "fusion": o.fusion, "text_line": o.line,
@@ -223,13 +248,13 @@ def _bare(op: str) -> str:
     return op[5:] if op.startswith("func.") else op
 
 
-def _costed(stage: Stage) -> pd.DataFrame:
+def _costed(stage: Stage, chains: Stage | None = None) -> pd.DataFrame:
     """One row per costed op of ``stage``: your_file, your_line, your_function (the user's own frame),
     file, line, function (the innermost frame outside the workbench), inferred (whether the line was inferred
     through the dataflow), flops, bytes (and the fusion it is, for XLA)."""
     import pandas as pd
 
-    located = located_ops(stage)
+    located = located_ops(stage, chains)
     if _kind(stage) == "mlir":
         df = located_op_costs(stage.text_with_locations or stage.text)
         # the cost model walks the ops in the text's order, a function's once: the k-th op of a kind in a
@@ -282,9 +307,9 @@ def _key_of(x: Located, by: str) -> tuple:
     return (your_file, y.function if y else "", x.frame.file, x.frame.function)
 
 
-def _fusions_by_line(stage: Stage, by: str) -> dict[tuple, list[str]]:
+def _fusions_by_line(stage: Stage, by: str, chains: Stage | None) -> dict[tuple, list[str]]:
     out: dict[tuple, list[str]] = {}
-    for x in located_ops(stage):
+    for x in located_ops(stage, chains):
         if not x.op.fusion or x.frame is None:
             continue
         names = out.setdefault(_key_of(x, by), [])
@@ -293,10 +318,10 @@ def _fusions_by_line(stage: Stage, by: str) -> dict[tuple, list[str]]:
     return out
 
 
-def _functions_at(stage: Stage) -> dict[tuple, tuple[str, str]]:
+def _functions_at(stage: Stage, chains: Stage | None) -> dict[tuple, tuple[str, str]]:
     """(your_function, function) of each line key of ``stage``'s ops."""
     out: dict[tuple, tuple[str, str]] = {}
-    for x in located_ops(stage):
+    for x in located_ops(stage, chains):
         if x.frame is not None:
             out.setdefault(_key_of(x, "line"), (x.yours.function if x.yours else "", x.frame.function))
     return out
@@ -304,6 +329,18 @@ def _functions_at(stage: Stage) -> dict[tuple, tuple[str, str]]:
 
 def _code(file: str, line: int) -> str:
     return linecache.getline(file, line).strip() if file not in (NO_LOCATION, LIBRARY_ONLY) and line else ""
+
+
+def _mlir_of(stages) -> Stage | None:
+    """The last MLIR stage among ``stages`` (its locations keep the whole call chains XLA's metadata shortens)."""
+    found = None
+    for s in stages:
+        try:
+            if _kind(s) == "mlir":
+                found = s
+        except WorkbenchError:
+            continue
+    return found
 
 
 def _col(prefix: str, name: str) -> str:
@@ -330,9 +367,10 @@ def source_map(stages: dict[str, Stage], by: str = "line") -> pd.DataFrame:
                                                                                "function"]
     named = ["your_function", "function"] if by == "line" else []  # what a line's key does not hold
     tables = {}
+    chains = _mlir_of(stages.values())
     for prefix, stage in stages.items():
         _require_locations(stage, _ops(stage))
-        df = _costed(stage)
+        df = _costed(stage, chains)
         g = df.groupby(keys, sort=False, dropna=False)
         t = pd.DataFrame({_col(prefix, "ops"): g.size(), _col(prefix, "flops"): g["flops"].sum(min_count=0),
                           _col(prefix, "bytes"): g["bytes"].sum(min_count=0),
@@ -340,14 +378,14 @@ def source_map(stages: dict[str, Stage], by: str = "line") -> pd.DataFrame:
         for c in named:
             t[c] = g[c].first()
         if _kind(stage) == "hlo":  # a line whose instructions all sit in fusions counted elsewhere: listed too
-            fusions = _fusions_by_line(stage, by)
+            fusions = _fusions_by_line(stage, by, chains)
             more = [k for k in fusions if k not in t.index]
             if more:
                 extra = pd.DataFrame(index=pd.MultiIndex.from_tuples(more, names=keys), columns=t.columns)
                 for c in t.columns:
                     extra[c] = 0 if c not in named else None
                 if by == "line":
-                    at = _functions_at(stage)
+                    at = _functions_at(stage, chains)
                     extra["your_function"] = [at.get(k, ("", ""))[0] for k in more]
                     extra["function"] = [at.get(k, ("", ""))[1] for k in more]
                 t = pd.concat([t, extra])
@@ -429,7 +467,8 @@ def lineage(stages: Sequence[Stage], stage: Stage, op: str) -> pd.DataFrame:
     ops = _ops(stage)
     target = _find(stage, ops, op)
     keys = _origin_keys(stage, ops, target)
-    located = located_ops(stage)
+    chains = _mlir_of(stages)
+    located = located_ops(stage, chains)
     mine = next(x for x in located if x.op is target)
     how = OWN
     if not keys and mine.frame is not None and mine.origin is not None:  # no location of its own: the one
@@ -448,7 +487,7 @@ def lineage(stages: Sequence[Stage], stage: Stage, op: str) -> pd.DataFrame:
             s_ops = _ops(s)
         except WorkbenchError:
             continue
-        here = _counterparts(s, s_ops, keys)
+        here = _counterparts(s, s_ops, keys, _chains(chains.text_with_locations or chains.text) if chains else {})
         found[s.name] = len(here)
         rows += here or [{"stage": s.name, "group": s.group, "result": "", "op": "", "source": "", "line": -1,
                           "text": "no counterpart: no op here has its source position"}]
@@ -460,7 +499,7 @@ def lineage(stages: Sequence[Stage], stage: Stage, op: str) -> pd.DataFrame:
     return df
 
 
-def _counterparts(s: Stage, s_ops: Sequence[OpLocation], keys: set[tuple]) -> list[dict]:
+def _counterparts(s: Stage, s_ops: Sequence[OpLocation], keys: set[tuple], chains: dict) -> list[dict]:
     """The rows of stage ``s``'s ops with an origin among ``keys``, each once (an instruction inside a
     fusion counts as the fusion; functions and parameters do not count)."""
     lines = s.text.splitlines()
@@ -479,7 +518,8 @@ def _counterparts(s: Stage, s_ops: Sequence[OpLocation], keys: set[tuple]) -> li
         seen.add(result)
         f = hits[0].frame
         rows.append({"stage": s.name, "group": s.group, "result": result, "op": what,
-                     "source": source_words(f, your_frame(hits[0])) if f else "", "line": line,
+                     "source": source_words(f, your_frame(hits[0]) or your_frame(
+                         Origin(hits[0].name, chains.get(hits[0].key, ())))) if f else "", "line": line,
                      "text": _clean(lines[line]) if line < len(lines) else ""})
     return rows
 

@@ -123,7 +123,7 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
         error=ex.error, warnings=list(getattr(ex, "warnings", ())), stages=every,
         rows=_stage_rows(listed, gaps), most=limits.stages,
         diff=_diff(stages, first, packed), cost=_cost(ex, read, left_out),
-        graph=_graph(drawn, max_ops, whole, limits), runs=_runs(ex), time=_time(ex))
+        graph=_graph(drawn, max_ops, whole, limits), runs=_runs(ex), time=_time(ex), lines=_your_lines(ex))
 
 
 @dataclass(frozen=True)
@@ -406,6 +406,51 @@ def _why_no_diff(stages, pair, whole) -> str:
     if la == lb:
         return "no change (up to value names and locations)"
     return "the structural diff failed, or is over the report's diff limits (see the header)"
+
+
+_LINES_SHOWN = 40  # the report's table of the user's lines: the costliest ones
+
+
+@dataclass(frozen=True)
+class _Lines:
+    columns: list[str]
+    rows: list[tuple]
+    shown: int
+    total: int
+    error: object = None
+
+
+def _your_lines(ex) -> _Lines:
+    """The user's own lines (``ex.source_map()``), the costliest first: each with the library line it reached
+    beside it, its ops per stage and the flops of the last MLIR stage."""
+    from ..analysis.provenance import LIBRARY_ONLY, NO_LOCATION
+
+    try:
+        sm = ex.source_map()
+    except Exception as e:  # a module without locations, or a failed stage: the rest of the report stands
+        return _Lines([], [], 0, 0, _Unavailable.of("the source map could not be made", e))
+    flops = "mlir_flops" if "mlir_flops" in sm.columns else "stablehlo_flops"
+    ordered = sm.sort_values(flops, ascending=False, kind="stable")
+    counts = [c for c in ("stablehlo_ops", "mlir_ops", "xla_ops", "mlir_inferred", "xla_inferred") if c in sm.columns]
+    rows = []
+    for r in ordered.head(_LINES_SHOWN).to_dict("records"):
+        if r["file"] == NO_LOCATION:
+            yours, code, through = NO_LOCATION, "", ""
+        elif r["your_file"] == LIBRARY_ONLY:
+            yours, code, through = LIBRARY_ONLY, "", f"{_lib(r['file'])}:{r['line']}"
+        else:
+            yours, code = f"{r['your_file']}:{r['your_line']}", r["your_code"]
+            same = (r["your_file"], r["your_line"]) == (r["file"], r["line"])
+            through = "" if same else f"{_lib(r['file'])}:{r['line']}"
+        rows.append((yours, code, through, *(int(r[c]) for c in counts), int(r[flops])))
+    return _Lines(["your line", "code", "library line", *counts, flops], rows, len(rows), len(sm))
+
+
+def _lib(path: str) -> str:
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    return path
 
 
 def _cost(ex, read, left_out: list[str]) -> _Cost:

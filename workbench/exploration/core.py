@@ -293,9 +293,11 @@ class Exploration(Measured, Drifting, Editing, Comparing):
     # -- provenance: which line of the user's code became which op (analysis/provenance.py) ----------------
     def locations(self, stage=None):
         """One row per op of ``stage`` (default: the last MLIR stage), with the line of the user's code it
-        came from: ``op, result, func, fusion, text_line, file, line, column, function, name, origins``. MLIR stages
-        read each op's ``loc(...)``, XLA's HLO stages each instruction's metadata."""
-        return op_locations(self.stage(stage) if stage is not None else self._last_module())
+        came from: ``op, result, func, fusion, text_line, your_file, your_line, your_function`` (the user's own
+        frame), ``file, line, column, function`` (the innermost), ``name, origins, how, via`` (``how``: "own",
+        or how the line of an op without a location of its own was inferred through the dataflow, from
+        ``via``). MLIR stages read each op's ``loc(...)``, XLA's HLO stages each instruction's metadata."""
+        return op_locations(self.stage(stage) if stage is not None else self._last_module(), self._last_module())
 
     def lineage(self, stage, op: str):
         """The counterparts of op ``op`` (a result such as ``"%12"``, or an XLA instruction such as
