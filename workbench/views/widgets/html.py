@@ -284,9 +284,10 @@ def op_costs(stage: str, python: str, ops) -> str:
         top = ops.sort_values(["flops", "bytes"], ascending=False, na_position="first").head(100)
         more = f" (the costliest 100 of {len(ops)})" if len(ops) > 100 else ""
         return str(Markup("<b>Per instruction of {}</b> <code>{}</code>: XLA's HloCostAnalysis of each instruction "
-                          "alone (a fusion is one kernel, a loop body counts once){}{}").format(
-            stage, python, more, Markup(table(top[["name", "op", "shape", "flops", "transcendentals", "bytes",
-                                                   "note"]]))))
+                          "alone, for all its runs (a fusion is one kernel; a loop body's instructions run trip-count "
+                          "times, <code>runs</code>){}{}").format(
+            stage, python, more, Markup(table(top[[c for c in ("name", "op", "shape", "runs", "flops",
+                                                               "transcendentals", "bytes", "note") if c in top]]))))
     agg = (ops.groupby("op", as_index=False)
            .agg(count=("op", "size"), flops=("flops", "sum"), transcendentals=("transcendentals", "sum"),
                 bytes=("bytes", "sum"))
