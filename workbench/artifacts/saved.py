@@ -65,7 +65,7 @@ from .jsonout import WriteFailed, plain_json, table_json, target_of, write_repla
 from .manifest import PROGRAM, ManifestError, check_field, check_manifest, parse_manifest
 from .saved_xla import SavedXla
 from .saved_edits import edits_from, edits_json
-from .saved_agree import disagreement
+from .saved_agree import check_agreement
 from .saved_profiles import TRACE_LIMIT, profiles_from, profiles_json, trace_members
 from .stage_diffs import stage_diffs, stage_shapes
 from ..pipeline.xla import XlaResult
@@ -597,11 +597,7 @@ def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> SavedExploration
             profiles = profiles_from(manifest.get("profiles"), lambda name: read_member(z, name, TRACE_LIMIT, name))
         except (ArchiveError, ManifestError) as e:
             raise _refused(path, e) from None
-    why = disagreement(manifest["stages"], texts)
-    if why is not None:
-        raise SavedFileError(path, f"corrupt: {why}. What a .hlox stores twice disagrees: it was changed after it was "
-                             "saved. Edit a stage with ex.with_text(stage, text), which re-derives every copy, and "
-                             "save that")
+    check_agreement(path, manifest["stages"], texts)  # what it stores twice agrees, or SavedFileError
     try:
         stages = _stages(manifest, texts)
         early, late = tuple(stages[: manifest["early"]]), tuple(stages[manifest["early"]:])

@@ -1,4 +1,4 @@
-"""What a ``.hlox`` stores twice must agree: ``saved.load_exploration`` asks ``disagreement`` before it
+"""What a ``.hlox`` stores twice must agree: ``saved.load_exploration`` calls ``check_agreement`` before it
 builds anything, and refuses a file whose copies disagree (a SavedFileError naming the stage and what
 differs).
 
@@ -21,9 +21,19 @@ the diff itself, a save's most expensive part, which a load does not repeat).
 """
 from __future__ import annotations
 
+from ..errors import SavedFileError
 from ..ir.text import strip_locations
 
-__all__ = ["disagreement"]
+__all__ = ["check_agreement", "disagreement"]
+
+
+def check_agreement(path, rows: list[dict], texts: dict[str, str]) -> None:
+    """SavedFileError naming the file at ``path``, the stage and what differs, where ``disagreement`` finds one."""
+    why = disagreement(rows, texts)
+    if why is not None:
+        raise SavedFileError(path, f"corrupt: {why}. What a .hlox stores twice disagrees: it was changed after it was "
+                             "saved. Edit a stage with ex.with_text(stage, text), which re-derives every copy, and "
+                             "save that")
 
 
 def disagreement(rows: list[dict], texts: dict[str, str]) -> str | None:
