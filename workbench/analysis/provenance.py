@@ -391,6 +391,16 @@ def source_map(stages: dict[str, Stage], by: str = "line") -> pd.DataFrame:
                 t = pd.concat([t, extra])
             t[_col(prefix, "fusions")] = [", ".join(fusions.get(k, [])) for k in t.index]
         tables[prefix] = t
+    out = _joined(tables, by, keys, named)
+    out.attrs["stages"] = {p: s.name for p, s in stages.items()}
+    return out
+
+
+def _joined(tables: dict, by: str, keys: list[str], named: list[str]) -> pd.DataFrame:
+    """The per-stage tables of ``source_map`` joined on their line keys, the user's lines first (then lines
+    only libraries reached, then the ``(no location)`` row), the descriptive columns leading."""
+    import pandas as pd
+
     merged = None
     for prefix, t in tables.items():
         if merged is None:
@@ -426,9 +436,7 @@ def source_map(stages: dict[str, Stage], by: str = "line") -> pd.DataFrame:
     merged = pd.concat([merged[mine].sort_values(keys, kind="stable"), merged[library & ~none].sort_values(
         keys, kind="stable"), merged[none]], ignore_index=True)
     rest = [c for c in merged.columns if c not in lead]
-    out = merged[lead + rest].reset_index(drop=True)
-    out.attrs["stages"] = {p: s.name for p, s in stages.items()}
-    return out
+    return merged[lead + rest].reset_index(drop=True)
 
 
 # -- lineage ---------------------------------------------------------------------------------------------------
