@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ...errors import WorkbenchError
 from .capture import TRACE_LIMIT, Capture, Event
 from .compile import xla_pass_rows
-from .runtime import calls_of, instruction_origins, instruction_rows, split_by_line, trace_lines
+from .runtime import CallReader, instruction_origins, instruction_rows, split_by_line, trace_lines
 
 __all__ = ["Profile", "CompileProfile", "profile_stage", "compile_profile", "measured_by_line", "Capture", "Event",
            "RUN_SUMMARY", "COMPILE_SUMMARY"]
@@ -36,11 +36,24 @@ class Profile:
     ``table``: one row per instruction that ran, largest first: ``instruction, op, median_us, p25_us,
     p75_us, runs_per_call, share, flops, bytes, roofline_us, x_roofline`` (measured over roofline: where
     the model misjudges), ``lines`` (the innermost frames, often a library's), ``your_lines`` (the
-    innermost outside installed packages), ``mlir_ops`` (its counterparts in the stage); ``call_us``
-    the median call's measured time (first to last event of its ``run_id``; on a TPU, the call's module
-    event); ``coverage`` the median share of a call that the instructions' intervals cover (their union:
-    thunks may overlap); ``calls`` how many calls were profiled; ``hlo`` the executable's optimized HLO; ``folder`` the
-    profiler's files where kept (``keep=``)."""
+    innermost outside installed packages), ``mlir_ops`` (its counterparts in the stage). Every time in the
+    table is measured under JAX's profiler, which slows what it traces (each thunk it records costs about a
+    microsecond): ``call_us`` is the median call's time under it (first to last event of its ``run_id``; on
+    a TPU, the call's module event), and each ``share`` is of that traced call, so the shares and the call
+    agree. The program's own time is ``untraced_call_us``: the median of as many calls timed without the
+    profiler just before the traced ones, as ``run()`` times them; ``overhead`` is the traced calls' median
+    wall time over the untraced ones', the profiler's measured cost (None where not measured: a profile
+    saved before it was). ``coverage`` is the median share of a traced call during which some thread
+    worked for one of its instructions (their events, and the tasks they queued on XLA's pool: see
+    ``runtime.CallReader``); the rest is the executor dispatching between thunks and threads waiting.
+    ``calls`` how many calls were profiled; ``hlo`` the executable's optimized HLO; ``folder`` the
+    profiler's files where kept (``keep=``).
+
+    The medians over calls are exact: each call's time per instruction is a sum, kept per instruction and
+    call, never per event. ``events_read``: the events the profiler recorded; ``events_kept``: the most
+    held at once while reading them (bounded by the module: its nesting, the pool's queue, one per thread);
+    ``largest_trace``: the most events one of the traces the calls were split over held (the profiler's own
+    memory follows it: at most ``capture.SESSION_EVENTS`` or one call's events, whichever is more)."""
     stage: str
     device: str
     table: object
@@ -52,22 +65,42 @@ class Profile:
     folder: str | None = None
     timing: object = None
     trace: bytes | None = field(default=None, repr=False)  # the profiler's XSpace file (save(profile=True) keeps it)
+    untraced_call_us: float | None = None
+    overhead: float | None = None
+    events_read: int = 0
+    events_kept: int = 0
+    largest_trace: int = 0
 
     def write_trace(self, folder: str) -> str:
         """The profiler's trace of the calls, written for TensorBoard or XProf (``tensorboard --logdir
         folder``); returns the file's path. WorkbenchError when it was not kept (over TRACE_LIMIT)."""
         return _write_trace(self.trace, folder, "run")
 
+    def call_said(self) -> str:
+        """The call's time in words: the program's own (untraced) and the traced one the table's shares are of."""
+        traced = f"median call {_us(self.call_us)} under the profiler"
+        if self.untraced_call_us is None:
+            return traced + " (its untraced time was not measured)"
+        said = f"{traced}, {_us(self.untraced_call_us)} untraced"
+        if self.overhead is not None:
+            said += f" (the profiler's overhead: {self.overhead:.1f}x the untraced wall time)"
+        return said
+
     def _repr_html_(self) -> str:
         head = (f"<p><b>{html.escape(self.stage)}</b> on {html.escape(self.device)}: {self.calls} calls profiled, "
-                f"median call {self.call_us:.1f} µs, instructions cover {100 * self.coverage:.1f}% of it"
+                f"{html.escape(self.call_said())}; the instructions' times and shares are under the profiler, and "
+                f"they cover {100 * self.coverage:.1f}% of the traced call"
                 f"{'' if self.peak else ' (no peak known for this device: no roofline)'}</p>")
         shown = self.table.drop(columns=[c for c in ("p25_us", "p75_us") if c in self.table.columns]).head(40)
         return head + shown.to_html(index=False, float_format=lambda v: f"{v:.3g}")
 
     def __repr__(self) -> str:
-        return (f"Profile({self.stage!r} on {self.device}: {self.calls} calls, median {self.call_us:.1f} µs, "
-                f"{len(self.table)} instructions covering {100 * self.coverage:.1f}%)")
+        return (f"Profile({self.stage!r} on {self.device}: {self.calls} calls, {self.call_said()}; "
+                f"{len(self.table)} instructions covering {100 * self.coverage:.1f}% of the traced call)")
+
+
+def _us(value: float) -> str:
+    return f"{value / 1e3:.2f} ms" if value >= 1e4 else f"{value:.1f} µs"
 
 
 def _write_trace(data: bytes | None, folder: str, name: str) -> str:
@@ -80,8 +113,10 @@ def _write_trace(data: bytes | None, folder: str, name: str) -> str:
 
 
 def profile_stage(ex, stage, device: str, repeat: int, args=None, keep: str | None = None) -> Profile:
-    """Run ``stage`` of ``ex`` ``repeat`` times under JAX's profiler (after a warm-up, as ``run`` does) and
-    tabulate its instructions' measured times (see ``Profile``)."""
+    """Run ``stage`` of ``ex`` ``repeat`` times as ``run`` does (after a warm-up), then ``repeat`` times
+    under JAX's profiler, and tabulate its instructions' measured times (see ``Profile``). The traced calls
+    are split over traces of at most ``capture.SESSION_EVENTS`` events (one call at least), each read as a
+    stream into a ``runtime.CallReader``: no event is kept."""
     import pandas as pd
 
     from ...backends import backend_of
@@ -92,10 +127,16 @@ def profile_stage(ex, stage, device: str, repeat: int, args=None, keep: str | No
     dev = resolve_device(device)
     layout = backend_of(dev).trace
     seen: dict = {}
-    capture = Capture(keep, lines=trace_lines(layout))
+
+    def sink(events, calls):
+        reader = CallReader(_module_name(seen.get("hlo", "")), layout).feed(events)
+        reader.calls = reader.finish(calls or max(1, repeat))
+        return reader
+
+    capture = Capture(keep, lines=trace_lines(layout), sink=sink)
     _, timing = run_stage(ex, stage, device, max(1, repeat), args, around=capture, seen=seen)
     hlo = seen.get("hlo", "")
-    calls = calls_of(capture.events, _module_name(hlo), max(1, repeat), layout)
+    calls = [c for reader in capture.results for c in reader.calls]
     if not calls:
         raise WorkbenchError(f"JAX's profiler recorded no instruction of {stage.name!r} on {device}: "
                              f"this backend's trace carries no {_op_events(layout)}")
@@ -109,11 +150,14 @@ def profile_stage(ex, stage, device: str, repeat: int, args=None, keep: str | No
     table.attrs["lines"] = {r["instruction"]: r["_lines"] for r in rows}
     return Profile(stage.name, device, table, statistics.median(c.wall_ns for c in calls) / 1e3,
                    statistics.median(c.covered_ns / c.wall_ns for c in calls if c.wall_ns), len(calls), hlo,
-                   peak.device if peak is not None else None, keep, timing, capture.trace)
+                   peak.device if peak is not None else None, keep, timing, capture.trace,
+                   untraced_call_us=timing.median * 1e6, overhead=timing.overhead,
+                   events_read=capture.events_read, events_kept=capture.events_kept,
+                   largest_trace=capture.largest_trace)
 
 
 def _op_events(layout) -> str:
-    """What ``calls_of`` looks for in a trace with ``layout`` (a backends.TraceLayout), in words."""
+    """What ``CallReader`` looks for in a trace with ``layout`` (a backends.TraceLayout), in words."""
     if layout.op_stat is not None:
         return f"{layout.op_stat} events"
     return (f"events on its {' or '.join(repr(n) for n in layout.op_lines)} line inside a call on its "

@@ -18,24 +18,43 @@ events of a long loop never become Events. A device's events carry picosecond of
 (``device_offset_ps``, ``device_duration_ps``): their nanoseconds are made from those, each end rounded, so
 events that abut stay abutting and no call loses the nanosecond a truncated duration would drop per event.
 Names and statistic strings repeat (each call runs the same instructions): each distinct one is held once.
+
+A run's profile need not hold its events at all: with a ``sink``, each trace is read as a stream
+(``stream_events``: the profiler's lines merged in start order, one event of each line held at a time)
+into the sink (``runtime.CallReader``), and ``batches`` splits the calls over several traces so that no
+trace holds many more than ``SESSION_EVENTS`` events -- what JAX's profiler itself holds in memory (its
+buffers, then the XSpace it builds and writes) grows with the events of one trace, as much as ~150 bytes
+an event. A loop of many iterations then costs time, never memory: the largest trace is one call's
+events or ``SESSION_EVENTS``, whichever is more. XLA's Eigen pool's markers
+(``ThreadpoolListener::Record``, ``StartRegion``, ``StopRegion``, with the producer and consumer ids
+``_p`` and ``_c`` that link a queued task to its run) are kept there: a convolution's work runs in them.
 """
 from __future__ import annotations
 
 import glob
+import heapq
 import os
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 from ...errors import WorkbenchError
 
-__all__ = ["Event", "Capture", "Nesting", "TRACE_LIMIT", "read_events", "write_trace"]
+__all__ = ["Event", "Capture", "Nesting", "TRACE_LIMIT", "SESSION_EVENTS", "read_events", "stream_events",
+           "Disordered", "write_trace", "POOL_RECORD", "POOL_START", "POOL_STOP"]
 
 _LOCK = threading.Lock()  # one trace at a time: JAX's profiler is process-wide
 TRACE_LIMIT = 64 * 2**20  # the largest trace file a Capture keeps in memory (``trace``)
+SESSION_EVENTS = 200_000  # ``Capture.batches``: the events one trace may hold (unless one call has more)
+# XLA's Eigen pool: a task queued (``_p``: its id), a task starting on a thread (``_c``: the id it runs), stopping
+POOL_RECORD, POOL_START, POOL_STOP = ("ThreadpoolListener::Record", "ThreadpoolListener::StartRegion",
+                                      "ThreadpoolListener::StopRegion")
+_POOL = (POOL_RECORD, POOL_START, POOL_STOP)
+_FLOW = ("_p", "_c")
+_PRIVATE = frozenset(("_src", "_pt", "_ct", "_p", "_c"))  # the profiler's own statistics read_events leaves out
 
 
 @dataclass(frozen=True, slots=True)  # slots: a long run's trace holds hundreds of thousands of them
@@ -83,28 +102,100 @@ class Nesting:
         return max(0, e.duration_ns - sum(k.duration_ns for k in self.kids(e)))
 
 
-def read_events(xspace: bytes, lines: Collection[str] | None = None) -> list[Event]:
+class Disordered(Exception):
+    """A line of a trace whose events are not in start order (longest first at a tie): it cannot be
+    streamed (``stream_events``); read it whole (``read_events``) instead."""
+
+
+def _line_raw(plane, line, index: int, pool: bool, check: bool = True, counted: dict | None = None) -> Iterator[tuple]:
+    """One line's events in the profiler's order, each as a tuple ``(start_ns, -duration_ns, index, n, name,
+    stats, plane name, line name)`` (``index``: the line's, ``n``: the event's on it, so that no two compare
+    past them; ``stats`` a dict, the profiler's private ``_`` ones too). ``check``: raise ``Disordered``
+    unless the line is in start order, longest first at a tie. ``pool``: XLA's pool's three markers kept, with
+    their ``_p``/``_c`` (every other marker left out). ``counted["events"]`` counts every event of the line."""
+    last = None
+    n = 0
+    plane_name, line_name = plane.name, line.name
+    for e in line.events:
+        n += 1
+        name = e.name
+        if name.startswith(("ThreadpoolListener::", "end: ")):
+            if pool and name in _POOL:
+                flow = {} if name == POOL_STOP else {k: v for k, v in e.stats if k in _FLOW}
+                yield (int(e.start_ns), 0, index, n, name, flow, plane_name, line_name)
+            continue  # every other marker of a pool's regions: no work of its own
+        stats = dict(e.stats)
+        if "device_offset_ps" in stats:
+            start, end = _span_ns(e, stats)
+        else:
+            start = e.start_ns
+            end = start + e.duration_ns
+        if check:
+            key = (start, start - end)
+            if last is not None and key < last:
+                raise Disordered(f"the events of {plane_name} {line_name} are not in start order")
+            last = key
+        yield (start, start - end, index, n, name, stats, plane_name, line_name)
+    if counted is not None:
+        counted["events"] = counted.get("events", 0) + n
+
+
+def _order(e: Event) -> tuple[int, int]:
+    return e.start_ns, -e.duration_ns
+
+
+def read_events(xspace: bytes, lines: Collection[str] | None = None, pool: bool = False) -> list[Event]:
     """The events of a profiler's XSpace file (``Capture.trace``, a ``.xplane.pb``), sorted by start, longest
-    first at a tie; ``lines``: the names of the only lines (threads, device streams) to read, None: all."""
+    first at a tie; ``lines``: the names of the only lines (threads, device streams) to read, None: all;
+    ``pool``: keep XLA's pool's markers (``POOL_RECORD`` ...: what ``runtime.CallReader`` reads to charge a
+    queued task to its instruction)."""
     from jax.profiler import ProfileData
 
-    events = []
+    events: list[Event] = []
     held: dict = {}  # each distinct name and statistic string once
+    index = 0
     for plane in ProfileData.from_serialized_xspace(xspace).planes:
         for line in plane.lines:
-            if lines is not None and line.name not in lines:
-                continue
-            for e in line.events:
-                name = e.name
-                if name.startswith(("ThreadpoolListener::", "end: ")):
-                    continue  # XLA's markers of a pool's regions: no work of their own
-                stats = dict((k, held.setdefault(v, v) if isinstance(v, str) else v)
-                             for k, v in e.stats if not k.startswith("_"))
-                start, end = _span_ns(e, stats)
-                events.append(Event(held.setdefault(name, name), start, end - start, line.name, plane.name,
-                                    tuple(stats.items())))
-    events.sort(key=lambda e: (e.start_ns, -e.duration_ns))
+            if lines is None or line.name in lines:
+                index += 1
+                for start, neg, _, _, name, stats, plane_name, line_name in _line_raw(plane, line, index, pool,
+                                                                                      check=False):
+                    events.append(Event(held.setdefault(name, name), start, -neg, line_name, plane_name,
+                                        tuple((k, held.setdefault(v, v) if isinstance(v, str) else v)
+                                              for k, v in stats.items() if k not in _PRIVATE)))
+    events.sort(key=_order)
     return events
+
+
+def stream_events(xspace: bytes, lines: Collection[str] | None = None, pool: bool = True,
+                  counted: dict | None = None, whole: bool = False) -> Iterator[tuple]:
+    """The events of a profiler's XSpace file one at a time, in ``read_events``'s order, never all at once:
+    the lines, each in the profiler's own order, merged (one event of each line held at a time); each event
+    a tuple ``(start_ns, -duration_ns, line index, n, name, stats, plane, line)`` (``_line_raw``), which
+    ``runtime.CallReader.feed`` reads. Raises ``Disordered`` where a line is out of order (read the file
+    with ``whole=True`` then: every event read, sorted, then given one at a time). ``counted`` (a dict) gets
+    ``events``: how many events the trace holds, every line and marker counted (what the profiler held),
+    once the stream is read through; and ``lines``: how many lines are merged (with ``whole``: how many
+    events were held at once)."""
+    from jax.profiler import ProfileData
+
+    data = ProfileData.from_serialized_xspace(xspace)
+    its = []
+    for plane in data.planes:
+        for line in plane.lines:
+            if lines is None or line.name in lines:
+                its.append(_line_raw(plane, line, len(its), pool, check=not whole, counted=counted))
+            elif counted is not None:
+                counted["events"] = counted.get("events", 0) + sum(1 for _ in line.events)
+    if whole:
+        every = sorted(e for it in its for e in it)
+        if counted is not None:
+            counted["lines"] = len(every)
+        yield from every
+        return
+    if counted is not None:
+        counted["lines"] = len(its)
+    yield from heapq.merge(*its)
 
 
 def _span_ns(e, stats: dict) -> tuple[int, int]:
@@ -124,15 +215,48 @@ class Capture:
     profiler's files in (``.xplane.pb``: TensorBoard's and XProf's format); else they are removed. ``lines``:
     the only lines whose events are read (``read_events``; the kept file has them all). A profiler trace
     already running in this process (the user's own ``jax.profiler.trace``) is refused in words: JAX allows
-    one at a time."""
+    one at a time.
 
-    def __init__(self, keep: str | None = None, lines: Collection[str] | None = None):
-        self.keep, self.folder, self.lines = keep, keep, lines
+    With ``sink`` (a function of an iterator of events -- ``stream_events``'s tuples -- and the number of
+    calls the trace holds, or None), no event is kept: each trace's events stream into ``sink``
+    (``stream_events``, XLA's pool's markers included; where a line is out of order, the trace is read whole
+    and sorted first) and ``results`` holds
+    what it returned, one per trace. The block may then be entered once per batch of calls
+    (``batches``); each entry is a trace of its own (with ``keep``: the first in ``keep``, the next ones in
+    ``keep/trace-2`` ...). Counted: ``events_read`` (every event of every trace), ``largest_trace`` (the most
+    events one trace held: what the profiler's own memory follows), ``events_kept`` (the most events held
+    at once by this reader: the merge's one per line plus what ``sink`` reports as its ``peak_held``; the
+    whole trace where it was read whole or without a sink), ``traces``. ``trace`` is the file of the trace
+    of the most calls that fits ``TRACE_LIMIT`` (``trace_calls``: how many)."""
+
+    def __init__(self, keep: str | None = None, lines: Collection[str] | None = None,
+                 sink: Callable[[Iterator[Event], int | None], object] | None = None,
+                 budget: int | None = None):
+        self.keep, self.folder, self.lines, self.sink = keep, keep, lines, sink
+        self.budget = SESSION_EVENTS if budget is None else budget
         self.events: list[Event] = []
+        self.results: list = []
         self.trace: bytes | None = None  # the XSpace file as the profiler wrote it (None over TRACE_LIMIT)
+        self.trace_calls = 0
         self.wall_ns = 0
+        self.events_read = self.events_kept = self.largest_trace = self.traces = 0
         self._t = 0
         self._dir = None
+        self._calls: int | None = None  # the calls of the trace being taken (``batches``)
+        self._last = 0  # the events of the last trace
+
+    def batches(self, repeat: int) -> Iterator[int]:
+        """How many calls to run in each entry of the block, ``repeat`` in all: one first, then as many as
+        fit ``budget`` events at the events per call the traces so far measured (at least one)."""
+        done, n = 0, 1
+        while done < repeat:
+            n = min(n, repeat - done)
+            self._calls = n
+            yield n  # the caller runs n calls inside ``with self:``; this resumes after the block
+            done += n
+            per_call = max(1, self._last // n)
+            n = max(1, self.budget // per_call)
+        self._calls = None
 
     def __enter__(self) -> "Capture":
         import jax
@@ -140,7 +264,10 @@ class Capture:
 
         if not _LOCK.acquire(blocking=False):
             raise WorkbenchError("another profile is being taken in this process; wait for it to finish")
-        self._dir = self.keep or tempfile.mkdtemp(prefix="hlo-workbench-profile-")
+        if self.keep is None:
+            self._dir = tempfile.mkdtemp(prefix="hlo-workbench-profile-")
+        else:
+            self._dir = self.keep if not self.traces else os.path.join(self.keep, f"trace-{self.traces + 1}")
         options = ProfileOptions()
         options.python_tracer_level = 0  # every Python call as an event: slow, and not what is measured
         options.host_tracer_level = 2  # XLA's passes and thunks (level 1 has the user's annotations only)
@@ -156,7 +283,7 @@ class Capture:
     def __exit__(self, *exc) -> None:
         import jax
 
-        self.wall_ns = time.perf_counter_ns() - self._t
+        self.wall_ns += time.perf_counter_ns() - self._t
         try:
             jax.profiler.stop_trace()
             if exc[0] is None:
@@ -166,11 +293,32 @@ class Capture:
                     raise WorkbenchError(f"JAX's profiler wrote no trace into {self._dir}")
                 with open(found[-1], "rb") as f:
                     data = f.read()
-                self.events = read_events(data, self.lines)
-                if len(data) <= TRACE_LIMIT:  # what save(profile=True) stores with the file
-                    self.trace = data
+                self._read(data)
+                calls = self._calls or 1
+                if len(data) <= TRACE_LIMIT and calls > self.trace_calls:  # what save(profile=True) stores
+                    self.trace, self.trace_calls = data, calls
         finally:
             self._done()
+
+    def _read(self, data: bytes) -> None:
+        self.traces += 1
+        if self.sink is None:
+            self.events = read_events(data, self.lines)
+            self._last = len(self.events)
+            self.events_kept = max(self.events_kept, self._last)
+        else:
+            counted: dict = {}
+            try:
+                result = self.sink(stream_events(data, self.lines, counted=counted), self._calls)
+            except Disordered:  # a line out of order: the whole trace, sorted, then
+                counted = {}
+                result = self.sink(stream_events(data, self.lines, counted=counted, whole=True), self._calls)
+            kept = counted.get("lines", 0) + getattr(result, "peak_held", 0)
+            self.results.append(result)
+            self._last = counted.get("events", 0)
+            self.events_kept = max(self.events_kept, kept)
+        self.events_read += self._last
+        self.largest_trace = max(self.largest_trace, self._last)
 
     def _done(self) -> None:
         _LOCK.release()

@@ -1,16 +1,21 @@
 """Run time per HLO instruction, measured by JAX's profiler, joined to XLA's cost and to the user's lines.
 
 Each call of a compiled program is one ``run_id``: the thunks (CPU) or kernels (GPU) it ran are events
-named by their HLO instruction (``hlo_op``). Per call, an instruction's time is its events' self time
-(an event's duration less that of the instruction events nested in it on the same thread: a ``while``
-holds its body's thunks), summed over its runs within the call (a loop body runs many times). The call's
-own time is the span from its first to its last event; ``covered`` is the union of its instruction
-intervals over that span (thunks run concurrently on XLA's pools, so the sum of times may exceed it).
+named by their HLO instruction (``hlo_op``). ``CallReader`` reads a trace's events once, in start order,
+and keeps per call only sums per instruction: what it holds is bounded by the module (its nesting, its
+instructions), never by how many times a loop ran (``CallReader``'s docstring says what is exact). Per
+call, an instruction's time is the wall time during which some thread worked for it: its events, less the
+instruction events nested in them on the same thread (a ``while`` holds its body's thunks), and the
+threadpool tasks it queued (a convolution's thunk queues its work on XLA's Eigen pool and returns). The
+call's own time is the span from its first to its last event; ``covered`` is the wall time within that
+span during which some thread worked for one of its instructions (thunks run concurrently on XLA's pools,
+so the sum of times may exceed it); the rest of the span is the executor's dispatch between thunks and
+threads waiting.
 
 Where the backend's trace layout (``backends.TraceLayout``) names no statistic, as on a TPU, each call is
 an event of the device's module line (``jit_f(<fingerprint>)``, with its ``run_id``), its span the call's
 time, and the instructions are the events of its op lines that start inside it on the same device, each
-named by its HLO text (``%fusion.2 = ... fusion(...)``: the instruction is ``fusion.2``); ``device_calls``.
+named by its HLO text (``%fusion.2 = ... fusion(...)``: the instruction is ``fusion.2``), cut at the call's end.
 
 An instruction's user lines are those of every instruction it holds (a fusion: its fused computation's)
 read from the executable's HLO metadata. Where it holds ops of several lines, the line table splits its
@@ -19,17 +24,19 @@ and says which (``split``).
 """
 from __future__ import annotations
 
-import bisect
+import heapq
 import statistics
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from ...backends import TraceLayout
 from ...ir.hlo_locations import hlo_instruction_locations
 from ..provenance import NO_LOCATION, users_frame
-from .capture import Event, Nesting
+from .capture import POOL_RECORD, POOL_START, POOL_STOP, Event
 
-__all__ = ["Call", "calls_of", "device_calls", "instruction_of", "instruction_rows", "instruction_origins",
+_POOL = frozenset((POOL_RECORD, POOL_START, POOL_STOP))
+
+__all__ = ["Call", "CallReader", "calls_of", "instruction_of", "instruction_rows", "instruction_origins",
            "module_of", "trace_lines"]
 
 
@@ -39,7 +46,7 @@ class Call:
     start_ns: int
     end_ns: int
     covered_ns: int = 0
-    self_ns: dict = field(default_factory=dict)  # instruction -> summed self time in this call
+    self_ns: dict = field(default_factory=dict)  # instruction -> its time in this call (see CallReader)
     count: dict = field(default_factory=dict)  # instruction -> how many events it had
 
     @property
@@ -47,71 +54,261 @@ class Call:
         return self.end_ns - self.start_ns
 
 
-def _union(intervals: list[tuple[int, int]]) -> int:
-    total, end = 0, None
-    start = None
-    for a, b in sorted(intervals):
-        if end is None or a > end:
-            if end is not None:
-                total += end - start
-            start, end = a, b
+class _Sums:
+    """One call being read: its span, its instructions' sums, and the sweep's counts (how many lines work
+    for the call, and for each instruction, at this instant)."""
+
+    __slots__ = ("run_id", "start", "end", "count", "self_ns", "busy", "since", "op_busy", "op_since",
+                 "covered", "late")
+
+    def __init__(self, run_id, start: int, end: int):
+        self.run_id, self.start, self.end = run_id, start, end
+        self.count: dict = {}
+        self.self_ns: dict = {}
+        self.busy, self.since, self.covered = 0, 0, 0
+        self.op_busy: dict = {}
+        self.op_since: dict = {}
+        self.late: list = []  # covered stretches ending past the span known when they ended (cut at the end)
+
+    def begin(self, op, t: int) -> None:
+        n = self.op_busy.get(op, 0)
+        if n == 0:
+            self.op_since[op] = t
+        self.op_busy[op] = n + 1
+        if self.busy == 0:
+            self.since = t
+        self.busy += 1
+
+    def stop(self, op, t: int) -> None:
+        n = self.op_busy[op] - 1
+        self.op_busy[op] = n
+        if n == 0:
+            self.self_ns[op] = self.self_ns.get(op, 0) + t - self.op_since[op]
+        self.busy -= 1
+        if self.busy == 0:
+            if t <= self.end:
+                self.covered += t - self.since
+            else:
+                self.late.append((self.since, t))
+
+    def call(self, start: int, end: int) -> Call:
+        covered = self.covered + sum(max(0, min(b, end) - max(a, start)) for a, b in self.late)
+        return Call(self.run_id, start, end, covered, self.self_ns, self.count)
+
+
+class CallReader:
+    """The calls of one trace, from its events given one at a time (``add``) in start order, longest first
+    at a tie, any lines interleaved (``capture.stream_events`` or a sorted list); ``finish`` gives them.
+
+    What it holds at once is bounded by the module and XLA's pools, never by how many events the calls ran:
+    per line, the events and threadpool regions open at that instant (a stack as deep as the module's
+    nesting) and a heap of their ends; per call, a sum and a count per instruction; the ids of tasks queued
+    and not yet started. ``peak_held`` counts the most open events, regions and queued tasks held at once.
+
+    At any instant a line (a thread, a stream) works for one instruction of one call, or for none: the
+    innermost instruction event open on it; an event that is no instruction (XLA's executor) inside an
+    instruction event works for that instruction, one on no instruction for none; a threadpool region
+    (``ThreadpoolListener::StartRegion`` .. ``StopRegion``: a task of XLA's Eigen pool running) works for
+    the instruction for which its task was queued (the ``ThreadpoolListener::Record`` whose ``_p`` is the
+    region's ``_c``, made while its line worked for that instruction). That is how a convolution's thunk,
+    which queues its work and returns, is charged for the work: the profiler's own links between the queue
+    and the task, never a guess. A region queued by no instruction (the executor starting thunks) works for
+    none; events inside it work for their own instructions.
+
+    Exact, as measured: an instruction's time in a call (``Call.self_ns``) is the wall time during which at
+    least one line worked for it, and the call's ``covered_ns`` the wall time within its span during which
+    at least one line worked for any of its instructions (a sweep over the moments lines start and stop
+    working for them); ``count`` the events of each instruction. Nothing is sampled or estimated."""
+
+    def __init__(self, module: str | None, layout: TraceLayout | None = None):
+        self.module = module
+        self.device_layout = layout if layout is not None and layout.op_stat is None else None
+        self.key = "hlo_op" if layout is None or layout.op_stat is None else layout.op_stat
+        self.sums: dict = {}  # (on a device plane, run_id) -> _Sums
+        self.spans: dict = {}  # run_id -> [start, end] of its events that are no instruction (the executor's wait)
+        self.lines: dict = {}  # (plane, line) -> its open frames, innermost last: [end_ns (None: a region), owner, region?]
+        self.ends: list = []  # a heap of (end_ns, n, line, frame): the open events' ends, met in time order
+        self.queued: dict = {}  # a queued task's producer id -> the owner it was queued for
+        self.modules: dict = {}  # TPU: plane -> ((its current module event's end, call key), module events so far)
+        self.names: dict = {}  # TPU: an op event's HLO text -> its instruction
+        self.held = self.peak_held = 0
+        self.now = 0
+        self._n = 0
+
+    # -- a line's owner ((call key, instruction) or None) changes at an instant: the sums follow
+    def _switch(self, old, new, t: int) -> None:
+        if old != new:
+            if old is not None:
+                self.sums[old[0]].stop(old[1], t)
+            if new is not None:
+                self.sums[new[0]].begin(new[1], t)
+
+    def _held(self, change: int) -> None:
+        self.held += change
+        self.peak_held = max(self.peak_held, self.held + len(self.queued))
+
+    def _close_until(self, t) -> None:
+        """Close every open event that ends at or before ``t``, in order of their ends."""
+        ends = self.ends
+        while ends and ends[0][0] <= t:
+            end, _, key, frame = heapq.heappop(ends)
+            self._remove(key, frame, end)
+
+    def _remove(self, key, frame: list, t: int) -> None:
+        frames = self.lines[key]
+        before = frames[-1][1]
+        for i in range(len(frames) - 1, -1, -1):
+            if frames[i] is frame:
+                del frames[i]
+                break
+        self._held(-1)
+        self.now = max(self.now, t)
+        self._switch(before, frames[-1][1] if frames else None, t)
+
+    def _push(self, key, frame: list, t: int) -> None:
+        frames = self.lines.get(key)
+        if frames is None:
+            frames = self.lines[key] = []
+        before = frames[-1][1] if frames else None
+        frames.append(frame)
+        self._held(1)
+        self._switch(before, frame[1], t)
+        if frame[0] is not None:
+            self._n += 1
+            heapq.heappush(self.ends, (frame[0], self._n, key, frame))
+
+    def add(self, e: Event) -> None:
+        """One event (events in start order, longest first at a tie)."""
+        self.take(e.start_ns, e.duration_ns, e.name, dict(e.stats), e.plane, (e.plane, e.line))
+
+    def feed(self, events: Iterable[tuple]) -> "CallReader":
+        """Every event of ``capture.stream_events`` (its tuples), in its order; returns the reader."""
+        take = self.take
+        for start, neg, _, _, name, stats, plane, line in events:
+            take(start, -neg, name, stats, plane, (plane, line))
+        return self
+
+    def take(self, start: int, duration: int, name: str, stats: dict, plane: str, key) -> None:
+        """One event: its start and duration in ns, name, statistics, plane, and ``key``: (plane, line)."""
+        if self.ends and self.ends[0][0] <= start:
+            self._close_until(start)
+        if start > self.now:
+            self.now = start
+        if name in _POOL:
+            self._pool(name, stats, start, key)
+        elif self.device_layout is not None:
+            self._device_event(start, start + duration, name, stats, plane, key)
         else:
-            end = max(end, b)
-    return total + (end - start if end is not None else 0)
+            self._host_event(start, start + duration, stats, plane, key)
+
+    def _host_event(self, start: int, end: int, stats: dict, plane: str, key) -> None:
+        op = stats.get(self.key)
+        run_id = stats.get("run_id")
+        if op is None or (self.module is not None and stats.get("hlo_module", self.module) != self.module):
+            if run_id is not None:
+                span = self.spans.get(run_id)
+                if span is None:
+                    self.spans[run_id] = [start, end]
+                elif end > span[1]:
+                    span[1] = end
+            if end > start:  # the executor's own work: for the instruction it is in, else for none
+                frames = self.lines.get(key)
+                below = frames[-1] if frames else None
+                self._push(key, [end, below[1] if below is not None and not below[2] else None, False], start)
+            return
+        ck = (plane.startswith("/device:"), "all" if run_id is None else run_id)
+        sums = self.sums.get(ck)
+        if sums is None:
+            sums = self.sums[ck] = _Sums(ck[1], start, end)
+        elif end > sums.end:
+            sums.end = end
+        sums.count[op] = sums.count.get(op, 0) + 1
+        self._push(key, [end, (ck, op), False], start)
+
+    def _pool(self, name: str, stats: dict, start: int, key) -> None:
+        frames = self.lines.get(key)
+        if name == POOL_RECORD:  # a task queued: for whatever its line works for now
+            owner = frames[-1][1] if frames else None
+            produced = stats.get("_p")
+            if owner is not None and produced is not None:
+                self.queued[produced] = owner
+                self._held(0)
+        elif name == POOL_START:
+            self._push(key, [None, self.queued.pop(stats.get("_c"), None), True], start)
+        elif frames:  # POOL_STOP: the innermost region open on the line ends
+            region = next((f for f in reversed(frames) if f[2]), None)
+            if region is not None:
+                self._remove(key, region, start)
+
+    def _device_event(self, start: int, end: int, name: str, stats: dict, plane: str, key) -> None:
+        """A TPU's: a module event on the layout's module line is a call (several planes, one ``run_id``: one
+        call); an op event of its op lines that starts inside its plane's current module event is one of
+        that call's instructions, cut at the module event's end. The ``Async XLA Ops`` line is not read: it
+        holds each asynchronous copy's whole flight, during which the core runs other instructions (what the
+        core itself spends on the copy are its ``copy-start`` and ``copy-done`` events of ``XLA Ops``)."""
+        layout = self.device_layout
+        line = key[1]
+        if line == layout.module_line:
+            if self.module is not None and module_of(name) != self.module:
+                return
+            seen = self.modules.get(plane, (None, 0))[1]
+            run_id = stats.get("run_id", f"{plane} #{seen}")
+            ck = (True, run_id)
+            sums = self.sums.get(ck)
+            if sums is None:
+                self.sums[ck] = _Sums(run_id, start, end)
+            else:
+                sums.start, sums.end = min(sums.start, start), max(sums.end, end)
+            self.modules[plane] = ((end, ck), seen + 1)
+        elif line in layout.op_lines:
+            current = self.modules.get(plane, (None, 0))[0]
+            if current is None or start >= current[0]:
+                return
+            call_end, ck = current
+            op = self.names.get(name)
+            if op is None:
+                op = self.names.setdefault(name, instruction_of(name))
+            sums = self.sums[ck]
+            sums.count[op] = sums.count.get(op, 0) + 1
+            self._push(key, [min(end, call_end), (ck, op), False], start)
+
+    def finish(self, calls: int = 1) -> list[Call]:
+        """The calls read, in order of their start. Where no event carried a ``run_id`` (a trace of kernels
+        may not), they made one call of all of them: its times are divided by ``calls`` (how many calls the
+        trace holds), the mean of a call. Where a device's own events (a GPU's kernels) carry instructions,
+        those are the times, not the host's annotations of the launches."""
+        self._close_until(float("inf"))
+        for key, frames in self.lines.items():  # regions still open when the trace stopped end there
+            while frames:
+                self._remove(key, frames[-1], self.now)
+        chosen = {k: s for k, s in self.sums.items() if k[0]} or self.sums
+        out = []
+        for (_, run_id), s in chosen.items():
+            start, end = s.start, s.end
+            span = self.spans.get(run_id) if self.device_layout is None else None
+            if span is not None:
+                start, end = min(start, span[0]), max(end, span[1])
+            call = s.call(start, end)
+            if run_id == "all" and calls > 1:  # one span over every call: its times as one call's mean
+                call.self_ns = {k: v / calls for k, v in call.self_ns.items()}
+                call.count = {k: v / calls for k, v in call.count.items()}
+                call.covered_ns, call.end_ns = call.covered_ns / calls, call.start_ns + call.wall_ns / calls
+            out.append(call)
+        out.sort(key=lambda c: c.start_ns)
+        return out
 
 
 def calls_of(events: Sequence[Event], module: str | None, repeat: int = 1,
              layout: TraceLayout | None = None) -> list[Call]:
-    """One Call per ``run_id`` of the program ``module`` (its HLO module name; None: any), in order.
-    ``layout``: where the trace keeps the instructions (None: a statistic ``hlo_op`` on each op event, as
-    on CPU and GPU); a layout without such a statistic is read by ``device_calls``.
-    Where a device's own events (a GPU's kernels, on ``/device:...`` planes) carry instructions, those
-    are the times, not the host's annotations of the launches. Events without a ``run_id`` (a trace of
-    kernels may not carry it) make one call of all of them, its times divided by ``repeat``: the mean."""
-    if layout is not None and layout.op_stat is None:
-        return device_calls(events, module, layout)
-    key = layout.op_stat if layout is not None else "hlo_op"
-    mine = [e for e in events if e.stat(key) is not None
-            and (module is None or e.stat("hlo_module") in (None, module))]
-    if any(e.plane.startswith("/device:") for e in mine):
-        mine = [e for e in mine if e.plane.startswith("/device:")]
-    ids = {id(e) for e in mine}
-    by_run: dict = {}
-    for e in mine:
-        by_run.setdefault(e.stat("run_id", "all"), []).append(e)
-    others: dict = {}  # the run's other events (the executor's wait): they bound its span too
-    for e in events:
-        run_id = e.stat("run_id")
-        if run_id is not None and run_id in by_run and id(e) not in ids:
-            others.setdefault(run_id, []).append(e)
-    out = []
-    for run_id, evs in by_run.items():
-        spans = others.get(run_id, [])
-        call = Call(run_id, min(e.start_ns for e in evs + spans), max(e.end_ns for e in evs + spans))
-        call.covered_ns = _union([(e.start_ns, e.end_ns) for e in evs])
-        _add_self_times(call, evs, lambda e: e.stat(key))
-        if run_id == "all" and repeat > 1:  # one span over every call: its times as one call's mean
-            call.self_ns = {k: v / repeat for k, v in call.self_ns.items()}
-            call.count = {k: v / repeat for k, v in call.count.items()}
-            call.covered_ns, call.end_ns = call.covered_ns / repeat, call.start_ns + call.wall_ns / repeat
-        out.append(call)
-    out.sort(key=lambda c: c.start_ns)
-    return out
-
-
-def _add_self_times(call: Call, events: list[Event], name_of) -> None:
-    """Add ``events`` (one call's instruction events) to ``call``'s self times and counts: nested
-    instruction events on one thread or stream, each named by ``name_of(event)``."""
-    by_line: dict = {}
-    for e in events:
-        by_line.setdefault((e.plane, e.line), []).append(e)
-    for line_events in by_line.values():
-        line_events.sort(key=lambda e: (e.start_ns, -e.duration_ns))
-        nest = Nesting(line_events)
-        for e in line_events:
-            op = name_of(e)
-            call.self_ns[op] = call.self_ns.get(op, 0) + nest.self_ns(e)
-            call.count[op] = call.count.get(op, 0) + 1
+    """One Call per ``run_id`` of the program ``module`` (its HLO module name; None: any), in order, from
+    ``events`` (a list: sorted by start first, as ``read_events`` gives them) read by a ``CallReader``. ``layout``: where
+    the trace keeps the instructions (None: a statistic ``hlo_op`` on each op event, as on CPU and GPU; a
+    TPU's: its module and op lines). Events without a ``run_id`` make one call of all of them, its times
+    divided by ``repeat``: the mean."""
+    reader = CallReader(module, layout)
+    for e in sorted(events, key=lambda e: (e.start_ns, -e.duration_ns)):
+        reader.add(e)
+    return reader.finish(repeat)
 
 
 def trace_lines(layout: TraceLayout) -> frozenset[str] | None:
@@ -133,52 +330,6 @@ def instruction_of(name: str) -> str:
 def module_of(name: str) -> str:
     """The HLO module a module event runs: ``jit_small`` of ``jit_small(18107345416798615936)``."""
     return name[:name.rfind("(")] if name.endswith(")") and "(" in name else name
-
-
-def device_calls(events: Sequence[Event], module: str | None, layout: TraceLayout) -> list[Call]:
-    """One Call per event of ``layout.module_line`` running ``module`` (None: any), in order: its ``run_id``,
-    its span the call's time; its instructions the events of ``layout.op_lines`` that start inside it on the
-    same device plane (one run_id on several planes: one call over all of them). ``covered_ns``: the union of
-    those events, each cut at the call's end.
-
-    Only the op lines count: the TPU's ``Async XLA Ops`` line holds each asynchronous copy's whole flight,
-    from its ``copy-start`` to its ``copy-done``, named after the start. The core runs other instructions
-    meanwhile; what the core itself spends on the copy (issuing it, waiting for it) is the ``copy-start``
-    and ``copy-done`` events of ``XLA Ops``. Counting the flight too would count the time of the instructions
-    that run beside it twice, the second time under the copy's name."""
-    modules: dict[str, list[Event]] = {}
-    ops: dict[str, list[Event]] = {}
-    for e in events:
-        if e.line == layout.module_line and (module is None or module_of(e.name) == module):
-            modules.setdefault(e.plane, []).append(e)
-        elif e.line in layout.op_lines:
-            ops.setdefault(e.plane, []).append(e)
-    calls: dict = {}
-    spans: dict = {}
-    names: dict[str, str] = {}  # each HLO text's instruction, read once
-
-    def name_of(o: Event) -> str:
-        found = names.get(o.name)
-        return found if found is not None else names.setdefault(o.name, instruction_of(o.name))
-
-    for plane, runs in modules.items():
-        runs.sort(key=lambda m: m.start_ns)
-        starts = [m.start_ns for m in runs]
-        inside: dict[int, list[Event]] = {}
-        for o in ops.get(plane, ()):
-            i = bisect.bisect_right(starts, o.start_ns) - 1
-            if i >= 0 and o.start_ns < runs[i].end_ns:
-                inside.setdefault(i, []).append(o)
-        for i, m in enumerate(runs):
-            run_id = m.stat("run_id", f"{plane} #{i}")
-            call = calls.setdefault(run_id, Call(run_id, m.start_ns, m.end_ns))
-            call.start_ns, call.end_ns = min(call.start_ns, m.start_ns), max(call.end_ns, m.end_ns)
-            its = inside.get(i, [])
-            spans.setdefault(run_id, []).extend((o.start_ns, min(o.end_ns, m.end_ns)) for o in its)
-            _add_self_times(call, its, name_of)
-    for run_id, call in calls.items():
-        call.covered_ns = _union(spans[run_id])
-    return sorted(calls.values(), key=lambda c: c.start_ns)
 
 
 def _installed(path: str) -> bool:

@@ -11,8 +11,6 @@ numbers can be held against the CPU's.
 """
 from __future__ import annotations
 
-import contextlib
-
 import hashlib
 import statistics
 import time
@@ -86,9 +84,16 @@ def devices():
 
 @dataclass(frozen=True)
 class Timing:
-    """Wall times per repeat after one warm-up call (seconds)."""
+    """Wall times per repeat after one warm-up call (seconds). ``traced``: where the calls were also run
+    inside a profiler's trace (``run_stage(around=...)``), their wall times there, after the untraced
+    ``times``; ``overhead`` their medians' ratio, the trace's measured cost."""
 
     times: tuple[float, ...]
+    traced: tuple[float, ...] = ()
+
+    @property
+    def overhead(self) -> float | None:
+        return statistics.median(self.traced) / self.median if self.traced and self.median else None
 
     @property
     def median(self) -> float:
@@ -250,8 +255,10 @@ def run_stage(ex, stage, device: str | None = None, repeat: int = 20, args=None,
     A traced function's stage runs as the user's own jit would run it (``pipeline.program``): its
     host callbacks fire, and a donated argument is copied before each call, so the user's arrays
     live on. ``args`` are the traced positional arguments (static ones left out), as given to explore.
-    ``around``: a context manager the timed calls run in (a profiler trace; the compile and the warm-up
-    stay outside); ``seen`` (a dict) gets the executable's optimized HLO text as ``seen["hlo"]``.
+    ``around``: a context manager (a profiler trace) that ``repeat`` more calls run in, after the untraced
+    ones (the compile and the warm-up stay outside; the timing's ``traced`` holds their times); where it has
+    ``batches(repeat)``, it is entered once per batch, with as many calls as each batch says. ``seen`` (a
+    dict) gets the executable's optimized HLO text as ``seen["hlo"]``.
     """
     options = check_options(dict(ex.spec.xla_options if xla_options is None else xla_options))
     device = device or ex.spec.device
@@ -287,13 +294,22 @@ def _timed(stage, device: str, repeat: int, compile_it, around=None, hint: str =
     try:
         fresh, call = compile_it()
         outputs = jax.block_until_ready(call(fresh()))
-        times = []
-        with around if around is not None else contextlib.nullcontext():
-            for _ in range(max(1, repeat)):
+
+        def timed(n: int, into: list) -> None:
+            for _ in range(n):
                 arguments = fresh()
                 t = time.perf_counter()
                 jax.block_until_ready(call(arguments))
-                times.append(time.perf_counter() - t)
+                into.append(time.perf_counter() - t)
+
+        times: list = []
+        traced: list = []
+        timed(max(1, repeat), times)
+        if around is not None:
+            plan = around.batches(max(1, repeat)) if hasattr(around, "batches") else (max(1, repeat),)
+            for n in plan:
+                with around:
+                    timed(n, traced)
     except WorkbenchError:
         raise
     except Exception as e:
@@ -302,7 +318,7 @@ def _timed(stage, device: str, repeat: int, compile_it, around=None, hint: str =
                      "match the Python functions JAX registered when it lowered the program: a pass rewrote them; "
                      "an earlier stage may run)")
         raise WorkbenchError(f"stage {stage.name!r} did not run on {device}: {_said(e)}{hint}") from None
-    return outputs, Timing(tuple(times))
+    return outputs, Timing(tuple(times), tuple(traced))
 
 
 def _said(e: Exception) -> str:
