@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import (diffrax_programs, equinox_programs, flax_programs, haiku_programs, jax_programs, numerics_programs,
                optax_programs)
+from . import loop_programs
 from .program import Instance, Program
 
 __all__ = ["Instance", "Program", "PROGRAMS", "program", "names"]
@@ -70,6 +71,10 @@ PROGRAMS: tuple[Program, ...] = (
     Program("haiku_resnet", haiku_programs.haiku_resnet, "jax.jit",
             "dm-haiku residual conv net with BatchNorm (transform_with_state: batch statistics as state), one "
             "Optax SGD-with-momentum step"),
+    Program("metropolis_sampler", loop_programs.metropolis_sampler, "jax.jit",
+            "random-walk Metropolis vmapped over 64 chains, each a lax.fori_loop of 50 steps that splits its key "
+            "(new-style key arrays) every step, proposes, and accepts with jnp.where: a loop whose trip count, "
+            "not its module, sets a call's time and its profile's events"),
 )
 
 
