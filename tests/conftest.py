@@ -246,6 +246,7 @@ MINUTES = {
     "test_cli.py": 0.4, "test_report.py": 0.3, "test_extension_notebook7.py": 0.3, "test_extension.py": 0.3,
     "test_user_jit.py": 0.3, "test_start.py": 0.3, "test_bundle.py": 0.3, "test_progress.py": 0.3,
     "test_provenance.py": 0.3, "test_extension_commands.py": 0.3, "test_browser_source.py": 0.3,
+    "test_loop_costs.py": 3.0,
 }
 
 
