@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 from ..errors import SavedFileError, StageError
 from ..ir.dtypes import with_dtype
 from ..options import PatternOptions, PatternSelection
-from ..stages import ArgLeaf, Loaded, Signature, Spec, Stage, Staged
+from ..stages import Loaded, Spec, Stage, Staged
 from .archive import ArchiveError, copy_member, open_zip, read_member, read_npy, size_text, unpack_zstd
 from ..pipeline.build import Built
 from .versions import versions
@@ -65,6 +65,7 @@ from .jsonout import WriteFailed, plain_json, table_json, target_of, write_repla
 from .manifest import PROGRAM, ManifestError, check_field, check_manifest, parse_manifest
 from .saved_xla import SavedXla
 from .saved_edits import edits_from, edits_json
+from .saved_signature import signature_from, signature_json
 from .saved_agree import check_agreement
 from .saved_profiles import TRACE_LIMIT, profiles_from, profiles_json, trace_members
 from .stage_diffs import stage_diffs, stage_shapes
@@ -177,32 +178,6 @@ def _avals(spec: Spec) -> list[dict]:
     except Exception:  # noqa: BLE001 -- text without a @main the signature can be read from: no arguments known
         return []
     return [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in ins]
-
-
-def _signature_json(spec: Spec) -> dict | None:
-    """The function's name and its arguments' leaves (``Spec.signature``); None for a program given as text."""
-    sig = spec.signature
-    if sig is None:
-        return None
-    leaves = None if sig.leaves is None else [{"path": a.path, "shape": list(a.shape), "dtype": a.dtype}
-                                              for a in sig.leaves]
-    return {"function": sig.function, "args": leaves}
-
-
-def _signature(manifest: dict) -> Signature | None:
-    """The saved ``signature``; a file saved before it was written: the title as the function's name when the
-    file says its program was traced from a function, its arguments' tree unknown (``leaves`` None)."""
-    if "signature" in manifest:
-        d = manifest["signature"]
-        if d is None:
-            return None
-        leaves = None if d["args"] is None else tuple(ArgLeaf(a["path"], tuple(a["shape"]), a["dtype"])
-                                                      for a in d["args"])
-        return Signature(d["function"], leaves)
-    source = manifest["spec"].get("source")
-    if source == "text":
-        return None
-    return Signature(manifest["spec"]["title"] if source == "function" else None, None)
 
 
 def _arg_values(spec: Spec) -> list:
@@ -345,9 +320,8 @@ def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list
             datetime.timezone.utc).isoformat(timespec="seconds")},
         "spec": {**_spec_json(ex.spec), **({"edits": extra["edits"]} if extra["edits"] else {})}, "early": len(ex.pipeline_stages), "stages": rows, "input": input_hash,
         "pipeline_error": _error_json(ex.pipeline_error),
-        "xla_error": _error_json(ex.error) if ex.pipeline_error is None else None,
-        "xla": _xla_json(ex.xla_result), "args": _avals(ex.spec), "signature": _signature_json(ex.spec),
-        "arrays": bool(arrays),
+        "xla_error": _error_json(ex.error) if ex.pipeline_error is None else None, "signature": signature_json(ex.spec),
+        "xla": _xla_json(ex.xla_result), "args": _avals(ex.spec), "arrays": bool(arrays),
         "runs": [_run_json(r, k, runs_arrays, id(r) not in own) for k, r in enumerate(history)],
         "texts": index, "texts_bytes": len(blob), "texts_sha256": hashlib.sha256(blob).hexdigest(),
     }
@@ -607,7 +581,7 @@ def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> SavedExploration
         avals = tuple((tuple(a["shape"]), a["dtype"]) for a in manifest["args"])
         args = tuple(arrays[f"arg{i}"] for i in range(len(avals))) if manifest["arrays"] else ()
         saved_by = dict(manifest["saved_by"])
-        loaded = Loaded(first, input_text, avals, args, saved_by, str(path), _signature(manifest))
+        loaded = Loaded(first, input_text, avals, args, saved_by, str(path), signature_from(manifest))
         spec = dataclasses.replace(_spec(manifest["spec"], loaded), edits=edits_from(manifest["spec"].get("edits"),
                                                                                       texts))
         pipeline_error = _error(manifest["pipeline_error"])
