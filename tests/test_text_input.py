@@ -1,12 +1,14 @@
 """explore_text on the texts users paste: modules reach the passes exactly as given, and every stage is
 what enzyme-ad's own runner makes of its parent; text that is not MLIR, or MLIR that does not parse, is
 refused at once with what it looks like, where it breaks and what to pass instead."""
+import re
+
 import jax
 import jax.numpy as jnp
 import pytest
 
 import workbench as wb
-from workbench.ir.text import input_kind, public_functions, publish_functions, strip_locations
+from workbench.ir.text import input_kind, public_functions, publish_functions, strip_locations, unmarked_functions
 from workbench.pipeline.runner import default_runner
 
 # (a) a module carrying its own transform script: the payload's transpose that only moves a unit
@@ -107,7 +109,8 @@ def agrees_with_enzyme_ad(text: str, pipeline: str, **options) -> wb.Exploration
             assert s is stages[-1] and s.error and ex.pipeline_error.stage == s.name, (pipeline, s.name)
             assert str(e) in ex.pipeline_error.diagnostics
             return ex
-        out = publish_functions(out, public & {entry})
+        # the entry public again, with no keyword where its input wrote none (as MLIR prints it)
+        out = publish_functions(out, public & {entry}, unmarked_functions(parent.text_with_locations))
         assert s.error is None and s.text_with_locations == out, (pipeline, s.name)
         assert s.text == strip_locations(out)
     assert ex.pipeline_error is None
@@ -301,14 +304,24 @@ def test_a_lone_surrogate_is_refused_with_where_it_is(entry):
     (ONE + ONE.replace("@m", "@n"), "(@m, @n)"),
     (ONE.replace("module @m", "module") * 3, "((unnamed), (unnamed), (unnamed))"),
 ])
-def test_modules_pasted_one_after_another_are_refused_by_name(text, names):
-    """MLIR reads two modules in a row as one unnamed module around them: it used to explore, and then
-    every XLA stage failed with "the module has no @main function" though each module has one."""
-    with pytest.raises(wb.InputKindError, match=r"holds \d modules one after another") as e:
-        wb.explore_text(text)
-    assert names in str(e.value) and e.value.kind == "modules"
-    with pytest.raises(wb.InputKindError, match="one after another"):
-        wb.opt(text, "canonicalize")
+def test_modules_pasted_one_after_another_are_read_as_mlir_reads_them_and_said_so(text, names):
+    """MLIR reads modules in a row as one unnamed module around them: the stages hold them all (as a lit file's
+    opt tool runs them), the title says so, and what needs one @main (XLA, run) says why it has none and what
+    to do, where it once said only "the module has no @main function" though each module has one."""
+    n = text.count("module")
+    ex = wb.explore_text(text, pipeline="canonicalize")
+    assert ex.spec.title == f"text: {n} modules read as one" and ex.pipeline_error is None
+    assert ex.pipeline_stages[-1].text.count("module") == n + 1
+    said = rf"holds {n} modules one after another.*XLA compiles and runs one module; wb\.explore_texts"
+    assert re.search(said, str(ex.error)), ex.error  # XLA's compile: no @main at the top, and why
+    with pytest.raises(wb.WorkbenchError, match=said):
+        ex.run()
+    assert len(wb.explore_texts(text, pipeline="canonicalize")) == n
+    assert strip_locations(wb.opt(text, "canonicalize")).count("module") == n + 1
+    edited = wb.explore_text(ONE, pipeline="canonicalize")
+    with pytest.raises(wb.InputKindError, match=rf"holds \d modules one after another {re.escape(names)}") as e:
+        edited.with_text("input", text)  # a hand edit replaces one module: still refused, by name
+    assert e.value.kind == "modules"
 
 
 def test_a_module_nested_in_a_named_one_is_not_taken_for_two():

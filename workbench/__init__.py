@@ -16,9 +16,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from .errors import (ArgumentError, ArrayTooLargeError, GraphTooLargeError, GraphUnavailableError, InputKindError,
-                     MlirSyntaxError, PipelineSyntaxError, ProcessRunError, SavedFileError, StageError, TraceError,
-                     UnknownNameError, UnknownPeakError, WorkbenchError, XlaAbortError, XlaOptionError, XlaPassWarning,
-                     XlaProbeDied)
+                     LitFileError, MlirSyntaxError, PipelineSyntaxError, ProcessRunError, SavedFileError, StageError,
+                     TraceError, UnknownNameError, UnknownPeakError, WorkbenchError, XlaAbortError, XlaOptionError,
+                     XlaPassWarning, XlaProbeDied)
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .analysis.run.execute import devices
@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
                                          op_count_at_most, slower_than)
     from .analysis.search.drifts import drifts_at
     from .analysis.search.pipelines import plot_pipelines
-    from .exploration import Exploration, compare_explorations, compare_pipelines, explore, explore_text, load, opt
+    from .exploration import (Exploration, Explorations, compare_explorations, compare_pipelines, explore, explore_text,
+                              explore_texts, load, opt)
     from .pipeline.catalog import patterns
     from .pipeline.presets import pipelines
     from .pipeline.remote import config
@@ -34,8 +35,8 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
 
 # public name -> the module (relative to this package) that defines it
 _LAZY = {
-    **dict.fromkeys(("explore", "explore_text", "load", "opt", "Exploration", "compare_pipelines",
-                     "compare_explorations"), ".exploration"),
+    **dict.fromkeys(("explore", "explore_text", "explore_texts", "load", "opt", "Exploration", "Explorations",
+                     "compare_pipelines", "compare_explorations"), ".exploration"),
     **dict.fromkeys(("crashes", "differs_from", "has_op", "lacks_op", "miscompiles", "op_count_above",
                      "op_count_at_most", "slower_than"), ".analysis.search.bisect"),
     "drifts_at": ".analysis.search.drifts",
@@ -69,14 +70,15 @@ def panel(ex, **kwargs):
 
 
 __all__ = [
-    "explore", "explore_text", "load", "opt", "patterns", "pipelines", "Exploration", "Stage", "devices", "panel",
+    "explore", "explore_text", "explore_texts", "Explorations", "load", "opt", "patterns", "pipelines", "Exploration",
+    "Stage", "devices", "panel",
     "compare_pipelines", "compare_explorations", "plot_pipelines", "config", "testing",
     "miscompiles", "crashes", "slower_than", "op_count_above", "op_count_at_most", "differs_from", "has_op", "lacks_op",
     "drifts_at",
     "WorkbenchError", "StageError", "TraceError", "ArgumentError", "PipelineSyntaxError", "UnknownNameError",
     "XlaOptionError", "XlaPassWarning", "UnknownPeakError", "InputKindError", "MlirSyntaxError",
     "SavedFileError", "ArrayTooLargeError", "GraphUnavailableError", "GraphTooLargeError", "XlaAbortError",
-    "XlaProbeDied", "ProcessRunError",
+    "XlaProbeDied", "ProcessRunError", "LitFileError",
 ]
 __version__ = "0.1.0"
 

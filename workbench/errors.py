@@ -142,6 +142,20 @@ class MlirSyntaxError(WorkbenchError, ValueError):
         super().__init__(message)
 
 
+class LitFileError(WorkbenchError, ValueError):
+    """Some pieces of a test file of several modules or ``// -----`` chunks failed (``wb.opt`` with
+    ``split_input_file``, ``wb.explore_texts``): each failed piece is named with the line it starts at and
+    its own error. ``failed`` is ``((label, error), ...)``; ``results`` what every piece gave, in order
+    (``None`` for a failed one): the outputs or explorations made before and after it are kept there."""
+
+    def __init__(self, what: str, failed: tuple, results: tuple):
+        self.failed, self.results = tuple(failed), tuple(results)
+        lines = [f"  {label}: {str(error).strip()}".replace("\n", "\n    ") for label, error in self.failed]
+        done = sum(r is not None for r in self.results)
+        super().__init__(f"{len(self.failed)} of {len(self.results)} {what} failed:\n" + "\n".join(lines)
+                         + f"\nthe other {done} are kept in this error's .results")
+
+
 class UnknownPeakError(UnknownNameError, ValueError):
     """A device, or a dtype of a device, that the roofline has no peak rate for; suggests the closest.
 

@@ -15,6 +15,7 @@ __all__ = [
     "pass_name",
     "pass_names",
     "publish_functions",
+    "unmarked_functions",
     "public_functions",
     "text_hash",
     "input_kind",
@@ -357,11 +358,13 @@ def public_functions(text: str) -> set[str]:
     return {m.group(2) for m in _function_heads(text) if (m.group(1) or "public").strip() == "public"}
 
 
-def publish_functions(text: str, names: set[str]) -> str:
+def publish_functions(text: str, names: set[str], unmarked: set[str] = frozenset()) -> str:
     """Make the named functions public again (``text`` itself when none of them is private).
 
     Enzyme-JaX's pipeline runner marks the entry function private while it works; the entry must be
-    public for XLA and for comparing stages, so we restore the visibility the input had.
+    public for XLA and for comparing stages, so we restore the visibility the input had: ``public`` where
+    the input said so (JAX's modules do), no keyword for the names in ``unmarked`` (an input that said none,
+    as a hand-written test file: MLIR prints it so, and FileCheck lines expect ``func.func @main(``).
     """
     if not names:
         return text
@@ -369,9 +372,14 @@ def publish_functions(text: str, names: set[str]) -> str:
     at = 0
     for m in _function_heads(text):
         if m.group(2) in names and (m.group(1) or "").strip() == "private":
-            pieces += [text[at:m.start(1)], "public "]
+            pieces += [text[at:m.start(1)], "" if m.group(2) in unmarked else "public "]
             at = m.end(1)
     return "".join(pieces) + text[at:] if pieces else text
+
+
+def unmarked_functions(text: str) -> set[str]:
+    """Names of the functions written with no visibility keyword (public, as MLIR reads them)."""
+    return {m.group(2) for m in _function_heads(text) if not (m.group(1) or "").strip()}
 
 
 # Lines that carry no program: MLIR comments, and Python comments or a shebang (a hash then a space,

@@ -17,11 +17,13 @@ from typing import Any, Callable, Protocol, Sequence
 import jax
 
 from ..errors import InputKindError, MlirSyntaxError, StageError, UnknownNameError, WorkbenchError, XlaPassWarning
+from ..ir.lit import run_line_pipeline
+from .lit import titled
+from .opt import pipeline_steps
 from .exported import exported_for_text, swap_module
 from ..ir.text import input_kind, strip_locations, text_hash
-from .catalog import PatternOptions, PatternSelection, catalog, pattern_list, patterns_pass
+from .catalog import PatternOptions, PatternSelection, catalog
 from .compile_queue import XLA_QUEUE, CompileJob, Served
-from .presets import PRESETS, resolve
 from .runner import StepResult, default_runner
 from .shardy import SHARDY_MODES, is_sharded, resolve_mode, shardy_steps, unregistered_reason
 from ..stages import STABLEHLO, Spec, Stage
@@ -33,7 +35,7 @@ from .xla_probe import compile_guarded, compile_sharded, guard_compile, remember
 
 __all__ = ["Built", "XlaStages", "XlaSource", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
            "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
-           "LateXla", "xla_compiles", "xla_passes_known", "run_passes", "xla_compile_again", "xla_lowering"]
+           "LateXla", "xla_compiles", "xla_passes_known", "xla_compile_again", "xla_lowering"]
 
 
 @dataclass(frozen=True)
@@ -133,14 +135,17 @@ def spec_for_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = 
                   timeout: float = 600.0, title: str = "text", shardy_passes: str | None = None,
                   optimize_communications: bool = True, **pattern_options) -> Spec:
     """The Spec for ``explore_text(text, ...)``: text that is not MLIR refused (InputKindError), MLIR
-    that does not parse refused with its line:col (MlirSyntaxError), before any stage is made."""
+    that does not parse refused with its line:col (MlirSyntaxError), before any stage is made. A text of
+    several modules or ``// -----`` chunks is read as MLIR reads it, one module, and its default title says
+    so ("text: 3 modules read as one"); ``pipeline="RUN"`` is its RUN line's (``pipeline/lit.py``)."""
     kind = _refuse_non_mlir(text)
+    pipeline, _ = run_line_pipeline(text, pipeline)
     inline, options = _split_options(pattern_options)
     device = device_for_args(device, ())
     xla = _xla_options(xla_disable, (), xla_options or {})
     sel = _selection(options, disable, enable)
     try:
-        default_runner().check_module(text)
+        title = titled(text, title, default_runner())
     except MlirSyntaxError as e:
         if kind == "mlir":
             raise
@@ -246,39 +251,6 @@ def failed_stage(name: str, parent: Stage, pass_string: str, error: StageError) 
     return Stage(name, "mlir", "", pass_string, False, None, parent.name, error=str(error))
 
 
-def _steps(pipeline: str, selection: PatternSelection, inline: bool = True) -> list[tuple[str, str]]:
-    """(base name, pass string) of each top-level step of ``pipeline`` (a preset or a pipeline string,
-    ``builtin.module(...)`` or not), pattern steps spelled out with ``selection``'s list; a custom
-    string is checked against the real pass registry (PipelineSyntaxError if it does not parse)."""
-    pipe = resolve(pipeline, inline=inline)
-    steps = []
-    for step in pipe.steps:
-        if step.kind == "patterns":
-            if not enzyme_available():
-                raise WorkbenchError("this pipeline applies Enzyme-JaX patterns, but enzyme-ad is not installed "
-                                     "(it ships for CPython 3.11 on x86-64 Linux); use pipeline='upstream' or a "
-                                     "custom string of upstream passes such as 'canonicalize,cse'")
-            steps.append((step.base_name, patterns_pass(pattern_list(selection, direction=step.direction))))
-        else:
-            steps.append((step.base_name, step.text))
-    if steps and pipeline not in PRESETS:
-        default_runner().check_pipeline(",".join(p for _, p in steps))
-    return steps
-
-
-def run_passes(text: str, pipeline: str, timeout: float = 600.0) -> str:
-    """``pipeline`` run on the module ``text`` in one go, as ``enzymexlamlir-opt --pass-pipeline`` runs
-    it (not a stage per pass): the result with locations and its public functions public. The text
-    is parsed first (MlirSyntaxError with line:col) and the pipeline checked (PipelineSyntaxError); a
-    pass that fails raises StageError("opt", ...). An empty pipeline parses, verifies and prints."""
-    runner = default_runner()
-    runner.check_module(text)
-    if pipeline.strip() and pipeline not in PRESETS and not any(c in pipeline for c in ",{}()-."):
-        pipeline = f"builtin.module({pipeline.strip()})"  # a lone pass name ("sccp") is a pass, not a preset
-    steps = _steps(pipeline, PatternSelection(PatternOptions())) if pipeline.strip() else []
-    return runner.run("opt", text, ",".join(p for _, p in steps), timeout=timeout, source="input").text
-
-
 @dataclass(frozen=True)
 class _Step:
     """One step of the pipeline as built: its base name and pass string, ``edit`` "inserted" for a pass a
@@ -295,14 +267,14 @@ def edited_steps(spec: Spec) -> tuple[list[_Step], str | None]:
     """The pipeline's steps with ``spec.edits`` applied in order, and the module that replaces the one the
     pipeline starts from (None: none does). WorkbenchError for an edit whose step is not there (its pipeline
     has fewer steps than when it was made)."""
-    steps = [_Step(base, p) for base, p in _steps(spec.pipeline, spec.selection, inline=spec.inline)
+    steps = [_Step(base, p) for base, p in pipeline_steps(spec.pipeline, spec.selection, inline=spec.inline)
              + shardy_steps(spec.shardy, spec.optimize_communications, enzyme_available())]
     start = None
     for e in spec.edits:
         if e.kind == "text" and e.at == -1:
             start = e.text
         elif e.kind == "insert" and 0 <= e.at <= len(steps):
-            added = [_Step(base, p, "inserted") for base, p in _steps(e.pass_, spec.selection, inline=spec.inline)]
+            added = [_Step(base, p, "inserted") for base, p in pipeline_steps(e.pass_, spec.selection, inline=spec.inline)]
             steps[e.at:e.at] = added
         elif e.kind in ("text", "remove") and 0 <= e.at < len(steps):
             if e.kind == "text":
@@ -319,7 +291,7 @@ def edited_steps(spec: Spec) -> tuple[list[_Step], str | None]:
 
 def check_pass(pass_string: str) -> None:
     """PipelineSyntaxError when ``pass_string`` (a pass or pipeline string, or a preset) names no pass."""
-    _steps(pass_string, PatternSelection(PatternOptions()))
+    pipeline_steps(pass_string, PatternSelection(PatternOptions()))
 
 
 def _edited_start(first: list[Stage], text: str) -> list[Stage]:

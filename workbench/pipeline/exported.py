@@ -95,6 +95,11 @@ def main_signature(text: str) -> tuple[tuple[jax.ShapeDtypeStruct, ...], tuple[j
             if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
                 ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
                 return tuple(_aval(t) for t in ftype.inputs), tuple(_aval(t) for t in ftype.results)
+    inner = [op.operation for op in module.body.operations]
+    if len(inner) > 1 and all(op.name == "builtin.module" for op in inner):  # a lit file's modules, read as one
+        raise WorkbenchError(f"the text holds {len(inner)} modules one after another, which MLIR reads as one module "
+                             "around them, with no @main of its own: its passes run on every module, but XLA "
+                             "compiles and runs one module; wb.explore_texts(text) explores each on its own")
     raise WorkbenchError("the module has no @main function: it can be transformed, but not compiled or run")
 
 

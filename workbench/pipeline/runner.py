@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..errors import InputKindError, MlirSyntaxError, PipelineSyntaxError, StageError
-from ..ir.text import public_functions, publish_functions, text_hash
+from ..ir.text import public_functions, publish_functions, text_hash, unmarked_functions
 from .diagnose import pass_error
 from .worker import PassFailure, Worker, WorkerCrash, WorkerTimeout, default_worker
 
@@ -36,7 +36,7 @@ class StepRunner:
         self.max_entries = max_entries
         self._cache: OrderedDict[tuple[str, str], StepResult] = OrderedDict()
         self._checked: set[str] = set()
-        self._parsed: set[str] = set()  # hashes of texts that parsed
+        self._parsed: dict[str, tuple[str, ...]] = {}  # hashes of texts that parsed: the modules side by side
         self.hits = 0
         self.misses = 0
 
@@ -55,9 +55,11 @@ class StepRunner:
             raise PipelineSyntaxError(f"the pipeline does not parse: {detail}") from None
         self._checked.add(pipeline)
 
-    def check_module(self, text: str) -> None:
-        """Parse ``text`` once with the parser the passes use; MlirSyntaxError with its line:col if it fails,
-        InputKindError if it holds several modules side by side (each would need exploring on its own)."""
+    def check_module(self, text: str, several: bool = False) -> list[str]:
+        """Parse ``text`` once with the parser the passes use; MlirSyntaxError with its line:col if it fails.
+        Returns the names of the modules it holds side by side (``ir.mlir.side_by_side_modules``: a lit file's
+        modules one after another, which MLIR reads as one module around them; [] for one module); unless
+        ``several``, such a text is refused (InputKindError: a hand edit replaces one module)."""
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as e:  # a lone surrogate (e.g. from bytes decoded with surrogateescape)
@@ -68,21 +70,23 @@ class StepRunner:
                                  "remove it, or read the file as UTF-8") from None
         key = text_hash(text)
         if key in self._parsed:
-            return
+            several_names = self._parsed[key]
+            if several_names and not several:
+                raise _several_modules(several_names)
+            return list(several_names)
         try:
-            several = self.worker.call("parse_module", text).value
+            names = self.worker.call("parse_module", text).value
         except PassFailure as e:
             raise _syntax_error(e.message + "\n" + e.diagnostics, text) from None
         except (WorkerCrash, WorkerTimeout) as e:
             raise MlirSyntaxError(f"parsing the module stopped its worker process ({e}); the worker was "
                                   "restarted", tuple(e.diagnostics.strip().splitlines()[-30:])) from None
-        if several:
-            raise InputKindError("modules", f"the text holds {len(several)} modules one after another "
-                                 f"({', '.join(several)}), which MLIR reads as one unnamed module around them, "
-                                 "with no @main of its own; explore each module on its own")
         if len(self._parsed) >= self.max_entries:
             self._parsed.clear()
-        self._parsed.add(key)
+        self._parsed[key] = tuple(names)
+        if names and not several:
+            raise _several_modules(names)
+        return list(names)
 
     def run(self, stage: str, text: str, pipeline: str, timeout: float | None = None, source: str = "") -> StepResult:
         """``pipeline`` run on ``text`` (with locations), the stage ``source``: a StageError for ``stage``
@@ -112,7 +116,7 @@ class StepRunner:
                              e.diagnostics) from None
         # Only the entry, which enzyme-ad's runner itself made private: any other visibility is the passes' doing.
         out, entry = reply.value.text, reply.value.entry
-        out = publish_functions(out, public & {entry})
+        out = publish_functions(out, public & {entry}, unmarked_functions(text))
         if out == text:  # the pass changed nothing: hand back the input itself, which its stage then shares
             out = text
         result = StepResult(out, reply.seconds, False)
@@ -138,6 +142,11 @@ class StepRunner:
         except (WorkerCrash, WorkerTimeout):
             return ""
         return ""
+
+
+def _several_modules(names) -> InputKindError:
+    return InputKindError("modules", f"the text holds {len(names)} modules one after another ({', '.join(names)}), "
+                          "which MLIR reads as one unnamed module around them; this takes one module")
 
 
 # A parser diagnostic as enzyme-ad's runner logs it, ``loc("-":2:15): error: msg``, or as jaxlib's

@@ -233,17 +233,18 @@ def _crash(kind: str) -> None:
     os.kill(os.getpid(), signal.SIGABRT if kind == "abort" else signal.SIGSEGV)
 
 
-_INPUT_FACTS: dict[str, tuple[str, set[str], set[str]]] = {}  # the last input of run_each only
+_INPUT_FACTS: dict[str, tuple[str, set[str], set[str], set[str]]] = {}  # the last input of run_each only
 
 
-def _input_facts(text: str) -> tuple[str, set[str], set[str]]:
-    """``text`` without locations, its public functions, and the raw outputs known to equal it."""
+def _input_facts(text: str) -> tuple[str, set[str], set[str], set[str]]:
+    """``text`` without locations, its public functions, the raw outputs known to equal it, and its functions
+    written without a visibility keyword (made public again as the runner does: with none)."""
     facts = _INPUT_FACTS.get(text)
     if facts is None:
-        from ..ir.text import public_functions, strip_locations
+        from ..ir.text import public_functions, strip_locations, unmarked_functions
 
         _INPUT_FACTS.clear()
-        facts = _INPUT_FACTS[text] = (strip_locations(text), public_functions(text), set())
+        facts = _INPUT_FACTS[text] = (strip_locations(text), public_functions(text), set(), unmarked_functions(text))
     return facts
 
 
@@ -259,13 +260,13 @@ def _run_each(text: str, pipelines: list[str], stop_at_first: bool) -> list[Pass
     """
     from ..ir.text import publish_functions, strip_locations
 
-    base, public, same_as_input = _input_facts(text)
+    base, public, same_as_input, unmarked = _input_facts(text)
     out = []
     for pipeline in pipelines:
         t = time.perf_counter()
         try:
             res = _run_pipeline(text, pipeline).text
-            changed, err = res not in same_as_input and strip_locations(publish_functions(res, public)) != base, None
+            changed, err = res not in same_as_input and strip_locations(publish_functions(res, public, unmarked)) != base, None
             if not changed and len(same_as_input) < 16:
                 same_as_input.add(res)
         except Exception as e:

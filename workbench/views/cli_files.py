@@ -14,7 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import StageError, WorkbenchError
+from ..errors import LitFileError, StageError, WorkbenchError
+from ..ir.lit import SPLIT_MARKER
 from ..ir.text import input_kind, strip_locations
 from .text import stage_table
 
@@ -121,9 +122,15 @@ def cmd_opt(ns) -> int:
                              "MLIR/StableHLO module, e.g. the text of jax.jit(f).lower(*args).as_text() or a stage "
                              "that hlo-workbench show prints")
     try:  # MlirSyntaxError (line:col) and PipelineSyntaxError go up: exit 2, as for the API
-        result = opt(text, ns.pass_pipeline or "", timeout=ns.timeout)
+        result = opt(text, ns.pass_pipeline or "", timeout=ns.timeout,
+                     split_input_file=True if ns.split_input_file else None)
     except StageError as e:
         print(f"hlo-workbench: {e.full if ns.full_errors else e}", file=sys.stderr)
+        return 1
+    except LitFileError as e:  # some chunks failed: the others' output, as mlir-opt prints it, and exit 1
+        print(f"hlo-workbench: {e}", file=sys.stderr)
+        result = f"\n{SPLIT_MARKER}\n".join(r for r in e.results if r is not None)
+        sys.stdout.write(result if ns.mlir_print_debuginfo else strip_locations(result))
         return 1
     out = result if ns.mlir_print_debuginfo else strip_locations(result)
     if not out.endswith("\n"):
@@ -260,6 +267,9 @@ def add_file_commands(sub) -> None:
                     help="the passes to run: 'builtin.module(canonicalize,enzyme-hlo-opt)' or a bare list "
                          "'canonicalize,cse'; enzyme-hlo-patterns stands for Enzyme-JaX's default pattern list "
                          "(default: none, so the module is parsed, verified and printed)")
+    sp.add_argument("--split-input-file", action="store_true", help="run each '// -----' chunk of the file on its "
+                    "own and join the outputs with '// -----' lines, as mlir-opt's flag of that name (a lit file; "
+                    "--pass-pipeline RUN takes the file's RUN line, this flag included)")
     sp.add_argument("-o", "--output", metavar="FILE", help="write the resulting module to FILE (default: stdout)")
     sp.add_argument("--mlir-print-debuginfo", action="store_true",
                     help="keep the locations (loc(...)) in the printed module, as mlir-opt's flag of that name")
