@@ -59,6 +59,13 @@ def test_the_profile_leads_with_the_untraced_call_and_says_the_profilers_overhea
     assert "under the profiler" in prof._repr_html_() and "untraced" in prof._repr_html_()
 
 
+def test_a_saved_profile_keeps_its_untraced_call_and_overhead(sampler_profiles, tmp_path):
+    ex, prof = sampler_profiles[50]
+    back = wb.load(ex.save(tmp_path / "sampler.hlox", profile=True)).profiles["run"]
+    assert back.untraced_call_us == pytest.approx(prof.untraced_call_us) and back.overhead == pytest.approx(prof.overhead)
+    assert back.call_said() == prof.call_said()
+
+
 def test_a_host_callback_in_the_loop_profiles(capfd):
     @jax.jit
     def noisy(x):

@@ -337,7 +337,9 @@ PROFILES = Record({}, {
     "run": Record({"stage": Str(), "device": Str(), "call_us": Num(least=0.0), "coverage": Num(least=0.0),
                    "calls": Int(1), "table": _TABLE},
                   {"peak": Opt(Str()), "trace": Str(choices=PROFILE_TRACES[:1]),
-                   "lines": Map(List(_FRAME, _MANY), _MANY)}, closed=True),
+                   "lines": Map(List(_FRAME, _MANY), _MANY),
+                   # the untraced calls' median and the profiler's measured overhead (files before them lack both)
+                   "untraced_call_us": Opt(Num(least=0.0)), "overhead": Opt(Num(least=0.0))}, closed=True),
     "compile": Record({"total_s": Num(least=0.0), "explore_s": Num(least=0.0), "xla_wall_s": Num(least=0.0),
                        "table": _TABLE},
                       {"patterns": Opt(_TABLE), "trace": Str(choices=PROFILE_TRACES[1:])}, closed=True),

@@ -24,7 +24,8 @@ def profiles_json(profiles: dict) -> tuple[dict | None, dict[str, bytes]]:
         out["run"] = {"stage": run.stage, "device": run.device, "call_us": float(run.call_us),
                       "coverage": float(run.coverage), "calls": int(run.calls), "peak": run.peak,
                       "table": table_json(run.table, "the run profile's row"),
-                      "lines": {k: [list(f) for f in v] for k, v in run.table.attrs.get("lines", {}).items()}}
+                      "lines": {k: [list(f) for f in v] for k, v in run.table.attrs.get("lines", {}).items()},
+                      "untraced_call_us": _number(run.untraced_call_us), "overhead": _number(run.overhead)}
         if run.trace is not None:
             out["run"]["trace"] = PROFILE_TRACES[0]
             members[PROFILE_TRACES[0]] = run.trace
@@ -36,6 +37,10 @@ def profiles_json(profiles: dict) -> tuple[dict | None, dict[str, bytes]]:
             out["compile"]["trace"] = PROFILE_TRACES[1]
             members[PROFILE_TRACES[1]] = cp.trace
     return (out or None), members
+
+
+def _number(value) -> float | None:
+    return None if value is None else float(value)
 
 
 def trace_members(manifest: dict) -> set[str]:
@@ -61,7 +66,8 @@ def profiles_from(saved: dict | None, read: Callable[[str], bytes]) -> dict:
         table = _frame(r["table"])
         table.attrs["lines"] = {k: [tuple(f) for f in v] for k, v in r.get("lines", {}).items()}
         out["run"] = Profile(r["stage"], r["device"], table, r["call_us"], r["coverage"], r["calls"], "",
-                             r.get("peak"), None, None, read(r["trace"]) if "trace" in r else None)
+                             r.get("peak"), None, None, read(r["trace"]) if "trace" in r else None,
+                             untraced_call_us=r.get("untraced_call_us"), overhead=r.get("overhead"))
     if "compile" in saved:
         c = saved["compile"]
         patterns = _frame(c["patterns"]) if c.get("patterns") else None

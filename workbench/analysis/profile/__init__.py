@@ -82,8 +82,11 @@ class Profile:
         if self.untraced_call_us is None:
             return traced + " (its untraced time was not measured)"
         said = f"{traced}, {_us(self.untraced_call_us)} untraced"
-        if self.overhead is not None:
-            said += f" (the profiler's overhead: {self.overhead:.1f}x the untraced wall time)"
+        if self.overhead is not None and self.overhead >= 1.1:
+            said += f" (the profiler's measured overhead: traced calls take {self.overhead:.1f}x the untraced wall time)"
+        elif self.overhead is not None:
+            said += (f" (traced calls took {self.overhead:.2f}x the untraced wall time: the profiler's overhead is "
+                     "within this machine's noise)")
         return said
 
     def _repr_html_(self) -> str:
@@ -100,7 +103,7 @@ class Profile:
 
 
 def _us(value: float) -> str:
-    return f"{value / 1e3:.2f} ms" if value >= 1e4 else f"{value:.1f} µs"
+    return f"{value / 1e3:.2f} ms" if value >= 1e3 else f"{value:.1f} µs"
 
 
 def _write_trace(data: bytes | None, folder: str, name: str) -> str:

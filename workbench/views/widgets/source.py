@@ -172,10 +172,11 @@ def _info(slot: dict, top: float, unit: str) -> dict:
 def measured_note(stage, profile) -> str:
     """What the heat bars measure when they show measured time (``profile``: the Profile they come from)."""
     return str(Markup('<div class="wb-note">the bars: <b>measured run time</b> per line, from JAX\'s profiler: '
-                      "<code>{}</code> run {} times on {} (median call {} µs, the instructions cover {}% of it); an "
+                      "<code>{}</code> run {} times on {} ({}; the times and shares are under the profiler, and "
+                      "the instructions cover {}% of the traced call); an "
                       "instruction made from several lines is split by their flops, else bytes; the count is how "
                       "many ops the line became in <code>{}</code>. Click a line to mark its ops in the diff below."
-                      "</div>").format(profile.stage, profile.calls, profile.device, _si(profile.call_us),
+                      "</div>").format(profile.stage, profile.calls, profile.device, profile.call_said(),
                                        round(100 * profile.coverage, 1), stage.name))
 
 
