@@ -245,6 +245,7 @@ CHANGED_BY_PASSES = {
     "linen_convnet": (["fusion"], FUSION),
     "eqx_module_argument": (["fusion"], FUSION),
     "pure_callback": (["fusion"], FUSION),
+    "metropolis_sampler": (["fusion"], FUSION + ": the threefry rounds, +76%, as in the sampler above"),
     "nnx_transformer": (["fusion"], FUSION + " (+5%, at the edge)"),
     "spectral_burgers": (["fusion"], FUSION + " (+5%, at the edge)"),
     "diffrax_ode": (["fusion", "scatter_expander"],
