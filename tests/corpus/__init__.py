@@ -11,12 +11,20 @@ default pipeline takes seconds on a CPU. ``tests/test_corpus.py`` runs them thro
 """
 from __future__ import annotations
 
-from . import (diffrax_programs, equinox_programs, flax_programs, haiku_programs, jax_programs, numerics_programs,
-               optax_programs)
+from . import diffrax_programs, equinox_programs, flax_programs, jax_programs, numerics_programs, optax_programs
 from . import loop_programs
 from .program import Instance, Program
 
 __all__ = ["Instance", "Program", "PROGRAMS", "program", "names"]
+
+
+def _haiku_resnet() -> Instance:
+    # dm-haiku is imported when the program is built, so the rest of the corpus loads where it is not installed
+    # (the TPU machine's staged packages)
+    from . import haiku_programs
+
+    return haiku_programs.haiku_resnet()
+
 
 PROGRAMS: tuple[Program, ...] = (
     Program("nnx_transformer", flax_programs.nnx_transformer, "nnx.jit",
@@ -68,7 +76,7 @@ PROGRAMS: tuple[Program, ...] = (
     Program("pallas_interpret", numerics_programs.pallas_interpret, "jax.jit",
             "a Pallas kernel run by pallas_call(..., interpret=True), as a kernel writer tries one on a CPU: the "
             "kernel's body is lowered as ordinary HLO"),
-    Program("haiku_resnet", haiku_programs.haiku_resnet, "jax.jit",
+    Program("haiku_resnet", _haiku_resnet, "jax.jit",
             "dm-haiku residual conv net with BatchNorm (transform_with_state: batch statistics as state), one "
             "Optax SGD-with-momentum step"),
     Program("metropolis_sampler", loop_programs.metropolis_sampler, "jax.jit",
