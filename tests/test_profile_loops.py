@@ -31,7 +31,9 @@ def sampler_profiles():
 def test_a_loops_profile_holds_as_many_events_at_400_steps_as_at_50(sampler_profiles):
     profiles = {steps: prof for steps, (_, prof) in sampler_profiles.items()}
     per_call = {steps: p.events_read / REPEAT[steps] for steps, p in profiles.items()}
-    assert per_call[400] > 6 * per_call[50]  # the profiler recorded every step: the loop's events grew eightfold
+    # the profiler recorded every step: the loop's events grew with its eightfold trip count (less than eightfold
+    # where a call has a fixed part: a TPU's call records a few events per step, the CPU's a thunk per instruction)
+    assert per_call[400] > 4 * per_call[50]
     for steps, prof in profiles.items():
         assert prof.calls == REPEAT[steps] and (prof.table["runs_per_call"] >= steps).any()
         # what the reader held at once is the module's (its nesting, the pool's queue, one per thread)
@@ -49,14 +51,18 @@ def test_the_profile_leads_with_the_untraced_call_and_says_the_profilers_overhea
     assert prof.untraced_call_us is not None and prof.overhead is not None
     # the untraced calls are timed as run() times them: the same program's time, within this machine's noise
     assert run_us / 2.5 <= prof.untraced_call_us <= run_us * 2.5, (run_us, prof.untraced_call_us)
-    # under the profiler each of the loop's thunks is recorded: the traced call is several times longer, and the
-    # measured overhead accounts for it
+    said = repr(prof)
+    assert said.index("untraced") < said.index("instructions") and "untraced" in prof._repr_html_()
+    if prof.device_clock:
+        # a TPU times the call on the device, which the profiler does not slow: within the call's wall time
+        assert prof.call_us <= 1.1 * prof.untraced_call_us and prof.overhead < 2, prof
+        assert "on the device" in said and "wall time untraced" in said
+        return
+    # on the CPU each of the loop's thunks is recorded: the traced call is several times longer, and the measured
+    # overhead accounts for it
     assert prof.overhead > 2 and prof.call_us > 2 * prof.untraced_call_us
     assert run_us / 2.5 <= prof.call_us / prof.overhead <= run_us * 2.5, (run_us, prof.call_us, prof.overhead)
-    said = repr(prof)
-    assert "under the profiler" in said and "untraced" in said and "overhead" in said
-    assert said.index("untraced") < said.index("instructions")
-    assert "under the profiler" in prof._repr_html_() and "untraced" in prof._repr_html_()
+    assert "under the profiler" in said and "overhead" in said and "under the profiler" in prof._repr_html_()
 
 
 def test_a_saved_profile_keeps_its_untraced_call_and_overhead(sampler_profiles, tmp_path):
@@ -123,6 +129,8 @@ def test_a_conv_resnet_steps_instructions_cover_its_call_with_the_work_their_con
     ex = wb.explore(train_step, params, stats, tx.init(params), images, labels, pipeline="none")
     prof = ex.profile(repeat=5)
     assert prof.coverage >= 0.85, prof
+    if prof.device_clock:  # a TPU fuses each convolution with its neighbours: no thunk queues work on a pool
+        return
     convs = prof.table[prof.table["op"] == "convolution"]
     # each convolution's time is the work it queued on the pool, not the microseconds its thunk takes to queue it
     assert len(convs) >= 14 and convs["median_us"].sum() > 0.3 * prof.call_us, convs[["instruction", "median_us"]]

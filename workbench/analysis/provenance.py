@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UnknownNameError, WorkbenchError
-from ..ir.attribution import NOT_FOUND, OWN, attribute, own_frame
+from ..ir.attribution import NOT_FOUND, OWN, attribute, own_frame, short_path
 from ..ir.locations import (
     Frame,
     OpLocation,
@@ -43,7 +43,8 @@ if TYPE_CHECKING:  # pandas is imported where a table is made, not with the modu
     import pandas as pd
 
 __all__ = ["LIBRARY_ONLY", "LOCATION_COLUMNS", "NO_LOCATION", "Located", "counts", "coverage", "lineage",
-           "located_ops", "op_locations", "source_map", "source_words", "stage_ops", "users_frame", "your_frame"]
+           "located_ops", "op_locations", "short_path", "source_map", "source_words", "stage_ops", "users_frame",
+           "your_frame"]
 
 NO_LOCATION = "(no location)"
 LIBRARY_ONLY = "(library code only)"  # an op whose every frame is a library's: no line of the user's own
@@ -187,22 +188,13 @@ def coverage(stage: Stage) -> dict:
             "unattributed": none / len(rows) if rows else 0.0, "by_how": by_how}
 
 
-def _short(path: str) -> str:
-    """A frame's file as a reader knows it: from the installed package's folder on (``optax/_src/transform.py``),
-    else the path as it is."""
-    for marker in ("/site-packages/", "/dist-packages/"):
-        if marker in path:
-            return path.rsplit(marker, 1)[1]
-    return path
-
-
 def source_words(frame: Frame | None, yours: Frame | None) -> str:
     """The user's line first and the innermost frame's beside it: ``train.py:42 (optax/_src/transform.py:507)``;
     one ``file:line`` where they are the same; ``optax/...:507 (library code only)`` where no frame is the
     user's; "" without a frame."""
     if frame is None:
         return ""
-    inner = f"{_short(frame.file)}:{frame.line}"
+    inner = f"{short_path(frame.file)}:{frame.line}"
     if yours is None:
         return f"{inner} ({LIBRARY_ONLY[1:-1]})"
     mine = f"{yours.file}:{yours.line}"

@@ -423,7 +423,7 @@ class _Lines:
 def _your_lines(ex) -> _Lines:
     """The user's own lines (``ex.source_map()``), the costliest first: each with the library line it reached
     beside it, its ops per stage and the flops of the last MLIR stage."""
-    from ..analysis.provenance import LIBRARY_ONLY, NO_LOCATION
+    from ..analysis.provenance import LIBRARY_ONLY, NO_LOCATION, short_path
 
     try:
         sm = ex.source_map()
@@ -437,20 +437,13 @@ def _your_lines(ex) -> _Lines:
         if r["file"] == NO_LOCATION:
             yours, code, through = NO_LOCATION, "", ""
         elif r["your_file"] == LIBRARY_ONLY:
-            yours, code, through = LIBRARY_ONLY, "", f"{_lib(r['file'])}:{r['line']}"
+            yours, code, through = LIBRARY_ONLY, "", f"{short_path(r['file'])}:{r['line']}"
         else:
             yours, code = f"{r['your_file']}:{r['your_line']}", r["your_code"]
             same = (r["your_file"], r["your_line"]) == (r["file"], r["line"])
-            through = "" if same else f"{_lib(r['file'])}:{r['line']}"
+            through = "" if same else f"{short_path(r['file'])}:{r['line']}"
         rows.append((yours, code, through, *(int(r[c]) for c in counts), int(r[flops])))
     return _Lines(["your line", "code", "library line", *counts, flops], rows, len(rows), len(sm))
-
-
-def _lib(path: str) -> str:
-    for marker in ("/site-packages/", "/dist-packages/"):
-        if marker in path:
-            return path.rsplit(marker, 1)[1]
-    return path
 
 
 def _cost(ex, read, left_out: list[str]) -> _Cost:

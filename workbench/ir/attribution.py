@@ -11,14 +11,17 @@ linear in the module. An inferred line is marked (``how``), never an op's own.
 
 **The user's own frame.** An origin's innermost frame is often a library's (``flax/linen/linear.py``,
 ``optax/_src/transform.py``); ``own_frame`` walks its frames outwards to the first that is none of these:
-an installed package (site-packages, dist-packages), the Python standard library, jax or jaxlib itself, or a
-folder the caller names (the workbench's own). None when every frame is one of them.
+an installed package (site-packages, dist-packages, or any folder on ``sys.path`` that pip installed into:
+one holding ``*.dist-info``, as ``pip install --target`` or a staged PYTHONPATH makes), the Python standard
+library, jax or jaxlib itself, or a folder the caller names (the workbench's own). None when every frame is
+one of them.
 """
 from __future__ import annotations
 
 import functools
 import importlib.util
 import os
+import sys
 import sysconfig
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 from .origins import Dataflow, Frame, Origin
 
 __all__ = ["FROM_INSIDE", "FROM_OPERAND", "FROM_OUTSIDE", "FROM_USER", "NOT_FOUND", "OWN", "Attribution",
-           "attribute", "is_library", "own_frame"]
+           "attribute", "is_library", "own_frame", "short_path"]
 
 OWN = "own"
 FROM_INSIDE = "inferred from the ops inside it"
@@ -116,12 +119,47 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(sorted(dirs))
 
 
+_INSTALL_MARKERS = ("/site-packages/", "/dist-packages/")
+
+
+@functools.lru_cache(maxsize=8)
+def _install_dirs(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The folders of ``paths`` (``sys.path``) that packages were installed into: those holding a
+    ``*.dist-info`` folder. Longest first, so a nested one wins. Each folder is listed once per ``sys.path``."""
+    found = set()
+    for folder in paths:
+        if not folder or not os.path.isdir(folder):
+            continue
+        try:
+            with os.scandir(folder) as entries:
+                installed = any(e.name.endswith(".dist-info") for e in entries)
+        except OSError:
+            continue
+        if installed:
+            found.add(folder.rstrip(os.sep) + os.sep)
+            found.add(os.path.realpath(folder).rstrip(os.sep) + os.sep)
+    return tuple(sorted(found, key=len, reverse=True))
+
+
 def is_library(path: str) -> bool:
     """Whether a frame's file is a library's, not the user's: in an installed package (site-packages,
-    dist-packages), the Python standard library (``<frozen ...>`` modules too), or jax / jaxlib."""
-    if "/site-packages/" in path or "/dist-packages/" in path or path.startswith("<frozen "):
+    dist-packages, a folder on ``sys.path`` pip installed into), the Python standard library (``<frozen ...>``
+    modules too), or jax / jaxlib."""
+    if any(m in path for m in _INSTALL_MARKERS) or path.startswith("<frozen "):
         return True
-    return path.startswith(_library_dirs())
+    return path.startswith(_library_dirs()) or path.startswith(_install_dirs(tuple(sys.path)))
+
+
+def short_path(path: str) -> str:
+    """A frame's file as a reader knows it: an installed package's from its package's folder on
+    (``optax/_src/transform.py``), any other as it is."""
+    for marker in _INSTALL_MARKERS:
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    for folder in _install_dirs(tuple(sys.path)):
+        if path.startswith(folder):
+            return path[len(folder):]
+    return path
 
 
 def own_frame(origin: Origin, skip: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> Frame | None:

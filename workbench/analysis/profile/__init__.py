@@ -76,8 +76,25 @@ class Profile:
         folder``); returns the file's path. WorkbenchError when it was not kept (over TRACE_LIMIT)."""
         return _write_trace(self.trace, folder, "run")
 
+    @property
+    def device_clock(self) -> bool:
+        """Whether ``call_us`` is the device's own time for a call (a TPU's module event, which the profiler
+        does not slow), not a host's wall time under the profiler (the CPU's thunks)."""
+        from ...backends import backend_of
+
+        return backend_of(self.device).trace.module_line is not None
+
     def call_said(self) -> str:
         """The call's time in words: the program's own (untraced) and the traced one the table's shares are of."""
+        if self.device_clock:
+            said = f"median call {_us(self.call_us)} on the device (its own clock, which the profiler does not slow)"
+            if self.untraced_call_us is None:
+                return said
+            said += (f"; {_us(self.untraced_call_us)} wall time untraced, as run() times it (the host's dispatch "
+                     "and its wait for the device included)")
+            if self.overhead is not None:
+                said += f"; traced calls took {self.overhead:.2f}x the untraced wall time"
+            return said
         traced = f"median call {_us(self.call_us)} under the profiler"
         if self.untraced_call_us is None:
             return traced + " (its untraced time was not measured)"
@@ -91,8 +108,9 @@ class Profile:
 
     def _repr_html_(self) -> str:
         head = (f"<p><b>{html.escape(self.stage)}</b> on {html.escape(self.device)}: {self.calls} calls profiled, "
-                f"{html.escape(self.call_said())}; the instructions' times and shares are under the profiler, and "
-                f"they cover {100 * self.coverage:.1f}% of the traced call"
+                f"{html.escape(self.call_said())}; the instructions' times and shares are "
+                f"{'the device' + chr(39) + 's' if self.device_clock else 'under the profiler'}, and they cover "
+                f"{100 * self.coverage:.1f}% of the traced call"
                 f"{'' if self.peak else ' (no peak known for this device: no roofline)'}</p>")
         shown = self.table.drop(columns=[c for c in ("p25_us", "p75_us") if c in self.table.columns]).head(40)
         return head + shown.to_html(index=False, float_format=lambda v: f"{v:.3g}")

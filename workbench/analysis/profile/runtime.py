@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from ...backends import TraceLayout
+from ...ir.attribution import is_library
 from ...ir.hlo_locations import hlo_instruction_locations
 from ..provenance import NO_LOCATION, users_frame
 from .capture import POOL_RECORD, POOL_START, POOL_STOP, Event
@@ -332,10 +333,6 @@ def module_of(name: str) -> str:
     return name[:name.rfind("(")] if name.endswith(")") and "(" in name else name
 
 
-def _installed(path: str) -> bool:
-    return "/site-packages/" in path or "/dist-packages/" in path
-
-
 def instruction_origins(hlo_text: str) -> dict[str, list]:
     """The origins of each instruction a thunk can be named by -- an entry instruction, a fusion (all it
     holds), an instruction of a loop body or a called computation -- each once, in the text's order."""
@@ -365,7 +362,7 @@ def instruction_lines(origins: dict[str, list], chains: dict | None = None) -> t
             firsts[(f.file, f.line, f.function)] = None
             frames = chains.get(origin.key, origin.frames)
             i = frames.index(f) if f in frames else 0
-            g = next((g for g in frames[i:] if not _installed(g.file)), f)
+            g = next((g for g in frames[i:] if not is_library(g.file)), f)
             mine[(g.file, g.line, g.function)] = None
         inner[owner], own[owner] = list(firsts), list(mine)
     return inner, own

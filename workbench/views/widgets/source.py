@@ -28,7 +28,7 @@ import traitlets
 from markupsafe import Markup
 
 from ...analysis.diff import shown_lines
-from ...analysis.provenance import LIBRARY_ONLY, NO_LOCATION
+from ...analysis.provenance import LIBRARY_ONLY, NO_LOCATION, short_path
 from ...errors import WorkbenchError
 from ...exploration import Exploration
 from ...pipeline.diagnose import source_label
@@ -100,7 +100,7 @@ def listing_rows(sm, metric: str = "flops", getline=linecache.getline) -> list[d
         # the user's own line leads; a line reached only through libraries is listed at the library's line
         mine = r.get("your_file", r["file"]) not in (NO_LOCATION, LIBRARY_ONLY)
         file, line = (r["your_file"], int(r["your_line"])) if mine and "your_file" in r else (r["file"], int(r["line"]))
-        lib = f"{_short(r['file'])}:{int(r['line'])}" if (file, line) != (r["file"], int(r["line"])) else ""
+        lib = f"{short_path(r['file'])}:{int(r['line'])}" if (file, line) != (r["file"], int(r["line"])) else ""
         if r["file"] != NO_LOCATION and not mine:
             lib = "library code only"
         slot = none if r["file"] == NO_LOCATION else by_file[file].get(line)
@@ -147,14 +147,6 @@ def listing_rows(sm, metric: str = "flops", getline=linecache.getline) -> list[d
     if none is not None:
         rows.append(dict(none, k="none", file="", line=0, code=NO_LOCATION + ": ops with no line of your code"))
     return rows
-
-
-def _short(path: str) -> str:
-    """A library's file from its package's folder on (``optax/_src/transform.py``), a user's as it is."""
-    for marker in ("/site-packages/", "/dist-packages/"):
-        if marker in path:
-            return path.rsplit(marker, 1)[1]
-    return path
 
 
 def _info(slot: dict, top: float, unit: str) -> dict:
