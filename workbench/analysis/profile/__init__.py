@@ -308,5 +308,5 @@ def compile_profile(ex, keep: str | None = None) -> CompileProfile:
     df = pd.DataFrame(rows, columns=["kind", "name", "pipeline", "stage", "seconds", "changed", "cached", "stages"])
     total = float(df["seconds"].sum())
     df["share"] = df["seconds"] / total if total else 0.0
-    df["cached"] = df["cached"].fillna(False).astype(bool)
+    df["cached"] = df["cached"].eq(True)  # rows without the mark (XLA's passes) were not cached
     return CompileProfile(df, total, explore_s, xla_wall, keep, trace=trace)
