@@ -99,6 +99,20 @@ class _Frames:
         return tuple(out)
 
 
+def _instruction_lines(lines: list[str]):
+    """Each instruction of an HLO module's lines, in order: (its line's index, its computation, the
+    instruction's match, the line)."""
+    comp = ""
+    for k, ln in enumerate(lines):
+        m = _INSTRUCTION.match(ln)
+        if m:
+            yield k, comp, m, ln
+            continue
+        cm = _COMPUTATION.match(ln)
+        if cm and not ln.lstrip().startswith("HloModule"):
+            comp = cm.group(1)
+
+
 @functools.lru_cache(maxsize=64)
 def hlo_instruction_locations(text: str) -> tuple[OpLocation, ...]:
     """Every instruction of an XLA HLO module text with its origin (its metadata's ``op_name`` and its
@@ -118,14 +132,7 @@ def hlo_instruction_locations(text: str) -> tuple[OpLocation, ...]:
                 fusion_of[c.group(1)] = m.group(1)
     rows: list[tuple[str, str, str, int, list[str], tuple[Frame, ...]]] = []
     scopes = _Scopes()
-    comp = ""
-    for k, ln in enumerate(lines):
-        m = _INSTRUCTION.match(ln)
-        if not m:
-            cm = _COMPUTATION.match(ln)
-            if cm and not ln.lstrip().startswith(("HloModule",)):
-                comp = cm.group(1)
-            continue
+    for k, comp, m, ln in _instruction_lines(lines):
         meta = _fields(_metadata(ln))
         chain: tuple[Frame, ...] = ()
         if "stack_frame_id" in meta:
@@ -190,16 +197,7 @@ def hlo_dataflow(text: str) -> Dataflow:
     ``hlo_instruction_locations(text)``: each instruction's operands (in its computation), and the instruction
     that calls its computation (the first that does: a fused instruction's fusion, a loop body's while).
     One pass over the text."""
-    rows: list[tuple[str, str, str]] = []  # (computation, name, line)
-    comp = ""
-    for ln in text.splitlines():
-        m = _INSTRUCTION.match(ln)
-        if not m:
-            cm = _COMPUTATION.match(ln)
-            if cm and not ln.lstrip().startswith(("HloModule",)):
-                comp = cm.group(1)
-            continue
-        rows.append((comp, m.group(1), ln))
+    rows = [(comp, m.group(1), ln) for _, comp, m, ln in _instruction_lines(text.splitlines())]
     index = {(c, n): i for i, (c, n, _) in enumerate(rows)}
     comps = {c for c, _, _ in rows}
     caller: dict[str, int] = {}
