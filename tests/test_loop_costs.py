@@ -285,3 +285,20 @@ def test_every_corpus_programs_loops_cost_the_same_in_the_last_mlir_stage_and_xl
         expected += added
     assert _agree(int(off.loc["xla:optimized", "flops"]), expected), (name, passes, expected,
                                                                       off.loc["xla:optimized", "flops"])
+
+
+def test_the_tpus_optimized_sampler_counts_its_loop_fifty_times():
+    """The TPU's optimized module of the 50-step sampler (recorded on a TPU v5e by explore's default pipeline:
+    tests/fixtures/tpu/sampler_optimized.hlo.xz) has no known_trip_count, and starts its counter at
+    ``copy(constant(0))`` -- the scheduler's copy into the counter's own memory: the count is read through it."""
+    import lzma
+    from pathlib import Path
+
+    from workbench.analysis.cost.hlo import hlo_loop_costs
+
+    text = lzma.open(Path(__file__).parent / "fixtures" / "tpu" / "sampler_optimized.hlo.xz", "rt").read()
+    assert "known_trip_count" not in text and "copy(%constant.174)" in text
+    (cost,) = hlo_loop_costs([text])
+    assert cost.loops == 1 and cost.loops_unknown == 0, cost
+    # the body runs 50 times: the loop's flops are nearly all of the module's
+    assert cost.flops > 45 * cost.flops_body_once * 0.9, cost

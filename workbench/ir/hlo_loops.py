@@ -32,8 +32,18 @@ class HloIndex:
         self.param = next((i.name for i in comp.instructions if i.opcode == "parameter"), None)
 
 
+# what a scheduler puts between a constant and the loop's tuple without changing its value (the TPU's optimized
+# module starts a counter at copy(constant(0)), placing it in its own memory)
+_SAME_VALUE = ("copy", "bitcast", "copy-start", "copy-done")
+_HOPS = 4
+
+
 def _hlo_int(index: HloIndex, name: str) -> int | None:
     ins = index.by_name.get(name)
+    for _ in range(_HOPS):
+        if ins is None or ins.opcode not in _SAME_VALUE or len(ins.operand_names) != 1:
+            break
+        ins = index.by_name.get(ins.operand_names[0])
     if ins is None or ins.opcode != "constant" or not _INT_SCALAR.match(ins.shape):
         return None
     m = _INT_CONSTANT.fullmatch(ins.operands)
