@@ -180,10 +180,17 @@ def test_a_sharded_module_given_as_text_gets_its_propagation_stages():
 def test_a_sharded_compile_xla_aborts_on_is_an_error_and_the_process_lives(sharded):
     a = sharded["abort"]  # the child script got here: XLA's abort did not take it down
     assert a["before"]  # the stage before Shardy's compiles and runs
-    if a["error"]:  # XLA refuses this module (jaxlib 0.10.2): a RET_CHECK, which at times ends the process
+    if a["error"].startswith("stage 'xla:compile' failed: XlaAbortError"):
+        # XLA refuses this module (jaxlib 0.10.2): a RET_CHECK, which at times ends the process
         assert a["error"].startswith("stage 'xla:compile' failed: XlaAbortError: XLA "), a
         assert "sharded over 8 devices" in a["error"] and "lives on" in a["error"] and "RET_CHECK" in a["error"]
         assert a["run"].startswith("XlaAbortError")  # and a run does not try it here either
+    elif a["error"]:
+        # at other times XLA's SPMD partitioner refuses it with an error of its own (seen in a loaded CI run:
+        # "(...) has 6 leaf nodes while this sharding has 9"), raised where the compile runs: said in words, the
+        # stage named, the process alive
+        assert a["error"].startswith("stage 'xla:compile' failed: ") and "sharding" in a["error"], a
+        assert a["run"] is True or "Error" in a["run"], a
     else:  # a jaxlib that compiles it: then it runs and checks
         assert a["run"] is True
 
