@@ -90,7 +90,9 @@ def _agree(a: int, b: int, within: float = 0.05) -> bool:
 
 
 def _first_fusion(ex) -> str:
-    return next(s.name for s in ex.stages if s.group == "xla" and s.name.partition(":")[2].partition("#")[0] == "fusion")
+    """The backend's fusion pass (the CPU's "fusion", the TPU's "tpu_fusion", a GPU's "priority-fusion"): the first
+    XLA stage whose pass name ends so."""
+    return next(s.name for s in ex.stages if s.group == "xla" and s.name.partition(":")[2].partition("#")[0].endswith("fusion"))
 
 
 # --- the sampler ----------------------------------------------------------------------------------------------
