@@ -43,15 +43,36 @@ def test_a_child_serves_its_method_table_restarts_and_ends_without_leftovers():
 def test_a_child_killed_by_kill_9_is_said_to_be_killed_by_signal_9_not_guessed_out_of_memory():
     """A SIGKILL comes from the out-of-memory killer or from someone's ``kill -9``; nothing here tells which,
     so the words say what is known and name both, instead of "probably the out-of-memory killer"."""
+    import threading
+    import time
+
     child = Child("workbench.pipeline.worker", "worker")
     try:
         child.call("parse_module", (EMPTY,), 120)
-        os.kill(child.pid, signal.SIGKILL)  # what a user's kill -9 does
-        with pytest.raises(ChildDied) as caught:
-            child.call("parse_module", (EMPTY,), 120)
-        assert caught.value.exitcode == -signal.SIGKILL
-        assert str(caught.value) == ("child process was killed by signal 9 (SIGKILL): the out-of-memory killer or "
-                                     "a user's kill -9")
+        # killed while a call waits on it (a child found dead between calls is started afresh without a word):
+        # stopped first, so the call is surely sent to this process, then killed as a user's kill -9 does
+        pid = child.pid
+        os.kill(pid, signal.SIGSTOP)
+        caught = {}
+
+        def call():
+            try:
+                child.call("parse_module", (EMPTY,), 120)
+            except ChildDied as e:
+                caught["error"] = e
+
+        waiting = threading.Thread(target=call)
+        waiting.start()
+        deadline = time.monotonic() + 60
+        while child.sent["parse_module"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(pid, signal.SIGKILL)
+        waiting.join(120)
+        died = caught.get("error")
+        assert isinstance(died, ChildDied), died
+        assert died.exitcode == -signal.SIGKILL
+        assert str(died) == ("child process was killed by signal 9 (SIGKILL): the out-of-memory killer or "
+                             "a user's kill -9")
         assert child.call("parse_module", (EMPTY,), 120).payload == [] and child.restarts == 1
     finally:
         child.close()
