@@ -31,7 +31,7 @@ from ...stages import Stage
 from . import actions, collectives, compiletab, html
 from .actions import Action
 from .analyze import AnalyzeTab
-from .bundle import MIME, default_right, exploration_bundle
+from ...artifacts.viewmodel import MIME, default_right, view_bundle
 from .changes import ChangeSummary
 from .diffview import DiffView
 from .driftbox import DriftBox
@@ -126,7 +126,7 @@ class Panel:
         if isinstance(bundle, tuple):
             bundle = bundle[0]
         try:
-            saved = exploration_bundle(self._ex, self._left, self._right, wait=self.xla_wait)
+            saved = view_bundle(self._ex, self._left, self._right, wait=self.xla_wait, source="saved")
             saved[MIME]["variable"] = self.bound[0] if self.bound else None  # what "Save exploration…" saves
         except Exception as e:  # the saved form must never keep the panel from showing
             saved = {"text/html": html.failed(f"the saved view of this panel failed: {e}")}

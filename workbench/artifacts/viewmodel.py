@@ -1,63 +1,65 @@
-"""What a ``%%hlo`` output keeps in a saved notebook: a MIME bundle of the Exploration as shown.
+"""The one view model: every fact a view of an Exploration shows, computed once, here, into one typed,
+versioned JSON document (``format`` 2, described by ``assets/view.schema.json``).
 
-    {"application/vnd.hlo-workbench.exploration+json": {...}, "text/html": "...", "text/plain": "..."}
+Every view is drawn from it by the one set of TypeScript components (``extensions/hlo-workbench-lab/src/
+components``, built into ``assets/views.js``): the panel's saved view in a notebook, the offline report,
+the JupyterLab extension's ``.hlox`` viewer and its Compare tab. None of them computes a fact again:
+what a kernel-free view needs beyond the model (another pair's diff, a comparison of two files) it asks
+Python for through the Jupyter server extension (``views/labserver.py``), which builds it here.
 
-The JSON (``format`` 1) holds the title, pipeline, device and toggles, the versions of the tools
-that made the stages, the stage table (the columns of ``Exploration.table()``, and each stage's
-parent), the names of the two stages shown (``shown``: left and right of the diff), their texts,
-the ops delta between them and their structural diff as the panel's Diff tab shows it (``diff``: its
-normalized texts and rows, ``artifacts/stage_diffs.py``), for the extension to show and count what the
-panel did. Each text is cut at a line boundary to ``TEXT_BYTES`` (UTF-8) and the whole JSON to about
-``TOTAL_BYTES``; a text entry says whether it was cut (``cut``, ``kept_lines`` of ``lines``, a
-``note``), and its ``state`` (ok, failed, or missing: an XLA stage still compiling). The diff is
-whole or left out (``diff`` then holds a ``note`` saying why): for a failed or missing stage, texts
-over ``DIFF_LINES`` lines, or one over ``DIFF_BYTES`` or what the rest leaves of ``TOTAL_BYTES``. The
-analytic cost rows of the pair (``cost``) leave out a stage over ``DIFF_LINES`` lines too, and ``cost_note``
-says so: the output waits for its bundle, and the model takes seconds on such a module.
-``text/html`` is a static summary that reads without JavaScript (GitHub,
-nbviewer and nbconvert, an untrusted notebook): the pair with its ops delta and the beginning of
-its diff (of the texts, for big ones), then the stage table; every piece of IR in it is escaped.
-``text/plain`` is one line. A bundle waits up to ``wait`` seconds (default ``XLA_WAIT``; the magics'
-``--xla-wait``) for XLA's stages (compiling in the background); after that it lists the trace and MLIR
-stages and says so (``complete``). A panel's bundle also names the variable that holds its
-Exploration (``variable``, or null), which the extension's "Save exploration…" saves.
+    {"schema": "hlo-workbench/view", "format": 2, "source": "panel" | "saved" | "hlox" | "report",
+     "title", "pipeline", "device", "variable", "toggles", "versions", "complete", "error",
+     "columns", "stages", "shown": {"left", "right"}, "ops_delta", "cost", "caps", "texts", "diff",
+     "edits", "runs", "drift", "compile", "notes"}
 
-How the panel carries it, as tried in JupyterLab 4.6 with ipywidgets 8.1 (chromium, playwright):
-``Panel._repr_mimebundle_`` returns the widget's view (``application/vnd.jupyter.widget-view+json``)
-with these keys in the same output. JupyterLab ranks the widget renderer first, so a live kernel
-shows the panel and never the summary; nbconvert/nbviewer skip a widget view whose state the
-notebook does not hold and render ``text/html``; JupyterLab reopening the notebook without the
-kernel says "Error displaying widget: model not found" until an extension renders the JSON.
-The bundle is the panel as the cell showed it: it is not updated after the panel's toggles. An
-``update_display`` of the output did reach the saved notebook, but JupyterLab then re-renders the
-output, and the widget renderer builds a new view of the panel each time: after every toggle the
-pattern search box was empty again and its groups folded (whatever a view holds of its own is
-lost, the diff's scroll position too). A toggled state is saved by running the cell with the
-toggles as options (``--disable``, ``--xla-disable``).
+``stages`` are ``Exploration.table()``'s rows with each stage's parent and whether a hand edit made it
+(``edited``); ``diff`` is the structural diff of the pair shown as the panel's Diff tab makes it
+(``stage_diffs.carried``: normalized texts and runs), or a ``note`` saying why there is none; ``edits``
+the exploration's edits in order; ``runs`` the session's runs, each with its check leaf by leaf (the
+leaves of the program's outputs, as ``RunResult.check.table()`` lists them), its printed output (once
+per call the user asked for) and whether its program is still the one shown (``stale``: why not);
+``drift`` what ``ex.drift`` found, in one sentence and one place; ``compile`` XLA's compile profile.
+
+Each text is cut at a line boundary to ``TEXT_BYTES`` (UTF-8) and the whole JSON to about
+``TOTAL_BYTES``; a text entry says whether it was cut (``cut``, ``kept_lines`` of ``lines``, a ``note``)
+and its ``state`` (ok, failed, or missing: an XLA stage still compiling). The diff is whole or left out:
+for a failed or missing stage, texts over ``DIFF_LINES`` lines, or one over ``DIFF_BYTES`` or what the
+rest leaves of ``TOTAL_BYTES``. The analytic cost rows of the pair leave out a stage over ``DIFF_LINES``
+lines too (``cost_note``). ``text/html`` (``summary_html``) is a static summary that reads without
+JavaScript (GitHub, nbviewer, nbconvert, an untrusted notebook); every piece of IR in it is escaped.
+
+The panel carries the model beside its widget view in the same output, and sends it again
+(``update_display``) after each action, so a saved notebook holds the panel as it ended, not as the
+cell first showed it; the extension's renderer keeps the live panel through those updates.
 """
 from __future__ import annotations
 
+import functools
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from markupsafe import Markup
 
-from ...analysis.cost import cost_table
-from ...exploration import XLA_WAIT, Exploration
-from ...ir.ops import op_counts
-from ...artifacts.versions import versions
-from ...artifacts.jsonout import json_text, plain_json, table_json
-from ...artifacts.stage_diffs import carried
-from ...stages import Stage
-from ..text import short_pass
+from ..analysis.cost import cost_table
+from ..ir.ops import op_counts
+from ..ir.text import short_pass
+from .assets import ASSETS
+from .versions import versions
+from .jsonout import json_text, plain_json, table_json
+from .stage_diffs import carried
+from ..stages import Stage
 
 if TYPE_CHECKING:
-    from ...analysis.diff import Diff
+    from ..analysis.diff import Diff
 
-__all__ = ["MIME", "FORMAT", "TEXT_BYTES", "TOTAL_BYTES", "DIFF_BYTES", "DIFF_LINES", "default_right",
-           "exploration_bundle", "exploration_json", "summary_html", "cut_text"]
+__all__ = ["MIME", "FORMAT", "SCHEMA", "TEXT_BYTES", "TOTAL_BYTES", "DIFF_BYTES", "DIFF_LINES", "default_right",
+           "view_model", "view_bundle", "view_schema", "validate_view", "summary_html", "cut_text",
+           "run_entry", "drift_entry", "edit_entry"]
 
 MIME = "application/vnd.hlo-workbench.exploration+json"
-FORMAT = 1
+SCHEMA = "hlo-workbench/view"
+FORMAT = 2
 TEXT_BYTES = 200_000  # per stage text, UTF-8
 TOTAL_BYTES = 1_000_000  # the whole JSON, about: the texts give way (the table's cells are cut to CELL_CHARS)
 CELL_CHARS = 16_000  # a pass string or an error in the stage table (a pattern list is about 12,000)
@@ -66,6 +68,8 @@ PREVIEW_LINES = 80  # lines of diff (or of each text) in text/html
 PREVIEW_LINE_CHARS = 300
 DIFF_LINES = 20_000  # bigger texts: neither a diff in text/html nor a carried one (it would cost seconds)
 DIFF_BYTES = 400_000  # the carried diff (its normalized texts and runs, UTF-8 in the JSON), at most
+PRINTED_CHARS = 20_000  # a run's printed output kept in the model, at most
+RUNS_KEPT = 50  # the newest runs a model lists
 
 
 def default_right(stages: Sequence[Stage]) -> Stage:
@@ -116,7 +120,8 @@ def _row(s: Stage) -> dict[str, Any]:
     """A row of ``Exploration.table()`` (and the stage's parent), in JSON types."""
     return {"stage": s.name, "group": s.group, "changed": bool(s.changed), "lines": s.lines,
             "ms": None if s.seconds is None else round(s.seconds * 1e3, 2), "cached": bool(s.cached),
-            "error": _cell(s.error or ""), "produced_by": _cell(s.produced_by), "parent": s.parent}
+            "error": _cell(s.error or ""), "produced_by": _cell(s.produced_by), "parent": s.parent,
+            "edit": s.edit}
 
 
 def _text_entry(s: Stage | None, name: str, limit: int) -> dict[str, Any]:
@@ -144,17 +149,23 @@ def _ops_delta(a: Stage | None, b: Stage | None) -> list[dict[str, Any]]:
     return rows
 
 
-def exploration_json(ex: Exploration, left: str | None = None, right: str | None = None,
-                     stages: Sequence[Stage] | None = None, wait: float = XLA_WAIT) -> dict[str, Any]:
-    """The bundle's JSON for ``ex`` with ``left`` and ``right`` shown (empty: the pair the panel shows
-    first). ``stages``: those to list (default: every stage if XLA's are ready within ``wait``
-    seconds, else the trace and MLIR stages: a slow compile does not hold the panel up)."""
-    return _bundle_json(ex, left, right, stages, wait)[0]
+def view_model(ex, left: str | None = None, right: str | None = None, *, stages: Sequence[Stage] | None = None,
+               wait: float = 0.0, source: str = "panel", variable: str | None = None, runs: Sequence | None = None,
+               drift=None, compile_profile=None) -> dict[str, Any]:
+    """The view model of ``ex`` (an Exploration) with ``left`` and ``right`` shown (empty: the pair the panel
+    shows first). ``stages``: those to list (default: every stage if XLA's are ready within ``wait``
+    seconds, else the trace and MLIR stages: a slow compile does not hold a view up). ``runs``: the runs to
+    list (default ``ex.history``, the session's), ``drift`` a ``Drift`` found, ``compile_profile`` XLA's
+    compile profile (a ``Profile``); ``source`` says which view it is for, ``variable`` the name that holds
+    ``ex`` in the user's namespace (what the extension's "Save exploration…" saves)."""
+    return _model(ex, left, right, stages, wait, source=source, variable=variable, runs=runs, drift=drift,
+                  compile_profile=compile_profile)[0]
 
 
-def _bundle_json(ex: Exploration, left: str | None, right: str | None, stages: Sequence[Stage] | None,
-                 wait: float) -> tuple[dict[str, Any], Diff | None]:
-    """``exploration_json``'s JSON, and the diff of the pair shown (None when there is none to make)."""
+def _model(ex, left: str | None, right: str | None, stages: Sequence[Stage] | None, wait: float, *,
+           source: str = "panel", variable: str | None = None, runs: Sequence | None = None, drift=None,
+           compile_profile=None) -> tuple[dict[str, Any], "Diff | None"]:
+    """``view_model``'s JSON, and the diff of the pair shown (None when there is none to make)."""
     complete = stages is not None or ex.xla_ready(wait)
     stages = list(stages if stages is not None else ex.stages if complete else ex.pipeline_stages)
     left, right = _pair(stages, left, right)
@@ -162,38 +173,113 @@ def _bundle_json(ex: Exploration, left: str | None, right: str | None, stages: S
     error = ex.error if complete else ex.pipeline_error
     spec = ex.spec
     data: dict[str, Any] = {
+        "schema": SCHEMA,
         "format": FORMAT,
+        "source": source,
         "title": spec.title,
         "pipeline": spec.pipeline,
         "device": spec.device,
+        "variable": variable,
         "toggles": {"patterns_disabled": sorted(spec.selection.disabled),
                     "patterns_enabled": sorted(spec.selection.enabled), "xla_disabled": list(spec.xla_disabled)},
         "versions": {k: v for k, v in versions().items() if v},  # installed ones only
         "complete": complete,
         "error": None if error is None else {"stage": error.stage, "message": _cell(str(error))},
-        "columns": list(COLUMNS) + ["parent"],
+        "columns": list(COLUMNS) + ["parent", "edit"],
         "stages": [_row(s) for s in stages],
         "shown": {"left": left, "right": right},
         "ops_delta": _ops_delta(by_name.get(left), by_name.get(right)),
         **_cost(ex, [by_name[n] for n in dict.fromkeys((left, right)) if n in by_name]),
+        "edits": [edit_entry(e) for e in getattr(ex, "edits", ())],
+        "runs": _runs(ex, ex.history if runs is None else runs),
+        "drift": None if drift is None else drift_entry(drift),
+        "compile": _compile(compile_profile),
         "caps": {"text_bytes": TEXT_BYTES, "total_bytes": TOTAL_BYTES, "diff_bytes": DIFF_BYTES},
         "texts": {},
     }
     diff, data["diff"] = _diff_entry(by_name.get(left), by_name.get(right), left, right,
-                                     TOTAL_BYTES - _size(plain_json(data, "bundle")))
+                                     TOTAL_BYTES - _size(plain_json(data, "view")))
     names = list(dict.fromkeys((left, right)))
     limit = TEXT_BYTES
     while True:  # the texts share what the rest leaves of TOTAL_BYTES (JSON escapes count too)
         data["texts"] = {n: _text_entry(by_name.get(n), n, limit) for n in names}
-        data = plain_json(data, "bundle")
+        data = plain_json(data, "view", allow_nan=False)
         size = _size(data)
         if size <= TOTAL_BYTES or limit == 0:
             return data, diff
         limit = max(0, int(limit * TOTAL_BYTES / size) - 1000)
 
 
+def edit_entry(e) -> dict[str, Any]:
+    """One hand edit (``stages.Edit``): its kind, step, the stage it was made on, the pass it inserted or
+    removed, how many lines a replaced text has, and the edit in words."""
+    what = {"text": f"the text of {e.stage} replaced by hand",
+            "insert": f"{e.pass_} inserted after {e.stage}",
+            "remove": f"{e.stage} ({short_pass(e.pass_)}) left out"}[e.kind]
+    return {"kind": e.kind, "at": e.at, "stage": e.stage, "pass": e.pass_,
+            "text_lines": e.text.count("\n") + bool(e.text) if e.kind == "text" else 0, "what": what}
+
+
+def _finite(v) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if f == f and abs(f) != float("inf") else None
+
+
+def _check(c) -> dict[str, Any] | None:
+    """A run's check, leaf by leaf, as ``Check.table()`` lists it (the leaves of the program's outputs)."""
+    if c is None:
+        return None
+    return {"passed": bool(c.passed), "reference": c.reference, "kind": c.kind, "source": c.source,
+            "note": c.note, "max_abs": _finite(c.max_abs), "max_rel": _finite(c.max_rel),
+            "leaves": [{"path": l.path, "shape": list(l.shape), "dtype": l.dtype, "max_abs": _finite(l.max_abs),
+                        "max_rel": _finite(l.max_rel), "tolerance": _finite(l.tolerance), "passed": bool(l.passed),
+                        "rule": l.rule, "computed": l.computed or ""} for l in c.leaves]}
+
+
+def run_entry(r, ex=None) -> dict[str, Any]:
+    """One run (``RunResult``): its stage and device, the median and fastest time, its check leaf by leaf,
+    what it printed (host callbacks, warnings: once per call the user asked for) and, given ``ex``, why its
+    program is not ``ex``'s any more ("" where it is)."""
+    t = r.timing
+    printed = "".join(getattr(r, "printed", ()) or ())
+    cut = len(printed) > PRINTED_CHARS
+    return {"stage": r.stage, "device": r.device, "repeat": len(t.times),
+            "median_ms": _finite(t.median * 1e3), "min_ms": _finite(t.min * 1e3),
+            "check": _check(r.check), "printed": printed[:PRINTED_CHARS],
+            "printed_cut": cut, "stale": r.why_stale(ex) if ex is not None else ""}
+
+
+def _runs(ex, runs: Sequence) -> list[dict[str, Any]]:
+    return [run_entry(r, ex) for r in list(runs)[-RUNS_KEPT:]]
+
+
+def drift_entry(d) -> dict[str, Any]:
+    """What ``ex.drift`` found (``Drift``), said once: the sentence, the user's line, and the op with the
+    stage and patterns that made it."""
+    op = d.op
+    return {"stage": d.stage, "reference": d.reference, "device": d.device, "found": d.found,
+            "summary": d.summary(), "line": d.line, "runs": d.runs, "compared": d.compared, "ops": d.ops,
+            "op": None if op is None else {
+                "result": op.result, "op": op.op, "line": op.line, "text": op.text[:2000], "source": op.source,
+                "made_by": op.made_by, "made_by_pass": short_pass(op.made_by_pass or ""),
+                "changed_by": op.changed_by, "patterns": list(op.patterns), "blame": op.blame_note,
+                "max_abs": _finite(op.check.max_abs), "tolerance": _finite(op.check.tolerance)}}
+
+
+def _compile(profile) -> dict[str, Any] | None:
+    if profile is None:
+        return None
+    try:
+        return {"table": table_json(profile.table(), "compile")}
+    except Exception:  # noqa: BLE001 -- a view goes without the compile profile rather than fail
+        return None
+
+
 def _size(data: dict[str, Any]) -> int:
-    return len(json_text(data, "bundle", ensure_ascii=False).encode())
+    return len(json_text(data, "view", ensure_ascii=False).encode())
 
 
 def _diff_entry(a: Stage | None, b: Stage | None, left: str, right: str, room: int) -> tuple[Diff | None, dict]:
@@ -206,7 +292,7 @@ def _diff_entry(a: Stage | None, b: Stage | None, left: str, right: str, room: i
     if max(a.lines, b.lines) > DIFF_LINES:
         return None, {**head, "note": f"over {DIFF_LINES:,} lines, a saved notebook keeps no structural diff "
                                       "(it would take seconds to make)"}
-    from ...analysis.diff import diff_texts
+    from ..analysis.diff import diff_texts
 
     diff = diff_texts(a.text, b.text, left, right)
     entry = {**head, **carried(diff)}
@@ -217,7 +303,7 @@ def _diff_entry(a: Stage | None, b: Stage | None, left: str, right: str, room: i
     return diff, entry
 
 
-def _cost(ex: Exploration, shown: Sequence[Stage]) -> dict[str, Any]:
+def _cost(ex, shown: Sequence[Stage]) -> dict[str, Any]:
     """``cost``: the cost table's rows for the stages shown (the analytic model's; XLA's numbers are left
     to the live panel, as they take a compile per stage), as columns and rows, or None if it fails; and
     ``cost_note`` when a stage over ``DIFF_LINES`` lines is left out, as its diff is: the model takes
@@ -266,7 +352,7 @@ def _preview(data: dict[str, Any], texts: dict[str, str], diff: Diff | None = No
     left, right = data["shown"]["left"], data["shown"]["right"]
     if left != right and left in texts and right in texts and \
             max(data["texts"][n]["lines"] for n in (left, right)) <= DIFF_LINES:
-        from ...analysis.diff import diff_texts
+        from ..analysis.diff import diff_texts
 
         unified = (diff or diff_texts(texts[left], texts[right], left, right)).unified()
         if not unified:
@@ -333,11 +419,11 @@ def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None, diff
         _table(rows, shown), versions))
 
 
-def exploration_bundle(ex: Exploration, left: str | None = None, right: str | None = None,
-                       stages: Sequence[Stage] | None = None, wait: float = XLA_WAIT) -> dict[str, Any]:
-    """The MIME bundle of ``ex`` with ``left`` and ``right`` shown: the JSON (see ``exploration_json``),
-    ``text/html`` (``summary_html``) and ``text/plain``."""
-    data, diff = _bundle_json(ex, left, right, stages, wait)
+def view_bundle(ex, left: str | None = None, right: str | None = None, *, stages: Sequence[Stage] | None = None,
+                wait: float = 0.0, **kw) -> dict[str, Any]:
+    """The MIME bundle of ``ex`` with ``left`` and ``right`` shown: the view model (``view_model``; ``kw`` go
+    to it), ``text/html`` (``summary_html``) and ``text/plain``."""
+    data, diff = _model(ex, left, right, stages, wait, **kw)
     texts = {}
     for n, entry in data["texts"].items():
         if entry["state"] == "ok":
@@ -345,3 +431,20 @@ def exploration_bundle(ex: Exploration, left: str | None = None, right: str | No
     shown = data["shown"]
     return {MIME: data, "text/html": summary_html(data, texts, diff),
             "text/plain": f"{ex!r}; shown: {shown['left']} -> {shown['right']}"}
+
+
+@functools.cache
+def view_schema() -> dict[str, Any]:
+    """The view model's JSON Schema (``assets/view.schema.json``)."""
+    return json.loads((ASSETS / "view.schema.json").read_text())
+
+
+def validate_view(model: dict[str, Any]) -> None:
+    """ValueError naming the field where ``model`` is not a view model as ``view_schema()`` says."""
+    import jsonschema
+
+    errors = sorted(jsonschema.Draft202012Validator(view_schema()).iter_errors(model), key=lambda e: list(e.path))
+    if errors:
+        e = errors[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.path) or "(the top)"
+        raise ValueError(f"not a view model at {where}: {e.message[:300]}")
