@@ -95,6 +95,16 @@ if [[ "$(readlink "$target" 2>/dev/null)" != "$PWD/$ext/labextension" ]]; then
   ln -s "$PWD/$ext/labextension" "$target"
   ext_changed=1
 fi
+# The server extension the .hlox viewer and the Compare tab ask (workbench/views/labserver.py), enabled as
+# the wheel enables it (its data-files): the environment's etc/jupyter/jupyter_server_config.d holds a link
+# to the checkout's config file.
+server_conf=.venv/etc/jupyter/jupyter_server_config.d/hlo-workbench.json
+if [[ "$(readlink "$server_conf" 2>/dev/null)" != "$PWD/jupyter-config/jupyter_server_config.d/hlo-workbench.json" ]]; then
+  mkdir -p "$(dirname "$server_conf")"
+  rm -rf "$server_conf"
+  ln -s "$PWD/jupyter-config/jupyter_server_config.d/hlo-workbench.json" "$server_conf"
+  ext_changed=1
+fi
 verified=.venv/.hlo-workbench-lab-verified
 if [[ $ext_changed == 1 || ! -f $verified || $built -nt $verified ]]; then
   if ! .venv/bin/jupyter labextension list 2>&1 | sed 's/\x1b\[[0-9;]*m//g' | grep -E "hlo-workbench-lab v[^ ]+ enabled OK" >/dev/null; then
@@ -102,7 +112,12 @@ if [[ $ext_changed == 1 || ! -f $verified || $built -nt $verified ]]; then
     .venv/bin/jupyter labextension list >&2 || true
     exit 1
   fi
-  echo "[setup] JupyterLab extension hlo-workbench-lab: enabled, OK"
+  if ! .venv/bin/jupyter server extension list 2>&1 | sed 's/\x1b\[[0-9;]*m//g' | grep -E "workbench.views.labserver enabled" >/dev/null; then
+    echo "[setup] the Jupyter server does not list workbench.views.labserver as enabled:" >&2
+    .venv/bin/jupyter server extension list >&2 || true
+    exit 1
+  fi
+  echo "[setup] JupyterLab extension hlo-workbench-lab and its server extension: enabled, OK"
   touch "$verified"
 fi
 echo "[setup] ready: $(.venv/bin/python -c 'import jax, sys; print("Python", sys.version.split()[0], "jax", jax.__version__)')"
