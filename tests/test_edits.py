@@ -181,3 +181,18 @@ def test_an_equinox_adam_step_with_a_print_edited_by_hand_drifts_at_the_learning
     note = next(i.note for i in d.op.inputs if i.differs)
     assert "here it is the constant %" in note and "-2.000000e-03" in note and "(line 0)" not in note
     assert "loss" in capfd.readouterr().out
+
+
+def test_a_flax_stage_edited_as_shown_parses_with_its_block_argument_locations():
+    """Found making the view model of an NNX step: its first stage defines location aliases before the module and
+    uses them in block arguments (``^bb0(%arg61: tensor<f32> loc(callsite(#loc280 at #loc442)))``); the text shown,
+    edited and put back with its locations, must keep those definitions before the module, where MLIR's parser
+    needs them, or the edit is refused as "undefined symbol alias id"."""
+    from tests.corpus import program
+
+    inst = program("nnx_transformer").build()
+    ex = wb.explore(inst.fn, *inst.args)
+    first = next(s for s in ex.pipeline_stages if s.group == "mlir" and s.is_module)
+    assert first.text_with_locations.startswith("#loc")  # the form this test is about
+    edited = ex.with_text(first.name, first.text + "\n")
+    assert [e.kind for e in edited.edits] == ["text"] and not edited.error

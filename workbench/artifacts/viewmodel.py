@@ -150,11 +150,12 @@ def _ops_delta(a: Stage | None, b: Stage | None) -> list[dict[str, Any]]:
 
 
 def view_model(ex, left: str | None = None, right: str | None = None, *, stages: Sequence[Stage] | None = None,
-               wait: float = 0.0, source: str = "panel", variable: str | None = None, runs: Sequence | None = None,
+               wait: float | None = None, source: str = "panel", variable: str | None = None, runs: Sequence | None = None,
                drift=None, compile_profile=None) -> dict[str, Any]:
     """The view model of ``ex`` (an Exploration) with ``left`` and ``right`` shown (empty: the pair the panel
     shows first). ``stages``: those to list (default: every stage if XLA's are ready within ``wait``
-    seconds, else the trace and MLIR stages: a slow compile does not hold a view up). ``runs``: the runs to
+    seconds, else the trace and MLIR stages: a slow compile does not hold a view up; ``wait`` None: every
+    stage, XLA's compiled first). ``runs``: the runs to
     list (default ``ex.history``, the session's), ``drift`` a ``Drift`` found, ``compile_profile`` XLA's
     compile profile (a ``Profile``); ``source`` says which view it is for, ``variable`` the name that holds
     ``ex`` in the user's namespace (what the extension's "Save exploration…" saves)."""
@@ -162,11 +163,11 @@ def view_model(ex, left: str | None = None, right: str | None = None, *, stages:
                   compile_profile=compile_profile)[0]
 
 
-def _model(ex, left: str | None, right: str | None, stages: Sequence[Stage] | None, wait: float, *,
+def _model(ex, left: str | None, right: str | None, stages: Sequence[Stage] | None, wait: float | None, *,
            source: str = "panel", variable: str | None = None, runs: Sequence | None = None, drift=None,
            compile_profile=None) -> tuple[dict[str, Any], "Diff | None"]:
     """``view_model``'s JSON, and the diff of the pair shown (None when there is none to make)."""
-    complete = stages is not None or ex.xla_ready(wait)
+    complete = stages is not None or wait is None or ex.xla_ready(wait)
     stages = list(stages if stages is not None else ex.stages if complete else ex.pipeline_stages)
     left, right = _pair(stages, left, right)
     by_name = {s.name: s for s in stages}
@@ -420,7 +421,7 @@ def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None, diff
 
 
 def view_bundle(ex, left: str | None = None, right: str | None = None, *, stages: Sequence[Stage] | None = None,
-                wait: float = 0.0, **kw) -> dict[str, Any]:
+                wait: float | None = None, **kw) -> dict[str, Any]:
     """The MIME bundle of ``ex`` with ``left`` and ``right`` shown: the view model (``view_model``; ``kw`` go
     to it), ``text/html`` (``summary_html``) and ``text/plain``."""
     data, diff = _model(ex, left, right, stages, wait, **kw)

@@ -30,9 +30,9 @@ class Editing:
         Exploration is untouched). A text without locations (the stage's ``text``, changed) gets back those of
         the lines it kept as they were (``ir.text.relocated``): their ops keep their source lines."""
         st = self._editable(stage)
+        default_runner().check_module(text)  # the user's own text: an error names their line and column
         if "loc(" not in text and st.text_with_locations:  # edited from the text shown: its lines keep their places
             text = relocated(text, st.text_with_locations)
-        default_runner().check_module(text)
         return self._with_edit(Edit("text", self._step_of(st), st.name, text=text))
 
     def with_pass(self, after, pass_: str):

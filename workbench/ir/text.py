@@ -191,7 +191,8 @@ def relocated(edited: str, located: str) -> str:
     """``edited`` (a module text without locations, such as a stage's text changed by hand) with the locations
     of ``located`` (the text it was edited from, with its locations) put back: each line of ``edited`` that is
     a line of ``located`` without its locations, as written, takes that line (its ``loc(...)``, in order,
-    once each), and ``located``'s alias definitions (``#loc12 = loc(...)``) follow the module. A line written
+    once each), and ``located``'s alias definitions (``#loc12 = loc(...)``) stand where they stood: before the
+    module those that were before it, after it the others. A line written
     anew keeps none: its op reads as unknown. One pass over each text."""
     plain_lines = strip_locations(located).split("\n")
     located_lines = [ln for ln in located.split("\n") if not ln.startswith("#loc")]
@@ -205,11 +206,16 @@ def relocated(edited: str, located: str) -> str:
     for line in edited.split("\n"):
         queue = waiting.get(line.rstrip())
         out.append(located_lines[queue.pop()] if queue else line)
-    aliases = [ln for ln in located.split("\n") if ln.startswith("#loc")]
+    # the alias definitions where ``located`` has them: those before the module stay before it (MLIR's parser
+    # resolves a block argument's location alias only once defined), the others follow it
+    lines = located.split("\n")
+    head = next((k for k, ln in enumerate(lines) if not ln.startswith("#loc")), len(lines))
+    before = lines[:head]
+    after = [ln for ln in lines[head:] if ln.startswith("#loc")]
     text = "\n".join(out)
-    if not aliases:
-        return text
-    return text.rstrip("\n") + "\n" + "\n".join(aliases) + "\n"
+    if after:
+        text = text.rstrip("\n") + "\n" + "\n".join(after) + "\n"
+    return "\n".join(before) + "\n" + text if before else text
 
 
 def _strip_line(line: str) -> str:

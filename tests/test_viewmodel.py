@@ -1,5 +1,6 @@
-"""What a ``%%hlo`` output keeps in a saved notebook: the MIME bundle next to the panel's widget view,
-read from a real IPython shell's published display data and from a notebook executed by nbclient."""
+"""The one view model (``artifacts/viewmodel.py``), and what a ``%%hlo`` output keeps of it in a saved notebook: the
+MIME bundle next to the panel's widget view, read from a real IPython shell's published display data and from a
+notebook executed by nbclient; every model made here is valid under its JSON Schema."""
 import json
 import platform
 import math
@@ -15,7 +16,7 @@ from IPython.utils.capture import capture_output
 import workbench as wb
 from workbench.views.widgets import Panel
 from workbench.artifacts.stage_diffs import carried
-from workbench.views.widgets import bundle as B
+from workbench.artifacts import viewmodel as B
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -97,7 +98,7 @@ def test_the_hlo_output_carries_the_stage_table_and_the_texts_shown(shell):
     assert data["text/plain"].startswith("pass-toggle panel for Exploration('tb'")
     saved = data[B.MIME]
     json.dumps(saved)  # JSON all through, as the notebook stores it
-    assert saved["format"] == 1 and saved["title"] == "tb" and saved["pipeline"] == "all"
+    assert saved["format"] == 2 and saved["schema"] == "hlo-workbench/view" and saved["title"] == "tb" and saved["pipeline"] == "all"
     assert saved["device"] == "cpu:0" and saved["error"] is None
     assert saved["versions"]["jax"] == jax.__version__ and saved["versions"]["jaxlib"] == jaxlib.__version__
     assert saved["versions"]["workbench"] == wb.__version__ and saved["versions"]["python"] == platform.python_version()
@@ -157,7 +158,7 @@ def test_a_bundle_made_while_xla_compiles_lists_the_mlir_stages_and_says_so():
 
     big = wb.explore(mlp.fn, *mlp.args(batch=256, sizes=(512, 1024, 1024, 1024, 16)))  # XLA busy a while
     ex = wb.explore(lambda x: jnp.tanh(x.T) * 2, jnp.ones((4, 8)))  # its compile queues behind
-    bundle = B.exploration_bundle(ex, wait=0)
+    bundle = B.view_bundle(ex, wait=0)
     saved = bundle[B.MIME]
     listed = [r["stage"] for r in saved["stages"]]
     if not saved["complete"]:  # (the XLA thread was free and fast after all: nothing to check then)
@@ -165,7 +166,7 @@ def test_a_bundle_made_while_xla_compiles_lists_the_mlir_stages_and_says_so():
         assert "(XLA was still compiling: its stages are not listed)" in bundle["text/html"]
         assert not any(n.startswith(("xla:", "backend:")) for n in listed)
     assert ex.xla_ready(wait=600) and big.xla_ready(wait=600)
-    again = B.exploration_json(ex, wait=0)
+    again = B.view_model(ex, wait=0)
     assert again["complete"] and [r["stage"] for r in again["stages"]] == ex.names and "xla:optimized" in ex.names
 
 
@@ -211,7 +212,7 @@ def test_a_60000_line_text_is_cut_to_the_cap_and_says_so(shell, big):
 
 def test_the_whole_bundle_stays_within_its_total(big, monkeypatch):
     monkeypatch.setattr(B, "TOTAL_BYTES", 150_000)
-    saved = B.exploration_json(big, "input", "canonicalize#1")
+    saved = B.view_model(big, "input", "canonicalize#1")
     size = len(json.dumps(saved, ensure_ascii=False).encode())
     assert size <= 150_000
     kept = [saved["texts"][n]["kept_lines"] for n in ("input", "canonicalize#1")]
@@ -269,16 +270,16 @@ def test_the_bundle_carries_the_structural_diff_the_panel_shows(monkeypatch):
             assert d == {"left": p.left, "right": p.right, **carried(ex.diff(p.left, p.right))}
     finally:
         p.close()
-    size = len(json.dumps(B.exploration_json(ex, "stablehlo", "xla:optimized")["diff"], ensure_ascii=False))
+    size = len(json.dumps(B.view_model(ex, "stablehlo", "xla:optimized")["diff"], ensure_ascii=False))
     monkeypatch.setattr(B, "DIFF_BYTES", size - 1)
-    over = B.exploration_json(ex, "stablehlo", "xla:optimized")["diff"]
+    over = B.view_model(ex, "stablehlo", "xla:optimized")["diff"]
     assert set(over) == {"left", "right", "note"}
     assert over["note"] == (f"the structural diff takes {size:,} bytes, over the {size - 1:,} a saved notebook "
                             "keeps for it")
 
 
 def test_a_pair_without_a_structural_diff_says_why(big):
-    saved = B.exploration_json(big, "input", "canonicalize#1")
+    saved = B.view_model(big, "input", "canonicalize#1")
     assert saved["diff"] == {"left": "input", "right": "canonicalize#1",
                              "note": "over 20,000 lines, a saved notebook keeps no structural diff (it would take "
                                      "seconds to make)"}
@@ -293,12 +294,12 @@ def test_the_cost_rows_keep_the_stage_under_the_limit_and_name_the_one_over(shel
     small, large = sorted(("canonicalize#2", "enzyme-hlo-patterns#1"), key=lambda n: tb[n].lines)
     assert tb[small].lines < tb[large].lines
     monkeypatch.setattr(B, "DIFF_LINES", tb[small].lines)
-    saved = B.exploration_json(tb, "canonicalize#2", "enzyme-hlo-patterns#1")
+    saved = B.view_model(tb, "canonicalize#2", "enzyme-hlo-patterns#1")
     assert [r[0] for r in saved["cost"]["rows"]] == [small]
     ops = saved["cost"]["columns"].index("ops")
     assert saved["cost"]["rows"][0][ops] == int(tb.cost().set_index("stage").loc[small, "ops"])
     assert saved["cost_note"].startswith(f"{large}: over {tb[small].lines:,} lines")
-    assert "cost_note" not in B.exploration_json(tb, small, small)
+    assert "cost_note" not in B.view_model(tb, small, small)
 
 
 def test_the_bundles_cost_rows_run_no_xla_analysis(shell, monkeypatch):
@@ -312,7 +313,7 @@ def test_the_bundles_cost_rows_run_no_xla_analysis(shell, monkeypatch):
     monkeypatch.setattr(table, "xla_cost", lambda text: analysed.append(text) or real(text))
     table._model_cost.cache_clear()
     table._xla_cost.cache_clear()
-    saved = B.exploration_json(tb, "canonicalize#2", "enzyme-hlo-patterns#1")
+    saved = B.view_model(tb, "canonicalize#2", "enzyme-hlo-patterns#1")
     assert len(saved["cost"]["rows"]) == 2 and analysed == []
     assert "xla_flops" not in saved["cost"]["columns"] or all(
         r[saved["cost"]["columns"].index("xla_flops")] is None for r in saved["cost"]["rows"])
@@ -327,7 +328,7 @@ def test_a_failed_stage_is_saved_with_its_error():
         return jnp.transpose(x) * 2
 
     ex = wb.explore(tf, jnp.ones((4, 8)), pipeline="canonicalize,cse,one-shot-bufferize")
-    bundle = B.exploration_bundle(ex)
+    bundle = B.view_bundle(ex)
     saved = bundle[B.MIME]
     assert ex.error.stage == "one-shot-bufferize#1"
     assert saved["error"]["stage"] == "one-shot-bufferize#1" and saved["error"]["message"] == str(ex.error)
@@ -354,10 +355,10 @@ def test_what_the_data_holds_reaches_the_summary_as_text_escaped_once():
             f'    %0 = stablehlo.multiply %arg0, %arg0 {{wb.note = "{tag("removed")}"}} : tensor<4xf32>\n'
             "    return %arg0 : tensor<4xf32>\n  }\n}\n")  # %0 is dead: canonicalize erases it, a "-" line of the diff
     ex = wb.explore_text(text, pipeline="canonicalize,cse", title=tag("title"))
-    page = B.exploration_bundle(ex, "input", "input")["text/html"]
+    page = B.view_bundle(ex, "input", "input")["text/html"]
     assert escape(tag("title")) in page and escape(tag("ir")) in page and "<img" not in page
     # the JSON as a notebook holds it, with hostile names wherever the summary shows one
-    data = B.exploration_json(ex, "input", "canonicalize#1")
+    data = B.view_model(ex, "input", "canonicalize#1")
     assert data["ops_delta"] == [{"op": "stablehlo.multiply", "before": 1, "after": 0, "delta": -1}]
     left, right = tag("left"), tag("right")
     data["stages"][0].update(stage=left, group=tag("group"), produced_by=tag("pass"))
@@ -371,7 +372,7 @@ def test_what_the_data_holds_reaches_the_summary_as_text_escaped_once():
                 ops_delta=[{"op": tag("op"), "before": 1, "after": 0, "delta": -1}])
     failed = {**data, "texts": {left: data["texts"][left], right: {
         **data["texts"][right], "state": "failed", "text": "", "lines": 0, "note": f"failed: {tag('note')}"}}}
-    alike = B.exploration_json(ex, "canonicalize#1", "cse#1")["texts"]  # cse leaves canonicalize's text as it is
+    alike = B.view_model(ex, "canonicalize#1", "cse#1")["texts"]  # cse leaves canonicalize's text as it is
     same = {**data, "texts": {left: alike["canonicalize#1"], right: alike["cse#1"]}}
     places = ["title", "left", "right", "stage", "group", "pass", "row-error", "pipeline", "device", "off", "added",
               "xla-off", "tool", "version", "error", "op"]
@@ -403,9 +404,9 @@ def test_an_executed_notebook_keeps_the_bundle(tmp_path):
     assert set(data) >= {WIDGET, B.MIME, "text/html", "text/plain"}
     saved = data[B.MIME]
     names = [r["stage"] for r in saved["stages"]]
-    assert saved["format"] == 1 and saved["complete"]
+    assert saved["format"] == 2 and saved["schema"] == "hlo-workbench/view" and saved["complete"]
     assert names[:2] == ["jaxpr", "stablehlo"] and "enzyme-hlo-patterns#1" in names and names[-1].startswith("backend:")
-    assert "xla:optimized" in names and all(set(r) == set(B.COLUMNS) | {"parent"} for r in saved["stages"])
+    assert "xla:optimized" in names and all(set(r) == set(B.COLUMNS) | {"parent", "edit"} for r in saved["stages"])
     assert "stablehlo.dot_general" in saved["texts"][saved["shown"]["right"]]["text"]
     assert 'class="hlo-workbench-saved"' in data["text/html"] and "xla:optimized" in data["text/html"]
     # JupyterLab saves a notebook without the widgets' state (its default): nbconvert, nbviewer's
@@ -413,3 +414,76 @@ def test_an_executed_notebook_keeps_the_bundle(tmp_path):
     saved_nb.metadata.pop("widgets", None)
     body, _ = HTMLExporter().from_notebook_node(saved_nb)
     assert 'class="hlo-workbench-saved"' in body and WIDGET not in body
+
+
+# -- the one view model: what every view draws -------------------------------------------------------------
+def _nnx_step():
+    """A Flax NNX train step with a ``jax.debug.print``: its program returns the model's and the optimizer's
+    state too, so its check has many more leaves than the step's own output."""
+    from tests.corpus import program
+
+    inst = program("nnx_transformer").build()
+    fn = inst.fn
+
+    def step(*args):
+        out = fn(*args)
+        jax.debug.print("loss {l}", l=out)
+        return out
+
+    return inst, fn
+
+
+def test_the_model_holds_toggles_an_edit_and_a_run_checked_leaf_by_leaf(capfd):
+    from tests.corpus import program
+
+    inst = program("nnx_transformer").build()
+    ex = wb.explore(inst.fn, *inst.args)
+    mlir = [s for s in ex.pipeline_stages if s.group == "mlir" and s.is_module and not s.error]
+    edited = ex.with_text(mlir[0].name, mlir[0].text.replace("stablehlo.", "stablehlo.", 1) + "\n")
+    edited = edited.with_patterns(disable=["add_simplify"]).with_xla(disable=["algsimp"])
+    r = edited.run()
+    model = B.view_model(edited, source="panel")
+    B.validate_view(model)
+    assert model["toggles"]["patterns_disabled"] == ["add_simplify"] and model["toggles"]["xla_disabled"] == ["algsimp"]
+    assert [e["kind"] for e in model["edits"]] == ["text"] and model["edits"][0]["stage"] == mlir[0].name
+    assert [s["stage"] for s in model["stages"] if s["edit"] == "text"] == [mlir[0].name]
+    assert len(model["stages"]) == len(edited.stages)
+    run = model["runs"][-1]
+    leaves = run["check"]["leaves"]
+    # every leaf of the program's outputs, as r.check.table() lists them (not the step's own output alone)
+    assert [l["path"] for l in leaves] == list(r.check.table()["path"]) and len(leaves) > 5
+    assert all(l["tolerance"] is not None and l["passed"] for l in leaves)
+    assert run["stale"] == "" and run["repeat"] == len(r.timing.times)
+    # a view model is JSON as a browser reads it: no NaN, no Infinity
+    json.loads(json.dumps(model, allow_nan=False))
+
+
+def test_a_run_of_an_earlier_program_is_marked_stale_with_why():
+    ex = wb.explore(lambda x: jnp.sin(x) * 2, jnp.ones(8))
+    ex.run()
+    off = ex.with_xla(disable=["algsimp"])
+    model = B.view_model(off, runs=off.history)
+    B.validate_view(model)
+    assert len(model["runs"]) == 1 and model["runs"][0]["stale"]
+
+
+def test_the_schema_refuses_a_model_that_lies_about_its_shape():
+    ex = wb.explore(lambda x: x + 1, jnp.ones(4))
+    model = B.view_model(ex)
+    B.validate_view(model)
+    bad = json.loads(json.dumps(model))
+    bad["stages"][0]["group"] = "gpu"
+    with pytest.raises(ValueError, match=r"stages\[0\]\.group"):
+        B.validate_view(bad)
+    bad = json.loads(json.dumps(model))
+    bad["diff"] = {"left": "a", "right": "b"}  # neither a diff nor a note saying why there is none
+    with pytest.raises(ValueError, match="diff"):
+        B.validate_view(bad)
+
+
+def test_the_models_diff_counts_are_pythons():
+    ex = wb.explore(lambda x: jnp.dot(x.T, x.T).T + 0 * x.sum(), jnp.ones((8, 8)))
+    model = B.view_model(ex)
+    left, right = model["shown"]["left"], model["shown"]["right"]
+    d = ex.diff(left, right)
+    assert model["diff"]["runs"] == d.runs()
