@@ -40,12 +40,15 @@ class Jobs:
     """Runs the panel's work one job at a time and reports on it in ``status``.
 
     ``on_busy(busy)`` hears when the first job marked ``busy`` is queued and when the last one ends
-    (the panel disables its action buttons in between). Without ``background`` every job runs at
-    once on the caller's thread, which scripts and tests use to read the result right after.
+    (the panel disables its action buttons in between); ``on_ended()`` when any job has ended (the panel's
+    saved view then looks for what changed). Without ``background`` every job runs at once on the caller's
+    thread, which scripts and tests use to read the result right after.
     """
 
-    def __init__(self, status: W.HTML, on_busy: Callable[[bool], None], background: bool = True):
+    def __init__(self, status: W.HTML, on_busy: Callable[[bool], None], background: bool = True,
+                 on_ended: Callable[[], None] = lambda: None):
         self.status = status
+        self._on_ended = on_ended
         self.label = ""  # what the running job says it does
         self.note = ""  # what the running job has said of its progress, shown after the time
         self.done: int | None = None  # how much of the running job's work is done, of ``total``
@@ -202,6 +205,7 @@ class Jobs:
             self.done = self.total = None
             if busy:
                 self._count_busy(-1)
+            self._on_ended()
 
     def _tick(self, started: float, stop: threading.Event) -> None:
         while not stop.wait(0.5):

@@ -11,7 +11,8 @@ no place in the queue, and stages that arrive for an Exploration no longer shown
 action's line of Python is shown, ready to paste. This module lays the widgets out and wires them to
 the actions; the Passes, Compile, Graph, Source, Analyze and Collectives tabs are modules of their own (``passes``,
 ``compiletab``, ``graphtab``, ``source``, ``analyze``, ``collectives``), ``jobs`` runs the work, ``html`` renders what it gives,
-``changes`` says after each rebuild what it changed.
+``changes`` says after each rebuild what it changed, ``savedview`` makes the output: the widget beside the view
+model of what the panel shows, sent again after each change, so that a saved notebook keeps the panel as it ended.
 """
 from __future__ import annotations
 
@@ -27,11 +28,10 @@ import ipywidgets as W
 
 from ...errors import WorkbenchError
 from ...exploration import XLA_WAIT, Exploration
-from ...stages import Stage
 from . import actions, collectives, compiletab, html
 from .actions import Action
 from .analyze import AnalyzeTab
-from ...artifacts.viewmodel import MIME, default_right, view_bundle
+from ...artifacts.viewmodel import default_right
 from .changes import ChangeSummary
 from .diffview import DiffView
 from .driftbox import DriftBox
@@ -41,6 +41,7 @@ from .jobs import Jobs
 from .lists import StageList, stage_rows
 from .passes import PassesTab
 from .pending import SoFar, late_name
+from .savedview import SavedView, Shown
 from .source import SourceTab
 
 __all__ = ["Panel", "panel"]
@@ -57,13 +58,10 @@ def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: 
     and its parent). ``panel.ex`` is the Exploration the panel shows now. With ``bind`` (a namespace,
     e.g. ``globals()``), ``bind[name]`` follows the panel: each toggle that gives a new Exploration
     rebinds it there. Without it the panel changes no variable. Shown, its output waits up to
-    ``xla_wait`` seconds for XLA's stages, so that a saved notebook lists them too.
+    ``xla_wait`` seconds for XLA's stages, and follows the panel after (``savedview``): a saved notebook
+    keeps the panel as it ended.
     """
     return Panel(ex, name=name, left=left, right=right, bind=bind, xla_wait=xla_wait)
-
-
-def _runnable(stages: list[Stage]) -> list[str]:
-    return [s.name for s in stages if s.is_module]
 
 
 class Panel:
@@ -94,7 +92,8 @@ class Panel:
         self._diffed: tuple | None = None  # (Exploration, left, right) the diff view shows
         self._shown_run = None  # the RunResult the Run tab shows
         self._build()
-        self.jobs = Jobs(self.status, self._set_busy, background)
+        self.saved = SavedView(self._root, self._shown)  # the output, and what a saved notebook keeps of it
+        self.jobs = Jobs(self.status, self._set_busy, background, on_ended=self.saved.changed)
         self._submit("reading the stages", None, self._load, busy=True)
 
     # -- the Exploration shown ---------------------------------------------------------------------
@@ -119,19 +118,19 @@ class Panel:
     def widget(self) -> W.VBox:
         return self._root
 
+    def _ipython_display_(self):
+        """The output, sent again as the panel changes: a saved notebook keeps the panel as it ended."""
+        self.saved.display(self.xla_wait)
+
     def _repr_mimebundle_(self, **kwargs):
-        """The widget's view, and what a saved notebook keeps of the panel (``bundle``: the stages and
-        the pair shown, for a front end without the kernel's widgets)."""
-        bundle = self._root._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, tuple):
-            bundle = bundle[0]
-        try:
-            saved = view_bundle(self._ex, self._left, self._right, wait=self.xla_wait, source="saved")
-            saved[MIME]["variable"] = self.bound[0] if self.bound else None  # what "Save exploration…" saves
-        except Exception as e:  # the saved form must never keep the panel from showing
-            saved = {"text/html": html.failed(f"the saved view of this panel failed: {e}")}
-        bundle = {**saved, **bundle, "text/plain": f"pass-toggle panel for {self._ex!r}"}
-        return bundle
+        """The widget's view beside the view model of what the panel shows now (``savedview``)."""
+        return self.saved.bundle(wait=self.xla_wait)
+
+    def _shown(self) -> Shown:
+        """What the panel shows now, as its saved view keeps it (``bound[0]``: what "Save exploration…" saves)."""
+        ex = self._ex
+        return Shown(ex, self._left, self._right, tuple(ex.history), self.drift.found, ex.profiles.get("compile"),
+                     self._pending, self.bound[0] if self.bound else None)
 
     def wait(self, timeout: float | None = 600, xla: bool = True) -> "Panel":
         """Block until the panel's queued work is done (for scripts and tests), and with ``xla`` until
@@ -142,6 +141,7 @@ class Panel:
     def close(self) -> None:
         """Close the panel's widgets and stop its worker thread."""
         self._watch(None)
+        self.saved.close()
         self.jobs.shutdown()
 
         def close(w):
@@ -442,7 +442,7 @@ class Panel:
         if self._left not in kept:
             right = next((s for s in stages if s.name == self._right), None)
             self._left = (right.parent if right else names[-1]) or names[0]
-        runnable = _runnable(stages)
+        runnable = [s.name for s in stages if s.is_module]
         with self._programmatic():
             self.header.value = html.header(ex, stages, list(ex.spec.xla_disabled), pending)
             self.stage_error.value = html.stage_error(ex, pending)
