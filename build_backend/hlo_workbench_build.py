@@ -37,8 +37,11 @@ EXT = Path("extensions", "hlo-workbench-lab")
 BUILT = EXT / "labextension" / "package.json"
 # what the built extension is made of (scripts/setup.sh's list, and the settings schemas)
 SOURCES = [EXT / p for p in ("src", "style", "schema", "package.json", "package-lock.json", "tsconfig.json",
-                             "build-labextension.mjs", "install.json")] \
+                             "build-labextension.mjs", "build-views.mjs", "install.json")] \
     + [Path("workbench", "assets", name) for name in ("diffview.js", "diffview.css", "widgetkit.js", "widgetkit.css")]
+# the view components that build:prod bundles for the panel and the offline report (build-views.mjs): package
+# data of workbench.assets, so the wheel ships them
+VIEWS = [Path("workbench", "assets", name) for name in ("views.js", "views.css")]
 JUPYTERLAB = "jupyterlab>=4,<5"
 NODE_HELP = ("Install Node.js (18 or newer) and npm, e.g. on Debian: apt-get install nodejs npm "
              "(scripts/setup.sh does it, and builds the extension).")
@@ -67,12 +70,16 @@ def stale(root: Path | None = None) -> str | None:
     root = root or ROOT
     if reason := unfinished(root):
         return reason
-    when = (root / BUILT).stat().st_mtime
+    for out in VIEWS:
+        if not (root / out).is_file():
+            return f"{out.as_posix()} is missing"
+    oldest = min([BUILT, *VIEWS], key=lambda p: (root / p).stat().st_mtime)
+    when = (root / oldest).stat().st_mtime
     for source in SOURCES:
         path = root / source
         for f in ([path] if path.is_file() else path.rglob("*") if path.is_dir() else []):
             if f.is_file() and f.stat().st_mtime > when:
-                return f"{f.relative_to(root).as_posix()} is newer than {BUILT.as_posix()}"
+                return f"{f.relative_to(root).as_posix()} is newer than {oldest.as_posix()}"
     return None
 
 
@@ -126,9 +133,10 @@ def build_labextension(root: Path | None = None) -> bool:
     if not installed.is_file() or installed.stat().st_mtime < (ext / "package-lock.json").stat().st_mtime:
         _run([npm, "ci", "--no-audit", "--no-fund"], ext, env)
     _run([npm, "run", "build:prod"], ext, env)
-    if problem := unfinished(root):
+    if problem := unfinished(root) or next((f"{p.as_posix()} is missing" for p in VIEWS if not (root / p).is_file()), None):
         raise LabextensionBuildError(f"`npm run build:prod` ended, but {problem}")
-    (root / BUILT).touch()  # the build's time stamp, as scripts/setup.sh's
+    for p in [BUILT, *VIEWS]:
+        (root / p).touch()  # the build's time stamp, as scripts/setup.sh's
     return True
 
 

@@ -74,6 +74,20 @@ if [[ ! -f $built ]] || [[ -n $(find "$ext/src" "$ext/style" "$ext/schema" "$ext
   touch "$built"
   ext_changed=1
 fi
+# The view components (src/components) for the panel and the offline report: workbench/assets/views.js and
+# views.css, an ES module and its style bundled by esbuild (build-views.mjs), when missing or older than a
+# source (the extension's build:prod above builds them too). Build outputs: .gitignore'd, shipped in the wheel.
+views=workbench/assets/views.js
+if [[ ! -f $views || ! -f workbench/assets/views.css ]] || [[ -n $(find "$ext/src/components" "$ext/build-views.mjs" \
+    "$ext/package-lock.json" "$ext/tsconfig.json" workbench/assets/diffview.js workbench/assets/diffview.css \
+    workbench/assets/widgetkit.js workbench/assets/widgetkit.css -newer "$views" -print -quit) ]]; then
+  echo "[setup] building the view components ($views)"
+  if ! (cd "$ext" && npm run --silent build:views) >.venv/.hlo-workbench-views-build.log 2>&1; then
+    cat .venv/.hlo-workbench-views-build.log >&2
+    exit 1
+  fi
+  touch "$views" workbench/assets/views.css
+fi
 
 stamp=.venv/.hlo-workbench-installed
 if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then

@@ -121,6 +121,9 @@ def check_the_extension(wheel: Path, built_dir: Path) -> dict[str, zipfile.ZipIn
         assert meta == json.loads((built_dir / "package.json").read_text())
         assert meta["name"] == "hlo-workbench-lab" and meta["jupyterlab"]["_build"]["load"].startswith("static/remoteEntry.")
         assert meta["jupyterlab"]["_build"]["load"] in ours
+        # the view components the panel and the offline report load (build-views.mjs, run by build:prod)
+        assert {"workbench/assets/views.js", "workbench/assets/views.css"} <= set(z.namelist())
+        assert b"mount" in z.read("workbench/assets/views.js")
     return ours
 
 
@@ -269,7 +272,7 @@ def fake_extension(root: Path, old: float) -> None:
         (root / EXT / f).parent.mkdir(parents=True, exist_ok=True)
         (root / EXT / f).write_text("{}")
     (root / "workbench" / "assets").mkdir(parents=True)
-    for f in ("diffview.js", "diffview.css"):
+    for f in ("diffview.js", "diffview.css", "views.js", "views.css"):
         (root / "workbench" / "assets" / f).write_text("")
     for p in root.rglob("*"):
         os.utime(p, (old, old))
@@ -287,13 +290,22 @@ def test_the_build_backend_builds_the_extension_when_missing_unfinished_or_older
     assert "static/remoteEntry.1.js, which is missing" in b.stale(tmp_path)
     (out / "static" / "remoteEntry.1.js").write_text("")
     assert b.stale(tmp_path) is None
-    os.utime(out / "package.json", (old + 5, old + 5))  # built after its sources
+    views = tmp_path / "workbench" / "assets" / "views.js"  # the view components, built by build:prod too
+    views.unlink()
+    assert b.stale(tmp_path) == "workbench/assets/views.js is missing"
+    views.write_text("")
+    for built in (out / "package.json", views, views.with_suffix(".css")):
+        os.utime(built, (old + 5, old + 5))  # built after its sources
     assert b.stale(tmp_path) is None
     for source in ("extensions/hlo-workbench-lab/src/index.ts", "extensions/hlo-workbench-lab/package-lock.json",
                    "extensions/hlo-workbench-lab/schema/commands.json", "workbench/assets/diffview.css"):
         os.utime(tmp_path / source, (old + 10, old + 10))
         assert b.stale(tmp_path) == f"{source} is newer than extensions/hlo-workbench-lab/labextension/package.json"
         os.utime(tmp_path / source, (old, old))
+    os.utime(out / "package.json", (old + 20, old + 20))  # the views are the older build: a source newer than them
+    os.utime(tmp_path / "extensions/hlo-workbench-lab/src/index.ts", (old + 10, old + 10))
+    assert b.stale(tmp_path) == "extensions/hlo-workbench-lab/src/index.ts is newer than workbench/assets/views.js"
+    os.utime(tmp_path / "extensions/hlo-workbench-lab/src/index.ts", (old, old))
     assert b.build_labextension(tmp_path) is False  # nothing to do: no node needed
 
 

@@ -1,0 +1,92 @@
+// The stage list: one row per stage (edited and failed ones marked), with the two buttons that pick the pair
+// the diff shows: A (before) and B (after). A click on a stage's name shows it against its parent.
+import { button, h, section } from './dom';
+import { clip, firstLine, formatMs, formatNumber } from './format';
+import type { IStage, IViewModel } from './model';
+
+const EDIT_WORDS: Record<string, string> = {
+  text: 'edited by hand',
+  inserted: 'inserted by hand',
+  'after-removed': 'after a pass left out'
+};
+
+export type Pick = (left: string, right: string) => void;
+
+export interface IStageList {
+  node: HTMLElement;
+  /** Marks the pair shown. */
+  mark(left: string, right: string): void;
+}
+
+function row(s: IStage, pick: Pick, current: () => [string, string]): HTMLTableRowElement {
+  const tr = h('tr', 'hwbv-stage');
+  tr.dataset.hwb = 'stage';
+  tr.dataset.name = s.stage;
+  tr.dataset.edit = s.edit;
+  tr.dataset.group = s.group;
+  if (s.error) tr.classList.add('hwbv-failed');
+  if (s.edit) tr.classList.add('hwbv-edited');
+  if (!s.changed) tr.classList.add('hwbv-unchanged');
+  const pickers = h('td', 'hwbv-pickers');
+  pickers.append(
+    button('hwbv-pick hwbv-pick-a', 'A', () => pick(s.stage, current()[1]), `${s.stage} as A, the before side`),
+    button('hwbv-pick hwbv-pick-b', 'B', () => pick(current()[0], s.stage), `${s.stage} as B, the after side`));
+  const name = h('td', 'hwbv-stage-name');
+  if (s.parent) {
+    name.append(button('hwbv-link', s.stage, () => pick(s.parent!, s.stage), `${s.parent} \u2192 ${s.stage}`));
+  } else name.append(h('span', '', s.stage));
+  if (s.edit) name.append(h('span', 'hwbv-badge hwbv-badge-edit', EDIT_WORDS[s.edit] ?? s.edit));
+  if (s.error) name.append(h('span', 'hwbv-badge hwbv-badge-error', 'failed'));
+  const by = h('td', 'hwbv-by');
+  by.append(h('code', 'hwbv-wrap', clip(s.produced_by, 160)));
+  if (s.produced_by.length > 160) by.title = clip(s.produced_by, 4000);
+  tr.append(pickers, name, h('td', '', s.group), h('td', '', s.changed ? 'yes' : ''),
+    h('td', 'hwbv-num', formatNumber(s.lines)), h('td', 'hwbv-num', formatMs(s.ms) + (s.cached ? ' (cached)' : '')),
+    by);
+  if (s.error) {
+    const err = h('tr', 'hwbv-stage-error');
+    const td = h('td', 'hwbv-error', firstLine(s.error, 400));
+    td.colSpan = 7;
+    err.append(td);
+    tr.dataset.error = 'true';
+    return Object.assign(tr, { errorRow: err });
+  }
+  return tr;
+}
+
+export function stageList(m: IViewModel, pick: Pick, current: () => [string, string]): IStageList {
+  const { node, body } = section('stages', 'Stages', m.stages.length);
+  const edited = m.stages.filter((s) => s.edit).length;
+  const failed = m.stages.filter((s) => s.error).length;
+  const changed = m.stages.filter((s) => s.changed).length;
+  body.append(h('div', 'hwbv-note', `${changed} changed the module` + (edited ? `, ${edited} made by a hand edit` : '') +
+    (failed ? `, ${failed} failed` : '') + ': pick A and B to compare two stages, or click a stage for it against its parent'));
+  const wrap = h('div', 'hwbv-table-wrap hwbv-stage-scroll');
+  const t = h('table', 'hwbv-table hwbv-stage-table');
+  const head = t.createTHead().insertRow();
+  for (const c of ['A / B', 'stage', 'group', 'changed', 'lines', 'time', 'made by']) head.append(h('th', '', c));
+  const tbody = t.createTBody();
+  const rows = new Map<string, HTMLTableRowElement>();
+  for (const s of m.stages) {
+    const tr = row(s, pick, current);
+    rows.set(s.stage, tr);
+    tbody.append(tr);
+    const extra = (tr as { errorRow?: HTMLTableRowElement }).errorRow;
+    if (extra) tbody.append(extra);
+  }
+  wrap.append(t);
+  body.append(wrap);
+  return {
+    node,
+    mark(left: string, right: string) {
+      for (const [name, tr] of rows) {
+        const a = name === left;
+        const b = name === right;
+        tr.classList.toggle('hwbv-is-a', a);
+        tr.classList.toggle('hwbv-is-b', b);
+        tr.querySelector('.hwbv-pick-a')!.setAttribute('aria-pressed', String(a));
+        tr.querySelector('.hwbv-pick-b')!.setAttribute('aria-pressed', String(b));
+      }
+    }
+  };
+}
