@@ -226,6 +226,10 @@ def test_update_draws_a_newer_model_and_a_stale_run_says_why(browser, views, exp
         reason = newer["runs"][0]["stale"]
         assert reason, "a run of the edited program is stale in a view of the program before the edit"
         newer["runs"][0]["printed"] = '<img src=x onerror="window.pwned = 1">sum\n'
+        failed = newer["stages"][-1]  # as a stage that failed is listed (its error, the exploration's error)
+        failed["error"] = "XlaRuntimeError: INTERNAL: <b>no</b> such thing\nsecond line"
+        newer["error"] = {"stage": failed["stage"], "message": failed["error"]}
+        validate_view(newer)
         page.evaluate("(m) => window.mounted.update(m)", newer)
         facts = page.evaluate(FACTS)
         assert [n for n, _ in facts["stages"]] == [s.name for s in explored["ex"].stages]
@@ -234,6 +238,13 @@ def test_update_draws_a_newer_model_and_a_stale_run_says_why(browser, views, exp
         assert facts["stale"] == [[f"stale: {reason}", True]]
         assert facts["printed"] == [[newer["runs"][0]["printed"], True]]
         assert page.evaluate("window.pwned") is None and page.locator("[data-hwb-view] img").count() == 0
+        row = page.locator('[data-hwb="stage"][data-error="true"]')
+        assert row.count() == 1 and row.get_attribute("data-name") == failed["stage"]
+        assert "failed" in row.inner_text()
+        assert page.locator(".hwbv-stage-error").inner_text() == "XlaRuntimeError: INTERNAL: <b>no</b> such thing"
+        error = page.locator('[data-hwb="error"]')
+        assert error.get_attribute("data-stage") == failed["stage"] and failed["error"] in error.inner_text()
+        assert page.locator("[data-hwb-view] b").count() == 0
         page.evaluate("window.mounted.dispose()")
         assert page.locator("[data-hwb-view]").count() == 0
         assert errors == []

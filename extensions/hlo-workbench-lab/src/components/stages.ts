@@ -18,7 +18,8 @@ export interface IStageList {
   mark(left: string, right: string): void;
 }
 
-function row(s: IStage, pick: Pick, current: () => [string, string]): HTMLTableRowElement {
+/** The rows of stage `s`: its own, and one with its error under it where it failed. */
+function rows(s: IStage, pick: Pick, current: () => [string, string]): HTMLTableRowElement[] {
   const tr = h('tr', 'hwbv-stage');
   tr.dataset.hwb = 'stage';
   tr.dataset.name = s.stage;
@@ -43,15 +44,13 @@ function row(s: IStage, pick: Pick, current: () => [string, string]): HTMLTableR
   tr.append(pickers, name, h('td', '', s.group), h('td', '', s.changed ? 'yes' : ''),
     h('td', 'hwbv-num', formatNumber(s.lines)), h('td', 'hwbv-num', formatMs(s.ms) + (s.cached ? ' (cached)' : '')),
     by);
-  if (s.error) {
-    const err = h('tr', 'hwbv-stage-error');
-    const td = h('td', 'hwbv-error', firstLine(s.error, 400));
-    td.colSpan = 7;
-    err.append(td);
-    tr.dataset.error = 'true';
-    return Object.assign(tr, { errorRow: err });
-  }
-  return tr;
+  if (!s.error) return [tr];
+  const err = h('tr', 'hwbv-stage-error');
+  const td = h('td', 'hwbv-error', firstLine(s.error, 400));
+  td.colSpan = 7;
+  err.append(td);
+  tr.dataset.error = 'true';
+  return [tr, err];
 }
 
 export function stageList(m: IViewModel, pick: Pick, current: () => [string, string]): IStageList {
@@ -66,20 +65,18 @@ export function stageList(m: IViewModel, pick: Pick, current: () => [string, str
   const head = t.createTHead().insertRow();
   for (const c of ['A / B', 'stage', 'group', 'changed', 'lines', 'time', 'made by']) head.append(h('th', '', c));
   const tbody = t.createTBody();
-  const rows = new Map<string, HTMLTableRowElement>();
+  const byName = new Map<string, HTMLTableRowElement>();
   for (const s of m.stages) {
-    const tr = row(s, pick, current);
-    rows.set(s.stage, tr);
-    tbody.append(tr);
-    const extra = (tr as { errorRow?: HTMLTableRowElement }).errorRow;
-    if (extra) tbody.append(extra);
+    const trs = rows(s, pick, current);
+    byName.set(s.stage, trs[0]);
+    tbody.append(...trs);
   }
   wrap.append(t);
   body.append(wrap);
   return {
     node,
     mark(left: string, right: string) {
-      for (const [name, tr] of rows) {
+      for (const [name, tr] of byName) {
         const a = name === left;
         const b = name === right;
         tr.classList.toggle('hwbv-is-a', a);
