@@ -160,8 +160,9 @@ def _view_options(fn):
         magic_arguments.argument("--no-panel", action="store_true", help="print the stage table and text, no panel"),
         magic_arguments.argument("--xla-wait", type=float, default=XLA_WAIT, metavar="SECONDS",
                                  help="how long the output waits for XLA's compile before it shows, so that a "
-                                      "saved notebook lists XLA's stages too (the panel shows them when they "
-                                      f"arrive either way); default: {XLA_WAIT}"),
+                                      "notebook saved without a front end following the panel (run headless) lists "
+                                      "XLA's stages too (the panel, and in JupyterLab its saved output, show them when "
+                                      f"they arrive either way); default: {XLA_WAIT}"),
     ]):
         fn = add(fn)
     return fn
@@ -374,7 +375,8 @@ def _show_panel(ex: Exploration, view: View, name: str = "_hlo") -> None:
     ``--stage A`` on the right (its parent on the left) or ``--stage A --vs B`` as the pair; its Python
     lines act on ``name``, and ``name`` and ``_hlo`` in the user's namespace follow its toggles.
     Elsewhere (a terminal IPython) and with ``--no-panel``, the text view. The panel's output waits
-    up to ``view.xla_wait`` seconds for XLA's stages, which its saved form then lists (``--xla-wait``).
+    up to ``view.xla_wait`` seconds for XLA's stages (``--xla-wait``), then follows the panel (``Panel``'s
+    ``_ipython_display_``: sent again after each change where the front end keeps the live panel through it).
     """
     if not (view.panel and _widgets_render()):
         print(text_view(ex, view), end="")

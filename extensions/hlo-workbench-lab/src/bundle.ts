@@ -14,6 +14,14 @@
 // The manager is read from the notebook's WidgetRenderer (its manager promise) and asked has_model(id),
 // the public API of @jupyter-widgets/base-manager. Without that promise (another widgets version) the
 // WidgetRenderer is rendered off the page and its outcome read: anything but "model not found" shows.
+//
+// While the panel lives, the kernel sends the output again (update_display) after each change of what the
+// panel shows, with the newest view model (workbench/views/widgets/savedview.py). JupyterLab then calls
+// renderModel again on this same renderer: the live panel stays as it is (its search boxes, folds and
+// scroll), only the data kept for the saved view changes. The kernel sends those updates once told that a
+// renderer keeps the live panel through them (a message on the panel's widget, KEEPS_LIVE). When the
+// notebook's kernel restarts, dies or is shut down, the live panel's widgets are dead: the saved view of the
+// newest model replaces them (data-kernel="gone"), and stays until the cell is run again.
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
@@ -23,6 +31,10 @@ import { BUNDLE_MIME, WIDGET_MIME, bundleView } from './exploration';
 import { ExplorationWidget, errorNode } from './view';
 
 export const RANK = -20; // below the widget renderer's -10
+/** What the renderer tells the panel's widget once it shows it live (savedview.py's HOST_MESSAGE). */
+export const KEEPS_LIVE = 'hwb-keeps-live';
+/** The kernel states after which the live panel's widgets are dead. */
+const GONE = new Set(['restarting', 'autorestarting', 'dead', 'terminating']);
 
 const sleep = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms));
 /** `p`'s value, or null if it takes longer than `ms`. */
@@ -30,16 +42,37 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | null> {
   return Promise.race([p, sleep(ms).then(() => null)]);
 }
 
+interface IWidgetModelLike {
+  comm_live?: boolean;
+  send?(content: unknown): void;
+}
+
 interface IWidgetManagerLike {
   has_model(id: string): boolean;
+  get_model?(id: string): Promise<IWidgetModelLike> | undefined;
   restoredStatus?: boolean;
   restored?: { connect(f: () => void, thisArg?: unknown): boolean; disconnect(f: () => void, thisArg?: unknown): boolean };
+}
+
+interface ISessionLike {
+  statusChanged: ISignalLike<string>;
+  kernelChanged: ISignalLike<unknown>;
+}
+
+interface ISignalLike<T> {
+  connect(f: (sender: unknown, args: T) => void, thisArg?: unknown): boolean;
+  disconnect(f: (sender: unknown, args: T) => void, thisArg?: unknown): boolean;
 }
 
 export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
   private options: IRenderMime.IRendererOptions;
   private shown: 'none' | 'saved' | 'live' = 'none';
   private unwatch: (() => void) | null = null;
+  private latest: IRenderMime.IMimeModel | null = null; // the newest bundle of the output
+  private liveId = ''; // the widget model the live panel shows
+  private rendering: Promise<void> | null = null; // the first render, while it runs
+  private kernelGone = false; // the kernel of the live panel restarted, died or was shut down
+  private session: ISessionLike | null = null; // the notebook's session context, followed while live
 
   constructor(options: IRenderMime.IRendererOptions) {
     super();
@@ -48,9 +81,22 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
   }
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this.latest = model;
+    const id = (model.data[WIDGET_MIME] as any)?.model_id;
+    if (this.kernelGone) return this.showSaved(model);
+    if (this.shown === 'live' && id === this.liveId) return; // an update: the live panel stays, untouched
+    if (this.rendering) return this.rendering; // an update during the first render: it keeps the newest data
+    this.rendering = this.render(model, id);
+    try {
+      await this.rendering;
+    } finally {
+      this.rendering = null;
+    }
+  }
+
+  private async render(model: IRenderMime.IMimeModel, id: unknown): Promise<void> {
     this.unwatch?.();
     this.unwatch = null;
-    const id = (model.data[WIDGET_MIME] as any)?.model_id;
     if (typeof id === 'string' && id && model.trusted) {
       const rendermime = await this.rendermime();
       if (rendermime && (await this.tryLive(rendermime, id, model, 400))) return;
@@ -63,6 +109,9 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
 
   dispose(): void {
     this.unwatch?.();
+    this.session?.statusChanged.disconnect(this.onStatus, this);
+    this.session?.kernelChanged.disconnect(this.onKernel, this);
+    this.session = null;
     super.dispose();
   }
 
@@ -104,15 +153,21 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
         renderer.dispose();
         return false;
       }
-      this.showLive(renderer);
+      this.showLive(renderer, id);
       return true;
     }
     if (!manager || typeof manager.has_model !== 'function' || !manager.has_model(id)) {
       renderer.dispose();
       return false;
     }
-    this.showLive(renderer);
+    const widget = await manager.get_model?.(id)?.catch(() => undefined);
+    if (this.isDisposed || this.kernelGone || widget?.comm_live === false) {
+      renderer.dispose(); // a model whose kernel is gone (restarted; restored from the notebook): dead widgets
+      return false;
+    }
+    this.showLive(renderer, id);
     await renderer.renderModel(model);
+    widget?.send?.({ type: KEEPS_LIVE }); // the kernel may now send the output again as the panel changes
     return true;
   }
 
@@ -123,7 +178,7 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
     this.unwatch = () => { stop = true; };
     for (let k = 0; k < 120 && !stop && !this.isDisposed; k++) {
       const got = await this.managed(rendermime, 1000);
-      if (stop || this.isDisposed || !got) return;
+      if (stop || this.isDisposed || this.kernelGone || !got) return;
       const { renderer, manager } = got;
       renderer.dispose();
       if (manager === undefined) return; // cannot tell: the saved view stays
@@ -153,11 +208,47 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
     this.node.textContent = '';
   }
 
-  private showLive(renderer: IRenderMime.IRenderer): void {
+  private showLive(renderer: IRenderMime.IRenderer, id: string): void {
     this.clear();
     this.addWidget(renderer);
     this.shown = 'live';
+    this.liveId = id;
     this.node.dataset.shown = 'live';
+    void this.followKernel();
+  }
+
+  /** Follow the notebook's kernel (its session context, found up the parents once the output is in the
+   * notebook): when it restarts, dies or is shut down, the saved view replaces the live panel. */
+  private async followKernel(): Promise<void> {
+    for (let k = 0; k < 100 && !this.session && !this.isDisposed; k++) {
+      for (let w: Widget | null = this.parent; w; w = w.parent) {
+        const sc = (w as any).sessionContext as ISessionLike | undefined;
+        if (sc?.statusChanged && sc?.kernelChanged) {
+          this.session = sc;
+          sc.statusChanged.connect(this.onStatus, this);
+          sc.kernelChanged.connect(this.onKernel, this);
+          return;
+        }
+      }
+      await sleep(100);
+    }
+  }
+
+  private onStatus(_sender: unknown, status: string): void {
+    if (GONE.has(status)) this.onKernelGone();
+  }
+
+  private onKernel(): void {
+    this.onKernelGone(); // another kernel, or none: the live panel's widgets were the old kernel's
+  }
+
+  private onKernelGone(): void {
+    if (this.shown !== 'live' || !this.latest || this.isDisposed) return;
+    this.kernelGone = true;
+    this.unwatch?.();
+    this.unwatch = null;
+    this.node.dataset.kernel = 'gone';
+    this.showSaved(this.latest);
   }
 
   private showSaved(model: IRenderMime.IMimeModel): void {
