@@ -203,3 +203,45 @@ def check_graph(panel, width: int, picked: str, first: str) -> dict:
     assert g["zoom"] == f"{round(g['scale'] * 100)} %"
     assert g["inside"] and not g["cut"], (width, g["cut"])
     return g
+
+
+# The facts a view of an exploration shows, read from its data attributes (src/components: the same in every
+# host: the panel's saved view, the report, the .hlox viewer, each side of the Compare tab), and the same facts
+# as Python has them: a browser test compares the two.
+VIEW_FACTS = """root => {
+    const all = s => [...root.querySelectorAll(s)];
+    const t = root.querySelector('[data-hwb="toggles"]'), c = root.querySelector('[data-hwb="diff-counts"]');
+    const counts = c && c.dataset.state === 'ok'
+        ? Object.fromEntries(['changed', 'deleted', 'inserted', 'moved'].map(k => [k, +c.dataset[k]])) : null;
+    return {source: root.dataset.source,
+            stages: all('[data-hwb="stage"]').map(e => [e.dataset.name, e.dataset.edit]),
+            patterns_disabled: t ? t.dataset.patternsDisabled : null, xla_disabled: t ? t.dataset.xlaDisabled : null,
+            edits: all('[data-hwb="edit"]').map(e => [e.dataset.kind, e.dataset.stage]),
+            pair: c ? [c.dataset.left, c.dataset.right] : null, diff_state: c ? c.dataset.state : null, counts,
+            runs: all('[data-hwb="run"]').length,
+            leaves: all('[data-hwb="leaf"]').map(e => [e.dataset.path, e.dataset.passed === 'true'])};
+}"""
+
+
+def view_facts(root) -> dict:
+    """What the view under ``root`` (a locator of its ``[data-hwb-view]``) shows, by its data attributes."""
+    return root.evaluate(VIEW_FACTS)
+
+
+def diff_counts(diff) -> dict:
+    """The rows of each kind a structural diff (``ex.diff(a, b)``) has, as the views count them."""
+    from collections import Counter
+
+    kinds = Counter(kind for _, _, kind in diff.rows())
+    return {k: kinds[k] for k in ("changed", "deleted", "inserted", "moved")}
+
+
+def exploration_facts(ex, runs=None) -> dict:
+    """The facts of ``view_facts`` as Python has them for Exploration ``ex`` (``runs``: the runs its view lists,
+    default ``ex.history``), the pair and counts left out (they depend on the pair shown: ``diff_counts``)."""
+    runs = list(ex.history if runs is None else runs)
+    return {"stages": [[s.name, s.edit] for s in ex.stages],
+            "patterns_disabled": ",".join(sorted(ex.spec.selection.disabled)),
+            "xla_disabled": ",".join(ex.spec.xla_disabled),
+            "edits": [[e.kind, e.stage] for e in ex.edits], "runs": len(runs),
+            "leaves": [[l.path, bool(l.passed)] for r in runs if r.check for l in r.check.leaves]}

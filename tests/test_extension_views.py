@@ -1,22 +1,22 @@
 """The extension's kernel-free views in a real browser (JupyterLab on localhost, Debian's chromium, playwright,
-as tests/test_extension.py): a .hlox file saved by the workbench opens by double-click in the file browser,
-with no kernel started, and shows its stages and the diff of any two; a %%hlo output shows the live panel
-while its kernel lives, and the saved view of its bundle (stage list, the shown pair's diff) once the notebook
-is reopened without the kernel that made the panel. The vitest tests of the decoding run in
-tests/test_extension.py (`npm test`)."""
-import re
+as tests/test_extension.py): a .hlox file saved by the workbench (with a hand edit, a pattern off and a run)
+opens by double-click in the file browser, with no kernel started, and shows what Python reads of the file
+(the server extension, workbench/views/labserver.py, sends its view model): every stage, the edited one
+marked, the toggle, the edit, the run's check leaf by leaf, and any two stages' diff counted as ``ex.diff``
+counts it; a %%hlo output shows the live panel while its kernel lives, and the saved view of its view model
+(stage list, the shown pair's diff) once the notebook is reopened without the kernel that made the panel.
+The facts are read through the view components' data attributes (tests/browser_pages.py's view_facts)."""
 import time
 
 import nbformat
 import pytest
 
-from tests.browser_pages import OUTPUT, api as _api, saved_notebook
+from tests.browser_pages import OUTPUT, api as _api, diff_counts, exploration_facts, saved_notebook, view_facts
 
 pytestmark = pytest.mark.slow
 
-PAIR = ("canonicalize#1", "cse#1")
+PAIR = ("canonicalize#1", "cse#1")  # a pair the file's view model does not carry: Python's diff, asked
 MIME = "application/vnd.hlo-workbench.exploration+json"
-NAME = re.compile(r"%([A-Za-z_\-]*)[\w.$#:\-]*")
 HLO_CELL = """\
 %%hlo -o ex
 def loss(ws, x):
@@ -26,30 +26,20 @@ def loss(ws, x):
 jax.grad(loss)([jnp.full((16, 16), 0.01) for _ in range(3)], jnp.ones((4, 16)))"""
 
 
-def _template(line: str) -> str:
-    return NAME.sub(r"%\1", line).strip()
-
-
-def _stats(rows) -> str:
-    """The diff viewer's header for ``Diff.rows()``, as diffview.js writes it: the panel's count."""
-    from collections import Counter
-
-    count = Counter(kind for _, _, kind in rows)
-    parts = [f"{sign}{count[kind]} {kind}" for kind, sign in
-             (("changed", "~"), ("deleted", "\u2212"), ("inserted", "+"), ("moved", "")) if count[kind]]
-    return f"{len(rows):,} rows: {' '.join(parts) if parts else 'no changes'}"
-
-
 @pytest.fixture(scope="module")
 def saved(lab_server, attention_ex):
-    """attention.hlox in the server's folder, saved by the workbench, and the lines ex.diff deletes."""
+    """attention.hlox in the server's folder: the attention example with a hand edit of its first MLIR stage
+    that changed the module (a multiply made an add), transpose_transpose off and a run; as loaded back."""
+    import workbench as wb
+
     ex = attention_ex
+    st = next(s for s in ex.stages if s.group == "mlir" and s.changed)
+    edited = ex.with_text(st.name, st.text.replace("stablehlo.multiply", "stablehlo.add", 1))
+    edited = edited.with_patterns(disable=["transpose_transpose"])
+    edited.run()
     path = lab_server["root"] / "attention.hlox"
-    ex.save(path)
-    deleted = [_template(l[1:]) for l in ex.diff(*PAIR).unified().splitlines()
-               if l.startswith("-") and not l.startswith("---")]
-    return {"path": path, "names": [s.name for s in ex.stages], "deleted": deleted,
-            "stats": _stats(ex.diff(*PAIR).rows())}
+    edited.save(path)
+    return wb.load(path)
 
 
 def _page(browser, lab, url: str):
@@ -61,57 +51,41 @@ def _page(browser, lab, url: str):
     return page, requests
 
 
-def _deleted_rows(page, root: str) -> list[str]:
-    """The texts of the rows the diff viewer under `root` shows as deleted (its "changes only" fold on)."""
-    page.locator(f"{root} .wbd-mode").select_option("split")  # auto may choose unified at this width
-    page.locator(f'{root} .wbd[data-mode="split"]').wait_for()
-    fold = page.locator(f"{root} .wbd-fold")
-    if not fold.is_checked():
-        fold.check()
-    page.locator(f"{root} .wbd-l .wbd-row.k-deleted").first.wait_for()
-    return page.locator(f"{root} .wbd-l .wbd-row.k-deleted .wbd-code").all_inner_texts()
-
-
-def test_a_hlox_file_opens_by_double_click_without_a_kernel(browser, lab, saved):
+def test_a_hlox_file_opens_by_double_click_without_a_kernel_showing_what_python_reads(browser, lab, saved):
     OUTPUT.mkdir(exist_ok=True)
+    ex = saved
     assert _api(lab, "/api/sessions") == [] and _api(lab, "/api/kernels") == []
     page, requests = _page(browser, lab, "/lab?reset")
     try:
         item = page.locator(".jp-DirListing-item", has_text="attention.hlox")
         item.wait_for()
         item.dblclick()
-        view = page.locator(".hwb-hlox[data-ready]")
-        view.wait_for()
-        assert view.get_attribute("data-ready") == "1", view.inner_text()[:2000]
-        # its own tab, the file's name on it, and the stage list with every stage
+        hlox = page.locator(".hwb-hlox[data-ready]")
+        hlox.wait_for(timeout=120_000)  # the server imports the workbench on its first request
+        assert hlox.get_attribute("data-ready") == "1", hlox.inner_text()[:2000]
         assert page.locator(".lm-TabBar-tab.lm-mod-current", has_text="attention.hlox").count() == 1
-        names = page.locator(".hwb-hlox .hwb-stage-table tr[data-stage]").evaluate_all(
-            "rows => rows.map(r => r.dataset.stage)")
-        assert names == saved["names"]
-        table = page.locator(".hwb-hlox .hwb-stage-table").inner_text()
-        for name in saved["names"]:
-            assert name in table
-        # two stages picked, as a user does
-        page.locator(".hwb-hlox .hwb-pick-a").select_option(PAIR[0])
-        page.locator(".hwb-hlox .hwb-pick-b").select_option(PAIR[1])
-        page.wait_for_function("p => document.querySelector('.hwb-hlox .hwb-view')?.dataset.pair === p",
-                               arg=f"{PAIR[0]} \u2192 {PAIR[1]}")
-        assert page.locator(".hwb-hlox .wbd-head-l").inner_text() == PAIR[0]
-        assert page.locator(".hwb-hlox .wbd-head-r").inner_text() == PAIR[1]
-        # the structural diff the file carries for a stage and its parent: the panel's rows, so its count
-        assert page.locator(".hwb-hlox .wbd-stats").text_content() == saved["stats"]
-        assert "deleted" in saved["stats"]
-        assert page.locator(".hwb-hlox .hwb-view").get_attribute("data-diff") == "structural"
-        assert "structural diff the panel shows" in page.locator(".hwb-hlox .hwb-note").inner_text()
-        shown = {_template(t) for t in _deleted_rows(page, ".hwb-hlox")}
-        both = [l for l in saved["deleted"] if l in shown]
-        assert both, (sorted(shown)[:10], saved["deleted"][:10])
-        cost = page.locator(".hwb-hlox .hwb-cost").inner_text()
-        assert "cost" in cost
+        view = hlox.locator('[data-hwb-view][data-source="hlox"]')
+        facts = view_facts(view)
+        # every fact as Python reads the file: stages (the edited one marked), toggle, edit, the run leaf by leaf
+        expected = exploration_facts(ex)
+        assert {k: facts[k] for k in expected} == expected
+        assert [n for n, e in facts["stages"] if e] == [ex.edits[0].stage]
+        assert len(expected["leaves"]) > 1 and not all(p for _, p in expected["leaves"])  # the edit made them drift
+        # the pair shown first, counted as ex.diff counts it
+        left, right = facts["pair"]
+        assert facts["counts"] == diff_counts(ex.diff(left, right)), facts
         page.screenshot(path=str(OUTPUT / "extension_hlox_viewer.png"))
-        print(f"\nscreenshot: {OUTPUT / 'extension_hlox_viewer.png'}; deleted in both: {both[0]}")
+        print(f"\nscreenshot: {OUTPUT / 'extension_hlox_viewer.png'}; first pair {left} -> {right}: {facts['counts']}")
+        # two other stages picked, as a user does (A, then B): Python's diff of them, asked of the server
+        view.locator(f'[data-hwb="stage"][data-name="{PAIR[0]}"] .hwbv-pick-a').click()
+        view.locator(f'[data-hwb="stage"][data-name="{PAIR[1]}"] .hwbv-pick-b').click()
+        page.wait_for_function("""p => { const c = document.querySelector('.hwb-hlox [data-hwb="diff-counts"]');
+            return c && c.dataset.left === p[0] && c.dataset.right === p[1] && c.dataset.state === 'ok'; }""",
+                               arg=list(PAIR))
+        facts = view_facts(view)
+        assert facts["counts"] == diff_counts(ex.diff(*PAIR)) and sum(facts["counts"].values()) > 0, facts
         # "Open stage as document" on its shortcut: stage B of the pair picked, in a read-only editor tab
-        page.locator(".hwb-hlox .hwb-title").click()
+        view.locator('[data-hwb="header"]').click()
         page.keyboard.press("Control+Alt+o")
         dialog = page.locator(".jp-Dialog")
         dialog.wait_for()
@@ -127,6 +101,9 @@ def test_a_hlox_file_opens_by_double_click_without_a_kernel(browser, lab, saved)
         page.close()
     assert all(u.startswith(lab["base"]) or u.startswith(("data:", "blob:")) for u in requests), \
         sorted({u for u in requests if not u.startswith(lab["base"])})
+    # the page asked the server extension, and never fetched the file's bytes itself
+    assert any("/hlo-workbench/view?" in u for u in requests) and any("/hlo-workbench/diff?" in u for u in requests)
+    assert not any("/api/contents/attention.hlox" in u and "content=1" in u for u in requests)
 
 
 def test_a_hlo_output_shows_its_saved_view_once_the_kernel_is_gone(browser, lab):
@@ -146,11 +123,7 @@ def test_a_hlo_output_shows_its_saved_view_once_the_kernel_is_gone(browser, lab)
         # the kernel lives: the live panel shows (our renderer hands the output to the widget renderer)
         page.locator(".wb-panel").first.wait_for(timeout=180_000)
         assert page.locator('.hwb-bundle[data-shown="live"] .wb-panel').count() == 1
-        # the count the live panel's Diff tab shows for the pair it shows (the saved view must show it too)
-        page.wait_for_function("() => /rows/.test(document.querySelector('.wb-panel .wbd-stats')?.textContent)",
-                               timeout=180_000)
-        live_stats = page.locator(".wb-panel .wbd-stats").first.text_content()
-        assert page.locator(".hwb-view").count() == 0
+        assert page.locator('.hwb-bundle [data-hwb-view]').count() == 0
         page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(1).click()
         page.keyboard.press("Control+s")
         saved = saved_notebook(lab["root"] / "saved_output.ipynb",
@@ -163,33 +136,32 @@ def test_a_hlo_output_shows_its_saved_view_once_the_kernel_is_gone(browser, lab)
     for k in _api(lab, "/api/kernels"):
         _api(lab, f"/api/kernels/{k['id']}", "DELETE")
     assert _api(lab, "/api/kernels") == []
-    left, right = bundles[0]["shown"]["left"], bundles[0]["shown"]["right"]
+    left, right = bundles[-1]["shown"]["left"], bundles[-1]["shown"]["right"]
     assert left != right
 
     page, requests = _page(browser, lab, "/lab/tree/saved_output.ipynb?reset")
     try:
-        view = page.locator('.hwb-bundle[data-shown="saved"] .hwb-view')
+        view = page.locator('.hwb-bundle[data-shown="saved"] [data-hwb-view]')
         view.wait_for(timeout=120_000)
         time.sleep(2)  # whatever the widget manager does once its (new) kernel is up, the saved view stays
-        assert page.locator('.hwb-bundle[data-shown="saved"] .hwb-view').count() == 1
+        assert page.locator('.hwb-bundle[data-shown="saved"] [data-hwb-view]').count() == 1
         assert "Error displaying widget" not in page.locator(".jp-NotebookPanel:visible").inner_text()
-        names = view.locator(".hwb-stage-table tr[data-stage]").evaluate_all("rows => rows.map(r => r.dataset.stage)")
-        assert names == [r["stage"] for r in bundles[0]["stages"]] and names[:2] == ["jaxpr", "stablehlo"]
-        assert view.get_attribute("data-pair") == f"{left} \u2192 {right}"
-        assert view.locator(".wbd-head-l").inner_text() == left
-        assert view.locator(".wbd-head-r").inner_text() == right
-        stats = view.locator(".wbd-stats").text_content()
-        assert re.search(r"\d+ rows: .*(deleted|changed)", stats), stats
-        assert stats == live_stats and view.get_attribute("data-diff") == "structural"  # the panel's count
-        view.locator(".wbd-mode").select_option("split")
-        view.locator('.wbd[data-mode="split"]').wait_for()
-        assert view.locator(".wbd-l .wbd-row .wbd-code").count() > 5
-        assert "stablehlo." in view.locator(".wbd-l .wbd-rows").inner_text()
-        cost = view.locator(".hwb-cost").inner_text()
-        assert ("no cost table in this output" in cost) if "cost" not in bundles[0] else (right in cost)
+        # the view model the output holds, drawn: its stages, its pair and the diff Python made of it
+        bundle = bundles[-1]
+        facts = view_facts(view)
+        assert facts["source"] == bundle["source"]
+        assert facts["stages"] == [[r["stage"], r["edit"]] for r in bundle["stages"]]
+        assert facts["stages"][:2] == [["jaxpr", ""], ["stablehlo", ""]]
+        assert facts["pair"] == [left, right] and facts["diff_state"] == "ok"
+        from workbench.analysis.diff.result import rows_of_runs
+
+        kinds = [kind for _, _, kind in rows_of_runs(bundle["diff"]["runs"])]
+        assert facts["counts"] == {k: kinds.count(k) for k in ("changed", "deleted", "inserted", "moved")}
+        assert facts["counts"]["changed"] + facts["counts"]["deleted"] > 0, facts
+        assert "stablehlo." in view.locator('[data-hwb="diff"]').inner_text()
         view.scroll_into_view_if_needed()
         page.screenshot(path=str(OUTPUT / "extension_saved_output.png"))
-        print(f"\nscreenshot: {OUTPUT / 'extension_saved_output.png'}; stats: {stats}")
+        print(f"\nscreenshot: {OUTPUT / 'extension_saved_output.png'}; counts: {facts['counts']}")
     finally:
         page.close()
     assert all(u.startswith(lab["base"]) or u.startswith(("data:", "blob:")) for u in requests)

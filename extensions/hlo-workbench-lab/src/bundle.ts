@@ -9,8 +9,8 @@
 //  - the output is trusted and the notebook's widget manager has the model (a live kernel made it, or
 //    it was restored): it renders the notebook's own WidgetRenderer, i.e. the live panel;
 //  - otherwise (no kernel, a kernel that does not know the panel, no widget state saved): the saved view
-//    (view.ts) of the bundle, and if the manager restores the model later (a reconnected kernel), the
-//    live panel replaces it.
+//    (the view model the bundle is, drawn by the view components' `mount`), and if the manager restores
+//    the model later (a reconnected kernel), the live panel replaces it.
 // The manager is read from the notebook's WidgetRenderer (its manager promise) and asked has_model(id),
 // the public API of @jupyter-widgets/base-manager. Without that promise (another widgets version) the
 // WidgetRenderer is rendered off the page and its outcome read: anything but "model not found" shows.
@@ -27,8 +27,9 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { BUNDLE_MIME, WIDGET_MIME, bundleView } from './exploration';
-import { ExplorationWidget, errorNode } from './view';
+import { IMounted, IViewModel, mount } from './components';
+import { BUNDLE_MIME, WIDGET_MIME } from './mime';
+import { errorNode } from './server';
 
 export const RANK = -20; // below the widget renderer's -10
 /** What the renderer tells the panel's widget once it shows it live (savedview.py's HOST_MESSAGE). */
@@ -254,13 +255,35 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
   private showSaved(model: IRenderMime.IMimeModel): void {
     if (this.shown === 'saved') return;
     this.clear();
-    try {
-      this.addWidget(new ExplorationWidget(bundleView(model.data[BUNDLE_MIME]), { height: 420 }));
-    } catch (err) {
-      this.node.append(errorNode(`hlo-workbench: this output cannot be shown: ${(err as Error).message}`));
+    const data = model.data[BUNDLE_MIME] as any;
+    if (data?.schema !== 'hlo-workbench/view' || data?.format !== 2) {
+      this.node.append(errorNode('hlo-workbench: this output was saved by another version of hlo-workbench ' +
+        `(view model format ${JSON.stringify(data?.format ?? null)}, this one reads 2): run the cell for the live panel`));
+    } else {
+      try {
+        this.addWidget(new SavedView(data as IViewModel));
+      } catch (err) {
+        this.node.append(errorNode(`hlo-workbench: this output cannot be shown: ${(err as Error).message}`));
+      }
     }
     this.shown = 'saved';
     this.node.dataset.shown = 'saved';
+  }
+}
+
+/** The saved view: the view model the output carries, drawn by the view components (read-only: no kernel). */
+class SavedView extends Widget {
+  private mounted: IMounted;
+
+  constructor(data: IViewModel) {
+    super();
+    this.addClass('hwb-saved');
+    this.mounted = mount(this.node, data);
+  }
+
+  dispose(): void {
+    this.mounted.dispose();
+    super.dispose();
   }
 }
 

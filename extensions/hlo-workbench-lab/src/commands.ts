@@ -12,9 +12,11 @@ import { EditorView, lineNumbers } from '@codemirror/view';
 import { Widget } from '@lumino/widgets';
 
 import { exploreCode, hloxName, saveCode } from './cellcode';
-import { BUNDLE_MIME, IExplorationView, bundleView } from './exploration';
+import { IText, IViewModel } from './components';
 import { HloxContent } from './hlox';
 import { mlir } from './language';
+import { BUNDLE_MIME } from './mime';
+import { viewOf } from './server';
 
 export const COMMANDS = {
   explore: 'hlo-workbench:explore-cell',
@@ -25,11 +27,13 @@ const CATEGORY = 'hlo-workbench';
 
 /** The exploration the user looks at: a .hlox tab's, or the active cell's %%hlo output's. */
 interface IShown {
-  view: IExplorationView;
+  model: IViewModel;
   /** the stage on the right of its diff */
   right: string;
-  /** the bundle's JSON, for an output */
-  bundle?: any;
+  /** the stages whose text can be opened: a .hlox's every stage, an output's the texts it carries */
+  names: string[];
+  /** a stage's text: the model's, or asked of the server (a .hlox: Python reads the file) */
+  text(name: string): Promise<IText | undefined>;
 }
 
 function activeCell(tracker: INotebookTracker): { panel: NotebookPanel; cell: CodeCell } | null {
@@ -49,14 +53,26 @@ function outputBundle(cell: CodeCell): any | null {
 
 function shown(app: JupyterFrontEnd, tracker: INotebookTracker): IShown | null {
   const current = app.shell.currentWidget;
-  const hlox = current instanceof DocumentWidget && current.content instanceof HloxContent
-    ? current.content.exploration : null;
-  if (hlox) return { view: hlox.view, right: hlox.pair[1] };
+  const hlox = current instanceof DocumentWidget && current.content instanceof HloxContent ? current.content : null;
+  if (hlox?.model) {
+    const path = hlox.path;
+    return {
+      model: hlox.model,
+      right: hlox.pair[1],
+      names: hlox.model.stages.filter(s => !s.error).map(s => s.stage),
+      text: async name => (await viewOf(path, name, name)).texts[name]
+    };
+  }
   const at = activeCell(tracker);
   const bundle = at && outputBundle(at.cell);
-  if (!bundle) return null;
-  const view = bundleView(bundle);
-  return { view, right: bundle.shown?.right ?? view.first[1], bundle };
+  if (!bundle || typeof bundle.texts !== 'object' || !bundle.shown) return null;
+  const model = bundle as IViewModel;
+  return {
+    model,
+    right: model.shown.right,
+    names: Object.values(model.texts).filter(t => t.state === 'ok').map(t => t.stage),
+    text: async name => model.texts[name]
+  };
 }
 
 /** A read-only editor tab holding one stage's text, highlighted by the extension's language. */
@@ -86,33 +102,39 @@ async function openStage(app: JupyterFrontEnd, tracker: INotebookTracker, stage?
       'Select a cell with a %%hlo output, or a saved exploration (.hlox) tab, first.');
     return;
   }
-  const { view } = at;
-  const withText = view.pickable.filter(n => view.text(n).state === 'ok');
+  const { model, names } = at;
   let name = stage;
   if (!name) {
-    if (!withText.length) {
+    if (!names.length) {
       await showErrorMessage('Open stage as document', 'No stage of this exploration has its text saved.');
       return;
     }
     const picked = await InputDialog.getItem({
       title: 'Open stage as document',
-      label: `Stage of ${view.title}`,
-      items: withText,
-      current: Math.max(0, withText.indexOf(at.right))
+      label: `Stage of ${model.title}`,
+      items: names,
+      current: Math.max(0, names.indexOf(at.right))
     });
     if (!picked.button.accept || !picked.value) return;
     name = picked.value;
   }
-  const text = view.text(name);
-  if (text.state !== 'ok') {
-    await showErrorMessage('Open stage as document', `Stage ${name} has no text here: ${text.note}`);
+  let text: IText | undefined;
+  try {
+    text = await at.text(name);
+  } catch (err) {
+    await showErrorMessage('Open stage as document', (err as Error).message);
+    return;
+  }
+  if (!text || text.state !== 'ok') {
+    await showErrorMessage('Open stage as document',
+      `Stage ${name} has no text here${text?.note ? ': ' + text.note : ' (this output carries the pair it shows)'}`);
     return;
   }
   const content = new StageDocument(text.text);
   const widget = new MainAreaWidget({ content });
   widget.id = `hwb-stage-${Date.now()}`;
-  widget.title.label = `${name} \u2014 ${view.title}`;
-  widget.title.caption = `${name} of ${view.title} (read-only)${text.note ? ': ' + text.note : ''}`;
+  widget.title.label = `${name} \u2014 ${model.title}`;
+  widget.title.caption = `${name} of ${model.title} (read-only)${text.note ? ': ' + text.note : ''}`;
   widget.title.closable = true;
   widget.addClass('hwb-stage-document');
   widget.node.dataset.stage = name;

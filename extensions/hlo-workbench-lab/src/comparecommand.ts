@@ -1,7 +1,8 @@
 // "Compare with…": on a .hlox tab (its toolbar, its tab's and its page's context menus, the command
-// palette), asks for another .hlox file in JupyterLab's file dialog, reads it through the contents API
-// as the viewer reads its own file, and opens the comparison (compareview.ts) in a tab beside it.
-// A file that cannot be read is refused in words; the tab compared from is left as it is.
+// palette), asks for another .hlox file in JupyterLab's file dialog, asks the workbench's Jupyter server
+// extension to compare the two in Python (server.ts), and opens the comparison it answers, drawn by
+// components/compare.ts, in a tab beside it. A file that cannot be read is refused in the server's words;
+// the tab compared from is left as it is.
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { Dialog, ICommandPalette, MainAreaWidget, showDialog } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
@@ -9,11 +10,9 @@ import { DocumentWidget } from '@jupyterlab/docregistry';
 import { FileDialog } from '@jupyterlab/filebrowser';
 import { Widget } from '@lumino/widgets';
 
-import { IHloxSide, compareHlox } from './compare';
-import { ComparisonWidget } from './compareview';
-import { fromBase64, hloxView, readHlox } from './exploration';
+import { IComparisonModel, mountComparison } from './components/compare';
 import { COMPARE_COMMAND, HloxContent } from './hlox';
-import { errorNode } from './view';
+import { compareOf, diffAcross, diffOf, errorNode } from './server';
 
 const TITLE = 'Compare with\u2026';
 let opened = 0;
@@ -48,12 +47,24 @@ async function refuse(message: string): Promise<void> {
   await showDialog({ title: TITLE, body, buttons: [Dialog.okButton()] });
 }
 
-/** A .hlox file, read through the contents API as the document's context reads the viewer's own. */
-async function readSide(app: JupyterFrontEnd, path: string): Promise<IHloxSide> {
-  const model = await app.serviceManager.contents.get(path, { type: 'file', format: 'base64', content: true });
-  if (typeof model.content !== 'string') throw new Error('the server sent no content for it');
-  const file = readHlox(fromBase64(model.content));
-  return { path, file, view: hloxView(file) };
+/** The comparison drawn in a tab's content; its views ask the server for the diffs they do not carry. */
+class ComparisonContent extends Widget {
+  private mounted: { dispose(): void };
+
+  constructor(readonly model: IComparisonModel) {
+    super();
+    this.addClass('hwb-compare');
+    const [a, b] = model.paths;
+    this.mounted = mountComparison(this.node, model, {
+      across: (left, right) => diffAcross(a, left, b, right),
+      side: k => ({ diff: (left, right) => diffOf(model.paths[k], left, right) })
+    });
+  }
+
+  dispose(): void {
+    this.mounted.dispose();
+    super.dispose();
+  }
 }
 
 function basename(path: string): string {
@@ -61,7 +72,7 @@ function basename(path: string): string {
 }
 
 async function compareWith(app: JupyterFrontEnd, docs: IDocumentManager, tab: HloxDocument | null): Promise<void> {
-  const a = tab?.content.side;
+  const a = tab?.content.model ? tab.content.path : null;
   if (!tab || !a) {
     await refuse(tab ? 'This tab\'s file is not shown (it could not be read): there is nothing to compare.'
       : 'Open a saved exploration (.hlox) first: "Compare with\u2026" compares its tab with another file.');
@@ -70,8 +81,8 @@ async function compareWith(app: JupyterFrontEnd, docs: IDocumentManager, tab: Hl
   const picked = await FileDialog.getOpenFiles({
     manager: docs,
     title: TITLE,
-    label: `Compare ${basename(a.path)} (A) with the saved exploration (B):`,
-    defaultPath: a.path.includes('/') ? a.path.slice(0, a.path.lastIndexOf('/')) : '',
+    label: `Compare ${basename(a)} (A) with the saved exploration (B):`,
+    defaultPath: a.includes('/') ? a.slice(0, a.lastIndexOf('/')) : '',
     filter: m => (m.type === 'directory' || m.name.endsWith('.hlox') ? {} : null)
   });
   if (!picked.button.accept) return;
@@ -80,19 +91,20 @@ async function compareWith(app: JupyterFrontEnd, docs: IDocumentManager, tab: Hl
     await refuse('No file was picked: select a .hlox file in the dialog, then Select.');
     return;
   }
-  let b: IHloxSide;
+  const b = file.path;
+  let model: IComparisonModel;
   try {
-    b = await readSide(app, file.path);
+    model = await compareOf(a, b);
   } catch (err) {
-    await refuse(`${file.path} cannot be compared: ${(err as Error).message}`);
+    await refuse(`Cannot compare them: ${(err as Error).message}`);
     return;
   }
-  const content = new ComparisonWidget(compareHlox(a, b));
+  const content = new ComparisonContent(model);
   const widget = new MainAreaWidget({ content });
   widget.id = `hwb-compare-${++opened}`;
   widget.addClass('hwb-compare-document');
-  widget.title.label = `${basename(a.path)} \u21c4 ${basename(b.path)}`;
-  widget.title.caption = `A: ${a.path}\nB: ${b.path}`;
+  widget.title.label = `${basename(a)} \u21c4 ${basename(b)}`;
+  widget.title.caption = `A: ${a}\nB: ${b}`;
   widget.title.closable = true;
   app.shell.add(widget, 'main', { mode: 'tab-after', ref: tab.id });
   app.shell.activateById(widget.id);
@@ -109,7 +121,7 @@ export const hloxCompare: JupyterFrontEndPlugin<void> = {
       label: TITLE,
       caption: 'Compare this saved exploration (.hlox) with another: stages aligned by name, the first that ' +
         'differs, costs, versions, settings and the final modules\' diff',
-      isEnabled: args => target(app, args)?.content.side != null,
+      isEnabled: args => target(app, args)?.content.model != null,
       execute: args => compareWith(app, docs, target(app, args))
     });
     palette?.addItem({ command: COMPARE_COMMAND, category: 'hlo-workbench' });

@@ -1,66 +1,113 @@
-// The .hlox viewer: a document widget factory, the default for double-clicking a .hlox file, that reads
-// the file in the page (base64 through the contents API, unzipped and zstd-decoded by exploration.ts)
-// and shows its stage list, any two stages' diff and the cost table. It starts no kernel. Its toolbar's
-// "Compare with…" (comparecommand.ts) sets it beside another .hlox file.
+// The .hlox viewer: a document widget factory, the default for double-clicking a .hlox file, that asks the
+// workbench's Jupyter server extension for the file's view model (Python reads the file: server.ts) and
+// draws it with the view components' `mount`; a pair the model does not carry is Python's diff, asked the
+// same way. The page never fetches the file itself (its model factory asks the contents API for no content),
+// and it starts no kernel. Its toolbar's "Compare with…" (comparecommand.ts) sets it beside another
+// .hlox file.
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ToolbarButton } from '@jupyterlab/apputils';
-import { ABCWidgetFactory, DocumentRegistry, DocumentWidget, IDocumentWidget } from '@jupyterlab/docregistry';
+import {
+  ABCWidgetFactory, Base64ModelFactory, DocumentRegistry, DocumentWidget, IDocumentWidget
+} from '@jupyterlab/docregistry';
 import { Widget } from '@lumino/widgets';
 
-import { IHloxSide } from './compare';
-import { fromBase64, hloxView, IHloxFile, readHlox } from './exploration';
-import { ExplorationWidget, errorNode } from './view';
+import { IMounted, IViewModel, mount } from './components';
+import { diffOf, errorNode, viewOf } from './server';
 
 export const HLOX_FILE_TYPE = 'hlox';
 export const HLOX_FACTORY = 'HLO Workbench exploration';
 /** "Compare with…": registered by comparecommand.ts, on each .hlox tab's toolbar from here. */
 export const COMPARE_COMMAND = 'hlo-workbench:compare-hlox';
+/** The document model of a .hlox tab: the file's metadata only, its content left on the server. */
+export const HLOX_MODEL = 'hlo-workbench-path';
 
-/** The document's content: waits for the file, then shows it (or why it cannot). */
+class PathModelFactory extends Base64ModelFactory {
+  get name(): string {
+    return HLOX_MODEL;
+  }
+  get fileFormat(): null {
+    return null;
+  }
+}
+
+/** The document's content: asks for the file's view model once the file is there, then draws it (or says
+ * why it cannot). */
 export class HloxContent extends Widget {
   constructor(private readonly context: DocumentRegistry.Context) {
     super();
     this.addClass('hwb-hlox');
     this.node.textContent = 'reading the saved exploration\u2026';
+    let modified = '';
     void context.ready.then(() => {
-      this.load(context.model.toString());
-      context.model.contentChanged.connect(() => this.load(context.model.toString()));
+      modified = context.contentsModel?.last_modified ?? '';
+      void this.load();
+      // File > Reload from Disk, or the file saved anew: the server's model of the new file
+      context.fileChanged.connect((_, file) => {
+        if (file.last_modified && file.last_modified !== modified) {
+          modified = file.last_modified;
+          void this.load();
+        }
+      });
     });
   }
 
-  private view: ExplorationWidget | null = null;
-  private file: IHloxFile | null = null;
+  private mounted: IMounted | null = null;
+  private shown: IViewModel | null = null;
+  private current: [string, string] = ['', ''];
+  private asked = 0;
 
-  /** The exploration shown (null until the file is read, or when it cannot be shown). */
-  get exploration(): ExplorationWidget | null {
-    return this.view;
+  /** The file's path, as the contents API names it. */
+  get path(): string {
+    return this.context.path;
   }
 
-  /** The file shown, as one side of a comparison (null until it is read, or when it cannot be shown). */
-  get side(): IHloxSide | null {
-    return this.view && this.file ? { path: this.context.path, file: this.file, view: this.view.view } : null;
+  /** The view model shown (null until it came, or when the file cannot be shown). */
+  get model(): IViewModel | null {
+    return this.shown;
   }
 
-  private load(base64: string): void {
-    this.view?.dispose();
-    this.view = null;
-    this.file = null;
-    this.node.textContent = '';
+  /** The pair shown now: the model's, or the one the user picked since. */
+  get pair(): [string, string] {
+    return this.current;
+  }
+
+  private async load(): Promise<void> {
+    const ticket = ++this.asked;
+    let model: IViewModel;
     try {
-      const file = readHlox(fromBase64(base64));
-      const view = new ExplorationWidget(hloxView(file), { height: 560 });
-      this.view = view;
-      this.file = file;
-      Widget.attach(view, this.node);
-      this.node.dataset.ready = '1';
+      model = await viewOf(this.path);
     } catch (err) {
+      if (ticket !== this.asked) return;
+      this.clear();
       this.node.append(errorNode(`This .hlox file cannot be shown: ${(err as Error).message}`));
       this.node.dataset.ready = 'error';
+      return;
     }
+    if (ticket !== this.asked || this.isDisposed) return;
+    this.clear();
+    this.shown = model;
+    this.current = [model.shown.left, model.shown.right];
+    const path = this.path;
+    this.mounted = mount(this.node, model, {
+      diff: (left, right) => diffOf(path, left, right),
+      act: (action, payload) => {
+        if (action === 'pair') this.current = [String(payload.left), String(payload.right)];
+      }
+    });
+    this.node.dataset.ready = '1';
+  }
+
+  private clear(): void {
+    this.mounted?.dispose();
+    this.mounted = null;
+    this.shown = null;
+    this.node.textContent = '';
+    delete this.node.dataset.ready;
   }
 
   dispose(): void {
-    this.view?.dispose();
+    this.mounted?.dispose();
+    this.mounted = null;
     super.dispose();
   }
 }
@@ -89,7 +136,7 @@ class HloxFactory extends ABCWidgetFactory<IDocumentWidget<HloxContent>> {
 
 export const hloxViewer: JupyterFrontEndPlugin<void> = {
   id: 'hlo-workbench-lab:hlox-viewer',
-  description: 'Opens saved explorations (.hlox) in a tab of their own: stage list, diff and cost, no kernel.',
+  description: 'Opens saved explorations (.hlox) in a tab of their own, as the workbench reads them, no kernel.',
   autoStart: true,
   activate: (app: JupyterFrontEnd) => {
     app.docRegistry.addFileType({
@@ -100,10 +147,11 @@ export const hloxViewer: JupyterFrontEndPlugin<void> = {
       fileFormat: 'base64',
       contentType: 'file'
     });
+    app.docRegistry.addModelFactory(new PathModelFactory());
     app.docRegistry.addWidgetFactory(new HloxFactory({
       name: HLOX_FACTORY,
       label: 'HLO Workbench exploration',
-      modelName: 'base64',
+      modelName: HLOX_MODEL,
       fileTypes: [HLOX_FILE_TYPE],
       defaultFor: [HLOX_FILE_TYPE],
       readOnly: true,

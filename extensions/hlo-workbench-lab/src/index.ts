@@ -18,8 +18,6 @@ import { mlirCells } from './mlircells';
 import { panelEditors } from './paneleditor';
 
 export { FILE_TYPES } from './filetypes';
-export { bundleView, hloxView, readHlox, diffPair } from './exploration';
-export { alignStages, compareHlox, firstDifference, firstDifferenceText } from './compare';
 export { mlir, mlirLanguage, TOKEN_TAGS, cssClass } from './language';
 export { exploreCode, saveCode, hloxName, isMlirCell, cellMagic } from './cellcode';
 export { diagnosticLine, enhanceAll } from './paneleditor';
