@@ -176,7 +176,7 @@ LIMITS = ReportLimits(text_chars=40_000, total_chars=150_000, diff_lines=500, di
 
 
 def _packed(page: str) -> dict:
-    m = re.search(r'id="wb-data" data-encoding="gzip\+base64">([A-Za-z0-9+/=]*)</script>', page)
+    m = re.search(r'id="wb-diffs" data-encoding="gzip\+base64">([A-Za-z0-9+/=]*)</script>', page)
     return json.loads(gzip.decompress(base64.b64decode(m.group(1))))
 
 
@@ -220,7 +220,7 @@ def test_a_report_reads_diffs_and_embeds_no_more_than_its_limits(small_ex, big_e
     # the caps, stated in the report itself, and what they left out of the big one
     note = html.unescape(re.search(r'<span id="wb-limits">(.*?)</span>', big["page"]).group(1))
     assert "at most 40,000 characters of one stage's text and 150,000 of all" in note
-    assert "not embedded: " in note and "left to the page's line diff" in note
+    assert "not embedded: " in note and "not precomputed (ex.diff has them)" in note
     data = _packed(big["page"])
     runs = data["texts"][data["stage_text"][big_ex.names.index("xla:optimized")]]
     last = data["pool"][runs[-2] + runs[-1] - 1]

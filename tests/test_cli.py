@@ -454,7 +454,7 @@ def test_save_open_write_a_stage_diff_and_html_as_a_user_chains_them(run, tmp_pa
     r = run("diff", str(a), str(b), "--html", str(page))
     assert r.returncode == 1 and "summary:" in r.stdout and f"to {page}" in r.stdout, r.stderr
     text = page.read_text()
-    assert 'id="wb-diff"' in text and "stablehlo.transpose" in text and "https://" not in text
+    assert 'id="wb-model"' in text and "stablehlo.transpose" in text and "https://" not in text
     import workbench as wb
 
     ex = wb.load(saved)

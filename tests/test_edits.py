@@ -122,7 +122,7 @@ def test_an_edit_of_the_lowered_module_is_the_start_of_every_stage(upstream):
 def test_the_report_and_the_reproducer_say_what_was_edited(upstream, tmp_path):
     e = upstream.with_pass(after="canonicalize#1", pass_="cse")
     page = e.report(tmp_path / "r.html").read_text()
-    assert "edited by hand" in page and "&#9998; inserted" in page
+    assert "edited by hand" in page and 'data-hwb="edit" data-kind="insert">cse inserted after canonicalize#1<' in page
     folder = e.reproducer(tmp_path / "repro", stage="cse#1")
     assert (folder / "pipeline.txt").read_text().strip() == "cse,cse,symbol-dce"
 

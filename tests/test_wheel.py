@@ -135,7 +135,7 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_a_builtin_example_from_an
     # every data file of the package (front-end code, report templates, the manifest's schema, the course's texts)
     assets = [p.relative_to(ROOT).as_posix() for p in (ROOT / "workbench").rglob("*")
               if p.is_file() and p.suffix in (".js", ".css", ".j2", ".json", ".toml")]
-    assert "workbench/course/exercises.toml" in assets and "workbench/assets/report.html.j2" in assets
+    assert "workbench/course/exercises.toml" in assets and "workbench/assets/reporthost.js" in assets
     examples = [p.relative_to(ROOT).as_posix() for p in (ROOT / "workbench/examples").glob("*.py")]
     assert any(a.endswith(".js") for a in assets) and any(a.endswith(".css") for a in assets)
     missing = {"workbench/examples/attention.py", *examples, *assets} - names

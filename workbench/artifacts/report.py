@@ -1,52 +1,42 @@
-"""The offline HTML report of an Exploration: ``write_report(ex, path)`` (``ex.report(path)``).
+"""The offline HTML report of an Exploration: ``write_report(ex, path)`` (``ex.report(path)``), and the page of
+two module texts' diff (``write_diff_page``: ``hlo-workbench diff A B --html``, a comparison's page).
 
-One file that needs no network and names no URL: its CSS and JavaScript are inlined, and a
-Content-Security-Policy lets nothing load from anywhere (scripts only from the report's own inline
-module, by its hash, and the blob it imports). Static HTML, readable with JavaScript off: the
-header (title, pipeline, device, versions), the stage table (a failed stage with its error), the
-cost table and chart (inline SVG), the graph of one stage (inline SVG from graphviz's ``dot``) and
-the session's runs (``ex.history``) with their settings and checks, each marked stale where the
-exploration reported no longer has the program it ran. With JavaScript on, the panel's own diff viewer
-(``assets/diffview.js``, the one copy the DiffView widget loads too) shows any two stages
-picked in two menus.
+One file that needs no network and names no URL. It holds the view model (``viewmodel.view_model``,
+``source="report"``) as JSON, drawn by the one set of components (``assets/views.js`` and ``views.css``,
+inlined) through the report's host (``assets/reporthost.js``), whose ``diff(left, right)`` answers from
+the structural diffs the report carries precomputed (``report_texts``); a pair not precomputed says so.
+A Content-Security-Policy lets nothing load from anywhere: scripts only from the host's inline module,
+by its hash, and the blob it imports the components from.
 
-The page is written by Jinja2 templates with autoescape on (``assets/report.html.j2``, the diff
-page ``assets/report_diff.html.j2``, both around ``report_page.html.j2`` with the pieces of
-``report_macros.html.j2``): every piece of text from the program or the tools (names, pass strings,
-errors, paths) is escaped by the template, never by hand here. Stage texts are never written as
-markup: they travel as gzip + base64 inside a non-executed ``<script type="text/plain">`` (the
-browser unpacks them with ``DecompressionStream``); the settings go through Jinja's ``tojson``
-(``<``, ``>``, ``&``, ``'`` as ``\\u0027`` and the like); only the workbench's own markup is passed as
-``Markup``: its inlined script and style, and the SVGs, re-serialized here from their parsed trees
-keeping only drawing elements and attributes (no scripts, handlers or links out), text escaped.
-The texts and the precomputed diffs are packed by ``report_texts``: each distinct text once,
-normalized as the diff shows it.
+Without JavaScript the page still reads: the model's static summary (``viewmodel.summary_html``) with its
+edits and runs, each run's check leaf by leaf, where the components are drawn; and, always, the report's
+limits, the cost table and chart, the user's lines, the graph of one stage and the profiles taken. Every
+piece of text from the program or the tools (names, pass strings, errors, paths) goes through markupsafe's
+``Markup.format``, which escapes it; the JSON in ``<script>`` elements has ``<``, ``>`` and ``&`` as
+``\\u003c`` and the like; the SVGs (graphviz's, matplotlib's) are re-serialized here keeping only drawing
+elements and attributes (no scripts, handlers or links out), text escaped.
 
 What a report lists, reads, embeds and computes is bounded by its ``ReportLimits`` (``report_texts``),
-stated in the report's header with what they left out: past ``stages`` stages the first and last are
-listed (and the pair the diff and the graph open on), the runs between them each one row of the stage
-table naming its first and last stage and how many it holds, and only the stages listed are read,
-costed, diffed and offered to the diff viewer; a stage text over ``text_chars`` is embedded
-cut and is neither diffed, costed nor drawn; past ``total_chars`` of distinct texts in all, the same;
-structural diffs are precomputed up to ``diff_lines`` and ``diff_budget``; the graph's layout gets
-``graph_seconds``. So the report's work grows with the program up to those caps and no further.
+stated in its header with what they left out: past ``stages`` stages the first and last are listed (and the
+pair the diff and the graph open on), the runs between them named in the header, and only the stages
+listed are read, costed, diffed and put in the model; a stage text over ``text_chars`` is embedded cut and
+is neither diffed, costed nor drawn; past ``total_chars`` of distinct texts in all, the same; structural
+diffs are precomputed up to ``diff_lines`` and ``diff_budget``; the graph's layout gets ``graph_seconds``.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime
-import functools
 import hashlib
 import io
 import json
 import numbers
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, replace
 from pathlib import Path
+from types import SimpleNamespace
 
-import jinja2
 from markupsafe import Markup, escape
 
 from ..analysis.cost import cost_table, plot_cost
@@ -54,18 +44,16 @@ from ..analysis.cost.table import summary_columns
 from ..analysis.graph import stage_graph
 from ..analysis.numbers import num
 from ..analysis.profile import COMPILE_SUMMARY, RUN_SUMMARY
-from .assets import ASSETS, inlined  # the templates, the page script and style, and diffview.js/.css
-from .jsonout import WriteFailed, target_of, write_replacing
-from .report_texts import (LIMITS, REFERENCE, Gap, PackedTexts, ReportLimits, limits_note, pack_texts, pairs_note,
-                           shown_stages)
-from .versions import versions_line
+from .assets import ASSETS, inlined
+from .jsonout import WriteFailed, json_text, target_of, write_replacing
+from .report_texts import LIMITS, REFERENCE, PackedTexts, ReportLimits, limits_note, pack_texts, shown_stages
+from .viewmodel import MIME, view_bundle
 from ..errors import ReportFileError
 from ..stages import Stage
 
 __all__ = ["ReportLimits", "render_report", "write_report", "render_diff_page", "write_diff_page"]
 
 _GRAPH_MAX_OPS = 300
-_DIFF_HEIGHT = 600
 
 
 def write_report(ex, path, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportLimits = LIMITS) -> Path:
@@ -82,7 +70,7 @@ def write_report(ex, path, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: Re
 
 def write_diff_page(before: str, after: str, before_name: str, after_name: str, path, **page) -> Path:
     """Write the structural diff of two module texts (both MLIR or both XLA HLO) as one self-contained
-    HTML page with the report's diff viewer (``hlo-workbench diff A B --html OUT``); returns the path.
+    HTML page drawn as the report is (``hlo-workbench diff A B --html OUT``); returns the path.
     ``page``: ``render_diff_page``'s header, title and made_by."""
     path = Path(path)
     _check_target(path)
@@ -114,194 +102,91 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
     stages = [s for _, s in listed]
     packed = pack_texts(stages, first, limits)
     packed.usage.stages_left = sum(g.count for g in gaps)
-    whole = packed.whole
-    read = [s for s in stages if not s.error and s.text in whole]
-    left_out = [s.name for s in stages if not s.error and s.text not in whole]
-    page = _page(f"{ex.spec.title} \u2014 hlo-workbench report", "ex.report(path)", packed, stages, first)
-    return _templates().get_template("report.html.j2").render(
-        page=page, title=ex.spec.title, facts=_facts(ex, every, limits_note(limits, packed.usage)),
-        error=ex.error, warnings=list(getattr(ex, "warnings", ())), stages=every,
-        rows=_stage_rows(listed, gaps), most=limits.stages,
-        diff=_diff(stages, first, packed), cost=_cost(ex, read, left_out),
-        graph=_graph(drawn, max_ops, whole, limits), runs=_runs(ex), time=_time(ex), lines=_your_lines(ex))
-
-
-@dataclass(frozen=True)
-class _Row:
-    """One row of the stage table: stage ``stage`` at ``index`` in ``ex.stages``, or (``gap``) a run of
-    stages the report does not list."""
-
-    index: int
-    stage: object = None
-    gap: Gap | None = None
-
-
-def _stage_rows(listed, gaps) -> list[_Row]:
-    rows = [_Row(k, s) for k, s in listed] + [_Row(g.start, gap=g) for g in gaps]
-    return sorted(rows, key=lambda r: r.index)
+    profiles = getattr(ex, "profiles", {}) or {}
+    bundle = view_bundle(ex, *first, stages=stages, source="report", runs=ex.history,
+                         compile_profile=profiles.get("compile"))
+    model = bundle[MIME]
+    read = [s for s in stages if not s.error and s.text in packed.whole]
+    left_out = [s.name for s in stages if not s.error and s.text not in packed.whole]
+    gap_lines = [Markup("{:,} stage{} not listed, #{} <code>{}</code> to #{} <code>{}</code>").format(
+        g.count, "s" if g.count > 1 else "", g.start, g.first, g.end, g.last) for g in gaps]
+    if gaps:
+        gap_lines.append(Markup("<code>ex.stages</code> has every one, <code>ex.diff(a, b)</code> compares any two, "
+                                "and <code>ex.report(path, limits=ReportLimits(stages={}))</code> lists them all")
+                         .format(len(every)))
+    facts = [*(("not listed", g) for g in gap_lines), *(("warning", w) for w in getattr(ex, "warnings", ()))]
+    static = Markup("").join([Markup(bundle["text/html"]), _edits(model["edits"]), _runs(model["runs"])])
+    sections = [_cost(ex, read, left_out), _your_lines(ex), _graph(drawn, max_ops, packed.whole, limits),
+                _time(profiles)]
+    return _document(f"{ex.spec.title} \u2014 hlo-workbench report", "ex.report(path)", model, packed,
+                     limits_note(limits, packed.usage), facts, static, Markup("").join(sections))
 
 
 def render_diff_page(before: str, after: str, before_name: str, after_name: str,
                      limits: ReportLimits = LIMITS, header: Markup | None = None, title: str | None = None,
                      made_by: str = "hlo-workbench diff --html") -> str:
-    """The structural diff of two module texts as one HTML document: the diff viewer and the ops delta;
-    ``header`` (HTML) above them, under ``title`` (a comparison of two explorations puts its tables there)."""
+    """The structural diff of two module texts as one HTML document, drawn as the report is, the two texts
+    its two stages; ``header`` (HTML) above them, under ``title`` (a comparison of two explorations puts its
+    tables there)."""
     group = "xla" if "HloModule" in before[:4000] else "mlir"
     stages = [Stage(before_name, group, before, "", True, None, None),
-              Stage(after_name, group, after, "", True, None, before_name)]
-    first = (before_name, after_name)
-    packed = pack_texts(stages, first, limits)
-    page = _page(title or f"{before_name} \u2192 {after_name} \u2014 hlo-workbench diff", made_by, packed,
-                 stages, first)
-    return _templates().get_template("report_diff.html.j2").render(
-        page=page, limits=limits_note(limits, packed.usage), diff=_diff(stages, first, packed),
-        header=header or Markup(""), heading=title or "")
+              Stage(after_name, group, after, "", before != after, None, before_name)]
+    title = title or f"{before_name} \u2192 {after_name} \u2014 hlo-workbench diff"
+    packed = pack_texts(stages, (before_name, after_name), limits)
+    # the two texts, as view_model reads an exploration: no pipeline, toggle, device, run or edit
+    spec = SimpleNamespace(title=title, pipeline="", device="", xla_disabled=(),
+                           selection=SimpleNamespace(disabled=(), enabled=()))
+    bundle = view_bundle(SimpleNamespace(spec=spec, error=None, xla_result=None), before_name, after_name,
+                         stages=stages, source="report", runs=())
+    return _document(title, made_by, bundle[MIME], packed, limits_note(limits, packed.usage), [],
+                     Markup(bundle["text/html"]), header or Markup(""))
 
 
-# -- the templates and what they are given -----------------------------------------------------------
-@functools.cache
-def _templates() -> jinja2.Environment:
-    """The report's templates, escaping every value they print unless it is ``Markup``; a name a
-    template reads that its caller did not give is an error (StrictUndefined), not a blank."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(ASSETS), autoescape=True, trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    env.filters.update(cell=_cell, num=num, quoted=json.dumps, grouped="{:,}".format, leaf_cells=_leaf_cells)
-    # tojson: compact, and strict JSON (a browser's JSON.parse reads no NaN)
-    env.policies["json.dumps_kwargs"] = {"separators": (",", ":"), "allow_nan": False, "ensure_ascii": True}
-    return env
+# -- the page --------------------------------------------------------------------------------------------
+_PAGE = Markup("""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+{style}
+</style></head>
+<body>
+<header><h1>{title}</h1><dl class="wb-facts">{facts}</dl></header>
+<div id="wb-view" data-hwb-static="1">{static}</div><p class="wb-note" id="wb-view-note"></p>
+{sections}
+<footer class="wb-note">Written by hlo-workbench's <code>{made_by}</code>. One file: no network access; the stage texts are inside it, normalized as <code>ex.diff</code> prints them.</footer>
+<script type="application/json" id="wb-model">{model}</script>
+<script type="application/json" id="wb-views">{views}</script>
+<script type="text/plain" id="wb-diffs" data-encoding="gzip+base64">{diffs}</script>
+<script type="module">{script}</script>
+</body></html>
+""")
 
 
-@dataclass(frozen=True)
-class _Page:
-    """The document around a report or diff page: ``style`` and ``script`` are the workbench's own
-    files, inlined; ``config`` the settings report.js reads; ``data`` the packed stage texts."""
-
-    title: str
-    made_by: str
-    csp: str
-    style: Markup
-    script: Markup
-    config: dict
-    data: str
-
-
-@dataclass(frozen=True)
-class _Fact:
-    """One line of the header: ``shown`` is "text", "code", "folded" (code, a long one folded) or "limits"."""
-
-    name: str
-    value: str
-    shown: str = "text"
-
-
-@dataclass(frozen=True)
-class _Unavailable:
-    """A part of the report that could not be made, and why."""
-
-    what: str
-    error: str
-
-    @classmethod
-    def of(cls, what: str, err: BaseException) -> _Unavailable:
-        return cls(what, f"{type(err).__name__}: {err}")
-
-
-@dataclass(frozen=True)
-class _Run:
-    """One run of the session: the RunResult, its settings in words, and why it is stale for the
-    exploration reported ("" when that exploration has the program it ran)."""
-
-    run: object
-    settings: str
-    stale: str
-
-
-def _runs(ex) -> list[_Run]:
-    """The session's runs (``ex.history``: those of the explorations ``ex`` was made from, then its own)."""
-    runs = getattr(ex, "history", None)
-    runs = list(getattr(ex, "runs", ()) if runs is None else runs)
-    return [_Run(r, r.program.settings if r.program is not None else "", r.why_stale(ex)) for r in runs]
-
-
-@dataclass(frozen=True)
-class _Time:
-    """The "where the time goes" section: the profiles taken on the exploration (``ex.profiles``), as rows."""
-
-    run: object = None  # the Profile, or None
-    run_columns: tuple = ()
-    run_rows: tuple = ()
-    compile: object = None  # the CompileProfile, or None
-    compile_columns: tuple = ()
-    compile_rows: tuple = ()
-    left_out: int = 0  # XLA pass rows under 0.5 % not listed
-
-
-def _time(ex) -> _Time:
-    """The last run and compile profiles of ``ex`` (none taken: an empty section that says how)."""
-    profiles = getattr(ex, "profiles", {}) or {}
-    run, cp = profiles.get("run"), profiles.get("compile")
-    out = {}
-    if run is not None:
-        t = run.table
-        out.update(run=run, run_columns=RUN_SUMMARY,
-                   run_rows=tuple(t[list(RUN_SUMMARY)].head(40).itertuples(index=False, name=None)))
-    if cp is not None:
-        t = cp.table
-        keep = (t["kind"] != "xla pass") | (t["share"] >= 0.005) | (t["stage"] != "")
-        out.update(compile=cp, compile_columns=COMPILE_SUMMARY, left_out=int((~keep).sum()),
-                   compile_rows=tuple(t[keep][list(COMPILE_SUMMARY)].itertuples(index=False, name=None)))
-    return _Time(**out)
-
-
-@dataclass(frozen=True)
-class _Diff:
-    """The diff section: the stages to pick from, the pair shown first and its ops delta (``ops``, rows
-    with op, before, after, delta; empty: ``why`` says why there is none)."""
-
-    stages: list
-    first: tuple[str, str]
-    ops: list
-    why: str
-
-
-@dataclass(frozen=True)
-class _Cost:
-    columns: list
-    rows: list
-    table_error: _Unavailable | None
-    plot: Markup
-    plot_error: _Unavailable | None
-    left_out: list[str]
-
-
-@dataclass(frozen=True)
-class _Graph:
-    """The graph section: ``stage`` drawn against ``against``; ``svg`` empty and no ``error``: not drawn,
-    the texts being over the report's limits."""
-
-    title: str
-    stage: str = ""
-    against: str = ""
-    max_ops: int = _GRAPH_MAX_OPS
-    svg: Markup = Markup("")
-    error: _Unavailable | None = None
-
-
-def _page(title: str, made_by: str, packed: PackedTexts, stages, first) -> _Page:
-    config = {
-        "diffview": inlined(ASSETS / "diffview.js"),
-        "stages": [{"name": s.name, "parent": s.parent, "failed": bool(s.error), "error": s.error or ""}
-                   for s in stages],
-        "first": list(first),
-        "height": _DIFF_HEIGHT,
-        "pairs_note": pairs_note(packed.precomputed),
-    }
-    script = _asset(ASSETS / "report.js", "script")
-    style = Markup("\n").join([_asset(ASSETS / "diffview.css", "style"), _asset(ASSETS / "report.css", "style")])
+def _document(title: str, made_by: str, model: dict, packed: PackedTexts, limits: str, facts, static: Markup,
+              sections: Markup) -> str:
+    """The page: ``static`` where the components are drawn (what reads without JavaScript), ``sections``
+    below them, the header's ``facts`` (name, text or Markup) and ``limits`` above."""
+    script = _asset(ASSETS / "reporthost.js", "script")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     csp = (f"default-src 'none'; script-src 'sha256-{digest}' blob:; style-src 'unsafe-inline'; "
            "img-src 'none'; font-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'")
-    return _Page(title, made_by, csp, style, script, config, packed.data)
+    views = ASSETS / "views.js"  # built by esbuild from extensions/hlo-workbench-lab/src/components
+    style = Markup("\n").join(_asset(ASSETS / f, "style") for f in ("views.css", "report.css") if (ASSETS / f).is_file())
+    facts = Markup("").join(Markup("<dt>{}</dt><dd>{}</dd>").format(k, v) for k, v in [
+        ("written", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")), *facts,
+        ("limits", Markup('<span id="wb-limits">{}</span>').format(limits))])
+    return str(_PAGE.format(csp=csp, title=title, style=style, facts=facts, static=static, sections=sections,
+                            made_by=made_by, model=_script_json(model),
+                            views=_script_json(inlined(views) if views.is_file() else None),
+                            diffs=packed.data, script=script))
+
+
+def _script_json(value) -> Markup:
+    """``value`` as JSON that cannot end the ``<script>`` element holding it (nor start a comment there)."""
+    text = json_text(value, "the report's JSON", allow_nan=False, separators=(",", ":"), ensure_ascii=True)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 def _asset(path: Path, tag: str) -> Markup:
@@ -313,30 +198,86 @@ def _asset(path: Path, tag: str) -> Markup:
     return Markup(text)
 
 
-def _cell(v) -> tuple[str, bool]:
-    """(text, numeric) of one table cell: numbers through ``num``, missing values blank."""
-    if v is None:
-        return "", False
+def _section(ident: str, title: str, *parts) -> Markup:
+    return Markup('<section id="{}"><h2>{}</h2>{}</section>\n').format(ident, title, Markup("").join(parts))
+
+
+def _note(text, *values) -> Markup:
+    return Markup('<p class="wb-note">{}</p>').format(Markup(text).format(*values) if values else text)
+
+
+def _cell(v) -> Markup:
+    """One table cell: numbers right-aligned through ``num``, missing values blank."""
     try:
         import pandas as pd
 
-        if pd.isna(v):
-            return "", False
+        if v is None or pd.isna(v):
+            return Markup("<td></td>")
     except (TypeError, ValueError):
         pass
     if isinstance(v, numbers.Number) and not isinstance(v, (bool, complex)):
-        return num(v), True
-    return str(v), False
+        return Markup('<td class="wb-numeric">{}</td>').format(num(v))
+    return Markup("<td>{}</td>").format(v)
 
 
-def _leaf_cells(leaf) -> list:
-    """The cells of one output's row of a run's check."""
-    return [leaf.path, str(tuple(leaf.shape)), leaf.dtype, leaf.max_abs, leaf.lowered_abs, leaf.max_rel,
-            leaf.tolerance, "passed" if leaf.passed else "FAILED"]
+def _table(columns, rows, attrs=None) -> Markup:
+    """A table of ``rows`` (each a sequence of cell values) under ``columns``; ``attrs``: each row's attributes."""
+    attrs = attrs or [Markup("")] * len(rows)
+    return Markup('<table class="wb-table"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>').format(
+        Markup("").join(Markup("<th>{}</th>").format(c) for c in columns),
+        Markup("").join(Markup("<tr{}>{}</tr>").format(a, Markup("").join(map(_cell, r))) for a, r in zip(attrs, rows)))
 
 
+def _unavailable(what: str, err: BaseException) -> Markup:
+    return Markup('<p class="wb-error">{}: {}: {}</p>').format(what, type(err).__name__, err)
+
+
+# -- the static view's edits and runs (the model's) ---------------------------------------------------------
+def _edits(edits: list[dict]) -> Markup:
+    if not edits:
+        return Markup("")
+    return Markup("<div><b>edited by hand</b><ul>{}</ul></div>").format(Markup("").join(
+        Markup('<li data-hwb="edit" data-kind="{}">{}</li>').format(e["kind"], e["what"]) for e in edits))
+
+
+_LEAF_COLUMNS = ["output", "shape", "dtype", "max abs err", "max rel err", "tolerance", "rule", "check"]
+
+
+def _runs(runs: list[dict]) -> Markup:
+    """The runs (the model's), each with its check leaf by leaf and what it printed."""
+    if not runs:
+        return _section("runs", "Runs", _note(
+            "No runs: no stage was run in this session before the report was written (<code>ex.run(stage)</code> "
+            "runs a stage and checks its numbers)."))
+    out = []
+    for r in runs:
+        c = r["check"]
+        verdict = Markup("not checked") if c is None else Markup("passed") if c["passed"] else Markup(
+            '<span class="wb-fail">FAILED</span>')
+        against = Markup(" against <code>{}</code> ({} reference)").format(c["reference"], c["kind"]) if c else ""
+        stale = Markup(' <span class="wb-stale">stale</span>: {}').format(r["stale"]) if r["stale"] else ""
+        parts = [Markup("<summary><b>{}</b> on {}: {} ms median, {} ms fastest of {}; {}{}{}</summary>").format(
+            r["stage"], r["device"], num(r["median_ms"] or float("nan")), num(r["min_ms"] or float("nan")),
+            r["repeat"], verdict, against, stale)]
+        if c is not None:
+            parts += [_note(c["note"]) if c["note"] else "", _table(
+                _LEAF_COLUMNS, [(l["path"], str(tuple(l["shape"])), l["dtype"], l["max_abs"], l["max_rel"],
+                                 l["tolerance"], l["rule"], "passed" if l["passed"] else "FAILED") for l in c["leaves"]],
+                [Markup(' data-hwb="leaf" data-path="{}" data-passed="{}"').format(
+                    l["path"], "true" if l["passed"] else "false") for l in c["leaves"]])]
+        if r["printed"]:
+            parts.append(Markup("<div>printed{}:</div><pre>{}</pre>").format(
+                " (cut)" if r["printed_cut"] else "", r["printed"]))
+        out.append(Markup('<details data-hwb="run" open>{}</details>').format(Markup("").join(parts)))
+    return _section("runs", f"Runs ({len(runs)})", _note(
+        "Each <code>ex.run</code> of the session before the report (<code>ex.history</code>): time per call after "
+        "one warm-up call, and the check of its outputs leaf by leaf. A run marked <b>stale</b> ran a program "
+        "this exploration no longer has: its numbers are not this exploration's."), *out)
+
+
+# -- the sections always shown ------------------------------------------------------------------------------
 def _first_pair(ex, stages) -> tuple[str, str]:
-    """The pair the diff viewer opens on: the program as lowered against the last MLIR stage (what the
+    """The pair the view opens on: the program as lowered against the last MLIR stage (what the
     MLIR pipeline did), else the first stage that changed against its parent."""
     ok = [s for s in stages if not s.error]
     ref = next((s for s in ok if s.name == REFERENCE), None) or next((s for s in ok if s.is_module), None)
@@ -352,83 +293,50 @@ def _first_pair(ex, stages) -> tuple[str, str]:
     return stages[0].name, stages[-1].name
 
 
-# -- the sections --------------------------------------------------------------------------------------
-def _facts(ex, stages, limits: str) -> list[_Fact]:
-    """The header's lines: the function, the pipeline, the device, the stages, what is switched, the
-    versions, when, and the report's limits."""
-    spec = ex.spec
-    groups: dict[str, int] = {}
-    for s in stages:
-        groups[s.group] = groups.get(s.group, 0) + 1
-    changed = sum(1 for s in stages if s.changed)
-    counts = ", ".join(f"{n} {g}" for g, n in groups.items())
-    facts = [_Fact("function", spec.title, "code"), _Fact("pipeline", spec.pipeline, "folded"),
-             _Fact("device", spec.device),
-             _Fact("stages", f"{len(stages)} ({counts}); {changed} changed the program")]
-    pipeline = getattr(ex, "pipeline_string", "")
-    if pipeline and pipeline != spec.pipeline:
-        facts.append(_Fact("pass pipeline", pipeline, "folded"))
-    sel = spec.selection
-    if sel.disabled:
-        facts.append(_Fact("patterns off", ", ".join(sorted(sel.disabled))))
-    if sel.enabled:
-        facts.append(_Fact("patterns added", ", ".join(sorted(sel.enabled))))
-    if spec.xla_options:
-        facts.append(_Fact("XLA options", "; ".join(f"{k}={v}" for k, v in spec.xla_options)))
-    if spec.edits:
-        facts.append(_Fact("edited by hand", "; ".join(repr(e)[5:-1] for e in spec.edits)))
-    return facts + [_Fact("versions", versions_line()),
-                    _Fact("written", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")),
-                    _Fact("limits", limits, "limits")]
-
-
-def _diff(stages, first, packed: PackedTexts) -> _Diff:
-    d = packed.first_diff
-    if d is None:
-        return _Diff(stages, first, [], "ops: " + _why_no_diff(stages, first, packed.whole))
+def _cost(ex, read, left_out: list[str]) -> Markup:
+    """The cost chart and table of the stages in ``read`` (those whose text the report read whole)."""
+    parts = [_note("<code>ex.cost()</code>: the analytic model's ops, flops, transcendentals and bytes of each module "
+                   "stage, XLA's HloCostAnalysis (<code>xla_*</code>) of the same module and of each HLO stage, and "
+                   "the compiled module's temporary memory.")]
+    if left_out:
+        parts.append(_note("Not costed here (their texts are over the report's limits, see the header; "
+                           "<code>ex.cost()</code> has them): {}", ", ".join(left_out)))
     try:
-        df = d.ops_delta()
+        import matplotlib
+
+        fig = plot_cost(ex, stages=read)
+        buf = io.StringIO()
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hlo-workbench"}):
+            fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+        parts.append(Markup('<div class="wb-plot">{}</div>').format(_clean_svg(buf.getvalue(), "wb-cost-")))
+    except Exception as e:  # the rest of the report stands without it
+        parts.append(_unavailable("the cost chart could not be drawn", e))
+    try:
+        df = cost_table(ex, stages=read)
+        columns = summary_columns(df)
+        parts.append(Markup('<div class="wb-scroll">{}</div>').format(
+            _table(columns, list(df[columns].itertuples(index=False, name=None)))))
     except Exception as e:
-        return _Diff(stages, first, [], f"ops delta unavailable: {e}")
-    if df.empty:
-        return _Diff(stages, first, [], "ops: the same ops (rewired, or with other attributes)")
-    return _Diff(stages, first, list(df.itertuples()), "")
-
-
-def _why_no_diff(stages, pair, whole) -> str:
-    by_name = {s.name: s for s in stages}
-    failed = [n for n in pair if by_name[n].error]
-    if failed:
-        return f"stage {failed[0]} failed, so it has no text to compare"
-    la, lb = (whole.get(by_name[n].text) for n in pair)
-    if la is None or lb is None:
-        return "not compared: a text is over the report's limits (see the header)"
-    if la == lb:
-        return "no change (up to value names and locations)"
-    return "the structural diff failed, or is over the report's diff limits (see the header)"
+        parts.append(_unavailable("the cost table could not be computed", e))
+    return _section("cost", "Cost", *parts)
 
 
 _LINES_SHOWN = 40  # the report's table of the user's lines: the costliest ones
 
 
-@dataclass(frozen=True)
-class _Lines:
-    columns: list[str]
-    rows: list[tuple]
-    shown: int
-    total: int
-    error: object = None
-
-
-def _your_lines(ex) -> _Lines:
+def _your_lines(ex) -> Markup:
     """The user's own lines (``ex.source_map()``), the costliest first: each with the library line it reached
     beside it, its ops per stage and the flops of the last MLIR stage."""
     from ..analysis.provenance import LIBRARY_ONLY, NO_LOCATION, short_path
 
+    head = ("<code>ex.source_map()</code>: the lines of your own code (the innermost frame outside installed "
+            "packages, the standard library, jax and the workbench) that the costliest ops came from{}, each with "
+            "the library line it reached beside it; <code>*_inferred</code> counts ops with no location of their "
+            "own whose line the dataflow gave.")
     try:
         sm = ex.source_map()
     except Exception as e:  # a module without locations, or a failed stage: the rest of the report stands
-        return _Lines([], [], 0, 0, _Unavailable.of("the source map could not be made", e))
+        return _section("lines", "Your lines", _note(head, ""), _unavailable("the source map could not be made", e))
     flops = "mlir_flops" if "mlir_flops" in sm.columns else "stablehlo_flops"
     ordered = sm.sort_values(flops, ascending=False, kind="stable")
     counts = [c for c in ("stablehlo_ops", "mlir_ops", "xla_ops", "mlir_inferred", "xla_inferred") if c in sm.columns]
@@ -443,55 +351,75 @@ def _your_lines(ex) -> _Lines:
             same = (r["your_file"], r["your_line"]) == (r["file"], r["line"])
             through = "" if same else f"{short_path(r['file'])}:{r['line']}"
         rows.append((yours, code, through, *(int(r[c]) for c in counts), int(r[flops])))
-    return _Lines(["your line", "code", "library line", *counts, flops], rows, len(rows), len(sm))
+    shown = f" ({len(rows)} of {len(sm)})" if len(rows) < len(sm) else ""
+    return _section("lines", "Your lines", _note(head, shown), Markup('<div class="wb-scroll">{}</div>').format(
+        _table(["your line", "code", "library line", *counts, flops], rows)))
 
 
-def _cost(ex, read, left_out: list[str]) -> _Cost:
-    """The cost table and chart of the stages in ``read`` (those whose text the report read whole)."""
-    columns, rows, table_error, plot, plot_error = [], [], None, Markup(""), None
-    try:
-        df = cost_table(ex, stages=read)
-        columns = summary_columns(df)
-        rows = list(df[columns].itertuples(index=False, name=None))
-    except Exception as e:  # the rest of the report stands without it
-        table_error = _Unavailable.of("the cost table could not be computed", e)
-    try:
-        import matplotlib
-
-        fig = plot_cost(ex, stages=read)
-        buf = io.StringIO()
-        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hlo-workbench"}):
-            fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-        plot = _clean_svg(buf.getvalue(), "wb-cost-")
-    except Exception as e:
-        plot_error = _Unavailable.of("the cost chart could not be drawn", e)
-    return _Cost(columns, rows, table_error, plot, plot_error, left_out)
-
-
-def _drawn(ex, stages, graph) -> tuple | _Graph:
-    """The stage the graph draws and the one it is compared with (None: none), or the section saying
+def _drawn(ex, stages, graph):
+    """The stage the graph draws and the one it is compared with (None: none), or the exception saying
     there is no stage to draw."""
     try:
         st = ex.default_run_stage() if graph is None else ex.stage(graph)
     except Exception as e:
-        return _Graph("Graph", error=_Unavailable.of("no stage to draw", e))
+        return e
     ref = next((s for s in stages if s.name == REFERENCE and s.is_module), None)
     return st, ref if ref is not None and ref.name != st.name and st.group == "mlir" else ex.parent_of(st)
 
 
-def _graph(drawn, max_ops: int, whole, limits: ReportLimits) -> _Graph:
-    if isinstance(drawn, _Graph):
-        return drawn
+def _graph(drawn, max_ops: int, whole, limits: ReportLimits) -> Markup:
+    if not isinstance(drawn, tuple):
+        return _section("graph", "Graph", _unavailable("no stage to draw", drawn))
     st, against = drawn
-    shown = _Graph(f"Graph of {st.name}", st.name, against.name if against is not None else "", max_ops)
+    vs = Markup(", ops new or changed since <b>{}</b> filled orange").format(against.name) if against else ""
+    head = _note("<code>ex.graph({}, max_ops={})</code>: the dataflow of <b>{}</b>{}.", json.dumps(st.name), max_ops,
+                 st.name, vs)
     if st.text not in whole or (against is not None and not against.error and against.text not in whole):
-        return shown  # not drawn: over the report's limits
+        return _section("graph", f"Graph of {st.name}", head, _note(
+            "Not drawn: the text of {} or of the stage it is compared with is over the report's limits (see the "
+            "header).", st.name))
     try:
         g = stage_graph(st, against, max_ops=max_ops, layout_seconds=limits.graph_seconds)
-        svg = g.pipe(format="svg").decode("utf-8")
-        return replace(shown, svg=_clean_svg(svg, "wb-graph-"))
+        svg = _clean_svg(g.pipe(format="svg").decode("utf-8"), "wb-graph-")
+        return _section("graph", f"Graph of {st.name}", head, Markup('<div class="wb-graph wb-scroll">{}</div>')
+                        .format(svg))
     except Exception as e:  # no graphviz, dot failing or too slow (GraphTooLargeError), a stage not drawable
-        return replace(shown, error=_Unavailable.of(f"the graph of {st.name} could not be drawn", e))
+        return _section("graph", f"Graph of {st.name}", head,
+                        _unavailable(f"the graph of {st.name} could not be drawn", e))
+
+
+def _time(profiles: dict) -> Markup:
+    """The "where the time goes" section: the last run and compile profiles (``ex.profiles``), or how to take them."""
+    run, cp = profiles.get("run"), profiles.get("compile")
+    parts = []
+    if run is None and cp is None:
+        parts.append(_note(
+            "No profile: none was taken on this Exploration before the report was written. <code>ex.profile()</code> "
+            "measures each HLO instruction's run time and <code>ex.compile_profile()</code> each compile step's, with "
+            "JAX's profiler (<code>hlo-workbench report --profile</code> takes both)."))
+    if run is not None:
+        peak = Markup(" at {}'s peaks").format(run.peak) if run.peak else " (no peak known for this device)"
+        t = run.table
+        parts += [Markup("<h3>Run time per instruction</h3>"), _note(
+            "<code>ex.profile()</code>: <b>{}</b> run {} times on {} untraced, then under JAX's profiler: {}. The "
+            "times and shares below are under the profiler; its instructions' work covers {} % of the traced call. "
+            "Each instruction's self time (median), its share of a call, XLA's flops and bytes, the roofline "
+            "time{}, the user's lines and its ops in the stage; the 40 longest of {}.", run.stage, run.calls,
+            run.device, run.call_said(), num(100 * run.coverage), peak, len(t)),
+            Markup('<div class="wb-scroll">{}</div>').format(
+                _table(RUN_SUMMARY, list(t[list(RUN_SUMMARY)].head(40).itertuples(index=False, name=None))))]
+    if cp is not None:
+        t = cp.table
+        keep = (t["kind"] != "xla pass") | (t["share"] >= 0.005) | (t["stage"] != "")
+        left = int((~keep).sum())
+        parts += [Markup("<h3>Compile time per step</h3>"), _note(
+            "<code>ex.compile_profile()</code>: {} s in all (the exploration's own clocks measured {} s for the same "
+            "work): the trace, the lowering and each MLIR pass by the workbench's clocks, each XLA pass and backend "
+            "step by JAX's profiler over one more compile{}.", num(cp.total_s), num(cp.explore_s),
+            f"; {left} XLA pass runs under 0.5 % that made no stage are not listed" if left else ""),
+            Markup('<div class="wb-scroll">{}</div>').format(
+                _table(COMPILE_SUMMARY, list(t[keep][list(COMPILE_SUMMARY)].itertuples(index=False, name=None))))]
+    return _section("time", "Where the time goes", *parts)
 
 
 # -- SVG -----------------------------------------------------------------------------------------------

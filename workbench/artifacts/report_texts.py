@@ -3,7 +3,9 @@
 The texts are the normalized ones the diff shows (``analysis.diff.normalize``), each distinct text once,
 as runs over a pool of distinct lines, so a 54-stage pipeline whose stages mostly repeat their parents'
 lines stays small. The workbench's structural diff is precomputed for every stage against its parent
-and for a few other pairs; the page diffs any other pair line by line (``assets/report.js``).
+and for a few other pairs, each as the view model's ``diff`` entry holds it (``Diff.runs()``, the two
+normalized texts by their ids); the page's components ask for a pair by name (``assets/reporthost.js``)
+and a pair not precomputed says so: no diff is made in the page.
 
 ``ReportLimits`` bound what is listed, read, embedded and diffed: past ``stages`` stages, only the
 first and last half of that many (and those the diff and the graph open on) are listed, their texts
@@ -22,8 +24,7 @@ import base64
 import gzip
 from dataclasses import dataclass, field
 
-from ..analysis.diff import Diff, diff_texts, normalize
-from ..analysis.diff.kinds import ROW_CODES
+from ..analysis.diff import diff_texts, normalize
 from .jsonout import json_text
 from ..stages import STABLEHLO
 
@@ -71,14 +72,13 @@ class TextUsage:
 
 @dataclass(frozen=True)
 class PackedTexts:
-    """``data``: the texts and diffs as the page reads them (JSON, gzip, base64); ``first_diff``: the
-    Diff of the pair shown first (None if not precomputed); ``precomputed``: the pairs besides
-    parent -> stage that were diffed; ``whole``: the texts read whole, with their normalized lines;
-    ``usage``: what the limits left out."""
+    """``data``: the texts and diffs as the page reads them (JSON, gzip, base64): ``stages`` (names),
+    ``pool`` (distinct lines), ``texts`` (each runs [first, count] into the pool), ``stage_text`` (each
+    stage's text, -1 for a failed one), ``pairs`` ([before stage, after stage, before text, after text,
+    ``Diff.runs()``]), ``note`` (the pairs besides each stage against its parent, in words); ``whole``:
+    the texts read whole, with their normalized lines; ``usage``: what the limits left out."""
 
     data: str
-    first_diff: Diff | None
-    precomputed: tuple[tuple[str, str], ...]
     whole: dict
     usage: TextUsage
 
@@ -107,24 +107,6 @@ class _Texts:
         self.ids[key] = len(self.runs)
         self.runs.append(runs)
         return self.ids[key]
-
-
-def _row_runs(rows) -> list[int]:
-    """``Diff.rows()`` as runs (before line, after line, kind, count): along a run both lines count up
-    by one (or stay -1) and the kind stays."""
-    out: list[int] = []
-    i0 = j0 = k0 = n = None
-    for i, j, kind in rows:
-        k = ROW_CODES[kind]
-        if n and k == k0 and (i < 0 if i0 < 0 else i == i0 + n) and (j < 0 if j0 < 0 else j == j0 + n):
-            n += 1
-            continue
-        if n:
-            out += [i0, j0, k0, n]
-        i0, j0, k0, n = i, j, k, 1
-    if n:
-        out += [i0, j0, k0, n]
-    return out
 
 
 def _lines(text: str) -> list[str]:
@@ -170,8 +152,8 @@ def pack_texts(stages, first: tuple[str, str], limits: ReportLimits = LIMITS) ->
     ``first`` is the pair the page shows first.
 
     Each stage is diffed with its parent right after it is read, while the diff's reader still holds
-    both modules (``normalize.read_module`` keeps the last few); only the first pair's Diff is kept."""
-    packer = _Packer(stages, first, limits)
+    both modules (``normalize.read_module`` keeps the last few)."""
+    packer = _Packer(stages, limits)
     for s in stages:
         packer.read(s)
     extra = _extra_pairs(stages, first, packer.by_name)
@@ -194,8 +176,8 @@ def _extra_pairs(stages, first, by_name) -> list[tuple[str, str]]:
 class _Packer:
     """One ``pack_texts``: the texts embedded so far, the pairs diffed, and what the limits left out."""
 
-    def __init__(self, stages, first, limits: ReportLimits):
-        self.stages, self.first, self.limits = stages, tuple(first), limits
+    def __init__(self, stages, limits: ReportLimits):
+        self.stages, self.limits = stages, limits
         self.by_name = {s.name: k for k, s in enumerate(stages)}
         self.texts = _Texts()
         self.embedded: dict[str, list[str]] = {}  # stage text -> the lines embedded for it
@@ -204,7 +186,6 @@ class _Packer:
         self.stage_text: list[int] = []  # each stage's text id, -1 for a failed stage
         self.pairs: list[list] = []
         self.done: set[tuple[str, str]] = set()
-        self.first_diff: Diff | None = None
 
     def read(self, s) -> None:
         """Embed stage ``s``'s text (each distinct text once) and diff it with its parent."""
@@ -222,41 +203,40 @@ class _Packer:
 
     def diff(self, a: str, b: str) -> None:
         """Precompute the diff of stage ``a`` against ``b`` if both were read whole and it is within the
-        limits; else the page diffs them line by line."""
+        limits."""
         sa, sb = self.stages[self.by_name[a]], self.stages[self.by_name[b]]
         if sa.error or sb.error or (a, b) in self.done:
             return
         la, lb = self.whole.get(sa.text), self.whole.get(sb.text)
         if la is not None and la == lb:
             t = self.texts.add(la)
-            self._pair(a, b, t, t, [0, 0, 0, len(la)] if la else [])
+            self._pair(a, b, t, t, f"={len(la)}" if la else "")
             return
         limits, usage = self.limits, self.usage
         if (la is None or lb is None or max(len(la), len(lb)) > limits.diff_lines
                 or usage.diff_lines + len(la) + len(lb) > limits.diff_budget):
-            usage.diffs_left += 1  # left to the page's line diff
+            usage.diffs_left += 1  # not precomputed: the page says so
             return
         usage.diff_lines += len(la) + len(lb)
         try:
             d = diff_texts(sa.text, sb.text, a, b)
-        except Exception:  # left to the page's line diff
+        except Exception:  # a text the diff cannot read: not precomputed, the page says so
             return
-        if (a, b) == self.first:
-            self.first_diff = d
-        self._pair(a, b, self.texts.add(d.before), self.texts.add(d.after), _row_runs(d.rows()))
+        self._pair(a, b, self.texts.add(d.before), self.texts.add(d.after), d.runs())
 
-    def _pair(self, a: str, b: str, before: int, after: int, runs: list[int]) -> None:
+    def _pair(self, a: str, b: str, before: int, after: int, runs: str) -> None:
         self.pairs.append([self.by_name[a], self.by_name[b], before, after, runs])
         self.done.add((a, b))
 
     def packed(self, extra) -> PackedTexts:
         """Everything packed: the texts and pairs as JSON, gzip, base64, and what the report shows of them."""
         self.usage.embedded_chars = sum(map(len, self.texts.pool))
-        data = {"pool": list(self.texts.pool), "texts": self.texts.runs, "stage_text": self.stage_text,
-                "pairs": self.pairs}
+        data = {"stages": [s.name for s in self.stages], "pool": list(self.texts.pool), "texts": self.texts.runs,
+                "stage_text": self.stage_text, "pairs": self.pairs,
+                "note": pairs_note([p for p in extra if p in self.done])}
         raw = json_text(data, "the report's texts", separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         packed = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
-        return PackedTexts(packed, self.first_diff, tuple(p for p in extra if p in self.done), self.whole, self.usage)
+        return PackedTexts(packed, self.whole, self.usage)
 
 
 def limits_note(limits: ReportLimits, usage: TextUsage) -> str:
@@ -274,7 +254,7 @@ def limits_note(limits: ReportLimits, usage: TextUsage) -> str:
     if usage.left_out:
         left.append(f"not embedded: {', '.join(usage.left_out)}")
     if usage.diffs_left:
-        left.append(f"{usage.diffs_left} pair{'s' if usage.diffs_left > 1 else ''} left to the page's line diff")
+        left.append(f"{usage.diffs_left} pair{'s' if usage.diffs_left > 1 else ''} not precomputed (ex.diff has them)")
     return caps + (". Here: " + "; ".join(left) if left else ". Here: every stage is embedded whole") + "."
 
 
