@@ -154,7 +154,7 @@ export function mountComparison(el: HTMLElement, model: IComparisonModel, host: 
     tr.dataset.same = String(r.same);
     if (!r.same) tr.classList.add('hwbc-differs');
     if (r.stage === m.first_difference?.stage) tr.classList.add('hwbc-first');
-    const name = h('td', 'hwbv-wrap', r.stage);
+    const name = h('td', 'hwbc-stage', r.stage);
     if (!r.same && r.side === 'both' && host.across) {
       name.append(' ', button('hwbv-pick hwbc-diff', 'diff', () => showAcross(r.stage),
         `A's ${r.stage} \u2192 B's ${r.stage}`));
