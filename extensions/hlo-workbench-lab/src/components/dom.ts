@@ -1,6 +1,8 @@
 // The little DOM the components share. Every text goes in as text (textContent), never as HTML: stage names,
 // pass strings, program text and printed output are the user's and the compiler's, not markup.
-import { formatNumber } from './format';
+import { clip, formatNumber } from './format';
+
+const CELL_CHARS = 200; // a table cell shows this much of a text (a pass string can be 12,000 characters)
 
 /** A new element of `tag` with CSS class `cls` (space-separated) and `text` as its text. */
 export function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls = '', text?: string): HTMLElementTagNameMap[K] {
@@ -42,7 +44,13 @@ export function table(cls: string, columns: readonly string[], rows: readonly (r
   const body = t.createTBody();
   for (const row of rows) {
     const tr = body.insertRow();
-    for (const v of row) tr.append(h('td', typeof v === 'number' ? 'hwbv-num' : '', formatNumber(v)));
+    for (const v of row) {
+      const text = formatNumber(v);
+      const td = h('td', typeof v === 'number' ? 'hwbv-num' : text.length > 40 ? 'hwbv-wrap hwbv-long' : '',
+        clip(text, CELL_CHARS));
+      if (text.length > CELL_CHARS) td.title = clip(text, 4000);
+      tr.append(td);
+    }
   }
   wrap.append(t);
   return wrap;
