@@ -274,7 +274,8 @@ def _compile(profile) -> dict[str, Any] | None:
     if profile is None:
         return None
     try:
-        return {"table": table_json(profile.table(), "compile")}
+        table = profile.table  # CompileProfile.table is the DataFrame; a Profile's is a method
+        return {"table": table_json(table() if callable(table) else table, "compile")}
     except Exception:  # noqa: BLE001 -- a view goes without the compile profile rather than fail
         return None
 

@@ -20,6 +20,7 @@ import { header } from './header';
 import type { IHost, IMounted, IViewModel } from './model';
 import { runsSection } from './runs';
 import { stageList } from './stages';
+import { register, render } from './widget';
 
 export type {
   ICheck,
@@ -45,10 +46,18 @@ export { clip, formatMs, formatNumber, formatShape } from './format';
 export { NO_HOST_DIFF, pageModel } from './diff';
 export { checkWords } from './runs';
 export { transposed } from './cost';
+export { register, kinds, render } from './widget';
+export type { Factory, IWidgetHost } from './widget';
+
+/** Which of the view's sections to draw (default: all), by their data-hwb names: "header", "stages", "diff",
+ * "cost", "edits", "runs", "drift", "compile". The panel draws its tabs' parts apart. */
+export interface IMountOptions {
+  sections?: readonly string[];
+}
 
 /** Draws `model` into `el` (appended, in a root of its own); `host` answers what the model does not carry
  * and hears the user's actions ("pair": {left, right}, when the user picks a pair to compare). */
-export function mount(el: HTMLElement, model: IViewModel, host?: IHost): IMounted {
+export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options: IMountOptions = {}): IMounted {
   const root = h('div', 'hwbv');
   root.dataset.hwbView = '';
   el.append(root);
@@ -76,8 +85,11 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost): IMounte
     diff = diffView(m, host);
     const diffSection = section('diff-section', 'Diff');
     diffSection.body.append(diff.node);
-    const parts = [header(m), stages.node, diffSection.node, costSection(m), editsSection(m), runsSection(m),
-      driftSection(m), compileSection(m)].filter((p): p is HTMLElement => p !== null);
+    const all: [string, HTMLElement | null][] = [['header', header(m)], ['stages', stages.node],
+      ['diff', diffSection.node], ['cost', costSection(m)], ['edits', editsSection(m)], ['runs', runsSection(m)],
+      ['drift', driftSection(m)], ['compile', compileSection(m)]];
+    const wanted = options.sections ? new Set(options.sections) : null;
+    const parts = all.filter(([name, p]) => p !== null && (!wanted || wanted.has(name))).map(([, p]) => p!);
     for (const p of parts) {
       if (p instanceof HTMLDetailsElement && open.has(p.dataset.hwb!)) p.open = open.get(p.dataset.hwb!)!;
     }
@@ -101,3 +113,11 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost): IMounte
     }
   };
 }
+
+// The view model itself as a panel component ("view"): `data` is a view model, the host's asks answer a pair's diff.
+register('view', (el, data, host) =>
+  mount(el, data.model, { act: host.act, diff: (left, right) => host.ask('diff', { left, right }) },
+    { sections: data.sections ?? undefined }));
+
+/** anywidget's entry: views.js is the panel's module too. */
+export default { render };

@@ -1,0 +1,60 @@
+"""One of the view components (``assets/views.js``, built from extensions/hlo-workbench-lab/src/components) drawn
+in the panel: the same components the saved view, the report and the JupyterLab extension draw.
+
+``kind`` names the component, ``data`` is the JSON Python made for it (a view model, a table, ...), and what the
+user does in it comes back to ``on_action(action, payload)``. A component that asks (``host.ask`` in the
+browser: a pair's diff, a page of rows) gets ``on_ask(action, payload)``'s value back as its reply; an ask that
+raises is answered with ``{"error": message}`` so the browser never waits forever. Python never writes a
+component's markup: it sends facts, the component draws them.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import anywidget
+import traitlets
+
+from ...artifacts.assets import ASSETS
+
+__all__ = ["Component", "views_module"]
+
+
+@functools.cache
+def views_module() -> tuple[str, str]:
+    """The components' module and style (built by scripts/setup.sh); a clear error where the build is missing."""
+    js, css = ASSETS / "views.js", ASSETS / "views.css"
+    if not js.exists() or not css.exists():
+        raise FileNotFoundError(f"{js.name} is not built: run scripts/setup.sh (it builds the view components with "
+                                "npm from extensions/hlo-workbench-lab), or install the wheel, which ships them")
+    return js.read_text(encoding="utf-8"), css.read_text(encoding="utf-8")
+
+
+class Component(anywidget.AnyWidget):
+    """A view component in the panel: ``Component("view", {"model": view_model, "sections": ["runs"]})``."""
+
+    _esm = traitlets.Unicode().tag(sync=True)
+    _css = traitlets.Unicode().tag(sync=True)
+    kind = traitlets.Unicode("").tag(sync=True)
+    data = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, kind: str, data: dict | None = None, *,
+                 on_action: Callable[[str, dict], None] | None = None,
+                 on_ask: Callable[[str, dict], Any] | None = None, **kwargs):
+        js, css = views_module()
+        super().__init__(_esm=js, _css=css, kind=kind, data=data or {}, **kwargs)
+        self.on_action, self.on_ask = on_action, on_ask
+        self.on_msg(self._heard)
+
+    def _heard(self, _widget, content, _buffers) -> None:
+        if not isinstance(content, dict):
+            return
+        action, payload = str(content.get("action", "")), content.get("payload") or {}
+        if "ask" in content:
+            try:
+                value = self.on_ask(action, payload) if self.on_ask else {"error": f"nothing answers {action!r} here"}
+            except Exception as e:  # noqa: BLE001 -- the browser hears why, the kernel goes on
+                value = {"error": f"{type(e).__name__}: {e}"}
+            self.send({"reply": content["ask"], "value": value})
+        elif self.on_action is not None:
+            self.on_action(action, payload)
