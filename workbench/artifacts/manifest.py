@@ -39,7 +39,7 @@ from ..analysis.diff.result import RUNS
 from ..options import PROPAGATE, PatternOptions
 from ..stages import StageKind
 
-__all__ = ["ManifestError", "MANIFEST", "EDITS", "CHECK", "LEAF", "PROGRAM", "MAX_DEPTH", "MAX_VALUES", "check", "check_manifest",
+__all__ = ["ManifestError", "MANIFEST", "EDITS", "CHECK", "LEAF", "PROGRAM", "PRINTED_LINES", "MAX_DEPTH", "MAX_VALUES", "check", "check_manifest",
            "check_field", "parse_manifest", "json_schema", "Str", "Int", "Num", "Bool", "Opt", "List", "Map", "Record", "Scalar"]
 
 MAX_DEPTH = 32  # a manifest nests 7 deep (runs[].check.leaves[].shape[]); json recurses per level
@@ -294,6 +294,7 @@ SHA256 = Str(pattern="[0-9a-f]{64}")
 _DIM = Int(0, 2**62)
 _SHAPE = List(_DIM, most=64)
 _MANY = 100_000
+PRINTED_LINES = 10_000  # the lines of what a run printed that a file keeps: the first ones
 
 
 def _options_record() -> Record:
@@ -382,7 +383,7 @@ MANIFEST = Record({
     "runs": List(Record(
         {"stage": Str(), "device": Str(), "times": List(Num(least=0.0), _MANY, least=1), "check": Opt(CHECK)},
         {"outputs": Int(0, _MANY), "dtypes": List(Str(nonempty=True), _MANY), "program": PROGRAM,
-         "earlier": Bool()}), 10_000),
+         "earlier": Bool(), "printed": List(Str(), PRINTED_LINES)}), 10_000),  # printed: files before it lack it
     "texts": List(Record({"sha256": SHA256, "offset": Int(0), "length": Int(1)}), 2 * _MANY + 1),
     "texts_bytes": Int(0),
     "texts_sha256": SHA256,

@@ -8,8 +8,8 @@ stored, as it is compressed already; the others are deflated):
                     (name, group, pass string, parent, changed, seconds, cached, error, the hashes of
                     its text and of its text with locations, and its structural diff against its parent
                     for viewers without a kernel: stage_diffs.py), XLA's passes and analyses, the
-                    session's runs (``ex.history``: each with the program it ran; those made on the
-                    explorations it was made from marked ``earlier``), the example arguments' shapes
+                    session's runs (``ex.history``: each with the program it ran and what it printed; those
+                    made on the explorations it was made from marked ``earlier``), the example arguments' shapes
                     and dtypes, the cost table (``cost``: columns and rows, for viewers without a
                     kernel), and where each distinct text lies in ``texts.zst``
     texts.zst       one zstd frame: every distinct text once, concatenated as UTF-8. An unchanged
@@ -62,7 +62,7 @@ from .archive import ArchiveError, copy_member, open_zip, read_member, read_npy,
 from ..pipeline.build import Built
 from .versions import versions
 from .jsonout import WriteFailed, plain_json, table_json, target_of, write_replacing
-from .manifest import PROGRAM, ManifestError, check_field, check_manifest, parse_manifest
+from .manifest import PRINTED_LINES, PROGRAM, ManifestError, check_field, check_manifest, parse_manifest
 from .saved_xla import SavedXla
 from .saved_edits import edits_from, edits_json
 from .saved_signature import signature_from, signature_json
@@ -191,11 +191,11 @@ def _arg_values(spec: Spec) -> list:
 
 
 def _run_json(r: RunResult, k: int, arrays: dict | None, earlier: bool) -> dict:
-    out = {"stage": r.stage, "device": r.device, "times": list(r.timing.times), "check": r.check}
+    # printed: the first lines; earlier: made on an exploration this one was made from (its stage may be gone here)
+    out = {"stage": r.stage, "device": r.device, "times": list(r.timing.times), "check": r.check,
+           "printed": list(r.printed[:PRINTED_LINES]), **({"earlier": True} if earlier else {})}
     if r.program is not None:
         out["program"] = {f: getattr(r.program, f) for f in PROGRAM.required}
-    if earlier:  # made on an exploration this one was made from: its stage may be gone here
-        out["earlier"] = True
     # the module's own results (a user's pytree may hold a model's functions and settings among its arrays)
     produced = r.program_outputs if r.program_outputs is not None else r.outputs
     if arrays is not None and produced is not None:
@@ -541,7 +541,7 @@ def _run(entry: dict, outputs: tuple | None, spec: Spec, stages: dict[str, Stage
     else:
         program = program_of(spec, stages[entry["stage"]]) if entry["stage"] in stages else None
     return RunResult(entry["stage"], entry["device"], outputs, Timing(tuple(float(t) for t in entry["times"])), check,
-                     program=program)
+                     program=program, printed=tuple(entry.get("printed", ())))  # files before it: none
 
 
 def _stages(manifest: dict, texts: dict[str, str]) -> list[Stage]:

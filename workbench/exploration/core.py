@@ -375,6 +375,10 @@ class Exploration(Measured, Drifting, Editing, Comparing):
         against another Exploration's program instead (e.g. a hand-edited module from
         ``explore_text`` against the function it came from), run on the same arguments.
 
+        What the first call prints (``jax.debug.print``, a callback's ``print``, warnings) is printed once, as
+        the user's own call would print it, and kept as ``printed`` (lines); the timing repeats and the
+        reference's calls print nothing.
+
         ``processes=N`` runs a stage sharded over several devices (arguments placed with NamedSharding
         on a Mesh) as N fresh local processes joined by ``jax.distributed``, each with devices / N CPU
         devices, the global mesh over all of them; ``outputs`` are gathered, ``timing`` is measured in
@@ -392,13 +396,14 @@ class Exploration(Measured, Drifting, Editing, Comparing):
         traced = self._spec.traced
         refuse_shapes(traced, st, args)
         spread = not (processes is None and coordinator is None and num_processes is None and process_id is None)
+        printed: list[str] = []  # what the warm-up call printed (echoed as it happened); the repeats' dropped
         if spread:
             outputs, timing, where = run_processes(self, st, processes=processes, coordinator=coordinator,
                                                    num_processes=num_processes, process_id=process_id,
                                                    repeat=repeat, args=args, timeout=timeout)
         else:
             refuse_unfaithful_hlo(self, st, device, None if args is None else tuple(args), self._refs)
-            outputs, timing = run_stage(self, st, device, repeat, args)
+            outputs, timing = run_stage(self, st, device, repeat, args, printed=printed)
             where = device
         result_check = None
         if check:
@@ -408,7 +413,7 @@ class Exploration(Measured, Drifting, Editing, Comparing):
                                                                        foreign=owner is not self))
         returned = traced.returned(outputs, None if args is None else tuple(args)) if traced is not None else outputs
         result = RunResult(st.name, where, returned, timing, result_check, program_outputs=outputs,
-                           program=program_of(self._spec, st))
+                           program=program_of(self._spec, st), printed=tuple(printed))
         self._runs.append(result)
         return result
 

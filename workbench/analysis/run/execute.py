@@ -32,6 +32,7 @@ from ...pipeline.xla_probe import guard_compile
 from ...stages import Staged
 from .check import REFERENCE, Check, LeafCheck, Reference, check_outputs, compare_outputs  # noqa: F401
 from .history import RunProgram, why_stale
+from .printed import captured
 
 __all__ = ["devices", "RunResult", "RunProgram", "Timing", "Check", "LeafCheck", "Reference", "run_stage",
            "compare_outputs", "check_outputs", "args_key", "REFERENCE", "runnable_source", "tap_program", "traced_for"]
@@ -120,7 +121,10 @@ class RunResult:
     it; ``program_outputs`` is everything the compiled program returned, which the check covers (the
     same, except through a library's jit such as ``nnx.jit``, whose program also returns the state
     it writes back into the model and optimizer). ``program`` is the program it ran (a ``RunProgram``:
-    the stage's text by hash and the settings), which ``stale_for(ex)`` compares with ``ex``'s."""
+    the stage's text by hash and the settings), which ``stale_for(ex)`` compares with ``ex``'s.
+    ``printed``: what the call the user asked for printed (its host callbacks -- ``jax.debug.print``, a
+    callback's ``print`` --, the warnings raised meanwhile), each line with its end; the timing repeats and
+    the reference's calls print nothing."""
 
     stage: str
     device: str
@@ -129,6 +133,7 @@ class RunResult:
     check: Check | None
     program_outputs: Any = None
     program: RunProgram | None = None  # the program it ran: the stage's text (by hash) and the settings
+    printed: tuple[str, ...] = ()  # what its first call printed, line by line (host callbacks, warnings)
 
     @property
     def seconds(self) -> tuple[float, ...]:
@@ -247,7 +252,8 @@ def _place(args, exported, device):
 
 
 def run_stage(ex, stage, device: str | None = None, repeat: int = 20, args=None,
-              xla_options=None, around=None, seen: dict | None = None) -> tuple[Any, Timing]:
+              xla_options=None, around=None, seen: dict | None = None,
+              printed: list[str] | None = None) -> tuple[Any, Timing]:
     """Call the stage's module ``repeat`` times after a warm-up; returns (outputs, timing). It is compiled
     with ``xla_options`` (default: the Exploration's, so a run follows its XLA toggles; ``()``: XLA's
     defaults); a compile with disabled passes is tried in a child process first (XLA may abort).
@@ -259,12 +265,16 @@ def run_stage(ex, stage, device: str | None = None, repeat: int = 20, args=None,
     ones (the compile and the warm-up stay outside; the timing's ``traced`` holds their times); where it has
     ``batches(repeat)``, it is entered once per batch, with as many calls as each batch says. ``seen`` (a
     dict) gets the executable's optimized HLO text as ``seen["hlo"]``.
+
+    What the program prints (host callbacks, warnings: ``analysis.run.printed``) is caught on every call; with
+    ``printed`` (a list), the warm-up call's lines are appended to it and echoed to ``sys.stdout``, once,
+    as the user's own call would print them; the timed calls' are dropped, as all are without ``printed``.
     """
     options = check_options(dict(ex.spec.xla_options if xla_options is None else xla_options))
     device = device or ex.spec.device
     traced = ex.spec.traced
     if traced is None:
-        return _run_exported(ex, stage, device, repeat, args, options, around, seen)
+        return _run_exported(ex, stage, device, repeat, args, options, around, seen, printed)
     source = runnable_source(ex, stage)
     dev = resolve_device(device)
     explored_on = resolve_device(ex.spec.device).platform
@@ -284,16 +294,19 @@ def run_stage(ex, stage, device: str | None = None, repeat: int = 20, args=None,
             seen["hlo"] = compiled.as_text()
         return lambda: undonated_call(lowered, call_args, call_kwargs), lambda ak: compiled(*ak[0], **ak[1])
 
-    return _timed(stage, device, repeat, compile_it, around, _elsewhere(explored_on, dev, source))
+    return _timed(stage, device, repeat, compile_it, around, _elsewhere(explored_on, dev, source), printed)
 
 
-def _timed(stage, device: str, repeat: int, compile_it, around=None, hint: str = "") -> tuple[Any, Timing]:
+def _timed(stage, device: str, repeat: int, compile_it, around=None, hint: str = "",
+           printed: list[str] | None = None) -> tuple[Any, Timing]:
     """Compile (``compile_it`` returns ``fresh``, which makes one call's arguments -- copies of the
     donated ones --, and ``call``), call once to warm up, then time ``repeat`` calls, the copies made
-    outside the timed region; any failure but the workbench's own is a WorkbenchError naming the stage."""
+    outside the timed region; any failure but the workbench's own is a WorkbenchError naming the stage.
+    The warm-up's printed lines go to ``printed`` (and are echoed) when it is a list; the others nowhere."""
     try:
         fresh, call = compile_it()
-        outputs = jax.block_until_ready(call(fresh()))
+        with captured(printed, echo=printed is not None):
+            outputs = jax.block_until_ready(call(fresh()))
 
         def timed(n: int, into: list) -> None:
             for _ in range(n):
@@ -304,12 +317,13 @@ def _timed(stage, device: str, repeat: int, compile_it, around=None, hint: str =
 
         times: list = []
         traced: list = []
-        timed(max(1, repeat), times)
-        if around is not None:
-            plan = around.batches(max(1, repeat)) if hasattr(around, "batches") else (max(1, repeat),)
-            for n in plan:
-                with around:
-                    timed(n, traced)
+        with captured():
+            timed(max(1, repeat), times)
+            if around is not None:
+                plan = around.batches(max(1, repeat)) if hasattr(around, "batches") else (max(1, repeat),)
+                for n in plan:
+                    with around:
+                        timed(n, traced)
     except WorkbenchError:
         raise
     except Exception as e:
@@ -327,7 +341,7 @@ def _said(e: Exception) -> str:
 
 
 def _run_exported(ex, stage, device: str, repeat: int, args, options: dict, around=None,
-                  seen: dict | None = None) -> tuple[Any, Timing]:
+                  seen: dict | None = None, printed: list[str] | None = None) -> tuple[Any, Timing]:
     """A module given as text (or loaded): run through ``jax.export`` with its ``@main``'s signature, for
     ``device``'s platform."""
     dev = resolve_device(device)
@@ -361,7 +375,7 @@ def _run_exported(ex, stage, device: str, repeat: int, args, options: dict, arou
 
     source = stage.text_with_locations or stage.text
     return _timed(stage, device, repeat, compile_it, around,
-                  _elsewhere(resolve_device(ex.spec.device).platform, dev, source))
+                  _elsewhere(resolve_device(ex.spec.device).platform, dev, source), printed)
 
 
 def tap_program(ex, label: str, text: str, extra: list, device: str, xla_options=None):

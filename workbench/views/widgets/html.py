@@ -193,51 +193,74 @@ def change_summary(changes: Changes) -> str:
 # -- results ---------------------------------------------------------------------------------------
 _LEAF_HEAD = Markup("".join(f"<th>{h}</th>" for h in ("output", "shape", "dtype", "max abs err", "as lowered",
                                                        "max rel err", "tolerance", "check")))
+PRINTED_SHOWN = 4_000  # characters of a run's printed output the Run tab shows (the run keeps them all)
 
 
-def _leaf_row(key: str, leaf, c) -> Markup:
-    """One output of a run: its path, shape and dtype, and its check (blank cells when not checked)."""
-    checked = Markup("<td></td>" * 5)
-    if c:
-        checked = Markup("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>").format(
-            num(c.max_abs), "" if c.lowered_abs is None else num(c.lowered_abs), num(c.max_rel), num(c.tolerance),
-            "passed" if c.passed else "FAILED")
+def _leaf_row(c) -> Markup:
+    """One checked leaf of a run's program outputs (``LeafCheck``): its path, shape, dtype, errors, tolerance
+    and verdict, its facts in data attributes as the components write them."""
+    return Markup('<tr data-hwb="leaf" data-path="{}" data-passed="{}"{}><td><code>{}</code></td><td>{}</td><td>{}</td>'
+                  "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>").format(
+        c.path, "true" if c.passed else "false", Markup(' class="wb-fail"') if not c.passed else "", c.path,
+        tuple(c.shape), c.dtype, num(c.max_abs), "" if c.lowered_abs is None else num(c.lowered_abs), num(c.max_rel),
+        num(c.tolerance), "passed" if c.passed else "FAILED")
+
+
+def _output_row(key: str, leaf) -> Markup:
+    """One output leaf of a run that was not checked: its path, shape and dtype."""
     return Markup("<tr><td><code>{}</code></td><td>{}</td><td>{}</td>{}</tr>").format(
-        key, tuple(getattr(leaf, "shape", ())), getattr(leaf, "dtype", type(leaf).__name__), checked)
+        key, tuple(getattr(leaf, "shape", ())), getattr(leaf, "dtype", type(leaf).__name__), Markup("<td></td>" * 5))
+
+
+def _printed(lines) -> Markup:
+    """What a run's call printed (host callbacks, warnings), cut at ``PRINTED_SHOWN`` characters with a note."""
+    text = "".join(lines)
+    if not text:
+        return Markup("")
+    cut = Markup('<div class="wb-note">the first {:,} of {:,} characters; the run&#39;s <code>.printed</code> '
+                 "holds them all</div>").format(PRINTED_SHOWN, len(text)) if len(text) > PRINTED_SHOWN else ""
+    return Markup('<div class="wb-printed"><b>printed</b> (its call, once; the timing repeats print nothing):'
+                  '<pre data-hwb="printed">{}</pre>{}</div>').format(text[:PRINTED_SHOWN], cut)
 
 
 def _verdict(check) -> Markup:
-    """A run's check: the chip, the reference, the errors and the check's note."""
+    """A run's check: the chip, the reference, the errors, the failed leaves named, and the check's note."""
     if check is None:
         return Markup('<span class="wb-chip">not checked</span>')
     chip = Markup('<span class="wb-chip wb-pass">&#10003; passed</span>' if check.passed
                   else '<span class="wb-chip wb-fail">&#10006; FAILED</span>')
     lowered = "" if check.lowered_abs is None else f", the program as lowered: {num(check.lowered_abs)}"
+    failed = [c.path for c in check.leaves if not c.passed]
+    named = Markup(" &middot; failed: {}{}").format(
+        Markup(", ").join(Markup("<code>{}</code>").format(f) for f in failed[:6]),
+        f" and {len(failed) - 6} more" if len(failed) > 6 else "") if failed else ""
     note = Markup('<div class="wb-note">{}</div>').format(check.note) if check.note else ""
-    return Markup("{} against <code>{}</code> (max abs error {}{}; max rel error {}){}").format(
-        chip, check.reference, num(check.max_abs), lowered, num(check.max_rel), note)
+    return Markup("{} against <code>{}</code> (max abs error {}{}; max rel error {}){}{}").format(
+        chip, check.reference, num(check.max_abs), lowered, num(check.max_rel), named, note)
 
 
 def run_result(r, stale: str = "") -> str:
-    """One ``Exploration.run``: the check's verdict, the timing, and a row per output leaf; ``stale``
-    (``r.why_stale(ex)`` for the Exploration shown) marks a run whose program a toggle changed since."""
-    import jax
+    """One ``Exploration.run``: the check's verdict, the timing, what its call printed, and a row per checked
+    leaf (``r.check.leaves``: the leaves of the program's outputs, which through ``nnx.jit`` or
+    ``eqx.filter_jit`` are more than the user's outputs: the state written back into the model), else per
+    output leaf; ``stale`` (``r.why_stale(ex)`` for the Exploration shown) marks a run whose program a toggle
+    changed since."""
+    if r.check is not None:
+        rows = [_leaf_row(c) for c in r.check.leaves]
+    else:
+        import jax
 
-    leaves = jax.tree_util.tree_flatten_with_path(r.outputs)[0]
-    checks = {c.path: c for c in (r.check.leaves if r.check else ())}
-    rows = []
-    for path, leaf in leaves:
-        key = jax.tree_util.keystr(path) or "output"
-        rows.append(_leaf_row(key, leaf, checks.get(key)))
+        rows = [_output_row(jax.tree_util.keystr(path) or "output", leaf)
+                for path, leaf in jax.tree_util.tree_flatten_with_path(r.outputs)[0]]
     t = r.timing
     mark = Markup('<div class="wb-stale-note">{} the program changed since this run &mdash; run again ({})'
                   "</div>").format(_STALE, stale) if stale else ""
     return str(Markup(
-        '<div class="wb-result{}">{}<div><b>{}</b> on <b>{}</b>: {}</div>'
+        '<div class="wb-result{}" data-hwb="run">{}<div><b>{}</b> on <b>{}</b>: {}</div>'
         "<div>time per call: median <b>{} ms</b> &middot; min {} ms &middot; IQR {} ms &middot; n={} (after one "
-        'warm-up call)</div><table class="wb-table"><thead><tr>{}</tr></thead><tbody>{}</tbody></table></div>').format(
+        'warm-up call)</div>{}<table class="wb-table"><thead><tr>{}</tr></thead><tbody>{}</tbody></table></div>').format(
         " wb-stale" * bool(stale), mark, r.stage, r.device, _verdict(r.check), num(t.median * 1e3), num(t.min * 1e3),
-        num(t.iqr * 1e3), len(t.times), _LEAF_HEAD, Markup("").join(rows)))
+        num(t.iqr * 1e3), len(t.times), _printed(getattr(r, "printed", ())), _LEAF_HEAD, Markup("").join(rows)))
 
 
 _STALE = Markup('<span class="wb-chip wb-stale">stale:</span>')
