@@ -185,6 +185,7 @@ def test_without_javascript_the_summary_runs_cost_and_graph_read(attention, atte
     assert "characters of one stage's text" in limits and limits.endswith("every stage is embedded whole.")
     cost = section(text, "cost")
     assert cost.count("<svg") == 1 and "<table" in cost and "xla_flops" in cost
+    assert "<code>ex.cost()</code>" in cost and "&lt;" not in cost  # the report's own markup, not escaped
     assert [html.unescape(r) for r in re.findall(r"<tr><td>([^<]*)</td>", cost)] == attention.names
     final = attention.default_run_stage().name
     graph = section(text, "graph")
@@ -420,7 +421,7 @@ def test_hostile_text_runs_nowhere_and_without_javascript_the_static_view_reads(
     ctx, page, _, _ = open_report(browser, edited_report, java_script_enabled=False)
     try:
         view = page.locator("#wb-view")
-        assert all(name in view.inner_text() for name in edited.names)
+        assert all(name in view.text_content() for name in edited.names)  # the summary's stage table (folded)
         leaves = page.eval_on_selector_all('[data-hwb="leaf"]', "els => els.map((e) => e.dataset.path)")
         assert leaves == [l.path for l in edited.history[-1].check.leaves]
         assert page.locator("#cost svg").is_visible() and page.locator("#graph svg").is_visible()

@@ -202,8 +202,9 @@ def _section(ident: str, title: str, *parts) -> Markup:
     return Markup('<section id="{}"><h2>{}</h2>{}</section>\n').format(ident, title, Markup("").join(parts))
 
 
-def _note(text, *values) -> Markup:
-    return Markup('<p class="wb-note">{}</p>').format(Markup(text).format(*values) if values else text)
+def _note(text: str, *values) -> Markup:
+    """A note of the workbench's own markup (``text``) with ``values`` escaped into its ``{}``."""
+    return Markup('<p class="wb-note">{}</p>').format(Markup(text).format(*values))
 
 
 def _cell(v) -> Markup:
@@ -260,7 +261,7 @@ def _runs(runs: list[dict]) -> Markup:
             r["stage"], r["device"], num(r["median_ms"] or float("nan")), num(r["min_ms"] or float("nan")),
             r["repeat"], verdict, against, stale)]
         if c is not None:
-            parts += [_note(c["note"]) if c["note"] else "", _table(
+            parts += [_note("{}", c["note"]) if c["note"] else "", _table(
                 _LEAF_COLUMNS, [(l["path"], str(tuple(l["shape"])), l["dtype"], l["max_abs"], l["max_rel"],
                                  l["tolerance"], l["rule"], "passed" if l["passed"] else "FAILED") for l in c["leaves"]],
                 [Markup(' data-hwb="leaf" data-path="{}" data-passed="{}"').format(
