@@ -129,7 +129,7 @@ def render_diff_page(before: str, after: str, before_name: str, after_name: str,
     its two stages; ``header`` (HTML) above them, under ``title`` (a comparison of two explorations puts its
     tables there)."""
     group = "xla" if "HloModule" in before[:4000] else "mlir"
-    stages = [Stage(before_name, group, before, "", True, None, None),
+    stages = [Stage(before_name, group, before, "", False, None, None),
               Stage(after_name, group, after, "", before != after, None, before_name)]
     title = title or f"{before_name} \u2192 {after_name} \u2014 hlo-workbench diff"
     packed = pack_texts(stages, (before_name, after_name), limits)
@@ -139,7 +139,7 @@ def render_diff_page(before: str, after: str, before_name: str, after_name: str,
     bundle = view_bundle(SimpleNamespace(spec=spec, error=None, xla_result=None), before_name, after_name,
                          stages=stages, source="report", runs=())
     return _document(title, made_by, bundle[MIME], packed, limits_note(limits, packed.usage), [],
-                     Markup(bundle["text/html"]), header or Markup(""))
+                     Markup(bundle["text/html"]), lead=header or Markup(""))
 
 
 # -- the page --------------------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ _PAGE = Markup("""<!DOCTYPE html>
 {style}
 </style></head>
 <body>
-<header><h1>{title}</h1><dl class="wb-facts">{facts}</dl></header>
+<header><h1>{title}</h1><dl class="wb-facts">{facts}</dl>{lead}</header>
 <div id="wb-view" data-hwb-static="1">{static}</div><p class="wb-note" id="wb-view-note"></p>
 {sections}
 <footer class="wb-note">Written by hlo-workbench's <code>{made_by}</code>. One file: no network access; the stage texts are inside it, normalized as <code>ex.diff</code> prints them.</footer>
@@ -165,9 +165,9 @@ _PAGE = Markup("""<!DOCTYPE html>
 
 
 def _document(title: str, made_by: str, model: dict, packed: PackedTexts, limits: str, facts, static: Markup,
-              sections: Markup) -> str:
+              sections: Markup = Markup(""), lead: Markup = Markup("")) -> str:
     """The page: ``static`` where the components are drawn (what reads without JavaScript), ``sections``
-    below them, the header's ``facts`` (name, text or Markup) and ``limits`` above."""
+    below them; above, the header's ``facts`` (name, text or Markup), ``limits`` and ``lead``."""
     script = _asset(ASSETS / "reporthost.js", "script")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     csp = (f"default-src 'none'; script-src 'sha256-{digest}' blob:; style-src 'unsafe-inline'; "
@@ -177,7 +177,7 @@ def _document(title: str, made_by: str, model: dict, packed: PackedTexts, limits
     facts = Markup("").join(Markup("<dt>{}</dt><dd>{}</dd>").format(k, v) for k, v in [
         ("written", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")), *facts,
         ("limits", Markup('<span id="wb-limits">{}</span>').format(limits))])
-    return str(_PAGE.format(csp=csp, title=title, style=style, facts=facts, static=static, sections=sections,
+    return str(_PAGE.format(csp=csp, title=title, style=style, facts=facts, lead=lead, static=static, sections=sections,
                             made_by=made_by, model=_script_json(model),
                             views=_script_json(inlined(views) if views.is_file() else None),
                             diffs=packed.data, script=script))
