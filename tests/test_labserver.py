@@ -2,15 +2,16 @@
 extension's .hlox viewer and Compare tab ask it: the view model of a saved exploration (with a pattern off,
 a hand edit and a run, as the file holds them), the structural diff of any two stages (Python's, as
 ``ex.diff`` makes it), the comparison of two files (as ``wb.compare_explorations`` makes it); a corrupt file,
-a path out of the server's root, an unknown stage and a request without the token refused in one sentence,
-never a trace. The extension is enabled by the environment's config, as scripts/setup.sh and the wheel
-install it."""
+a hostile one, a path out of the server's root, an unknown stage and a request without the token refused in
+one sentence, never a trace. The extension is enabled by the environment's config, as scripts/setup.sh and
+the wheel install it."""
 import json
 import subprocess
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
 
 import pytest
 
@@ -45,6 +46,9 @@ def files(tmp_path_factory):
     edited.save(root / "sub" / "edited.hlox")
     plain.save(root / "plain.hlox")
     (root / "broken.hlox").write_text("not a zip archive at all\n")
+    with zipfile.ZipFile(root / "hostile.hlox", "w") as z:  # a member that would climb out of a folder
+        z.writestr("manifest.json", '{"format": 1}')
+        z.writestr("../../evil.txt", "x")
     (home / "outside.hlox").write_bytes((root / "plain.hlox").read_bytes())
     return {"home": home, "root": root, "edited": wb.load(root / "sub" / "edited.hlox"), "edited_at": edited_at.name,
             "plain": wb.load(root / "plain.hlox")}
@@ -140,6 +144,8 @@ def test_compare_is_pythons_comparison_of_two_files_with_each_files_view(server,
     ("view", {"path": "broken.hlox"}, 400, "broken.hlox: not a saved exploration (.hlox): it is not a zip archive"),
     ("compare", {"a": "plain.hlox", "b": "broken.hlox"}, 400,
      "broken.hlox: not a saved exploration (.hlox): it is not a zip archive"),
+    ("view", {"path": "hostile.hlox"}, 400, "hostile.hlox: corrupt or refused: the file holds a member named "
+     "'../../evil.txt', not a plain file name"),
     ("view", {"path": "missing.hlox"}, 404, "missing.hlox: no such file"),
     ("view", {"path": "../outside.hlox"}, 403,
      "../outside.hlox: outside the server's root folder; only its files can be read"),
