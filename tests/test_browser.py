@@ -14,11 +14,6 @@ from tests.browser_pages import (ROOT, check_graph, open_notebook, pane_text, ru
 
 pytestmark = pytest.mark.slow
 
-# tests/test_report.py still says `from test_browser import browser, chromium`: these names keep that import
-# working while its own tests get tests/conftest.py's session fixture `browser` (a name imported as a fixture
-# would start a second Chromium). Remove them once that line is gone.
-browser = chromium = None
-
 TRANSPOSES = """\
 %%hlo -o ex
 def f(x, y):

@@ -17,11 +17,8 @@ piece of text from the program or the tools (names, pass strings, errors, paths)
 elements and attributes (no scripts, handlers or links out), text escaped.
 
 What a report lists, reads, embeds and computes is bounded by its ``ReportLimits`` (``report_texts``),
-stated in its header with what they left out: past ``stages`` stages the first and last are listed (and the
-pair the diff and the graph open on), the runs between them named in the header, and only the stages
-listed are read, costed, diffed and put in the model; a stage text over ``text_chars`` is embedded cut and
-is neither diffed, costed nor drawn; past ``total_chars`` of distinct texts in all, the same; structural
-diffs are precomputed up to ``diff_lines`` and ``diff_budget``; the graph's layout gets ``graph_seconds``.
+stated in its header with what they left out: only the stages listed are read, costed, diffed and put in
+the model, the runs of stages between them named in the header; the graph's layout gets ``graph_seconds``.
 """
 
 from __future__ import annotations
