@@ -154,3 +154,45 @@ def test_the_saved_output_follows_the_panel_and_shows_after_a_kernel_restart(bro
         page.close()
     nb = nbformat.read(lab["root"] / NAME, as_version=4)  # the file holds no more than one output of the panel
     assert sum(MIME in o.get("data", {}) for o in nb.cells[1].outputs) == 1
+
+
+def _live_panel(page) -> None:
+    """Run the set-up cell and the %%hlo cell (scrolled to first: the notebook may be scrolled down); wait for
+    the live panel and its XLA stages."""
+    for k in (0, 1):
+        cell = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(k)
+        cell.scroll_into_view_if_needed()
+        cell.locator(".cm-content").click()
+        page.keyboard.press("Shift+Enter")
+    live = page.locator(".hwb-bundle[data-shown='live'] .wb-panel")
+    live.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=180_000)
+
+
+def test_a_kernel_that_dies_or_is_shut_down_leaves_the_saved_view_not_a_dead_panel(browser, lab, lab_server):
+    write_notebook(lab_server["root"] / "saved_dies.ipynb", "%load_ext workbench\nimport jax, jax.numpy as jnp", CELL,
+                   "import os\nos._exit(1)")
+    page = open_notebook(browser, lab, "saved_dies.ipynb", width=1280)
+    try:
+        for how in ("dies", "shut down"):
+            _live_panel(page)
+            assert page.locator("[data-kernel='gone']").count() == 0
+            if how == "dies":
+                page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(2).locator(".cm-content").click()
+                page.keyboard.press("Shift+Enter")  # the kernel's process ends; the server starts another
+            else:
+                page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").click()
+                page.locator(".lm-Menu-itemLabel", has_text="Shut Down Kernel").first.click()
+                accept = page.locator(".jp-Dialog-button.jp-mod-accept")
+                if accept.count():
+                    accept.click()
+            view = page.locator(".hwb-bundle[data-shown='saved'][data-kernel='gone'] [data-hwb-view]")
+            view.wait_for(timeout=60_000)
+            assert page.locator(".wb-panel").count() == 0, how
+            assert page.locator(".jupyter-widgets-disconnected").count() == 0, how
+            assert view.locator('[data-hwb="stage"]').count() > 10, how
+            print(f"\nthe kernel {how}: the saved view replaces the panel")
+            if how == "dies":  # JupyterLab says so in a dialog, and the server starts another kernel
+                page.locator(".jp-Dialog", has_text="appears to have died").locator(".jp-mod-accept").click()
+                page.locator(".jp-StatusBar-TextItem", has_text="Idle").first.wait_for(timeout=120_000)
+    finally:
+        page.close()
