@@ -386,6 +386,12 @@ def _table(rows: Sequence[dict[str, Any]], shown: dict[str, str]) -> Markup:
         Markup("").join(_TH.format(c) for c in COLUMNS), Markup("").join(body))
 
 
+_FOOTER = {"saved": "saved view of the pass-toggle panel; run the cell for the live panel",
+           "panel": "saved view of the pass-toggle panel; run the cell for the live panel",
+           "hlox": "a saved exploration (.hlox); wb.load(path) explores it again",
+           "report": "an offline report of an exploration; its interactive view needs JavaScript"}
+
+
 def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None, diff: Diff | None = None) -> str:
     """The static summary of a bundle's JSON; ``texts``: the whole texts of the stages shown that have
     one, for the diff (default: the JSON's texts); ``diff``: their diff, if made already."""
@@ -414,11 +420,10 @@ def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None, diff
         '<div class="hlo-workbench-saved" data-format="{}"><div>hlo-workbench &middot; {}</div>{}'
         "<div>shown: A <b>{}</b> &rarr; B <b>{}</b>{}</div>{}"
         "<details><summary>the stage table ({} stages)</summary>{}</details>"
-        '<div style="font-size:11px;color:#666">saved view of the pass-toggle panel ({}); '
-        "run the cell for the live panel</div></div>").format(
+        '<div style="font-size:11px;color:#666">{} ({})</div></div>').format(
         data["format"], Markup(" &middot; ").join(bits), error, shown["left"], shown["right"],
         Markup(" &middot; ops: {}{}").format(delta, more) if delta else "", _preview(data, texts, diff), len(rows),
-        _table(rows, shown), versions))
+        _table(rows, shown), _FOOTER.get(data.get("source", "saved"), ""), versions))
 
 
 def view_bundle(ex, left: str | None = None, right: str | None = None, *, stages: Sequence[Stage] | None = None,
