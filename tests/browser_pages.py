@@ -245,3 +245,40 @@ def exploration_facts(ex, runs=None) -> dict:
             "xla_disabled": ",".join(ex.spec.xla_disabled),
             "edits": [[e.kind, e.stage] for e in ex.edits], "runs": len(runs),
             "leaves": [[l.path, bool(l.passed)] for r in runs if r.check for l in r.check.leaves]}
+
+
+# -- what a user does in the panel (tests/test_browser_saved.py, tests/test_browser_four_ways.py) ------------------
+def idle(page) -> None:
+    """The panel's last job has ended (its status line says how)."""
+    page.wait_for_function("() => { const s = document.querySelector('.wb-panel .wb-status');"
+                           " return s && /\u2713|\u2716/.test(s.textContent) && !/running|…$/.test(s.textContent); }",
+                           timeout=180_000, polling=200)
+
+
+def toggle_off(panel, index: int, name: str, page) -> None:
+    """Switch ``name`` off in the Passes tab's toggle list ``index`` (0: patterns, 1: XLA passes), found by its
+    search box, as a user does."""
+    lists = panel.locator(".wbt")
+    lists.nth(index).locator(".wbt-search").fill(name)
+    lists.nth(index).locator(f'.wbt-item[data-name="{name}"] input').click()
+    lists.nth(index).locator(f'.wbt-item.wbt-changed[data-name="{name}"]').wait_for(timeout=180_000)
+    idle(page)
+
+
+def edit_b(panel, page) -> None:
+    """Stage B's text changed by hand (a comment line added) and applied, in whichever editor the panel shows."""
+    tab(panel, "Diff")
+    panel.locator(".wb-edit-toggle").click()
+    editor = panel.locator(".hwb-panel-editor .cm-content:visible, .wb-editor textarea:visible").first
+    editor.wait_for(timeout=30_000)
+    page.wait_for_timeout(500)  # the extension may turn the text area into CodeMirror as it shows
+    cm, area = panel.locator(".hwb-panel-editor .cm-content:visible"), panel.locator(".wb-editor textarea")
+    if cm.count():
+        cm.first.click()
+        page.keyboard.press("Control+End")
+        page.keyboard.insert_text("\n// changed by hand in the panel")
+    else:
+        area.fill(area.input_value() + "\n// changed by hand in the panel\n")
+    panel.locator(".wb-edit-apply").click()
+    panel.locator(".wbs-row .wbs-edit").first.wait_for(timeout=180_000)
+    idle(page)

@@ -8,7 +8,8 @@ Screenshots: test-output/saved_after_restart_<width>.png."""
 import nbformat
 import pytest
 
-from tests.browser_pages import open_notebook, saved_notebook, settle, show_panel, tab, write_notebook
+from tests.browser_pages import (edit_b, idle, open_notebook, saved_notebook, settle, show_panel, tab, toggle_off,
+                                 write_notebook)
 
 pytestmark = pytest.mark.slow
 
@@ -25,13 +26,6 @@ NAME = "saved_follows.ipynb"
 @pytest.fixture(scope="module", autouse=True)
 def notebook_files(lab_server):
     write_notebook(lab_server["root"] / NAME, "%load_ext workbench\nimport jax, jax.numpy as jnp", CELL)
-
-
-def _idle(page) -> None:
-    """The panel's last job has ended (its status line says how)."""
-    page.wait_for_function("() => { const s = document.querySelector('.wb-panel .wb-status');"
-                           " return s && /\u2713|\u2716/.test(s.textContent) && !/running|…$/.test(s.textContent); }",
-                           timeout=180_000, polling=200)
 
 
 def _model(lab, page, done, seconds: float = 60) -> dict:
@@ -58,35 +52,6 @@ def _model(lab, page, done, seconds: float = 60) -> dict:
                          f"{ {k: last.get('model', {}).get(k) for k in ('toggles', 'edits', 'runs', 'shown')} }")
 
 
-def _toggle(panel, index: int, name: str, page) -> None:
-    """Switch ``name`` off in the Passes tab's toggle list ``index`` (0: patterns, 1: XLA passes), found by its
-    search box, as a user does."""
-    lists = panel.locator(".wbt")
-    lists.nth(index).locator(".wbt-search").fill(name)
-    lists.nth(index).locator(f'.wbt-item[data-name="{name}"] input').click()
-    lists.nth(index).locator(f'.wbt-item.wbt-changed[data-name="{name}"]').wait_for(timeout=180_000)
-    _idle(page)
-
-
-def _edit_b(panel, page) -> None:
-    """Stage B's text changed by hand (a comment line added) and applied, in whichever editor the panel shows."""
-    tab(panel, "Diff")
-    panel.locator(".wb-edit-toggle").click()
-    editor = panel.locator(".hwb-panel-editor .cm-content:visible, .wb-editor textarea:visible").first
-    editor.wait_for(timeout=30_000)
-    page.wait_for_timeout(500)  # the extension may turn the text area into CodeMirror as it shows
-    cm, area = panel.locator(".hwb-panel-editor .cm-content:visible"), panel.locator(".wb-editor textarea")
-    if cm.count():
-        cm.first.click()
-        page.keyboard.press("Control+End")
-        page.keyboard.insert_text("\n// changed by hand in the panel")
-    else:
-        area.fill(area.input_value() + "\n// changed by hand in the panel\n")
-    panel.locator(".wb-edit-apply").click()
-    panel.locator(".wbs-row .wbs-edit").first.wait_for(timeout=180_000)
-    _idle(page)
-
-
 def test_the_saved_output_follows_the_panel_and_shows_after_a_kernel_restart(browser, lab, shots):
     page = open_notebook(browser, lab, NAME, width=1500)
     try:
@@ -97,19 +62,19 @@ def test_the_saved_output_follows_the_panel_and_shows_after_a_kernel_restart(bro
         # a pattern off, found by the search box: the update that carries it leaves the live panel as it was
         tab(panel, "Passes")
         page.evaluate("() => { document.querySelector('.wb-panel').dataset.hwbMark = 'before'; }")
-        _toggle(panel, 0, PATTERN, page)
+        toggle_off(panel, 0, PATTERN, page)
         _model(lab, page, lambda m: m["toggles"]["patterns_disabled"] == [PATTERN])
         assert panel.locator(".wbt-search").first.input_value() == PATTERN  # the search box keeps its text
         assert page.evaluate("() => document.querySelector('.wb-panel').dataset.hwbMark") == "before"
         assert page.locator(".hwb-bundle[data-shown='live'] .wb-panel").count() == 1
 
         # an XLA pass off, a hand edit of stage B, a run
-        _toggle(panel, 1, XLA_PASS, page)
-        _edit_b(panel, page)
+        toggle_off(panel, 1, XLA_PASS, page)
+        edit_b(panel, page)
         tab(panel, "Run")
         panel.locator("button.widget-button:visible", has_text="Run").click()
         panel.locator(".wb-result").first.wait_for(timeout=180_000)
-        _idle(page)
+        idle(page)
         names = panel.locator(".wbs-row").evaluate_all("rows => rows.map(r => r.dataset.name)")
         final = _model(lab, page, lambda m: len(m["runs"]) == 1 and len(m["edits"]) == 1 and m["complete"]
                        and [r["stage"] for r in m["stages"]] == names)
