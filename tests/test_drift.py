@@ -58,7 +58,8 @@ def test_a_nan_fed_to_a_no_nan_fold_is_found_where_the_fold_removed_the_where():
     first = d.op.inputs[0]
     assert first.differs and first.here == "argument 0 of @main" and "stablehlo.select" in first.reference
     assert first.changed_by.startswith("enzyme-hlo-patterns") and "removed by" in first.note
-    assert "no_nan_compare_simplify" in d.op.patterns and "did it with the pattern" in repr(d)
+    assert "no_nan_compare_simplify" in d.op.patterns and d.op.cause.kind == "patterns"
+    assert f"the cause: {first.changed_by}'s patterns" in repr(d)  # one cause: the stage that removed the where
     assert d.op.reference["op"] == "stablehlo.dot_general" and d.op.text.startswith(d.op.result)
     assert ex.stage(d.stage).text.splitlines()[d.op.line].strip() == d.op.text
 

@@ -1,13 +1,20 @@
-"""The facade's drift search: ``drift`` (where in the program a stage's numbers first go wrong). A mixin of
-``Exploration``: one call down into ``analysis.run.drift``."""
+"""The facade's drift search: ``drift`` (where in the program a stage's numbers first go wrong), with the one
+cause its explanation names (a hand edit, or the patterns of the stage that changed the ops), and
+``warm_drift`` (its modules compiled in the background, before it is asked). A mixin of ``Exploration``: calls
+down into ``analysis.run.drift``, ``drift_values`` and ``analysis.search.blame``."""
 from __future__ import annotations
 
 import dataclasses
+import threading
+from concurrent.futures import Future
 
-from ..analysis.run.drift import Drift, find_drift
+from ..analysis.run.drift import Cause, Drift, find_drift
+from ..analysis.run.drift_values import Probe, cache_of
 from ..analysis.search.blame import patterns_that
 from ..analysis.run.execute import runnable_source
 from ..analysis.run.tapping import Side, op_present, side_of
+from ..errors import StageError, WorkbenchError
+from ..pipeline.runner import default_runner
 from ..stages import Stage
 from .running import refuse_shapes, refuse_unfaithful_hlo
 
@@ -42,24 +49,113 @@ class Drifting:
             refuse_unfaithful_hlo(self, s, on, given, self._refs)  # as run does, for XLA stages
         found = find_drift(self, self._tap_side(st), self._tap_side(ref), device, given,
                            reference_device=reference_device)
-        return self._blamed(found)
+        return self._caused(found)
 
-    def _blamed(self, found: Drift) -> Drift:
-        """``found`` with the patterns that made the change its op came from, where a pattern pass made it:
-        that pass run again on its parent with subsets of its patterns (``analysis.search.blame``)."""
+    def warm_drift(self, stage=None, reference=None, device: str | None = None,
+                   reference_device: str | None = None) -> Future:
+        """Start compiling, in a background thread, the tap modules that ``drift`` with the same arguments takes
+        first, where it taps its sides whole (``analysis.run.drift_values``); nothing runs, so no callback of
+        the program fires. A ``drift`` that needs them meanwhile waits for them instead of compiling them
+        again. The Future's result is None; a failure is dropped here (the search says it, if it meets it)."""
+        done: Future = Future()
+        cache = cache_of(self)
+        if cache is None:  # a module given as text: its searches share no cache
+            done.set_result(None)
+            return done
+
+        def work():
+            try:
+                st = stage if isinstance(stage, Stage) else (self.default_run_stage() if stage is None
+                                                             else self.stage(stage))
+                ref = self.reference_stage() if reference is None else self.stage(reference)
+                Probe(self, self._tap_side(st), self._tap_side(ref), device or self.spec.device, None,
+                      reference_device, cache).warm()
+            except Exception:  # noqa: BLE001 -- speculative: the search itself says what fails
+                pass
+            done.set_result(None)
+
+        threading.Thread(target=work, name="wb-drift-warm", daemon=True).start()
+        return done
+
+    def _caused(self, found: Drift) -> Drift:
+        """``found`` with the one cause its explanation names (``Cause``): the hand edit where the stage that made
+        or removed the op its values came through is edited by hand (``Stage.edit == "text"``), or where an
+        earlier stage's hand edit changed ops at the source positions they came through (``_edit_behind``);
+        else the patterns of the stage that changed them, found by running its pass again on its parent with
+        subsets of its patterns (``analysis.search.blame``), or that stage alone, saying why no pattern."""
         op = found.op
-        if op is None or not op.changed_by or op.changed_by not in self.names:
+        if op is None:
             return found
-        stage = self.stage(op.changed_by)
-        if not stage.parent or stage.parent not in self.names:
+        cause = op.cause
+        edit = None if cause is not None and cause.kind == "edit" else self._edit_behind(found)
+        if edit is not None:
+            cause = Cause("edit", edit, how="it changed ops at the source lines the values came through")
+        elif cause is not None and cause.kind == "stage" and cause.stage in self.names:
+            cause = self._patterns_of(cause, op)
+        if cause is None:
             return found
+        return dataclasses.replace(found, op=dataclasses.replace(
+            op, cause=cause, changed_by=cause.stage, patterns=cause.patterns, blame_note=cause.how))
+
+    def _patterns_of(self, cause: Cause, op) -> Cause:
+        """``cause`` (a stage) as the patterns of its pass that made the change, where a pattern pass made it."""
+        stage = self.stage(cause.stage)
+        if not stage.parent or stage.parent not in self.names or not op.change:
+            return cause
         kind, keys, removed = op.change
         blame = patterns_that(stage, self.stage(stage.parent),
                               (lambda text: not op_present(text, kind, keys)) if removed
                               else (lambda text: op_present(text, kind, keys)), self.spec.timeout)
-        note = (f"found in {blame.runs} runs of {stage.name}'s pass on {stage.parent}" if blame.patterns
-                else blame.why_not)
-        return dataclasses.replace(found, op=dataclasses.replace(op, patterns=blame.patterns, blame_note=note))
+        if blame.patterns:
+            return Cause("patterns", stage.name, blame.patterns,
+                         f"found in {blame.runs} runs of {stage.name}'s pass on {stage.parent}")
+        return Cause("stage", stage.name, how=blame.why_not)
+
+    def _edit_behind(self, found: Drift) -> str | None:
+        """The first stage edited by hand on the way from the reference to the stage searched whose edit changed
+        an op at the source positions the drift's values came through (the op found, its differing inputs on
+        either side): its ops there against those its own pass makes of its parent (one pass run; for the
+        module the pipeline starts from, against the program as lowered). None where no edit did."""
+        op = found.op
+        keys = set(op.key[0]) if op.key else set()
+        for i in op.inputs:
+            if i.differs:
+                keys |= i.keys
+        by_name = {s.name: s for s in self.stages}
+        chain, current = [], by_name.get(found.stage)
+        while keys and current is not None and current.name != found.reference:
+            chain.append(current)
+            current = by_name.get(current.parent) if current.parent else None
+        for st in reversed(chain):
+            if st.edit == "text" and self._edit_touches(st, frozenset(keys)):
+                return st.name
+        return None
+
+    def _edit_touches(self, st: Stage, keys: frozenset) -> bool:
+        """Whether the hand edit of ``st`` changed an op at ``keys``: its kind, result types, value (a constant) or
+        the constants it takes."""
+        ref = self.reference_stage()
+        try:
+            if st.name == ref.name:  # the module the pipeline starts from, edited: against the program as lowered
+                before = ref.text_with_locations or ref.text
+            else:
+                parent = self.stage(st.parent)
+                before = default_runner().run("hand edit", parent.text_with_locations or parent.text,
+                                              st.produced_by or "", timeout=self.spec.timeout).text
+
+            def at(text: str) -> list:
+                side = side_of(st, text)
+                points = side.tap.points
+
+                def constant(v) -> str:  # a constant has no source position of its own: read it where it is used
+                    return points[v[1]].value if v[0] == "op" and points[v[1]].op == "stablehlo.constant" else ""
+
+                return sorted(((p.op, p.types, p.value, tuple(constant(v) for v in p.operands))
+                               for p in points if side.keys(p) & keys), key=repr)
+
+            return at(before) != at(st.text_with_locations or st.text)
+        except (WorkbenchError, StageError):  # a pass or a text that cannot be read again: no edit is named
+            return False
 
     def _tap_side(self, stage: Stage) -> Side:
         """``stage`` read for tapping, once per text (the searches of one exploration share them)."""

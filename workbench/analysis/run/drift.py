@@ -7,10 +7,14 @@ source positions and result types), and compares each pair with the numeric chec
 error; else against the reference's noise (its inputs moved by one ulp); integers exactly.
 
 The search. The pairs are listed in the stage's order (a topological order: ``@main`` is one block), the
-program's outputs last. Each probe runs the two tap modules (and the reference's float64 or nudged
-evaluation) once, tapping pairs of the interval still in question spread evenly over it; the first drifting
-pair and the last good one before it bound the next interval. Where everything fits (``TAP_VALUES`` values,
-``TAP_BYTES`` a side), one probe decides; where it does not, a round taps as many as fit and at least seven
+program's outputs last. A side whose values all fit (``drift_values.TAP_ALL`` values, ``TAP_BYTES``) is tapped
+whole, once: then one round compares every pair, and the inputs of the op found are read from the same runs
+(three modules compiled and run in all, none where a search of the same trace measured the reference before
+and a background ``warm`` compiled them; ``drift_values`` says why). Else each probe runs the two tap modules
+(and the reference's float64 or nudged evaluation) once, tapping pairs of the interval still in question spread
+evenly over it; the first drifting pair and the last good one before it bound the next interval. Where
+everything fits (``TAP_VALUES`` values, ``TAP_BYTES`` a side), one probe decides; where it does not, a round taps
+as many as fit and at least seven
 (refused beyond ``array_limit()``), so the interval shrinks eight- to sixty-five-fold a round: the runs grow
 with log(ops), and memory with the budget, never with the program's size. The first round compares the
 outputs too; where they agree, nothing is looked for (what differs inside is computed otherwise, and the
@@ -27,30 +31,22 @@ says whether the outputs drift in the tapped runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
-import jax
-import numpy as np
-
-from ...backends import float64_device
 from ...errors import WorkbenchError
-from ...pipeline.array_limit import Planned, refuse_large
-from ...ir.promote import computed_in, promote_to_f64
-from ...ir.taps import TapPoint, Value, tapped, value_bytes, value_shape
+from ...ir.taps import TapPoint, Value, value_bytes, value_shape
 from ...stages import Stage
-from .check import NOISE_TRIES, LeafCheck, check_leaf
-from .execute import tap_program
-from .reference import nudged_arguments
+from .check import LeafCheck
+from .drift_values import TAP_BYTES, Probe, TapCache, cache_of
 from .tapping import Side, counterparts, made_by, removed_by, result_pairs
 
-__all__ = ["Drift", "DriftOp", "DriftInput", "find_drift", "TAP_BYTES", "value_drifts"]
+__all__ = ["Cause", "Drift", "DriftOp", "DriftInput", "find_drift", "TAP_BYTES", "value_drifts"]
 
-TAP_BYTES = 64 * 2**20  # bytes of tapped values a side may return in one probe
 # values a probe taps at most: each one returned keeps XLA from fusing it away, and a module returning all
 # of a 720-op program's values compiled 3x slower than with 16 (3.5 s against 1.1 s, the NNX transformer)
 TAP_VALUES = 64
 _RESTARTS = 3
 _LEAST = 7  # a round of 7 values cuts the interval 8 ways: 3 runs buy what 3 halvings do
-_QUICK = {"xla_backend_optimization_level": 0}  # how the float64 reference is compiled (see probe)
 _CONTROL_FLOW = ("stablehlo.while", "stablehlo.case", "stablehlo.if")
 
 
@@ -80,6 +76,32 @@ class DriftInput:
     source: str = ""
     changed_by: str | None = None  # the stage that removed the reference's op (or made this stage's)
     change: tuple = ()  # (kind, source positions, removed?) of that op, for ``patterns_that``
+    what: str = ""  # ``note`` without the stage that did it: where the value entered (the explanation's words)
+    keys: frozenset = frozenset()  # the source positions of both operands' ops (where a hand edit is looked for)
+
+
+CauseKind = Literal["edit", "patterns", "stage"]
+
+
+@dataclass(frozen=True)
+class Cause:
+    """The one cause a drift's explanation names: ``kind`` "edit", the hand edit of ``stage``
+    (``ex.with_text``); "patterns", ``patterns`` of ``stage``'s pattern pass (found by running that pass again
+    on its parent with subsets of them: ``analysis.search.blame``); "stage", ``stage`` made or removed the op
+    the values came through and no pattern of it is named (``how`` says why). ``how``: how it was found."""
+
+    kind: CauseKind
+    stage: str
+    patterns: tuple[str, ...] = ()
+    how: str = ""
+
+    def words(self) -> str:
+        if self.kind == "edit":
+            return f"the cause: your hand edit of {self.stage}"
+        if self.kind == "patterns":
+            return (f"the cause: {self.stage}'s pattern{'s' * (len(self.patterns) > 1)} "
+                    f"{', '.join(self.patterns)}")
+        return f"the cause: {self.stage}" + (f" (no pattern named: {self.how})" if self.how else "")
 
 
 @dataclass(frozen=True)
@@ -105,6 +127,7 @@ class DriftOp:
     changed_by: str | None = None  # that stage: the one that removed an input's op, else made this op
     blame_note: str = ""  # how the patterns were found, or why none
     change: tuple = field(default=(), repr=False)  # (kind, source positions, removed?) of ``changed_by``'s op
+    cause: Cause | None = None  # the one cause the explanation names (None: no stage changed these ops)
 
 
 def _at_line(source: str) -> str:
@@ -161,13 +184,11 @@ class Drift:
                      else f"{o.result} of @main (no op inside it has a counterpart to compare)")
             head = (f"{self.stage!r} drifts from {self.reference!r} at {where}: error {o.check.max_abs:.3g} over a tolerance of "
                     f"{o.check.tolerance:.3g}")
-            entered = [i.note for i in o.inputs if i.differs and i.note]
+            entered = [i.what or i.note for i in o.inputs if i.differs and (i.what or i.note)]
             if entered:
                 head += f"; {entered[0]}"
-            if o.made_by:
-                head += f"; the op was made by {o.made_by}"
-            if o.patterns:
-                head += f"; {o.changed_by} did it with the pattern{'s' * (len(o.patterns) > 1)} {', '.join(o.patterns)}"
+            if o.cause is not None:
+                head += f"; {o.cause.words()}"
             if o.in_region:
                 head += "; the drift is inside its region (a loop or a branch)"
         tail = f" ({self.runs} runs, {self.probes} probes, {self.rule})"
@@ -193,104 +214,13 @@ class Drift:
             if o.inputs:
                 rows = "".join(f"<tr><td>{i.position}</td><td>{html.escape(i.here)}</td><td>{html.escape(i.reference)}"
                                f"</td><td>{'yes' if i.differs else ('no' if i.differs is False else '?')}</td>"
-                               f"<td>{html.escape(i.note)}</td></tr>" for i in o.inputs)
+                               f"<td>{html.escape(i.what or i.note)}</td></tr>" for i in o.inputs)
                 parts.append("<table><tr><th>input</th><th>here</th><th>reference</th><th>differs</th><th></th></tr>"
                              f"{rows}</table>")
         bad = [r for r in self.rows if r["drifts"]]
         parts.append(f"<details><summary>{len(self.rows)} values compared, {len(bad)} drift</summary>"
                      f"{self.table().to_html(index=False, max_rows=200)}</details>")
         return "".join(parts)
-
-
-class _Search:
-    """The probes of one search: runs the two tap modules and compares, counting runs."""
-
-    def __init__(self, ex, here: Side, there: Side, device: str, args, reference_device: str | None = None):
-        self.ex, self.here, self.there, self.device, self.args = ex, here, there, device, args
-        self.reference_device = reference_device or device
-        self.runs = 0
-        self.probes = 0
-        self.rule = ""
-        self.nudged, self.why_not_nudged = None, ""
-
-    def _avals(self, side: Side, values):
-        out = []
-        for v in values:
-            found = value_shape(side.tap.value_type(v))
-            if found is None:
-                raise WorkbenchError(f"value of type {side.tap.value_type(v)} cannot be tapped")
-            out.append(jax.ShapeDtypeStruct(found[0], found[1]))
-        return out
-
-    def _compiled(self, jobs: list[tuple[str, str, list, tuple | dict | None]]) -> list:
-        """Each (label, text, avals, XLA options) compiled once (``execute.tap_program``): the stage's (the first
-        job) for the search's device, the reference's for the reference's device, its float64 promotion (the
-        third) where float64 is computed for that device (``backends.float64_device``: the CPU for a TPU). (In
-        threads, side by side, they took as long on two cores: XLA's CPU compile already spreads its code
-        generation.)"""
-        devices = (self.device, self.reference_device, float64_device(self.reference_device))
-        return [self._tap(label, text, avals, devices[i], options, self.reference_device)
-                for i, (label, text, avals, options) in enumerate(jobs)]
-
-    def _tap(self, label: str, text: str, avals, device: str, options, fallback: str):
-        """``tap_program`` for ``device``; where that is another platform than the reference's and the module
-        does not compile there (a TPU program's host callbacks are send/recv ops the CPU does not have),
-        for ``fallback``."""
-        try:
-            return tap_program(self.ex, label, text, avals, device, xla_options=options)
-        except WorkbenchError:
-            if device == fallback:
-                raise
-            return tap_program(self.ex, label, text, avals, fallback, xla_options=options)
-
-    def _call(self, program, args=None) -> list:
-        self.runs += 1
-        return program(self.args if args is None else args)
-
-    def probe(self, pairs: list[_Pair]) -> list[LeafCheck]:
-        """One round: the stage's and the reference's values of ``pairs``, compared. ArrayTooLargeError
-        before anything runs where the values of one round (the stage's, the reference's and its float64
-        or nudged evaluations) pass ``array_limit()``."""
-        self.probes += 1
-        here_vals, there_vals = [p.here for p in pairs], [p.there for p in pairs]
-        copies = 2 + NOISE_TRIES
-        refuse_large([Planned(f"tapped value {p.label}", *value_shape(self.here.tap.value_type(p.here)), copies)
-                      for p in pairs], "finding where the numbers drift would keep intermediate values of "
-                      "several runs", "Search on smaller arguments, or a stage of a smaller program.")
-        ref_text, avals = tapped(self.there.tap, there_vals), self._avals(self.there, there_vals)
-        promotion = promote_to_f64(ref_text)
-        jobs = [(f"the tap module of {self.here.stage.name!r}", tapped(self.here.tap, here_vals),
-                 self._avals(self.here, here_vals), None),
-                (f"the tap module of {self.there.stage.name!r}", ref_text, avals, ())]
-        if promotion.ok:  # float64 values do not hang on LLVM's optimizations: compiled at -O0, half the time
-            jobs.append(("the reference promoted to float64", promotion.text, avals, _QUICK))
-        programs = self._compiled(jobs)
-        mine, low = self._call(programs[0]), self._call(programs[1])
-        wide, nudged = self._yardstick(programs[1], programs[2] if promotion.ok else None, promotion.refused)
-        computed = computed_in(ref_text)
-        computed = computed[-len(pairs):] if computed and len(computed) >= len(pairs) else [None] * len(pairs)
-        return [check_leaf(p.label, np.asarray(g), np.asarray(w), None if wide is None else np.asarray(wide[k]),
-                           [np.asarray(n[k]) for n in nudged], computed[k])
-                for k, (p, g, w) in enumerate(zip(pairs, mine, low))]
-
-    def _yardstick(self, reference, promoted, refused: str):
-        """(the reference's tapped values promoted to float64, []) or (None, the values of the reference's tap
-        module run again on nudged inputs: compiled once, run ``NOISE_TRIES`` times)."""
-        if promoted is not None:
-            try:
-                wide = self._call(promoted)
-                self.rule = "against the reference promoted to float64"
-                return wide, []
-            except WorkbenchError as e:
-                refused = f"the promoted module did not run ({str(e).splitlines()[0][:200]})"
-        if self.nudged is None:
-            self.nudged, self.why_not_nudged = nudged_arguments(self.ex, self.there.stage, self.args, NOISE_TRIES)
-        if not self.nudged:
-            self.rule = f"per-dtype tolerances ({refused or 'no float64 evaluation'}; {self.why_not_nudged})"
-            return None, []
-        self.rule = (f"against the reference's noise, its inputs moved by one ulp ({NOISE_TRIES} tries): it cannot "
-                     f"be promoted to float64 ({refused})")
-        return None, [self._call(reference, a) for a in self.nudged]
 
 
 def _pairs(here: Side, there: Side, cps: dict[int, int]) -> list[_Pair]:
@@ -338,7 +268,7 @@ def _evenly(candidates: list[int], k: int) -> list[int]:
     return sorted({candidates[min(n - 1, (j + 1) * n // (k + 1))] for j in range(k)})
 
 
-def _locate(search: _Search, pairs: list[_Pair], budget: int, good: int, bad: int | None,
+def _locate(search: Probe, pairs: list[_Pair], budget: int, good: int, bad: int | None,
             checks: dict[int, tuple[LeafCheck, int]], first: tuple[int, ...] = (),
             excluded: frozenset | set = frozenset()) -> tuple[int, int | None]:
     """Narrow (good, bad) -- the last pair known good and the first known to drift (None: none yet) --
@@ -350,7 +280,10 @@ def _locate(search: _Search, pairs: list[_Pair], budget: int, good: int, bad: in
         candidates = [i for i in range(good + 1, hi) if i not in checks and i not in excluded]
         if not candidates:
             return good, bad
-        picked = sorted(set(_spread(candidates, pairs, budget)) | {i for i in first if i not in checks})
+        if search.covers([pairs[i] for i in candidates]):  # fetched already (a side tapped whole): all at once
+            picked = sorted(set(candidates) | {i for i in first if i not in checks})
+        else:
+            picked = sorted(set(_spread(candidates, pairs, budget)) | {i for i in first if i not in checks})
         first = ()
         for i, c in zip(picked, search.probe([pairs[i] for i in picked])):
             checks[i] = (c, search.probes)
@@ -391,7 +324,7 @@ def _aligned(p: TapPoint, q: TapPoint, paired: dict[int, int]) -> tuple:
     return ops
 
 
-def _inputs(search: _Search, pair: _Pair, paired: dict[int, int], stages: list[Stage]) -> list[DriftInput]:
+def _inputs(search: Probe, pair: _Pair, paired: dict[int, int], stages: list[Stage]) -> list[DriftInput]:
     """The operands of the op found next to its counterpart's, compared in one probe; each differing one
     made by an op without a counterpart says which stage made (or removed) that op."""
     here, there = search.here, search.there
@@ -411,31 +344,33 @@ def _inputs(search: _Search, pair: _Pair, paired: dict[int, int], stages: list[S
         mine, source = _describe_value(here, a)
         theirs, their_source = _describe_value(there, b)
         c = checks.get(k)
-        note, changed, change = _entered(search, a, b, paired, stages) if c is None or not c.passed else ("", None, ())
+        note, what, changed, change = _entered(search, a, b, paired, stages) if c is None or not c.passed \
+            else ("", "", None, ())
         out.append(DriftInput(k, mine, theirs, None if c is None else not c.passed, None if c is None else c.max_abs,
-                              None if c is None else c.tolerance, note, their_source or source, changed, change))
+                              None if c is None else c.tolerance, note, their_source or source, changed, change,
+                              what, _operand_keys(here, a) | _operand_keys(there, b)))
     return out
 
 
-def _entered(search: _Search, a: Value, b: Value, paired: dict[int, int], stages: list[Stage]):
+def _entered(search: Probe, a: Value, b: Value, paired: dict[int, int], stages: list[Stage]):
     """Where a differing (or incomparable) input came from, when one side computes it with an op the other
     lacks: (words -- what it is here, an argument, a constant, an op a pass made, and what the reference
-    computes it with, an op a pass removed --, the stage that removed or made that op, (kind, source
-    positions, removed?)); ("", None, ()) where both sides' ops are counterparts."""
+    computes it with, an op a pass removed, each with the stage that did it --, the same words without those
+    stages, the stage that removed or made that op, (kind, source positions, removed?)); ("", "", None, ())
+    where both sides' ops are counterparts."""
     here, there = search.here, search.there
     names = {s.name for s in stages}
-    theirs, changed, change = "", None, ()
+    theirs, their_who, changed, change = "", "", None, ()
     if b[0] == "op" and b[1] not in paired.values():
         q = there.tap.points[b[1]]
         d = there.describe(q)
         gone = removed_by(stages, there.stage.name, here.stage.name, q.op, there.keys(q)) \
             if {there.stage.name, here.stage.name} <= names else None
         theirs = (f"the reference computes it with {d['result']} = {q.op} (line {d['line'] + 1}"
-                  f"{', ' + d['source'] if d['source'] else ''}), which has no counterpart here"
-                  + (f": {_by(gone, 'removed')}" if gone is not None else ""))
+                  f"{', ' + d['source'] if d['source'] else ''}), which has no counterpart here")
         if gone is not None:
-            changed, change = gone.name, (q.op, there.keys(q), True)
-    mine = ""
+            their_who, changed, change = f": {_by(gone, 'removed')}", gone.name, (q.op, there.keys(q), True)
+    mine, my_who = "", ""
     if a[0] == "op" and a[1] not in paired:
         p = here.tap.points[a[1]]
         d = here.describe(p)
@@ -443,13 +378,19 @@ def _entered(search: _Search, a: Value, b: Value, paired: dict[int, int], stages
             mine = f"here it is the constant {d['result']} = {p.value} (line {d['line'] + 1})"
         else:
             made = made_by(stages, here.stage.name, p.op, here.keys(p)) if here.stage.name in names else None
-            mine = (f"here it is {d['result']} = {p.op} (line {d['line'] + 1}), which the reference does not have"
-                    + (f": {_by(made, 'made')}" if made is not None else ""))
+            mine = f"here it is {d['result']} = {p.op} (line {d['line'] + 1}), which the reference does not have"
+            if made is not None:
+                my_who = f": {_by(made, 'made')}"
             if made is not None and changed is None:
                 changed, change = made.name, (p.op, here.keys(p), False)
     elif a[0] == "arg" and theirs:
         mine = f"here it is argument {a[1]} of @main as given"
-    return "; ".join(x for x in (mine, theirs) if x), changed, change
+    said = "; ".join(x for x in (mine + my_who, theirs + their_who) if x)
+    return said, "; ".join(x for x in (mine, theirs) if x), changed, change
+
+
+def _operand_keys(side: Side, value: Value) -> frozenset:
+    return side.keys(side.tap.points[value[1]]) if value[0] == "op" else frozenset()
 
 
 def _by(stage: Stage, did: str) -> str:
@@ -472,18 +413,21 @@ def _row(k: int, pair: _Pair, check: LeafCheck, probe: int, here: Side, there: S
 
 
 def find_drift(ex, here: Side, there: Side, device: str, args=None, budget: int | None = None,
-               reference_device: str | None = None) -> Drift:
+               reference_device: str | None = None, cache: TapCache | None = None) -> Drift:
     """The first op of ``here``'s stage whose value drifts from its counterpart in ``there`` (see the
     module's docstring), on ``device`` with ``args`` (None: the run's own), tapping at most ``budget``
     bytes a side a round (default ``TAP_BYTES``); ``there`` runs on ``reference_device`` (default: the
-    same), so a TPU's values can be held against the CPU's."""
+    same), so a TPU's values can be held against the CPU's. ``cache``: the compiled tap modules and reference
+    values of earlier searches of the same trace (``drift_values.TapCache``)."""
     budget = TAP_BYTES if budget is None else budget
-    search = _Search(ex, here, there, device, args, reference_device)
     paired = counterparts(here, there)
     pairs = _pairs(here, there, paired)
     if not pairs:
         raise WorkbenchError(f"no value of {here.stage.name!r} has a counterpart in {there.stage.name!r} to compare "
                              "(no op with the same source position and type, and no output of the same type)")
+    search = Probe(ex, here, there, device, args, reference_device, cache if cache is not None else cache_of(ex),
+                   budget)
+    search.preload()
     checks: dict[int, tuple[LeafCheck, int]] = {}
     returned = set(here.tap.results)
     outputs = tuple(i for i, p in enumerate(pairs) if p.here in returned)
@@ -526,7 +470,7 @@ def _module_args(ex, args) -> tuple:
     return tuple(given) if given is not None else ()
 
 
-def _settle(search: _Search, pairs: list[_Pair], budget: int, good: int, bad: int | None, checks: dict,
+def _settle(search: Probe, pairs: list[_Pair], budget: int, good: int, bad: int | None, checks: dict,
             paired: dict[int, int], stages: list[Stage]):
     """((the pair found, its inputs) or None, the pairs set aside): the inputs of the pair found are compared;
     where one drifted before it unseen (the values drifted and came back), the search goes on before it; where
@@ -583,17 +527,22 @@ def _found(pair: _Pair, check: LeafCheck, inputs: list[DriftInput], here: Side, 
     changed, change = next(((i.changed_by, i.change) for i in inputs if i.changed_by), (None, ()))
     if changed is None and made is not None:
         changed, change = made.name, (p.op, here.keys(p), False)
+    edited = {s.name for s in stages if s.edit == "text"}
+    cause = None if changed is None else Cause("edit" if changed in edited else "stage", changed)
     return DriftOp(here.stage.name, d["result"], d["op"], d["line"], d["text"], d["source"], e, check, tuple(inputs),
                    made.name if made is not None else None, (made.produced_by or "") if made is not None else "",
-                   bool(p is not None and p.op in _CONTROL_FLOW), key, changed_by=changed, change=change)
+                   bool(p is not None and p.op in _CONTROL_FLOW), key, changed_by=changed, change=change, cause=cause)
 
 
-def value_drifts(ex, here: Side, there: Side, key: tuple, device: str, args=None) -> bool | None:
-    """Whether the op of ``here`` known by ``key`` (``DriftOp.key``) drifts from its counterpart: one probe.
-    None where the stage has no such op with a counterpart."""
+def value_drifts(ex, here: Side, there: Side, key: tuple, device: str, args=None,
+                 cache: TapCache | None = None) -> bool | None:
+    """Whether the op of ``here`` known by ``key`` (``DriftOp.key``) drifts from its counterpart: one probe
+    (the reference's values from ``cache`` where an earlier question measured them). None where the stage has
+    no such op with a counterpart."""
     pairs = [p for p in _pairs(here, there, counterparts(here, there)) if p.point is not None
              and (here.keys(p.point), p.point.types, p.point.op) == key]
     if not pairs:
         return None
-    search = _Search(ex, here, there, device, args)
+    cache = cache if cache is not None else cache_of(ex)
+    search = Probe(ex, here, there, device, args, cache=cache, whole_here=False, whole_there=cache is not None)
     return not search.probe(pairs[:1])[0].passed
