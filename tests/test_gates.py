@@ -251,22 +251,6 @@ def test_a_golden_from_other_versions_says_which_versions_differ(golden, tmp_pat
 
 
 @pytest.mark.slow
-def test_a_saved_file_holds_each_stages_shape_as_the_comparison_computes_it(mlp_ex, golden):
-    """The extension compares stages by the ``normalized`` hash each stage carries: it must be the comparison's
-    own (taken from the diffs the save makes where it can, made where it cannot)."""
-    import json
-    import zipfile
-
-    from workbench.analysis.diff.explorations import module_shape
-
-    rows = json.loads(zipfile.ZipFile(golden).read("manifest.json"))["stages"]
-    by_name = {s.name: s for s in mlp_ex.stages}
-    shaped = [r for r in rows if "normalized" in r]
-    assert len(shaped) == len([s for s in mlp_ex.stages if s.group != "backend" and not s.error])
-    assert all(r["normalized"] == module_shape(by_name[r["name"]]) for r in shaped)
-
-
-@pytest.mark.slow
 def test_a_comparison_normalizes_each_distinct_text_at_most_once(mlp_ex, monkeypatch):
     import workbench.analysis.diff.explorations as explorations
 

@@ -12,12 +12,12 @@ What the description promises: every field ``load_exploration`` reads has the ty
 builds with ``**`` into the RunResults it returns, and its ``program`` those of ``RunProgram`` but the
 stage); stage names are distinct and a parent is an earlier stage (so walking parents ends); a run
 is of a stage of the file, unless it is marked ``earlier`` (made on an exploration this one was made
-from by a toggle, whose stage may be gone); every text a stage names (its diff's too) is in the texts'
-index, which tiles the decompressed texts exactly (no text is counted twice). What it does not: it
-bounds no size the loader limits itself (the texts' and arrays' bytes, see ``saved.py``), it does not
-say whether a pass string parses or a device exists (those fail when used, with their own errors), and
-whether a stage's diff fits its texts (only viewers without a kernel read it: they check it, and fall
-back to a diff of their own).
+from by a toggle, whose stage may be gone); every text a stage names (an older file's carried diff's
+too) is in the texts' index, which tiles the decompressed texts exactly (no text is counted twice). What
+it does not: it bounds no size the loader limits itself (the texts' and arrays' bytes, see ``saved.py``),
+it does not say whether a pass string parses or a device exists (those fail when used, with their own
+errors), and of the fields only older files have (``Legacy``: a stage's ``diff`` and ``normalized``,
+which nothing reads now) it checks the form alone.
 
 ``parse_manifest`` is json.loads with bounds a hostile file cannot pass: UTF-8 only, no nesting
 deeper than ``MAX_DEPTH`` (checked on the bytes, before json's recursive parser sees them), at most
@@ -40,7 +40,8 @@ from ..options import PROPAGATE, PatternOptions
 from ..stages import StageKind
 
 __all__ = ["ManifestError", "MANIFEST", "EDITS", "CHECK", "LEAF", "PROGRAM", "PRINTED_LINES", "MAX_DEPTH", "MAX_VALUES", "check", "check_manifest",
-           "check_field", "parse_manifest", "json_schema", "Str", "Int", "Num", "Bool", "Opt", "List", "Map", "Record", "Scalar"]
+           "check_field", "parse_manifest", "json_schema", "Str", "Int", "Num", "Bool", "Opt", "List", "Map", "Record",
+           "Scalar", "Legacy"]
 
 MAX_DEPTH = 32  # a manifest nests 7 deep (runs[].check.leaves[].shape[]); json recurses per level
 MAX_VALUES = 4_000_000  # JSON values (objects, lists, scalars) in one manifest: ~100x a 200-stage one
@@ -254,6 +255,29 @@ class Map(_ByType):
 
 
 @dataclass(frozen=True)
+class Legacy:
+    """``inner``, a field that only files of earlier workbenches have: this one neither writes nor reads it,
+    and checks its form still (a file is refused whole or loaded whole). The JSON Schema marks it
+    ``deprecated`` and says ``why`` in its description."""
+
+    inner: Any
+    why: str
+
+    @property
+    def expected(self) -> str:
+        return self.inner.expected
+
+    def accepts(self, v: Any) -> bool:
+        return self.inner.accepts(v)
+
+    def inside(self, v: Any, where: str) -> None:
+        self.inner.inside(v, where)
+
+    def schema(self) -> dict:
+        return {**self.inner.schema(), "deprecated": True, "description": self.why}
+
+
+@dataclass(frozen=True)
 class Record(_ByType):
     """An object with named fields: ``required`` ones must be there, ``optional`` ones may be; other
     keys are ignored, or refused when ``closed`` (a record built with ``**``, where an unknown key
@@ -325,9 +349,15 @@ PROGRAM = Record(
     {"text_sha256": SHA256, "pipeline": Str(), "patterns_off": List(Str(), _MANY), "patterns_added": List(Str(), _MANY),
      "xla_options": List(List(Str(), most=2, least=2), _MANY)}, closed=True)
 
-# ex.diff(parent, stage) for viewers without a kernel (stage_diffs.py): its normalized texts, stored among the
-# texts (null: an empty one), and its rows as Diff.runs(); files saved before it was written lack it
-STAGE_DIFF = Record({"before": Opt(SHA256), "after": Opt(SHA256), "runs": Str(pattern=RUNS)})
+# ex.diff(parent, stage), which files of earlier workbenches carry per stage for the JupyterLab extension of then
+# (stage_diffs.carried): its normalized texts, stored among the texts (null: an empty one), and its rows as
+# Diff.runs(); and the stage's module_shape (analysis/diff/explorations.py). Nothing writes or reads them now: the
+# extension asks the Jupyter server extension (views/labserver.py), which loads the file and diffs in Python
+STAGE_DIFF = Legacy(Record({"before": Opt(SHA256), "after": Opt(SHA256), "runs": Str(pattern=RUNS)}),
+                    "earlier workbenches' carried diff of the stage against its parent (its normalized texts' hashes "
+                    "and its rows as runs); no longer written, nor read")
+STAGE_SHAPE = Legacy(SHA256, "earlier workbenches' SHA-256 of the stage's normalized module; no longer written, "
+                             "nor read")
 
 # the profiles of save(profile=True) (saved_profiles.py): each one's table and figures, and the zip member
 # holding the profiler's own trace file (absent where the trace was over the kept limit)
@@ -374,8 +404,8 @@ MANIFEST = Record({
         {"name": Str(nonempty=True), "group": Str(choices=typing.get_args(StageKind)), "produced_by": Str(),
          "changed": Bool(), "seconds": Opt(Num(least=0.0)), "parent": Opt(Str()), "error": Opt(Str()),
          "cached": Bool(), "text": Opt(SHA256)},
-        {"located": Opt(SHA256), "diff": STAGE_DIFF, "edit": Str(choices=("text", "inserted", "after-removed")),
-         "normalized": SHA256}), _MANY),  # module_shape: viewers compare stages beyond renaming
+        {"located": Opt(SHA256), "edit": Str(choices=("text", "inserted", "after-removed")),
+         "diff": STAGE_DIFF, "normalized": STAGE_SHAPE}), _MANY),
     "pipeline_error": Opt(_STAGE_ERROR),
     "xla_error": Opt(_STAGE_ERROR),
     "args": List(Record({"shape": _SHAPE, "dtype": Str(nonempty=True)}), _MANY),
@@ -405,10 +435,11 @@ SCHEMA_ID = "https://hlo-workbench.invalid/hlox-manifest.schema.json"
 
 def json_schema() -> dict:
     """``MANIFEST`` as a JSON Schema (draft 2020-12): the document ``workbench/assets/hlox-manifest.schema.json``
-    holds, for readers in other languages (the JupyterLab extension checks a manifest against it). It says
-    every field's type and range; the rules between fields (``check_manifest``: distinct stage names,
-    parents before children, the texts' index) and the bounds on the JSON itself (``parse_manifest``)
-    are not JSON Schema's to say."""
+    holds, for readers in other languages (the JupyterLab extension reads no .hlox: it asks views/labserver.py,
+    which loads the file here). It says every field's type and range, the fields only older files have
+    marked ``deprecated``; the rules between fields (``check_manifest``: distinct stage names, parents before
+    children, the texts' index) and the bounds on the JSON itself (``parse_manifest``) are not JSON Schema's
+    to say."""
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
             "title": "the manifest.json of a saved hlo-workbench exploration (.hlox), format 1",
             **MANIFEST.schema()}

@@ -6,8 +6,8 @@ stored, as it is compressed already; the others are deflated):
     manifest.json   format, what wrote it (workbench, jax, jaxlib, enzyme-ad, Python, date), the spec
                     (pipeline, pattern options and toggles, XLA options, device), one entry per stage
                     (name, group, pass string, parent, changed, seconds, cached, error, the hashes of
-                    its text and of its text with locations, and its structural diff against its parent
-                    for viewers without a kernel: stage_diffs.py), XLA's passes and analyses, the
+                    its text and of its text with locations; no diff: a view without a kernel asks the
+                    Jupyter server extension, views/labserver.py), XLA's passes and analyses, the
                     session's runs (``ex.history``: each with the program it ran and what it printed; those
                     made on the explorations it was made from marked ``earlier``), the example arguments' shapes
                     and dtypes, the cost table (``cost``: columns and rows, for viewers without a
@@ -68,7 +68,6 @@ from .saved_edits import edits_from, edits_json
 from .saved_signature import signature_from, signature_json
 from .saved_agree import check_agreement
 from .saved_profiles import TRACE_LIMIT, profiles_from, profiles_json, trace_members
-from .stage_diffs import stage_diffs, stage_shapes
 from ..pipeline.xla import XlaResult
 from ..analysis.run.execute import Check, LeafCheck, RunResult, Timing
 from ..analysis.run.history import RunProgram, program_of
@@ -258,13 +257,6 @@ def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFram
                      "text": texts.add(s.text),
                      "located": texts.add(s.text_with_locations) if s.text_with_locations != s.text else None,
                      **({"edit": s.edit} if s.edit else {})})
-    shapes: dict[str, str] = {}  # module_shape by text: what the diffs normalized is not normalized again
-    for row, diff in zip(rows, stage_diffs(stages, texts.add, shapes)):  # ex.diff(parent, stage), normalized texts
-        if diff is not None:
-            row["diff"] = diff
-    for row, shape in zip(rows, stage_shapes(stages, shapes)):  # for viewers: the same beyond renaming?
-        if shape is not None:
-            row["normalized"] = shape
     input_hash = texts.add(ex.spec.input_text)
     edits = edits_json(ex.spec.edits, texts.add)
     blob, index = texts.blob()

@@ -2,11 +2,10 @@
 builds anything, and refuses a file whose copies disagree (a SavedFileError naming the stage and what
 differs).
 
-A stage is stored with its text and, where they differ, its text with locations; its ``changed``; its
-``normalized`` shape and its diff against its parent for the viewers without a kernel (``stage_diffs.py``).
+A stage is stored with its text and, where they differ, its text with locations, and its ``changed``.
 All of those are made from the one text with locations when the file is saved, and each view reads a
-different copy: ``ex[stage].text`` the plain text, the report and the source views the located one, the
-JupyterLab extension the carried diffs. A file changed by hand after it was saved, each checksum
+different copy: ``ex[stage].text`` the plain text, the report and the source views the located one. A
+file changed by hand after it was saved, each checksum
 recomputed (the checksums only say the bytes arrived as written), would show one program in one view and
 another in the next. Deriving one copy from the other and ignoring the stored one would hide which of
 the two the hand meant; so the file is refused, in words, and a hand edit goes through
@@ -14,10 +13,11 @@ the two the hand meant; so the file is refused, in words, and a hand edit goes t
 
 Checked, each in time linear in the texts (each distinct pair once): the plain text is the located one
 without its locations (``ir.text.strip_locations``, what the pipeline itself derives it with); an MLIR
-stage is ``changed`` exactly when its text differs from its parent's; a carried diff starts from its
-parent's ``normalized`` shape, and a stage whose text is its parent's carries the identity diff and its
-parent's shape. Not checked: that a shape or a diff's normalized text is that of its stage (that is
-the diff itself, a save's most expensive part, which a load does not repeat).
+stage is ``changed`` exactly when its text differs from its parent's. Not checked: the per-stage diffs and
+shapes (``diff``, ``normalized``) that files of earlier workbenches carry for the JupyterLab extension of
+then. Nothing reads them now (a view without a kernel asks ``views/labserver.py``, which diffs the loaded
+stages), so they cannot show one view a program another does not; the manifest's schema still checks
+their form.
 """
 from __future__ import annotations
 
@@ -58,17 +58,6 @@ def disagreement(rows: list[dict], texts: dict[str, str]) -> str | None:
         if r["group"] == "mlir" and r["changed"] == same:
             return (f"stage {name!r} is marked changed={r['changed']}, but its text is "
                     f"{'the same as' if same else 'not'} its parent {parent['name']!r}'s")
-        diff = r.get("diff")
-        if diff is not None and parent.get("normalized") and parent["name"] != "jaxpr" \
-                and diff["before"] != parent["normalized"]:
-            return (f"stage {name!r}: its diff against {parent['name']!r} does not start from that stage's "
-                    "normalized text")
-        if same and diff is not None and diff["after"] != diff["before"]:
-            return f"stage {name!r}: its text is its parent {parent['name']!r}'s, but its diff shows changes"
-        if same and r.get("normalized") and parent.get("normalized") and parent["name"] != "jaxpr" \
-                and r["normalized"] != parent["normalized"]:
-            return (f"stage {name!r}: its text is its parent {parent['name']!r}'s, but its normalized shape "
-                    "is not")
     return None
 
 

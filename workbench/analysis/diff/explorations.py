@@ -125,8 +125,7 @@ def shape_is_normalized(stage: Stage) -> bool:
 
 def module_shape(stage: Stage) -> str:
     """The SHA-256 of a stage's module as normalized (SSA names, locations and debug information left out:
-    two stages with the same shape differ at most by renaming); of its text as it is for the jaxpr. A
-    ``.hlox`` stores it per stage (``normalized``), so a viewer without a kernel compares as this does."""
+    two stages with the same shape differ at most by renaming); of its text as it is for the jaxpr."""
     lines = normalize(stage.text) if shape_is_normalized(stage) else [stage.text]
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
