@@ -1,11 +1,18 @@
 """The panel's Source tab in a real browser (JupyterLab, Debian's chromium, playwright): a transformer
 block written in a %%hlo cell, its lines with heat bars, a click on the line of a matmul marking its ops
 in the diff, and a click on an op there showing its lineage. A screenshot of the tab goes to
-test-output/panel_source_tab.png.
+test-output/panel_source_tab.png. And the tab's component (kind "source" of assets/views.js) alone in a page,
+drawn from the facts Python makes: what it sends when clicked, names drawn as text, nothing cut at 1000 px.
 """
+import json
+
+import jax.numpy as jnp
 import pytest
 
+import workbench as wb
 from tests.browser_pages import open_notebook, show_panel, side_by_side, tab, write_notebook
+from workbench.views.widgets.component import views_module
+from workbench.views.widgets.source import cost_note, lineage_rows, listing_rows
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +53,8 @@ def test_the_source_tab_marks_a_lines_ops_and_an_ops_lineage(browser, lab, shots
         assert codes[0] == "def block(p, x):" and any("return (block(p, x) ** 2).mean()" in c for c in codes)
         assert panel.locator(".wbsrc-line .wbsrc-bar").count() >= 4
         assert panel.locator(".wbsrc-none").count() == 1
-        assert "analytic cost model" in panel.locator(".wb-note", has_text="the bars").first.inner_text()
+        assert "analytic cost model" in panel.locator(".wbsrc-tab .hwbv-note", has_text="the bars").inner_text()
+        assert panel.locator('[data-hwb="source-metric"][aria-pressed="true"]').inner_text() == "flops"
 
         # a click on the line of the q/k/v projections marks its ops on both sides of the diff
         matmul.click()
@@ -57,20 +65,22 @@ def test_the_source_tab_marks_a_lines_ops_and_an_ops_lineage(browser, lab, shots
         assert sum("stablehlo.dot_general" in t for t in texts) >= 3
         assert panel.locator(".wbd-l .wbd-row.wbd-mark").count() >= 3
         assert python.inner_text().startswith('ex.locations("enzyme-hlo-patterns#1").query(')
-        assert "ops in B" in panel.locator(".wb-source-status").inner_text()
+        assert "ops in B" in panel.locator('[data-hwb="source-status"]').inner_text()
         shots(panel, "panel_source_tab")
 
         # a click on one of those ops: its lineage, a line per stage with its counterparts
         op = panel.locator(".wbd-r .wbd-row.wbd-mark", has_text="stablehlo.dot_general").first
         op.click(position={"x": 90, "y": 9})  # on its code, near the start (a long row runs out of its pane)
-        lineage = panel.locator(".wb-lineage")
-        lineage.locator(".wb-lineage-head", has_text="Lineage").wait_for(timeout=60_000)
+        lineage = panel.locator('[data-hwb="lineage"]')
+        lineage.locator(".wbsrc-lineage-head", has_text="Lineage").wait_for(timeout=60_000)
         assert python.inner_text().startswith('ex.lineage("enzyme-hlo-patterns#1", "%')
-        stages = lineage.locator("tbody tr").all_inner_texts()
+        assert lineage.get_attribute("data-stage") == "enzyme-hlo-patterns#1"
+        rows = lineage.locator('[data-hwb="lineage-row"]')
+        stages = rows.all_inner_texts()
         assert len(stages) >= 5 and any("xla:optimized" in s for s in stages)
         assert any("dot_general" in s for s in stages)
-        # the status line is its own widget message: it may arrive after the lineage table
-        panel.locator(".wb-source-status", has_text="counterpart").wait_for(timeout=60_000)
+        assert rows.and_(panel.locator('[data-side="B"]')).get_attribute("data-stage") == "enzyme-hlo-patterns#1"
+        panel.locator('[data-hwb="source-status"]', has_text="counterpart").wait_for(timeout=60_000)
         assert panel.locator(".wbd-l .wbd-row.wbd-mark").count() >= 1
         assert panel.locator(".wbsrc-line.wbsrc-sel", has_text='x @ p["wq"]').count() == 1
         shots(panel, "panel_source_lineage")
@@ -98,12 +108,12 @@ def test_measured_heat_in_the_source_tab_and_the_compile_tab(browser, lab, shots
         side_by_side(panel)
         tab(panel, "Source")
         panel.locator(".wbsrc-line.wbsrc-ops", has_text='x @ p["wq"]').wait_for(timeout=60_000)
-        panel.locator(".widget-toggle-button", has_text="measured").click()
+        panel.locator('[data-hwb="source-metric"][data-metric="measured"]').click()
         panel.locator(".wbsrc-val", has_text="µs").first.wait_for(timeout=120_000)
         python = panel.locator(".wb-python pre").first
         assert python.inner_text().endswith("measured=True)")
         assert panel.locator(".wbsrc-head .wbsrc-heat").inner_text() == "µs"
-        note = panel.locator(".wb-note", has_text="measured run time").first.inner_text()
+        note = panel.locator(".wbsrc-tab .hwbv-note", has_text="measured run time").inner_text()
         assert "JAX's profiler" in note and "times on cpu:0" in note
         assert panel.locator(".wbsrc-line .wbsrc-bar").count() >= 3
         shots(panel, "panel_source_measured")
@@ -120,5 +130,84 @@ def test_measured_heat_in_the_source_tab_and_the_compile_tab(browser, lab, shots
         stage = link.get_attribute("data-stage")
         link.click()
         panel.locator(".wbd-head-r", has_text=stage).wait_for(timeout=60_000)  # the Diff tab shows that stage
+    finally:
+        page.close()
+
+
+HOSTILE = "<img src=x onerror=\"window.pwned = 1\">"
+
+
+def tb(x, y):
+    return jnp.dot(x.T, y.T).T
+
+
+# anywidget's model as the panel's widget has it: the component's kind and data, and what it sends
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style></head>
+<body style="margin:0;padding:8px"><div id="listing"></div><div id="trail"></div><script type="module">
+const views = await import(URL.createObjectURL(new Blob([{js}], {{type: "text/javascript"}})));
+window.sent = [];
+window.models = {{}};
+for (const [id, data] of [["listing", {listing}], ["trail", {trail}]]) {{
+  const on = {{}};
+  const model = {{ get: (k) => (k === "kind" ? "source" : model.data), data, on: (e, f) => (on[e] = f), off() {{}},
+                  send: (m) => window.sent.push(m), set(d) {{ model.data = d; on["change:data"](); }} }};
+  window.models[id] = model;
+  views.render({{ model, el: document.getElementById(id) }});
+}}
+document.documentElement.dataset.ready = "1";
+</script></body></html>"""
+
+
+def test_the_source_component_draws_pythons_facts_and_sends_the_clicks(browser, shots):
+    ex = wb.explore(tb, jnp.ones((8, 16)), jnp.ones((4, 8)))
+    stage = ex.stage("canonicalize#2")
+    rows = listing_rows(ex.source_map(stage=stage.name))
+    rows[0]["code"] = HOSTILE  # a file's label, as if a cell were named so
+    listing = {"part": "listing", "metric": "flops", "unit": "flops", "note": cost_note(stage, "flops"), "message": "",
+               "rows": rows, "selected": []}
+    lin = lineage_rows(ex.lineage("canonicalize#2", "%0"), "canonicalize#2", "%0", HOSTILE, ("canonicalize#2", "cse#1"))
+    trail = {"part": "trail", "status": [{"text": HOSTILE, "error": False}, {"text": "no ops", "error": True}],
+             "lineage": lin}
+    js, css = views_module()
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.set_content(PAGE.format(css=css, js=json.dumps(js).replace("</", "<\\/"), listing=json.dumps(listing),
+                                     trail=json.dumps(trail)))
+        page.wait_for_selector("html[data-ready='1']", timeout=30_000)
+        lines = page.locator('[data-hwb="source-line"]')
+        facts = lines.evaluate_all("(es) => es.map((e) => [e.dataset.file, Number(e.dataset.line), Number(e.dataset.ops)])")
+        assert facts == [[r["file"], r["line"], r.get("ops", 0)] for r in rows if r["k"] in ("line", "none")]
+        assert page.locator(".wbsrc-file").inner_text() == HOSTILE and page.locator("img").count() == 0
+        assert page.locator(".wbsrc-bar").count() == sum(1 for r in rows if r.get("frac"))
+        assert page.locator(".wbsrc-tab .hwbv-note").inner_text() == listing["note"]
+        # a click on a line with ops, on a metric: sent to Python, which answers with new facts
+        line = next(r for r in rows if r["k"] == "line" and r["ops"])
+        page.locator(f'[data-hwb="source-line"][data-line="{line["line"]}"]').click()
+        page.locator('[data-hwb="source-metric"][data-metric="bytes"]').click()
+        assert page.evaluate("window.sent") == [{"action": "line", "payload": {"file": line["file"], "line": line["line"]}},
+                                                {"action": "metric", "payload": {"metric": "bytes"}}]
+        key = f"{line['file']}:{line['line']}"
+        page.evaluate("(d) => window.models.listing.set(d)", {**listing, "metric": "bytes", "selected": [key]})
+        assert page.locator('[data-hwb="source-line"][data-selected="true"]').evaluate_all(
+            "(es) => es.map((e) => Number(e.dataset.line))") == [line["line"]]
+        assert page.locator('[data-hwb="source-metric"][aria-pressed="true"]').inner_text() == "bytes"
+        # what is marked and the lineage: rows per stage, A and B marked, names as text
+        assert page.locator('[data-hwb="source-status"]').all_inner_texts() == [HOSTILE, "no ops"]
+        assert page.locator('[data-hwb="source-status"][data-error="true"]').count() == 1
+        got = page.locator('[data-hwb="lineage-row"]').evaluate_all(
+            "(es) => es.map((e) => [e.dataset.stage, e.dataset.side, Number(e.dataset.count), e.dataset.state])")
+        assert got == [[r["stage"], r["side"], r["count"], r["state"]] for r in lin["rows"]]
+        assert f"({HOSTILE})" in page.locator(".wbsrc-lineage-head").inner_text()
+        assert page.locator("img").count() == 0 and page.evaluate("window.pwned") is None
+        # at 1000 px: no button or heading cut, nothing scrolls the page sideways
+        cut = page.evaluate("""() => Array.from(document.querySelectorAll('button, th, .wbsrc-title, .wbsrc-lineage-head'))
+            .filter((e) => e.scrollWidth > e.clientWidth).map((e) => e.textContent)""")
+        assert cut == [] and page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+        shots(page, "source_component")
+        page.evaluate("(d) => window.models.trail.set(d)", {"part": "trail", "status": [], "lineage": None})
+        assert page.locator(".wbsrc-trail").is_hidden()
+        assert errors == []
     finally:
         page.close()

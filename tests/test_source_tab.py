@@ -2,8 +2,9 @@
 picked marks exactly its ops in the diff, an op clicked in the diff marks its counterparts and shows its
 lineage, and errors are said in the tab while the panel goes on working.
 
-The browser sends the same messages these tests send (a click on a source line, on a diff row); what
-the tests read is the widgets' state, which is what the browser renders."""
+The browser sends the same messages these tests send (a click on a source line, on a diff row, a metric);
+what the tests read is the facts the tab's components draw (their JSON ``data``), which is what the browser
+renders."""
 import linecache
 import pathlib
 import re
@@ -17,7 +18,7 @@ from workbench.analysis.diff import normalize, shown_lines
 from workbench.errors import WorkbenchError
 from workbench.views.widgets import Panel
 from workbench.views.widgets.diffview import DiffView
-from workbench.views.widgets.source import cost_note, lineage_html, listing_rows
+from workbench.views.widgets.source import cost_note, lineage_rows, listing_rows
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -52,6 +53,25 @@ def send(widget, **msg):
     widget._receive(widget, msg, [])
 
 
+def act(component, action: str, **payload):
+    """What the component sends when the user clicks: an action and its payload."""
+    component._heard(component, {"action": action, "payload": payload}, [])
+
+
+def listing(p) -> dict:
+    """The facts of the tab's listing: metric, unit, note, message, rows, selected."""
+    return p.source.view.data
+
+
+def said(p) -> str:
+    """What the tab says under the diff view, as its lines read; errors marked "error: "."""
+    return " | ".join(("error: " if s["error"] else "") + s["text"] for s in p.source.trail.data["status"])
+
+
+def lineage(p) -> dict | None:
+    return p.source.trail.data["lineage"]
+
+
 def line_of(path: str, text: str) -> int:
     return next(n for n, code in enumerate(pathlib.Path(path).read_text().splitlines(), 1) if text in code)
 
@@ -72,8 +92,8 @@ def test_the_source_tab_lists_the_blocks_lines_with_heat_from_the_source_map(p, 
     ex, path = attention
     assert p.python == 'ex.source_map(stage="enzyme-hlo-patterns#1")'
     sm = ex.source_map(stage="enzyme-hlo-patterns#1")
-    rows = p.source.view.rows
-    assert p.source.view.message == "" and p.last_error is None
+    rows = listing(p)["rows"]
+    assert listing(p)["message"] == "" and p.last_error is None
     assert rows[0] == {"k": "file", "file": path, "line": 0, "code": path}
     lines = [r for r in rows if r["k"] == "line"]
     with_ops = {r["line"]: r for r in lines if r["ops"]}
@@ -89,12 +109,15 @@ def test_the_source_tab_lists_the_blocks_lines_with_heat_from_the_source_map(p, 
     assert all(r["code"] == linecache.getline(path, r["line"]).rstrip("\n") for r in lines)
     assert not any(r["ops"] for r in lines if r["line"] not in with_ops)  # lines without ops: no bar, no count
     assert rows[-1]["k"] == "none" and rows[-1]["ops"] == int(sm[sm["file"] == "(no location)"]["ops"].iloc[0])
-    assert "analytic cost model" in p.source.note.value and "enzyme-hlo-patterns#1" in p.source.note.value
-    # the bars by bytes instead
-    p.source.metric.value = "bytes"
-    assert {r["line"]: r["value"] for r in p.source.view.rows if r["k"] == "line" and r["ops"]} == {
+    assert "analytic cost model" in listing(p)["note"] and "enzyme-hlo-patterns#1" in listing(p)["note"]
+    assert listing(p)["metric"] == "flops" and listing(p)["unit"] == "flops"
+    # the bars by bytes instead: the metric's button
+    act(p.source.view, "metric", metric="bytes")
+    assert {r["line"]: r["value"] for r in listing(p)["rows"] if r["k"] == "line" and r["ops"]} == {
         r.line: float(r.bytes) for r in mapped.itertuples()}
-    assert p.source.view.metric == "bytes" and "<b>bytes</b>" in p.source.note.value
+    assert listing(p)["unit"] == "bytes" == p.source.metric and listing(p)["note"].startswith("the bars: bytes per line")
+    with pytest.raises(ValueError, match="flops, bytes, measured"):
+        p.source.set_metric("time")
 
 
 def test_an_xla_stage_is_listed_with_xlas_own_costs(p, attention):
@@ -102,9 +125,9 @@ def test_an_xla_stage_is_listed_with_xlas_own_costs(p, attention):
     p.pick("xla:optimized")
     assert p.python == 'ex.source_map(stage="xla:optimized")'
     sm = ex.source_map(stage="xla:optimized")
-    got = {r["line"]: r["value"] for r in p.source.view.rows if r["k"] == "line" and r["ops"]}
+    got = {r["line"]: r["value"] for r in listing(p)["rows"] if r["k"] == "line" and r["ops"]}
     assert got == {r.line: float(r.flops) for r in sm[(sm["file"] == path) & (sm["ops"] > 0)].itertuples()}
-    assert "XLA's own cost analysis" in p.source.note.value
+    assert "XLA's own cost analysis" in listing(p)["note"]
 
 
 def test_the_listing_folds_long_runs_of_lines_without_ops(tmp_path):
@@ -124,7 +147,7 @@ def test_the_listing_folds_long_runs_of_lines_without_ops(tmp_path):
 def test_picking_a_line_marks_exactly_its_ops_on_both_sides(p, attention):
     ex, path = attention
     n = line_of(path, 'heads(x @ p["wq"])')
-    send(p.source.view, type="line", file=path, line=n)
+    act(p.source.view, "line", file=path, line=n)
     a, b = p.left, p.right
     assert (a, b) == ("canonicalize#2", "enzyme-hlo-patterns#1")
     assert p.python == f'ex.locations("{b}").query("file == \'{path}\' and line == {n}")'
@@ -136,8 +159,8 @@ def test_picking_a_line_marks_exactly_its_ops_on_both_sides(p, attention):
     assert p.diff_view.marks_after == sorted(ops_b["text_line"])
     marked = [p.diff_view.after.split("\n")[k] for k in p.diff_view.marks_after]
     assert sum("stablehlo.dot_general" in t for t in marked) == (ops_b["op"] == "stablehlo.dot_general").sum() >= 3
-    assert p.source.view.selected == [f"{path}:{n}"]
-    assert f"{len(ops_b)} ops in B" in p.source.status.value
+    assert listing(p)["selected"] == [f"{path}:{n}"]
+    assert f"{len(ops_b)} ops in B" in said(p)
     # another pair: the same line's ops of the new stages are marked
     p.pick("enzyme-hlo-patterns#3")
     b = p.right
@@ -163,7 +186,7 @@ def test_a_line_marks_xla_instructions_where_the_diff_shows_them(p, attention):
 
 def test_the_no_location_row_marks_the_ops_without_a_line(p, attention):
     ex, _ = attention
-    send(p.source.view, type="line", file="", line=0)
+    act(p.source.view, "line", file="", line=0)
     df = ex.locations(p.right)
     none = df[(df["file"] == "") & (df["op"] != "func.func")]
     assert len(none) and p.diff_view.marks_after == shown(ex, p.right, none["text_line"])
@@ -186,13 +209,16 @@ def test_clicking_an_op_marks_its_counterparts_and_its_line_and_shows_its_lineag
     assert k in p.diff_view.marks_after
     assert set(p.diff_view.marks_after) == set(shown(ex, b, lin[(lin["stage"] == b) & (lin["line"] >= 0)]["line"])) | {k}
     assert p.diff_view.marks_before and p.diff_view.mark_focus == "before"
-    assert p.source.view.selected == [f"{path}:{n}"] == [s for s in lin.attrs["sources"]]
-    # the lineage: a line per stage with its counterparts
-    html = p.source.lineage.value
-    assert "Lineage" in html and dot["result"] in html
-    for stage, rows in lin.groupby("stage", sort=False):
-        assert f"<td>{stage}</td><td>{(rows['result'] != '').sum()}</td>" in html
-    assert "removed by" not in html  # the q projection lives on to the last stage
+    assert listing(p)["selected"] == [f"{path}:{n}"] == [s for s in lin.attrs["sources"]]
+    # the lineage: a row per stage with its counterparts, A and B marked
+    got = lineage(p)
+    assert (got["stage"], got["result"], got["op"]) == (b, dot["result"], "stablehlo.dot_general")
+    assert [(r["stage"], r["count"]) for r in got["rows"]] == [
+        (stage, int((rows["result"] != "").sum())) for stage, rows in lin.groupby("stage", sort=False)]
+    assert {r["stage"]: r["side"] for r in got["rows"] if r["side"]} == {a: "A", b: "B"}
+    assert got["removed_by"] == ""  # the q projection lives on to the last stage
+    first = next(r for r in got["rows"] if r["stage"] == b)
+    assert first["state"] == "found" and dot["result"] in [o["result"] for o in first["ops"]]
     # another pair: the counterparts of the same op in the new stages
     p.pick("xla:optimized")
     xla = lin[(lin["stage"] == "xla:optimized") & (lin["line"] >= 0)]
@@ -212,35 +238,39 @@ def test_an_op_that_a_pattern_removes_says_by_which_stage():
         assert p.python == 'ex.lineage("canonicalize#2", "%0")'
         lin = ex.lineage("canonicalize#2", "%0")
         assert lin.attrs["removed_by"] == "enzyme-hlo-patterns#1"
-        assert "removed by <b>enzyme-hlo-patterns#1</b>" in p.source.lineage.value
-        assert "wb-lin-removed" in p.source.lineage.value and "removed by enzyme-hlo-patterns#1" in p.source.status.value
+        got = lineage(p)
+        assert got["removed_by"] == "enzyme-hlo-patterns#1"
+        assert [r["state"] for r in got["rows"] if r["stage"] == "enzyme-hlo-patterns#1"] == ["removed"]
+        assert "removed by enzyme-hlo-patterns#1" in said(p)
         assert k in p.diff_view.marks_before and p.diff_view.marks_after == []  # no counterpart in B
         src = lin.attrs["sources"]
-        assert p.source.view.selected == src and src[0].endswith(f":{tb.__code__.co_firstlineno + 1}")
+        assert listing(p)["selected"] == src and src[0].endswith(f":{tb.__code__.co_firstlineno + 1}")
     finally:
         p.close()
 
 
 HOSTILE = "<img src=x onerror=alert(1)>"  # an op's name, a stage's, a message that is markup
-ESCAPED = "&lt;img src=x onerror=alert(1)&gt;"
 
 
-def test_names_messages_and_ir_lines_are_shown_escaped():
+def test_names_messages_and_ir_lines_are_facts_as_given():
+    """Python writes no markup: the tab's facts carry names, messages and IR lines as they are, and the
+    component draws them as text (tests/test_browser_source.py)."""
     ex = wb.explore(tb, jnp.ones((8, 16)), jnp.ones((4, 8)))
     p = Panel(ex, name=HOSTILE, background=False)
     try:
         p.source.pick_op("canonicalize#2", HOSTILE)  # no such op: the error, which names it, in the tab
-        lineage, status = p.source.lineage.value, p.source.status.value
-        assert "unknown op" in lineage and ESCAPED in lineage and "<img" not in lineage
-        assert f"{ESCAPED} of canonicalize#2: marked" in status and "<img" not in status
+        assert "unknown op" in lineage(p)["error"] and HOSTILE in lineage(p)["error"]
+        assert f"{HOSTILE} of canonicalize#2: marked" in said(p)
     finally:
         p.close()
-    # a lineage: the names given, and each counterpart's IR line (its title)
-    html = lineage_html(ex.lineage("canonicalize#2", "%0"), HOSTILE, HOSTILE, HOSTILE, (HOSTILE, "cse#1"))
-    assert f"<code>{ESCAPED}</code> ({ESCAPED}) of <b>{ESCAPED}</b>" in html and "<img" not in html
-    assert 'title="%0 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor&lt;8x16xf32&gt;) -&gt; ' in html
-    note = cost_note(ex.stage("canonicalize#2"), HOSTILE)
-    assert f"<b>{ESCAPED}</b> per line" in note and "<img" not in note
+    # a lineage: the names given, and each counterpart's IR line (its title in the browser)
+    lin = lineage_rows(ex.lineage("canonicalize#2", "%0"), HOSTILE, HOSTILE, HOSTILE, (HOSTILE, "cse#1"))
+    assert (lin["stage"], lin["result"], lin["op"]) == (HOSTILE, HOSTILE, HOSTILE)
+    row = {r["stage"]: r for r in lin["rows"]}
+    assert row["canonicalize#2"]["ops"][0]["text"].startswith(
+        "%0 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<8x16xf32>) -> ")
+    assert row["canonicalize#2"]["ops"][0]["op"] == "transpose" and row["cse#1"]["side"] == "B"
+    assert cost_note(ex.stage("canonicalize#2"), HOSTILE).startswith(f"the bars: {HOSTILE} per line")
 
 
 def test_a_row_that_is_no_op_says_so_and_changes_nothing(p, attention):
@@ -249,7 +279,7 @@ def test_a_row_that_is_no_op_says_so_and_changes_nothing(p, attention):
     p.source.select_line(path, n)
     marks, python = list(p.diff_view.marks_after), p.python
     send(p.diff_view, type="op", side="after", line=0)  # "module {"
-    assert "line 1 of enzyme-hlo-patterns#1 is not an op" in p.source.status.value
+    assert "line 1 of enzyme-hlo-patterns#1 is not an op" in said(p)
     assert p.diff_view.marks_after == marks and p.python == python and p.last_error is None
 
 
@@ -259,7 +289,7 @@ def test_the_jaxpr_and_a_text_stage_without_locations_are_explained_in_the_tab(p
     p.pick("jaxpr")
     with pytest.raises(WorkbenchError) as e:
         ex.source_map(stage="jaxpr")
-    assert p.source.view.message == f"jaxpr: {e.value}" and p.source.view.rows == []
+    assert listing(p)["message"] == f"jaxpr: {e.value}" and listing(p)["rows"] == []
     assert p.last_error is None
     # A the jaxpr: the line's ops are marked in B, and the tab says why A has none
     p.pick("stablehlo")
@@ -268,20 +298,20 @@ def test_the_jaxpr_and_a_text_stage_without_locations_are_explained_in_the_tab(p
     p.source.select_line(path, n)
     assert p.diff_view.marks_before == [] and p.diff_view.marks_after == shown(
         ex, "stablehlo", ops_of_line(ex, "stablehlo", path, n)["text_line"])
-    assert "wb-error" in p.source.status.value and "jaxpr" in p.source.status.value
+    assert "error: jaxpr" in said(p)
     send(p.diff_view, type="op", side="before", line=0)
-    assert "jaxpr has no ops to follow" in p.source.status.value and p.last_error is None
+    assert said(p).startswith("error: jaxpr has no ops to follow") and p.last_error is None
     # the panel still works: another stage lists its lines
     p.pick("enzyme-hlo-patterns#1")
-    assert p.source.view.message == "" and any(r["ops"] for r in p.source.view.rows if r["k"] == "line")
+    assert listing(p)["message"] == "" and any(r["ops"] for r in listing(p)["rows"] if r["k"] == "line")
 
     stripped = jax.jit(tb).lower(jnp.ones((8, 16)), jnp.ones((4, 8))).as_text(debug_info=False)
     text = Panel(wb.explore_text(stripped, pipeline="canonicalize"), background=False)
     try:
         open_source(text)
-        assert "has no source locations" in text.source.view.message and text.last_error is None
+        assert "has no source locations" in listing(text)["message"] and text.last_error is None
         send(text.diff_view, type="op", side="after", line=2)
-        assert "no source location" in text.source.lineage.value and text.last_error is None
+        assert "no source location" in lineage(text)["error"] and text.last_error is None
     finally:
         text.close()
 
@@ -292,9 +322,9 @@ def test_a_failed_stage_is_explained_in_the_tab():
     try:
         open_source(p)
         assert p.right == "one-shot-bufferize#1"
-        assert "failed" in p.source.view.message and p.last_error is None
+        assert "failed" in listing(p)["message"] and p.last_error is None
         p.pick("cse#1")
-        assert p.source.view.message == "" and p.source.view.rows
+        assert listing(p)["message"] == "" and listing(p)["rows"]
     finally:
         p.close()
 
@@ -335,23 +365,23 @@ def test_measured_bars_profile_the_run_once_and_show_each_lines_microseconds(p, 
     """The third metric: each line's measured run time (ex.source_map(stage=B, measured=True): JAX's profiler
     over the last MLIR stage), the profile taken once per Exploration; flops again without profiling."""
     ex, path = attention
-    p.source.metric.value = "measured"
+    act(p.source.view, "metric", metric="measured")
     assert p.last_error is None and p.python == 'ex.source_map(stage="enzyme-hlo-patterns#1", measured=True)'
     prof = ex.profiles["run"]
-    assert p.source._sm.attrs["profile"] is prof and p.source.view.metric == "µs"
-    lines = [r for r in p.source.view.rows if r["k"] == "line" and r.get("label")]
+    assert p.source._sm.attrs["profile"] is prof and listing(p)["unit"] == "µs"
+    lines = [r for r in listing(p)["rows"] if r["k"] == "line" and r.get("label")]
     assert lines and all(r["label"].endswith(" µs") for r in lines)
     top = max(lines, key=lambda r: r["frac"])
     assert top["frac"] == 1.0 and "measured" in top["title"]
     sm = p.source._sm
     assert float(top["value"]) == pytest.approx(float(sm[(sm["file"] == path) & (sm["line"] == top["line"])]
                                                         ["measured_us"].iloc[0]))
-    note = p.source.note.value
+    note = listing(p)["note"]
     assert "measured run time" in note and f"run {prof.calls} times" in note and prof.stage in note
-    p.source.metric.value = "flops"  # back: the same map, drawn by flops, no new profile
-    assert p.source.view.metric == "flops" and ex.profiles["run"] is prof
+    act(p.source.view, "metric", metric="flops")  # back: the same map, drawn by flops, no new profile
+    assert listing(p)["unit"] == "flops" and ex.profiles["run"] is prof
     assert ex.source_map(stage="enzyme-hlo-patterns#1", measured=True).attrs["profile"] is prof  # reused, not retaken
-    assert not any(r.get("label", "").endswith(" µs") for r in p.source.view.rows)
+    assert not any(r.get("label", "").endswith(" µs") for r in listing(p)["rows"])
 
 
 def test_the_compile_tab_lists_both_pipelines_and_a_click_diffs_the_stage_a_step_made(p, attention):

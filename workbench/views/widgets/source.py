@@ -14,18 +14,18 @@ their counterparts in every stage.
 
 The diff view and the lineage (``area``) sit in the Diff tab (``home``) and move into this tab while it
 is shown, so a click on a line shows its ops at once. Work runs on the panel's worker; a stage without
-locations, a failed or text stage or the jaxpr is said in the tab, and the panel goes on working.
+locations, a failed or text stage or the jaxpr is said in the tab, and the panel goes on working. Python
+makes the facts; the view component "source" (extensions/hlo-workbench-lab/src/components/source.ts) draws them.
 """
 from __future__ import annotations
 
 import linecache
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 import ipywidgets as W
-import traitlets
-from markupsafe import Markup
 
 from ...analysis.diff import shown_lines
 from ...analysis.provenance import LIBRARY_ONLY, NO_LOCATION, short_path
@@ -33,10 +33,12 @@ from ...errors import WorkbenchError
 from ...exploration import Exploration
 from ...pipeline.diagnose import source_label
 from . import actions
+from .component import Component
 from .diffview import DiffView
-from .lists import Messages
 
-__all__ = ["SourceTab", "SourceView", "cost_note", "lineage_html", "listing_rows", "measured_note"]
+__all__ = ["METRICS", "SourceTab", "cost_note", "lineage_rows", "listing_rows", "measured_note"]
+
+METRICS = ("flops", "bytes", "measured")  # what the heat bars can show
 
 _DEF = re.compile(r"\s*(?:async\s+)?def\s")
 _GAP = 40  # a run of more lines without ops than this is folded
@@ -163,127 +165,42 @@ def _info(slot: dict, top: float, unit: str) -> dict:
 
 def measured_note(stage, profile) -> str:
     """What the heat bars measure when they show measured time (``profile``: the Profile they come from)."""
-    return str(Markup('<div class="wb-note">the bars: <b>measured run time</b> per line, from JAX\'s profiler: '
-                      "<code>{}</code> run {} times on {} ({}; the times and shares are under the profiler, and "
-                      "the instructions cover {}% of the traced call); an "
-                      "instruction made from several lines is split by their flops, else bytes; the count is how "
-                      "many ops the line became in <code>{}</code>. Click a line to mark its ops in the diff below."
-                      "</div>").format(profile.stage, profile.calls, profile.device, profile.call_said(),
-                                       round(100 * profile.coverage, 1), stage.name))
+    return (f"the bars: measured run time per line, from JAX's profiler: {profile.stage} run {profile.calls} times on "
+            f"{profile.device} ({profile.call_said()}; the times and shares are under the profiler, and the "
+            f"instructions cover {round(100 * profile.coverage, 1)}% of the traced call); an instruction made from "
+            "several lines is split by their flops, else bytes; the count is how many ops the line became in "
+            f"{stage.name}. Click a line to mark its ops in the diff below.")
 
 
 def cost_note(stage, metric: str) -> str:
     """What the heat bars measure, for stage ``stage``."""
     if stage.group in ("xla", "backend"):
-        what = Markup("XLA's own cost analysis (HloCostAnalysis) of each instruction of <code>{}</code>; a fusion "
-                      "counts at its root's line, and its lines list it").format(stage.name)
+        what = (f"XLA's own cost analysis (HloCostAnalysis) of each instruction of {stage.name}; a fusion counts at "
+                "its root's line, and its lines list it")
     else:
-        what = Markup("the workbench's analytic cost model of each op of <code>{}</code> (XLA's own numbers are "
-                      "those of the <code>xla:</code> stages)").format(stage.name)
-    return str(Markup('<div class="wb-note">the bars: <b>{}</b> per line, from {}; the count is how many ops the '
-                      "line became there. Click a line to mark its ops in the diff below.</div>").format(metric, what))
+        what = (f"the workbench's analytic cost model of each op of {stage.name} (XLA's own numbers are those of the "
+                "xla: stages)")
+    return (f"the bars: {metric} per line, from {what}; the count is how many ops the line became there. Click a "
+            "line to mark its ops in the diff below.")
 
 
-def _lineage_row(name: str, rows, removed: str | None, pair: tuple[str, str]) -> Markup:
-    """The row of stage ``name`` (``rows``: its rows of the lineage): the op's counterparts there, or the
-    note that it has none (``removed``: the stage that removed the op)."""
-    found = rows[rows["result"] != ""]
-    side = " ".join(t for t, s in zip(("A", "B"), pair) if s == name)
-    cls = " wb-lin-pair" if side else ""
-    if found.empty:
-        cls += " wb-lin-removed" if name == removed else " wb-lin-none"
-        what = Markup('<span class="wb-note">{}</span>').format(rows["text"].iloc[0])
-    else:
-        items = [Markup('<code title="{}">{}</code> {}').format(t, r, o.rpartition(".")[2])
-                 for r, o, t in zip(found["result"], found["op"], found["text"])]
-        more = Markup(" &middot; … {} more").format(len(items) - 8) if len(items) > 8 else ""
-        what = Markup(" &middot; ").join(items[:8]) + more
-    return Markup('<tr class="wb-lin{}"><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td></tr>').format(
-        cls, side, name, len(found), what)
-
-
-def lineage_html(df, stage: str, result: str, op: str, pair: tuple[str, str]) -> str:
-    """``Exploration.lineage(stage, result)``: one line per stage with the op's counterparts, the two stages
-    of the diff (``pair``: A, B) marked, and which stage removed it."""
-    removed = df.attrs.get("removed_by")
-    sources = Markup(", ").join(Markup("<code>{}</code>").format(s) for s in df.attrs.get("sources", []))
-    end = (Markup(' &middot; <span class="wb-removed">removed by <b>{}</b></span>').format(removed) if removed
-           else Markup(" &middot; it lives on to the last stage"))
-    head = Markup('<div class="wb-lineage-head"><b>Lineage</b> of <code>{}</code> ({}) of <b>{}</b>{}{}</div>'
-                  '<div class="wb-note">values as each stage\'s own text names them (the diff shows B\'s under the '
-                  "names of their counterparts in A); hover one for its line</div>").format(
-        result, op, stage, Markup(", from {}").format(sources) if sources else "", end)
-    body = Markup("").join(_lineage_row(name, rows, removed, pair) for name, rows in df.groupby("stage", sort=False))
-    return str(Markup('<div class="wb-lineage">{}<div class="wb-lineage-rows"><table class="wb-table"><thead><tr>'
-                      "<th></th><th>stage</th><th>ops</th><th>counterparts</th></tr></thead><tbody>{}</tbody>"
-                      "</table></div></div>").format(head, body))
-
-
-_ESM = r"""
-const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
-function render({ model, el }) {
-  el.classList.add("wbsrc");
-  el.innerHTML = `<div class="wbsrc-head"><span class="wbsrc-heat"></span><span class="wbsrc-n">ops</span>` +
-    `<span class="wbsrc-ln">line</span><span class="wbsrc-code">code</span></div><div class="wbsrc-list"></div>` +
-    `<div class="wbsrc-msg"></div>`;
-  const list = el.querySelector(".wbsrc-list"), msg = el.querySelector(".wbsrc-msg");
-  const draw = () => {
-    const text = model.get("message");
-    msg.textContent = text;
-    el.classList.toggle("wbsrc-has-msg", !!text);
-    const metric = model.get("metric");
-    el.querySelector(".wbsrc-head .wbsrc-heat").textContent = metric;
-    let html = "";
-    for (const r of model.get("rows")) {
-      if (r.k === "file") { html += `<div class="wbsrc-file" title="${esc(r.file)}">${esc(r.code)}</div>`; continue; }
-      if (r.k === "gap") { html += `<div class="wbsrc-gap">${esc(r.code)}</div>`; continue; }
-      const ops = r.ops > 0 || (r.k === "none" && r.ops > 0);
-      const bar = r.frac > 0 ? `<span class="wbsrc-bar" style="width:${(100 * r.frac).toFixed(1)}%"></span>` : "";
-      html += `<div class="wbsrc-line${ops ? " wbsrc-ops" : ""}${r.k === "none" ? " wbsrc-none" : ""}" ` +
-        `data-key="${esc(r.file + ":" + r.line)}" data-file="${esc(r.file)}" data-line="${r.line}" title="${esc(r.title || "")}">` +
-        `<span class="wbsrc-heat">${bar}<span class="wbsrc-val">${esc(r.label || "")}</span></span>` +
-        `<span class="wbsrc-n">${ops ? r.ops : ""}</span><span class="wbsrc-ln">${r.line || ""}</span>` +
-        `<span class="wbsrc-code">${esc(r.code)}${r.lib ? `<span class="wbsrc-lib">${esc(r.lib)}</span>` : ""}</span></div>`;
-    }
-    list.innerHTML = html;
-    select();
-  };
-  // The selected lines (a line clicked here, an op's source line): marked, the first scrolled into the list.
-  const select = () => {
-    const keys = new Set(model.get("selected"));
-    let first = null;
-    for (const row of list.querySelectorAll(".wbsrc-line")) {
-      const on = keys.has(row.dataset.key);
-      row.classList.toggle("wbsrc-sel", on);
-      if (on && !first) first = row;
-    }
-    if (first && (first.offsetTop < list.scrollTop || first.offsetTop + first.offsetHeight > list.scrollTop + list.clientHeight)) {
-      list.scrollTop = Math.max(0, first.offsetTop - list.clientHeight / 3);
-    }
-  };
-  list.addEventListener("click", (e) => {
-    const row = e.target.closest(".wbsrc-line.wbsrc-ops");
-    if (row) model.send({ type: "line", file: row.dataset.file, line: Number(row.dataset.line) });
-  });
-  for (const name of ["rows", "message", "metric"]) model.on("change:" + name, draw);
-  model.on("change:selected", select);
-  draw();
-}
-export default { render };
-"""
-
-
-class SourceView(Messages):
-    """The listing of the Source tab: ``rows`` from ``listing_rows``, ``selected`` the lines marked
-    (``"file:line"``), ``message`` instead of the rows (why there are none). A click on a line with ops
-    is sent to ``handler`` as ``{"type": "line", "file": ..., "line": n}`` (the ``(no location)`` row:
-    file "", line 0)."""
-
-    _esm = _ESM
-    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
-    selected = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    message = traitlets.Unicode("").tag(sync=True)
-    metric = traitlets.Unicode("flops").tag(sync=True)
+def lineage_rows(df, stage: str, result: str, op: str, pair: tuple[str, str]) -> dict:
+    """``Exploration.lineage(stage, result)`` as the tab shows it: the op followed, the user's lines it came from
+    (``sources``), the stage that removed it (``removed_by``, "" when it lives on to the last stage), and one
+    row per stage: the side it is in the diff (``pair``: A, B), its counterparts there (``count``, the first 8
+    in ``ops``: result, op, the IR line as ``text``; ``more``), or why it has none (``state`` "removed" or
+    "none", ``note``)."""
+    removed = df.attrs.get("removed_by") or ""
+    rows = []
+    for name, part in df.groupby("stage", sort=False):
+        found = part[part["result"] != ""]
+        ops = [{"result": r, "op": o.rpartition(".")[2], "text": t}
+               for r, o, t in zip(found["result"], found["op"], found["text"])]
+        rows.append({"stage": name, "side": " ".join(t for t, s in zip("AB", pair) if s == name), "count": len(ops),
+                     "state": "found" if ops else "removed" if name == removed else "none",
+                     "note": "" if ops else str(part["text"].iloc[0]), "ops": ops[:8], "more": max(0, len(ops) - 8)})
+    return {"stage": stage, "result": result, "op": op, "sources": list(df.attrs.get("sources", [])),
+            "removed_by": removed, "rows": rows}
 
 
 def _same(key: tuple, other: tuple | None) -> bool:
@@ -295,11 +212,23 @@ def _key(file: str, line: int) -> str:
     return f"{file}:{int(line)}"
 
 
+def _said(text: str, error: bool = False) -> dict:
+    """A line of what the tab says under the diff view (``error``: drawn as an error)."""
+    return {"text": text, "error": error}
+
+
 class SourceTab:
     """The Source tab's widgets (``widget``; ``home`` holds the diff view in the Diff tab) and actions.
     ``exploration()`` is the Exploration shown, ``pair()`` its two stages (A, B), ``submit(label, python,
     work, busy=...)`` queues work on the panel's worker; ``diff_view`` is the panel's, whose marks this
-    tab sets and whose clicks on ops it hears."""
+    tab sets and whose clicks on ops it hears.
+
+    ``view`` (the listing) and ``trail`` (under the diff view) are components whose ``data`` holds what they
+    show: ``view.data``: ``metric`` (one of METRICS), ``unit`` (what the bars' values are), ``note``,
+    ``message`` (why there are no rows), ``rows`` (``listing_rows``), ``selected`` ("file:line" of the lines
+    marked); ``trail.data``: ``status`` (what is marked, and why something is not: ``{"text", "error"}``) and
+    ``lineage`` (``lineage_rows``, ``{"error": ...}`` when there is none to show, or None). The component
+    sends "line" ({file, line}: file "" for the ops with no line) and "metric" ({metric})."""
 
     def __init__(self, name: str, exploration: Callable[[], Exploration], pair: Callable[[], tuple[str, str]],
                  submit: Callable, diff_view: DiffView):
@@ -307,30 +236,24 @@ class SourceTab:
         self._exploration, self._pair, self._submit = exploration, pair, submit
         self.diff_view = diff_view
         diff_view.handler = self._on_diff_msg
-        L = W.Layout
-        self.metric = W.ToggleButtons(options=["flops", "bytes", "measured"], value="flops",
-                                      style={"button_width": "84px"},
-                                      tooltips=["the bars show each line's flops", "the bars show each line's bytes",
-                                                "the bars show each line's measured run time (JAX's profiler runs "
-                                                "the last MLIR stage)"])
-        self.metric.observe(lambda _ch: self._on_metric(), "value")
-        self.note = W.HTML()
-        self.view = SourceView(layout=L(max_height="340px"))
-        self.view.handler = self._on_view_msg
-        self.status = W.HTML()  # what is selected, and why something is not marked
-        self.lineage = W.HTML()
-        self.area = W.VBox([diff_view, self.status, self.lineage])  # the diff view and what goes with it
+        self.view = Component("source", {"part": "listing", "metric": "flops", "unit": "flops", "note": "",
+                                          "message": "", "rows": [], "selected": []}, on_action=self._on_action)
+        self.trail = Component("source", {"part": "trail", "status": [], "lineage": None})
+        self.area = W.VBox([diff_view, self.trail])  # the diff view and what goes with it
         self.home = W.VBox([self.area])  # in the Diff tab
         self._slot = W.VBox([])  # in this tab, while it is shown
-        self.widget = W.VBox([W.HBox([W.HTML("<b>Your code</b>, line by line: what it became in B"), self.metric],
-                                     layout=L(align_items="center")).add_class("wb-row"),
-                              self.note, self.view, self._slot])
+        self.widget = W.VBox([self.view, self._slot])
         self.selection: tuple | None = None  # ("line", file, line) or ("op", stage, result)
         self._sm = self._sm_stage = None  # the source map listed, and its stage
         self._listed = self._marked = None  # the (Exploration, ...) the listing and the marks are for
         self._lineage = None  # (Exploration, stage, result, op, df) of the op selected
         self._seen: Exploration | None = None  # the Exploration the caches below are of
         self._located: dict[str, tuple] = {}  # stage -> (ex.locations(stage), shown_lines, their inverse)
+
+    @property
+    def metric(self) -> str:
+        """What the heat bars show: one of METRICS."""
+        return self.view.data["metric"]
 
     # -- the panel's calls ----------------------------------------------------------------------------
     def show(self, ex: Exploration, left: str, right: str, *, visible: bool, waiting: str = "") -> None:
@@ -348,17 +271,30 @@ class SourceTab:
         self._marked = marked
         if self._lineage is not None and self._lineage[0] is not ex:  # another Exploration: its ops are others
             self._lineage = None
-            self.lineage.value = ""
+            _set(self.trail, lineage=None)
             if self.selection and self.selection[0] == "op":
-                self.selection, self.view.selected = None, []
+                self.selection = None
+                _set(self.view, selected=[])
         if self.selection and not waiting:
             self._submit("marking the selection", None, self._remark, busy=False)
+
+    def set_metric(self, metric: str) -> None:
+        """The heat bars by ``metric`` (one of METRICS): flops and bytes are in every source map; measured
+        time is profiled and mapped when first asked for."""
+        if metric not in METRICS:
+            raise ValueError(f"the bars show one of {', '.join(METRICS)}, not {metric!r}")
+        _set(self.view, metric=metric)
+        if metric == "measured" and self._listed is not None and (self._sm is None
+                                                                   or "measured_us" not in self._sm.columns):
+            self._fill(*self._listed)
+        else:
+            self._draw()
 
     def select_line(self, file: str, line: int) -> None:
         """Select the ops of line ``line`` of ``file`` (file "": those with no line): marked in the diff."""
         ex, (left, right) = self._exploration(), self._pair()
         self.selection = ("line", file, int(line))
-        self.view.selected = [_key(file, line)]
+        _set(self.view, selected=[_key(file, line)])
         act = actions.ops_at(self.name, right, file, int(line))
         self._submit(act.label, act.python, lambda: self._mark_line(ex, left, right, file, int(line)), busy=False)
 
@@ -372,13 +308,13 @@ class SourceTab:
             try:
                 df, shown, _ = self._locate(ex, stage)
             except WorkbenchError as e:
-                self.status.value = _note(f"{stage} has no ops to follow: {e}", error=True)
+                _set(self.trail, status=[_said(f"{stage} has no ops to follow: {e}", error=True)])
                 return
             text_line = shown[line] if 0 <= line < len(shown) else -1
             hit = df[(df["text_line"] == text_line) & (df["result"] != "") & (df["op"] != "func.func")]
             if hit.empty:
-                self.status.value = _note(f"line {line + 1} of {stage} is not an op: click the line of an op "
-                                          "to follow it")
+                _set(self.trail, status=[_said(f"line {line + 1} of {stage} is not an op: click the line of an op to "
+                                                "follow it")])
                 return
             self.pick_op(stage, hit["result"].iloc[0], ex)
 
@@ -395,8 +331,7 @@ class SourceTab:
                 df = act.call(ex)
             except WorkbenchError as e:  # an op with no line of the user's, a stage without ops: said here
                 self.selection, self._lineage = ("op", stage, result), None
-                self.lineage.value = str(Markup('<div class="wb-lineage">{}</div>').format(
-                    Markup(_note(str(e), error=True))))
+                _set(self.trail, lineage={"error": str(e)})
                 try:
                     self._mark_op(ex, stage, result, None)
                 except WorkbenchError:
@@ -404,24 +339,18 @@ class SourceTab:
                 return
             op = next(iter(located[located["result"] == result]["op"]), "")
             self.selection, self._lineage = ("op", stage, result), (ex, stage, result, op, df)
-            self.view.selected = [_key(*s.rsplit(":", 1)) for s in df.attrs.get("sources", [])]
-            self.lineage.value = lineage_html(df, stage, result, op, self._pair())
+            _set(self.view, selected=[_key(*s.rsplit(":", 1)) for s in df.attrs.get("sources", [])])
+            _set(self.trail, lineage=lineage_rows(df, stage, result, op, self._pair()))
             self._mark_op(ex, stage, result, df)
 
         self._submit(act.label, act.python, work, busy=False)
 
     # -- events from the browser -------------------------------------------------------------------------
-    def _on_view_msg(self, msg: dict) -> None:
-        if msg.get("type") == "line":
-            self.select_line(str(msg.get("file", "")), int(msg.get("line", 0)))
-
-    def _on_metric(self) -> None:
-        """flops and bytes are in every source map; measured time is profiled and mapped when first asked for."""
-        measured = self.metric.value == "measured"
-        if measured and self._listed is not None and (self._sm is None or "measured_us" not in self._sm.columns):
-            self._fill(*self._listed)
-        else:
-            self._draw()
+    def _on_action(self, action: str, payload: dict) -> None:
+        if action == "line":
+            self.select_line(str(payload.get("file", "")), int(payload.get("line", 0)))
+        elif action == "metric" and payload.get("metric") in METRICS:
+            self.set_metric(payload["metric"])
 
     def _on_diff_msg(self, msg: dict) -> None:
         if msg.get("type") == "op" and msg.get("side") in ("before", "after"):
@@ -436,19 +365,17 @@ class SourceTab:
     def _fill(self, ex: Exploration, right: str, waiting: str) -> None:
         if waiting:
             self._sm = None
-            self.view.rows, self.note.value = [], ""
-            self.view.message = f"XLA is compiling: stage {waiting!r} is mapped to your code when its stages arrive"
+            _set(self.view, rows=[], note="", message=f"XLA is compiling: stage {waiting!r} is mapped to your code "
+                                                      "when its stages arrive")
             return
-        act = actions.source_map(self.name, right, measured=self.metric.value == "measured")
+        act = actions.source_map(self.name, right, measured=self.metric == "measured")
 
         def work():
             try:
                 sm, stage = act.call(ex), ex.stage(right)
             except WorkbenchError as e:
                 self._sm = None
-                with self.view.hold_sync():
-                    self.view.rows, self.view.message = [], f"{right}: {e}"
-                self.note.value = ""
+                _set(self.view, rows=[], note="", message=f"{right}: {e}")
                 return
             self._sm, self._sm_stage = sm, stage
             self._draw()
@@ -456,17 +383,15 @@ class SourceTab:
         self._submit(act.label, act.python, work, busy=False)
 
     def _draw(self) -> None:
-        sm, stage, metric = self._sm, self._sm_stage, self.metric.value
+        sm, stage, metric = self._sm, self._sm_stage, self.metric
         if sm is None:
             return
         measured = metric == "measured"
         if measured and "measured_us" not in sm.columns:
-            return  # the measured map is on its way (_on_metric asked for it)
-        with self.view.hold_sync():
-            self.view.message = "" if len(sm) else f"{stage.name} has no ops"
-            self.view.metric = "µs" if measured else metric
-            self.view.rows = listing_rows(sm, "measured_us" if measured else metric)
-        self.note.value = measured_note(stage, sm.attrs["profile"]) if measured else cost_note(stage, metric)
+            return  # the measured map is on its way (set_metric asked for it)
+        _set(self.view, message="" if len(sm) else f"{stage.name} has no ops", unit="µs" if measured else metric,
+             rows=listing_rows(sm, "measured_us" if measured else metric),
+             note=measured_note(stage, sm.attrs["profile"]) if measured else cost_note(stage, metric))
 
     def _locate(self, ex: Exploration, stage: str) -> tuple:
         """(``ex.locations(stage)``, the text line of each line the diff view shows, its inverse), kept per
@@ -498,7 +423,7 @@ class SourceTab:
             self._mark_line(ex, left, right, self.selection[1], self.selection[2])
         elif self.selection and self._lineage is not None and self._lineage[0] is ex:
             _, stage, result, op, df = self._lineage
-            self.lineage.value = lineage_html(df, stage, result, op, (left, right))
+            _set(self.trail, lineage=lineage_rows(df, stage, result, op, (left, right)))
             self._mark_op(ex, stage, result, df)
 
     def _mark_line(self, ex: Exploration, left: str, right: str, file: str, line: int) -> None:
@@ -521,8 +446,8 @@ class SourceTab:
         where = f"line {line}" if file else "the ops with no line of your code"
         said = [f"{'no' if n == 0 else n} op{'s' * (n != 1)} in {t} ({s})"
                 for t, s, n in (("B", right, counts["after"]), ("A", left, counts["before"])) if n is not None]
-        self.status.value = _note(f"{where}: " + ", ".join(said) + " (marked in the diff)" if said else where) \
-            + "".join(_note(n, error=True) for n in notes)
+        _set(self.trail, status=[_said(f"{where}: " + ", ".join(said) + " (marked in the diff)" if said else where)]
+             + [_said(n, error=True) for n in notes])
 
     def _mark_op(self, ex: Exploration, stage: str, result: str, df) -> None:
         """Mark op ``result`` of ``stage`` and, from its lineage ``df``, its counterparts in the diff's stages."""
@@ -538,14 +463,19 @@ class SourceTab:
         own = "before" if stage == left else "after"
         self.diff_view.mark(marks["before"], marks["after"], focus="after" if own == "before" else "before")
         if df is None:
-            self.status.value = _note(f"{result} of {stage}: marked; it has no counterparts to follow")
+            _set(self.trail, status=[_said(f"{result} of {stage}: marked; it has no counterparts to follow")])
             return
         n = {side: len(df[(df["stage"] == s) & (df["result"] != "")]) for side, s in (("A", left), ("B", right))}
         removed = df.attrs.get("removed_by")
-        self.status.value = _note(f"{result} of {stage} and its counterparts (the ops from its source position): "
-                                  f"{n['A']} in A, {n['B']} in B (marked)" + (f"; removed by {removed}" if removed else ""))
+        _set(self.trail, status=[_said(f"{result} of {stage} and its counterparts (the ops from its source position): "
+                                       f"{n['A']} in A, {n['B']} in B (marked)"
+                                       + (f"; removed by {removed}" if removed else ""))])
 
 
-def _note(text: str, error: bool = False) -> str:
-    """``text`` (escaped) as a note of the tab, or as an error."""
-    return str(Markup('<div class="{}">{}</div>').format("wb-error" if error else "wb-note wb-source-status", text))
+_SETTING = threading.Lock()  # the panel's worker and the user's clicks both set facts
+
+
+def _set(component: Component, **facts) -> None:
+    """Some of ``component``'s facts anew (its data is sent whole: a new dict)."""
+    with _SETTING:
+        component.data = {**component.data, **facts}

@@ -19,6 +19,7 @@ import { editsSection } from './edits';
 import { header } from './header';
 import type { IHost, IMounted, IViewModel } from './model';
 import { runsSection } from './runs';
+import './source';
 import { stageList } from './stages';
 import { register, render } from './widget';
 
