@@ -1,8 +1,9 @@
 """'Find where it drifts' in a real browser (JupyterLab, Debian's chromium, playwright): a program that
 replaces its NaNs by zeros, compiled with Reactant's no_nan and fed a NaN, run from the panel's Run tab;
-its failed check offers the search, whose answer names the op and the reference's op a pattern removed,
-and marks the op in the diff and its line in the Source tab. Screenshots: test-output/panel_drift_run.png
-and test-output/panel_drift_source.png."""
+its failed check offers the search, whose whole answer shows in the drift box under the run: the op, the
+reference's op that was removed and one cause (the patterns that removed it); its buttons mark the op in the
+diff and its line in the Source tab. Screenshots: test-output/panel_drift_run.png and
+test-output/panel_drift_source.png."""
 import pytest
 
 from tests.browser_pages import open_notebook, show_panel, side_by_side, tab, write_notebook
@@ -37,23 +38,25 @@ def test_a_failed_check_offers_find_where_it_drifts_and_marks_the_op(browser, la
         drift.wait_for(state="visible")
         drift.click()
         found = panel.locator(".wb-drift-result")
-        found.wait_for(state="attached", timeout=120_000)  # in the Run tab, which the panel leaves for Source
+        found.wait_for(state="attached", timeout=120_000)
         said = " ".join(found.text_content().split())
         assert "drifts from 'stablehlo' at %0 = stablehlo.dot_general" in said
-        assert "stablehlo.select" in said and "removed by enzyme-hlo-patterns#1" in said
-        assert "no_nan_compare_simplify" in said
+        assert "stablehlo.select" in said and "no_nan_compare_simplify" in said
+        # one cause, said once, and the whole answer where it was asked for: the panel stays in the Run tab
+        assert said.count("the cause:") == 1 and "the cause: enzyme-hlo-patterns#1's pattern" in said, said
+        assert "removed by" not in said and found.is_visible()
+        shots(panel, "panel_drift_run")
 
-        # the panel went to the Source tab: the op marked in the diff (stablehlo | the stage), its line selected
+        # its buttons: the op marked in the diff (stablehlo | the stage), then its line in the Source tab
+        panel.locator(".wb-drift-to-diff").click()
         marked = panel.locator(".wbd-r .wbd-row.wbd-mark", has_text="stablehlo.dot_general")
         marked.first.wait_for(timeout=60_000)
         assert panel.locator(".wbd-head-l", has_text="stablehlo").count() >= 1
         assert panel.locator(".wbd-l .wbd-row.wbd-mark", has_text="stablehlo.dot_general").count() == 1
+        tab(panel, "Run")
+        panel.locator(".wb-drift-to-source").click()
         panel.locator(".wbsrc-line.wbsrc-sel", has_text="x @ w").wait_for(timeout=60_000)
         shots(panel, "panel_drift_source")
-
-        tab(panel, "Run")
-        found.wait_for()
-        shots(panel, "panel_drift_run")
         python = panel.locator(".wb-python pre").first.inner_text()
         assert python.startswith("ex.lineage(") or python.startswith("ex.drift(")
     finally:

@@ -123,8 +123,10 @@ class Drifting:
                 keys |= i.keys
         by_name = {s.name: s for s in self.stages}
         chain, current = [], by_name.get(found.stage)
-        while keys and current is not None and current.name != found.reference:
+        while keys and current is not None:  # the reference's own stage too: the start module edited by hand
             chain.append(current)
+            if current.name == found.reference:
+                break
             current = by_name.get(current.parent) if current.parent else None
         for st in reversed(chain):
             if st.edit == "text" and self._edit_touches(st, frozenset(keys)):

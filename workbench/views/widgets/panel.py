@@ -554,13 +554,14 @@ class Panel:
         self.drift.offer(r)
         self._show_runs(self._ex)
 
-    def _show_drift(self, d) -> None:
-        """What ``ex.drift`` found: the stage diffed against the reference, the op marked there and its line
-        in the Source tab (an XLA stage's op, in its module turned back into StableHLO, is not marked)."""
+    def _show_drift(self, d, where: str = "source") -> None:
+        """What ``ex.drift`` found, as the drift box's buttons ask: the stage diffed against the reference with the
+        op marked (``where`` "diff") or its line in the Source tab ("source"; an XLA stage's op, in its module
+        turned back into StableHLO, is not marked)."""
         if {d.stage, d.reference} <= set(self._ex.names):
             self._left, self._right = d.reference, d.stage
             self._show_selection()
-        self.tabs.selected_index = _TABS.index("Source")
+        self.tabs.selected_index = _TABS.index("Diff" if where == "diff" else "Source")
         if d.op.result and self._ex.stage(d.stage).group != "xla":
             self.source.pick_op(d.stage, d.op.result)
 
