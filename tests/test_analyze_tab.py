@@ -11,7 +11,8 @@ import pytest
 
 import workbench as wb
 from workbench.views.widgets import Panel
-from workbench.views.widgets.analyze import applicable_html, bisect_failed_html, reduce_failed_html
+from workbench.views.widgets.analyze import (applicable_html, applicable_rows, bisect_failed_html,
+                                             reduce_failed_html)
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -189,8 +190,9 @@ def test_names_pass_strings_and_messages_are_shown_escaped(tb_ex):
         p.close()
     # the renderers: every value they are given
     df = pd.DataFrame({"name": [HOSTILE], "group": [HOSTILE], "seconds": [0.002], "changed": [True], "error": [""]})
-    out = applicable_html(HOSTILE, HOSTILE, df, set())  # the variable's name, the stage, a pattern and its group
-    assert out.count(ESCAPED) == 4 and "<img" not in out and "<td><b>off</b></td>" in out
+    out = applicable_html(HOSTILE, HOSTILE, df)  # the variable's name and the stage
+    assert out.count(ESCAPED) == 2 and "<img" not in out and "1 of 1 patterns change" in out
+    assert applicable_rows(df) == [{"name": HOSTILE, "group": HOSTILE, "ms": "2"}]  # escaped by applicable.js
     out = bisect_failed_html(HOSTILE, HOSTILE, [True, False])
     assert out.count(ESCAPED) == 2 and "<img" not in out and "<td>every enabled pattern</td>" in out
     out = reduce_failed_html(HOSTILE, HOSTILE, HOSTILE)

@@ -341,11 +341,17 @@ def test_the_graph_tab_says_which_stage_it_draws_and_draws_the_one_picked(p, ex)
     assert tab.drawn == "cse#1" and p.last_error is None
 
 
-def test_applicable_patterns(p):
+def test_applicable_patterns_are_switches_of_the_pipeline(p):
     p.find_applicable("stablehlo")
-    out = p.analyze.applicable_out.value
-    assert "<code>dot_transpose</code>" in out and "patterns change <code>stablehlo</code> when applied alone" in out
+    out, found = p.analyze.applicable_out.value, p.analyze.applicable
+    assert "patterns change <code>stablehlo</code> when applied alone" in out
     assert p.python == 'ex.applicable("stablehlo", details=True)'
+    assert "dot_transpose" in [r["name"] for r in found.rows] and "dot_transpose" in found.enabled
+    found._receive(found, {"type": "toggle", "names": ["dot_transpose"], "on": False}, [])  # its switch clicked
+    assert p.python == 'ex = ex.with_patterns(disable=["dot_transpose"])' and p.history == [p.python]
+    assert p.ex.spec.selection.disabled == {"dot_transpose"} and "dot_transpose" not in found.enabled
+    found._receive(found, {"type": "toggle", "names": ["dot_transpose"], "on": True}, [])
+    assert not p.ex.spec.selection.disabled and "dot_transpose" in found.enabled
 
 
 def test_bisect_finds_the_patterns_that_form_a_dot_and_switches_them_off():

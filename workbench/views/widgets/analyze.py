@@ -26,8 +26,10 @@ from ...ir.ops import op_counts
 from ...stages import STABLEHLO
 from . import actions
 from .html import num
+from .lists import ApplicableList
 
-__all__ = ["AnalyzeTab", "Default", "default_predicate", "applicable_html", "bisect_html", "bisect_failed_html",
+__all__ = ["AnalyzeTab", "Default", "default_predicate", "applicable_html", "applicable_rows", "bisect_html",
+           "bisect_failed_html",
            "reduce_html", "reduce_failed_html"]
 
 _PATTERNS_PASS = "enzyme-hlo-generate-td"  # how a stage made by the pattern list starts its pass string
@@ -83,13 +85,17 @@ class AnalyzeTab:
     ``submit(label, python, work, busy=...)`` queues work on the panel's worker, ``note(text)`` tells the
     status line of progress, ``progress(done, total)`` is the actions' ``on_progress``, ``enabled()``
     names the patterns on in the panel, ``switch_off(names)`` switches patterns off there and
-    ``switch_off_xla(names)`` XLA passes (without it, "switch these off" leaves XLA culprits on)."""
+    ``switch_off_xla(names)`` XLA passes (without it, "switch these off" leaves XLA culprits on);
+    ``toggle(names, on)`` switches patterns on or off there (an applicable pattern's switch; without it,
+    ``switch_off`` for a pattern switched off, and one switched on stays off)."""
 
     def __init__(self, name: str, exploration: Callable[[], Exploration], submit: Callable,
                  note: Callable[[str], None], progress: Callable[[int, int | None], None],
                  enabled: Callable[[], set[str]], switch_off: Callable[[list[str]], None],
-                 switch_off_xla: Callable[[list[str]], None] | None = None):
+                 switch_off_xla: Callable[[list[str]], None] | None = None,
+                 toggle: Callable[[list[str], bool], None] | None = None):
         self.name = name
+        self._toggle = toggle or (lambda names, on: None if on else switch_off(names))
         self._exploration, self._submit, self._note, self._enabled = exploration, submit, note, enabled
         self._on_progress = progress
         self._switch_off, self._switch_off_xla = switch_off, switch_off_xla
@@ -113,8 +119,10 @@ class AnalyzeTab:
                                           tooltip="apply every pattern of the catalog alone to this stage")
         self.applicable_button.on_click(lambda _b: self.find_applicable())
         self.applicable_out = W.HTML()
+        self.applicable = ApplicableList(variable=self.name)  # each pattern found, a switch of it in the pipeline
+        self.applicable.handler = self._on_applicable
         return [W.HTML("<b>Applicable patterns</b>: which patterns change this stage when applied alone"),
-                W.HBox([self.applicable_stage, self.applicable_button]), self.applicable_out]
+                W.HBox([self.applicable_stage, self.applicable_button]), self.applicable_out, self.applicable]
 
     def _predicate_rows(self) -> list[W.Widget]:
         L = W.Layout
@@ -194,6 +202,12 @@ class AnalyzeTab:
             self.predicate.value, self.pred_op.value, self.pred_n.value = new.kind, new.op, new.n
         self._default = new if untouched else old
         self._show_note(new, any(s.produced_by.startswith(_PATTERNS_PASS) for s in ex.pipeline_stages))
+        if self.applicable.rows:  # the switches say what is on in the Exploration shown
+            self.applicable.enabled = sorted(self._enabled() & {r["name"] for r in self.applicable.rows})
+
+    def _on_applicable(self, msg: dict) -> None:
+        if msg.get("type") == "toggle" and msg.get("names"):
+            self._toggle([str(n) for n in msg["names"]], bool(msg.get("on")))
 
     def _show_note(self, d: Default | None, patterns_ran: bool) -> None:
         if not patterns_ran:
@@ -257,10 +271,15 @@ class AnalyzeTab:
             self.applicable_stage.value = stage
         act = actions.applicable(self.name, stage, on_progress=self._on_progress)
         self.applicable_out.value = ""
+        self.applicable.rows = []
 
         def work():
             df = act.call(self._exploration())
-            self.applicable_out.value = applicable_html(self.name, stage, df, self._enabled())
+            rows = applicable_rows(df)
+            self.applicable_out.value = applicable_html(self.name, stage, df)
+            with self.applicable.hold_sync():
+                self.applicable.rows = rows
+                self.applicable.enabled = sorted(self._enabled() & {r["name"] for r in rows})
 
         self._submit(act.label + " (in the worker pool)", act.python, work, busy=True)
 
@@ -376,19 +395,23 @@ _RUNS_TABLE = Markup('<details class="wb-runs"><summary>the pipeline runs</summa
                      "<tr><th>run</th><th>{}</th><th>predicate</th></tr></thead><tbody>{}</tbody></table></details>")
 
 
-def applicable_html(name: str, stage: str, df, enabled: set[str]) -> str:
-    """``Exploration.applicable(stage, details=True)``: the patterns that change the stage, and
-    whether each is in ``name``'s pipeline (``enabled``)."""
+def applicable_html(name: str, stage: str, df) -> str:
+    """What ``Exploration.applicable(stage, details=True)`` found, in a sentence: how many patterns change the
+    stage, how many failed on it, and that each listed below (``applicable_rows``) is a switch in ``name``'s
+    pipeline."""
     changed = df[df["changed"]]
     errors = df[df["error"].notna() & (df["error"] != "")] if "error" in df else df.iloc[:0]
-    rows = Markup("").join(
-        Markup("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>").format(
-            r.name, r.group, num(r.seconds * 1e3), "on" if r.name in enabled else Markup("<b>off</b>"))
-        for r in changed.itertuples())
-    table = Markup('<table class="wb-table"><thead><tr><th>pattern</th><th>group</th><th>ms</th>'
-                   "<th>in {}'s pipeline</th></tr></thead><tbody>{}</tbody></table>").format(name, rows) if rows else ""
+    how = Markup("; click one to switch it on or off in <code>{}</code>'s pipeline, as the Passes tab does").format(
+        name) if len(changed) else ""
     return str(Markup('<div class="wb-result">{} of {} patterns change <code>{}</code> when applied alone{}{}</div>')
-               .format(len(changed), len(df), stage, f"; {len(errors)} failed on it" if len(errors) else "", table))
+               .format(len(changed), len(df), stage, f"; {len(errors)} failed on it" if len(errors) else "", how))
+
+
+def applicable_rows(df) -> list[dict]:
+    """The patterns of ``Exploration.applicable(stage, details=True)`` that change the stage, as the Analyze
+    tab's switches show them: name, group, and the ms it took alone."""
+    return [{"name": str(r.name), "group": str(r.group), "ms": num(r.seconds * 1e3)}
+            for r in df[df["changed"]].itertuples()]
 
 
 def _runs_html(answers: Sequence[tuple[str, bool]], on: str = "patterns on") -> Markup:

@@ -1,5 +1,5 @@
-"""The panel's change summary: after every rebuild (a toggle, a reset, another pipeline), one line under
-the header says what it changed (``Exploration.changes_since``: the settings, the stages recomputed,
+"""The panel's change summary: after every rebuild (a toggle, a reset, another pipeline), one line above
+the line of Python says what it changed (``Exploration.changes_since``: the settings, the stages recomputed,
 whether the final MLIR module and xla:optimized changed and their ops delta), and two buttons show
 the final MLIR stage and xla:optimized diffed against themselves before the rebuild, in the Diff tab.
 

@@ -73,23 +73,25 @@ export default { render };
 """
 
 _CSS = """
-.wbc-head { display: flex; gap: 12px; align-items: center; font-size: 12px; margin: 2px 0 4px; }
-.wbc-list { max-height: 420px; overflow: auto; font-size: 12px; font-family: var(--jp-code-font-family, monospace); }
-.wbc-row { display: flex; gap: 8px; align-items: center; padding: 1px 4px; white-space: nowrap; }
+.wbc-head { display: flex; flex-wrap: wrap; gap: 4px 12px; align-items: center; font-size: 12px; margin: 2px 0 4px; }
+.wbc-list { max-height: 420px; overflow-y: auto; font-size: 12px; font-family: var(--jp-code-font-family, monospace); }
+/* one grid per row, the same columns in every row: the names get what the fixed columns leave and wrap there
+   (at their dashes, else anywhere) rather than be cut, so a narrow panel shows every step whole */
+.wbc-row { display: grid; column-gap: 8px; align-items: center; padding: 1px 4px;
+  grid-template-columns: minmax(32px, 0.6fr) 7em minmax(5em, 1fr) minmax(5em, 1fr) 6.5em 4em 4.5em; }
+.wbc-row > span { min-width: 0; overflow-wrap: anywhere; }
 .wbc-row.wbc-link { cursor: pointer; }
 .wbc-row.wbc-link:hover { background: rgba(30, 120, 220, 0.10); }
 .wbc-row.wbc-link .wbc-stage { text-decoration: underline; color: #1565c0; }
-.wbc-bar { flex: none; width: 120px; height: 12px; position: relative; background: rgba(0, 0, 0, 0.04); }
+.wbc-bar { height: 12px; position: relative; background: rgba(0, 0, 0, 0.04); }
 .wbc-bar span { position: absolute; left: 0; top: 0; bottom: 0; background: rgba(230, 120, 20, 0.6); }
 .k-mlir-pass .wbc-bar span { background: rgba(90, 60, 200, 0.6); }
 .k-trace .wbc-bar span, .k-lowering .wbc-bar span { background: rgba(40, 150, 80, 0.6); }
 .k-xla-backend .wbc-bar span, .k-xla-other .wbc-bar span { background: rgba(120, 120, 120, 0.6); }
-.wbc-kind { flex: none; width: 80px; color: #666; }
-.wbc-name { flex: 1 1 200px; overflow: hidden; text-overflow: ellipsis; }
-.wbc-stage { flex: 0 1 200px; overflow: hidden; text-overflow: ellipsis; }
-.wbc-ms { flex: none; width: 124px; text-align: right; }
-.wbc-share { flex: none; width: 56px; text-align: right; color: #666; }
-.wbc-changed { flex: none; width: 56px; color: #2e7d32; }
+.wbc-kind { color: #666; }
+.wbc-ms, .wbc-share { text-align: right; }
+.wbc-share { color: #666; }
+.wbc-changed { color: #2e7d32; }
 .wbc-msg { font-size: 12px; color: #666; }
 """
 

@@ -1,7 +1,8 @@
 """The Diff tab's editor: stage B's module as text, changed by hand, and "Apply", which resumes the pipeline
 from it (``ex.with_text``: the later MLIR passes, then XLA) as a toggle does, its change summary shown and
 its line of Python under the panel. A text that does not parse or verify keeps the editor open with MLIR's
-message, its line and column; the Exploration shown stays as it was. It is a plain text area wherever the panel
+message, its line and column, above the text (where the editor's first screen shows it) with the line it names
+quoted; the Exploration shown stays as it was. It is a plain text area wherever the panel
 shows; where the JupyterLab extension is installed, the extension shows it as CodeMirror with its MLIR
 highlighting and marks the line the message names (extensions/hlo-workbench-lab/src/paneleditor.ts)."""
 from __future__ import annotations
@@ -37,7 +38,7 @@ class EditBox:
         self.apply_button.on_click(lambda _b: self.apply())
         self.cancel = W.Button(description="Cancel", layout=W.Layout(width="90px"))
         self.cancel.on_click(lambda _b: self.close())
-        self.panel = W.VBox([self.head, self.area, W.HBox([self.apply_button, self.cancel]), self.error],
+        self.panel = W.VBox([self.head, self.error, self.area, W.HBox([self.apply_button, self.cancel])],
                             layout=W.Layout(display="none"))
         self.editing: str | None = None  # the stage open in the editor
 
@@ -70,10 +71,22 @@ class EditBox:
             try:
                 new = act.call(ex)
             except (MlirSyntaxError, WorkbenchError) as e:  # said in the editor; the Exploration stays
-                self.error.value = str(Markup('<pre class="wb-edit-error">{}</pre>').format(str(e)))
+                self.error.value = _error_html(e, text)
                 raise
             self.close()
             return new
 
         self.error.value = ""
         self._rebuild(lambda: actions.Action(act.label, act.python, call))
+
+
+def _error_html(e: Exception, text: str) -> str:
+    """Why an edit was refused, with the line of ``text`` it names quoted (a column marked under it) unless the
+    message quotes it already, so the line is on screen wherever the editor is scrolled."""
+    line, column = getattr(e, "line", None), getattr(e, "column", None)
+    lines = text.splitlines()
+    quoted = ""
+    if line is not None and 1 <= line <= len(lines) and lines[line - 1].strip() not in str(e):
+        caret = "\n" + " " * (len(f"line {line}: ") + column - 1) + "^" if column and column >= 1 else ""
+        quoted = Markup('<pre class="wb-edit-line">line {}: {}{}</pre>').format(line, lines[line - 1], caret)
+    return str(Markup('<pre class="wb-edit-error">{}</pre>{}').format(str(e), quoted))

@@ -1,6 +1,7 @@
-"""The panel's two list views, rendered in the browser: the stages, and a toggle list (patterns, XLA passes).
+"""The panel's list views, rendered in the browser: the stages, a toggle list (patterns, XLA passes), and the
+patterns that apply to a stage, each a switch.
 
-Both send what the user clicked as a message (``{"type": "pick", ...}``, ``{"type": "toggle", ...}``,
+They send what the user clicked as a message (``{"type": "pick", ...}``, ``{"type": "toggle", ...}``,
 ``{"type": "reset"}``) and leave the decision to Python, which answers by setting the traits.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ...artifacts.assets import inlined
 from ...stages import Stage
 from .html import num
 
-__all__ = ["StageList", "ToggleList", "stage_rows", "time_label", "CONFIRM_OVER"]
+__all__ = ["StageList", "ToggleList", "ApplicableList", "stage_rows", "time_label", "CONFIRM_OVER"]
 
 _HERE = pathlib.Path(__file__).parent
 CONFIRM_OVER = 50  # a click that would switch more names than this asks first
@@ -156,3 +157,18 @@ class ToggleList(Messages):
                 self._forward(msg)
         else:
             self._forward(content)
+
+
+class ApplicableList(Messages):
+    """The patterns that change a stage when applied alone (``rows``: name, group and ms as written), each with
+    a switch: a click sends ``{"type": "toggle", "names": [name], "on": ...}`` to the handler (the panel's toggle,
+    as the Passes tab's switches do); ``enabled`` names the patterns on in ``variable``'s pipeline now, ``busy``
+    holds the switches while the panel's actions wait."""
+
+    _esm = _HERE / "applicable.js"
+    _css = inlined(_HERE / "lists.css")
+
+    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    enabled = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    variable = traitlets.Unicode("ex").tag(sync=True)
+    busy = traitlets.Bool(False).tag(sync=True)

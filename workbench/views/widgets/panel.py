@@ -232,7 +232,7 @@ class Panel:
         """The header and status line, the stage list beside the tabs, the Python and pipeline lines."""
         L = W.Layout
         self.header = W.HTML(layout=L(flex="1 1 auto"))
-        self.status = W.HTML(layout=L(flex="0 1 auto"))
+        self.status = W.HTML()  # its slot beside or under the header: panel.css
         self.stage_error = W.HTML()
         self.stage_list = StageList(layout=L(flex="none", max_height="800px"))  # width: lists.css (it folds)
         self.stage_list.handler = self._on_stage_msg
@@ -247,9 +247,9 @@ class Panel:
         self._root = W.VBox([
             W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
             W.HBox([self.header, self.status], layout=L(align_items="center")).add_class("wb-row").add_class("wb-top"),
-            self.summary.widget, self.stage_error,
+            self.stage_error,
             W.HBox([self.stage_list, self.tabs]).add_class("wb-row"),
-            self.python_box, self.pipeline_box,
+            self.summary.widget, self.python_box, self.pipeline_box,  # what a toggle changed: under the lists
         ])
         self._root.add_class("wb-panel")
         self._show_python()
@@ -274,7 +274,8 @@ class Panel:
                                   lambda text: setattr(self.jobs, "note", text),
                                   lambda done, total: self.jobs.progress(done, total),
                                   lambda: set(self.patterns_view.enabled),
-                                  lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False))
+                                  lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False),
+                                  toggle=self.toggle_patterns)
         cost_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs])
         self.collectives = collectives.CollectivesTab(self.name, self._submit)
         self.compile = compiletab.CompileTab(self.name, self._submit, self._diff_stage)
@@ -340,7 +341,7 @@ class Panel:
         """While busy work is queued or runs, the actions wait: their buttons and toggles are disabled."""
         for b in self._buttons:
             b.disabled = busy
-        self.patterns_view.busy = self.xla_view.busy = busy
+        self.patterns_view.busy = self.xla_view.busy = self.analyze.applicable.busy = busy
 
     def _set_quietly(self, dropdown: W.Dropdown, value) -> None:
         if value in dropdown.options:
@@ -468,8 +469,8 @@ class Panel:
             keep = self.device.value
             self.device.options = ids
             self.device.value = keep if keep in ids else (ex.spec.device if ex.spec.device in ids else ids[0])
+            self.passes.show(ex, pending)  # first: the Analyze tab's switches read the patterns on from its list
             self.analyze.show(ex, runnable, ids)
-            self.passes.show(ex, pending)
         self._show_pipeline_string(ex)
         self._show_runs(ex)
         self._show_python()

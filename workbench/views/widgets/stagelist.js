@@ -27,7 +27,15 @@ function render({ model, el }) {
   const hide = el.querySelector(".wbs-hide");
   const count = el.querySelector(".wbs-count");
 
+  // While a group is on its way, the list keeps the height it had (its rows come back with it): the panel
+  // around it does not shrink and grow again on each toggle.
+  function reserve(pending) {
+    if (!pending) list.style.minHeight = "";
+    else if (!list.style.minHeight && list.offsetHeight) list.style.minHeight = `${list.offsetHeight}px`;
+  }
+
   function draw() {
+    reserve(model.get("pending"));
     const stages = model.get("stages");
     const left = model.get("left"), right = model.get("right");
     hide.checked = model.get("hide_unchanged");

@@ -1,0 +1,290 @@
+"""The panel's layout as a new user meets it (issue 45's trial), in a real browser (JupyterLab, Debian's chromium,
+playwright), on the tour's attention example: at 1000 px, at 1280 px with the file browser open and at 1920 px,
+every tab opened (a run shown, the applicable patterns found, the cost, compile profile, graph and source
+filled): no button, label, tab title or option shown in a picker is cut (``scrollWidth > clientWidth``, or for
+a picker the option's text wider than its box), no row scrolls sideways, and a broken edit's message and the line
+it names are on screen. A pattern toggled in the Passes tab and one toggled by a click on a result of "Find
+applicable patterns" leave the panel where it was (its top and height move less than 20 px while it rebuilds),
+and the click toggles that pattern as any toggle does (its line of Python shown, ``p.ex.spec`` has it off).
+"Find where it drifts"'s sentence wraps at 1000 px. Screenshots: test-output/layout_*.png."""
+import pytest
+
+from tests.browser_pages import open_notebook, run_cell, settle, show_panel, tab, write_notebook
+
+pytestmark = pytest.mark.slow
+
+SETUP = """\
+import jax, jax.numpy as jnp
+import workbench as wb
+import workbench.examples.attention as attention
+
+params, x = attention.args()
+ex = wb.explore(attention.fn, params, x)"""
+PANEL = "p = wb.panel(ex)\np"
+SPEC = "print('off:', ','.join(sorted(p.ex.spec.selection.disabled)))"
+
+# a program whose check fails under no_nan, so that the Run tab offers "Find where it drifts" (test_browser_drift)
+DRIFT = """\
+def clean(x, w):
+    x = jnp.where(jnp.isnan(x), 0.0, x)
+    return jnp.tanh(x @ w).sum(0)
+
+xs = jnp.arange(32.0).reshape(4, 8).at[1, 2].set(jnp.nan)
+ex = wb.explore(clean, xs, jnp.ones((8, 3)) / 8, no_nan=True)
+wb.panel(ex)"""
+
+TABS = ("Diff", "Passes", "Run", "Cost", "Compile", "Graph", "Source", "Analyze", "Collectives")
+# what each tab shows once filled (the tab is measured with it)
+FILLED = {"Diff": ".wbd-row", "Passes": "[data-hwb=xla-toggle], .wbt-item", "Run": ".wb-result", "Cost": ".wb-table",
+          "Compile": ".wbc-row", "Graph": ".wbg-view svg", "Source": ".wbsrc-line", "Analyze": ".wba-row"}
+WIDTHS = ((1000, False), (1280, True), (1920, False))  # (viewport, the file browser open)
+# a pattern's switch in the Passes tab (the view components', or the widgets' before them)
+SWITCH = '[data-hwb="pattern-toggle"][data-name="{0}"] input, .wbt-item[data-name="{0}"] input'
+
+# The panel's controls and labels cut: [what, class, text, needed px, shown px]. A label, button, tab title or
+# toggle's name whose text is wider than its box; a picker (select) whose option shown (every option of a list
+# box) is wider than the room its box gives the text.
+CUT = """panel => {
+    const shown = e => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+    const said = e => (e.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 60);
+    const out = [];
+    const labels = 'button, label, .widget-label, .lm-TabBar-tabLabel, summary, th, .wbt-name, .wbt-gname, ' +
+                   '.wbs-name, .wbc-kind, .wbc-name, .wbc-stage, .wbc-ms, .wba-name';
+    const code = '.wbd, .wbsrc-code';  // a line of code is cut at the pane's edge by design, and whole in its title
+    const cut = e => shown(e) && e.scrollWidth > e.clientWidth + 1;
+    const ellipsis = [...panel.querySelectorAll('*')].filter(e => getComputedStyle(e).textOverflow === 'ellipsis'
+                                                                && !e.closest(code));
+    for (const e of new Set([...panel.querySelectorAll(labels), ...ellipsis]))
+        if (cut(e))
+            out.push([e.tagName.toLowerCase(), String(e.className).slice(0, 40), said(e), e.scrollWidth,
+                      e.clientWidth]);
+    const ctx = document.createElement('canvas').getContext('2d');
+    for (const s of panel.querySelectorAll('select')) {
+        if (!shown(s)) continue;
+        const st = getComputedStyle(s);
+        ctx.font = `${st.fontStyle} ${st.fontWeight} ${st.fontSize} ${st.fontFamily}`;
+        const list = s.multiple || s.size > 1;
+        const room = s.clientWidth - parseFloat(st.paddingLeft) - parseFloat(st.paddingRight) - (list ? 8 : 0);
+        const options = list ? [...s.options] : [s.options[s.selectedIndex]].filter(Boolean);
+        for (const o of options) {
+            const w = ctx.measureText(o.text).width;
+            if (w > room + 1) out.push(['option', String(s.parentElement.className).slice(0, 40), o.text.slice(0, 60),
+                                        Math.round(w), Math.round(room)]);
+        }
+    }
+    return out;
+}"""
+
+# What scrolls sideways in or around the panel: [class, scrollWidth, clientWidth]. A box made to scroll its own
+# wide content is left out: a diff pane, the graph, a listing of code, a module's text, a table of numbers in the
+# box of its own that the panel gives it (the Cost tab's).
+SIDEWAYS = """panel => [...document.querySelectorAll('*')]
+  .filter(e => (e.contains(panel) || panel.contains(e)) && e.clientHeight > 0
+               && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1
+               && !e.closest('.wbd-pane, .wbd-rows, .wbg, .wbsrc-list, pre, .cm-editor, textarea')
+               && !(e.matches('.widget-html') && e.querySelector('table')))
+  .map(e => [String(e.className).slice(0, 60), e.scrollWidth, e.clientWidth])"""
+
+# Every frame while the panel rebuilds: its top on the screen, its height, and the top of its stage list and tabs.
+RECORD = """() => {
+    const panel = document.querySelector('.wb-panel'), lists = panel.querySelector('.wbs').parentElement;
+    window.wbBoxes = [];
+    window.wbStop = false;
+    const each = () => {
+        const r = panel.getBoundingClientRect();
+        window.wbBoxes.push([performance.now(), r.top, r.height, lists.getBoundingClientRect().top]);
+        if (window.wbBoxes.length < 100000 && !window.wbStop) requestAnimationFrame(each);
+    };
+    requestAnimationFrame(each);
+}"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def notebook_files(lab_server):
+    root = lab_server["root"]
+    write_notebook(root / "layout.ipynb", SETUP, PANEL, SPEC)
+    write_notebook(root / "layout_toggle.ipynb", SETUP, PANEL, SPEC)
+    write_notebook(root / "layout_drift.ipynb", "import jax, jax.numpy as jnp\nimport workbench as wb", DRIFT)
+
+
+def _width(page, width: int, browser_open: bool) -> None:
+    if page.locator(".jp-FileBrowser").first.is_visible() != browser_open:
+        page.keyboard.press("Control+b")
+    page.set_viewport_size({"width": width, "height": 1000})
+    settle(page)
+
+
+def _idle(page) -> None:
+    """The panel's last job ended and XLA's stages are shown."""
+    page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓') && "
+                           "!document.querySelector('.wb-panel .wbs-pending') && "
+                           "document.querySelector('.wb-panel .wbs-row[data-name=\"xla:optimized\"]')",
+                           timeout=180_000)
+
+
+def _find_applicable(panel, page) -> None:
+    tab(panel, "Analyze")
+    panel.locator("button.widget-button:visible", has_text="Find applicable patterns").click()
+    panel.locator(".wba-row").first.wait_for(timeout=120_000)
+    _idle(page)
+
+
+def _measure(page, panel) -> list:
+    """Every tab opened and filled: what is cut and what scrolls sideways, by tab."""
+    found = []
+    for title in TABS:
+        tab(panel, title)
+        if title in FILLED:
+            panel.locator(", ".join(f"{part}:visible" for part in FILLED[title].split(", "))).first.wait_for(
+                timeout=120_000)
+        settle(page)
+        cut, sideways = panel.evaluate(CUT), panel.evaluate(SIDEWAYS)
+        found += [(title, "cut", *c) for c in cut] + [(title, "scrolls", *s) for s in sideways]
+    return found
+
+
+def test_every_tab_at_1000_1280_and_1920_px_cuts_no_label_and_scrolls_no_row(browser, lab, shots):
+    page = open_notebook(browser, lab, "layout.ipynb", width=1000)
+    try:
+        panel = show_panel(page)
+        tab(panel, "Run")
+        panel.locator("button.widget-button:visible", has_text="Run").first.click()
+        panel.locator(".wb-result .wb-chip", has_text="PASSED").first.wait_for(timeout=120_000)
+        _idle(page)
+        _find_applicable(panel, page)
+        found = []
+        for width, browser_open in WIDTHS:
+            _width(page, width, browser_open)
+            for f in _measure(page, panel):
+                found.append((width, *f))
+                print(width, *f)
+            tab(panel, "Run")
+            shots(panel, f"layout_run_{width}")
+
+        # a broken edit at 1000 px, Apply at the bottom of the screen: MLIR's message and the line it names (near
+        # the top of a long module, far from where the editor is scrolled) are on screen
+        _width(page, 1000, False)
+        tab(panel, "Diff")
+        panel.locator(".wb-edit-toggle").click()
+        editor = panel.locator(".hwb-panel-editor:visible, .wb-editor textarea:visible").first
+        editor.wait_for()
+        cm = panel.locator(".hwb-panel-editor").count() > 0
+        if cm:
+            editor.locator(".cm-line").nth(5).wait_for()  # the stage's text, read from the text area the kernel filled
+        lines = panel.locator(".wb-editor textarea").input_value().splitlines()  # all of it (CodeMirror draws a part)
+        broken = next(k for k, ln in enumerate(lines) if " = stablehlo." in ln and k > 2)
+        lines[broken] = lines[broken].replace(" = stablehlo.", " = stablehlo.no_such_op_", 1)
+        if cm:  # as a user does: select all, then the new text (the editor scrolls to its end)
+            editor.locator(".cm-content").click()
+            page.keyboard.press("Control+a")
+            page.keyboard.insert_text("\n".join(lines))
+        else:
+            editor.fill("\n".join(lines))
+        apply = panel.locator(".wb-edit-apply")
+        apply.evaluate("b => b.scrollIntoView({block: 'end'})")
+        settle(page)
+        apply.click()
+        error = panel.locator(".wb-edit-error")
+        error.wait_for(timeout=60_000)
+        settle(page)
+        shots(page, "layout_edit_error_1000")
+        said = panel.locator(".wb-edit-error, .wb-edit-line").all_inner_texts()
+        height = page.viewport_size["height"]
+        for what in [error] + ([panel.locator(".wb-edit-line")] if panel.locator(".wb-edit-line").count() else []):
+            box = what.bounding_box()  # the message, and the line it names where the message does not quote it
+            if box is None or box["y"] < 0 or box["y"] + box["height"] > height + 1:
+                found.append((1000, "Diff", "off screen", str(what), box, said))
+        if not any(lines[broken].strip() in t for t in said):
+            found.append((1000, "Diff", "the line named is not shown", lines[broken], said))
+        assert not found, "\n".join(map(str, found))
+    finally:
+        page.close()
+
+
+def _toggle_steady(page, panel, switch, done: str) -> dict:
+    """A click on ``switch`` (a locator), the page scrolled to show it; how far the panel moved from before
+    the click until ``done`` (a JS condition) held and the rebuild ended: the most its top, its height and the top
+    of its stage list and tabs moved either way (``top``, ``height``, ``lists``), the most its height fell below
+    where it started (``shrank``) and what it grew by in the end (``grew``)."""
+    switch.evaluate("e => e.scrollIntoView({block: 'center'})")
+    settle(page)
+    page.evaluate(RECORD)
+    settle(page)
+    switch.click()
+    page.wait_for_function(done, timeout=180_000)
+    _idle(page)
+    settle(page)
+    boxes = page.evaluate("() => { window.wbStop = true; return window.wbBoxes; }")
+    top0, height0, lists0 = boxes[0][1:]
+    moved = {"top": max(abs(b[1] - top0) for b in boxes), "height": max(abs(b[2] - height0) for b in boxes),
+             "lists": max(abs(b[3] - lists0) for b in boxes), "shrank": max(height0 - b[2] for b in boxes),
+             "grew": boxes[-1][2] - height0, "frames": len(boxes)}
+    print(f"moved {moved}")
+    return moved
+
+
+def test_a_toggle_leaves_the_panel_in_place_and_an_applicable_pattern_is_a_toggle(browser, lab, shots):
+    page = open_notebook(browser, lab, "layout_toggle.ipynb", width=1280)
+    try:
+        _width(page, 1280, True)
+        panel = show_panel(page)
+        tab(panel, "Passes")
+        panel.locator(".hwbv-tl-search, .wbt-search").first.fill("dot_transpose")
+        box = panel.locator(SWITCH.format("dot_transpose")).first
+        header = "document.querySelector('.wb-header')?.textContent"
+        # the first toggle: from now on the panel says what a toggle changed and the toggles so far as code, under
+        # its lists, and grows by that once, below them; nothing moves or shrinks while it rebuilds
+        moved = _toggle_steady(page, panel, box, f"{header}.includes('1 pattern off')")
+        assert moved["top"] < 20 and moved["lists"] < 20 and moved["shrank"] < 20, ("the first toggle", moved)
+        # every toggle after it: the panel stays where it is, as high as it was (within 20 px)
+        moved = _toggle_steady(page, panel, box, f"!{header}.includes('pattern off')")
+        assert moved["top"] < 20 and moved["lists"] < 20 and moved["height"] < 20, ("a toggle in the Passes tab", moved)
+
+        # a result of "Find applicable patterns" is a switch of that pattern: its click is a toggle
+        _find_applicable(panel, page)
+        rows = panel.locator(".wba-row")
+        names = rows.evaluate_all("rs => rs.map(r => [r.dataset.name, r.querySelector('input').checked])")
+        assert ["dot_transpose", True] in names, names
+        name = next(n for n, on in names if on and n != "dot_transpose")
+        row = panel.locator(f'.wba-row[data-name="{name}"]')
+        moved = _toggle_steady(page, panel, row.locator("input"), f"{header}.includes('1 pattern off')")
+        assert moved["top"] < 20 and moved["lists"] < 20 and moved["height"] < 20, ("an applicable pattern", moved)
+        shots(panel, "layout_applicable_toggled")
+        assert not row.locator("input").is_checked() and "off" in row.inner_text()
+        python = panel.locator(".wb-python pre").first.inner_text()
+        assert python == f'ex = ex.with_patterns(disable=["{name}"])', python
+        assert panel.locator(SWITCH.format("dot_transpose")).first.is_checked()
+        run_cell(page, 2)
+        out = page.locator(".jp-NotebookPanel:visible .jp-Cell").nth(2).locator(".jp-OutputArea-output")
+        out.first.wait_for(timeout=60_000)
+        assert out.first.inner_text().strip() == f"off: {name}"
+        # and clicked again, it is switched back on
+        moved = _toggle_steady(page, panel, row.locator("input"), f"!{header}.includes('pattern off')")
+        assert moved["top"] < 20 and moved["lists"] < 20 and moved["height"] < 20, ("an applicable pattern", moved)
+        assert row.locator("input").is_checked()
+        assert panel.locator(".wb-python pre").first.inner_text() == f'ex = ex.with_patterns(enable=["{name}"])'
+    finally:
+        page.close()
+
+
+def test_where_it_drifts_wraps_at_1000_px(browser, lab, shots):
+    page = open_notebook(browser, lab, "layout_drift.ipynb", width=1000)
+    try:
+        panel = show_panel(page)
+        tab(panel, "Run")
+        panel.locator("button.widget-button:visible", has_text="Run").first.click()
+        panel.locator(".wb-result .wb-chip", has_text="FAILED").first.wait_for(timeout=120_000)
+        panel.locator(".wb-drift-button").click()
+        panel.locator(".wb-drift-result").wait_for(state="attached", timeout=120_000)
+        _idle(page)
+        tab(panel, "Run")
+        settle(page)
+        shots(panel, "layout_drift_1000")
+        cut, sideways = panel.evaluate(CUT), panel.evaluate(SIDEWAYS)
+        assert not cut and not sideways, (cut, sideways)
+        sentence = panel.locator(".wb-drift-result p").first
+        right = panel.bounding_box()
+        box = sentence.bounding_box()
+        assert box["x"] + box["width"] <= right["x"] + right["width"] + 1, (box, right)
+    finally:
+        page.close()
