@@ -255,13 +255,21 @@ def idle(page) -> None:
                            timeout=180_000, polling=200)
 
 
+SWITCHES = ("pattern-toggle", "xla-toggle")  # the data-hwb of the Passes tab's switches, by list
+
+
+def switch(panel, name: str, index: int = 0):
+    """The switch of ``name`` in the Passes tab's list ``index`` (0: patterns, 1: XLA passes; the tab shown), found
+    by that list's search box as a user does: its label, [data-hwb=...] with data-name and data-on."""
+    box = panel.locator(".hwbv-tl").nth(index)
+    box.locator(".hwbv-tl-search").fill(name)
+    return box.locator(f'[data-hwb="{SWITCHES[index]}"][data-name="{name}"]')
+
+
 def toggle_off(panel, index: int, name: str, page) -> None:
-    """Switch ``name`` off in the Passes tab's toggle list ``index`` (0: patterns, 1: XLA passes), found by its
-    search box, as a user does."""
-    lists = panel.locator(".wbt")
-    lists.nth(index).locator(".wbt-search").fill(name)
-    lists.nth(index).locator(f'.wbt-item[data-name="{name}"] input').click()
-    lists.nth(index).locator(f'.wbt-item.wbt-changed[data-name="{name}"]').wait_for(timeout=180_000)
+    """Switch ``name`` off in the Passes tab's list ``index`` (see ``switch``), once the panel shows it off."""
+    switch(panel, name, index).locator("input").click()
+    panel.locator(f'[data-hwb="{SWITCHES[index]}"][data-name="{name}"][data-on="false"]').wait_for(timeout=180_000)
     idle(page)
 
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.browser_pages import (ROOT, check_graph, open_notebook, pane_text, run_cell, settle, show_panel,
-                                 side_by_side, tab, write_notebook)
+                                 side_by_side, switch, tab, write_notebook)
 
 pytestmark = pytest.mark.slow
 
@@ -108,18 +108,16 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
         final = panel.locator('.wbs-row[data-name="enzyme-hlo-patterns#3"] .wbs-lines')
         lines_before = final.inner_text()
         tab(panel, "Passes")
-        search = panel.locator(".wbt-search").first
-        search.fill("dot_transpose")
-        item = panel.locator('.wbt-item[data-name="dot_transpose"]').first
+        item = switch(panel, "dot_transpose")
         item.locator("input").click()
         page.wait_for_function("document.querySelector('.wbd-r .wbd-rows').textContent.includes('stablehlo.transpose')",
                                timeout=120_000)
         assert 'ex = ex.with_patterns(disable=["dot_transpose"])' in panel.locator(".wb-python pre").first.inner_text()
         assert "1 pattern off" in panel.locator(".wb-header").inner_text()
         assert int(final.inner_text()) > int(lines_before)  # the final stage kept some transposes
-        panel.locator('.wbt-item.wbt-changed[data-name="dot_transpose"]').wait_for()
-        assert not panel.locator('.wbt-item[data-name="dot_transpose"] input').first.is_checked()
-        search.fill("transpose")
+        panel.locator('[data-hwb="pattern-toggle"].hwbv-changed[data-name="dot_transpose"][data-on="false"]').wait_for()
+        assert not item.locator("input").is_checked()
+        panel.locator(".hwbv-tl-search").first.fill("transpose")
         shots(panel, "panel_passes")
 
         # run the final stage on cpu:0
@@ -324,9 +322,9 @@ def test_bisect_in_the_analyze_tab_and_the_tri_state_group_switch(browser, lab, 
 
         # the Passes tab: the search boxes hold their placeholders, reset stays on one line
         tab(panel, "Passes")
-        lists = panel.locator(".wbt")
+        lists = panel.locator(".hwbv-tl")
         fits = lists.evaluate_all("""els => els.map(el => {
-            const input = el.querySelector('.wbt-search'), reset = el.querySelector('.wbt-reset');
+            const input = el.querySelector('.hwbv-tl-search'), reset = el.querySelector('.hwbv-tl-reset');
             const ctx = document.createElement('canvas').getContext('2d');
             const style = getComputedStyle(input);
             ctx.font = `${style.fontSize} ${style.fontFamily}`;
@@ -341,28 +339,27 @@ def test_bisect_in_the_analyze_tab_and_the_tri_state_group_switch(browser, lab, 
 
         # make the base group mixed (one pattern off), then click its checkbox: it asks to clear it
         patterns = lists.first
-        search = patterns.locator(".wbt-search")
-        search.fill("dot_transpose")
-        patterns.locator('.wbt-item[data-name="dot_transpose"] input').click()
+        switch(panel, "dot_transpose").locator("input").click()
         panel.locator(".wb-header", has_text="1 pattern off").wait_for(timeout=120_000)
-        search.fill("")
-        box = patterns.locator('.wbt-group[data-group="base"] .wbt-gcheck')
-        page.wait_for_function("document.querySelector('.wbt-group[data-group=\"base\"] .wbt-gcheck')?.indeterminate")
+        patterns.locator(".hwbv-tl-search").fill("")
+        box = patterns.locator('.hwbv-tl-group[data-group="base"] .hwbv-tl-gcheck')
+        page.wait_for_function("document.querySelector('.hwbv-tl-group[data-group=\"base\"] .hwbv-tl-gcheck')"
+                               "?.indeterminate")
         box.click()
-        question = patterns.locator(".wbt-confirm")
+        question = patterns.locator(".hwbv-tl-confirm")
         question.wait_for(state="visible")
-        assert question.locator(".wbt-question").inner_text() == "switch 300 patterns off (group base)?"
+        assert question.locator(".hwbv-tl-question").inner_text() == "switch 300 patterns off (group base)?"
         assert box.evaluate("b => b.indeterminate && !b.checked")  # nothing applied yet
         shots(patterns, "panel_group_confirm")
-        question.locator(".wbt-no").click()
+        question.locator(".hwbv-tl-no").click()
         question.wait_for(state="hidden")
         assert "1 pattern off" in panel.locator(".wb-header").inner_text()
         box.click()
-        question.locator(".wbt-yes").click()
+        question.locator(".hwbv-tl-yes").click()
         panel.locator(".wb-header", has_text="301 patterns off").wait_for(timeout=120_000)
-        page.wait_for_function("(() => { const b = document.querySelector('.wbt-group[data-group=\"base\"] "
-                               ".wbt-gcheck'); return b && !b.checked && !b.indeterminate; })()")
-        assert "0/301 on" in patterns.locator('.wbt-group[data-group="base"] .wbt-gcount').inner_text()
+        page.wait_for_function("(() => { const b = document.querySelector('.hwbv-tl-group[data-group=\"base\"] "
+                               ".hwbv-tl-gcheck'); return b && !b.checked && !b.indeterminate; })()")
+        assert "0/301 on" in patterns.locator('.hwbv-tl-group[data-group="base"] .hwbv-tl-gcount').inner_text()
         assert "with_patterns(disable=[" in panel.locator(".wb-python pre").first.inner_text()
     finally:
         page.close()
@@ -546,9 +543,9 @@ SIDEWAYS = """panel => [...document.querySelectorAll('*')]
 # The panel's controls and texts wider than their boxes: [tag, class, text, scrollWidth, clientWidth], those
 # hidden left out; a toggle list's name cut with an ellipsis counts only when its title is not the whole name.
 CLIPPED = """panel => [...panel.querySelectorAll(
-    'button, label, .widget-label, .lm-TabBar-tabLabel, th, td, summary, .wbt-name, .wb-status')]
+    'button, label, .widget-label, .lm-TabBar-tabLabel, th, td, summary, .hwbv-tl-name, .wb-status')]
   .filter(e => e.offsetParent && e.scrollWidth > e.clientWidth + 1)
-  .filter(e => !(e.classList.contains('wbt-name') && e.title === e.textContent))
+  .filter(e => !(e.classList.contains('hwbv-tl-name') && e.title === e.textContent))
   .map(e => [e.tagName, String(e.className).slice(0, 40), (e.textContent || '').trim().slice(0, 60),
              e.scrollWidth, e.clientWidth])"""
 
@@ -584,8 +581,7 @@ def test_a_toggle_shows_the_mlir_stages_while_xla_compiles_then_its_xla_stages(b
         panel = show_panel(page, timeout=300_000, status_timeout=300_000)
         assert panel.locator(".wbs-pending").count() == 0
         tab(panel, "Passes")
-        panel.locator(".wbt-search").first.fill("dot_transpose")
-        box = panel.locator('.wbt-item[data-name="dot_transpose"] input').first
+        box = switch(panel, "dot_transpose").locator("input")
         page.evaluate(RECORD)
         box.click()
         page.wait_for_function("window.wbSeen.some(s => s.pending || s.header.includes('1 pattern off'))",

@@ -64,7 +64,7 @@ def test_the_saved_output_follows_the_panel_and_shows_after_a_kernel_restart(bro
         page.evaluate("() => { document.querySelector('.wb-panel').dataset.hwbMark = 'before'; }")
         toggle_off(panel, 0, PATTERN, page)
         _model(lab, page, lambda m: m["toggles"]["patterns_disabled"] == [PATTERN])
-        assert panel.locator(".wbt-search").first.input_value() == PATTERN  # the search box keeps its text
+        assert panel.locator(".hwbv-tl-search").first.input_value() == PATTERN  # the search box keeps its text
         assert page.evaluate("() => document.querySelector('.wb-panel').dataset.hwbMark") == "before"
         assert page.locator(".hwb-bundle[data-shown='live'] .wb-panel").count() == 1
 

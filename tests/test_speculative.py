@@ -204,7 +204,7 @@ def test_the_panel_shows_the_mlir_stages_while_xla_compiles_then_the_xla_stages(
         assert [r["name"] for r in p.stage_list.stages] == ex.names and p.stage_list.pending == ""
         assert "compiling XLA" not in p.status.value and "so far" not in p.header.value
         assert "xla:optimized" in p.cost_table.value  # the Cost tab filled anew with XLA's rows
-        assert "algsimp" in [n for n, _, _ in p.xla_view.items]
+        assert "algsimp" in [n for n, _, _ in p.passes.data["xla"]["items"]]
         assert (p.left, p.right) == pair  # the pick stays
     finally:
         p.close()

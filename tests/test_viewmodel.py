@@ -63,17 +63,17 @@ def published(shell, cell):
 
 
 def panel_of(data) -> Panel:
-    """The Panel behind a published widget view (its patterns list reports to it)."""
+    """The Panel behind a published widget view (its Passes tab reports to it)."""
     from ipywidgets import widget_serialization
 
-    from workbench.views.widgets import ToggleList
+    from workbench.views.widgets.component import Component
 
     root = widget_serialization["from_json"]("IPY_MODEL_" + data[WIDGET]["model_id"], None)
     stack = [root]
     while stack:
         w = stack.pop()
-        if isinstance(w, ToggleList):
-            return w.handler.__self__
+        if isinstance(w, Component) and w.kind == "passes":
+            return w.on_action.__self__
         stack.extend(getattr(w, "children", ()))
     raise AssertionError("no panel")
 

@@ -62,6 +62,17 @@ def send(widget, **msg):
     widget._receive(widget, msg, [])
 
 
+def click(p, action, **payload):
+    """A click in the Passes tab, as its component sends it to Python."""
+    p.passes.view._heard(p.passes.view, {"action": action, "payload": payload}, [])
+
+
+def changed(p, key="patterns"):
+    """The switches of the Passes tab's list ``key`` that differ from their default, as the tab shows them."""
+    shown = p.passes.data[key]
+    return [n for n, _group, default in shown["items"] if (n in shown["on"]) != default]
+
+
 # -- what the panel shows --------------------------------------------------------------------------------
 def test_the_stage_list_shows_every_stage_with_group_time_and_state(p, ex):
     rows = p.stage_list.stages
@@ -139,11 +150,11 @@ def test_the_views_get_what_they_share_inlined_once(tmp_path):
     from workbench.artifacts.report import render_diff_page
     from workbench.views.widgets.diffview import DiffView
     from workbench.views.widgets.graphview import GraphView
-    from workbench.views.widgets.lists import ToggleList
+    from workbench.views.widgets.lists import StageList
 
-    for text in (DiffView._esm, DiffView._css, GraphView._esm, GraphView._css, ToggleList._css):
+    for text in (DiffView._esm, DiffView._css, GraphView._esm, GraphView._css, StageList._css):
         assert not [line for line in text.splitlines() if line.startswith(("import ", "@import "))]
-    assert DiffView._css.count(".wb-bar {") == GraphView._css.count(".wb-bar {") == ToggleList._css.count(".wb-bar {") == 1
+    assert DiffView._css.count(".wb-bar {") == GraphView._css.count(".wb-bar {") == StageList._css.count(".wb-bar {") == 1
     assert DiffView._esm.count("export function coalesced(") == GraphView._esm.count("export function coalesced(") == 1
     page = render_diff_page("a\n", "b\n", "x", "y")  # the components, built: esbuild followed the imports
     assert "@import" not in page and "./widgetkit.js" not in page
@@ -178,7 +189,6 @@ def test_the_panels_markup_shows_names_lines_and_errors_as_text_escaped_once(ex)
         "done": wb_html.done(XSS),
         "running": wb_html.running(XSS, 1.0, XSS, 1, 2),
         "awaiting": wb_html.awaiting(XSS, 1.0, wb_html.done("compiled")),
-        "patterns_unused": wb_html.patterns_unused(XSS),
         "op_costs_missing": wb_html.op_costs_missing(XSS, ValueError(XSS)),
     }
     for what, markup in shown.items():
@@ -200,7 +210,7 @@ def test_clicking_a_stage_diffs_it_with_its_parent_and_shift_click_sets_the_left
 
 def test_every_action_shows_its_line_of_python(ex):
     p = Panel(ex, name="_hlo", background=False)
-    send(p.patterns_view, type="toggle", names=["dot_transpose"], on=False)
+    click(p, "toggle_patterns", names=["dot_transpose"], on=False)
     assert p.python == '_hlo = _hlo.with_patterns(disable=["dot_transpose"])'
     assert '_hlo = _hlo.with_patterns(disable=["dot_transpose"])' in unescape(p.python_box.value)
     p.run(device="cpu:0", repeat=3)
@@ -223,57 +233,61 @@ def test_every_action_shows_its_line_of_python(ex):
 def test_switching_a_pattern_off_changes_the_final_stage_and_keeps_the_pair(p, ex):
     send(p.stage_list, type="pick", name="enzyme-hlo-patterns#1")
     pair = (p.left, p.right)
-    send(p.patterns_view, type="toggle", names=["dot_transpose"], on=False)
+    click(p, "toggle_patterns", names=["dot_transpose"], on=False)
     assert p.ex is not ex and p.ex.spec.selection.disabled == {"dot_transpose"}
     assert last_mlir(p.ex).text != last_mlir(ex).text
     assert last_mlir(p.ex).text.count("stablehlo.transpose") > last_mlir(ex).text.count("stablehlo.transpose")
     assert (p.left, p.right) == pair
-    assert "dot_transpose" not in p.patterns_view.enabled
-    assert p.patterns_view.changed_from_default() == ["dot_transpose"]
+    assert "dot_transpose" not in p.passes.data["patterns"]["on"] and "dot_transpose" not in p.passes.patterns_on()
+    assert changed(p) == ["dot_transpose"]
     assert "1 pattern off" in p.header.value
     # the diff now shows what the remaining patterns did
     assert "stablehlo.transpose</code> 3&rarr;2 (-1)" in p.ops_delta.value
     # and back on: the original pipeline's texts
-    send(p.patterns_view, type="toggle", names=["dot_transpose"], on=True)
+    click(p, "toggle_patterns", names=["dot_transpose"], on=True)
     assert p.ex.spec.selection.disabled == frozenset()
     assert last_mlir(p.ex).text == last_mlir(ex).text
 
 
 def test_a_group_switch_and_reset(p, ex):
-    pad = [name for name, group, _ in p.patterns_view.items if group == "pad"]
+    items = p.passes.data["patterns"]["items"]
+    pad = [name for name, group, _ in items if group == "pad"]
     assert len(pad) > 10
-    send(p.patterns_view, type="toggle", names=pad, on=True)
-    assert set(pad) <= set(p.patterns_view.enabled)
-    assert p.ex.spec.selection.enabled == {n for n, g, d in p.patterns_view.items if g == "pad" and not d}
-    send(p.patterns_view, type="toggle", names=["dot_transpose"], on=False)
-    send(p.patterns_view, type="reset")
-    assert p.patterns_view.changed_from_default() == []
+    click(p, "toggle_patterns", names=pad, on=True)
+    assert set(pad) <= set(p.passes.data["patterns"]["on"])
+    assert p.ex.spec.selection.enabled == {n for n, g, d in items if g == "pad" and not d}
+    click(p, "toggle_patterns", names=["dot_transpose"], on=False)
+    click(p, "reset_patterns")
+    assert changed(p) == []
     assert p.ex.spec.selection.disabled == frozenset() and p.ex.spec.selection.enabled == frozenset()
     assert p.python.startswith("ex = ex.with_patterns(enable=")
 
 
 def test_xla_passes_switch_off_and_stay_listed(p, ex):
-    assert "algsimp" in [n for n, _, _ in p.xla_view.items]
-    send(p.xla_view, type="toggle", names=["algsimp"], on=False)
+    assert "algsimp" in [n for n, _, _ in p.passes.data["xla"]["items"]]
+    click(p, "toggle_xla", names=["algsimp"], on=False)
     assert p.python == 'ex = ex.with_xla(disable=["algsimp"])'
     assert dict(p.ex.spec.xla_options)["xla_disable_hlo_passes"] == "algsimp"
-    assert "algsimp" in [n for n, _, _ in p.xla_view.items] and "algsimp" not in p.xla_view.enabled
+    xla = p.passes.data["xla"]
+    assert "algsimp" in [n for n, _, _ in xla["items"]] and "algsimp" not in xla["on"] and changed(p, "xla") == ["algsimp"]
     assert "XLA off: algsimp" in p.header.value
     # the MLIR stages are the same objects: only XLA recompiled
     assert [s.text for s in p.ex.stages if s.group == "mlir"] == [s.text for s in ex.stages if s.group == "mlir"]
-    send(p.xla_view, type="reset")
+    click(p, "reset_xla")
     assert "xla_disable_hlo_passes" not in dict(p.ex.spec.xla_options)
 
 
 def test_a_preset_or_pipeline_string_rebuilds_keeping_the_stages_that_remain(p, ex):
     send(p.stage_list, type="pick", name="xla:optimized")
-    p.preset.value = "only_enzyme"  # as the dropdown does
+    assert p.passes.data["pipeline"] == ex.spec.pipeline and "only_enzyme" in p.passes.data["presets"]
+    click(p, "set_pipeline", pipeline="only_enzyme")  # as the preset menu does
     assert p.ex.spec.pipeline == "only_enzyme" and "enzyme#1" in p.ex.names
-    assert p.right == "xla:optimized"
-    p.pipeline_text.value = "canonicalize,cse"
-    p.apply_pipeline.click()
+    assert p.right == "xla:optimized" and p.passes.data["pipeline"] == "only_enzyme"
+    click(p, "set_pipeline", pipeline=" canonicalize,cse ")  # as the pipeline string's apply button does
     assert [s.name for s in p.ex.stages if s.group == "mlir"] == ["canonicalize#1", "cse#1"]
-    assert p.preset.value == "(custom string)"
+    assert p.passes.data["pipeline"] == "canonicalize,cse" and p.python == 'ex = ex.with_pipeline("canonicalize,cse")'
+    click(p, "set_pipeline", pipeline="  ")  # an empty string changes nothing
+    assert p.ex.spec.pipeline == "canonicalize,cse"
     assert ex.with_pipeline("canonicalize,cse").names == p.ex.names
 
 
@@ -411,13 +425,13 @@ def test_work_runs_on_a_thread_with_the_buttons_disabled(ex):
         p._submit("holding", None, gate.wait, busy=True)
         started = threading.Event()
         p._submit("marker", None, started.set, busy=False)
-        assert p.run_button.disabled and p.patterns_view.busy
+        assert p.run_button.disabled and p.passes.data["busy"]
         p.toggle_patterns(["dot_transpose"], False)  # queued behind the running job
         assert p.ex is ex and not started.is_set()
     finally:
         gate.set()
     p.wait()
-    assert started.is_set() and not p.run_button.disabled and not p.patterns_view.busy
+    assert started.is_set() and not p.run_button.disabled and not p.passes.data["busy"]
     assert p.ex.spec.selection.disabled == {"dot_transpose"}
     assert p.right == "enzyme-hlo-patterns#1"
     # a reset queued right behind a toggle resets what the toggle left
@@ -475,8 +489,9 @@ def test_panel_function_names_the_variable(ex):
 
 # -- issue 10: the state follows the panel -----------------------------------------------------------------
 def test_the_magics_variables_follow_the_panels_toggles():
-    from workbench.views.widgets import ToggleList
     from ipywidgets import widget_serialization
+
+    from workbench.views.widgets.component import Component
 
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "workbench")
@@ -488,12 +503,12 @@ def test_the_magics_variables_follow_the_panels_toggles():
             assert shell.run_cell(cell).success
         model_id = cap.outputs[0].data["application/vnd.jupyter.widget-view+json"]["model_id"]
         root = widget_serialization["from_json"]("IPY_MODEL_" + model_id, None)
-        toggles = next(w for w in descendants(root) if isinstance(w, ToggleList) and w.noun == "pattern")
-        p = toggles.handler.__self__.wait()  # the Panel that the patterns list reports to
+        passes = next(w for w in descendants(root) if isinstance(w, Component) and w.kind == "passes")
+        p = passes.on_action.__self__.wait()  # the Panel that the Passes tab reports to
         first = shell.user_ns["tt"]
         assert shell.user_ns["_hlo"] is first and p.ex is first
         assert "<code>tt</code> and <code>_hlo</code> follow this panel" in p.python_box.value
-        send(toggles, type="toggle", names=["transpose_transpose"], on=False)
+        click(p, "toggle_patterns", names=["transpose_transpose"], on=False)
         p.wait()
         assert p.last_error is None, p.last_error
         new = shell.user_ns["tt"]
@@ -509,7 +524,7 @@ def test_the_magics_variables_follow_the_panels_toggles():
         assert "not-a-pass" in p.last_error and shell.user_ns["tt"] is new and shell.user_ns["_hlo"] is new
         # a name the user bound to something else since is left alone; the others still follow
         shell.run_cell("tt = 42")
-        send(toggles, type="toggle", names=["transpose_transpose"], on=True)
+        click(p, "toggle_patterns", names=["transpose_transpose"], on=True)
         p.wait()
         assert shell.user_ns["tt"] == 42 and shell.user_ns["_hlo"] is p.ex
         assert p.ex.spec.selection.disabled == frozenset()
@@ -651,11 +666,12 @@ def test_bisect_shows_its_culprits_runs_and_failures_in_the_tab(ex):
 
 # -- issue 10: patterns under a pipeline that does not apply them ----------------------------------------
 def test_the_passes_tab_says_patterns_do_nothing_without_a_patterns_step(p):
-    assert p.patterns_note.layout.display == "none" and p.patterns_view.message == ""
+    assert p.passes.data["patterns_used"] and p.passes.data["patterns"]["message"] == ""
     p.set_pipeline("upstream")
-    assert "has no enzyme-hlo-patterns step" in p.patterns_view.message and "no effect" in p.patterns_view.message
-    assert p.patterns_note.layout.display == "" and "<code>upstream</code>" in p.patterns_unused.value
-    offered = [b.description for b in p.pattern_presets]
+    shown = p.passes.data
+    assert "has no enzyme-hlo-patterns step" in shown["patterns"]["message"] and "no effect" in shown["patterns"]["message"]
+    assert not shown["patterns_used"] and shown["pipeline"] == "upstream"
+    offered = shown["with_patterns"]
     assert "all" in offered and "upstream" not in offered and "only_enzyme" not in offered
     assert "applies no Enzyme-JaX patterns" in p.analyze.predicate_note.value  # nor is there anything to bisect
     from workbench.pipeline.presets import preset
@@ -663,41 +679,30 @@ def test_the_passes_tab_says_patterns_do_nothing_without_a_patterns_step(p):
     assert all(any(s.kind == "patterns" for s in preset(n).steps) for n in offered)
     # toggling there really changes no stage
     before = [s.text for s in p.ex.pipeline_stages]
-    send(p.patterns_view, type="toggle", names=["transpose_transpose"], on=False)
+    click(p, "toggle_patterns", names=["transpose_transpose"], on=False)
     assert [s.text for s in p.ex.pipeline_stages] == before
-    next(b for b in p.pattern_presets if b.description == "all").click()
+    click(p, "set_pipeline", pipeline="all")  # a preset offered, clicked
     assert p.ex.spec.pipeline == "all" and "enzyme-hlo-patterns#1" in p.ex.names
-    assert p.patterns_note.layout.display == "none" and p.patterns_view.message == ""
+    assert p.passes.data["patterns_used"] and p.passes.data["patterns"]["message"] == ""
 
 
 # -- issue 10: the group checkbox ------------------------------------------------------------------------
-def test_a_mixed_group_click_clears_it_and_big_changes_ask_first(p, ex):
-    items = p.patterns_view.items
+def test_a_group_switch_is_one_toggle_of_its_names(p, ex):
+    """The tab's component decides what a group's box switches (and asks first when it is many: passes.ts,
+    test_browser.py); Python hears one toggle of those names, and a reset."""
+    items = p.passes.data["patterns"]["items"]
     base = [n for n, g, _ in items if g == "base"]
-    send(p.patterns_view, type="toggle", names=["dot_transpose"], on=False)  # base is now mixed
-    mixed = p.ex
-    send(p.patterns_view, type="group", group="base")
-    assert p.patterns_view.confirm == f"switch {len(base) - 1} patterns off (group base)?"
-    assert p.ex is mixed  # nothing applied before the answer
-    send(p.patterns_view, type="no")
-    assert p.patterns_view.confirm == "" and p.ex is mixed
-    send(p.patterns_view, type="group", group="base")
-    send(p.patterns_view, type="yes")
-    assert p.patterns_view.confirm == "" and p.last_error is None
-    assert set(base) <= p.ex.spec.selection.disabled and not set(base) & set(p.patterns_view.enabled)
-    # a group with every switch off goes on; a small change applies at once
-    down = [n for n, g, _ in items if g == "transpose down"]
-    assert 0 < len(down) <= 50 and not set(down) & set(p.patterns_view.enabled)
-    send(p.patterns_view, type="group", group="transpose down")
-    assert p.patterns_view.confirm == "" and set(down) <= set(p.patterns_view.enabled)
-    send(p.patterns_view, type="group", group="transpose down")  # full: off again
-    assert not set(down) & set(p.patterns_view.enabled)
-    # reset asks too when it would switch more than 50
-    send(p.patterns_view, type="reset")
-    assert p.patterns_view.confirm == f"reset {len(base)} patterns to their defaults?"
-    send(p.patterns_view, type="yes")
-    assert p.patterns_view.changed_from_default() == [] and p.ex.spec.selection.disabled == frozenset()
-    assert (p.patterns_view.nouns, p.xla_view.nouns) == ("patterns", "XLA passes")
+    click(p, "toggle_patterns", names=["dot_transpose"], on=False)  # base is now mixed
+    click(p, "toggle_patterns", names=[n for n in base if n != "dot_transpose"], on=False)
+    assert p.last_error is None and p.python.startswith("ex = ex.with_patterns(disable=[")
+    assert set(base) <= p.ex.spec.selection.disabled and not set(base) & set(p.passes.data["patterns"]["on"])
+    click(p, "reset_patterns")
+    assert changed(p) == [] and p.ex.spec.selection.disabled == frozenset()
+    click(p, "toggle_xla", names=["algsimp"], on=False)
+    click(p, "reset_xla")
+    assert changed(p, "xla") == [] and p.last_error is None
+    click(p, "no such action", names=["x"])  # heard and ignored
+    assert p.last_error is None and changed(p) == []
 
 
 class _SlowStatus:

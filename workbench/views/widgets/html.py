@@ -19,7 +19,7 @@ from ...exploration import Exploration
 from ...stages import Stage
 
 __all__ = ["num", "cell", "table", "running", "failed", "done", "awaiting", "compiling", "compiled", "header", "stage_error",
-           "pipeline_string", "python_line", "patterns_unused", "ops_delta", "change_summary", "run_result",
+           "pipeline_string", "python_line", "ops_delta", "change_summary", "run_result",
            "run_history", "stage_costs", "op_costs", "op_costs_missing"]
 
 
@@ -145,13 +145,6 @@ def python_line(line: str, history: Sequence[str], bound: Sequence[str] = (), na
     return str(Markup('<div class="wb-python"><span class="wb-python-label">Python</span>'
                       '<pre class="wb-copy" title="click to select">{}</pre>'
                       '<span class="wb-note wb-follow">{}</span>{}</div>').format(line, follow, hist))
-
-
-def patterns_unused(pipeline: str) -> str:
-    """Why the pattern switches do nothing under ``pipeline``, above the presets that apply patterns."""
-    return str(Markup('<div class="wb-note"><b>No effect here:</b> the pipeline <code>{}</code> has no '
-                      "<code>enzyme-hlo-patterns</code> step, so switching the patterns below changes none of its "
-                      "stages. These presets apply them:</div>").format(pipeline))
 
 
 NORMALIZED = Markup(

@@ -1,8 +1,8 @@
-"""The panel's list views, rendered in the browser: the stages, a toggle list (patterns, XLA passes), and the
-patterns that apply to a stage, each a switch.
+"""The panel's list views, rendered in the browser: the stages, and the patterns that apply to a stage, each a
+switch.
 
-They send what the user clicked as a message (``{"type": "pick", ...}``, ``{"type": "toggle", ...}``,
-``{"type": "reset"}``) and leave the decision to Python, which answers by setting the traits.
+They send what the user clicked as a message (``{"type": "pick", ...}``, ``{"type": "toggle", ...}``)
+and leave the decision to Python, which answers by setting the traits.
 """
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ from ...artifacts.assets import inlined
 from ...stages import Stage
 from .html import num
 
-__all__ = ["StageList", "ToggleList", "ApplicableList", "stage_rows", "time_label", "CONFIRM_OVER"]
+__all__ = ["StageList", "ApplicableList", "stage_rows", "time_label"]
 
 _HERE = pathlib.Path(__file__).parent
-CONFIRM_OVER = 50  # a click that would switch more names than this asks first
 
 
 def time_label(seconds: float, cached: bool = False) -> str:
@@ -77,86 +76,6 @@ class StageList(Messages):
         """The names the list shows now (the hide-unchanged filter keeps the two picked stages)."""
         return [r["name"] for r in self.stages
                 if not self.hide_unchanged or r["state"] != "unchanged" or r["name"] in (self.left, self.right)]
-
-
-class ToggleList(Messages):
-    """Named switches in groups, with client-side search: ``items`` are ``[name, group, on by default]``,
-    ``enabled`` the names on now. Those that differ from their default are highlighted.
-
-    A group's checkbox follows the tri-state convention: a group with every switch off goes on, a
-    mixed or full one goes off. A click (or a reset) that would switch more than ``CONFIRM_OVER``
-    names asks first: ``confirm`` holds the question the browser shows inline with yes/no, and the
-    handler hears the toggle only after yes."""
-
-    _esm = _HERE / "togglelist.js"
-    _css = inlined(_HERE / "lists.css")
-
-    items = traitlets.List().tag(sync=True)
-    enabled = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    noun = traitlets.Unicode("pattern").tag(sync=True)
-    nouns = traitlets.Unicode("patterns").tag(sync=True)  # the plural, for counts and the search box
-    busy = traitlets.Bool(False).tag(sync=True)
-    message = traitlets.Unicode("").tag(sync=True)
-    confirm = traitlets.Unicode("").tag(sync=True)  # the question waiting for yes/no, "" when none
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self._pending: dict | None = None  # the message that yes sends on
-
-    def changed_from_default(self) -> list[str]:
-        on = set(self.enabled)
-        return [name for name, _group, default in self.items if (name in on) != bool(default)]
-
-    @traitlets.observe("items")
-    def _drop_question(self, _change) -> None:
-        """Other switches: a question about the old ones is moot."""
-        self._pending, self.confirm = None, ""
-
-    def group_click(self, group: str) -> None:
-        """A click on ``group``'s checkbox: all off -> on; mixed or all on -> off (asking when many)."""
-        names = [n for n, g, _d in self.items if g == group]
-        if not names:
-            return
-        on = set(self.enabled)
-        turn_on = not any(n in on for n in names)
-        change = [n for n in names if (n in on) != turn_on]
-        what = f"switch {self._count(len(change))} {'on' if turn_on else 'off'}"
-        self._ask(what + f" (group {group})", {"type": "toggle", "names": change, "on": turn_on, "group": group})
-
-    def reset_click(self) -> None:
-        """The reset button: every switch back to its default (asking when many differ)."""
-        n = len(self.changed_from_default())
-        self._ask(f"reset {self._count(n)} to their defaults", {"type": "reset"}, n)
-
-    def _count(self, n: int) -> str:
-        return f"{n} {self.noun if n == 1 else self.nouns}"
-
-    def _ask(self, question: str, msg: dict, n: int | None = None) -> None:
-        n = len(msg.get("names", ())) if n is None else n
-        if n > CONFIRM_OVER:
-            self._pending, self.confirm = msg, question + "?"
-        else:
-            self._pending, self.confirm = None, ""
-            self._forward(msg)
-
-    def _forward(self, msg: dict) -> None:
-        if self.handler is not None:
-            self.handler(msg)
-
-    def _receive(self, _widget, content, _buffers) -> None:
-        if not isinstance(content, dict):
-            return
-        kind = content.get("type")
-        if kind == "group":
-            self.group_click(str(content.get("group", "")))
-        elif kind == "reset":
-            self.reset_click()
-        elif kind in ("yes", "no"):
-            msg, self._pending, self.confirm = self._pending, None, ""
-            if kind == "yes" and msg is not None:
-                self._forward(msg)
-        else:
-            self._forward(content)
 
 
 class ApplicableList(Messages):

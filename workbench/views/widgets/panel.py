@@ -242,8 +242,7 @@ class Panel:
                                      lambda: setattr(self.tabs, "selected_index", 0))
         self.python_box = W.HTML()
         self.pipeline_box = W.HTML()
-        self._buttons = [self.run_button, self.compare_button, self.apply_pipeline, *self.analyze.buttons,
-                         *self.pattern_presets]
+        self._buttons = [self.run_button, self.compare_button, *self.analyze.buttons]
         self._root = W.VBox([
             W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
             W.HBox([self.header, self.status], layout=L(align_items="center")).add_class("wb-row").add_class("wb-top"),
@@ -257,12 +256,7 @@ class Panel:
     def _build_tabs(self) -> None:
         """The tabs, in ``_TABS``' order."""
         diff_tab = self._build_diff()
-        self.passes = p = PassesTab(self.set_pipeline, self._quiet)
-        p.patterns_view.handler, p.xla_view.handler = self._on_pattern_msg, self._on_xla_msg  # the panel's actions
-        # its widgets are the panel's too: scripts and tests reach them as p.patterns_view, p.preset, ...
-        self.preset, self.pipeline_text, self.apply_pipeline = p.preset, p.pipeline_text, p.apply_pipeline
-        self.patterns_view, self.xla_view, self.patterns_note = p.patterns_view, p.xla_view, p.patterns_note
-        self.patterns_unused, self.pattern_presets = p.patterns_unused, p.pattern_presets
+        self.passes = p = PassesTab(self._on_passes)  # its clicks are the panel's actions
         run_tab = self._build_run()
         self.cost_table = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
         self.cost_plot = W.Output()
@@ -273,7 +267,7 @@ class Panel:
         self.analyze = AnalyzeTab(self.name, lambda: self._ex, self._submit,
                                   lambda text: setattr(self.jobs, "note", text),
                                   lambda done, total: self.jobs.progress(done, total),
-                                  lambda: set(self.patterns_view.enabled),
+                                  self.passes.patterns_on,
                                   lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False),
                                   toggle=self.toggle_patterns)
         cost_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs])
@@ -341,7 +335,8 @@ class Panel:
         """While busy work is queued or runs, the actions wait: their buttons and toggles are disabled."""
         for b in self._buttons:
             b.disabled = busy
-        self.patterns_view.busy = self.xla_view.busy = self.analyze.applicable.busy = busy
+        self.passes.set_busy(busy)
+        self.analyze.applicable.busy = busy
 
     def _set_quietly(self, dropdown: W.Dropdown, value) -> None:
         if value in dropdown.options:
@@ -368,17 +363,14 @@ class Panel:
             except Exception as e:  # a stage of an Exploration replaced meanwhile: say so, do not raise
                 self.jobs.show_error(e)
 
-    def _on_pattern_msg(self, msg: dict) -> None:
-        if msg.get("type") == "toggle":
-            self.toggle_patterns(msg.get("names", []), bool(msg.get("on")))
-        elif msg.get("type") == "reset":
-            self.reset_patterns()
-
-    def _on_xla_msg(self, msg: dict) -> None:
-        if msg.get("type") == "toggle":
-            self.toggle_xla(msg.get("names", []), bool(msg.get("on")))
-        elif msg.get("type") == "reset":
-            self.reset_xla()
+    def _on_passes(self, action: str, payload: dict) -> None:
+        """A click in the Passes tab: a switch or group (toggle_patterns, toggle_xla), reset, or a pipeline."""
+        if action in ("toggle_patterns", "toggle_xla"):
+            getattr(self, action)([str(n) for n in payload.get("names", [])], bool(payload.get("on")))
+        elif action in ("reset_patterns", "reset_xla"):
+            getattr(self, action)()
+        elif action == "set_pipeline" and str(payload.get("pipeline", "")).strip():
+            self.set_pipeline(str(payload["pipeline"]))
 
     def _on_picker(self, side: str, value) -> None:
         if self._quiet() or not value:

@@ -18,6 +18,7 @@ import { driftSection } from './drift';
 import { editsSection } from './edits';
 import { header } from './header';
 import type { IHost, IMounted, IViewModel } from './model';
+import './passes';
 import { runsSection } from './runs';
 import './source';
 import { stageList } from './stages';
