@@ -1,11 +1,12 @@
 """A sharded program's panel in a real browser (JupyterLab, Debian's chromium, playwright): the transformer
 block of workbench/examples/attention.py on a 2 x 4 mesh (the kernel gets 8 CPU devices), a value hovered
 in the diff view showing its sharding, an HLO instruction hovered after XLA's partitioner, and the
-Collectives tab. Screenshots go to test-output/panel_sharding_hover.png and panel_collectives_tab.png.
+Collectives tab at 1000 px (a collective clicked is marked in the diff, a stage clicked becomes B). Screenshots
+go to test-output/panel_sharding_hover.png and panel_collectives_tab.png.
 """
 import pytest
 
-from tests.browser_pages import open_notebook, show_panel, side_by_side, tab, write_notebook
+from tests.browser_pages import open_notebook, settle, show_panel, side_by_side, tab, write_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -85,16 +86,37 @@ def test_hovering_a_value_shows_its_sharding_and_the_collectives_tab_lists_them(
         assert "this stage is partitioned" in text
         shots(panel, "panel_sharding_hover_hlo")
 
-        # the Collectives tab: stage B's collectives and the count per stage
+        # the Collectives tab (the view component "collectives"): stage B's collectives and the count per stage
         tab(panel, "Collectives")
-        caption = panel.locator(".wb-collectives .wb-caption", has_text="xla:optimized")
-        caption.first.wait_for(timeout=60_000)
-        assert "collectives" in caption.first.inner_text()
-        marked = panel.locator(".wb-coll-stages tr.wb-coll-b")
-        marked.first.wait_for()
-        assert marked.count() == 1 and "xla:optimized" in marked.inner_text()
-        assert panel.locator(".wb-collectives td", has_text="all-reduce").count() >= 2
+        rows = panel.locator('[data-hwb="collective"]')
+        rows.first.wait_for(timeout=60_000)
+        caption = panel.locator('[data-hwb="collectives"] .hwbv-caption', has_text="xla:optimized")
+        assert f"xla:optimized: {rows.count()} collective" in caption.first.inner_text()
+        assert {rows.nth(k).get_attribute("data-kind") for k in range(rows.count())} == {"all-reduce"}
+        assert {rows.nth(k).get_attribute("data-stage") for k in range(rows.count())} == {"xla:optimized"}
+        marked = panel.locator('[data-hwb="collective-stage"][data-b="true"]')
+        assert marked.count() == 1 and marked.get_attribute("data-first") == "xla:optimized"
         assert panel.locator(".wb-python pre").first.inner_text() == 'ex.collectives("xla:optimized")'
+        # at 1000 px no name or button of the tab is cut, and its tables scroll in their own boxes
+        page.set_viewport_size({"width": 1000, "height": 1250})
+        settle(page)
+        cut = panel.evaluate("""p => Array.from(p.querySelectorAll('[data-hwb="collectives"] :is(button, th, .hwbv-caption)'))
+            .filter((e) => e.checkVisibility() && e.scrollWidth > e.clientWidth).map((e) => e.textContent)""")
+        assert cut == []
         shots(panel, "panel_collectives_tab")
+        # a click on a collective: the Diff tab, its op marked in B's pane
+        op = rows.first.get_attribute("data-op")
+        rows.first.locator("button").click()
+        marks = panel.locator(".wbd-r .wbd-row.wbd-mark")
+        marks.first.wait_for(timeout=60_000)
+        assert op and marks.count() == 1 and " all-reduce(" in marks.inner_text()  # its name as the diff normalizes it
+        assert panel.locator(".wbd-l .wbd-row.wbd-mark").count() == 0
+        # a click on a stage of the per-stage table makes it B
+        tab(panel, "Collectives")
+        first = panel.locator('[data-hwb="collective-stage"]').first
+        name = first.get_attribute("data-first")
+        first.locator("button").first.click()
+        panel.locator(f'[data-hwb="collective-stage"][data-b="true"][data-first="{name}"]').wait_for(timeout=60_000)
+        panel.locator(".wbd-head-r", has_text=name).wait_for(state="attached")  # B in the diff (its tab hidden)
     finally:
         page.close()

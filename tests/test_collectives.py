@@ -108,28 +108,47 @@ def test_interconnect_peaks_are_per_direction_and_unknown_on_cpu():
 
 
 HOSTILE = "<img src=x onerror=alert(1)>"  # a name that is markup
-ESCAPED = "&lt;img src=x onerror=alert(1)&gt;"
 
 
-def test_the_tab_shows_names_escaped(text_ex):
+def test_the_tab_sends_facts_not_markup_and_its_clicks_come_back_as_actions(text_ex):
     from workbench.views.widgets import Panel
-    from workbench.views.widgets.collectives import TITLE, _runs, _summary_row, stage_summary
+    from workbench.views.widgets.collectives import TITLE, stage_lines, stage_summary
 
     p = Panel(text_ex, name=HOSTILE, background=False)  # the variable's name, in the tab's two Python lines
     try:
         p.pick("canonicalize#1")
         p.tabs.selected_index = list(p.tabs.titles).index(TITLE)
         p.wait()
-        note = p.collectives.note.value
-        assert p.last_error is None and note.count(ESCAPED) == 2 and "<img" not in note
-        assert "<b>canonicalize#1</b>: 2 collectives" in p.collectives.stage_table.value
+        data = p.collectives.widget.data
+        assert p.last_error is None and data["state"] == "shown" and data["stage"] == "canonicalize#1"
+        assert data["notes"][0].count(HOSTILE) == 2  # as text: the component writes it with textContent
+        here = data["here"]
+        assert here["status"] == "listed" and here["caption"] == "canonicalize#1: 2 collectives, 1.25 KiB per device"
+        rows = [dict(zip(here["table"]["columns"], r)) for r in here["table"]["rows"]]
+        assert [(r["result"], r["kind"], r["bytes_per_device"]) for r in rows] == [("%1", "all-reduce", "768 B"),
+                                                                                  ("%2", "all-gather", "512 B")]
+        assert "source" not in here["table"]["columns"]  # a column with no value (no loc(...) in the text) is left out
+        # a click on a collective: the Diff tab, the op marked on B's side
+        op = {"stage": "canonicalize#1", "result": "%2", "func": "main"}
+        p.collectives.widget._heard(None, {"action": "op", "payload": op}, [])
+        p.wait()
+        assert p.tabs.selected_index == 0 and p.last_error is None and "error" not in p.collectives.widget.data
+        (marked,) = p.diff_view.marks_after  # the line of the op as the diff shows it (its names normalized)
+        assert '"stablehlo.all_gather"(' in p.diff_view.after.split("\n")[marked] and p.diff_view.marks_before == []
+        assert p.diff_view.mark_focus == "after"
+        # a click on a stage of the per-stage table: it becomes B
+        p.tabs.selected_index = list(p.tabs.titles).index(TITLE)
+        p.collectives.widget._heard(None, {"action": "stage", "payload": {"stage": "input"}}, [])
+        p.wait()
+        assert p.right == "input" and p.collectives.widget.data["here"]["caption"].startswith("input: 2 collectives")
+        p.collectives.widget._heard(None, {"action": "stage", "payload": {"stage": "no-such-stage"}}, [])
+        assert "no-such-stage" in p.collectives.widget.data["error"]  # said in the tab, the panel goes on
     finally:
         p.close()
-    # a stage's name in the per-stage table (here a failed stage's row)
-    summary = stage_summary(text_ex.collectives(), ["input", HOSTILE], failed={HOSTILE})
-    row = "".join(_summary_row(run, HOSTILE) for run in _runs(summary, HOSTILE))
-    assert f'<tr class="wb-coll-b" data-stages="1"><td>{ESCAPED}</td><td></td><td></td><td>(the stage failed)</td>' in row
-    assert "<img" not in row
+    # a stage's name in the per-stage table (here a failed stage's line): a fact, as it is
+    lines = stage_lines(stage_summary(text_ex.collectives(), ["input", HOSTILE], failed={HOSTILE}), HOSTILE)
+    assert lines[-1] == {"first": HOSTILE, "last": HOSTILE, "stages": 1, "collectives": None, "bytes": "",
+                         "kinds": "(the stage failed)", "b": True}
 
 
 SHARDED = r"""

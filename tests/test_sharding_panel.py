@@ -31,11 +31,13 @@ def described(tips: dict, lines: list[str], name: str, line: int) -> str | None:
     return None
 
 
-def summary_rows(html: str) -> list[tuple]:
-    """The per-stage table's rows: (class, how many stages, stage(s), collectives, bytes, kinds)."""
-    found = re.findall(r'<tr class="([^"]*)" data-stages="(\d+)"><td>([^<]+)</td><td>([^<]*)</td><td>([^<]*)</td>'
-                       r"<td>([^<]*)</td>", html)
-    return [(c, int(n), *rest) for c, n, *rest in found]
+def summary_rows(data: dict) -> list[tuple]:
+    """The Collectives tab's per-stage lines as the component draws them: ("B" for stage B's line, how many
+    stages, stage(s), collectives, bytes, kinds)."""
+    return [("B" if l["b"] else "", l["stages"],
+             l["first"] if l["stages"] == 1 else f"{l['first']} … {l['last']} ({l['stages']} stages)",
+             "" if l["collectives"] is None else str(l["collectives"]), l["bytes"], l["kinds"])
+            for l in data["summary"]["lines"]]
 
 
 def defining_line(lines: list[str], name: str) -> int:
@@ -96,8 +98,9 @@ def test_the_collectives_tab_lists_a_sharded_programs_collectives_and_says_why_a
         assert plain.tabs.titles[-1] == TITLE and len(plain.tabs.children) == 9
         plain.tabs.selected_index = 8
         plain.wait()
-        assert "No collectives: this program runs on one device." in plain.collectives.note.value
-        assert "NamedSharding" in plain.collectives.note.value and plain.collectives.summary.value == ""
+        (said,) = plain.collectives.widget.data["notes"]
+        assert plain.collectives.widget.data["state"] == "one-device" and "summary" not in plain.collectives.widget.data
+        assert said.startswith("No collectives: this program runs on one device.") and "NamedSharding" in said
         plain.tabs.selected_index = 0
         assert plain.diff_view.row_count and plain.diff_view.tips_before == plain.diff_view.tips_after == {}
         assert p.tabs.titles[-1] == TITLE and p.collectives.widget in p.tabs.children
@@ -105,10 +108,10 @@ def test_the_collectives_tab_lists_a_sharded_programs_collectives_and_says_why_a
         p.tabs.selected_index = list(p.tabs.titles).index(TITLE)
         p.wait()
         assert p.python == 'ex.collectives("sdy-reshard-to-collectives#1")' and p.last_error is None
-        assert "<b>sdy-reshard-to-collectives#1</b>: no collective ops" in p.collectives.stage_table.value
-        rows = summary_rows(p.collectives.summary.value)
+        assert p.collectives.widget.data["here"] == {"status": "none", "caption": "sdy-reshard-to-collectives#1: no collective ops"}
+        rows = summary_rows(p.collectives.widget.data)
         assert rows == [("", 9, "input … optimize-communication#2 (9 stages)", "0", "0 B", ""),
-                        ("wb-coll-b", 1, "sdy-reshard-to-collectives#1", "0", "0 B", ""),  # stage B: a line of its own
+                        ("B", 1, "sdy-reshard-to-collectives#1", "0", "0 B", ""),  # stage B: a line of its own
                         ("", 1, "xla:compile", "", "", "(the stage failed)")]
         assert sum(r[1] for r in rows) == len(text_ex.stages)
     finally:
@@ -167,8 +170,8 @@ for name in ("sdy-propagation-pipeline#1", "xla:before_optimizations", "xla:dce#
 p.tabs.selected_index = out["titles"].index("Collectives")
 p.wait()
 def collectives():
-    return {"python": p.python, "error": p.last_error, "right": p.right, "stage_table": p.collectives.stage_table.value,
-            "summary": p.collectives.summary.value, "rows": len(p.ex.collectives(p.right)),
+    return {"python": p.python, "error": p.last_error, "right": p.right, "data": p.collectives.widget.data,
+            "rows": len(p.ex.collectives(p.right)),
             "kinds": p.ex.collectives(p.right)["kind"].tolist()}
 out["collectives"] = collectives()
 p.toggle_xla(["cpu-all-reduce-combiner"], False)  # a toggle re-runs XLA: the tab fills anew
@@ -238,11 +241,13 @@ def test_the_collectives_tab_lists_the_stages_collectives_and_fills_anew_after_a
     assert c["python"] == 'ex.collectives("xla:optimized")'
     n = c["rows"]
     assert n > 0 and set(c["kinds"]) == {"all-reduce"}
-    assert f"<b>xla:optimized</b>: {n} collective{'s' * (n != 1)}" in c["stage_table"]
-    assert c["stage_table"].count("<tr>") == n and "attention.py:" in c["stage_table"]  # a row each, the user's line
-    rows = summary_rows(c["summary"])
+    here = c["data"]["here"]
+    assert here["caption"].startswith(f"xla:optimized: {n} collective{'s' * (n != 1)}, ")
+    table = [dict(zip(here["table"]["columns"], r)) for r in here["table"]["rows"]]
+    assert len(table) == n and any("attention.py:" in r["source"] for r in table)  # a row each, the user's line
+    rows = summary_rows(c["data"])
     assert sum(r[1] for r in rows) == len([s for s in block["stages"] if s != "jaxpr"])
-    assert [r[:4] for r in rows if r[0] == "wb-coll-b"] == [("wb-coll-b", 1, "xla:optimized", str(n))]
+    assert [r[:4] for r in rows if r[0] == "B"] == [("B", 1, "xla:optimized", str(n))]
     # none until XLA's SPMD partitioner (the MLIR stages, XLA's first passes: one line), then all-reduces
     assert rows[0][1:5] == (len([s for s in block["stages"] if s != "jaxpr"
                                  and block["stages"].index(s) <= block["stages"].index("xla:shardy-xla#1")]),
@@ -253,7 +258,7 @@ def test_the_collectives_tab_lists_the_stages_collectives_and_fills_anew_after_a
     t = block["toggled"]  # without XLA's all-reduce combiner the all-reduces stay apart
     assert len(t["python_history"]) == 1 and "cpu-all-reduce-combiner" in t["python_history"][0]
     assert t["right"] == "xla:optimized" and t["error"] is None and t["python"] == 'ex.collectives("xla:optimized")'
-    assert t["rows"] > n and f"<b>xla:optimized</b>: {t['rows']} collectives" in t["stage_table"]
+    assert t["rows"] > n and t["data"]["here"]["caption"].startswith(f"xla:optimized: {t['rows']} collectives, ")
 
 
 def test_a_program_on_one_device_is_not_sharded_though_jax_writes_an_empty_mesh(text_ex):

@@ -8,32 +8,35 @@ moves, the user's line) and, per stage, how many there are and how many bytes th
 removed them. It fills when shown and anew when the stage picked or the Exploration changes (a toggle
 re-ran the pipeline); while XLA compiles, the stages so far are counted and XLA's come with them.
 Work runs on the panel's worker; an error is said in the tab.
+
+Python computes the facts (``tab_data``: notes, B's table, the per-stage lines, as JSON) and the view
+component ``collectives`` (extensions/hlo-workbench-lab/src/components/collectives.ts) draws them. A click
+on one of B's collectives shows the Diff tab with that op's line marked on B's side (``DiffView.mark``); a
+click on a stage of the per-stage table makes it B (``pick``).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 
-import ipywidgets as W
-from markupsafe import Markup
-
+from ...analysis.diff import shown_lines
+from ...artifacts.jsonout import table_json
 from ...errors import WorkbenchError
 from ...exploration import Exploration
 from ...ir.hlo_sharding import partition_count
 from ...pipeline.shardy import is_sharded
-from .html import num, table
+from .component import Component
+from .diffview import DiffView
 from .pending import late_name
 
-__all__ = ["CollectivesTab", "TITLE", "is_sharded_program", "stage_summary"]
+__all__ = ["CollectivesTab", "ONE_DEVICE", "TITLE", "is_sharded_program", "stage_lines", "stage_summary", "tab_data"]
 
 TITLE = "Collectives"
-_ONE_DEVICE = ('<div class="wb-note wb-collectives-none"><b>No collectives: this program runs on one device.</b> '
-               "Collectives are the ops that move data between devices (all-reduce, all-gather, reduce-scatter, "
-               "collective-permute). They appear when the program is sharded: its arguments placed with a "
-               "<code>NamedSharding</code> on a <code>jax.sharding.Mesh</code> of several devices, or "
-               "<code>jax.lax.with_sharding_constraint</code> inside it. Lesson 9 (09_sharding.ipynb) shows how, on "
-               "8 CPU devices.</div>")
-# the columns of ``ex.collectives()`` the table of one stage shows, in this order
+ONE_DEVICE = ("No collectives: this program runs on one device. Collectives are the ops that move data between "
+              "devices (all-reduce, all-gather, reduce-scatter, collective-permute). They appear when the program "
+              "is sharded: its arguments placed with a NamedSharding on a jax.sharding.Mesh of several devices, or "
+              "jax.lax.with_sharding_constraint inside it. Lesson 9 (09_sharding.ipynb) shows how, on 8 CPU devices.")
+# the columns of ``ex.collectives()`` the table of one stage shows, in this order (those with no value left out)
 _COLUMNS = ("kind", "op", "dialect", "func", "result", "shape", "dtype", "replica_groups", "mesh_axes", "group_size",
             "buffer_bytes", "bytes_per_device", "source", "note")
 
@@ -80,17 +83,67 @@ def stage_summary(df, stages: list[str], failed=()):
     return pd.DataFrame(rows, columns=["stage", "collectives", "bytes_per_device", "kinds"])
 
 
-class CollectivesTab:
-    """The tab (its ``widget``); ``show`` is called each time the panel shows a pair or a tab (``visible``:
-    this one is selected)."""
+def _stage_b(right: str, here) -> dict:
+    """The collectives of stage B (``right``): ``here``, its rows of ``ex.collectives()``; None while XLA
+    compiles it, "failed" for a failed stage. ``table``: the columns that have a value, bytes in words."""
+    if here is None:
+        return {"status": "compiling", "caption": f"XLA is compiling: the collectives of {right} are listed when "
+                                                  "its stages arrive"}
+    if isinstance(here, str):
+        return {"status": "failed", "caption": f"{right} failed: it has no program to read"}
+    if not len(here):
+        return {"status": "none", "caption": f"{right}: no collective ops"}
+    shown = here[[c for c in _COLUMNS if c in here.columns]].copy()
+    shown = shown[[c for c in shown.columns if c in ("kind", "result") or shown[c].notna().any()]]
+    for c in ("buffer_bytes", "bytes_per_device"):
+        if c in shown.columns:
+            shown[c] = [_bytes(v) for v in shown[c]]
+    caption = (f"{right}: {len(here)} collective{'s' * (len(here) != 1)}, "
+               f"{_bytes(here['bytes_per_device'].dropna().sum())} per device")
+    return {"status": "listed", "caption": caption, "table": table_json(shown, "collectives")}
 
-    def __init__(self, name: str, submit: Callable):
-        self.name, self._submit = name, submit
-        self.note = W.HTML()
-        self.stage_table = W.HTML(layout=W.Layout(max_height="320px", overflow="auto"))
-        self.summary = W.HTML(layout=W.Layout(max_height="320px", overflow="auto"))
-        self.widget = W.VBox([self.note, self.stage_table, self.summary])
-        self.widget.add_class("wb-collectives")
+
+def stage_lines(summary, right: str) -> list[dict]:
+    """The per-stage table's lines: consecutive stages with the same count, bytes and kinds are one line (``first``,
+    ``last``, how many ``stages``; stage B alone, ``b``), its count (None for a failed stage), bytes in words, kinds."""
+    lines, keys = [], []
+    for r in summary.itertuples():
+        key = tuple(None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+                    for v in (r.collectives, r.bytes_per_device, r.kinds))
+        if lines and right not in (r.stage, lines[-1]["last"]) and key == keys[-1]:
+            lines[-1].update(last=r.stage, stages=lines[-1]["stages"] + 1)
+            continue
+        keys.append(key)
+        count = None if key[0] is None else int(key[0])
+        lines.append({"first": r.stage, "last": r.stage, "stages": 1, "collectives": count, "bytes": _bytes(key[1]),
+                      "kinds": r.kinds, "b": r.stage == right})
+    return lines
+
+
+def tab_data(name: str, every, names: list[str], failed: set, right: str, here, pending: bool) -> dict:
+    """What the tab shows of a sharded program, as JSON: ``every`` is ``ex.collectives()`` (or the stages so far
+    while XLA compiles), ``names`` the stages in order, ``here`` B's rows (see ``_stage_b``)."""
+    note = (f'the ops that move data between devices: {name}.collectives("{right}") for stage B, '
+            f"{name}.collectives() for every stage. bytes_per_device is what one device sends by the ring estimates "
+            "(all-reduce 2(n-1)/n S, all-gather and reduce-scatter (n-1)/n S, collective-permute S).")
+    summary = stage_summary(every, [s for s in names if s != "jaxpr"], failed)
+    caption = ("per stage: how many collectives, and the bytes they move per device (stages in a row that have the "
+               "same are one line; click one to make it B)" + (" (XLA is compiling: its stages come with it)"
+                                                                 if pending else ""))
+    return {"state": "shown", "stage": right, "pending": pending,
+            "notes": [note] + ([] if len(every) else ["no stage of this program has a collective op"]),
+            "here": _stage_b(right, here), "summary": {"caption": caption, "lines": stage_lines(summary, right)}}
+
+
+class CollectivesTab:
+    """The tab (its ``widget``, a view component); ``show`` is called each time the panel shows a pair or a tab
+    (``visible``: this one is selected). ``pick(stage)`` makes a stage B; an op clicked is marked in
+    ``diff_view``, which ``show_diff()`` brings into view."""
+
+    def __init__(self, name: str, submit: Callable, pick: Callable[[str], None], diff_view: DiffView,
+                 show_diff: Callable[[], None]):
+        self.name, self._submit, self._pick, self._diff_view, self._show_diff = name, submit, pick, diff_view, show_diff
+        self.widget = Component("collectives", {"state": "empty"}, on_action=self._on_action)
         self._sharded: tuple | None = None  # (Exploration, is sharded) last decided
         self._key: tuple | None = None  # (Exploration, right stage, pending) shown
 
@@ -101,7 +154,7 @@ class CollectivesTab:
             self._sharded = (ex, is_sharded_program(ex))
         if not self._sharded[1]:
             self._key = None
-            self.note.value, self.stage_table.value, self.summary.value = _ONE_DEVICE, "", ""
+            self.widget.data = {"state": "one-device", "notes": [ONE_DEVICE]}
             return
         key = (ex, right, pending)
         if self._key is not None and self._key[0] is ex and self._key[1:] == key[1:]:
@@ -110,9 +163,8 @@ class CollectivesTab:
         self._fill(ex, right, pending)
 
     def _fill(self, ex: Exploration, right: str, pending: bool) -> None:
-        n = self.name
-        python = f'{n}.collectives("{right}")'
-        self.note.value = '<div class="wb-note">reading the collectives…</div>'
+        python = f'{self.name}.collectives("{right}")'
+        self.widget.data = {**self.widget.data, "busy": f"reading the collectives of {right}…"}
 
         def work():
             try:
@@ -124,76 +176,46 @@ class CollectivesTab:
                     every = pd.concat([ex.collectives(s) for s in names], ignore_index=True)
                 else:
                     every = ex.collectives()
-                here = None if pending and late_name(right) else "failed" if right in failed else every[every["stage"] == right]
+                here = (None if pending and late_name(right) else "failed" if right in failed
+                        else every[every["stage"] == right])
             except WorkbenchError as e:
-                self.note.value = str(Markup('<div class="wb-error">{}</div>').format(e))
-                self.stage_table.value = self.summary.value = ""
+                self.widget.data = {"state": "error", "error": str(e)}
                 return
-            self._draw(every, names, failed, right, here, pending, python)
+            self.widget.data = tab_data(self.name, every, names, failed, right, here, pending)
 
         self._submit(f"reading the collectives of {right}", python, work, busy=False)
 
-    def _draw(self, every, names: list[str], failed: set, right: str, here, pending: bool, python: str) -> None:
-        self.note.value = str(Markup(
-            '<div class="wb-note">the ops that move data between devices: <code>{}</code> for stage B, '
-            "<code>{}.collectives()</code> for every stage. <b>bytes_per_device</b> is what one device "
-            "sends by the ring estimates (all-reduce 2(n-1)/n S, all-gather and reduce-scatter (n-1)/n S, "
-            "collective-permute S).</div>{}").format(
-            python, self.name, "" if len(every) else Markup('<div class="wb-note">no stage of this program has a '
-                                                            "collective op</div>")))
-        self.stage_table.value = str(_stage_table(right, here))
-        summary = stage_summary(every, [s for s in names if s != "jaxpr"], failed)
-        body = Markup("").join(_summary_row(run, right) for run in _runs(summary, right))
-        self.summary.value = str(Markup(
-            "<style>{}</style>"
-            '<div class="wb-caption"><b>per stage</b>: how many collectives, and the bytes they move per device '
-            "(stages in a row that have the same are one line){}</div>"
-            '<table class="wb-table wb-coll-stages"><thead><tr><th>stage</th><th>collectives</th>'
-            "<th>bytes per device</th><th>kinds</th></tr></thead><tbody>{}</tbody></table>").format(
-            _STYLE, " (XLA is compiling: its stages come with it)" if pending else "", body))
+    def _on_action(self, action: str, payload: dict) -> None:
+        """A click in the component: an op of B to mark in the diff, or a stage to make B."""
+        try:
+            if action == "op" and self._key is not None:
+                stage, result, func = (str(payload.get(k) or "") for k in ("stage", "result", "func"))
+                self.mark_op(self._key[0], stage, result, func)
+            elif action == "stage":
+                self._pick(str(payload["stage"]))
+        except (WorkbenchError, KeyError) as e:  # a stage of an Exploration replaced meanwhile: said in the tab
+            self._say(f"{action}: {e}")
 
+    def _say(self, error: str) -> None:
+        self.widget.data = {**self.widget.data, "error": error}
 
-def _stage_table(right: str, here) -> Markup:
-    """The collectives of stage B (``right``): ``here``, its rows of ``ex.collectives()``; None while XLA
-    compiles it, "failed" for a failed stage."""
-    if here is None:
-        return Markup('<div class="wb-note">XLA is compiling: the collectives of {} are listed when its stages '
-                      "arrive</div>").format(right)
-    if isinstance(here, str):
-        return Markup('<div class="wb-caption"><b>{}</b> failed: it has no program to read</div>').format(right)
-    if not len(here):
-        return Markup('<div class="wb-caption"><b>{}</b>: no collective ops</div>').format(right)
-    shown = here[[c for c in _COLUMNS if c in here.columns]].copy()
-    for c in ("buffer_bytes", "bytes_per_device"):
-        if c in shown.columns:
-            shown[c] = [_bytes(v) for v in shown[c]]
-    moved = here["bytes_per_device"].dropna().sum()
-    return Markup('<div class="wb-caption"><b>{}</b>: {} collective{}, {} per device</div>{}').format(
-        right, len(here), "s" * (len(here) != 1), _bytes(moved), Markup(table(shown)))
+    def mark_op(self, ex: Exploration, stage: str, result: str, func: str = "") -> None:
+        """The Diff tab, op ``result`` (of function ``func``) of ``stage`` marked on B's side and scrolled to."""
+        view = self._diff_view
+        self._show_diff()
 
+        def work():
+            try:
+                rows = ex.locations(stage) if view.after_name == stage else None
+            except WorkbenchError:  # a stage without ops to locate
+                rows = None
+            shown = {t: k for k, t in enumerate(shown_lines(ex.stage(stage).text))}
+            if rows is None or len(shown) != view.after.count("\n") + 1:  # the diff does not show this text as B
+                self._say(f"{result} of {stage} cannot be marked: the diff does not show {stage}'s ops as B")
+                return
+            same = rows[rows["result"] == result]
+            own = same[same["func"] == func]  # a name is unique in its function (HLO: its computation)
+            lines = (own if len(own) else same)["text_line"][:1]
+            view.mark(after=[shown[t] for t in lines if t in shown], focus="after")
 
-_STYLE = Markup(".wb-coll-stages tr.wb-coll-b td { font-weight: 700; background: rgba(26, 115, 232, 0.14); } "
-                ".wb-collectives .wb-table td { white-space: nowrap; }")
-
-
-def _runs(summary, right: str) -> list[list]:
-    """The summary's rows, consecutive stages with the same count, bytes and kinds in one run (stage B alone)."""
-    def key(r):
-        return tuple(None if isinstance(v, float) and math.isnan(v) else v for v in (r.collectives, r.bytes_per_device, r.kinds))
-
-    runs: list[list] = []
-    for r in summary.itertuples():
-        if runs and right not in (r.stage, runs[-1][-1].stage) and key(r) == key(runs[-1][-1]):
-            runs[-1].append(r)
-        else:
-            runs.append([r])
-    return runs
-
-
-def _summary_row(run: list, right: str) -> Markup:
-    first, last = run[0], run[-1]
-    stage = first.stage if len(run) == 1 else Markup("{} … {} ({} stages)").format(first.stage, last.stage, len(run))
-    count = "" if math.isnan(first.collectives) else num(first.collectives)
-    return Markup('<tr class="{}" data-stages="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>').format(
-        "wb-coll-b" if first.stage == right else "", len(run), stage, count, _bytes(first.bytes_per_device),
-        first.kinds)
+        self._submit(f"marking {result} of {stage} in the diff", None, work, busy=False)

@@ -271,7 +271,8 @@ class Panel:
                                   lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False),
                                   toggle=self.toggle_patterns)
         cost_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs])
-        self.collectives = collectives.CollectivesTab(self.name, self._submit)
+        self.collectives = collectives.CollectivesTab(self.name, self._submit, self.pick, self.diff_view,
+                                                      lambda: setattr(self.tabs, "selected_index", 0))
         self.compile = compiletab.CompileTab(self.name, self._submit, self._diff_stage)
         self.tabs = W.Tab(children=[diff_tab, p.widget, run_tab, cost_tab, self.compile.widget, self.graph.widget,
                                     self.source.widget, self.analyze.widget, self.collectives.widget])

@@ -10,6 +10,7 @@
 // [data-hwb="edit"] per edit, [data-hwb="diff-counts"] (data-changed, -deleted, -inserted, -moved),
 // [data-hwb="run"] per run, [data-hwb="leaf"] per check leaf (data-path, data-passed), and
 // [data-hwb="printed"] per run's printed output.
+import './collectives';
 import { compileSection } from './compile';
 import { costSection } from './cost';
 import { diffView, IDiffView } from './diff';
