@@ -274,19 +274,15 @@ def toggle_off(panel, index: int, name: str, page) -> None:
 
 
 def edit_b(panel, page) -> None:
-    """Stage B's text changed by hand (a comment line added) and applied, in whichever editor the panel shows."""
+    """Stage B's text changed by hand (a comment line added at its end) in the panel's editor (CodeMirror, the
+    view component "editor") and applied."""
     tab(panel, "Diff")
     panel.locator(".wb-edit-toggle").click()
-    editor = panel.locator(".hwb-panel-editor .cm-content:visible, .wb-editor textarea:visible").first
+    editor = panel.locator('[data-hwb="editor"] .cm-content')
     editor.wait_for(timeout=30_000)
-    page.wait_for_timeout(500)  # the extension may turn the text area into CodeMirror as it shows
-    cm, area = panel.locator(".hwb-panel-editor .cm-content:visible"), panel.locator(".wb-editor textarea")
-    if cm.count():
-        cm.first.click()
-        page.keyboard.press("Control+End")
-        page.keyboard.insert_text("\n// changed by hand in the panel")
-    else:
-        area.fill(area.input_value() + "\n// changed by hand in the panel\n")
-    panel.locator(".wb-edit-apply").click()
+    editor.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.insert_text("\n// changed by hand in the panel")
+    panel.locator('[data-hwb="editor"] .hwbv-editor-apply').click()
     panel.locator(".wbs-row .wbs-edit").first.wait_for(timeout=180_000)
     idle(page)

@@ -14,7 +14,7 @@ import { Widget } from '@lumino/widgets';
 import { exploreCode, hloxName, saveCode } from './cellcode';
 import { IText, IViewModel } from './components';
 import { HloxContent } from './hlox';
-import { mlir } from './language';
+import { mlir } from './components/language';
 import { BUNDLE_MIME } from './mime';
 import { viewOf } from './server';
 

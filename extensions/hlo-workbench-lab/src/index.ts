@@ -1,7 +1,7 @@
 // The hlo-workbench JupyterLab extension: one plugin per job, each in its own module; index.ts only
-// lists them: file types and highlighting, the .hlox viewer, the %%hlo output renderer, the commands
-// the highlighting of %%mlir cells, the panel's stage editor as CodeMirror, and "Compare with…" on a
-// .hlox tab.
+// lists them: file types and highlighting, the .hlox viewer, the %%hlo output renderer, the commands,
+// the highlighting of %%mlir cells, and "Compare with…" on a .hlox tab. (The panel's stage editor is a
+// view component, src/components/editor.ts, in the panel's own module: nothing here watches the page.)
 import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
@@ -13,14 +13,12 @@ import { commands } from './commands';
 import { hloxCompare } from './comparecommand';
 import { FILE_TYPES } from './filetypes';
 import { hloxViewer } from './hlox';
-import { mlir } from './language';
+import { mlir } from './components/language';
 import { mlirCells } from './mlircells';
-import { panelEditors } from './paneleditor';
 
 export { FILE_TYPES } from './filetypes';
-export { mlir, mlirLanguage, TOKEN_TAGS, cssClass } from './language';
+export { mlir, mlirLanguage, TOKEN_TAGS, cssClass } from './components/language';
 export { exploreCode, saveCode, hloxName, isMlirCell, cellMagic } from './cellcode';
-export { diagnosticLine, enhanceAll } from './paneleditor';
 
 /** .mlir, .stablehlo and .hlo files: known to the file browser, highlighted in the editor. */
 const programText: JupyterFrontEndPlugin<void> = {
@@ -51,5 +49,5 @@ const programText: JupyterFrontEndPlugin<void> = {
 };
 
 const plugins: JupyterFrontEndPlugin<any>[] = [programText, hloxViewer, bundleRenderer, commands, mlirCells,
-  panelEditors, hloxCompare];
+  hloxCompare];
 export default plugins;

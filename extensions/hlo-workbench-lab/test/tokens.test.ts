@@ -8,7 +8,7 @@ import { highlightTree, tagHighlighter, tags as t } from '@lezer/highlight';
 import { describe, expect, it } from 'vitest';
 
 import { TOKEN_CLASSES, tokenize } from '../../../workbench/assets/diffview.js';
-import { cssClass, mlirLanguage, tokenClasses } from '../src/language';
+import { cssClass, mlirLanguage, tokenClasses } from '../src/components/language';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, 'fixtures', name), 'utf8');
 const STABLEHLO = fixture('attention.stablehlo.mlir');

@@ -1,6 +1,7 @@
-// The CodeMirror 6 language for MLIR, StableHLO and XLA HLO text. Its tokenizer is the diff view's
-// (workbench/assets/diffview.js: one copy for the panel, the offline report and this extension), run a
-// line at a time inside a StreamLanguage. Each token class `c` gets its own highlighting tag (next to
+// The CodeMirror 6 language for MLIR, StableHLO and XLA HLO text: one copy for the extension (.mlir/.hlo
+// files, %%mlir cells, a stage opened as a document) and the panel's stage editor (./editor.ts, in views.js).
+// Its tokenizer is the diff view's (workbench/assets/diffview.js: one copy for the panel, the offline report
+// and this extension), run a line at a time inside a StreamLanguage. Each token class `c` gets its own highlighting tag (next to
 // the standard tag of the same meaning, which any CodeMirror theme colours) and the CSS class `h-c`,
 // which diffview.css colours: the editor, the panel and the report look the same.
 import {
@@ -13,7 +14,7 @@ import {
 } from '@codemirror/language';
 import { Tag, tags as t } from '@lezer/highlight';
 
-import { TOKEN_CLASSES, tokenize } from '../../../workbench/assets/diffview.js';
+import { TOKEN_CLASSES, tokenize } from '../../../../workbench/assets/diffview.js';
 
 /** The standard tag of each token class's meaning, which any CodeMirror theme colours. */
 const STANDARD: Record<string, Tag> = {
