@@ -41,7 +41,7 @@ SOURCES = [EXT / p for p in ("src", "style", "schema", "package.json", "package-
     + [Path("workbench", "assets", name) for name in ("diffview.js", "diffview.css", "widgetkit.js", "widgetkit.css")]
 # the view components that build:prod bundles for the panel and the offline report (build-views.mjs): package
 # data of workbench.assets, so the wheel ships them
-VIEWS = [Path("workbench", "assets", name) for name in ("views.js", "views.css")]
+VIEWS = [Path("workbench", "assets", name) for name in ("views.js", "editor.js", "views.css")]
 JUPYTERLAB = "jupyterlab>=4,<5"
 NODE_HELP = ("Install Node.js (18 or newer) and npm, e.g. on Debian: apt-get install nodejs npm "
              "(scripts/setup.sh does it, and builds the extension).")

@@ -78,7 +78,7 @@ fi
 # views.css, an ES module and its style bundled by esbuild (build-views.mjs), when missing or older than a
 # source (the extension's build:prod above builds them too). Build outputs: .gitignore'd, shipped in the wheel.
 views=workbench/assets/views.js
-if [[ ! -f $views || ! -f workbench/assets/views.css ]] || [[ -n $(find "$ext/src/components" "$ext/build-views.mjs" \
+if [[ ! -f $views || ! -f workbench/assets/views.css || ! -f workbench/assets/editor.js ]] || [[ -n $(find "$ext/src/components" "$ext/build-views.mjs" \
     "$ext/package-lock.json" "$ext/tsconfig.json" workbench/assets/diffview.js workbench/assets/diffview.css \
     workbench/assets/widgetkit.js workbench/assets/widgetkit.css -newer "$views" -print -quit) ]]; then
   echo "[setup] building the view components ($views)"
@@ -86,7 +86,7 @@ if [[ ! -f $views || ! -f workbench/assets/views.css ]] || [[ -n $(find "$ext/sr
     cat .venv/.hlo-workbench-views-build.log >&2
     exit 1
   fi
-  touch "$views" workbench/assets/views.css
+  touch "$views" workbench/assets/views.css workbench/assets/editor.js
 fi
 
 stamp=.venv/.hlo-workbench-installed

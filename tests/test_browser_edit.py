@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.browser_pages import open_notebook, show_panel, tab, write_notebook
+from tests.browser_pages import open_notebook, pick, show_panel, stage, tab, write_notebook
 from workbench.errors import MlirSyntaxError
 from workbench.views.widgets.component import views_module
 from workbench.views.widgets.editbox import EditBox
@@ -36,7 +36,7 @@ def test_editing_stage_b_resumes_the_pipeline_and_shows_what_changed(browser, no
     try:
         panel = show_panel(page)
         tab(panel, "Diff")
-        panel.locator('.wbs-row[data-name="canonicalize#1"]').click()
+        pick(panel, "canonicalize#1")
         panel.locator(".wbd-head-r", has_text="canonicalize#1").wait_for()
         panel.locator(".wb-edit-toggle").click()
         # CodeMirror with the MLIR highlighting and line numbers, in JupyterLab's look
@@ -74,20 +74,20 @@ def test_editing_stage_b_resumes_the_pipeline_and_shows_what_changed(browser, no
             const line = document.querySelector('.hwb-panel-editor .hwb-diagnostic-line').getBoundingClientRect();
             const box = document.querySelector('.hwb-panel-editor .cm-scroller').getBoundingClientRect();
             return line.top >= box.top && line.bottom <= box.bottom; }""", timeout=10_000, polling=200)
-        assert panel.locator(".wbs-edit").count() == 0
+        assert panel.locator('.wb-stages [data-hwb="stage"][data-edit="text"]').count() == 0
         shots(panel, "panel_edit_error")
 
         type_in(edited.replace("multiply %2,", "multiply %1,"))
         apply.click()
-        summary = panel.locator(".wb-row", has_text="replaced by hand")
+        summary = panel.locator(".wb-changes", has_text="replaced by hand")
         summary.first.wait_for(timeout=120_000)
         said = summary.first.inner_text()
         assert "stages recomputed" in said and "stablehlo.transpose -2" in said
-        panel.locator('.wbs-row[data-name="canonicalize#1"] .wbs-edit').wait_for()
+        panel.locator('.wb-stages [data-hwb="stage"][data-name="canonicalize#1"][data-edit="text"]').wait_for()
         python = panel.locator(".wb-python pre").first.inner_text()
         assert python.startswith('ex = ex.with_text("canonicalize#1", text)')
         assert not editor.is_visible()  # applied: the editor closes
-        panel.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=120_000)
+        stage(panel, "xla:optimized").wait_for(timeout=120_000)
         shots(panel, "panel_edit_applied")
     finally:
         page.close()
@@ -134,7 +134,7 @@ def test_the_editor_component_sends_the_text_and_marks_a_refused_line(browser, s
     ex = _Refused()
     box = EditBox("ex", lambda: ex, lambda: "canonicalize#1", lambda make: _try(make().call, ex))
     box.open()
-    js, css = views_module()
+    js, css = views_module("editor.js")
     page = browser.new_page(viewport={"width": 1000, "height": 800})
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))

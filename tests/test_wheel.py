@@ -122,7 +122,7 @@ def check_the_extension(wheel: Path, built_dir: Path) -> dict[str, zipfile.ZipIn
         assert meta["name"] == "hlo-workbench-lab" and meta["jupyterlab"]["_build"]["load"].startswith("static/remoteEntry.")
         assert meta["jupyterlab"]["_build"]["load"] in ours
         # the view components the panel and the offline report load (build-views.mjs, run by build:prod)
-        assert {"workbench/assets/views.js", "workbench/assets/views.css"} <= set(z.namelist())
+        assert {"workbench/assets/views.js", "workbench/assets/editor.js", "workbench/assets/views.css"} <= set(z.namelist())
         assert b"mount" in z.read("workbench/assets/views.js")
     return ours
 

@@ -12,13 +12,16 @@ const assets = resolve(here, '../../workbench/assets');
 const dev = process.argv.includes('--dev');
 const common = { bundle: true, minify: !dev, sourcemap: dev ? 'inline' : false, logLevel: 'warning', legalComments: 'none' };
 
-await build({
-  ...common,
-  entryPoints: [join(here, 'src/components/index.ts')],
-  outfile: join(assets, 'views.js'),
-  format: 'esm',
-  platform: 'browser',
-  target: 'es2020',
-  tsconfig: join(here, 'tsconfig.json')
-});
+for (const [entry, out] of [['index.ts', 'views.js'], ['editor-entry.ts', 'editor.js']]) {
+  // editor.js: the panel's stage editor with CodeMirror, apart (~300 kB the other hosts do not need)
+  await build({
+    ...common,
+    entryPoints: [join(here, 'src/components', entry)],
+    outfile: join(assets, out),
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2020',
+    tsconfig: join(here, 'tsconfig.json')
+  });
+}
 await build({ ...common, entryPoints: [join(here, 'src/components/views.css')], outfile: join(assets, 'views.css') });

@@ -17,13 +17,17 @@ import traitlets
 
 from ...artifacts.assets import ASSETS
 
-__all__ = ["Component", "views_module"]
+__all__ = ["Component", "MODULES", "views_module"]
+
+
+MODULES = {"editor": "editor.js"}  # kinds with a module of their own (CodeMirror: ~300 kB the others do not need)
 
 
 @functools.cache
-def views_module() -> tuple[str, str]:
-    """The components' module and style (built by scripts/setup.sh); a clear error where the build is missing."""
-    js, css = ASSETS / "views.js", ASSETS / "views.css"
+def views_module(name: str = "views.js") -> tuple[str, str]:
+    """A components' module (``views.js``, or ``editor.js`` for the stage editor) and the components' style (built
+    by scripts/setup.sh); a clear error where the build is missing."""
+    js, css = ASSETS / name, ASSETS / "views.css"
     if not js.exists() or not css.exists():
         raise FileNotFoundError(f"{js.name} is not built: run scripts/setup.sh (it builds the view components with "
                                 "npm from extensions/hlo-workbench-lab), or install the wheel, which ships them")
@@ -41,7 +45,7 @@ class Component(anywidget.AnyWidget):
     def __init__(self, kind: str, data: dict | None = None, *,
                  on_action: Callable[[str, dict], None] | None = None,
                  on_ask: Callable[[str, dict], Any] | None = None, **kwargs):
-        js, css = views_module()
+        js, css = views_module(MODULES.get(kind, "views.js"))
         super().__init__(_esm=js, _css=css, kind=kind, data=data or {}, **kwargs)
         self.on_action, self.on_ask = on_action, on_ask
         self.on_msg(self._heard)
