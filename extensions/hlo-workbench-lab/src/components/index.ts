@@ -16,7 +16,6 @@ import { costSection } from './cost';
 import { diffView, IDiffView } from './diff';
 import { h, section } from './dom';
 import { driftSection } from './drift';
-import './editor';
 import { editsSection } from './edits';
 import { header } from './header';
 import type { IHost, IMounted, IViewModel } from './model';
