@@ -4,6 +4,7 @@ page (open a notebook, run a cell, wait for the panel, pick a tab). A plain modu
 ``tests.browser_pages``: no test file imports another test file."""
 import contextlib
 import json
+import math
 import os
 import pathlib
 import signal
@@ -150,7 +151,7 @@ def show_panel(page, timeout: int = 180_000, status_timeout: int | None = None):
     run_cell(page, 0)
     run_cell(page, 1)
     panel = page.locator(".wb-panel")
-    panel.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=timeout)
+    stage(panel, "xla:optimized").wait_for(timeout=timeout)
     page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')",
                            **({} if status_timeout is None else {"timeout": status_timeout}))
     return panel
@@ -158,6 +159,22 @@ def show_panel(page, timeout: int = 180_000, status_timeout: int | None = None):
 
 def tab(panel, title: str) -> None:
     panel.locator(".lm-TabBar-tab", has_text=title).first.click()
+
+
+def stage(panel, name: str):
+    """The row of stage ``name`` in the panel's stage list (the view components': [data-hwb="stage"], data-name,
+    data-edit, data-group)."""
+    return panel.locator(f'.wb-stages [data-hwb="stage"][data-name="{name}"]')
+
+
+def pick(panel, name: str, side: str = "right") -> None:
+    """Pick stage ``name`` in the stage list as a user does: "right", a click on its name (it against its parent);
+    "left" or "B", its A or B button (that side only)."""
+    row = stage(panel, name)
+    if side == "right":
+        row.locator(".hwbv-link").click()
+    else:
+        row.locator(".hwbv-pick-a" if side == "left" else ".hwbv-pick-b").click()
 
 
 def pane_text(panel, side: str) -> str:
@@ -200,7 +217,7 @@ def check_graph(panel, width: int, picked: str, first: str) -> dict:
     print(f"{width} px: the graph opened {g['opened']} at {g['zoom']}, its smallest label {g['font']:.1f} px")
     assert g["picked"] == picked and g["legend"].startswith(first), (width, g["picked"], g["legend"][:80])
     assert g["texts"] > 0 and g["font"] >= 9 and g["height"] >= 9, (width, g)
-    assert g["zoom"] == f"{round(g['scale'] * 100)} %"
+    assert g["zoom"] == f"{math.floor(g['scale'] * 100 + 0.5)} %"  # as JavaScript's Math.round (94.5: 95)
     assert g["inside"] and not g["cut"], (width, g["cut"])
     return g
 
@@ -284,5 +301,5 @@ def edit_b(panel, page) -> None:
     page.keyboard.press("Control+End")
     page.keyboard.insert_text("\n// changed by hand in the panel")
     panel.locator('[data-hwb="editor"] .hwbv-editor-apply').click()
-    panel.locator(".wbs-row .wbs-edit").first.wait_for(timeout=180_000)
+    panel.locator('.wb-stages [data-hwb="stage"][data-edit="text"]').first.wait_for(timeout=180_000)
     idle(page)

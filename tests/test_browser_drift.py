@@ -34,7 +34,7 @@ def test_a_failed_check_offers_find_where_it_drifts_and_marks_the_op(browser, la
         drift = panel.locator(".wb-drift-button")
         assert not drift.is_visible()  # nothing run yet: nothing to search
         panel.locator("button.widget-button:visible", has_text="Run").click()
-        panel.locator(".wb-result .wb-chip", has_text="FAILED").first.wait_for(timeout=120_000)
+        panel.locator('[data-hwb="run"][data-passed="false"]').first.wait_for(timeout=120_000)
         drift.wait_for(state="visible")
         drift.click()
         found = panel.locator(".wb-drift-result")

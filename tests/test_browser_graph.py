@@ -35,7 +35,7 @@ def graph_tab(page):
     open the Graph tab and wait for its drawing: the panel and the tab's view."""
     run_cell(page, 0)
     panel = page.locator(".wb-panel")
-    panel.locator('.wbs-row.picked[data-name="stablehlo"]').wait_for(timeout=300_000)
+    panel.locator('.wb-stages [data-hwb="stage"].hwbv-is-b[data-name="stablehlo"]').wait_for(timeout=300_000)
     page.wait_for_function("document.querySelector('.wb-status')?.textContent.includes('✓')", timeout=300_000)
     tab(panel, "Graph")
     view = panel.locator(".wbg")

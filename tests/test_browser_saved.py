@@ -73,9 +73,9 @@ def test_the_saved_output_follows_the_panel_and_shows_after_a_kernel_restart(bro
         edit_b(panel, page)
         tab(panel, "Run")
         panel.locator("button.widget-button:visible", has_text="Run").click()
-        panel.locator(".wb-result").first.wait_for(timeout=180_000)
+        panel.locator('[data-hwb="run"]').first.wait_for(timeout=180_000)
         idle(page)
-        names = panel.locator(".wbs-row").evaluate_all("rows => rows.map(r => r.dataset.name)")
+        names = panel.locator('.wb-stages [data-hwb="stage"]').evaluate_all("rows => rows.map(r => r.dataset.name)")
         final = _model(lab, page, lambda m: len(m["runs"]) == 1 and len(m["edits"]) == 1 and m["complete"]
                        and [r["stage"] for r in m["stages"]] == names)
         assert final["toggles"]["patterns_disabled"] == [PATTERN] and final["toggles"]["xla_disabled"] == [XLA_PASS]
@@ -130,7 +130,7 @@ def _live_panel(page) -> None:
         cell.locator(".cm-content").click()
         page.keyboard.press("Shift+Enter")
     live = page.locator(".hwb-bundle[data-shown='live'] .wb-panel")
-    live.locator('.wbs-row[data-name="xla:optimized"]').wait_for(timeout=180_000)
+    live.locator('.wb-stages [data-hwb="stage"][data-name="xla:optimized"]').wait_for(timeout=180_000)
 
 
 def test_a_kernel_that_dies_or_is_shut_down_leaves_the_saved_view_not_a_dead_panel(browser, lab, lab_server):

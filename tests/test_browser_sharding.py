@@ -6,7 +6,7 @@ go to test-output/panel_sharding_hover.png and panel_collectives_tab.png.
 """
 import pytest
 
-from tests.browser_pages import open_notebook, settle, show_panel, side_by_side, tab, write_notebook
+from tests.browser_pages import open_notebook, pick, settle, show_panel, side_by_side, tab, write_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +57,7 @@ def test_hovering_a_value_shows_its_sharding_and_the_collectives_tab_lists_them(
         assert panel.locator(".lm-TabBar-tab", has_text="Collectives").count() == 1
 
         # an MLIR stage after Shardy's propagation: an op's result, by its name on the line that defines it
-        panel.locator('.wbs-row[data-name="sdy-propagation-pipeline#1"]').click()
+        pick(panel, "sdy-propagation-pipeline#1")
         panel.locator(".wbd-head-r", has_text="sdy-propagation-pipeline#1").wait_for()
         panel.locator('.wbd[data-tips="2"]').wait_for()
         rows = panel.locator(".wbd-r .wbd-row[data-t]")
@@ -76,7 +76,7 @@ def test_hovering_a_value_shows_its_sharding_and_the_collectives_tab_lists_them(
         tip.wait_for(state="hidden")
 
         # an XLA stage after the SPMD partitioner: a parameter's sharding={...} and each device's shape
-        panel.locator('.wbs-row[data-name="xla:optimized"]').click()
+        pick(panel, "xla:optimized")
         panel.locator(".wbd-head-r", has_text="xla:optimized").wait_for()
         param = lambda texts: next((k for k, t in enumerate(texts)  # noqa: E731
                                     if "parameter(10)" in t and "sharding={devices=" in t), None)

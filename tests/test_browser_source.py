@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import pytest
 
 import workbench as wb
-from tests.browser_pages import open_notebook, show_panel, side_by_side, tab, write_notebook
+from tests.browser_pages import open_notebook, pick, show_panel, side_by_side, tab, write_notebook
 from workbench.views.widgets.component import views_module
 from workbench.views.widgets.source import cost_note, lineage_rows, listing_rows
 
@@ -41,7 +41,7 @@ def test_the_source_tab_marks_a_lines_ops_and_an_ops_lineage(browser, lab, shots
     try:
         panel = show_panel(page)
         side_by_side(panel)
-        panel.locator('.wbs-row[data-name="enzyme-hlo-patterns#1"]').click()
+        pick(panel, "enzyme-hlo-patterns#1")
         panel.locator(".wbd-head-r", has_text="enzyme-hlo-patterns#1").wait_for()
         tab(panel, "Source")
         matmul = panel.locator(".wbsrc-line.wbsrc-ops", has_text='x @ p["wq"]')

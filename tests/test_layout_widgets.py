@@ -12,7 +12,7 @@ import traitlets
 
 import workbench as wb
 from workbench.errors import UnknownNameError
-from workbench.views.widgets import DiffView, StageList
+from workbench.views.widgets import DiffView
 from workbench.analysis.graph import CHANGED_FILL
 from workbench.views.widgets.graphview import GraphView, graph_svg
 
@@ -133,15 +133,14 @@ def test_a_click_on_a_group_opens_it_and_a_level_seen_before_is_not_drawn_again(
     assert g.level == "" and drawn.count("layer_3") == 0
 
 
-def test_the_diff_layout_and_the_stage_list_fold_name_their_choices():
+def test_the_diff_layout_names_its_choices_and_the_stage_list_folds_in_a_narrow_panel():
     d = DiffView()
     assert d.mode == "auto"
     d.mode = "unified"
     with pytest.raises(traitlets.TraitError, match=r"\['auto', 'split', 'unified'\]"):
         d.mode = "wide"
     assert d.mode == "unified"
-    s = StageList()
-    assert s.fold == "auto"
-    s.fold = "folded"
-    with pytest.raises(traitlets.TraitError, match=r"\['auto', 'folded', 'open'\]"):
-        s.fold = "closed"
+    from workbench.views.widgets.coreview import FOLD_BELOW, CoreView
+
+    core = CoreView(lambda left, right: None)  # the view component folds it below this width, until the user opens it
+    assert core.stages.data["fold"] == FOLD_BELOW == 760 and core.stages.data["loading"] == "reading the stages…"

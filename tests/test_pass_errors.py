@@ -134,7 +134,7 @@ TOUR_SETUP = "import jax, jax.numpy as jnp\nimport workbench as wb\nimport workb
 def test_the_tours_failing_cell_names_the_cell_as_ipython_does(kernel_shell):
     from IPython.utils.capture import capture_output
 
-    from workbench.views.widgets import html
+    from workbench.views.widgets.coreview import CoreView
 
     nb = json.loads((ROOT / "notebooks" / "00_tour.ipynb").read_text())
     cell = next("".join(c["source"]) for c in nb["cells"] if "one-shot-bufferize" in "".join(c["source"]))
@@ -155,9 +155,11 @@ def test_the_tours_failing_cell_names_the_cell_as_ipython_does(kernel_shell):
     assert (op, line) == ("stablehlo.constant", 3)
     # everything else, one step away: the kernel's frames, the cell's file, the runner's words
     assert "interactiveshell.py" in err.full and re.search(r"> /\S*ipykernel_\d+/\d+\.py:1:", err.full)
-    panel = html.stage_error(bad)
-    assert "<details" in panel and "interactiveshell.py" in panel and f"Cell In[{n}], line 1" in panel
-    assert panel.index(f"Cell In[{n}]") < panel.index("<details")
+    core = CoreView(lambda left, right: None)  # the panel's header: the short form, the whole one folded under it
+    core.show(bad, "", "", pending=False)
+    error = core.model["error"]
+    assert error["stage"] == "one-shot-bufferize#1" and f"Cell In[{n}], line 1" in error["message"]
+    assert "interactiveshell.py" in error["full"] and "interactiveshell.py" not in error["message"]
 
 
 @enzyme_only

@@ -8,7 +8,6 @@ import os
 import re
 import sys
 import warnings
-from html import unescape
 
 import equinox as eqx
 import jax
@@ -21,7 +20,8 @@ from flax import nnx
 import workbench as wb
 from workbench.analysis.run.printed import captured
 from workbench.errors import WorkbenchError
-from workbench.views.widgets import Panel, html
+from workbench.artifacts.viewmodel import PRINTED_CHARS, run_entry
+from workbench.views.widgets import Panel
 
 
 def loud(x):
@@ -29,9 +29,10 @@ def loud(x):
     return jnp.sin(x) * 2.0
 
 
-def leaf_rows(markup: str) -> dict[str, str]:
-    """The Run tab's check rows: path -> "true"/"false" (data-passed)."""
-    return {unescape(p): v for p, v in re.findall(r'data-hwb="leaf" data-path="([^"]*)" data-passed="(\w+)"', markup)}
+def leaf_rows(run: dict) -> dict[str, bool]:
+    """A run's check as the Run tab draws it (the view model's run, ``run_entry``): leaf path -> passed (drawn as
+    [data-hwb="leaf"] with data-path and data-passed)."""
+    return {leaf["path"]: leaf["passed"] for leaf in run["check"]["leaves"]}
 
 
 def test_a_run_prints_its_call_once_not_per_repeat(capfd):
@@ -132,14 +133,15 @@ def test_the_run_tab_shows_the_printed_output_once_and_every_checked_leaf(nnx_ex
         assert len(re.findall(r"nnx loss \d", out)) == 1
         r = p.ex.history[-1]
         assert len(r.printed) == 1 and r.printed[0].startswith("nnx loss ")
-        shown = p.run_out.value
-        assert shown.count('data-hwb="printed"') == 1 and len(re.findall(r"nnx loss \d", shown)) == 1
+        shown = p.core.model["runs"][-1]  # what the Run tab draws (the view components' runs section)
+        assert len(re.findall(r"nnx loss \d", shown["printed"])) == 1 and not shown["printed_cut"]
         # the user's function returns the loss; the program also returns the model's and optimizer's state
         assert len(r.check.leaves) == 6 and len(jax.tree_util.tree_leaves(r.outputs)) == 1
-        assert leaf_rows(shown) == {c.path: "true" for c in r.check.leaves}
+        assert leaf_rows(shown) == {c.path: True for c in r.check.leaves}
         tolerances = [c.tolerance for c in r.check.leaves if c.tolerance > 0]
-        assert tolerances and all(html.num(t) in shown for t in tolerances)
-        assert "<td></td><td></td><td></td><td></td><td></td>" not in shown  # no blank check row
+        assert tolerances and [l["tolerance"] for l in shown["check"]["leaves"]] == \
+            pytest.approx([float(c.tolerance) for c in r.check.leaves])
+        assert all(l["dtype"] and l["max_abs"] is not None for l in shown["check"]["leaves"])  # no blank check row
     finally:
         p.close()
 
@@ -153,10 +155,10 @@ def test_a_planted_learning_rate_names_the_failing_leaves(nnx_ex):
     assert not r.check.passed
     failed = {c.path for c in r.check.leaves if not c.passed}
     assert failed and all(p.startswith("[0][0]") for p in failed)  # the model's parameters, not the loss
-    shown = html.run_result(r)
+    shown = run_entry(r)
     rows = leaf_rows(shown)
-    assert {p for p, v in rows.items() if v == "false"} == failed and rows["[2]"] == "true"
-    assert "FAILED" in shown and all(f"<code>{p}</code>" in shown.split("failed:")[1] for p in failed)
+    assert {p for p, v in rows.items() if not v} == failed and rows["[2]"]
+    assert shown["check"]["passed"] is False
 
 
 def test_an_equinox_step_prints_once_and_checks_every_leaf(capfd):
@@ -176,7 +178,7 @@ def test_an_equinox_step_prints_once_and_checks_every_leaf(capfd):
     r = ex.run(repeat=20)
     assert len(re.findall(r"eqx loss \d", capfd.readouterr().out)) == 1 and len(r.printed) == 1
     assert r.check.passed and len(r.check.leaves) > 6
-    assert leaf_rows(html.run_result(r)) == {c.path: "true" for c in r.check.leaves}
+    assert leaf_rows(run_entry(r)) == {c.path: True for c in r.check.leaves}
 
 
 def test_the_printed_output_is_saved_and_loaded_and_old_files_load_without_it(tmp_path):
@@ -206,7 +208,6 @@ def test_the_run_tab_cuts_a_long_output_with_a_note():
     import dataclasses
 
     long = dataclasses.replace(r, printed=tuple(f"<line {i}>\n" for i in range(2000)))
-    shown = html.run_result(long)
-    pre = re.search(r'<pre data-hwb="printed">(.*?)</pre>', shown, re.S).group(1)
-    assert "<line" not in pre and len(unescape(pre)) == html.PRINTED_SHOWN
-    assert "the first 4,000 of" in shown and "holds them all" in shown
+    shown = run_entry(long)  # as the Run tab gets it (drawn as text, "printed (the first part)")
+    assert shown["printed"].startswith("<line 0>\n") and len(shown["printed"]) == PRINTED_CHARS
+    assert shown["printed_cut"] and "".join(long.printed).startswith(shown["printed"])

@@ -21,7 +21,6 @@ import workbench as wb
 from workbench.pipeline import xla_probe
 from workbench.pipeline.build import xla_compiles
 from workbench.views.widgets import Panel
-from workbench.views.widgets.lists import stage_rows
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -143,12 +142,12 @@ def test_a_failed_background_compile_is_the_failed_stage():
         bad = wb.explore(fresh_scale(), *ARGS, pipeline="canonicalize", xla_options={"xla_no_such_flag": "1"})
         p = Panel(bad)
         p.wait(xla=False)
-        assert p.stage_list.pending == "xla" and p.stage_error.value == "" and p.right == "canonicalize#1"
+        assert not p.core.model["complete"] and p.core.model["error"] is None and p.right == "canonicalize#1"
     try:
         p.wait()  # the compile fails in the background: the panel shows the failed stage, picked
-        rows = {r["name"]: r["state"] for r in p.stage_list.stages}
-        assert rows["xla:compile"] == "error" and p.stage_list.pending == "" and p.last_error is None
-        assert "xla:compile failed" in p.stage_error.value and p.right == "xla:compile"
+        rows = {r["stage"]: r["error"] for r in p.core.model["stages"]}
+        assert rows["xla:compile"] and p.core.model["complete"] and p.last_error is None
+        assert p.core.model["error"]["stage"] == "xla:compile" and p.right == "xla:compile"
         assert "has no text to compare" in p.diff_view.message
     finally:
         p.close()
@@ -177,13 +176,13 @@ def test_the_panel_shows_the_mlir_stages_while_xla_compiles_then_the_xla_stages(
         p = Panel(ex)
         try:
             p.wait(xla=False)  # the queue is done; XLA's stages are still on their way
-            rows = [r["name"] for r in p.stage_list.stages]
+            rows = [r["stage"] for r in p.core.model["stages"]]
             assert rows == [s.name for s in ex.pipeline_stages]
-            assert p.stage_list.pending == "xla" and "compiling XLA" in p.stage_list.loading
+            assert not p.core.model["complete"]  # the stage list's spinner row: XLA is compiling
             # what it waits for, in words (the held thread has no compile running: this one is next)
             assert ex.xla_phase() == "starting" and p.jobs.awaiting == "compiling XLA: starting"
             assert "compiling XLA: starting" in p.status.value
-            assert "so far" in p.header.value and p.last_error is None
+            assert p.last_error is None
             # Diff, Run and Cost on MLIR stages meanwhile
             p.pick("enzyme-hlo-patterns#1")
             pair = (p.left, p.right)
@@ -193,7 +192,7 @@ def test_the_panel_shows_the_mlir_stages_while_xla_compiles_then_the_xla_stages(
             assert p.last_error is None, p.last_error
             assert p.diff_view.row_count > 0 and "stablehlo.transpose" in p.ops_delta.value
             assert pair == (ex["enzyme-hlo-patterns#1"].parent, "enzyme-hlo-patterns#1")
-            assert "passed" in p.run_out.value
+            assert p.core.model["runs"][-1]["check"]["passed"]
             assert "XLA is compiling" in p.cost_table.value and "xla:optimized" not in p.cost_table.value
             assert not ex.xla_ready()
         except BaseException:
@@ -201,8 +200,8 @@ def test_the_panel_shows_the_mlir_stages_while_xla_compiles_then_the_xla_stages(
             raise
     try:
         p.wait()
-        assert [r["name"] for r in p.stage_list.stages] == ex.names and p.stage_list.pending == ""
-        assert "compiling XLA" not in p.status.value and "so far" not in p.header.value
+        assert [r["stage"] for r in p.core.model["stages"]] == ex.names and p.core.model["complete"]
+        assert "compiling XLA" not in p.status.value
         assert "xla:optimized" in p.cost_table.value  # the Cost tab filled anew with XLA's rows
         assert "algsimp" in [n for n, _, _ in p.passes.data["xla"]["items"]]
         assert (p.left, p.right) == pair  # the pick stays
@@ -216,12 +215,12 @@ def test_a_superseded_toggle_never_shows_the_old_modules_xla_stages():
     shown = []  # every stage list the panel showed, with the Exploration it showed then
     try:
         p.wait()
-        p.stage_list.observe(lambda ch: shown.append((p.ex, ch["new"])), "stages")
+        p.core.stages.observe(lambda ch: shown.append((p.ex, ch["new"]["model"]["stages"])), "data")
         with compile_thread_held():
             p.toggle_patterns(["dot_transpose"], False)  # A: its compile queues behind the held thread
             p.wait(xla=False)
             a = p.ex
-            assert a is not ex and p.stage_list.pending == "xla"
+            assert a is not ex and not p.core.model["complete"]
             gate = threading.Event()
             p._submit("holding", None, gate.wait, busy=True)  # the panel's queue waits...
             p.toggle_patterns(["transpose_dot_reorder"], False)  # ...with B's rebuild queued behind it
@@ -233,10 +232,10 @@ def test_a_superseded_toggle_never_shows_the_old_modules_xla_stages():
         b = p.ex
         assert b is not a and b.spec.selection.disabled == {"dot_transpose", "transpose_dot_reorder"}
         assert b.pipeline_stages[-1].text != a.pipeline_stages[-1].text
-        assert [r["name"] for r in p.stage_list.stages] == b.names and p.last_error is None
+        assert [r["stage"] for r in p.core.model["stages"]] == b.names and p.last_error is None
         with_xla = [(who, rows) for who, rows in shown if any(r["group"] == "xla" for r in rows)]
         assert with_xla and all(who is b for who, _ in with_xla)
-        assert all(rows == stage_rows(b.stages) for _, rows in with_xla)
+        assert all([r["stage"] for r in rows] == b.names for _, rows in with_xla)
         assert any(who is a for who, _ in shown)  # A's MLIR stages were shown, its XLA stages never
     finally:
         p.close()

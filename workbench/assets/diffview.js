@@ -6,8 +6,9 @@
 // -1 = no line on that side), before_name/after_name, message, height, mode (auto | split | unified).
 // The panel's widget also has marks_before/marks_after (lines of each text shown marked, .wbd-mark;
 // the view scrolls to the first unless one is in view, mark_focus's side first) and hears a click on
-// a code row as {type: "op", side: "before" | "after", line}. A model without them (the offline
-// report, the JupyterLab extension) marks nothing and sends nothing.
+// a code row as {type: "op", side: "before" | "after", line}; its counts carry the data attributes of
+// [data-hwb="diff-counts"]. A model without them (the view components' diff.ts, which draws its own
+// counts) marks nothing and sends nothing.
 // It may also have tips_before/tips_after: a sharded stage's value shardings, {texts: [description],
 // scopes: [[first line, last line, {name: index into texts}]]} (one scope per function: names are
 // per function); hovering a value's name (%0, %arg1, %param.3) shows its description in a popup
@@ -271,7 +272,13 @@ function render({ model, el }) {
     const summary = parts.length ? ": " + parts.join(" ") : ": no changes";
     // Nothing shown yet (a panel whose first diff is still being made): no count, rather than "0 rows".
     const shown = model.get("before_name") || model.get("after_name");
-    $(".wbd-stats").innerHTML = msg || !shown ? "" : `${n.toLocaleString("en-US")} rows` + summary;
+    const stats = $(".wbd-stats");
+    stats.innerHTML = msg || !shown ? "" : `${n.toLocaleString("en-US")} rows` + summary;
+    if (marking) { // the panel's: its counts read as every view's [data-hwb="diff-counts"] (diff.ts draws theirs)
+      Object.assign(stats.dataset, { hwb: "diff-counts", state: msg ? "none" : shown ? "ok" : "waiting",
+        left: model.get("before_name"), right: model.get("after_name") });
+      KINDS.forEach((kind, k) => (stats.dataset[kind] = count[k]));
+    }
     readMarks();
     readTips();
     relayout(!samePair);

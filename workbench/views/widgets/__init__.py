@@ -8,7 +8,6 @@ Views only read an Exploration and call its public methods (``with_patterns``, `
 """
 from .diffview import DiffView
 from .graphview import GraphView
-from .lists import StageList
 from .panel import Panel, panel
 
-__all__ = ["panel", "Panel", "DiffView", "GraphView", "StageList"]
+__all__ = ["panel", "Panel", "DiffView", "GraphView"]

@@ -16,11 +16,9 @@ from ...analysis.cost.table import summary_columns
 from ...analysis.diff import Changes, Diff
 from ...analysis.numbers import num
 from ...exploration import Exploration
-from ...stages import Stage
 
-__all__ = ["num", "cell", "table", "running", "failed", "done", "awaiting", "compiling", "compiled", "header", "stage_error",
-           "pipeline_string", "python_line", "ops_delta", "change_summary", "run_result",
-           "run_history", "stage_costs", "op_costs", "op_costs_missing"]
+__all__ = ["num", "cell", "table", "running", "failed", "done", "awaiting", "compiling", "compiled", "pipeline_string",
+           "python_line", "ops_delta", "change_summary", "stage_costs", "op_costs", "op_costs_missing"]
 
 
 def cell(v, digits: int = 3) -> str:
@@ -89,39 +87,7 @@ def compiled(ex: Exploration, waited: float, took: float) -> str:
     return f"XLA's stages shown: ready after {waited:.1f} s{f' ({steps})' if steps else ''}, drawn in {took:.2f} s"
 
 
-# -- the Exploration shown -------------------------------------------------------------------------
-def header(ex: Exploration, stages: Sequence[Stage], xla_off: Sequence[str], compiling: bool = False) -> str:
-    """One line: title, pipeline, stage counts (so far, while XLA compiles), device, and what is toggled
-    off or added."""
-    changed = sum(1 for s in stages if s.changed)
-    sel = ex.spec.selection
-    toggles = []
-    if sel.disabled:
-        toggles.append(f"{len(sel.disabled)} pattern{'s' * (len(sel.disabled) != 1)} off")
-    if sel.enabled:
-        toggles.append(f"{len(sel.enabled)} added")
-    if xla_off:
-        toggles.append(f"XLA off: {', '.join(xla_off)}")
-    bits = [Markup("<b>{}</b>").format(ex.spec.title), Markup("pipeline <code>{}</code>").format(ex.spec.pipeline[:60]),
-            f"{len(stages)} stages{' so far' * compiling}, {changed} changed", ex.spec.device]
-    bits += toggles + [Markup("compiling XLA&hellip;")] * compiling
-    return str(Markup('<div class="wb-header">{}</div>').format(Markup(" &middot; ").join(bits)))
-
-
-def stage_error(ex: Exploration, compiling: bool = False) -> str:
-    """The Exploration's failed stage, if any, with its error (empty when none failed); while XLA
-    compiles, only a failed MLIR stage (the XLA stages' error is not known yet)."""
-    error = ex.pipeline_error if compiling else ex.error
-    if not error:
-        return ""
-    more = ""
-    if error.full != str(error):  # the short form cut frames or the runner's own words: one click away
-        more = Markup('<details class="wb-error-full"><summary>the whole diagnostic, every frame '
-                      "(<code>.error.full</code>)</summary><pre>{}</pre></details>").format(error.full)
-    return str(Markup('<div class="wb-stage-error"><b>{} failed</b> (the stages before it are usable)'
-                      "<pre>{}</pre>{}</div>").format(error.stage, error, more))
-
-
+# -- the Exploration shown (its header, stages and runs: the view components, coreview.py) ----------------
 def pipeline_string(name: str, pipeline: str) -> str:
     return str(Markup('<details class="wb-pipeline"><summary><b>Pipeline string</b> (<code>{}.pipeline_string</code>, '
                       "{:,} characters) for <code>enzymexlamlir-opt --pass-pipeline='builtin.module(…)'</code>"
@@ -184,105 +150,6 @@ def change_summary(changes: Changes) -> str:
 
 
 # -- results ---------------------------------------------------------------------------------------
-_LEAF_HEAD = Markup("".join(f"<th>{h}</th>" for h in ("output", "shape", "dtype", "max abs err", "as lowered",
-                                                       "max rel err", "tolerance", "check")))
-PRINTED_SHOWN = 4_000  # characters of a run's printed output the Run tab shows (the run keeps them all)
-
-
-def _leaf_row(c) -> Markup:
-    """One checked leaf of a run's program outputs (``LeafCheck``): its path, shape, dtype, errors, tolerance
-    and verdict, its facts in data attributes as the components write them."""
-    return Markup('<tr data-hwb="leaf" data-path="{}" data-passed="{}"{}><td><code>{}</code></td><td>{}</td><td>{}</td>'
-                  "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>").format(
-        c.path, "true" if c.passed else "false", Markup(' class="wb-fail"') if not c.passed else "", c.path,
-        tuple(c.shape), c.dtype, num(c.max_abs), "" if c.lowered_abs is None else num(c.lowered_abs), num(c.max_rel),
-        num(c.tolerance), "passed" if c.passed else "FAILED")
-
-
-def _output_row(key: str, leaf) -> Markup:
-    """One output leaf of a run that was not checked: its path, shape and dtype."""
-    return Markup("<tr><td><code>{}</code></td><td>{}</td><td>{}</td>{}</tr>").format(
-        key, tuple(getattr(leaf, "shape", ())), getattr(leaf, "dtype", type(leaf).__name__), Markup("<td></td>" * 5))
-
-
-def _printed(lines) -> Markup:
-    """What a run's call printed (host callbacks, warnings), cut at ``PRINTED_SHOWN`` characters with a note."""
-    text = "".join(lines)
-    if not text:
-        return Markup("")
-    cut = Markup('<div class="wb-note">the first {:,} of {:,} characters; the run&#39;s <code>.printed</code> '
-                 "holds them all</div>").format(PRINTED_SHOWN, len(text)) if len(text) > PRINTED_SHOWN else ""
-    return Markup('<div class="wb-printed"><b>printed</b> (its call, once; the timing repeats print nothing):'
-                  '<pre data-hwb="printed">{}</pre>{}</div>').format(text[:PRINTED_SHOWN], cut)
-
-
-def _verdict(check) -> Markup:
-    """A run's check: the chip, the reference, the errors, the failed leaves named, and the check's note."""
-    if check is None:
-        return Markup('<span class="wb-chip">not checked</span>')
-    chip = Markup('<span class="wb-chip wb-pass">&#10003; passed</span>' if check.passed
-                  else '<span class="wb-chip wb-fail">&#10006; FAILED</span>')
-    lowered = "" if check.lowered_abs is None else f", the program as lowered: {num(check.lowered_abs)}"
-    failed = [c.path for c in check.leaves if not c.passed]
-    named = Markup(" &middot; failed: {}{}").format(
-        Markup(", ").join(Markup("<code>{}</code>").format(f) for f in failed[:6]),
-        f" and {len(failed) - 6} more" if len(failed) > 6 else "") if failed else ""
-    note = Markup('<div class="wb-note">{}</div>').format(check.note) if check.note else ""
-    return Markup("{} against <code>{}</code> (max abs error {}{}; max rel error {}){}{}").format(
-        chip, check.reference, num(check.max_abs), lowered, num(check.max_rel), named, note)
-
-
-def run_result(r, stale: str = "") -> str:
-    """One ``Exploration.run``: the check's verdict, the timing, what its call printed, and a row per checked
-    leaf (``r.check.leaves``: the leaves of the program's outputs, which through ``nnx.jit`` or
-    ``eqx.filter_jit`` are more than the user's outputs: the state written back into the model), else per
-    output leaf; ``stale`` (``r.why_stale(ex)`` for the Exploration shown) marks a run whose program a toggle
-    changed since."""
-    if r.check is not None:
-        rows = [_leaf_row(c) for c in r.check.leaves]
-    else:
-        import jax
-
-        rows = [_output_row(jax.tree_util.keystr(path) or "output", leaf)
-                for path, leaf in jax.tree_util.tree_flatten_with_path(r.outputs)[0]]
-    t = r.timing
-    mark = Markup('<div class="wb-stale-note">{} the program changed since this run &mdash; run again ({})'
-                  "</div>").format(_STALE, stale) if stale else ""
-    return str(Markup(
-        '<div class="wb-result{}" data-hwb="run">{}<div><b>{}</b> on <b>{}</b>: {}</div>'
-        "<div>time per call: median <b>{} ms</b> &middot; min {} ms &middot; IQR {} ms &middot; n={} (after one "
-        'warm-up call)</div>{}<table class="wb-table"><thead><tr>{}</tr></thead><tbody>{}</tbody></table></div>').format(
-        " wb-stale" * bool(stale), mark, r.stage, r.device, _verdict(r.check), num(t.median * 1e3), num(t.min * 1e3),
-        num(t.iqr * 1e3), len(t.times), _printed(getattr(r, "printed", ())), _LEAF_HEAD, Markup("").join(rows)))
-
-
-_STALE = Markup('<span class="wb-chip wb-stale">stale:</span>')
-
-
-def run_history(ex: Exploration, name: str = "ex") -> str:
-    """The session's runs (``ex.history``, ``name`` the variable), newest first: stage, the settings of
-    the program it ran, device, median time, check, and whether ``ex`` still has that program (else
-    why not); "" when there are none."""
-    runs = ex.history
-    if not runs:
-        return ""
-    rows = []
-    for k, r in reversed(list(enumerate(runs, 1))):
-        why = r.why_stale(ex)
-        check = Markup("") if r.check is None else Markup('<span class="wb-chip {}">{}</span>').format(
-            *(("wb-pass", "passed") if r.check.passed else ("wb-fail", "FAILED")))
-        state = Markup("{} {}").format(_STALE, why) if why else "current"
-        rows.append(Markup('<tr class="{}"><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td>'
-                           "<td>{}</td><td>{}</td></tr>").format("wb-stale" * bool(why), k, r.stage,
-                                                      r.program.settings if r.program else "", r.device,
-                                                      num(r.timing.median * 1e3), check, state))
-    head = Markup("").join(Markup("<th>{}</th>").format(h) for h in ("#", "stage", "program", "device", "median ms",
-                                                                     "check", "state"))
-    return str(Markup('<details class="wb-history" open><summary><b>This session\'s runs</b> ({}, <code>{}.history'
-                      '</code>: those before a toggle too)</summary><table class="wb-table"><thead><tr>{}</tr></thead>'
-                      "<tbody>{}</tbody></table></details>").format(len(runs), name, head, Markup("").join(rows)))
-
-
 def stage_costs(python: str, df, cached: Collection[str] = ()) -> str:
     """``Exploration.cost()``, every stage, in the columns the Cost tab shows; the seconds of the
     ``cached`` stages (served from a cache, so timed on their first run) say so."""

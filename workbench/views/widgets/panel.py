@@ -10,7 +10,8 @@ its XLA stages when XLA's compile (started in the background by the toggle) ends
 no place in the queue, and stages that arrive for an Exploration no longer shown are dropped. Every
 action's line of Python is shown, ready to paste. This module lays the widgets out and wires them to
 the actions; the Passes, Compile, Graph, Source, Analyze and Collectives tabs are modules of their own (``passes``,
-``compiletab``, ``graphtab``, ``source``, ``analyze``, ``collectives``), ``jobs`` runs the work, ``html`` renders what it gives,
+``compiletab``, ``graphtab``, ``source``, ``analyze``, ``collectives``), ``coreview`` the header, the stage list and
+the runs (the view components of one view model), ``jobs`` runs the work, ``html`` renders what it gives,
 ``changes`` says after each rebuild what it changed, ``savedview`` makes the output: the widget beside the view
 model of what the panel shows, sent again after each change, so that a saved notebook keeps the panel as it ended.
 """
@@ -33,12 +34,12 @@ from .actions import Action
 from .analyze import AnalyzeTab
 from ...artifacts.viewmodel import default_right
 from .changes import ChangeSummary
+from .coreview import CoreView
 from .diffview import DiffView
 from .driftbox import DriftBox
 from .editbox import EditBox
 from .graphtab import GraphTab
 from .jobs import Jobs
-from .lists import StageList, stage_rows
 from .passes import PassesTab
 from .pending import SoFar, late_name
 from .savedview import SavedView, Shown
@@ -90,7 +91,6 @@ class Panel:
         self._xla_watch: Future | None = None  # ex.xla_future() of the Exploration shown, while pending
         self._auto_right = False  # the right stage was the panel's choice while XLA compiled
         self._diffed: tuple | None = None  # (Exploration, left, right) the diff view shows
-        self._shown_run = None  # the RunResult the Run tab shows
         self._build()
         self.saved = SavedView(self._root, self._shown)  # the output, and what a saved notebook keeps of it
         self.jobs = Jobs(self.status, self._set_busy, background, on_ended=self.saved.changed)
@@ -191,7 +191,6 @@ class Panel:
         self._set_quietly(self.run_stage, stage)
         self._set_quietly(self.device, device)
         act = actions.run(self.name, stage, device, repeat)
-        self.run_out.value, self._shown_run = "", None
         self._submit(act.label, act.python, lambda: self._show_run(act.call(self._ex)), busy=True)
 
     def compare(self, stages=None, device: str | None = None) -> None:
@@ -231,12 +230,8 @@ class Panel:
     def _build(self) -> None:
         """The header and status line, the stage list beside the tabs, the Python and pipeline lines."""
         L = W.Layout
-        self.header = W.HTML(layout=L(flex="1 1 auto"))
+        self.core = CoreView(self._pick_pair)  # the header, the stage list and the runs: the view components
         self.status = W.HTML()  # its slot beside or under the header: panel.css
-        self.stage_error = W.HTML()
-        self.stage_list = StageList(layout=L(flex="none", max_height="800px"))  # width: lists.css (it folds)
-        self.stage_list.handler = self._on_stage_msg
-        self.stage_list.loading = "reading the stages…"
         self._build_tabs()
         self.summary = ChangeSummary(self.name, self._submit, self.diff_view, self.ops_delta,  # what a toggle changed
                                      lambda: setattr(self.tabs, "selected_index", 0))
@@ -245,9 +240,8 @@ class Panel:
         self._buttons = [self.run_button, self.compare_button, *self.analyze.buttons]
         self._root = W.VBox([
             W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
-            W.HBox([self.header, self.status], layout=L(align_items="center")).add_class("wb-row").add_class("wb-top"),
-            self.stage_error,
-            W.HBox([self.stage_list, self.tabs]).add_class("wb-row"),
+            W.HBox([self.core.header, self.status]).add_class("wb-row").add_class("wb-top"),
+            W.HBox([self.core.stages, self.tabs]).add_class("wb-row").add_class("wb-main"),
             self.summary.widget, self.python_box, self.pipeline_box,  # what a toggle changed: under the lists
         ])
         self._root.add_class("wb-panel")
@@ -310,7 +304,6 @@ class Panel:
                                        style=short)
         self.run_button = W.Button(description="Run", button_style="success", icon="play", layout=L(width="90px"))
         self.run_button.on_click(lambda _b: self.run())
-        self.run_out, self.run_history = W.HTML(), W.HTML()  # the run shown; the session's runs
         self.drift = DriftBox(self.name, lambda: self._ex, self._submit, self._show_drift)
         self.compare_stages = W.SelectMultiple(rows=6, layout=L(width="330px"))
         self.compare_button = W.Button(description="Compare stages", icon="table", layout=L(width="150px"),
@@ -318,8 +311,7 @@ class Panel:
         self.compare_button.on_click(lambda _b: self.compare())
         self.compare_out = W.HTML()
         return W.VBox([
-            W.HBox([self.run_stage, self.device, self.repeat, self.run_button]), self.run_out, self.drift.widget,
-            self.run_history,
+            W.HBox([self.run_stage, self.device, self.repeat, self.run_button]), self.drift.widget, self.core.runs,
             W.HTML("<b>Compare stages</b> (ctrl/shift-click to pick several; device and repeat from above)"),
             W.HBox([self.compare_stages, self.compare_button]), self.compare_out,
         ])
@@ -357,12 +349,11 @@ class Panel:
         return getattr(self._local, "quiet", False)
 
     # -- events from the browser ---------------------------------------------------------------------
-    def _on_stage_msg(self, msg: dict) -> None:
-        if msg.get("type") == "pick" and msg.get("name"):
-            try:
-                self.pick(msg["name"], msg.get("side", "right"))
-            except Exception as e:  # a stage of an Exploration replaced meanwhile: say so, do not raise
-                self.jobs.show_error(e)
+    def _pick_pair(self, left: str, right: str) -> None:
+        """A pair picked in the stage list (a stage's name: it against its parent; an A or B button: that side)."""
+        if {left, right} <= set(self._ex.names):  # else a stage of an Exploration replaced meanwhile
+            self._left, self._right = left, right
+            self._show_selection()
 
     def _on_passes(self, action: str, payload: dict) -> None:
         """A click in the Passes tab: a switch or group (toggle_patterns, toggle_xla), reset, or a pipeline."""
@@ -438,14 +429,7 @@ class Panel:
             self._left = (right.parent if right else names[-1]) or names[0]
         runnable = [s.name for s in stages if s.is_module]
         with self._programmatic():
-            self.header.value = html.header(ex, stages, list(ex.spec.xla_disabled), pending)
-            self.stage_error.value = html.stage_error(ex, pending)
-            with self.stage_list.hold_sync():  # one message: never new rows with the old marker, or back
-                self.stage_list.loading = "compiling XLA…" if pending else ""
-                self.stage_list.pending = "xla" if pending else ""
-                # the pair first: whoever sees the new stages sees which two are picked
-                self.stage_list.left, self.stage_list.right = self._left, self._right
-                self.stage_list.stages = stage_rows(stages)
+            self.core.show(ex, self._left, self._right, pending=pending)
             self.left_picker.options = names
             self.right_picker.options = names
             keep_run = self.run_stage.value
@@ -465,7 +449,6 @@ class Panel:
             self.passes.show(ex, pending)  # first: the Analyze tab's switches read the patterns on from its list
             self.analyze.show(ex, runnable, ids)
         self._show_pipeline_string(ex)
-        self._show_runs(ex)
         self._show_python()
         self.summary.show(ex, pending)
         # the diff anew unless it shows this pair of this Exploration already (XLA's stages arrived)
@@ -506,8 +489,7 @@ class Panel:
         with self._programmatic():  # a picked XLA stage whose compile is under way: in no picker yet
             self.left_picker.value = self._left if self._left in self.left_picker.options else None
             self.right_picker.value = self._right if self._right in self.right_picker.options else None
-        with self.stage_list.hold_sync():
-            self.stage_list.left, self.stage_list.right = self._left, self._right
+        self.core.pair(self._left, self._right)
         if not diff:
             if self.tabs.selected_index is not None:
                 self._on_tab()
@@ -544,9 +526,8 @@ class Panel:
 
     # -- results -----------------------------------------------------------------------------------
     def _show_run(self, r) -> None:
-        self._shown_run = r
         self.drift.offer(r)
-        self._show_runs(self._ex)
+        self._show_runs()
 
     def _show_drift(self, d, where: str = "source") -> None:
         """What ``ex.drift`` found, as the drift box's buttons ask: the stage diffed against the reference with the
@@ -559,15 +540,13 @@ class Panel:
         if d.op.result and self._ex.stage(d.stage).group != "xla":
             self.source.pick_op(d.stage, d.op.result)
 
-    def _show_runs(self, ex: Exploration) -> None:
-        """The run shown, marked stale when ``ex`` no longer has the program it ran, and the session's runs."""
-        r = self._shown_run
-        self.run_out.value = html.run_result(r, r.why_stale(ex)) if r is not None else self.run_out.value
-        self.run_history.value = html.run_history(ex, self.name)
+    def _show_runs(self) -> None:
+        """The session's runs (``ex.history``), each marked stale where the Exploration shown has another program."""
+        self.core.show(self._ex, self._left, self._right, pending=self._pending)
 
     def _show_compare(self, df) -> None:
         self.compare_out.value = html.table(df)
-        self._show_runs(self._ex)  # each stage compared is a run of the session
+        self._show_runs()  # each stage compared is a run of the session
 
     def _load_cost(self) -> None:
         key, ex, right = self._key(), self._ex, self._right

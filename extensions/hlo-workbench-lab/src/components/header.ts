@@ -1,11 +1,12 @@
 // The header: what was explored (title, pipeline, device), what the user switched (toggles), with which
-// versions, and whether the exploration is whole (XLA still compiling, a stage failed).
+// versions, and whether the exploration is whole (XLA still compiling, a stage failed: in the live panel with the
+// whole diagnostic, the error's `full`).
 import { clip } from './format';
 import { h } from './dom';
 import type { IViewModel } from './model';
 
 const SOURCES: Record<IViewModel['source'], string> = {
-  panel: 'the panel',
+  panel: '',
   saved: 'saved view (no kernel): run the cell for the live panel',
   hlox: 'saved exploration (.hlox), read without a kernel',
   report: 'offline report'
@@ -23,8 +24,9 @@ export function header(m: IViewModel): HTMLElement {
   head.dataset.hwb = 'header';
   const top = h('div', 'hwbv-titleline');
   top.append(h('span', 'hwbv-title', m.title), h('span', 'hwbv-device', m.device),
-    h('span', 'hwbv-muted', `${m.stages.length.toLocaleString('en-US')} stages`),
-    h('span', 'hwbv-muted hwbv-source', SOURCES[m.source] ?? m.source));
+    h('span', 'hwbv-muted', `${m.stages.length.toLocaleString('en-US')} stages`));
+  const source = SOURCES[m.source] ?? m.source;
+  if (source) top.append(h('span', 'hwbv-muted hwbv-source', source));
   head.append(top);
   const pipe = h('div', 'hwbv-pipeline');
   pipe.append(h('span', 'hwbv-label', 'pipeline'), h('code', 'hwbv-wrap', clip(m.pipeline, 600)));
@@ -43,14 +45,19 @@ export function header(m: IViewModel): HTMLElement {
   if (!toggles.childElementCount) toggles.append(h('span', 'hwbv-muted', 'no pattern or XLA pass switched'));
   head.append(toggles);
 
-  if (!m.complete) {
+  if (!m.complete && m.source !== 'panel') { // the live panel's stage list and status line say it
     head.append(h('div', 'hwbv-warn', 'XLA was still compiling: its stages are not listed'));
   }
   if (m.error) {
     const e = h('div', 'hwbv-error');
     e.dataset.hwb = 'error';
     e.dataset.stage = m.error.stage;
-    e.append(h('div', '', `${m.error.stage} failed`), h('pre', 'hwbv-pre', m.error.message));
+    e.append(h('div', '', `${m.error.stage} failed (the stages before it are usable)`), h('pre', 'hwbv-pre', m.error.message));
+    if (m.error.full) {
+      const full = h('details', 'hwbv-error-full');
+      full.append(h('summary', '', 'the whole diagnostic, every frame (.error.full)'), h('pre', 'hwbv-pre', m.error.full));
+      e.append(full);
+    }
     head.append(e);
   }
   const versions = Object.entries(m.versions).map(([k, v]) => `${k} ${v}`).join(' \u00b7 ');

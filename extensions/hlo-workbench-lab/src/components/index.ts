@@ -14,7 +14,7 @@ import './collectives';
 import { compileSection } from './compile';
 import { costSection } from './cost';
 import { diffView, IDiffView } from './diff';
-import { h, section } from './dom';
+import { h, note, section } from './dom';
 import { driftSection } from './drift';
 import { editsSection } from './edits';
 import { header } from './header';
@@ -22,7 +22,7 @@ import type { IHost, IMounted, IViewModel } from './model';
 import './passes';
 import { runsSection } from './runs';
 import './source';
-import { stageList } from './stages';
+import { IStageList, stageList, stageState } from './stages';
 import { register, render } from './widget';
 
 export type {
@@ -68,6 +68,7 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options:
   let pair: [string, string] = [m.shown.left, m.shown.right];
   let diff: IDiffView | null = null;
   let mark: (left: string, right: string) => void = () => {};
+  const ui = stageState(); // what the user set in the stage list, kept through updates
 
   const pick = (left: string, right: string, told = true) => {
     pair = [left, right];
@@ -79,24 +80,31 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options:
   function draw(): void {
     const open = new Map<string, boolean>();
     root.querySelectorAll<HTMLDetailsElement>(':scope > details[data-hwb]').forEach((d) => open.set(d.dataset.hwb!, d.open));
+    const list = root.querySelector<HTMLElement>('.hwbv-stage-scroll');
+    if (list) ui.height = list.offsetHeight;
     diff?.dispose();
+    diff = null;
     root.dataset.source = m.source;
     root.dataset.stages = String(m.stages.length);
     root.dataset.complete = String(m.complete);
-    const stages = stageList(m, pick, () => pair);
-    mark = stages.mark;
-    diff = diffView(m, host);
-    const diffSection = section('diff-section', 'Diff');
-    diffSection.body.append(diff.node);
-    const all: [string, HTMLElement | null][] = [['header', header(m)], ['stages', stages.node],
-      ['diff', diffSection.node], ['cost', costSection(m)], ['edits', editsSection(m)], ['runs', runsSection(m)],
-      ['drift', driftSection(m)], ['compile', compileSection(m)]];
+    let stages = null as IStageList | null; // made only where it is drawn, as the diff is
+    const diffSection = (): HTMLElement => { // made only where it is drawn: it asks the host for its pair
+      diff = diffView(m, host);
+      const { node, body } = section('diff-section', 'Diff');
+      body.append(diff.node);
+      return node;
+    };
+    const all: [string, () => HTMLElement | null][] = [['header', () => header(m)],
+      ['stages', () => (stages = stageList(m, pick, () => pair, ui)).node], ['diff', diffSection], ['cost', () => costSection(m)], ['edits', () => editsSection(m)],
+      ['runs', () => runsSection(m)], ['drift', () => driftSection(m)], ['compile', () => compileSection(m)]];
     const wanted = options.sections ? new Set(options.sections) : null;
-    const parts = all.filter(([name, p]) => p !== null && (!wanted || wanted.has(name))).map(([, p]) => p!);
+    const parts = all.filter(([name]) => !wanted || wanted.has(name)).map(([, make]) => make()).filter((p) => p !== null);
     for (const p of parts) {
       if (p instanceof HTMLDetailsElement && open.has(p.dataset.hwb!)) p.open = open.get(p.dataset.hwb!)!;
     }
     root.replaceChildren(...parts);
+    mark = stages?.mark ?? (() => {});
+    stages?.restore();
     pick(pair[0], pair[1], false);
   }
 
@@ -117,10 +125,53 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options:
   };
 }
 
-// The view model itself as a panel component ("view"): `data` is a view model, the host's asks answer a pair's diff.
-register('view', (el, data, host) =>
-  mount(el, data.model, { act: host.act, diff: (left, right) => host.ask('diff', { left, right }) },
-    { sections: data.sections ?? undefined }));
+// The view model as a panel component ("view"): `data.model` a view model (none yet: `data.loading` says why),
+// `data.sections` the sections drawn, the host's asks answer a pair's diff. `data.fold` (px): the stage list folds
+// to its heading while the panel is narrower, until the user opens or folds it.
+register('view', (el, data, host) => {
+  let d = data;
+  let view: IMounted | null = null;
+  let chosen = false; // the user opened or folded the stage list
+  const wait = note('', 'hwbv-loading');
+  el.append(wait);
+  let panel: Element | null = null;
+  const fold = () => {
+    if (!d.fold) return;
+    const outer = el.closest('.wb-panel');
+    if (outer && outer !== panel) sizes.observe((panel = outer)); // in the page now: watch the panel's width
+    const list = el.querySelector<HTMLDetailsElement>(':scope > .hwbv > details[data-hwb="stages"]');
+    const width = panel?.clientWidth ?? 0;
+    if (list && !chosen && width) list.open = width >= d.fold;
+    if (list) el.dataset.folded = String(!list.open);
+  };
+  const clicked = (e: Event) => {
+    if ((e.target as Element).closest('details[data-hwb="stages"] > summary')) chosen = true;
+  };
+  el.addEventListener('click', clicked);
+  el.addEventListener('toggle', () => fold(), true); // a details' toggle does not bubble
+  const sizes = new ResizeObserver(() => fold());
+  sizes.observe(el);
+  const show = (next: any) => {
+    d = next;
+    wait.textContent = d.model ? '' : (d.loading ?? '');
+    wait.hidden = !!d.model;
+    if (view && d.model) view.update(d.model);
+    else if (d.model) {
+      view = mount(el, d.model, { act: host.act, diff: (left, right) => host.ask('diff', { left, right }) },
+        { sections: d.sections ?? undefined });
+    }
+    fold();
+  };
+  show(data);
+  return {
+    update: show,
+    dispose() {
+      sizes.disconnect();
+      view?.dispose();
+      wait.remove();
+    }
+  };
+});
 
 /** anywidget's entry: views.js is the panel's module too. */
 export default { render };

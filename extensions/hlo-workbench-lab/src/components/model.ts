@@ -143,7 +143,8 @@ export interface IViewModel {
   versions: Record<string, string>;
   /** false: XLA was still compiling, its stages are not listed. */
   complete: boolean;
-  error: { stage: string; message: string } | null;
+  /** `full`: the whole diagnostic, every frame, where it says more than `message` (the live panel's). */
+  error: { stage: string; message: string; full?: string } | null;
   columns: string[];
   stages: IStage[];
   shown: { left: string; right: string };

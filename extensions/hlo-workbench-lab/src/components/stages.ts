@@ -1,5 +1,8 @@
 // The stage list: one row per stage (edited and failed ones marked), with the two buttons that pick the pair
-// the diff shows: A (before) and B (after). A click on a stage's name shows it against its parent.
+// the diff shows: A (before) and B (after). A click on a stage's name shows it against its parent. "hide
+// unchanged" keeps the stages that changed the module or failed, and the pair shown. In the live panel (source
+// "panel") while XLA compiles (a model not complete), a spinner row stands where XLA's stages will come, and the
+// list keeps the height it had, so that nothing under it moves.
 import { button, h, section } from './dom';
 import { clip, firstLine, formatMs, formatNumber } from './format';
 import type { IStage, IViewModel } from './model';
@@ -12,10 +15,27 @@ const EDIT_WORDS: Record<string, string> = {
 
 export type Pick = (left: string, right: string) => void;
 
+/** What the user set in a stage list, kept through a redraw with a newer model: unchanged stages hidden, where
+ * the list was scrolled, and its height (kept while XLA's stages are on their way). */
+export interface IStageState {
+  hide: boolean;
+  scroll: number;
+  height: number;
+}
+
+export const stageState = (): IStageState => ({ hide: false, scroll: 0, height: 0 });
+
 export interface IStageList {
   node: HTMLElement;
   /** Marks the pair shown. */
   mark(left: string, right: string): void;
+  /** Scrolls the list, once in the page, where the list it replaces was. */
+  restore(): void;
+}
+
+/** Whether "hide unchanged" keeps stage `s` when `pair` is shown. */
+export function kept(s: IStage, pair: readonly string[]): boolean {
+  return s.changed || !!s.error || pair.includes(s.stage);
 }
 
 /** The rows of stage `s`: its own, and one with its error under it where it failed. */
@@ -53,30 +73,55 @@ function rows(s: IStage, pick: Pick, current: () => [string, string]): HTMLTable
   return [tr, err];
 }
 
-export function stageList(m: IViewModel, pick: Pick, current: () => [string, string]): IStageList {
+export function stageList(m: IViewModel, pick: Pick, current: () => [string, string],
+  state: IStageState = stageState()): IStageList {
   const { node, body } = section('stages', 'Stages', m.stages.length);
   const edited = m.stages.filter((s) => s.edit).length;
   const failed = m.stages.filter((s) => s.error).length;
   const changed = m.stages.filter((s) => s.changed).length;
-  body.append(h('div', 'hwbv-note', `${changed} changed the module` + (edited ? `, ${edited} made by a hand edit` : '') +
+  const hide = h('input', 'hwbv-hide');
+  hide.type = 'checkbox';
+  hide.checked = state.hide;
+  const label = h('label', 'hwbv-hide-label');
+  label.append(hide, ' hide unchanged');
+  const head = h('div', 'hwbv-stage-head');
+  head.append(label, h('span', 'hwbv-note', `${changed} changed the module` + (edited ? `, ${edited} made by a hand edit` : '') +
     (failed ? `, ${failed} failed` : '') + ': pick A and B to compare two stages, or click a stage for it against its parent'));
+  body.append(head);
   const wrap = h('div', 'hwbv-table-wrap hwbv-stage-scroll');
   const t = h('table', 'hwbv-table hwbv-stage-table');
-  const head = t.createTHead().insertRow();
-  for (const c of ['A / B', 'stage', 'group', 'changed', 'lines', 'time', 'made by']) head.append(h('th', '', c));
+  const thead = t.createTHead().insertRow();
+  for (const c of ['A / B', 'stage', 'group', 'changed', 'lines', 'time', 'made by']) thead.append(h('th', '', c));
   const tbody = t.createTBody();
-  const byName = new Map<string, HTMLTableRowElement>();
+  const byName = new Map<string, [IStage, HTMLTableRowElement]>();
   for (const s of m.stages) {
     const trs = rows(s, pick, current);
-    byName.set(s.stage, trs[0]);
+    byName.set(s.stage, [s, trs[0]]);
     tbody.append(...trs);
   }
   wrap.append(t);
+  if (m.source === 'panel' && !m.complete) {
+    const wait = h('div', 'hwbv-pending');
+    wait.dataset.hwb = 'pending';
+    wait.append(h('span', 'hwbv-spin'), 'XLA is compiling: its stages come when it ends');
+    wrap.append(wait);
+    if (state.height) wrap.style.minHeight = `${state.height}px`;
+  }
+  wrap.addEventListener('scroll', () => (state.scroll = wrap.scrollTop));
   body.append(wrap);
+  let pair: string[] = [];
+  const filter = () => {
+    for (const [s, tr] of byName.values()) tr.hidden = state.hide && !kept(s, pair);
+  };
+  hide.addEventListener('change', () => {
+    state.hide = hide.checked;
+    filter();
+  });
   return {
     node,
     mark(left: string, right: string) {
-      for (const [name, tr] of byName) {
+      pair = [left, right];
+      for (const [name, [, tr]] of byName) {
         const a = name === left;
         const b = name === right;
         tr.classList.toggle('hwbv-is-a', a);
@@ -84,6 +129,10 @@ export function stageList(m: IViewModel, pick: Pick, current: () => [string, str
         tr.querySelector('.hwbv-pick-a')!.setAttribute('aria-pressed', String(a));
         tr.querySelector('.hwbv-pick-b')!.setAttribute('aria-pressed', String(b));
       }
+      filter();
+    },
+    restore() {
+      wrap.scrollTop = state.scroll;
     }
   };
 }
