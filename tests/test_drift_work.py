@@ -71,3 +71,12 @@ def test_the_cache_keeps_a_bounded_number_of_modules():
     assert cache.compiles == drift_values.KEPT + 5
     assert cache.program(("text", 0), lambda: "again") == "again"  # dropped long ago: made anew
     assert cache.program(("text", drift_values.KEPT + 4), lambda: "again") == drift_values.KEPT + 4  # kept
+
+
+def test_the_reference_warmed_alone_leaves_the_search_its_stage_to_compile(compiles):
+    """What the panel compiles once its stages show, for every later search of the trace: the reference's two."""
+    ex = wb.explore(sanitize, *nan_fed(), no_nan=True)
+    ex.warm_drift(reference_only=True).result(timeout=300)
+    assert len(compiles) == 2 and not any(ex.default_run_stage().name in c for c in compiles), compiles
+    d = ex.drift()
+    assert compiles[2:] == [f"the tap module of {ex.default_run_stage().name!r}"] and d.runs == 3

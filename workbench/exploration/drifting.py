@@ -52,11 +52,12 @@ class Drifting:
         return self._caused(found)
 
     def warm_drift(self, stage=None, reference=None, device: str | None = None,
-                   reference_device: str | None = None) -> Future:
+                   reference_device: str | None = None, reference_only: bool = False) -> Future:
         """Start compiling, in a background thread, the tap modules that ``drift`` with the same arguments takes
-        first, where it taps its sides whole (``analysis.run.drift_values``); nothing runs, so no callback of
-        the program fires. A ``drift`` that needs them meanwhile waits for them instead of compiling them
-        again. The Future's result is None; a failure is dropped here (the search says it, if it meets it)."""
+        first, where it taps its sides whole (``analysis.run.drift_values``; ``reference_only``: the
+        reference's, which every search of this trace shares); nothing runs, so no callback of the program
+        fires. A ``drift`` that needs them meanwhile waits for them instead of compiling them again. The
+        Future's result is None; a failure is dropped here (the search says it, if it meets it)."""
         done: Future = Future()
         cache = cache_of(self)
         if cache is None:  # a module given as text: its searches share no cache
@@ -69,7 +70,7 @@ class Drifting:
                                                              else self.stage(stage))
                 ref = self.reference_stage() if reference is None else self.stage(reference)
                 Probe(self, self._tap_side(st), self._tap_side(ref), device or self.spec.device, None,
-                      reference_device, cache).warm()
+                      reference_device, cache).warm(here=not reference_only)
             except Exception:  # noqa: BLE001 -- speculative: the search itself says what fails
                 pass
             done.set_result(None)

@@ -7,6 +7,7 @@ that they read only what an exploration declares it has.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Sequence
 
 from ..analysis.run.check import Reference, compare_outputs
@@ -15,10 +16,10 @@ from ..analysis.run.printed import captured
 from ..analysis.run.reference import reference_evaluations
 from ..analysis.search.explored import Explored
 from ..errors import WorkbenchError
-from ..ir.text import text_hash
+from ..ir.text import host_callback_count, text_hash
 from ..stages import Stage, Traced
 
-__all__ = ["refuse_shapes", "remembered_reference", "runs_table", "refuse_unfaithful_hlo"]
+__all__ = ["refuse_shapes", "remembered_reference", "runs_table", "refuse_unfaithful_hlo", "warm_reference"]
 
 
 def refuse_shapes(traced: Traced | None, stage: Stage, args: Any) -> None:
@@ -49,13 +50,44 @@ def remembered_reference(ex: Explored, memo: dict, device: str, args: Any, known
         if known is not None and known[0] == ref.name:
             memo[low_key] = known[1]
         else:
-            memo[low_key] = run_stage(ex, ref, device, 1, args, xla_options=())[0]
+            _once(memo, low_key, lambda: run_stage(ex, ref, device, 1, args, xla_options=())[0])
     wide_key = ("wider",) + low_key[1:]
-    if wide_key not in memo:
+
+    def wide():
         with captured():  # its float64 evaluations call the user's callbacks: the user asked for no such call
-            memo[wide_key] = reference_evaluations(ex, ref, device, args)
+            return reference_evaluations(ex, ref, device, args)
+
+    _once(memo, wide_key, wide)
     label = f"{ex.spec.title}:{ref.name}" if foreign else ref.name
     return memo[wide_key].reference(label, memo[low_key], ex.spec.title)
+
+
+_MAKING_LOCK = threading.Lock()
+_making: dict = {}  # (id(memo), key) -> the lock held while that entry is made
+
+
+def _once(memo: dict, key: tuple, make) -> None:
+    """``memo[key] = make()`` unless it is there, once: a caller that finds it being made (the panel's work
+    ahead, ``warm_reference``, then a Run) waits for it instead of making it again."""
+    if key in memo:
+        return
+    with _MAKING_LOCK:
+        lock = _making.setdefault((id(memo), key), threading.Lock())
+    with lock:
+        if key not in memo:
+            memo[key] = make()
+    with _MAKING_LOCK:
+        _making.pop((id(memo), key), None)
+
+
+def warm_reference(ex: Explored, device: str) -> None:
+    """Make the reference that runs of ``ex`` on ``device`` are checked against (``remembered_reference``) before
+    the first run asks for it: the panel calls it on a thread of its own once it shows. Nothing where the
+    program calls back into Python (making its reference would call the user's callbacks unasked)."""
+    ref = ex.reference_stage()
+    if host_callback_count(ref.text):
+        return
+    remembered_reference(ex, getattr(ex, "_refs", {}), device, None)
 
 
 def runs_table(ex: Explored, names: Sequence[str], device: str | None, repeat: int):

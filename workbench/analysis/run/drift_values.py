@@ -4,18 +4,22 @@
 yardstick (the reference promoted to float64, else run on nudged inputs) from theirs, each module compiled for
 its device (``execute.tap_program``), and compares pairs with the numeric check's rule (``check.check_leaf``).
 
-Where the time goes is XLA's compile of the tap modules (a probe of three modules compiled anew took 3 of every
-3.1 seconds of a search on the tour's attention example, 9 compiles in all). So:
+Where the time goes is XLA's compile of the tap modules: 7.7 of the 8.8 seconds of a search of the tour's
+attention example with a hand edit (cProfile), 9 compiles of three modules a round (the stage's tap module, the
+reference's, its float64 promotion), each about a compile of the whole program plus a little for each value
+returned (0.8 CPU seconds with none, 2.7 with all 180). So:
 - a side whose values all fit (``TAP_ALL`` values and the search's budget of bytes) is tapped whole, once: the
-  search's rounds and the inputs of the op found then read its values without another compile or run (one
-  module returning 170 values compiles in about twice the time of one returning two, and replaces three);
+  search's rounds and the inputs of the op found then read its values without another compile or run. Three
+  compiles take about the CPU the nine did (bench/bench_panel.py: 11.3 s against 11.6); what changes is that
+  the modules are known before the search starts, so they can be compiled ahead and kept:
 - ``TapCache`` keeps, for the searches of one trace, the compiled tap modules (by text, device and XLA
   options; the last ``KEPT``) and the reference's measured values (by text, device and arguments): a second
   search, of another stage or after a toggle, compiles its stage's module only;
 - ``Probe.warm`` compiles a search's first modules without running anything (no callback of the user's
   fires), in the background where the panel offers the search, so that the click finds them ready.
-The values compared are those the search compared before (the same modules' values, compiled as before):
-what a search finds does not depend on whether its modules were cached or warmed.
+The values compared are those the search compared before (its modules compiled with the same options): on
+the drift tests' programs the op, its line and every verdict are the same as the bisection's; and what a
+search finds does not depend on whether its modules were cached or warmed.
 """
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ __all__ = ["Probe", "TapCache", "TAP_ALL", "TAP_BYTES", "KEPT", "cache_of", "who
 TAP_BYTES = 64 * 2**20  # bytes of tapped values a side may return in one probe
 TAP_ALL = 256  # a side of at most this many values (within the budget) is tapped whole, in one module
 KEPT = 8  # compiled tap modules a TapCache keeps (the least recently used go first)
+_KEPT_VALUES = 2  # measured references it keeps: each holds up to TAP_BYTES a copy, in float64 too
 _QUICK = {"xla_backend_optimization_level": 0}  # how the float64 reference is compiled (see Probe._measure)
 _COPIES = 2 + NOISE_TRIES  # arrays of one tapped value a round keeps at most
 
@@ -110,7 +115,7 @@ class TapCache:
     def keep(self, key: tuple, m: "_Measured") -> None:
         with self._lock:
             self._measured[key] = m
-            while len(self._measured) > KEPT:
+            while len(self._measured) > _KEPT_VALUES:
                 self._measured.popitem(last=False)
 
 
@@ -163,6 +168,7 @@ class Probe:
         self.theirs = _Measured()
         self._whole_here = whole_values(here, budget) if whole_here else None
         self._whole_there = whole_values(there, budget) if whole_there else None
+        self._key: tuple | None = None  # the whole reference's key in the cache (``_there_key``)
 
     # -- what is fetched ---------------------------------------------------------------------------
     def preload(self) -> None:
@@ -192,11 +198,12 @@ class Probe:
                            [np.asarray(n) for n in t.nudged.get(p.there, ())], t.computed.get(p.there))
                 for p in pairs]
 
-    def warm(self) -> None:
+    def warm(self, here: bool = True) -> None:
         """Compile, and run nothing, the modules a search's first round takes where its sides are tapped
-        whole (the rest are compiled when asked), side by side in threads: they wait in the cache for the
+        whole (the rest are compiled when asked; ``here`` False: the reference's only, which every search of
+        the trace shares), side by side in threads: they wait in the cache for the
         search. Errors are left for the search to meet."""
-        jobs = [self._here_job(self._whole_here)] if self._whole_here else []
+        jobs = [self._here_job(self._whole_here)] if self._whole_here and here else []
         if self._whole_there and self.cache.measured(self._there_key()) is None:
             jobs += self._there_jobs(self._whole_there)[0]
 
@@ -228,8 +235,10 @@ class Probe:
 
     # -- the reference's side ------------------------------------------------------------------------
     def _there_key(self) -> tuple:
-        args = "explored" if self.args is None else args_key(self.args)
-        return (text_hash(tapped(self.there.tap, self._whole_there)), self.reference_device, args)
+        if self._key is None:
+            args = "explored" if self.args is None else args_key(self.args)
+            self._key = (text_hash(tapped(self.there.tap, self._whole_there)), self.reference_device, args)
+        return self._key
 
     def _fetch_there(self, values: list[Value]) -> None:
         missing = [v for v in dict.fromkeys(values) if v not in self.theirs.low]

@@ -31,6 +31,7 @@ from ...errors import WorkbenchError
 from ...exploration import XLA_WAIT, Exploration
 from . import actions, collectives, compiletab, html
 from .actions import Action
+from .ahead import ahead, busy_note
 from .analyze import AnalyzeTab
 from ...artifacts.viewmodel import default_right
 from .changes import ChangeSummary
@@ -215,6 +216,7 @@ class Panel:
         """Fill the Cost tab: every stage's cost, the chart, the per-op cost of the right stage."""
         self._cost_key = self._key()
         act = actions.cost(self.name)
+        self.cost_table.value = busy_note(act.label)
         self._submit(act.label, act.python, self._load_cost, busy=False)
 
     def show_graph(self, stage: str | None = None) -> None:
@@ -395,6 +397,8 @@ class Panel:
     # -- showing an Exploration ----------------------------------------------------------------------
     def _load(self) -> None:
         self._show_exploration(self._ex)
+        if self.jobs.background:  # the first Run's reference and the Cost tab's imports, made while the user reads
+            ahead(self._ex, self.device.value)
 
     def _rebuild(self, make: Callable[[], Action]) -> None:
         """Queue a rebuild; ``make`` builds its Action on the worker, from the Exploration of that moment
