@@ -487,3 +487,18 @@ def test_the_models_diff_counts_are_pythons():
     left, right = model["shown"]["left"], model["shown"]["right"]
     d = ex.diff(left, right)
     assert model["diff"]["runs"] == d.runs()
+
+
+def test_the_models_drift_names_one_cause_the_users_hand_edit():
+    from tests.test_drift import scaled
+
+    x = jnp.linspace(0, 1, 64)
+    ex = wb.explore(scaled, x)
+    last = ex.default_run_stage()
+    e = ex.with_text(last, last.text.replace("dense<3.000000e+00>", "dense<3.100000e+00>"))
+    model = B.view_model(e, drift=e.drift())
+    B.validate_view(model)
+    op = model["drift"]["op"]
+    assert model["drift"]["found"] and op["cause"]["kind"] == "edit" and op["cause"]["stage"] == last.name
+    assert op["cause"]["words"] == f"the cause: your hand edit of {last.name}"
+    assert model["drift"]["summary"].count("the cause:") == 1

@@ -267,6 +267,9 @@ def drift_entry(d) -> dict[str, Any]:
                 "result": op.result, "op": op.op, "line": op.line, "text": op.text[:2000], "source": op.source,
                 "made_by": op.made_by, "made_by_pass": short_pass(op.made_by_pass or ""),
                 "changed_by": op.changed_by, "patterns": list(op.patterns), "blame": op.blame_note,
+                "cause": None if getattr(op, "cause", None) is None else {
+                    "kind": op.cause.kind, "stage": op.cause.stage, "patterns": list(op.cause.patterns),
+                    "words": op.cause.words()},
                 "max_abs": _finite(op.check.max_abs), "tolerance": _finite(op.check.tolerance)}}
 
 

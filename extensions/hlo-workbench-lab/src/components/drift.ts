@@ -23,11 +23,13 @@ export function driftSection(m: IViewModel): HTMLElement | null {
     body.append(fact('op', h('code', 'hwbv-wrap', `${op.result} = ${op.op} (line ${op.line} of ${d.stage})`)));
     if (op.text) body.append(h('pre', 'hwbv-pre hwbv-code', op.text));
     if (op.made_by) body.append(fact('made by', `${op.made_by}${op.made_by_pass ? ` (${op.made_by_pass})` : ''}`));
-    if (op.changed_by) body.append(fact('changed by', op.changed_by));
-    if (op.patterns.length) {
-      const chips = h('span', 'hwbv-chips');
-      for (const p of op.patterns) chips.append(h('code', 'hwbv-chip', p));
-      body.append(fact('patterns', chips));
+    const cause = op.cause;  // one cause, as Python names it: the user's hand edit, or a stage's patterns
+    if (cause) {
+      const line = fact('cause', cause.words.replace(/^the cause: /, ''));
+      line.dataset.hwb = 'cause';
+      line.dataset.kind = cause.kind;
+      line.dataset.stage = cause.stage;
+      body.append(line);
     }
     if (op.blame) body.append(note(op.blame));
     body.append(fact('error', `max |error| ${formatNumber(op.max_abs) || '\u2014'}, tolerance ${formatNumber(op.tolerance) || '\u2014'}`));

@@ -116,6 +116,7 @@ export interface IDriftOp {
   blame: string;
   max_abs: MaybeNumber;
   tolerance: MaybeNumber;
+  cause?: { kind: 'edit' | 'patterns' | 'stage'; stage: string; patterns: string[]; words: string } | null;
 }
 
 export interface IDrift {
