@@ -257,6 +257,8 @@ def _runs(runs: list[dict]) -> Markup:
         parts = [Markup("<summary><b>{}</b> on {}: {} ms median, {} ms fastest of {}; {}{}{}</summary>").format(
             r["stage"], r["device"], num(r["median_ms"] or float("nan")), num(r["min_ms"] or float("nan")),
             r["repeat"], verdict, against, stale)]
+        if r.get("settings"):
+            parts.append(Markup('<div data-hwb="run-settings">ran: {}</div>').format(r["settings"]))
         if c is not None:
             parts += [_note("{}", c["note"]) if c["note"] else "", _table(
                 _LEAF_COLUMNS, [(l["path"], str(tuple(l["shape"])), l["dtype"], l["max_abs"], l["max_rel"],
@@ -266,7 +268,8 @@ def _runs(runs: list[dict]) -> Markup:
         if r["printed"]:
             parts.append(Markup("<div>printed{}:</div><pre>{}</pre>").format(
                 " (cut)" if r["printed_cut"] else "", r["printed"]))
-        out.append(Markup('<details data-hwb="run" open>{}</details>').format(Markup("").join(parts)))
+        out.append(Markup('<details data-hwb="run" data-stale="{}" open>{}</details>').format(
+            "true" if r["stale"] else "false", Markup("").join(parts)))
     return _section("runs", f"Runs ({len(runs)})", _note(
         "Each <code>ex.run</code> of the session before the report (<code>ex.history</code>): time per call after "
         "one warm-up call, and the check of its outputs leaf by leaf. A run marked <b>stale</b> ran a program "

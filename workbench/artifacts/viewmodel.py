@@ -235,20 +235,24 @@ def _check(c) -> dict[str, Any] | None:
         return None
     return {"passed": bool(c.passed), "reference": c.reference, "kind": c.kind, "source": c.source,
             "note": c.note, "max_abs": _finite(c.max_abs), "max_rel": _finite(c.max_rel),
+            "lowered_abs": _finite(c.lowered_abs),
             "leaves": [{"path": l.path, "shape": list(l.shape), "dtype": l.dtype, "max_abs": _finite(l.max_abs),
                         "max_rel": _finite(l.max_rel), "tolerance": _finite(l.tolerance), "passed": bool(l.passed),
                         "rule": l.rule, "computed": l.computed or ""} for l in c.leaves]}
 
 
 def run_entry(r, ex=None) -> dict[str, Any]:
-    """One run (``RunResult``): its stage and device, the median and fastest time, its check leaf by leaf,
+    """One run (``RunResult``): its stage and device, the median, fastest and spread (IQR) of its times, the
+    settings of the program it ran (pipeline, toggles, XLA options, in words), its check leaf by leaf,
     what it printed (host callbacks, warnings: once per call the user asked for) and, given ``ex``, why its
     program is not ``ex``'s any more ("" where it is)."""
     t = r.timing
     printed = "".join(getattr(r, "printed", ()) or ())
     cut = len(printed) > PRINTED_CHARS
+    program = getattr(r, "program", None)
     return {"stage": r.stage, "device": r.device, "repeat": len(t.times),
-            "median_ms": _finite(t.median * 1e3), "min_ms": _finite(t.min * 1e3),
+            "median_ms": _finite(t.median * 1e3), "min_ms": _finite(t.min * 1e3), "iqr_ms": _finite(t.iqr * 1e3),
+            "settings": program.settings if program is not None else "",
             "check": _check(r.check), "printed": printed[:PRINTED_CHARS],
             "printed_cut": cut, "stale": r.why_stale(ex) if ex is not None else ""}
 

@@ -87,6 +87,7 @@ export interface ICheck {
   max_abs: MaybeNumber;
   max_rel: MaybeNumber;
   leaves: ILeaf[];
+  lowered_abs?: MaybeNumber;
 }
 
 export interface IRun {
@@ -101,6 +102,8 @@ export interface IRun {
   printed_cut: boolean;
   /** Why the program this run ran is not the one shown; "" where it is. */
   stale: string;
+  iqr_ms?: MaybeNumber;
+  settings?: string;
 }
 
 export interface IDriftOp {

@@ -44,17 +44,24 @@ function run(r: IRun, n: number): HTMLElement {
   if (r.check) box.dataset.passed = String(r.check.passed);
   const head = h('div', 'hwbv-run-head');
   head.append(h('span', 'hwbv-label', `run ${n}`), h('code', 'hwbv-wrap', r.stage), h('span', '', `on ${r.device}`),
-    h('span', '', `median ${formatMs(r.median_ms) || '\u2014'}, fastest ${formatMs(r.min_ms) || '\u2014'} of ${r.repeat}`));
+    h('span', '', `median ${formatMs(r.median_ms) || '\u2014'}, fastest ${formatMs(r.min_ms) || '\u2014'}, ` +
+      `IQR ${formatMs(r.iqr_ms) || '\u2014'} of ${r.repeat}`));
   if (r.check) head.append(h('span', r.check.passed ? 'hwbv-badge hwbv-badge-pass' : 'hwbv-badge hwbv-badge-error',
     r.check.passed ? 'passed' : 'FAILED'));
   box.append(head);
+  if (r.settings) {
+    const s = note(`ran: ${r.settings}`, 'hwbv-wrap');
+    s.dataset.hwb = 'run-settings';
+    box.append(s);
+  }
   if (r.stale) {
     const s = note(`stale: ${r.stale}`, 'hwbv-warn hwbv-stale');
     s.dataset.hwb = 'stale';
     box.append(s);
   }
   if (r.check) {
-    box.append(h('div', 'hwbv-check', checkWords(r.check)));
+    box.append(h('div', 'hwbv-check', checkWords(r.check) + (r.check.lowered_abs === null || r.check.lowered_abs === undefined
+      ? '' : `; the program as lowered: ${formatNumber(r.check.lowered_abs)}`)));
     if (r.check.note) box.append(note(r.check.note));
     box.append(leaves(r.check));
   } else box.append(note('not checked'));
