@@ -68,7 +68,7 @@ SLOW = {
         "test_a_report_reads_diffs_and_embeds_no_more_than_its_limits",
         "test_dot_past_its_time_limit_is_stopped_with_a_named_error_and_a_note",
     },
-    "test_bundle.py": {
+    "test_viewmodel.py": {
         "test_a_60000_line_text_is_cut_to_the_cap_and_says_so",
         "test_a_bundle_made_while_xla_compiles_lists_the_mlir_stages_and_says_so",
         "test_the_whole_bundle_stays_within_its_total",
@@ -176,7 +176,7 @@ SLOW = {
     },
     "test_report.py": {
         "test_a_bigger_program_stays_a_sane_size",
-        "test_the_report_is_one_file_with_no_url_in_it",
+        "test_the_report_is_one_file_with_no_url_in_it_and_runs_only_its_own_script",
     },
     "test_saved.py": {
         "test_a_loaded_exploration_has_every_stage_and_needs_no_pass_nor_compile",
@@ -244,7 +244,7 @@ MINUTES = {
     "test_bisect_joint.py": 0.7, "test_browser_graph.py": 0.7, "test_wheel.py": 0.5, "test_core.py": 0.5,
     "test_browser_sharding.py": 0.4, "test_extension_views.py": 0.4, "test_shardy.py": 0.4, "test_saved.py": 0.4,
     "test_cli.py": 0.4, "test_report.py": 0.3, "test_extension_notebook7.py": 0.3, "test_extension.py": 0.3,
-    "test_user_jit.py": 0.3, "test_start.py": 0.3, "test_bundle.py": 0.3, "test_progress.py": 0.3,
+    "test_user_jit.py": 0.3, "test_start.py": 0.3, "test_viewmodel.py": 0.3, "test_progress.py": 0.3,
     "test_provenance.py": 0.3, "test_extension_commands.py": 0.3, "test_browser_source.py": 0.3,
     "test_loop_costs.py": 3.0,
 }

@@ -272,7 +272,7 @@ def fake_extension(root: Path, old: float) -> None:
         (root / EXT / f).parent.mkdir(parents=True, exist_ok=True)
         (root / EXT / f).write_text("{}")
     (root / "workbench" / "assets").mkdir(parents=True)
-    for f in ("diffview.js", "diffview.css", "views.js", "views.css"):
+    for f in ("diffview.js", "diffview.css", "views.js", "editor.js", "views.css"):
         (root / "workbench" / "assets" / f).write_text("")
     for p in root.rglob("*"):
         os.utime(p, (old, old))
@@ -294,7 +294,7 @@ def test_the_build_backend_builds_the_extension_when_missing_unfinished_or_older
     views.unlink()
     assert b.stale(tmp_path) == "workbench/assets/views.js is missing"
     views.write_text("")
-    for built in (out / "package.json", views, views.with_suffix(".css")):
+    for built in (out / "package.json", views, views.with_suffix(".css"), views.with_name("editor.js")):
         os.utime(built, (old + 5, old + 5))  # built after its sources
     assert b.stale(tmp_path) is None
     for source in ("extensions/hlo-workbench-lab/src/index.ts", "extensions/hlo-workbench-lab/package-lock.json",
