@@ -264,6 +264,24 @@ def exploration_facts(ex, runs=None) -> dict:
             "leaves": [[l.path, bool(l.passed)] for r in runs if r.check for l in r.check.leaves]}
 
 
+# A program whose check fails under Reactant's no_nan (it replaces a NaN it is fed by zero), so that a run in the
+# panel offers "Find where it drifts" (tests/test_browser_drift.py, tests/test_browser_layout.py)
+DRIFT_CELL = """\
+def clean(x, w):
+    x = jnp.where(jnp.isnan(x), 0.0, x)
+    return jnp.tanh(x @ w).sum(0)
+
+xs = jnp.arange(32.0).reshape(4, 8).at[1, 2].set(jnp.nan)
+ex = wb.explore(clean, xs, jnp.ones((8, 3)) / 8, no_nan=True)
+wb.panel(ex)"""
+
+
+def run_in_panel(panel, passed: bool) -> None:
+    """The Run tab's Run button clicked, as a user does, until a run whose check ``passed`` (or failed) shows."""
+    tab(panel, "Run")
+    panel.locator("button.widget-button:visible", has_text="Run").first.click()
+    panel.locator(f'[data-hwb="run"][data-passed="{str(passed).lower()}"]').first.wait_for(timeout=120_000)
+
 # -- what a user does in the panel (tests/test_browser_saved.py, tests/test_browser_four_ways.py) ------------------
 def idle(page) -> None:
     """The panel's last job has ended (its status line says how)."""

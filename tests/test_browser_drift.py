@@ -6,23 +6,14 @@ diff and its line in the Source tab. Screenshots: test-output/panel_drift_run.pn
 test-output/panel_drift_source.png."""
 import pytest
 
-from tests.browser_pages import open_notebook, show_panel, side_by_side, tab, write_notebook
+from tests.browser_pages import DRIFT_CELL, open_notebook, show_panel, side_by_side, tab, write_notebook
 
 pytestmark = pytest.mark.slow
-
-CELL = """\
-def clean(x, w):
-    x = jnp.where(jnp.isnan(x), 0.0, x)
-    return jnp.tanh(x @ w).sum(0)
-
-xs = jnp.arange(32.0).reshape(4, 8).at[1, 2].set(jnp.nan)
-ex = wb.explore(clean, xs, jnp.ones((8, 3)) / 8, no_nan=True)
-wb.panel(ex)"""
 
 
 @pytest.fixture(scope="module", autouse=True)
 def notebook_files(lab_server):
-    write_notebook(lab_server["root"] / "drift.ipynb", "import jax, jax.numpy as jnp\nimport workbench as wb", CELL)
+    write_notebook(lab_server["root"] / "drift.ipynb", "import jax, jax.numpy as jnp\nimport workbench as wb", DRIFT_CELL)
 
 
 def test_a_failed_check_offers_find_where_it_drifts_and_marks_the_op(browser, lab, shots):

@@ -10,7 +10,8 @@ the click toggles that pattern as any toggle does (its line of Python shown, ``p
 "Find where it drifts"'s sentence wraps at 1000 px. Screenshots: test-output/layout_*.png."""
 import pytest
 
-from tests.browser_pages import open_notebook, run_cell, settle, show_panel, switch, tab, write_notebook
+from tests.browser_pages import (DRIFT_CELL, open_notebook, run_cell, run_in_panel, settle, show_panel, switch, tab,
+                                 write_notebook)
 
 pytestmark = pytest.mark.slow
 
@@ -25,15 +26,6 @@ PANEL = "p = wb.panel(ex)\np"
 SPEC = "print('off:', ','.join(sorted(p.ex.spec.selection.disabled)))"
 
 # a program whose check fails under no_nan, so that the Run tab offers "Find where it drifts" (test_browser_drift)
-DRIFT = """\
-def clean(x, w):
-    x = jnp.where(jnp.isnan(x), 0.0, x)
-    return jnp.tanh(x @ w).sum(0)
-
-xs = jnp.arange(32.0).reshape(4, 8).at[1, 2].set(jnp.nan)
-ex = wb.explore(clean, xs, jnp.ones((8, 3)) / 8, no_nan=True)
-wb.panel(ex)"""
-
 TABS = ("Diff", "Passes", "Run", "Cost", "Compile", "Graph", "Source", "Analyze", "Collectives")
 # what each tab shows once filled (the tab is measured with it)
 FILLED = {"Diff": ".wbd-row", "Passes": "[data-hwb=xla-toggle]", "Run": '[data-hwb="run"]', "Cost": ".wb-table",
@@ -104,7 +96,7 @@ def notebook_files(lab_server):
     root = lab_server["root"]
     write_notebook(root / "layout.ipynb", SETUP, PANEL, SPEC)
     write_notebook(root / "layout_toggle.ipynb", SETUP, PANEL, SPEC)
-    write_notebook(root / "layout_drift.ipynb", "import jax, jax.numpy as jnp\nimport workbench as wb", DRIFT)
+    write_notebook(root / "layout_drift.ipynb", "import jax, jax.numpy as jnp\nimport workbench as wb", DRIFT_CELL)
 
 
 def _width(page, width: int, browser_open: bool) -> None:
@@ -145,9 +137,7 @@ def test_every_tab_at_1000_1280_and_1920_px_cuts_no_label_and_scrolls_no_row(bro
     page = open_notebook(browser, lab, "layout.ipynb", width=1000)
     try:
         panel = show_panel(page)
-        tab(panel, "Run")
-        panel.locator("button.widget-button:visible", has_text="Run").first.click()
-        panel.locator('[data-hwb="run"][data-passed="true"]').first.wait_for(timeout=120_000)
+        run_in_panel(panel, passed=True)
         _idle(page)
         _find_applicable(panel, page)
         found = []
@@ -263,9 +253,7 @@ def test_where_it_drifts_wraps_at_1000_px(browser, lab, shots):
     page = open_notebook(browser, lab, "layout_drift.ipynb", width=1000)
     try:
         panel = show_panel(page)
-        tab(panel, "Run")
-        panel.locator("button.widget-button:visible", has_text="Run").first.click()
-        panel.locator('[data-hwb="run"][data-passed="false"]').first.wait_for(timeout=120_000)
+        run_in_panel(panel, passed=False)
         panel.locator(".wb-drift-button").click()
         panel.locator(".wb-drift-result").wait_for(state="attached", timeout=120_000)
         _idle(page)
