@@ -502,3 +502,17 @@ def test_the_models_drift_names_one_cause_the_users_hand_edit():
     assert model["drift"]["found"] and op["cause"]["kind"] == "edit" and op["cause"]["stage"] == last.name
     assert op["cause"]["words"] == f"the cause: your hand edit of {last.name}"
     assert model["drift"]["summary"].count("the cause:") == 1
+
+
+def test_a_model_without_its_pair_makes_no_diff_cost_or_texts(monkeypatch):
+    """The panel's core (header, stage list, runs) draws the pair elsewhere: its model neither makes nor carries the
+    pair's diff, ops delta, cost rows or texts, and is still a valid view model."""
+    ex = wb.explore(lambda x: jnp.dot(x.T, x.T).T, jnp.ones((8, 8)))
+    ex.stages
+    made = []
+    monkeypatch.setattr(B, "_diff_entry", lambda *a, **k: made.append("diff"))
+    monkeypatch.setattr(B, "_cost", lambda *a, **k: made.append("cost"))
+    model = B.view_model(ex, pair=False)
+    B.validate_view(model)
+    assert made == [] and model["texts"] == {} and model["ops_delta"] == [] and model["cost"] is None
+    assert set(model["diff"]) == {"left", "right", "note"} and len(model["stages"]) == len(ex.stages)

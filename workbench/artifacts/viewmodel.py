@@ -151,21 +151,23 @@ def _ops_delta(a: Stage | None, b: Stage | None) -> list[dict[str, Any]]:
 
 def view_model(ex, left: str | None = None, right: str | None = None, *, stages: Sequence[Stage] | None = None,
                wait: float | None = None, source: str = "panel", variable: str | None = None, runs: Sequence | None = None,
-               drift=None, compile_profile=None) -> dict[str, Any]:
+               drift=None, compile_profile=None, pair: bool = True) -> dict[str, Any]:
     """The view model of ``ex`` (an Exploration) with ``left`` and ``right`` shown (empty: the pair the panel
     shows first). ``stages``: those to list (default: every stage if XLA's are ready within ``wait``
     seconds, else the trace and MLIR stages: a slow compile does not hold a view up; ``wait`` None: every
     stage, XLA's compiled first). ``runs``: the runs to
     list (default ``ex.history``, the session's), ``drift`` a ``Drift`` found, ``compile_profile`` XLA's
     compile profile (a ``Profile``); ``source`` says which view it is for, ``variable`` the name that holds
-    ``ex`` in the user's namespace (what the extension's "Save exploration…" saves)."""
+    ``ex`` in the user's namespace (what the extension's "Save exploration…" saves). ``pair`` False: the pair's
+    own facts (texts, structural diff, ops delta, cost rows) are neither made nor carried (``diff`` says so), for a
+    view that draws the pair elsewhere (the panel's Diff and Cost tabs)."""
     return _model(ex, left, right, stages, wait, source=source, variable=variable, runs=runs, drift=drift,
-                  compile_profile=compile_profile)[0]
+                  compile_profile=compile_profile, pair=pair)[0]
 
 
 def _model(ex, left: str | None, right: str | None, stages: Sequence[Stage] | None, wait: float | None, *,
            source: str = "panel", variable: str | None = None, runs: Sequence | None = None, drift=None,
-           compile_profile=None) -> tuple[dict[str, Any], "Diff | None"]:
+           compile_profile=None, pair: bool = True) -> tuple[dict[str, Any], "Diff | None"]:
     """``view_model``'s JSON, and the diff of the pair shown (None when there is none to make)."""
     complete = stages is not None or wait is None or ex.xla_ready(wait)
     stages = list(stages if stages is not None else ex.stages if complete else ex.pipeline_stages)
@@ -189,8 +191,8 @@ def _model(ex, left: str | None, right: str | None, stages: Sequence[Stage] | No
         "columns": list(COLUMNS) + ["parent", "edit"],
         "stages": [_row(s) for s in stages],
         "shown": {"left": left, "right": right},
-        "ops_delta": _ops_delta(by_name.get(left), by_name.get(right)),
-        **_cost(ex, [by_name[n] for n in dict.fromkeys((left, right)) if n in by_name]),
+        "ops_delta": _ops_delta(by_name.get(left), by_name.get(right)) if pair else [],
+        **(_cost(ex, [by_name[n] for n in dict.fromkeys((left, right)) if n in by_name]) if pair else {"cost": None}),
         "edits": [edit_entry(e) for e in getattr(ex, "edits", ())],
         "runs": _runs(ex, ex.history if runs is None else runs),
         "drift": None if drift is None else drift_entry(drift),
@@ -198,6 +200,9 @@ def _model(ex, left: str | None, right: str | None, stages: Sequence[Stage] | No
         "caps": {"text_bytes": TEXT_BYTES, "total_bytes": TOTAL_BYTES, "diff_bytes": DIFF_BYTES},
         "texts": {},
     }
+    if not pair:
+        data["diff"] = {"left": left, "right": right, "note": "this view draws the pair elsewhere"}
+        return plain_json(data, "view", allow_nan=False), None
     diff, data["diff"] = _diff_entry(by_name.get(left), by_name.get(right), left, right,
                                      TOTAL_BYTES - _size(plain_json(data, "view")))
     names = list(dict.fromkeys((left, right)))

@@ -6,8 +6,8 @@ view model (``artifacts.viewmodel.view_model``, source "panel"), made once per E
 new pair only moves the model's ``shown``.
 
 The pair's own facts (its texts, structural diff, ops delta, cost) are the Diff and Cost tabs': the panel's
-``DiffView`` draws the diff (with its counts as every view's ``[data-hwb="diff-counts"]``), so the model sent here
-leaves them out. A pick in the stage list (a stage's name: it against its parent; its A or B button: that side)
+``DiffView`` draws the diff (with its counts as every view's ``[data-hwb="diff-counts"]``), so the model made here
+has none of them (``view_model(..., pair=False)``: neither made nor sent). A pick in the stage list (a stage's name: it against its parent; its A or B button: that side)
 comes back as the action "pair" ({left, right}).
 """
 from __future__ import annotations
@@ -22,7 +22,6 @@ __all__ = ["CoreView", "FOLD_BELOW"]
 
 FOLD_BELOW = 760  # px: the stage list folds to its heading in a narrower panel, until the user opens it
 _CELL = 300  # characters of a stage's pass string sent (the panel's list does not show it; its title does)
-_LEFT_OUT = {"texts": {}, "ops_delta": [], "cost": None, "drift": None, "compile": None}
 
 
 class CoreView:
@@ -42,14 +41,14 @@ class CoreView:
     def show(self, ex, left: str, right: str, *, pending: bool) -> None:
         """Show ``ex`` (its runs: ``ex.history``) with ``left`` and ``right`` picked; ``pending``: its XLA stages are
         on their way (those of the model are the trace's and MLIR's until they are ready)."""
-        m = view_model(ex, left, right, wait=0.0 if pending else None, source="panel")
+        m = view_model(ex, left, right, wait=0.0 if pending else None, source="panel", pair=False)
         error = ex.error if m["complete"] else ex.pipeline_error
         if error is not None and error.full != str(error):  # the short form cut frames or the runner's words
             m["error"]["full"] = error.full
         for row in m["stages"]:
             row["produced_by"] = row["produced_by"][:_CELL]
         with self._lock:
-            self._send({**m, **_LEFT_OUT})
+            self._send(m)
 
     def pair(self, left: str, right: str) -> None:
         """Mark ``left`` and ``right`` as the pair shown."""
