@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 
 ROOT = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=True).stdout.strip()
 BASE = sys.argv[1] if len(sys.argv) > 1 else "4a1a4a2"
-BUILT = {"workbench/assets/views.js"}  # esbuild's output of the components: counted as its TypeScript
+BUILT = {"workbench/assets/views.js", "workbench/assets/editor.js"}  # esbuild's outputs: counted as their TypeScript
 
 KINDS = {  # kind: (folders, suffixes, single files)
     "panel (widgets: Python + JS)": (("workbench/views/widgets/",), (".py", ".js"), ()),
