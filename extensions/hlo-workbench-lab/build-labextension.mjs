@@ -18,8 +18,10 @@ function corePath() {
   try {
     return execFileSync(python, ['-c', probe], { encoding: 'utf8' }).trim();
   } catch (err) {
-    console.error(`hlo-workbench-lab: cannot find JupyterLab's core package with ${python}: ${err.message}\n` +
-      'Run scripts/setup.sh first, or set JUPYTERLAB_CORE_PATH to jupyterlab/staging.');
+    console.error(
+      `hlo-workbench-lab: cannot find JupyterLab's core package with ${python}: ${err.message}\n` +
+        'Run scripts/setup.sh first, or set JUPYTERLAB_CORE_PATH to jupyterlab/staging.'
+    );
     process.exit(1);
   }
 }

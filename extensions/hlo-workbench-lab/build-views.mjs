@@ -10,9 +10,18 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const assets = resolve(here, '../../workbench/assets');
 const dev = process.argv.includes('--dev');
-const common = { bundle: true, minify: !dev, sourcemap: dev ? 'inline' : false, logLevel: 'warning', legalComments: 'none' };
+const common = {
+  bundle: true,
+  minify: !dev,
+  sourcemap: dev ? 'inline' : false,
+  logLevel: 'warning',
+  legalComments: 'none'
+};
 
-for (const [entry, out] of [['index.ts', 'views.js'], ['editor-entry.ts', 'editor.js']]) {
+for (const [entry, out] of [
+  ['index.ts', 'views.js'],
+  ['editor-entry.ts', 'editor.js']
+]) {
   // editor.js: the panel's stage editor with CodeMirror, apart (~300 kB the other hosts do not need)
   await build({
     ...common,

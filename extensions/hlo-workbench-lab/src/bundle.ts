@@ -52,7 +52,10 @@ interface IWidgetManagerLike {
   has_model(id: string): boolean;
   get_model?(id: string): Promise<IWidgetModelLike> | undefined;
   restoredStatus?: boolean;
-  restored?: { connect(f: () => void, thisArg?: unknown): boolean; disconnect(f: () => void, thisArg?: unknown): boolean };
+  restored?: {
+    connect(f: () => void, thisArg?: unknown): boolean;
+    disconnect(f: () => void, thisArg?: unknown): boolean;
+  };
 }
 
 interface ISessionLike {
@@ -142,8 +145,12 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
   }
 
   /** Shows the live panel if the notebook's widget manager has model `id`; whether it did. */
-  private async tryLive(rendermime: IRenderMimeRegistry, id: string, model: IRenderMime.IMimeModel,
-    wait: number): Promise<boolean> {
+  private async tryLive(
+    rendermime: IRenderMimeRegistry,
+    id: string,
+    model: IRenderMime.IMimeModel,
+    wait: number
+  ): Promise<boolean> {
     const got = await this.managed(rendermime, wait);
     if (!got) return false;
     const { renderer, manager } = got;
@@ -176,7 +183,9 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
    * whose manager was not ready yet, a kernel whose widgets are restored). */
   private async watch(rendermime: IRenderMimeRegistry, id: string, model: IRenderMime.IMimeModel): Promise<void> {
     let stop = false;
-    this.unwatch = () => { stop = true; };
+    this.unwatch = () => {
+      stop = true;
+    };
     for (let k = 0; k < 120 && !stop && !this.isDisposed; k++) {
       const got = await this.managed(rendermime, 1000);
       if (stop || this.isDisposed || this.kernelGone || !got) return;
@@ -257,8 +266,12 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
     this.clear();
     const data = model.data[BUNDLE_MIME] as any;
     if (data?.schema !== 'hlo-workbench/view' || data?.format !== 2) {
-      this.node.append(errorNode('hlo-workbench: this output was saved by another version of hlo-workbench ' +
-        `(view model format ${JSON.stringify(data?.format ?? null)}, this one reads 2): run the cell for the live panel`));
+      this.node.append(
+        errorNode(
+          'hlo-workbench: this output was saved by another version of hlo-workbench ' +
+            `(view model format ${JSON.stringify(data?.format ?? null)}, this one reads 2): run the cell for the live panel`
+        )
+      );
     } else {
       try {
         this.addWidget(new SavedView(data as IViewModel));
@@ -293,11 +306,14 @@ export const bundleRenderer: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [IRenderMimeRegistry],
   activate: (app: JupyterFrontEnd, rendermime: IRenderMimeRegistry) => {
-    rendermime.addFactory({
-      safe: true, // it shows text only; the live panel it hands over to is shown for trusted outputs only
-      mimeTypes: [BUNDLE_MIME],
-      defaultRank: RANK,
-      createRenderer: options => new BundleRenderer(options)
-    }, RANK);
+    rendermime.addFactory(
+      {
+        safe: true, // it shows text only; the live panel it hands over to is shown for trusted outputs only
+        mimeTypes: [BUNDLE_MIME],
+        defaultRank: RANK,
+        createRenderer: options => new BundleRenderer(options)
+      },
+      RANK
+    );
   }
 };

@@ -15,10 +15,11 @@ export function isMlirCell(source: string): boolean {
 
 /** Python that loads the workbench's magics in the kernel unless they are there (quietly: `%load_ext`
  * of a loaded extension would print). */
-const LOAD = "_ip = get_ipython()\n" +
+const LOAD =
+  '_ip = get_ipython()\n' +
   "if 'hlo' not in _ip.magics_manager.magics['cell']:\n" +
   "    _ip.run_line_magic('load_ext', 'workbench')\n" +
-  "del _ip\n";
+  'del _ip\n';
 
 /** A Python string literal of `s` (JSON's escapes are Python's too, for every character). */
 export function pyString(s: string): string {
@@ -32,15 +33,18 @@ export function pyString(s: string): string {
  * `%%hlo`: an Error says so.
  */
 export function exploreCode(source: string): string {
-  if (!source.trim()) throw new Error('the cell is empty: write a function and, on the last line, the call to explore, e.g. f(x)');
+  if (!source.trim())
+    throw new Error('the cell is empty: write a function and, on the last line, the call to explore, e.g. f(x)');
   const magic = cellMagic(source);
   let name = 'hlo';
   let line = '';
   let body = source;
   if (magic) {
     if (magic.name !== 'hlo' && magic.name !== 'mlir') {
-      throw new Error(`the cell starts with %%${magic.name}: hlo-workbench explores a cell of Python code ` +
-        '(its last line the call, e.g. f(x)), or a %%hlo or %%mlir cell');
+      throw new Error(
+        `the cell starts with %%${magic.name}: hlo-workbench explores a cell of Python code ` +
+          '(its last line the call, e.g. f(x)), or a %%hlo or %%mlir cell'
+      );
     }
     name = magic.name;
     line = magic.line;
@@ -55,12 +59,14 @@ export function exploreCode(source: string): string {
  * folder, the notebook's); it prints the absolute path written. */
 export function saveCode(variable: string, path: string): string {
   if (!/^[A-Za-z_]\w*$/.test(variable)) throw new Error(`${JSON.stringify(variable)} is not a Python name`);
-  return 'import workbench as _wb\n' +
+  return (
+    'import workbench as _wb\n' +
     `_x = globals().get(${pyString(variable)})\n` +
     'if not isinstance(_x, _wb.Exploration):\n' +
     `    raise NameError(${pyString(`the kernel holds no Exploration named ${variable}: run the cell first`)})\n` +
     `print(_x.save(${pyString(path)}))\n` +
-    'del _x, _wb\n';
+    'del _x, _wb\n'
+  );
 }
 
 /** A file name for a saved exploration, in the notebook's folder: the notebook's name and the

@@ -70,7 +70,9 @@ function shown(app: JupyterFrontEnd, tracker: INotebookTracker): IShown | null {
   return {
     model,
     right: model.shown.right,
-    names: Object.values(model.texts).filter(t => t.state === 'ok').map(t => t.stage),
+    names: Object.values(model.texts)
+      .filter(t => t.state === 'ok')
+      .map(t => t.stage),
     text: async name => model.texts[name]
   };
 }
@@ -98,8 +100,10 @@ export class StageDocument extends Widget {
 async function openStage(app: JupyterFrontEnd, tracker: INotebookTracker, stage?: string): Promise<void> {
   const at = shown(app, tracker);
   if (!at) {
-    await showErrorMessage('Open stage as document',
-      'Select a cell with a %%hlo output, or a saved exploration (.hlox) tab, first.');
+    await showErrorMessage(
+      'Open stage as document',
+      'Select a cell with a %%hlo output, or a saved exploration (.hlox) tab, first.'
+    );
     return;
   }
   const { model, names } = at;
@@ -126,8 +130,10 @@ async function openStage(app: JupyterFrontEnd, tracker: INotebookTracker, stage?
     return;
   }
   if (!text || text.state !== 'ok') {
-    await showErrorMessage('Open stage as document',
-      `Stage ${name} has no text here${text?.note ? ': ' + text.note : ' (this output carries the pair it shows)'}`);
+    await showErrorMessage(
+      'Open stage as document',
+      `Stage ${name} has no text here${text?.note ? ': ' + text.note : ' (this output carries the pair it shows)'}`
+    );
     return;
   }
   const content = new StageDocument(text.text);
@@ -189,14 +195,19 @@ async function save(tracker: INotebookTracker): Promise<void> {
   }
   const kernel = at.panel.sessionContext.session?.kernel;
   if (!kernel) {
-    await showErrorMessage('Save exploration',
-      'The notebook has no kernel: the exploration lives in the kernel. Run the cell, then save.');
+    await showErrorMessage(
+      'Save exploration',
+      'The notebook has no kernel: the exploration lives in the kernel. Run the cell, then save.'
+    );
     return;
   }
   const variable = typeof bundle.variable === 'string' ? bundle.variable : '';
   if (!variable) {
-    await showErrorMessage('Save exploration', 'This output does not say which variable holds its Exploration ' +
-      '(a panel shown without bind=): save it from Python, ex.save("name.hlox").');
+    await showErrorMessage(
+      'Save exploration',
+      'This output does not say which variable holds its Exploration ' +
+        '(a panel shown without bind=): save it from Python, ex.save("name.hlox").'
+    );
     return;
   }
   const asked = await InputDialog.getText({
@@ -246,7 +257,10 @@ export const commands: JupyterFrontEndPlugin<void> = {
     app.commands.addCommand(COMMANDS.save, {
       label: 'Save exploration\u2026',
       caption: "Save the active cell's exploration (the kernel's) as a .hlox file",
-      isEnabled: () => { const at = activeCell(tracker); return !!at && outputBundle(at.cell) !== null; },
+      isEnabled: () => {
+        const at = activeCell(tracker);
+        return !!at && outputBundle(at.cell) !== null;
+      },
       execute: () => save(tracker)
     });
     for (const command of Object.values(COMMANDS)) palette?.addItem({ command, category: CATEGORY });

@@ -28,8 +28,9 @@ function isHlox(w: Widget | null | undefined): w is HloxDocument {
 function target(app: JupyterFrontEnd, args: { readonly [key: string]: unknown }): HloxDocument | null {
   let id = typeof args.id === 'string' ? args.id : '';
   if (!id && args.from === 'context') {
-    const node = app.contextMenuHitTest(n => n.classList.contains('hwb-hlox-tab') ||
-      n.classList.contains('hwb-hlox-document'));
+    const node = app.contextMenuHitTest(
+      n => n.classList.contains('hwb-hlox-tab') || n.classList.contains('hwb-hlox-document')
+    );
     id = (node?.classList.contains('hwb-hlox-tab') ? node.dataset.id : node?.id) ?? '';
   }
   if (!id) return isHlox(app.shell.currentWidget) ? app.shell.currentWidget : null;
@@ -74,8 +75,11 @@ function basename(path: string): string {
 async function compareWith(app: JupyterFrontEnd, docs: IDocumentManager, tab: HloxDocument | null): Promise<void> {
   const a = tab?.content.model ? tab.content.path : null;
   if (!tab || !a) {
-    await refuse(tab ? 'This tab\'s file is not shown (it could not be read): there is nothing to compare.'
-      : 'Open a saved exploration (.hlox) first: "Compare with\u2026" compares its tab with another file.');
+    await refuse(
+      tab
+        ? "This tab's file is not shown (it could not be read): there is nothing to compare."
+        : 'Open a saved exploration (.hlox) first: "Compare with\u2026" compares its tab with another file.'
+    );
     return;
   }
   const picked = await FileDialog.getOpenFiles({
@@ -119,8 +123,9 @@ export const hloxCompare: JupyterFrontEndPlugin<void> = {
   activate: (app: JupyterFrontEnd, docs: IDocumentManager, palette: ICommandPalette | null) => {
     app.commands.addCommand(COMPARE_COMMAND, {
       label: TITLE,
-      caption: 'Compare this saved exploration (.hlox) with another: stages aligned by name, the first that ' +
-        'differs, costs, versions, settings and the final modules\' diff',
+      caption:
+        'Compare this saved exploration (.hlox) with another: stages aligned by name, the first that ' +
+        "differs, costs, versions, settings and the final modules' diff",
       isEnabled: args => target(app, args)?.content.model != null,
       execute: args => compareWith(app, docs, target(app, args))
     });

@@ -7,7 +7,11 @@
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ToolbarButton } from '@jupyterlab/apputils';
 import {
-  ABCWidgetFactory, Base64ModelFactory, DocumentRegistry, DocumentWidget, IDocumentWidget
+  ABCWidgetFactory,
+  Base64ModelFactory,
+  DocumentRegistry,
+  DocumentWidget,
+  IDocumentWidget
 } from '@jupyterlab/docregistry';
 import { Widget } from '@lumino/widgets';
 
@@ -113,8 +117,10 @@ export class HloxContent extends Widget {
 }
 
 class HloxFactory extends ABCWidgetFactory<IDocumentWidget<HloxContent>> {
-  constructor(options: DocumentRegistry.IWidgetFactoryOptions<IDocumentWidget<HloxContent>>,
-    private readonly commands: JupyterFrontEnd['commands']) {
+  constructor(
+    options: DocumentRegistry.IWidgetFactoryOptions<IDocumentWidget<HloxContent>>,
+    private readonly commands: JupyterFrontEnd['commands']
+  ) {
     super(options);
   }
 
@@ -122,14 +128,17 @@ class HloxFactory extends ABCWidgetFactory<IDocumentWidget<HloxContent>> {
     const widget = new DocumentWidget({ content: new HloxContent(context), context });
     widget.addClass('hwb-hlox-document');
     widget.title.iconClass = 'jp-MaterialIcon jp-FileIcon';
-    widget.title.className = 'hwb-hlox-tab';  // the tab's context menu offers "Compare with…" on it
+    widget.title.className = 'hwb-hlox-tab'; // the tab's context menu offers "Compare with…" on it
     // the button names its own tab: a click on another tab's toolbar compares that tab's file
-    widget.toolbar.addItem('hwb-compare', new ToolbarButton({
-      className: 'hwb-compare-button',
-      label: 'Compare with\u2026',
-      tooltip: 'Compare this saved exploration with another .hlox file',
-      onClick: () => void this.commands.execute(COMPARE_COMMAND, { id: widget.id })
-    }));
+    widget.toolbar.addItem(
+      'hwb-compare',
+      new ToolbarButton({
+        className: 'hwb-compare-button',
+        label: 'Compare with\u2026',
+        tooltip: 'Compare this saved exploration with another .hlox file',
+        onClick: () => void this.commands.execute(COMPARE_COMMAND, { id: widget.id })
+      })
+    );
     return widget;
   }
 }
@@ -148,15 +157,20 @@ export const hloxViewer: JupyterFrontEndPlugin<void> = {
       contentType: 'file'
     });
     app.docRegistry.addModelFactory(new PathModelFactory());
-    app.docRegistry.addWidgetFactory(new HloxFactory({
-      name: HLOX_FACTORY,
-      label: 'HLO Workbench exploration',
-      modelName: HLOX_MODEL,
-      fileTypes: [HLOX_FILE_TYPE],
-      defaultFor: [HLOX_FILE_TYPE],
-      readOnly: true,
-      preferKernel: false,
-      canStartKernel: false
-    }, app.commands));
+    app.docRegistry.addWidgetFactory(
+      new HloxFactory(
+        {
+          name: HLOX_FACTORY,
+          label: 'HLO Workbench exploration',
+          modelName: HLOX_MODEL,
+          fileTypes: [HLOX_FILE_TYPE],
+          defaultFor: [HLOX_FILE_TYPE],
+          readOnly: true,
+          preferKernel: false,
+          canStartKernel: false
+        },
+        app.commands
+      )
+    );
   }
 };

@@ -2,10 +2,7 @@
 // lists them: file types and highlighting, the .hlox viewer, the %%hlo output renderer, the commands,
 // the highlighting of %%mlir cells, and "Compare with…" on a .hlox tab. (The panel's stage editor is a
 // view component, src/components/editor.ts, in the panel's own module: nothing here watches the page.)
-import {
-  JupyterFrontEnd,
-  JupyterFrontEndPlugin
-} from '@jupyterlab/application';
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 
 import { bundleRenderer } from './bundle';
@@ -48,6 +45,12 @@ const programText: JupyterFrontEndPlugin<void> = {
   }
 };
 
-const plugins: JupyterFrontEndPlugin<any>[] = [programText, hloxViewer, bundleRenderer, commands, mlirCells,
-  hloxCompare];
+const plugins: JupyterFrontEndPlugin<any>[] = [
+  programText,
+  hloxViewer,
+  bundleRenderer,
+  commands,
+  mlirCells,
+  hloxCompare
+];
 export default plugins;

@@ -12,8 +12,11 @@ export const BASE = 'hlo-workbench';
 
 /** The JSON `endpoint` answers to `query` (empty values left out); an Error with the server's sentence
  * (a file that cannot be read, a stage it lacks) where it refuses. */
-export async function ask<T>(endpoint: 'view' | 'diff' | 'compare', query: Record<string, string | undefined>,
-  settings: ServerConnection.ISettings = ServerConnection.makeSettings()): Promise<T> {
+export async function ask<T>(
+  endpoint: 'view' | 'diff' | 'compare',
+  query: Record<string, string | undefined>,
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): Promise<T> {
   const params = new URLSearchParams();
   for (const [k, v] of Object.entries(query)) if (v) params.set(k, v);
   const url = URLExt.join(settings.baseUrl, BASE, endpoint) + '?' + params.toString();
@@ -31,9 +34,13 @@ export async function ask<T>(endpoint: 'view' | 'diff' | 'compare', query: Recor
     body = null;
   }
   if (!response.ok) {
-    const said = typeof body?.message === 'string' && body.message ? body.message
-      : response.status === 404 && !body ? 'the hlo-workbench server extension is not enabled on this Jupyter ' +
-        'server (jupyter server extension enable workbench.views.labserver)' : `${response.status} ${response.statusText}`;
+    const said =
+      typeof body?.message === 'string' && body.message
+        ? body.message
+        : response.status === 404 && !body
+          ? 'the hlo-workbench server extension is not enabled on this Jupyter ' +
+            'server (jupyter server extension enable workbench.views.labserver)'
+          : `${response.status} ${response.statusText}`;
     throw new Error(said);
   }
   if (body === null) throw new Error('the Jupyter server sent no JSON');
