@@ -131,7 +131,8 @@ class Panel:
         """What the panel shows now, as its saved view keeps it (``bound[0]``: what "Save exploration…" saves)."""
         ex = self._ex
         return Shown(ex, self._left, self._right, tuple(ex.history), self.drift.found, ex.profiles.get("compile"),
-                     self._pending, self.bound[0] if self.bound else None)
+                     self._pending, self.bound[0] if self.bound else None,
+                     self.core.model_of(ex, self._left, self._right))
 
     def wait(self, timeout: float | None = 600, xla: bool = True) -> "Panel":
         """Block until the panel's queued work is done (for scripts and tests), and with ``xla`` until
