@@ -240,7 +240,7 @@ class Panel:
                                      lambda: setattr(self.tabs, "selected_index", 0))
         self.python_box = W.HTML()
         self.pipeline_box = W.HTML()
-        self._buttons = [self.run_button, self.compare_button, *self.analyze.buttons]
+        self._buttons = [self.run_button, self.compare_button]
         self._root = W.VBox([
             W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
             W.HBox([self.core.header, self.status]).add_class("wb-row").add_class("wb-top"),
@@ -332,7 +332,7 @@ class Panel:
         for b in self._buttons:
             b.disabled = busy
         self.passes.set_busy(busy)
-        self.analyze.applicable.busy = busy
+        self.analyze.set_busy(busy)
 
     def _set_quietly(self, dropdown: W.Dropdown, value) -> None:
         if value in dropdown.options:
