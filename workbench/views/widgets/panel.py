@@ -17,8 +17,6 @@ model of what the panel shows, sent again after each change, so that a saved not
 """
 from __future__ import annotations
 
-import base64
-import io
 import pathlib
 import threading
 from concurrent.futures import Future
@@ -27,15 +25,16 @@ from typing import Callable, MutableMapping, Sequence
 
 import ipywidgets as W
 
-from ...errors import WorkbenchError
 from ...exploration import XLA_WAIT, Exploration
 from . import actions, collectives, compiletab, html
 from .actions import Action
-from .ahead import ahead, busy_note
+from .ahead import ahead
 from .analyze import AnalyzeTab
 from ...artifacts.viewmodel import default_right
 from .changes import ChangeSummary
+from .component import Component
 from .coreview import CoreView
+from .costtab import cost_data
 from .diffview import DiffView
 from .driftbox import DriftBox
 from .editbox import EditBox
@@ -131,8 +130,7 @@ class Panel:
         """What the panel shows now, as its saved view keeps it (``bound[0]``: what "Save exploration…" saves)."""
         ex = self._ex
         return Shown(ex, self._left, self._right, tuple(ex.history), self.drift.found, ex.profiles.get("compile"),
-                     self._pending, self.bound[0] if self.bound else None,
-                     self.core.model_of(ex, self._left, self._right))
+                     self._pending, self.bound[0] if self.bound else None)
 
     def wait(self, timeout: float | None = 600, xla: bool = True) -> "Panel":
         """Block until the panel's queued work is done (for scripts and tests), and with ``xla`` until
@@ -217,7 +215,7 @@ class Panel:
         """Fill the Cost tab: every stage's cost, the chart, the per-op cost of the right stage."""
         self._cost_key = self._key()
         act = actions.cost(self.name)
-        self.cost_table.value = busy_note(act.label)
+        self.cost.data = {"busy": f"{act.label}…"}
         self._submit(act.label, act.python, self._load_cost, busy=False)
 
     def show_graph(self, stage: str | None = None) -> None:
@@ -240,7 +238,7 @@ class Panel:
                                      lambda: setattr(self.tabs, "selected_index", 0))
         self.python_box = W.HTML()
         self.pipeline_box = W.HTML()
-        self._buttons = [self.run_button, self.compare_button]
+        self._buttons = [self.run_button, self.compare_button, *self.analyze.buttons]
         self._root = W.VBox([
             W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
             W.HBox([self.core.header, self.status]).add_class("wb-row").add_class("wb-top"),
@@ -255,9 +253,7 @@ class Panel:
         diff_tab = self._build_diff()
         self.passes = p = PassesTab(self._on_passes)  # its clicks are the panel's actions
         run_tab = self._build_run()
-        self.cost_table = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
-        self.cost_plot = W.Output()
-        self.op_costs = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
+        self.cost = Component("cost")  # every stage's cost, its chart, B's per op: costtab.py's facts
         self.graph = GraphTab(self.name, self._submit)  # its own module: the stage picker and the view
         self.graph_view = self.graph.view
         # Analyze (its own module): the jobs exist once _build is done, hence the lambdas
@@ -267,11 +263,10 @@ class Panel:
                                   self.passes.patterns_on,
                                   lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False),
                                   toggle=self.toggle_patterns)
-        cost_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs])
         self.collectives = collectives.CollectivesTab(self.name, self._submit, self.pick, self.diff_view,
                                                       lambda: setattr(self.tabs, "selected_index", 0))
         self.compile = compiletab.CompileTab(self.name, self._submit, self._diff_stage)
-        self.tabs = W.Tab(children=[diff_tab, p.widget, run_tab, cost_tab, self.compile.widget, self.graph.widget,
+        self.tabs = W.Tab(children=[diff_tab, p.widget, run_tab, self.cost, self.compile.widget, self.graph.widget,
                                     self.source.widget, self.analyze.widget, self.collectives.widget])
         self.tabs.titles = _TABS
         self.tabs.layout = W.Layout(flex="1 1 auto", min_width="0")
@@ -332,7 +327,7 @@ class Panel:
         for b in self._buttons:
             b.disabled = busy
         self.passes.set_busy(busy)
-        self.analyze.set_busy(busy)
+        self.analyze.applicable.busy = busy
 
     def _set_quietly(self, dropdown: W.Dropdown, value) -> None:
         if value in dropdown.options:
@@ -554,24 +549,7 @@ class Panel:
         self._show_runs()  # each stage compared is a run of the session
 
     def _load_cost(self) -> None:
-        key, ex, right = self._key(), self._ex, self._right
+        key, ex = self._key(), self._ex
         src = SoFar(ex) if self._pending else ex  # while XLA compiles: the trace and MLIR stages
-        every = actions.cost(self.name)
-        cached = {s.name for s in src.stages if s.cached}
-        self.cost_table.value = html.stage_costs(every.python, every.call(src), cached)
-        if self._pending:
-            self.cost_table.value += '<div class="wb-note">XLA is compiling: its stages\' rows come with them</div>'
-        fig = src.plot_cost()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-        png = base64.b64encode(buf.getvalue()).decode()
-        self.cost_plot.outputs = ({"output_type": "display_data", "metadata": {},
-                                   "data": {"image/png": png, "text/plain": f"{self.name}.plot_cost()"}},)
-        per_op = actions.cost(self.name, right)
-        try:
-            ops = per_op.call(src)
-        except WorkbenchError as e:
-            self.op_costs.value = html.op_costs_missing(right, e)
-        else:
-            self.op_costs.value = html.op_costs(right, per_op.python, ops)
+        self.cost.data = cost_data(self.name, src, self._right, self._pending)
         self._cost_key = key

@@ -20,7 +20,6 @@ import { editsSection } from './edits';
 import { header } from './header';
 import type { IHost, IMounted, IViewModel } from './model';
 import './passes';
-import './analyze';
 import { runsSection } from './runs';
 import './source';
 import { IStageList, stageList, stageState } from './stages';
@@ -97,7 +96,7 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options:
     };
     const all: [string, () => HTMLElement | null][] = [['header', () => header(m)],
       ['stages', () => (stages = stageList(m, pick, () => pair, ui)).node], ['diff', diffSection], ['cost', () => costSection(m)], ['edits', () => editsSection(m)],
-      ['runs', () => runsSection(m)], ['drift', () => driftSection(m)], ['compile', () => compileSection(m)]];
+      ['runs', () => runsSection(m)], ['drift', () => driftSection(m)], ['compile', () => compileSection(m, pick)]];
     const wanted = options.sections ? new Set(options.sections) : null;
     const parts = all.filter(([name]) => !wanted || wanted.has(name)).map(([, make]) => make()).filter((p) => p !== null);
     for (const p of parts) {
