@@ -151,9 +151,10 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
         # runs (tests/test_progress.py), but this one can end in a tenth of a second, before any bar is drawn:
         # wait for the state the click leads to, never for a transient one on the way
         tab(panel, "Analyze")
-        panel.locator("button.widget-button:visible", has_text="Find applicable patterns").click()
-        panel.locator(".wb-result", has_text="patterns change").wait_for(timeout=180_000)
-        assert not panel.locator('.wba-row[data-name="dot_transpose"] input').is_checked()  # a switch: off, as above
+        panel.locator("button.hwbv-an-button:visible", has_text="Find applicable patterns").click()
+        panel.locator('[data-hwb="analyze-applicable"][data-state="found"]').wait_for(timeout=180_000)
+        found = panel.locator('[data-hwb="applicable"][data-name="dot_transpose"]')
+        assert found.get_attribute("data-on") == "false" and not found.locator("input").is_checked()  # off, as above
         shots(panel, "panel_analyze")
     finally:
         page.close()
@@ -295,15 +296,16 @@ def test_bisect_in_the_analyze_tab_and_the_tri_state_group_switch(browser, lab, 
 
         # bisect with the proposed predicate: the culprits, their runs and the predicate in the tab's body
         tab(panel, "Analyze")
-        note = panel.locator(".wb-note", has_text="Proposed:")
-        assert "the patterns remove 3 stablehlo.transpose" in note.inner_text()
+        note = panel.locator('[data-hwb="analyze-proposal"][data-state="proposed"]')
+        assert "Proposed: op_count_at_most(op, n) with op stablehlo.transpose, n=0: the patterns remove 3 " \
+            "stablehlo.transpose" in note.inner_text()
         # at 1280 px with the file browser open, the bisect's long progress line goes under the header and
         # wraps there: the header keeps its one line, and nothing but the diff's panes scrolls sideways
         page.keyboard.press("Control+b")
         page.set_viewport_size({"width": 1280, "height": 1250})
         settle(page)
         header = panel.locator(".wb-header").bounding_box()["height"]
-        panel.locator("button.widget-button:visible", has_text="Bisect").click()
+        panel.locator("button.hwbv-an-button:visible", has_text="Bisect").click()
         running = page.wait_for_function("""() => {
             const status = document.querySelector('.wb-status.wb-running'), panel = document.querySelector('.wb-panel');
             if (!status || !status.textContent.includes('bisect')) return null;
@@ -313,16 +315,17 @@ def test_bisect_in_the_analyze_tab_and_the_tri_state_group_switch(browser, lab, 
         }""" % SIDEWAYS, polling="raf").json_value()
         assert running["header"] <= header + 1 and running["status"] <= running["top"] + 1, (header, running)
         assert not running["scrolling"], running
-        result = panel.locator(".wb-result", has_text="pipeline runs")
+        result = panel.locator('[data-hwb="analyze-bisect"][data-state="found"]')
         result.wait_for(timeout=180_000)
         text = result.inner_text()
         assert "wb.op_count_at_most(\"stablehlo.transpose\", 0)" in text and "hold (" in text
-        assert "pattern\tgroup\tparameters" in result.locator(".wb-table").first.inner_text()
-        assert "base" in result.locator(".wb-table").first.inner_text()
+        assert "pattern\tgroup\tparameters" in result.locator("table").first.inner_text()
+        culprits = result.locator('[data-hwb="culprit"][data-kind="pattern"]')
+        assert culprits.count() >= 1 and "base" in culprits.first.inner_text()
         assert re.search(r"\b1 pattern makes|\b\d+ patterns make ", text)
         result.locator("summary", has_text="the pipeline runs").click()
-        assert result.locator(".wb-runs tr", has_text="holds").count() >= 1
-        assert panel.locator("button.widget-button:visible", has_text="switch these off").count() == 1
+        assert result.locator('[data-hwb="search-run"][data-held="true"]:visible').count() >= 1
+        assert panel.locator('[data-hwb="switch-culprits-off"]:visible').count() == 1
         shots(panel, "panel_bisect")
 
         # the Passes tab: the search boxes hold their placeholders, reset stays on one line

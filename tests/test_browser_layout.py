@@ -30,7 +30,7 @@ TABS = ("Diff", "Passes", "Run", "Cost", "Compile", "Graph", "Source", "Analyze"
 # what each tab shows once filled (the tab is measured with it)
 FILLED = {"Diff": ".wbd-row", "Passes": "[data-hwb=xla-toggle]", "Run": '[data-hwb="run"]',
           "Cost": '[data-hwb="cost-table"]', "Compile": '[data-hwb="compile-step"]', "Graph": ".wbg-view svg",
-          "Source": ".wbsrc-line", "Analyze": ".wba-row"}
+          "Source": ".wbsrc-line", "Analyze": '[data-hwb="applicable"]'}
 WIDTHS = ((1000, False), (1280, True), (1920, False))  # (viewport, the file browser open)
 
 # The panel's controls and labels cut: [what, class, text, needed px, shown px]. A label, button, tab title or
@@ -41,7 +41,7 @@ CUT = """panel => {
     const said = e => (e.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 60);
     const out = [];
     const labels = 'button, label, .widget-label, .lm-TabBar-tabLabel, summary, th, .hwbv-tl-name, .hwbv-tl-gname, ' +
-                   '.hwbv-stage-name, .wbs-name, .hwbv-cp-kind, .hwbv-cp-name, .hwbv-cp-stage, .hwbv-cp-ms, .wba-name';
+                   '.hwbv-stage-name, .wbs-name, .hwbv-cp-kind, .hwbv-cp-name, .hwbv-cp-stage, .hwbv-cp-ms, .hwbv-an-name';
     const code = '.wbd, .wbsrc-code';  // a line of code is cut at the pane's edge by design, and whole in its title
     const cut = e => shown(e) && e.scrollWidth > e.clientWidth + 1;
     const ellipsis = [...panel.querySelectorAll('*')].filter(e => getComputedStyle(e).textOverflow === 'ellipsis'
@@ -116,8 +116,8 @@ def _idle(page) -> None:
 
 def _find_applicable(panel, page) -> None:
     tab(panel, "Analyze")
-    panel.locator("button.widget-button:visible", has_text="Find applicable patterns").click()
-    panel.locator(".wba-row").first.wait_for(timeout=120_000)
+    panel.locator("button.hwbv-an-button:visible", has_text="Find applicable patterns").click()
+    panel.locator('[data-hwb="applicable"]').first.wait_for(timeout=120_000)
     _idle(page)
 
 
@@ -224,15 +224,16 @@ def test_a_toggle_leaves_the_panel_in_place_and_an_applicable_pattern_is_a_toggl
 
         # a result of "Find applicable patterns" is a switch of that pattern: its click is a toggle
         _find_applicable(panel, page)
-        rows = panel.locator(".wba-row")
+        rows = panel.locator('[data-hwb="applicable"]')
         names = rows.evaluate_all("rs => rs.map(r => [r.dataset.name, r.querySelector('input').checked])")
         assert ["dot_transpose", True] in names, names
         name = next(n for n, on in names if on and n != "dot_transpose")
-        row = panel.locator(f'.wba-row[data-name="{name}"]')
+        row = panel.locator(f'[data-hwb="applicable"][data-name="{name}"]')
         moved = _toggle_steady(page, panel, row.locator("input"), f"/^[^,]+$/.test({header})")
         assert moved["top"] < 20 and moved["lists"] < 20 and moved["height"] < 20, ("an applicable pattern", moved)
         shots(panel, "layout_applicable_toggled")
-        assert not row.locator("input").is_checked() and "off" in row.inner_text()
+        assert not row.locator("input").is_checked() and row.get_attribute("data-on") == "false"
+        assert "off" in row.inner_text()
         python = panel.locator(".wb-python pre").first.inner_text()
         assert python == f'ex = ex.with_patterns(disable=["{name}"])', python
         passes = panel.locator('[data-hwb="pattern-toggle"][data-name="dot_transpose"]')  # the Passes tab's, hidden
@@ -244,7 +245,7 @@ def test_a_toggle_leaves_the_panel_in_place_and_an_applicable_pattern_is_a_toggl
         # and clicked again, it is switched back on
         moved = _toggle_steady(page, panel, row.locator("input"), f"{header} === ''")
         assert moved["top"] < 20 and moved["lists"] < 20 and moved["height"] < 20, ("an applicable pattern", moved)
-        assert row.locator("input").is_checked()
+        assert row.locator("input").is_checked() and row.get_attribute("data-on") == "true"
         assert panel.locator(".wb-python pre").first.inner_text() == f'ex = ex.with_patterns(enable=["{name}"])'
     finally:
         page.close()

@@ -75,11 +75,13 @@ def test_the_source_tab_names_a_notebook_cell_as_ipython_does(kernel_shell):
 
 def test_the_analyze_tab_points_at_the_run_tabs_device_picker(ex):
     from workbench.views.widgets import Panel
+    from workbench.views.widgets.component import views_module
 
     p = Panel(ex)
     try:
         p.wait()
-        words = " ".join(w.value for w in p.analyze.widget.children if hasattr(w, "value") and isinstance(w.value, str))
+        assert p.analyze.view.kind == "analyze"
+        words = views_module()[0]  # the component's words, as the panel's page gets them
         assert "on the device picked in the Run tab" in words and "picked above" not in words
     finally:
         p.close()

@@ -151,3 +151,40 @@ def test_the_saved_output_ends_with_the_toggles_and_the_runs(publisher, ex):
         assert last["variable"] == "ex" and last["source"] == "saved"
     finally:
         p.close()
+
+
+def test_a_toggle_makes_one_model_for_the_panel_and_its_saved_view(publisher, ex, monkeypatch):
+    """After a toggle the panel's core (header, stage list, runs) and the saved view show one model of the new
+    Exploration: it is made once (``view_model``) and the saved view adds the pair's facts to it (``with_pair``),
+    off the main thread (counted, not timed)."""
+    from IPython.display import display
+
+    from workbench.views.widgets import coreview, savedview
+
+    made, paired = [], []
+    for module in (coreview, savedview):
+        real = module.view_model
+        monkeypatch.setattr(module, "view_model", lambda *a, _real=real, **k: made.append(a[0]) or _real(*a, **k))
+    real_pair = savedview.with_pair
+    monkeypatch.setattr(savedview, "with_pair", lambda ex_, m: paired.append(threading.current_thread().name)
+                        or real_pair(ex_, m))
+    p = Panel(ex, background=False)
+    try:
+        p.wait()
+        display(p)
+        _host_keeps_live(p)
+        assert p.saved.flush(60), p.saved.last_error
+        for n, (names, on) in enumerate([(["dot_transpose"], False), (["dot_transpose"], True)], 1):
+            made.clear()
+            paired.clear()
+            p.toggle_patterns(names, on)
+            p.wait()
+            assert p.saved.flush(60), p.saved.last_error
+            assert made == [p.ex], n  # one model of the new Exploration, the panel's
+            assert len(paired) == 1 and paired[0] != threading.main_thread().name
+            last = publisher.sent[-1]["data"][B.MIME]
+            assert last["toggles"]["patterns_disabled"] == (["dot_transpose"] if n == 1 else [])
+            assert last["stages"] == [{**r, "produced_by": s.produced_by} for r, s in
+                                      zip(p.core.model["stages"], p.ex.stages)]
+    finally:
+        p.close()

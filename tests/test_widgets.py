@@ -154,18 +154,17 @@ def test_the_viewer_reads_row_kinds_by_the_diffs_codes(ex):
 
 
 def test_the_views_get_what_they_share_inlined_once(tmp_path):
-    """diffview.js/.css, graphview.js/.css and lists.css import what they share (assets/widgetkit.*) by a relative path,
+    """diffview.js/.css and graphview.js/.css import what they share (assets/widgetkit.*) by a relative path,
     which a page loading them from a string cannot follow: the widgets and the report get each file with the
     file it imports in place of the import line, once however many files import it."""
     from workbench.artifacts.assets import inlined
     from workbench.artifacts.report import render_diff_page
     from workbench.views.widgets.diffview import DiffView
     from workbench.views.widgets.graphview import GraphView
-    from workbench.views.widgets.lists import ApplicableList
 
-    for text in (DiffView._esm, DiffView._css, GraphView._esm, GraphView._css, ApplicableList._css):
+    for text in (DiffView._esm, DiffView._css, GraphView._esm, GraphView._css):
         assert not [line for line in text.splitlines() if line.startswith(("import ", "@import "))]
-    assert DiffView._css.count(".wb-bar {") == GraphView._css.count(".wb-bar {") == ApplicableList._css.count(".wb-bar {") == 1
+    assert DiffView._css.count(".wb-bar {") == GraphView._css.count(".wb-bar {") == 1
     assert DiffView._esm.count("export function coalesced(") == GraphView._esm.count("export function coalesced(") == 1
     page = render_diff_page("a\n", "b\n", "x", "y")  # the components, built: esbuild followed the imports
     assert "@import" not in page and "./widgetkit.js" not in page
@@ -366,15 +365,17 @@ def test_the_graph_tab_says_which_stage_it_draws_and_draws_the_one_picked(p, ex)
 
 def test_applicable_patterns_are_switches_of_the_pipeline(p):
     p.find_applicable("stablehlo")
-    out, found = p.analyze.applicable_out.value, p.analyze.applicable
-    assert "patterns change <code>stablehlo</code> when applied alone" in out
+    view = p.analyze.view
+    found = lambda: view.data["applicable"]  # noqa: E731
+    assert found()["state"] == "found" and found()["stage"] == "stablehlo" and found()["total"] > len(found()["rows"])
     assert p.python == 'ex.applicable("stablehlo", details=True)'
-    assert "dot_transpose" in [r["name"] for r in found.rows] and "dot_transpose" in found.enabled
-    found._receive(found, {"type": "toggle", "names": ["dot_transpose"], "on": False}, [])  # its switch clicked
+    assert "dot_transpose" in [r["name"] for r in found()["rows"]] and "dot_transpose" in found()["on"]
+    toggle = {"action": "toggle", "payload": {"names": ["dot_transpose"], "on": False}}
+    view._heard(view, toggle, [])  # its switch clicked
     assert p.python == 'ex = ex.with_patterns(disable=["dot_transpose"])' and p.history == [p.python]
-    assert p.ex.spec.selection.disabled == {"dot_transpose"} and "dot_transpose" not in found.enabled
-    found._receive(found, {"type": "toggle", "names": ["dot_transpose"], "on": True}, [])
-    assert not p.ex.spec.selection.disabled and "dot_transpose" in found.enabled
+    assert p.ex.spec.selection.disabled == {"dot_transpose"} and "dot_transpose" not in found()["on"]
+    view._heard(view, {**toggle, "payload": {"names": ["dot_transpose"], "on": True}}, [])
+    assert not p.ex.spec.selection.disabled and "dot_transpose" in found()["on"]
 
 
 def test_bisect_finds_the_patterns_that_form_a_dot_and_switches_them_off():
@@ -388,9 +389,9 @@ def test_bisect_finds_the_patterns_that_form_a_dot_and_switches_them_off():
     assert p.python == 'ex.bisect(wb.op_count_above("stablehlo.dot_general", 0))'
     tab = p.analyze
     culprits = tab.culprits
-    assert culprits and all(f"<code>{c}</code>" in tab.bisect_out.value for c in culprits)
-    assert tab.culprits_off.layout.display == ""
-    tab.culprits_off.click()
+    assert culprits and [c["name"] for c in tab.data["bisect"]["patterns"]] == culprits
+    assert tab.data["bisect"]["can_switch_off"]
+    tab.view._heard(tab.view, {"action": "switch_culprits_off", "payload": {}}, [])  # "switch these off" clicked
     assert p.ex.spec.selection.disabled == set(culprits)
     assert "stablehlo.dot_general" not in last_mlir(p.ex).text
     # a predicate that does not hold with every pattern on is explained, not raised
@@ -399,7 +400,7 @@ def test_bisect_finds_the_patterns_that_form_a_dot_and_switches_them_off():
     # a predicate kind that does not exist is named, with the known ones
     with pytest.raises(wb.UnknownNameError, match=r"unknown predicate 'crash\(\)'; did you mean 'crashes\(\)'"):
         p.bisect("crash()")
-    assert tab.predicate.value == "crashes()"
+    assert tab.form["predicate"] == "crashes()"
     p.close()
 
 
@@ -632,41 +633,42 @@ def test_bisect_shows_its_culprits_runs_and_failures_in_the_tab(ex):
     p = Panel(ex, background=False)
     tab = p.analyze
     # the proposed predicate holds with every pattern and not with none: the transposes the patterns remove
-    assert (tab.predicate.value, tab.pred_op.value, tab.pred_n.value) == \
-        ("op_count_at_most(op, n)", "stablehlo.transpose", 0)
-    assert "the patterns remove 3 <code>stablehlo.transpose</code>" in tab.predicate_note.value
+    assert (tab.form["predicate"], tab.form["op"], tab.form["n"]) == ("op_count_at_most(op, n)", "stablehlo.transpose", 0)
+    assert tab.data["proposal"]["state"] == "proposed" and tab.data["proposal"]["op"] == "stablehlo.transpose"
+    assert tab.data["proposal"]["why"].startswith("the patterns remove 3 stablehlo.transpose over the ")
     p.bisect()
     assert p.last_error is None, p.last_error
     line = 'ex.bisect(wb.op_count_at_most("stablehlo.transpose", 0))'
     assert p.python == line
-    out = tab.bisect_out.value
-    n = len(tab.culprits)
-    assert n >= 1 and f"<b>{n} pattern{'s' * (n != 1)}</b> make{'s' * (n == 1)} " in out
-    assert "<th>pattern</th><th>group</th>" in out and "<td>base</td>" in out
-    assert re.search(r"what they do together, on the last MLIR stage: .*<code>stablehlo.transpose</code> \d&rarr;0", out)
-    assert out.count("<td>holds</td>") + out.count("<td>does not hold</td>") == int(re.search(r"\((\d+) pipeline runs", out)[1])
+    found = tab.data["bisect"]
+    assert found["state"] == "found" and found["expr"] == line[len("ex.bisect("):-1] and found["over"] == "patterns"
+    assert len(tab.culprits) >= 1 and [c["name"] for c in found["patterns"]] == tab.culprits and found["xla"] == []
+    assert "base" in {c["group"] for c in found["patterns"]}
+    assert found["delta_on"] == "the last MLIR stage"
+    assert [d for d in found["delta"] if d["op"] == "stablehlo.transpose" and d["after"] == 0 and d["delta"] < 0]
+    assert len(found["log"]) == found["runs"] and all(held in (True, False) for _, held in found["log"])
     # the line it shows, pasted, finds the same patterns
     ns = {"ex": ex, "wb": wb}
     assert exec(f"res = {line}", ns) is None and ns["res"].patterns == tab.culprits
     # nothing to bisect: said in the tab, with the predicate and the runs, and in the status line
     p.bisect("op_count_above(op, n)", op="stablehlo.dot_general", n=0)
-    out = tab.bisect_out.value
-    assert "holds with no pattern enabled" in p.last_error and "Nothing bisected" in out
-    assert "holds with no pattern enabled" in out and 'wb.op_count_above("stablehlo.dot_general", 0)' in unescape(out)
-    assert "<td>every enabled pattern</td><td>holds</td>" in out and "<td>no pattern</td><td>holds</td>" in out
+    failed = tab.data["bisect"]
+    assert "holds with no pattern enabled" in p.last_error and failed["state"] == "failed"
+    assert "holds with no pattern enabled" in failed["message"] and failed["reason"] == "with-none"
+    assert failed["expr"] == 'wb.op_count_above("stablehlo.dot_general", 0)'
+    assert failed["log"] == [["every enabled pattern", True], ["no pattern", True]]
     p.bisect("crashes()")
-    assert "does not hold with all candidate patterns" in tab.bisect_out.value
-    assert tab.culprits == [] and tab.culprits_off.layout.display == "none"
+    assert "does not hold with all candidate patterns" in tab.data["bisect"]["message"]
+    assert tab.data["bisect"]["reason"] == "not-with-all" and tab.culprits == []
     # a predicate the user chose stays through a toggle; the proposal follows the program otherwise
     p.bisect("op_count_above(op, n)", op="stablehlo.dot_general", n=3)
     p.toggle_patterns(["dot_transpose"], False)
-    assert (tab.predicate.value, tab.pred_op.value, tab.pred_n.value) == \
-        ("op_count_above(op, n)", "stablehlo.dot_general", 3)
+    assert (tab.form["predicate"], tab.form["op"], tab.form["n"]) == ("op_count_above(op, n)", "stablehlo.dot_general", 3)
     from workbench.ir.ops import op_counts
 
     q = Panel(p.ex, background=False)
     left = op_counts(p.ex.default_run_stage().text)["stablehlo.transpose"]
-    assert 0 < left < 3 and (q.analyze.pred_op.value, q.analyze.pred_n.value) == ("stablehlo.transpose", left)
+    assert 0 < left < 3 and (q.analyze.form["op"], q.analyze.form["n"]) == ("stablehlo.transpose", left)
     p.close()
     q.close()
 
@@ -680,7 +682,7 @@ def test_the_passes_tab_says_patterns_do_nothing_without_a_patterns_step(p):
     assert not shown["patterns_used"] and shown["pipeline"] == "upstream"
     offered = shown["with_patterns"]
     assert "all" in offered and "upstream" not in offered and "only_enzyme" not in offered
-    assert "applies no Enzyme-JaX patterns" in p.analyze.predicate_note.value  # nor is there anything to bisect
+    assert p.analyze.data["proposal"] == {"state": "no-patterns"}  # nor is there anything to bisect
     from workbench.pipeline.presets import preset
 
     assert all(any(s.kind == "patterns" for s in preset(n).steps) for n in offered)

@@ -16,22 +16,18 @@ file's own view model (``viewmodel.view_model``), opened on the pass of its firs
 """
 from __future__ import annotations
 
-import functools
-import json
 import math
 from typing import Any, Sequence
 
 from ..analysis.diff.explorations import COST_COLUMNS, FINAL_MEASURES, Comparison, growth, growth_text
-from .assets import ASSETS
-from .jsonout import json_text, plain_json
-from .stage_diffs import carried
+from .jsonout import plain_json
+from .viewmodel import pair_diff, validate
 
-__all__ = ["SCHEMA", "FORMAT", "DIFF_BYTES", "comparison_model", "pair_diff", "comparison_schema",
-           "validate_comparison"]
+__all__ = ["SCHEMA", "FORMAT", "DIFF_BYTES", "comparison_model", "validate_comparison"]
 
 SCHEMA = "hlo-workbench/comparison"
 FORMAT = 1
-DIFF_BYTES = 8 * 2**20  # a final module's carried diff (normalized texts and runs, UTF-8), at most
+DIFF_BYTES = 8 * 2**20  # a final module's carried diff (normalized texts and runs, UTF-8), at most; the server's too
 _COLUMNS = ("ops",) + COST_COLUMNS
 
 
@@ -46,27 +42,11 @@ def _row(pair, row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def pair_diff(before, after, left: str, right: str) -> dict[str, Any]:
-    """The structural diff of two stages as a view model's ``diff`` carries it (``left`` and ``right`` name
-    them), or a ``note`` saying why there is none: a failed stage, a diff over ``DIFF_BYTES``."""
-    head = {"left": left, "right": right}
-    if before is None or after is None or before.error or after.error:
-        return {**head, "note": "a stage compared has no text to compare"}
-    from ..analysis.diff import diff_texts
-
-    entry = {**head, **carried(diff_texts(before.text, after.text, left, right))}
-    size = len(json_text(entry, "diff", ensure_ascii=False).encode())
-    if size > DIFF_BYTES:
-        return {**head, "note": f"the structural diff takes {size:,} bytes, over the {DIFF_BYTES:,} the Compare "
-                                "tab is sent"}
-    return entry
-
-
 def _module(m, labels: tuple[str, str]) -> dict[str, Any]:
     a, b = labels
     return {"what": m.what, "label": m.label, "changed": m.changed, "words": m.words(),
             "ops": [{"op": op, "before": x, "after": y, "delta": d} for op, x, y, d in m.ops],
-            "diff": pair_diff(m.before, m.after, f"{a}: {m.before.name}", f"{b}: {m.after.name}")}
+            "diff": pair_diff(m.before, m.after, f"{a}: {m.before.name}", f"{b}: {m.after.name}", DIFF_BYTES)}
 
 
 def _final(c: Comparison) -> list[dict[str, Any]]:
@@ -106,24 +86,9 @@ def comparison_model(c: Comparison, paths: tuple[str, str] = ("", ""), views: Se
     return plain_json(data, "comparison", allow_nan=False)
 
 
-@functools.cache
-def comparison_schema() -> dict[str, Any]:
-    """The comparison model's JSON Schema (``assets/compare.schema.json``)."""
-    return json.loads((ASSETS / "compare.schema.json").read_text())
-
-
 def validate_comparison(model: dict[str, Any]) -> None:
-    """ValueError naming the field where ``model`` is not a comparison model as ``comparison_schema()`` says
-    (each of its ``views`` checked as a view model too)."""
-    import jsonschema
-
-    from .viewmodel import validate_view
-
-    errors = sorted(jsonschema.Draft202012Validator(comparison_schema()).iter_errors(model),
-                    key=lambda e: list(e.path))
-    if errors:
-        e = errors[0]
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.path) or "(the top)"
-        raise ValueError(f"not a comparison model at {where}: {e.message[:300]}")
+    """ValueError naming the field where ``model`` is not a comparison model as ``assets/compare.schema.json``
+    says (each of its ``views`` checked as a view model too)."""
+    validate(model, "compare.schema.json", "a comparison model")
     for view in model["views"]:
-        validate_view(view)
+        validate(view)

@@ -8,13 +8,13 @@ the structural diffs the report carries precomputed (``report_texts``); a pair n
 A Content-Security-Policy lets nothing load from anywhere: scripts only from the host's inline module,
 by its hash, and the blob it imports the components from.
 
-Without JavaScript the page still reads: the model's static summary (``viewmodel.summary_html``) with its
-edits and runs, each run's check leaf by leaf, where the components are drawn; and, always, the report's
-limits, the cost table and chart, the user's lines, the graph of one stage and the profiles taken. Every
-piece of text from the program or the tools (names, pass strings, errors, paths) goes through markupsafe's
-``Markup.format``, which escapes it; the JSON in ``<script>`` elements has ``<``, ``>`` and ``&`` as
-``\\u003c`` and the like; the SVGs (graphviz's, matplotlib's) are re-serialized here keeping only drawing
-elements and attributes (no scripts, handlers or links out), text escaped.
+The components draw every fact the model holds, the cost of every stage listed (the model's ``cost``) and the
+compile profile among them; the page adds, in Python, what no component draws: the report's limits, the
+user's lines, the graph of one stage and the run profile taken. Every piece of text from the program or the
+tools (names, pass strings, errors, paths) goes through markupsafe's ``Markup.format``, which escapes it; the
+JSON in ``<script>`` elements has ``<``, ``>`` and ``&`` as ``\\u003c`` and the like; graphviz's SVG is
+re-serialized here keeping only drawing elements and attributes (no scripts, handlers or links out), text
+escaped.
 
 What a report lists, reads, embeds and computes is bounded by its ``ReportLimits`` (``report_texts``),
 stated in its header with what they left out: only the stages listed are read, costed, diffed and put in
@@ -26,7 +26,6 @@ from __future__ import annotations
 import base64
 import datetime
 import hashlib
-import io
 import json
 import numbers
 import re
@@ -36,15 +35,15 @@ from types import SimpleNamespace
 
 from markupsafe import Markup, escape
 
-from ..analysis.cost import cost_table, plot_cost
+from ..analysis.cost import cost_table
 from ..analysis.cost.table import summary_columns
 from ..analysis.graph import stage_graph
 from ..analysis.numbers import num
-from ..analysis.profile import COMPILE_SUMMARY, RUN_SUMMARY
+from ..analysis.profile import RUN_SUMMARY
 from .assets import ASSETS, inlined
-from .jsonout import WriteFailed, json_text, target_of, write_replacing
+from .jsonout import WriteFailed, json_text, table_json, target_of, write_replacing
 from .report_texts import LIMITS, REFERENCE, PackedTexts, ReportLimits, limits_note, pack_texts, shown_stages
-from .viewmodel import MIME, view_bundle
+from .viewmodel import view_model
 from ..errors import ReportFileError
 from ..stages import Stage
 
@@ -100,9 +99,8 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
     packed = pack_texts(stages, first, limits)
     packed.usage.stages_left = sum(g.count for g in gaps)
     profiles = getattr(ex, "profiles", {}) or {}
-    bundle = view_bundle(ex, *first, stages=stages, source="report", runs=ex.history,
-                         compile_profile=profiles.get("compile"))
-    model = bundle[MIME]
+    model = view_model(ex, *first, stages=stages, source="report", runs=ex.history,
+                       compile_profile=profiles.get("compile"))
     read = [s for s in stages if not s.error and s.text in packed.whole]
     left_out = [s.name for s in stages if not s.error and s.text not in packed.whole]
     gap_lines = [Markup("{:,} stage{} not listed, #{} <code>{}</code> to #{} <code>{}</code>").format(
@@ -112,11 +110,10 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
                                 "and <code>ex.report(path, limits=ReportLimits(stages={}))</code> lists them all")
                          .format(len(every)))
     facts = [*(("not listed", g) for g in gap_lines), *(("warning", w) for w in getattr(ex, "warnings", ()))]
-    static = Markup("").join([Markup(bundle["text/html"]), _edits(model["edits"]), _runs(model["runs"])])
-    sections = [_cost(ex, read, left_out), _your_lines(ex), _graph(drawn, max_ops, packed.whole, limits),
-                _time(profiles)]
+    model.update(_cost(ex, read, left_out))
+    sections = [_your_lines(ex), _graph(drawn, max_ops, packed.whole, limits), _time(profiles.get("run"))]
     return _document(f"{ex.spec.title} \u2014 hlo-workbench report", "ex.report(path)", model, packed,
-                     limits_note(limits, packed.usage), facts, static, Markup("").join(sections))
+                     limits_note(limits, packed.usage), facts, Markup("").join(sections))
 
 
 def render_diff_page(before: str, after: str, before_name: str, after_name: str,
@@ -133,10 +130,9 @@ def render_diff_page(before: str, after: str, before_name: str, after_name: str,
     # the two texts, as view_model reads an exploration: no pipeline, toggle, device, run or edit
     spec = SimpleNamespace(title=title, pipeline="", device="", xla_disabled=(),
                            selection=SimpleNamespace(disabled=(), enabled=()))
-    bundle = view_bundle(SimpleNamespace(spec=spec, error=None, xla_result=None), before_name, after_name,
-                         stages=stages, source="report", runs=())
-    return _document(title, made_by, bundle[MIME], packed, limits_note(limits, packed.usage), [],
-                     Markup(bundle["text/html"]), lead=header or Markup(""))
+    model = view_model(SimpleNamespace(spec=spec, error=None, xla_result=None), before_name, after_name,
+                       stages=stages, source="report", runs=())
+    return _document(title, made_by, model, packed, limits_note(limits, packed.usage), [], lead=header or Markup(""))
 
 
 # -- the page --------------------------------------------------------------------------------------------
@@ -150,7 +146,7 @@ _PAGE = Markup("""<!DOCTYPE html>
 </style></head>
 <body>
 <header><h1>{title}</h1><dl class="wb-facts">{facts}</dl>{lead}</header>
-<div id="wb-view" data-hwb-static="1">{static}</div><p class="wb-note" id="wb-view-note"></p>
+<div id="wb-view"><noscript><p class="wb-note">The view of the exploration needs JavaScript; its facts are the JSON of <code>#wb-model</code> in this page.</p></noscript></div><p class="wb-note" id="wb-view-note"></p>
 {sections}
 <footer class="wb-note">Written by hlo-workbench's <code>{made_by}</code>. One file: no network access; the stage texts are inside it, normalized as <code>ex.diff</code> prints them.</footer>
 <script type="application/json" id="wb-model">{model}</script>
@@ -161,10 +157,10 @@ _PAGE = Markup("""<!DOCTYPE html>
 """)
 
 
-def _document(title: str, made_by: str, model: dict, packed: PackedTexts, limits: str, facts, static: Markup,
+def _document(title: str, made_by: str, model: dict, packed: PackedTexts, limits: str, facts,
               sections: Markup = Markup(""), lead: Markup = Markup("")) -> str:
-    """The page: ``static`` where the components are drawn (what reads without JavaScript), ``sections``
-    below them; above, the header's ``facts`` (name, text or Markup), ``limits`` and ``lead``."""
+    """The page: the components drawn from ``model``, ``sections`` below them; above, the header's ``facts``
+    (name, text or Markup), ``limits`` and ``lead``."""
     script = _asset(ASSETS / "reporthost.js", "script")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     csp = (f"default-src 'none'; script-src 'sha256-{digest}' blob:; style-src 'unsafe-inline'; "
@@ -174,7 +170,7 @@ def _document(title: str, made_by: str, model: dict, packed: PackedTexts, limits
     facts = Markup("").join(Markup("<dt>{}</dt><dd>{}</dd>").format(k, v) for k, v in [
         ("written", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")), *facts,
         ("limits", Markup('<span id="wb-limits">{}</span>').format(limits))])
-    return str(_PAGE.format(csp=csp, title=title, style=style, facts=facts, lead=lead, static=static, sections=sections,
+    return str(_PAGE.format(csp=csp, title=title, style=style, facts=facts, lead=lead, sections=sections,
                             made_by=made_by, model=_script_json(model),
                             views=_script_json(inlined(views) if views.is_file() else None),
                             diffs=packed.data, script=script))
@@ -218,62 +214,15 @@ def _cell(v) -> Markup:
     return Markup("<td>{}</td>").format(v)
 
 
-def _table(columns, rows, attrs=None) -> Markup:
-    """A table of ``rows`` (each a sequence of cell values) under ``columns``; ``attrs``: each row's attributes."""
-    attrs = attrs or [Markup("")] * len(rows)
+def _table(columns, rows) -> Markup:
+    """A table of ``rows`` (each a sequence of cell values) under ``columns``."""
     return Markup('<table class="wb-table"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>').format(
         Markup("").join(Markup("<th>{}</th>").format(c) for c in columns),
-        Markup("").join(Markup("<tr{}>{}</tr>").format(a, Markup("").join(map(_cell, r))) for a, r in zip(attrs, rows)))
+        Markup("").join(Markup("<tr>{}</tr>").format(Markup("").join(map(_cell, r))) for r in rows))
 
 
 def _unavailable(what: str, err: BaseException) -> Markup:
     return Markup('<p class="wb-error">{}: {}: {}</p>').format(what, type(err).__name__, err)
-
-
-# -- the static view's edits and runs (the model's) ---------------------------------------------------------
-def _edits(edits: list[dict]) -> Markup:
-    if not edits:
-        return Markup("")
-    return Markup("<div><b>edited by hand</b><ul>{}</ul></div>").format(Markup("").join(
-        Markup('<li data-hwb="edit" data-kind="{}">{}</li>').format(e["kind"], e["what"]) for e in edits))
-
-
-_LEAF_COLUMNS = ["output", "shape", "dtype", "max abs err", "max rel err", "tolerance", "rule", "check"]
-
-
-def _runs(runs: list[dict]) -> Markup:
-    """The runs (the model's), each with its check leaf by leaf and what it printed."""
-    if not runs:
-        return _section("runs", "Runs", _note(
-            "No runs: no stage was run in this session before the report was written (<code>ex.run(stage)</code> "
-            "runs a stage and checks its numbers)."))
-    out = []
-    for r in runs:
-        c = r["check"]
-        verdict = Markup("not checked") if c is None else Markup("passed") if c["passed"] else Markup(
-            '<span class="wb-fail">FAILED</span>')
-        against = Markup(" against <code>{}</code> ({} reference)").format(c["reference"], c["kind"]) if c else ""
-        stale = Markup(' <span class="wb-stale">stale</span>: {}').format(r["stale"]) if r["stale"] else ""
-        parts = [Markup("<summary><b>{}</b> on {}: {} ms median, {} ms fastest of {}; {}{}{}</summary>").format(
-            r["stage"], r["device"], num(r["median_ms"] or float("nan")), num(r["min_ms"] or float("nan")),
-            r["repeat"], verdict, against, stale)]
-        if r.get("settings"):
-            parts.append(Markup('<div data-hwb="run-settings">ran: {}</div>').format(r["settings"]))
-        if c is not None:
-            parts += [_note("{}", c["note"]) if c["note"] else "", _table(
-                _LEAF_COLUMNS, [(l["path"], str(tuple(l["shape"])), l["dtype"], l["max_abs"], l["max_rel"],
-                                 l["tolerance"], l["rule"], "passed" if l["passed"] else "FAILED") for l in c["leaves"]],
-                [Markup(' data-hwb="leaf" data-path="{}" data-passed="{}"').format(
-                    l["path"], "true" if l["passed"] else "false") for l in c["leaves"]])]
-        if r["printed"]:
-            parts.append(Markup("<div>printed{}:</div><pre>{}</pre>").format(
-                " (cut)" if r["printed_cut"] else "", r["printed"]))
-        out.append(Markup('<details data-hwb="run" data-stale="{}" open>{}</details>').format(
-            "true" if r["stale"] else "false", Markup("").join(parts)))
-    return _section("runs", f"Runs ({len(runs)})", _note(
-        "Each <code>ex.run</code> of the session before the report (<code>ex.history</code>): time per call after "
-        "one warm-up call, and the check of its outputs leaf by leaf. A run marked <b>stale</b> ran a program "
-        "this exploration no longer has: its numbers are not this exploration's."), *out)
 
 
 # -- the sections always shown ------------------------------------------------------------------------------
@@ -294,32 +243,20 @@ def _first_pair(ex, stages) -> tuple[str, str]:
     return stages[0].name, stages[-1].name
 
 
-def _cost(ex, read, left_out: list[str]) -> Markup:
-    """The cost chart and table of the stages in ``read`` (those whose text the report read whole)."""
-    parts = [_note("<code>ex.cost()</code>: the analytic model's ops, flops, transcendentals and bytes of each module "
-                   "stage, XLA's HloCostAnalysis (<code>xla_*</code>) of the same module and of each HLO stage, and "
-                   "the compiled module's temporary memory.")]
+def _cost(ex, read, left_out: list[str]) -> dict:
+    """The model's ``cost``: ``ex.cost()`` of the stages in ``read`` (those whose text the report read whole), and
+    its ``cost_note``."""
+    note = ("ex.cost(): the analytic model's ops, flops, transcendentals and bytes of each module stage, XLA's "
+            "HloCostAnalysis (xla_*) of the same module and of each HLO stage, and the compiled module's temporary "
+            "memory.")
     if left_out:
-        parts.append(_note("Not costed here (their texts are over the report's limits, see the header; "
-                           "<code>ex.cost()</code> has them): {}", ", ".join(left_out)))
-    try:
-        import matplotlib
-
-        fig = plot_cost(ex, stages=read)
-        buf = io.StringIO()
-        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hlo-workbench"}):
-            fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-        parts.append(Markup('<div class="wb-plot">{}</div>').format(_clean_svg(buf.getvalue(), "wb-cost-")))
-    except Exception as e:  # the rest of the report stands without it
-        parts.append(_unavailable("the cost chart could not be drawn", e))
+        note += (" Not costed here (their texts are over the report's limits, see the header; ex.cost() has them): "
+                 + ", ".join(left_out))
     try:
         df = cost_table(ex, stages=read)
-        columns = summary_columns(df)
-        parts.append(Markup('<div class="wb-scroll">{}</div>').format(
-            _table(columns, list(df[columns].itertuples(index=False, name=None)))))
-    except Exception as e:
-        parts.append(_unavailable("the cost table could not be computed", e))
-    return _section("cost", "Cost", *parts)
+        return {"cost": table_json(df[summary_columns(df)]), "cost_note": note}
+    except Exception as e:  # the rest of the report stands without it
+        return {"cost": None, "cost_note": f"{note} The cost table could not be computed: {type(e).__name__}: {e}"}
 
 
 _LINES_SHOWN = 40  # the report's table of the user's lines: the costliest ones
@@ -389,43 +326,30 @@ def _graph(drawn, max_ops: int, whole, limits: ReportLimits) -> Markup:
                         _unavailable(f"the graph of {st.name} could not be drawn", e))
 
 
-def _time(profiles: dict) -> Markup:
-    """The "where the time goes" section: the last run and compile profiles (``ex.profiles``), or how to take them."""
-    run, cp = profiles.get("run"), profiles.get("compile")
-    parts = []
-    if run is None and cp is None:
-        parts.append(_note(
-            "No profile: none was taken on this Exploration before the report was written. <code>ex.profile()</code> "
-            "measures each HLO instruction's run time and <code>ex.compile_profile()</code> each compile step's, with "
-            "JAX's profiler (<code>hlo-workbench report --profile</code> takes both)."))
-    if run is not None:
-        peak = Markup(" at {}'s peaks").format(run.peak) if run.peak else " (no peak known for this device)"
-        t = run.table
-        parts += [Markup("<h3>Run time per instruction</h3>"), _note(
-            "<code>ex.profile()</code>: <b>{}</b> run {} times on {} untraced, then under JAX's profiler: {}. The "
-            "times and shares below are under the profiler; its instructions' work covers {} % of the traced call. "
-            "Each instruction's self time (median), its share of a call, XLA's flops and bytes, the roofline "
-            "time{}, the user's lines and its ops in the stage; the 40 longest of {}.", run.stage, run.calls,
-            run.device, run.call_said(), num(100 * run.coverage), peak, len(t)),
-            Markup('<div class="wb-scroll">{}</div>').format(
-                _table(RUN_SUMMARY, list(t[list(RUN_SUMMARY)].head(40).itertuples(index=False, name=None))))]
-    if cp is not None:
-        t = cp.table
-        keep = (t["kind"] != "xla pass") | (t["share"] >= 0.005) | (t["stage"] != "")
-        left = int((~keep).sum())
-        parts += [Markup("<h3>Compile time per step</h3>"), _note(
-            "<code>ex.compile_profile()</code>: {} s in all (the exploration's own clocks measured {} s for the same "
-            "work): the trace, the lowering and each MLIR pass by the workbench's clocks, each XLA pass and backend "
-            "step by JAX's profiler over one more compile{}.", num(cp.total_s), num(cp.explore_s),
-            f"; {left} XLA pass runs under 0.5 % that made no stage are not listed" if left else ""),
-            Markup('<div class="wb-scroll">{}</div>').format(
-                _table(COMPILE_SUMMARY, list(t[keep][list(COMPILE_SUMMARY)].itertuples(index=False, name=None))))]
-    return _section("time", "Where the time goes", *parts)
+def _time(run) -> Markup:
+    """The "where the time goes" section: the last run profile (``ex.profiles["run"]``), or how to take one (the
+    compile profile, ``ex.compile_profile()``, is the view's)."""
+    if run is None:
+        return _section("time", "Where the time goes", _note(
+            "No run profile: none was taken on this Exploration before the report was written. <code>ex.profile()"
+            "</code> measures each HLO instruction's run time and <code>ex.compile_profile()</code> each compile "
+            "step's (shown in the view above), with JAX's profiler (<code>hlo-workbench report --profile</code> "
+            "takes both)."))
+    peak = Markup(" at {}'s peaks").format(run.peak) if run.peak else " (no peak known for this device)"
+    t = run.table
+    return _section("time", "Where the time goes", Markup("<h3>Run time per instruction</h3>"), _note(
+        "<code>ex.profile()</code>: <b>{}</b> run {} times on {} untraced, then under JAX's profiler: {}. The "
+        "times and shares below are under the profiler; its instructions' work covers {} % of the traced call. "
+        "Each instruction's self time (median), its share of a call, XLA's flops and bytes, the roofline "
+        "time{}, the user's lines and its ops in the stage; the 40 longest of {}.", run.stage, run.calls,
+        run.device, run.call_said(), num(100 * run.coverage), peak, len(t)),
+        Markup('<div class="wb-scroll">{}</div>').format(
+            _table(RUN_SUMMARY, list(t[list(RUN_SUMMARY)].head(40).itertuples(index=False, name=None)))))
 
 
 # -- SVG -----------------------------------------------------------------------------------------------
 def _clean_svg(svg: str, prefix: str) -> Markup:
-    """An SVG document as inline markup: re-serialized from its parsed tree with only drawing elements
+    """An SVG document (graphviz's) as inline markup: re-serialized from its parsed tree with only drawing elements
     and attributes (no scripts, styles, handlers, foreign content or links out), ids prefixed so that
     two SVGs on one page do not clash, no XML declaration, doctype or namespace declarations."""
     root = ET.fromstring(svg.encode("utf-8"))

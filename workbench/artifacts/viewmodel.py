@@ -2,10 +2,10 @@
 versioned JSON document (``format`` 2, described by ``assets/view.schema.json``).
 
 Every view is drawn from it by the one set of TypeScript components (``extensions/hlo-workbench-lab/src/
-components``, built into ``assets/views.js``): the panel's saved view in a notebook, the offline report,
-the JupyterLab extension's ``.hlox`` viewer and its Compare tab. None of them computes a fact again:
-what a kernel-free view needs beyond the model (another pair's diff, a comparison of two files) it asks
-Python for through the Jupyter server extension (``views/labserver.py``), which builds it here.
+components``, built into ``assets/views.js``): the panel and its saved view in a notebook, the offline report,
+the JupyterLab extension's ``.hlox`` viewer and its Compare tab. None of them computes a fact again: what a
+kernel-free view needs beyond the model (another pair's diff, a comparison of two files) it asks Python for
+through the Jupyter server extension (``views/labserver.py``), which builds it here.
 
     {"schema": "hlo-workbench/view", "format": 2, "source": "panel" | "saved" | "hlox" | "report",
      "title", "pipeline", "device", "variable", "toggles", "versions", "complete", "error",
@@ -20,26 +20,20 @@ leaves of the program's outputs, as ``RunResult.check.table()`` lists them), its
 per call the user asked for) and whether its program is still the one shown (``stale``: why not);
 ``drift`` what ``ex.drift`` found, in one sentence and one place; ``compile`` XLA's compile profile.
 
+The pair's own facts (``texts``, ``diff``, ``ops_delta``, ``cost``) are added by ``with_pair`` to a model made
+without them (``view_model(..., pair=False)``, the panel's), so that the panel and its saved view share one model.
 Each text is cut at a line boundary to ``TEXT_BYTES`` (UTF-8) and the whole JSON to about
 ``TOTAL_BYTES``; a text entry says whether it was cut (``cut``, ``kept_lines`` of ``lines``, a ``note``)
 and its ``state`` (ok, failed, or missing: an XLA stage still compiling). The diff is whole or left out:
 for a failed or missing stage, texts over ``DIFF_LINES`` lines, or one over ``DIFF_BYTES`` or what the
 rest leaves of ``TOTAL_BYTES``. The analytic cost rows of the pair leave out a stage over ``DIFF_LINES``
-lines too (``cost_note``). ``text/html`` (``summary_html``) is a static summary that reads without
-JavaScript (GitHub, nbviewer, nbconvert, an untrusted notebook); every piece of IR in it is escaped.
-
-The panel carries the model beside its widget view in the same output, and sends it again
-(``update_display``) after each action, so a saved notebook holds the panel as it ended, not as the
-cell first showed it; the extension's renderer keeps the live panel through those updates.
+lines too (``cost_note``).
 """
 from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
-
-from markupsafe import Markup
+from typing import Any, Sequence
 
 from ..analysis.cost import cost_table
 from ..ir.ops import op_counts
@@ -50,12 +44,9 @@ from .jsonout import json_text, plain_json, table_json
 from .stage_diffs import carried
 from ..stages import Stage
 
-if TYPE_CHECKING:
-    from ..analysis.diff import Diff
-
 __all__ = ["MIME", "FORMAT", "SCHEMA", "TEXT_BYTES", "TOTAL_BYTES", "DIFF_BYTES", "DIFF_LINES", "default_right",
-           "view_model", "view_bundle", "view_schema", "validate_view", "summary_html", "cut_text",
-           "run_entry", "drift_entry", "edit_entry"]
+           "view_model", "with_pair", "pair_diff", "validate_view", "validate", "cut_text", "run_entry",
+           "drift_entry", "edit_entry", "compile_entry"]
 
 MIME = "application/vnd.hlo-workbench.exploration+json"
 SCHEMA = "hlo-workbench/view"
@@ -64,9 +55,7 @@ TEXT_BYTES = 200_000  # per stage text, UTF-8
 TOTAL_BYTES = 1_000_000  # the whole JSON, about: the texts give way (the table's cells are cut to CELL_CHARS)
 CELL_CHARS = 16_000  # a pass string or an error in the stage table (a pattern list is about 12,000)
 COLUMNS = ("stage", "group", "changed", "lines", "ms", "cached", "error", "produced_by")  # Exploration.table()'s
-PREVIEW_LINES = 80  # lines of diff (or of each text) in text/html
-PREVIEW_LINE_CHARS = 300
-DIFF_LINES = 20_000  # bigger texts: neither a diff in text/html nor a carried one (it would cost seconds)
+DIFF_LINES = 20_000  # bigger texts: no carried diff nor cost rows (they would cost seconds)
 DIFF_BYTES = 400_000  # the carried diff (its normalized texts and runs, UTF-8 in the JSON), at most
 PRINTED_CHARS = 20_000  # a run's printed output kept in the model, at most
 RUNS_KEPT = 50  # the newest runs a model lists
@@ -86,12 +75,10 @@ def default_right(stages: Sequence[Stage]) -> Stage:
 
 
 def _pair(stages: Sequence[Stage], left: str | None, right: str | None) -> tuple[str, str]:
-    names = [s.name for s in stages]
     if not right:
         right = default_right(stages).name
     if not left:
-        parent = next((s.parent for s in stages if s.name == right), None)
-        left = parent or names[0]
+        left = next((s.parent for s in stages if s.name == right), None) or stages[0].name
     return left, right
 
 
@@ -160,22 +147,13 @@ def view_model(ex, left: str | None = None, right: str | None = None, *, stages:
     compile profile (a ``Profile``); ``source`` says which view it is for, ``variable`` the name that holds
     ``ex`` in the user's namespace (what the extension's "Save exploration…" saves). ``pair`` False: the pair's
     own facts (texts, structural diff, ops delta, cost rows) are neither made nor carried (``diff`` says so), for a
-    view that draws the pair elsewhere (the panel's Diff and Cost tabs)."""
-    return _model(ex, left, right, stages, wait, source=source, variable=variable, runs=runs, drift=drift,
-                  compile_profile=compile_profile, pair=pair)[0]
-
-
-def _model(ex, left: str | None, right: str | None, stages: Sequence[Stage] | None, wait: float | None, *,
-           source: str = "panel", variable: str | None = None, runs: Sequence | None = None, drift=None,
-           compile_profile=None, pair: bool = True) -> tuple[dict[str, Any], "Diff | None"]:
-    """``view_model``'s JSON, and the diff of the pair shown (None when there is none to make)."""
+    view that draws the pair elsewhere (the panel's Diff and Cost tabs); ``with_pair`` adds them later."""
     complete = stages is not None or wait is None or ex.xla_ready(wait)
     stages = list(stages if stages is not None else ex.stages if complete else ex.pipeline_stages)
     left, right = _pair(stages, left, right)
-    by_name = {s.name: s for s in stages}
     error = ex.error if complete else ex.pipeline_error
     spec = ex.spec
-    data: dict[str, Any] = {
+    data = plain_json({
         "schema": SCHEMA,
         "format": FORMAT,
         "source": source,
@@ -191,29 +169,60 @@ def _model(ex, left: str | None, right: str | None, stages: Sequence[Stage] | No
         "columns": list(COLUMNS) + ["parent", "edit"],
         "stages": [_row(s) for s in stages],
         "shown": {"left": left, "right": right},
-        "ops_delta": _ops_delta(by_name.get(left), by_name.get(right)) if pair else [],
-        **(_cost(ex, [by_name[n] for n in dict.fromkeys((left, right)) if n in by_name]) if pair else {"cost": None}),
+        "ops_delta": [],
+        "cost": None,
         "edits": [edit_entry(e) for e in getattr(ex, "edits", ())],
-        "runs": _runs(ex, ex.history if runs is None else runs),
+        "runs": [run_entry(r, ex) for r in list(ex.history if runs is None else runs)[-RUNS_KEPT:]],
         "drift": None if drift is None else drift_entry(drift),
-        "compile": _compile(compile_profile),
+        "compile": compile_entry(compile_profile),
         "caps": {"text_bytes": TEXT_BYTES, "total_bytes": TOTAL_BYTES, "diff_bytes": DIFF_BYTES},
         "texts": {},
-    }
-    if not pair:
-        data["diff"] = {"left": left, "right": right, "note": "this view draws the pair elsewhere"}
-        return plain_json(data, "view", allow_nan=False), None
-    diff, data["diff"] = _diff_entry(by_name.get(left), by_name.get(right), left, right,
-                                     TOTAL_BYTES - _size(plain_json(data, "view")))
+        "diff": {"left": left, "right": right, "note": "this view draws the pair elsewhere"},
+    }, "view", allow_nan=False)
+    return with_pair(ex, data, stages) if pair else data
+
+
+def with_pair(ex, model: dict[str, Any], stages: Sequence[Stage] | None = None) -> dict[str, Any]:
+    """``model`` (made with ``pair=False``, left as it is) with the facts of the pair it shows: the ops delta, the analytic cost rows, the
+    structural diff and the texts, within ``TOTAL_BYTES``. ``stages``: where the pair's stages are (default:
+    ``ex``'s, XLA's if the model lists them)."""
+    left, right = model["shown"]["left"], model["shown"]["right"]
     names = list(dict.fromkeys((left, right)))
+    if stages is None:
+        stages = ex.stages if model["complete"] else ex.pipeline_stages
+    by_name = {s.name: s for s in stages if s.name in names}
+    a, b = by_name.get(left), by_name.get(right)
+    data = {**model, "ops_delta": _ops_delta(a, b), **_cost(ex, [by_name[n] for n in names if n in by_name])}
+    data["diff"] = pair_diff(a, b, left, right, min(DIFF_BYTES, TOTAL_BYTES - _size(data)), DIFF_LINES)
     limit = TEXT_BYTES
     while True:  # the texts share what the rest leaves of TOTAL_BYTES (JSON escapes count too)
         data["texts"] = {n: _text_entry(by_name.get(n), n, limit) for n in names}
         data = plain_json(data, "view", allow_nan=False)
         size = _size(data)
         if size <= TOTAL_BYTES or limit == 0:
-            return data, diff
+            return data
         limit = max(0, int(limit * TOTAL_BYTES / size) - 1000)
+
+
+def pair_diff(a: Stage | None, b: Stage | None, left: str, right: str, limit: int = DIFF_BYTES,
+              lines: int | None = None) -> dict[str, Any]:
+    """The structural diff of ``a`` and ``b`` as ``ex.diff(left, right)`` makes it, as a view carries it
+    (``stage_diffs.carried``: ``before``, ``after``, ``runs``) when it takes at most ``limit`` bytes of JSON,
+    else a ``note`` saying why not (a stage without a text, a text over ``lines`` lines, a diff over ``limit``)."""
+    head = {"left": left, "right": right}
+    if a is None or b is None or a.error or b.error:
+        return {**head, "note": "a stage shown has no text to compare"}
+    if lines is not None and max(a.lines, b.lines) > lines:
+        return {**head, "note": f"over {lines:,} lines, a saved notebook keeps no structural diff (it would take "
+                                "seconds to make)"}
+    from ..analysis.diff import diff_texts
+
+    entry = {**head, **carried(diff_texts(a.text, b.text, left, right))}
+    size = _size(entry)
+    if size > limit:
+        return {**head, "note": f"the structural diff takes {size:,} bytes, over the {max(limit, 0):,} a view "
+                                "carries for it"}
+    return entry
 
 
 def edit_entry(e) -> dict[str, Any]:
@@ -253,17 +262,12 @@ def run_entry(r, ex=None) -> dict[str, Any]:
     program is not ``ex``'s any more ("" where it is)."""
     t = r.timing
     printed = "".join(getattr(r, "printed", ()) or ())
-    cut = len(printed) > PRINTED_CHARS
     program = getattr(r, "program", None)
     return {"stage": r.stage, "device": r.device, "repeat": len(t.times),
             "median_ms": _finite(t.median * 1e3), "min_ms": _finite(t.min * 1e3), "iqr_ms": _finite(t.iqr * 1e3),
             "settings": program.settings if program is not None else "",
             "check": _check(r.check), "printed": printed[:PRINTED_CHARS],
-            "printed_cut": cut, "stale": r.why_stale(ex) if ex is not None else ""}
-
-
-def _runs(ex, runs: Sequence) -> list[dict[str, Any]]:
-    return [run_entry(r, ex) for r in list(runs)[-RUNS_KEPT:]]
+            "printed_cut": len(printed) > PRINTED_CHARS, "stale": r.why_stale(ex) if ex is not None else ""}
 
 
 def drift_entry(d) -> dict[str, Any]:
@@ -282,7 +286,8 @@ def drift_entry(d) -> dict[str, Any]:
                 "max_abs": _finite(op.check.max_abs), "tolerance": _finite(op.check.tolerance)}}
 
 
-def _compile(profile) -> dict[str, Any] | None:
+def compile_entry(profile) -> dict[str, Any] | None:
+    """XLA's compile profile (a ``CompileProfile`` or a ``Profile``) as its table, or None."""
     if profile is None:
         return None
     try:
@@ -294,27 +299,6 @@ def _compile(profile) -> dict[str, Any] | None:
 
 def _size(data: dict[str, Any]) -> int:
     return len(json_text(data, "view", ensure_ascii=False).encode())
-
-
-def _diff_entry(a: Stage | None, b: Stage | None, left: str, right: str, room: int) -> tuple[Diff | None, dict]:
-    """The structural diff of ``a`` and ``b`` as the panel's Diff tab shows it (``ex.diff(left, right)``),
-    as the bundle carries it (``stage_diffs.carried``: ``before``, ``after``, ``runs``) when it takes at
-    most ``DIFF_BYTES`` and ``room`` bytes of JSON, else a ``note`` saying why not; and the Diff."""
-    head = {"left": left, "right": right}
-    if a is None or b is None or a.error or b.error:
-        return None, {**head, "note": "a stage shown has no text to compare"}
-    if max(a.lines, b.lines) > DIFF_LINES:
-        return None, {**head, "note": f"over {DIFF_LINES:,} lines, a saved notebook keeps no structural diff "
-                                      "(it would take seconds to make)"}
-    from ..analysis.diff import diff_texts
-
-    diff = diff_texts(a.text, b.text, left, right)
-    entry = {**head, **carried(diff)}
-    size = _size(entry)
-    if size > min(DIFF_BYTES, room):
-        return diff, {**head, "note": f"the structural diff takes {size:,} bytes, over the "
-                                      f"{min(DIFF_BYTES, max(room, 0)):,} a saved notebook keeps for it"}
-    return diff, entry
 
 
 def _cost(ex, shown: Sequence[Stage]) -> dict[str, Any]:
@@ -334,136 +318,22 @@ def _cost(ex, shown: Sequence[Stage]) -> dict[str, Any]:
         return {"cost": None, **note}
 
 
-# -- text/html ---------------------------------------------------------------------------------------
-# Written with markupsafe's Markup.format and Markup.join, as html.py is: every value they are given (a
-# stage name, the title, a pass string, an error, an op, a note, a line of IR) is escaped, the markup
-# written here is not; summary_html hands the result on as a plain str.
-_STYLE = {"-": "color:#b31d28;background:#ffeef0", "+": "color:#22863a;background:#e6ffed", "@": "color:#6f42c1"}
-_PRE = Markup('<pre style="max-height:32em;overflow:auto;font-family:monospace;font-size:12px;line-height:1.35;'
-              'margin:4px 0">{}{}</pre>')
-_TH = Markup('<th style="text-align:left;padding:1px 8px">{}</th>')
-_TD = Markup('<td style="text-align:left;padding:1px 8px">{}</td>')
-
-
-def _clip(line: str) -> str:
-    return line if len(line) <= PREVIEW_LINE_CHARS else line[:PREVIEW_LINE_CHARS] + " …"
-
-
-def _pre(lines: Sequence[str], more: int, marked: bool = False) -> Markup:
-    out = []
-    for line in lines:
-        style = _STYLE.get(line[:1]) if marked and not line.startswith(("---", "+++")) else None
-        body = _clip(line)
-        out.append(Markup('<span style="{}">{}</span>').format(style, body) if style else body)
-    tail = Markup("\n… {:,} more lines (the saved JSON has the texts; the live panel the whole diff)").format(
-        more) if more else ""
-    return _PRE.format(Markup("\n").join(out), tail)
-
-
-def _preview(data: dict[str, Any], texts: dict[str, str], diff: Diff | None = None) -> Markup:
-    """The beginning of the diff of the pair shown (unified, as ``Diff.unified()``; ``diff``: that diff, made
-    already), or of their texts. ``texts``: the whole texts of the stages shown that have one."""
-    left, right = data["shown"]["left"], data["shown"]["right"]
-    if left != right and left in texts and right in texts and \
-            max(data["texts"][n]["lines"] for n in (left, right)) <= DIFF_LINES:
-        from ..analysis.diff import diff_texts
-
-        unified = (diff or diff_texts(texts[left], texts[right], left, right)).unified()
-        if not unified:
-            return Markup("<div>stages <b>{}</b> and <b>{}</b> have the same text</div>").format(left, right)
-        lines = unified.splitlines()
-        return Markup("<div><b>diff</b> {} &rarr; {} (SSA names and locations ignored)</div>{}").format(
-            left, right, _pre(lines[:PREVIEW_LINES], max(0, len(lines) - PREVIEW_LINES), marked=True))
-    out = []
-    for name in dict.fromkeys((left, right)):
-        entry = data["texts"][name]
-        note = Markup(" <i>({})</i>").format(entry["note"]) if entry["note"] else ""
-        lines = entry["text"].splitlines()[:PREVIEW_LINES]
-        out.append(Markup("<div><b>{}</b>, {:,} lines{}</div>{}").format(
-            name, entry["lines"], note, _pre(lines, max(0, entry["lines"] - len(lines))) if lines else ""))
-    return Markup("").join(out)
-
-
-def _table(rows: Sequence[dict[str, Any]], shown: dict[str, str]) -> Markup:
-    body = []
-    for r in rows:
-        mark = Markup(" &larr; B") if r["stage"] == shown["right"] else \
-            Markup(" &larr; A") if r["stage"] == shown["left"] else ""
-        cells = [Markup("<b>{}</b>{}").format(r["stage"], mark) if mark else r["stage"], r["group"],
-                 "yes" if r["changed"] else "", r["lines"], "" if r["ms"] is None else format(r["ms"], "g"),
-                 "yes" if r["cached"] else "", r["error"].splitlines()[0][:200] if r["error"] else "",
-                 Markup("<code>{}</code>").format(short_pass(r["produced_by"]))]
-        body.append(Markup("<tr>{}</tr>").format(Markup("").join(_TD.format(c) for c in cells)))
-    return Markup('<table style="font-size:12px"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>').format(
-        Markup("").join(_TH.format(c) for c in COLUMNS), Markup("").join(body))
-
-
-_FOOTER = {"saved": "saved view of the pass-toggle panel; run the cell for the live panel",
-           "panel": "saved view of the pass-toggle panel; run the cell for the live panel",
-           "hlox": "a saved exploration (.hlox); wb.load(path) explores it again",
-           "report": "an offline report of an exploration; its interactive view needs JavaScript"}
-
-
-def summary_html(data: dict[str, Any], texts: dict[str, str] | None = None, diff: Diff | None = None) -> str:
-    """The static summary of a bundle's JSON; ``texts``: the whole texts of the stages shown that have
-    one, for the diff (default: the JSON's texts); ``diff``: their diff, if made already."""
-    if texts is None:
-        texts = {n: e["text"] for n, e in data["texts"].items() if e["state"] == "ok"}
-    rows, shown = data["stages"], data["shown"]
-    changed = sum(1 for r in rows if r["changed"])
-    toggles = data["toggles"]
-    bits = [Markup("<b>{}</b>").format(data["title"]), Markup("pipeline <code>{}</code>").format(data["pipeline"][:80]),
-            (f"{len(rows)} stages{'' if data['complete'] else ' (XLA was still compiling: its stages are not listed)'}"
-             f", {changed} changed"), data["device"]]
-    if toggles["patterns_disabled"]:
-        bits.append("patterns off: " + ", ".join(toggles["patterns_disabled"]))
-    if toggles["patterns_enabled"]:
-        bits.append("patterns added: " + ", ".join(toggles["patterns_enabled"]))
-    if toggles["xla_disabled"]:
-        bits.append("XLA off: " + ", ".join(toggles["xla_disabled"]))
-    error = Markup('<pre style="color:#b00;white-space:pre-wrap">{}</pre>').format(
-        data["error"]["message"][:2000]) if data["error"] else ""
-    delta = Markup(", ").join(Markup("<code>{}</code> {}&rarr;{} ({:+d})").format(r["op"], r["before"], r["after"],
-                                                                                 r["delta"])
-                              for r in data["ops_delta"][:12])
-    more = f" … {len(data['ops_delta']) - 12} more" if len(data["ops_delta"]) > 12 else ""
-    versions = ", ".join(f"{k} {v}" for k, v in data["versions"].items())
-    return str(Markup(
-        '<div class="hlo-workbench-saved" data-format="{}"><div>hlo-workbench &middot; {}</div>{}'
-        "<div>shown: A <b>{}</b> &rarr; B <b>{}</b>{}</div>{}"
-        "<details><summary>the stage table ({} stages)</summary>{}</details>"
-        '<div style="font-size:11px;color:#666">{} ({})</div></div>').format(
-        data["format"], Markup(" &middot; ").join(bits), error, shown["left"], shown["right"],
-        Markup(" &middot; ops: {}{}").format(delta, more) if delta else "", _preview(data, texts, diff), len(rows),
-        _table(rows, shown), _FOOTER.get(data.get("source", "saved"), ""), versions))
-
-
-def view_bundle(ex, left: str | None = None, right: str | None = None, *, stages: Sequence[Stage] | None = None,
-                wait: float | None = None, **kw) -> dict[str, Any]:
-    """The MIME bundle of ``ex`` with ``left`` and ``right`` shown: the view model (``view_model``; ``kw`` go
-    to it), ``text/html`` (``summary_html``) and ``text/plain``."""
-    data, diff = _model(ex, left, right, stages, wait, **kw)
-    texts = {}
-    for n, entry in data["texts"].items():
-        if entry["state"] == "ok":
-            texts[n] = ex.stage(n).text if entry["cut"] else entry["text"]
-    shown = data["shown"]
-    return {MIME: data, "text/html": summary_html(data, texts, diff),
-            "text/plain": f"{ex!r}; shown: {shown['left']} -> {shown['right']}"}
-
-
 @functools.cache
-def view_schema() -> dict[str, Any]:
-    """The view model's JSON Schema (``assets/view.schema.json``)."""
-    return json.loads((ASSETS / "view.schema.json").read_text())
+def _schema(name: str) -> dict[str, Any]:
+    return json.loads((ASSETS / name).read_text())
 
 
-def validate_view(model: dict[str, Any]) -> None:
-    """ValueError naming the field where ``model`` is not a view model as ``view_schema()`` says."""
+def validate(model: dict[str, Any], schema: str = "view.schema.json", what: str = "a view model") -> None:
+    """ValueError naming the field where ``model`` is not ``what`` as ``assets/<schema>`` says."""
     import jsonschema
 
-    errors = sorted(jsonschema.Draft202012Validator(view_schema()).iter_errors(model), key=lambda e: list(e.path))
+    errors = sorted(jsonschema.Draft202012Validator(_schema(schema)).iter_errors(model), key=lambda e: list(e.path))
     if errors:
         e = errors[0]
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.path) or "(the top)"
-        raise ValueError(f"not a view model at {where}: {e.message[:300]}")
+        raise ValueError(f"not {what} at {where}: {e.message[:300]}")
+
+
+def validate_view(model: dict[str, Any]) -> None:
+    """ValueError naming the field where ``model`` is not a view model as ``assets/view.schema.json`` says."""
+    validate(model)

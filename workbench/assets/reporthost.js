@@ -1,6 +1,6 @@
 // The offline report's host (workbench/artifacts/report.py): the view model (#wb-model, JSON) drawn by
-// the one set of components (views.js: its source is #wb-views, a JSON string, imported from a blob),
-// replacing the static summary in #wb-view. The components' host.diff(left, right) answers from the
+// the one set of components (views.js: its source is #wb-views, a JSON string, imported from a blob)
+// into #wb-view. The components' host.diff(left, right) answers from the
 // diffs the report carries (#wb-diffs: base64 of gzip of JSON, artifacts/report_texts.py): the stages
 // listed, a pool of distinct lines, each distinct text as runs [first, count] into it, each stage's
 // text (-1: failed), and the pairs precomputed [before stage, after stage, before text, after text,
@@ -52,6 +52,6 @@ async function main() {
 }
 
 main().catch((err) => {
-  $("#wb-view-note").textContent = "The interactive view could not start, the static one stays: " + err;
+  $("#wb-view-note").textContent = "The view could not start: " + err;
   document.documentElement.dataset.wbReady = "error";
 });

@@ -118,19 +118,20 @@ def view(files: ExplorationFiles, q: dict[str, str]) -> dict[str, Any]:
     for which in ("left", "right"):
         if q.get(which):
             stage_of(ex, q[which], which)
-    return view_model(ex, q.get("left") or None, q.get("right") or None, source="hlox", runs=ex.history)
+    return view_model(ex, q.get("left") or None, q.get("right") or None, source="hlox")
 
 
 def diff(files: ExplorationFiles, q: dict[str, str]) -> dict[str, Any]:
     """The structural diff of stage ``left`` of ``path`` (or of ``a``) and stage ``right`` of ``path`` (or of ``b``)."""
-    from ..artifacts.comparison_model import pair_diff
+    from ..artifacts.comparison_model import DIFF_BYTES
+    from ..artifacts.viewmodel import pair_diff
 
     if not q.get("left") or not q.get("right"):
         raise RequestRefused(400, "name the two stages to compare: left= and right=")
     ex_a = files.load(q.get("path") or q.get("a", ""))
     ex_b = ex_a if q.get("path") else files.load(q.get("b", ""))
     before, after = stage_of(ex_a, q["left"], "left"), stage_of(ex_b, q["right"], "right")
-    return pair_diff(before, after, q["left"], q["right"])
+    return pair_diff(before, after, q["left"], q["right"], DIFF_BYTES)
 
 
 def compare(files: ExplorationFiles, q: dict[str, str]) -> dict[str, Any]:
@@ -146,7 +147,7 @@ def compare(files: ExplorationFiles, q: dict[str, str]) -> dict[str, Any]:
     views = []
     for ex in (a, b):
         right = first.name if first is not None and first.name in ex.names else None
-        views.append(view_model(ex, None, right, source="hlox", runs=ex.history))
+        views.append(view_model(ex, None, right, source="hlox"))
     return comparison_model(c, names, views)
 
 

@@ -2,13 +2,10 @@
 the report, the .hlox viewer): the header (title, pipeline, device, what is switched off, a failed stage with its
 whole diagnostic) with the hand edits, the stage list beside the tabs, and the Run tab's runs (each with its check
 leaf by leaf, what it printed, and why it is stale). Each is a ``Component("view", {"model", "sections"})`` of one
-view model (``artifacts.viewmodel.view_model``, source "panel"), made once per Exploration shown and per run; a
-new pair only moves the model's ``shown``.
-
-The pair's own facts (its texts, structural diff, ops delta, cost) are the Diff and Cost tabs': the panel's
-``DiffView`` draws the diff (with its counts as every view's ``[data-hwb="diff-counts"]``), so the model made here
-has none of them (``view_model(..., pair=False)``: neither made nor sent). A pick in the stage list (a stage's name: it against its parent; its A or B button: that side)
-comes back as the action "pair" ({left, right}).
+view model (``artifacts.viewmodel.view_model``, source "panel", without the pair's own facts: the Diff and Cost tabs
+draw those), made once per Exploration shown and per run, and shared with the saved view (``model_of``); a new pair
+only moves the model's ``shown``. A pick in the stage list (a stage's name: it against its parent; its A or B
+button: that side) comes back as the action "pair" ({left, right}).
 """
 from __future__ import annotations
 
@@ -25,18 +22,18 @@ _CELL = 300  # characters of a stage's pass string sent (the panel's list does n
 
 
 class CoreView:
-    """The header (``header``), the stage list (``stages``) and the runs (``runs``): three components of one view
-    model (``model``: the last one sent, None before the first). ``show`` makes the model of an Exploration, ``pair``
-    moves the pair shown; a pick in the list calls ``on_pair(left, right)``."""
+    """The header (``header``) and the stage list (``stages``): two components of one view model (``model``: the
+    last one sent, None before the first; its runs are the Run tab's, ``runtab``). ``show`` makes the model of an
+    Exploration, ``pair`` moves the pair shown; a pick in the list calls ``on_pair(left, right)``."""
 
     def __init__(self, on_pair: Callable[[str, str], None]):
         self._on_pair = on_pair
         self._lock = threading.Lock()  # show (the worker) and pair (a click, or the worker) send from two threads
         self.model: dict | None = None
+        self._made: tuple = (None, None)  # (the Exploration, its model whole: the pass strings uncut)
         self.header = Component("view", {"sections": ["header", "edits"]}).add_class("wb-header")
         self.stages = Component("view", {"sections": ["stages"], "fold": FOLD_BELOW, "loading": "reading the stages…"},
                                 on_action=self._heard).add_class("wb-stages")
-        self.runs = Component("view", {"sections": ["runs"]}).add_class("wb-run-list")
 
     def show(self, ex, left: str, right: str, *, pending: bool) -> None:
         """Show ``ex`` (its runs: ``ex.history``) with ``left`` and ``right`` picked; ``pending``: its XLA stages are
@@ -45,10 +42,15 @@ class CoreView:
         error = ex.error if m["complete"] else ex.pipeline_error
         if error is not None and error.full != str(error):  # the short form cut frames or the runner's words
             m["error"]["full"] = error.full
-        for row in m["stages"]:
-            row["produced_by"] = row["produced_by"][:_CELL]
         with self._lock:
+            self._made = (ex, m)
             self._send(m)
+
+    def model_of(self, ex, left: str, right: str) -> dict | None:
+        """The model last made of ``ex`` (its pass strings whole) with ``left`` and ``right`` shown; None if the last
+        model made is another Exploration's."""
+        made, m = self._made
+        return None if made is not ex else {**m, "shown": {"left": left, "right": right}}
 
     def pair(self, left: str, right: str) -> None:
         """Mark ``left`` and ``right`` as the pair shown."""
@@ -57,9 +59,9 @@ class CoreView:
                 self._send({**self.model, "shown": {"left": left, "right": right}})
 
     def _send(self, m: dict) -> None:
-        shown = m["shown"]
-        self.model = {**m, "diff": {**shown, "note": "the panel's Diff tab draws it"}}
-        for view in (self.header, self.stages, self.runs):
+        rows = [{**r, "produced_by": r["produced_by"][:_CELL]} for r in m["stages"]]
+        self.model = {**m, "stages": rows, "diff": {**m["shown"], "note": "the panel's Diff tab draws it"}}
+        for view in (self.header, self.stages):
             view.data = {**view.data, "model": self.model}
 
     def _heard(self, action: str, payload: dict) -> None:

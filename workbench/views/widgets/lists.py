@@ -1,21 +1,13 @@
-"""The panel's list view of the patterns that apply to a stage, each a switch, rendered in the browser: it sends
-what the user clicked as a message (``{"type": "toggle", ...}``) and leaves the decision to Python, which answers
-by setting the traits. ``Messages`` is the anywidget base of the panel's widgets that send messages.
-"""
+"""``Messages``, the anywidget base of the panel's widgets that send messages, and ``time_label``."""
 from __future__ import annotations
 
-import pathlib
 from typing import Callable
 
 import anywidget
-import traitlets
 
-from ...artifacts.assets import inlined
 from .html import num
 
-__all__ = ["ApplicableList", "Messages", "time_label"]
-
-_HERE = pathlib.Path(__file__).parent
+__all__ = ["Messages", "time_label"]
 
 
 def time_label(seconds: float, cached: bool = False) -> str:
@@ -36,17 +28,3 @@ class Messages(anywidget.AnyWidget):
         if self.handler is not None and isinstance(content, dict):
             self.handler(content)
 
-
-class ApplicableList(Messages):
-    """The patterns that change a stage when applied alone (``rows``: name, group and ms as written), each with
-    a switch: a click sends ``{"type": "toggle", "names": [name], "on": ...}`` to the handler (the panel's toggle,
-    as the Passes tab's switches do); ``enabled`` names the patterns on in ``variable``'s pipeline now, ``busy``
-    holds the switches while the panel's actions wait."""
-
-    _esm = _HERE / "applicable.js"
-    _css = inlined(_HERE / "lists.css")
-
-    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
-    enabled = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    variable = traitlets.Unicode("ex").tag(sync=True)
-    busy = traitlets.Bool(False).tag(sync=True)

@@ -130,7 +130,8 @@ class Panel:
         """What the panel shows now, as its saved view keeps it (``bound[0]``: what "Save exploration…" saves)."""
         ex = self._ex
         return Shown(ex, self._left, self._right, tuple(ex.history), self.drift.found, ex.profiles.get("compile"),
-                     self._pending, self.bound[0] if self.bound else None)
+                     self._pending, self.bound[0] if self.bound else None,
+                     self.core.model_of(ex, self._left, self._right))
 
     def wait(self, timeout: float | None = 600, xla: bool = True) -> "Panel":
         """Block until the panel's queued work is done (for scripts and tests), and with ``xla`` until
@@ -238,7 +239,7 @@ class Panel:
                                      lambda: setattr(self.tabs, "selected_index", 0))
         self.python_box = W.HTML()
         self.pipeline_box = W.HTML()
-        self._buttons = [self.run_button, self.compare_button, *self.analyze.buttons]
+        self._buttons = [self.run_button, self.compare_button]
         self._root = W.VBox([
             W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
             W.HBox([self.core.header, self.status]).add_class("wb-row").add_class("wb-top"),
@@ -327,7 +328,7 @@ class Panel:
         for b in self._buttons:
             b.disabled = busy
         self.passes.set_busy(busy)
-        self.analyze.applicable.busy = busy
+        self.analyze.set_busy(busy)
 
     def _set_quietly(self, dropdown: W.Dropdown, value) -> None:
         if value in dropdown.options:

@@ -1,6 +1,7 @@
 """What a notebook keeps of the panel: the output's bundle, the widget's view beside the view model of what the
-panel shows now (``artifacts.viewmodel.view_bundle``, source "saved"), for a front end without the kernel (the
-JupyterLab extension draws the model; GitHub, nbviewer and nbconvert read its ``text/html``).
+panel shows now (source "saved"), which the JupyterLab extension draws without the kernel: the panel's own model
+(``CoreView.model_of``, made once per change) with the pair's facts (``viewmodel.with_pair``), the drift and
+XLA's compile profile added.
 
 The panel's output is displayed with a display id and sent again (``update_display``) after each change of what
 the panel shows (a toggle, an edit, a pick, a run, a drift found, XLA's stages arriving), so that a notebook saved
@@ -11,7 +12,7 @@ most once per ``interval`` seconds; the last state is always sent.
 An update re-renders the output in the front end. The extension's renderer keeps the live panel through it (its
 search box, folds and scroll) and only takes the new model; a front end without the extension would draw the
 panel anew after each click. So updates start when the extension says it shows the panel live (a message on the
-panel's widget, ``HOST_MESSAGE``); until then the output keeps the bundle of its first display, as before.
+panel's widget, ``HOST_MESSAGE``); until then the output keeps the bundle of its first display.
 """
 from __future__ import annotations
 
@@ -21,8 +22,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...artifacts.viewmodel import view_bundle
-from . import html
+from ...artifacts.viewmodel import MIME, compile_entry, drift_entry, view_model, with_pair
 
 __all__ = ["Shown", "SavedView", "HOST_MESSAGE"]
 
@@ -32,7 +32,8 @@ HOST_MESSAGE = "hwb-keeps-live"  # what the extension's renderer sends the panel
 @dataclass(frozen=True, eq=False)
 class Shown:
     """What the panel shows, as its saved view keeps it: the Exploration, the pair, the runs listed, the drift
-    found, the compile profile, whether XLA's stages are still on their way, and the variable that holds it."""
+    found, the compile profile, whether XLA's stages are still on their way, the variable that holds it, and the
+    panel's model of it (``CoreView.model_of``; None: none made yet)."""
     ex: Any
     left: str
     right: str
@@ -41,6 +42,7 @@ class Shown:
     profile: Any = None
     pending: bool = False
     variable: str | None = None
+    model: dict | None = None
 
     def same(self, other: "Shown | None") -> bool:
         """Whether ``other`` shows the same facts (the same objects: an Exploration, a run, a drift are values
@@ -51,9 +53,14 @@ class Shown:
             all(a is b for a, b in zip(self.runs, other.runs))
 
     def bundle(self, wait: float = 0.0) -> dict[str, Any]:
-        """The saved view's MIME bundle (the view model, its ``text/html`` summary and ``text/plain``)."""
-        return view_bundle(self.ex, self.left, self.right, wait=wait, source="saved", variable=self.variable,
-                           runs=self.runs, drift=self.drift, compile_profile=self.profile)
+        """The saved view's MIME bundle: the panel's model with the pair's facts (a model made here where the panel
+        has none of this Exploration, or where XLA's stages it lacks came within ``wait`` seconds)."""
+        m = self.model
+        if m is None or (not m["complete"] and wait and self.ex.xla_ready(wait)):
+            m = view_model(self.ex, self.left, self.right, wait=wait, runs=self.runs, pair=False)
+        m = {**m, "source": "saved", "variable": self.variable, "compile": compile_entry(self.profile),
+             "drift": None if self.drift is None else drift_entry(self.drift)}
+        return {MIME: with_pair(self.ex, m)}
 
 
 class SavedView:
@@ -84,15 +91,14 @@ class SavedView:
         its place and never keeps the panel from showing."""
         shown = shown or self._shown()
         try:
-            saved = shown.bundle(wait)
+            return self._with_widget(shown.bundle(wait), shown)
         except Exception as e:  # noqa: BLE001 -- the saved form must never keep the panel from showing
-            saved = {"text/html": html.failed(f"the saved view of this panel failed: {e}")}
-        return self._with_widget(saved, shown)
+            return self._with_widget({}, shown, f" (its saved view failed: {e})")
 
-    def _with_widget(self, saved: dict, shown: Shown) -> dict[str, Any]:
+    def _with_widget(self, saved: dict, shown: Shown, said: str = "") -> dict[str, Any]:
         widget = self._root._repr_mimebundle_()
         widget = widget[0] if isinstance(widget, tuple) else widget  # (data, metadata) in some versions
-        return {**saved, **widget, "text/plain": f"pass-toggle panel for {shown.ex!r}"}
+        return {**saved, **widget, "text/plain": f"pass-toggle panel for {shown.ex!r}{said}"}
 
     def display(self, wait: float = 0.0) -> None:
         """Show the output (with the display id its updates name), the XLA stages waited for up to ``wait`` s."""

@@ -20,6 +20,7 @@ import { editsSection } from './edits';
 import { header } from './header';
 import type { IHost, IMounted, IViewModel } from './model';
 import './passes';
+import './analyze';
 import { runsSection } from './runs';
 import './source';
 import { IStageList, stageList, stageState } from './stages';
