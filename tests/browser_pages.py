@@ -279,7 +279,7 @@ wb.panel(ex)"""
 def run_in_panel(panel, passed: bool) -> None:
     """The Run tab's Run button clicked, as a user does, until a run whose check ``passed`` (or failed) shows."""
     tab(panel, "Run")
-    panel.locator("button.widget-button:visible", has_text="Run").first.click()
+    panel.locator('[data-hwb="run-go"]').click()
     panel.locator(f'[data-hwb="run"][data-passed="{str(passed).lower()}"]').first.wait_for(timeout=120_000)
 
 # -- what a user does in the panel (tests/test_browser_saved.py, tests/test_browser_four_ways.py) ------------------

@@ -125,11 +125,10 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
 
         # run the final stage on cpu:0
         tab(panel, "Run")
-        device = panel.locator(".widget-dropdown:has(label:text-is('device')) select:visible").first
-        device.select_option("cpu:0")
-        panel.locator("button.widget-button:visible", has_text="Run").click()
+        panel.locator('[data-hwb="run-device"]').select_option("cpu:0")
+        panel.locator('[data-hwb="run-go"]').click()
         # the session's runs (the view components'): this one passed, leaf by leaf
-        run = panel.locator('.wb-run-list [data-hwb="run"][data-passed="true"]')
+        run = panel.locator('.wb-run-tab [data-hwb="run"][data-passed="true"]')
         run.wait_for(timeout=120_000)
         assert run.count() == 1 and run.locator('[data-hwb="leaf"][data-passed="true"]').count() == 1
         result = run.inner_text()
@@ -139,9 +138,9 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
         shots(panel, "panel_run")
 
         # the cost and graph tabs fill when opened
-        tab(panel, "Cost")  # the table, and the chart the component draws from its rows
-        panel.locator('[data-hwb="cost-bar"][data-measure="flops"]').first.wait_for(timeout=120_000)
-        assert "flops" in panel.locator('[data-hwb="cost-table"]:visible').inner_text()
+        tab(panel, "Cost")
+        panel.locator(".widget-output img").first.wait_for(timeout=120_000)
+        assert "flops" in panel.locator(".wb-table:visible").first.inner_text()
         shots(panel, "panel_cost")
         tab(panel, "Graph")
         panel.locator(".wbg svg, .wbg-msg:has-text('not available')").first.wait_for(timeout=60_000)

@@ -22,13 +22,13 @@ def test_a_failed_check_offers_find_where_it_drifts_and_marks_the_op(browser, la
         panel = show_panel(page)
         side_by_side(panel)
         tab(panel, "Run")
-        drift = panel.locator(".wb-drift-button")
+        drift = panel.locator('[data-hwb="drift-find"]')
         assert not drift.is_visible()  # nothing run yet: nothing to search
-        panel.locator("button.widget-button:visible", has_text="Run").click()
+        panel.locator('[data-hwb="run-go"]').click()
         panel.locator('[data-hwb="run"][data-passed="false"]').first.wait_for(timeout=120_000)
         drift.wait_for(state="visible")
         drift.click()
-        found = panel.locator(".wb-drift-result")
+        found = panel.locator('.wb-run-tab [data-hwb="drift"]')
         found.wait_for(state="attached", timeout=120_000)
         said = " ".join(found.text_content().split())
         assert "drifts from 'stablehlo' at %0 = stablehlo.dot_general" in said
@@ -39,13 +39,13 @@ def test_a_failed_check_offers_find_where_it_drifts_and_marks_the_op(browser, la
         shots(panel, "panel_drift_run")
 
         # its buttons: the op marked in the diff (stablehlo | the stage), then its line in the Source tab
-        panel.locator(".wb-drift-to-diff").click()
+        panel.locator('[data-hwb="drift-to"][data-where="diff"]').click()
         marked = panel.locator(".wbd-r .wbd-row.wbd-mark", has_text="stablehlo.dot_general")
         marked.first.wait_for(timeout=60_000)
         assert panel.locator(".wbd-head-l", has_text="stablehlo").count() >= 1
         assert panel.locator(".wbd-l .wbd-row.wbd-mark", has_text="stablehlo.dot_general").count() == 1
         tab(panel, "Run")
-        panel.locator(".wb-drift-to-source").click()
+        panel.locator('[data-hwb="drift-to"][data-where="source"]').click()
         panel.locator(".wbsrc-line.wbsrc-sel", has_text="x @ w").wait_for(timeout=60_000)
         shots(panel, "panel_drift_source")
         python = panel.locator(".wb-python pre").first.inner_text()

@@ -2,8 +2,8 @@
 playwright), on the tour's attention example: at 1000 px, at 1280 px with the file browser open and at 1920 px,
 every tab opened (a run shown, the applicable patterns found, the cost, compile profile, graph and source
 filled): no button, label, tab title or option shown in a picker is cut (``scrollWidth > clientWidth``, or for
-a picker the option's text wider than its box), no row scrolls sideways, and a broken edit's message and the line
-it names are on screen. A pattern toggled in the Passes tab and one toggled by a click on a result of "Find
+a picker the option's text wider than its box), no row (nor the Run tab's check table) scrolls sideways, and a
+broken edit's message and the line it names are on screen. A pattern toggled in the Passes tab and one toggled by a click on a result of "Find
 applicable patterns" leave the panel where it was: its top, its height and its lists move less than 20 px while it
 rebuilds (the first toggle grows it once, below its lists, by what a toggle changed and the toggles as code), and
 the click toggles that pattern as any toggle does (its line of Python shown, ``p.ex.spec`` has it off).
@@ -28,9 +28,8 @@ SPEC = "print('off:', ','.join(sorted(p.ex.spec.selection.disabled)))"
 # a program whose check fails under no_nan, so that the Run tab offers "Find where it drifts" (test_browser_drift)
 TABS = ("Diff", "Passes", "Run", "Cost", "Compile", "Graph", "Source", "Analyze", "Collectives")
 # what each tab shows once filled (the tab is measured with it)
-FILLED = {"Diff": ".wbd-row", "Passes": "[data-hwb=xla-toggle]", "Run": '[data-hwb="run"]',
-          "Cost": '[data-hwb="cost-table"]', "Compile": '[data-hwb="compile-step"]', "Graph": ".wbg-view svg",
-          "Source": ".wbsrc-line", "Analyze": '[data-hwb="applicable"]'}
+FILLED = {"Diff": ".wbd-row", "Passes": "[data-hwb=xla-toggle]", "Run": '[data-hwb="run"]', "Cost": ".wb-table",
+          "Compile": ".wbc-row", "Graph": ".wbg-view svg", "Source": ".wbsrc-line", "Analyze": '[data-hwb="applicable"]'}
 WIDTHS = ((1000, False), (1280, True), (1920, False))  # (viewport, the file browser open)
 
 # The panel's controls and labels cut: [what, class, text, needed px, shown px]. A label, button, tab title or
@@ -41,7 +40,7 @@ CUT = """panel => {
     const said = e => (e.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 60);
     const out = [];
     const labels = 'button, label, .widget-label, .lm-TabBar-tabLabel, summary, th, .hwbv-tl-name, .hwbv-tl-gname, ' +
-                   '.hwbv-stage-name, .wbs-name, .hwbv-cp-kind, .hwbv-cp-name, .hwbv-cp-stage, .hwbv-cp-ms, .hwbv-an-name';
+                   '.hwbv-stage-name, .wbs-name, .wbc-kind, .wbc-name, .wbc-stage, .wbc-ms, .hwbv-an-name';
     const code = '.wbd, .wbsrc-code';  // a line of code is cut at the pane's edge by design, and whole in its title
     const cut = e => shown(e) && e.scrollWidth > e.clientWidth + 1;
     const ellipsis = [...panel.querySelectorAll('*')].filter(e => getComputedStyle(e).textOverflow === 'ellipsis'
@@ -76,6 +75,11 @@ SIDEWAYS = """panel => [...document.querySelectorAll('*')]
                && !e.closest('.wbd-pane, .wbd-rows, .wbg, .wbsrc-list, pre, .cm-editor, textarea')
                && !(e.matches('.widget-html, .hwbv-table-wrap:not(.hwbv-stage-scroll)') && e.querySelector('table')))
   .map(e => [String(e.className).slice(0, 60), e.scrollWidth, e.clientWidth])"""
+
+# The Run tab's check tables wider than their box (each may scroll, but a run's leaves should read whole from 1000 px):
+# [scrollWidth, clientWidth]
+LEAVES_WIDE = """panel => [...panel.querySelectorAll('.wb-run-tab .hwbv-leaf-table-wrap')]
+  .filter(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth).map(e => [e.scrollWidth, e.clientWidth])"""
 
 # Every frame while the panel rebuilds: its top on the screen, its height, and the top of its tabs (beside the stage
 # list: what the user clicks in).
@@ -148,6 +152,7 @@ def test_every_tab_at_1000_1280_and_1920_px_cuts_no_label_and_scrolls_no_row(bro
                 found.append((width, *f))
                 print(width, *f)
             tab(panel, "Run")
+            found += [(width, "Run", "the check's table scrolls", *w) for w in panel.evaluate(LEAVES_WIDE)]
             shots(panel, f"layout_run_{width}")
 
         # a broken edit at 1000 px: a line near the top of a long module broken by hand, the editor scrolled to its
@@ -256,15 +261,15 @@ def test_where_it_drifts_wraps_at_1000_px(browser, lab, shots):
     try:
         panel = show_panel(page)
         run_in_panel(panel, passed=False)
-        panel.locator(".wb-drift-button").click()
-        panel.locator(".wb-drift-result").wait_for(state="attached", timeout=120_000)
+        panel.locator('[data-hwb="drift-find"]').click()
+        panel.locator('.wb-run-tab [data-hwb="drift"]').wait_for(state="attached", timeout=120_000)
         _idle(page)
         tab(panel, "Run")
         settle(page)
         shots(panel, "layout_drift_1000")
         cut, sideways = panel.evaluate(CUT), panel.evaluate(SIDEWAYS)
         assert not cut and not sideways, (cut, sideways)
-        sentence = panel.locator(".wb-drift-result p").first
+        sentence = panel.locator('[data-hwb="drift"] .hwbv-drift-summary').first
         right = panel.bounding_box()
         box = sentence.bounding_box()
         assert box["x"] + box["width"] <= right["x"] + right["width"] + 1, (box, right)

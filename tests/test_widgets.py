@@ -73,6 +73,11 @@ def stages(p):
     return {r["stage"]: r for r in p.core.model["stages"]}
 
 
+def click_run_tab(p, action, **payload):
+    """A click in the Run tab, as its component sends it to Python."""
+    p.run_tab.view._heard(p.run_tab.view, {"action": action, "payload": payload}, [])
+
+
 def click(p, action, **payload):
     """A click in the Passes tab, as its component sends it to Python."""
     p.passes.view._heard(p.passes.view, {"action": action, "payload": payload}, [])
@@ -93,9 +98,9 @@ def test_the_stage_list_shows_every_stage_with_group_time_and_state(p, ex):
     assert by_name["enzyme-hlo-patterns#1"]["changed"] and not by_name["cse#1"]["changed"]
     assert by_name["xla:optimized"]["group"] == "xla" and by_name["stablehlo"]["group"] == "trace"
     assert by_name["enzyme-hlo-patterns#1"]["ms"] > 0 and by_name["enzyme-hlo-patterns#1"]["parent"] == "canonicalize#2"
-    assert [c.data["sections"] for c in (p.core.header, p.core.stages, p.core.runs)] == \
-        [["header", "edits"], ["stages"], ["runs"]]
-    assert all(c.data["model"] is p.core.model for c in (p.core.header, p.core.stages, p.core.runs))
+    assert [c.data["sections"] for c in (p.core.header, p.core.stages)] == [["header", "edits"], ["stages"]]
+    assert all(c.data["model"] is p.core.model for c in (p.core.header, p.core.stages))
+    assert p.run_tab.data["runs"] == p.core.model["runs"]  # the Run tab's runs: the view model's
     assert "texts" in p.core.model and p.core.model["texts"] == {}  # the pair's own facts are the Diff tab's
     assert "error" not in p.status.value and p.last_error is None
 
@@ -180,18 +185,21 @@ XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;&#34;&#39;&amp;"  # as marku
 
 def test_the_panels_markup_shows_names_lines_and_errors_as_text_escaped_once(ex):
     """Every piece of the panel's markup escapes what it is given (a variable name, a Python line, a pipeline, an
-    error), once: a name like a script tag shows as text and runs nowhere. (The header, the stage list, the runs and
-    the Cost and Compile tabs are drawn by the view components, which write every text as text.)"""
+    error), once: a name like a script tag shows as text and runs nowhere. (The header, the stage list and the runs
+    are drawn by the view components, which write every text as text.)"""
     from workbench.views.widgets import html as wb_html
 
     shown = {  # the first three wrote a name or a Python line unescaped before
         "pipeline_string": wb_html.pipeline_string(XSS, XSS),
+        "stage_costs": wb_html.stage_costs(XSS, ex.cost()),
+        "op_costs": wb_html.op_costs(XSS, XSS, ex.cost("stablehlo")),
         "python_line": wb_html.python_line(XSS, [XSS], [XSS]),
         "python_line, unbound": wb_html.python_line(XSS, [], (), XSS),
         "failed": wb_html.failed(f"{XSS}\n{XSS}"),
         "done": wb_html.done(XSS),
         "running": wb_html.running(XSS, 1.0, XSS, 1, 2),
         "awaiting": wb_html.awaiting(XSS, 1.0, wb_html.done("compiled")),
+        "op_costs_missing": wb_html.op_costs_missing(XSS, ValueError(XSS)),
     }
     for what, markup in shown.items():
         assert "<script" not in markup and "&amp;lt;" not in markup, what
@@ -299,27 +307,24 @@ def test_a_preset_or_pipeline_string_rebuilds_keeping_the_stages_that_remain(p, 
 
 # -- running, costing, analysing --------------------------------------------------------------------------
 def test_run_shows_outputs_timing_and_the_check(p, ex):
-    assert p.device.options == tuple(wb.devices()["id"])
-    p.device.value = "cpu:0"
-    p.run_button.click()
+    assert p.run_tab.data["devices"] == list(wb.devices()["id"])
+    click_run_tab(p, "run", device="cpu:0")  # the Run button, the device picked
     run = p.core.model["runs"][-1]  # the Run tab's runs (the session's, newest last): the view model's
     # measured against the as-lowered module in float64, leaf by leaf
     assert run["check"]["passed"] and run["check"]["reference"] == "stablehlo promoted to float64"
     assert run["repeat"] == 20 and 0 < run["min_ms"] <= run["median_ms"] and run["stale"] == ""
     assert [(l["shape"], l["dtype"], l["passed"]) for l in run["check"]["leaves"]] == [([4, 16], "float32", True)]
     p.compare(["stablehlo", ex.default_run_stage().name])
-    assert "speedup" in p.compare_out.value and p.compare_out.value.count("True") == 2
+    compared = p.run_tab.data["compared"]  # the table the Run tab draws
+    assert "speedup" in compared["columns"] and [r[compared["columns"].index("check_passed")]
+                                                  for r in compared["rows"]] == [True, True]
 
 
 def test_cost_and_graph_tabs_fill_when_opened(p):
-    p.tabs.selected_index = 3  # Cost: what its component draws (the table, the chart from its rows, B per op)
-    cost = p.cost.data
-    assert cost["python"] == "ex.cost()" and "flops" in cost["table"]["columns"]
-    assert [r[0] for r in cost["table"]["rows"]] == p.ex.names
-    ops = cost["table"]["columns"].index("ops")  # the chart's bars: the module stages, those that changed marked
-    assert sum(isinstance(r[ops], int) for r in cost["table"]["rows"]) >= 2 and p.right in cost["changed"]
-    assert cost["ops"]["title"] == f"Per op of {p.right}" and cost["ops"]["python"] == f'ex.cost("{p.right}")'
-    assert "stablehlo.dot_general" in [r[0] for r in cost["ops"]["table"]["rows"]]
+    p.tabs.selected_index = 3  # Cost
+    assert "<b>Every stage</b>" in p.cost_table.value and "flops" in p.cost_table.value
+    assert p.cost_plot.outputs[0]["data"]["image/png"]
+    assert "stablehlo.dot_general" in p.op_costs.value
     p.tabs.selected_index = 5  # Graph
     graph = p.graph_view  # the right stage's dataflow: graphviz's SVG, without the XML prologue
     assert graph.message == "" and graph.svg.startswith("<svg") and "dot_general" in graph.svg
@@ -437,13 +442,13 @@ def test_work_runs_on_a_thread_with_the_buttons_disabled(ex):
         p._submit("holding", None, gate.wait, busy=True)
         started = threading.Event()
         p._submit("marker", None, started.set, busy=False)
-        assert p.run_button.disabled and p.passes.data["busy"]
+        assert p.run_tab.data["busy"] and p.passes.data["busy"]
         p.toggle_patterns(["dot_transpose"], False)  # queued behind the running job
         assert p.ex is ex and not started.is_set()
     finally:
         gate.set()
     p.wait()
-    assert started.is_set() and not p.run_button.disabled and not p.passes.data["busy"]
+    assert started.is_set() and not p.run_tab.data["busy"] and not p.passes.data["busy"]
     assert p.ex.spec.selection.disabled == {"dot_transpose"}
     assert p.right == "enzyme-hlo-patterns#1"
     # a reset queued right behind a toggle resets what the toggle left
@@ -582,8 +587,9 @@ def test_numbers_are_written_with_three_digits_and_small_ones_in_scientific_nota
     df = e.compare(["stablehlo", "cse#1"], device="cpu:0", repeat=2)
     err = df["max_rel_err"].iloc[0]
     assert 0 < err < 1e-3  # float32 rounding against the float64 reference
-    cells = re.findall(r"<td>([^<]*)</td>", p.compare_out.value)
-    assert html.num(err) in cells and "0.0" not in cells and "0.000" not in cells
+    compared = p.run_tab.data["compared"]  # its numbers as measured: the component writes them (formatNumber)
+    errs = [r[compared["columns"].index("max_rel_err")] for r in compared["rows"]]
+    assert errs[0] == pytest.approx(err, rel=1e-3) and 0 not in errs  # as measured, not rounded to 0
     assert p.core.model["runs"][0]["check"]["max_rel"] == pytest.approx(float(e.history[0].check.max_rel))
     p.close()
 
@@ -620,11 +626,14 @@ def test_steps_served_from_the_cache_are_marked_cached():
     rows = stages(p)
     assert rows["cse#1"]["cached"] and not rows["enzyme-hlo-patterns#1"]["cached"]
     assert rows["cse#1"]["ms"] == round(t2["cse#1"].seconds * 1e3, 2)  # its first run's, drawn "(cached)"
-    p.tabs.selected_index = 3  # Cost: the seconds of cached stages say so (the component marks those named)
-    cost = p.cost.data
-    seconds = {r[0]: r[cost["table"]["columns"].index("seconds")] for r in cost["table"]["rows"]}
-    assert "cse#1" in cost["cached"] and seconds["cse#1"] == t2["cse#1"].seconds
-    assert "enzyme-hlo-patterns#1" not in cost["cached"]
+    p.tabs.selected_index = 3  # Cost: the seconds of cached stages say so
+
+    def row(stage):
+        return re.search(rf"<tr>(?:(?!</tr>).)*<td>{re.escape(stage)}</td>(?:(?!</tr>).)*</tr>", p.cost_table.value,
+                         re.S)[0]
+
+    assert re.search(r"<td>[\d.e+-]+ \(cached\)</td>", row("cse#1"))
+    assert "(cached)" not in row("enzyme-hlo-patterns#1")
     p.close()
 
 

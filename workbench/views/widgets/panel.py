@@ -17,6 +17,8 @@ model of what the panel shows, sent again after each change, so that a saved not
 """
 from __future__ import annotations
 
+import base64
+import io
 import pathlib
 import threading
 from concurrent.futures import Future
@@ -25,23 +27,22 @@ from typing import Callable, MutableMapping, Sequence
 
 import ipywidgets as W
 
+from ...errors import WorkbenchError
 from ...exploration import XLA_WAIT, Exploration
 from . import actions, collectives, compiletab, html
 from .actions import Action
-from .ahead import ahead
+from .ahead import ahead, busy_note
 from .analyze import AnalyzeTab
 from ...artifacts.viewmodel import default_right
 from .changes import ChangeSummary
-from .component import Component
 from .coreview import CoreView
-from .costtab import cost_data
 from .diffview import DiffView
-from .driftbox import DriftBox
 from .editbox import EditBox
 from .graphtab import GraphTab
 from .jobs import Jobs
 from .passes import PassesTab
 from .pending import SoFar, late_name
+from .runtab import RunTab
 from .savedview import SavedView, Shown
 from .source import SourceTab
 
@@ -187,20 +188,17 @@ class Panel:
 
     def run(self, stage: str | None = None, device: str | None = None, repeat: int | None = None) -> None:
         """Run a stage (default: the one picked in the Run tab) and show its outputs, timing and check."""
-        stage, device = stage or self.run_stage.value, device or self.device.value
-        repeat = int(repeat or self.repeat.value)
-        self._set_quietly(self.run_stage, stage)
-        self._set_quietly(self.device, device)
-        act = actions.run(self.name, stage, device, repeat)
+        self.run_tab.set(stage, device, repeat)
+        s = self.run_settings
+        act = actions.run(self.name, stage or s.stage, device or s.device, int(repeat or s.repeat))
         self._submit(act.label, act.python, lambda: self._show_run(act.call(self._ex)), busy=True)
 
     def compare(self, stages=None, device: str | None = None) -> None:
-        """Run several stages and tabulate their times and checks."""
-        stages = list(stages if stages is not None else self.compare_stages.value)
-        device = device or self.device.value
-        self._set_quietly(self.device, device)
-        act = actions.compare(self.name, stages, device, int(self.repeat.value))
-        self.compare_out.value = ""
+        """Run several stages (default: those picked in the Run tab) and tabulate their times and checks."""
+        self.run_tab.set(device=device, compare=stages)
+        s = self.run_settings
+        act = actions.compare(self.name, list(s.compare if stages is None else stages), device or s.device, s.repeat)
+        self.run_tab.compared(None)
         self._submit(act.label, act.python, lambda: self._show_compare(act.call(self._ex)), busy=True)
 
     def find_applicable(self, stage: str | None = None) -> None:
@@ -216,7 +214,7 @@ class Panel:
         """Fill the Cost tab: every stage's cost, the chart, the per-op cost of the right stage."""
         self._cost_key = self._key()
         act = actions.cost(self.name)
-        self.cost.data = {"busy": f"{act.label}…"}
+        self.cost_table.value = busy_note(act.label)
         self._submit(act.label, act.python, self._load_cost, busy=False)
 
     def show_graph(self, stage: str | None = None) -> None:
@@ -239,7 +237,6 @@ class Panel:
                                      lambda: setattr(self.tabs, "selected_index", 0))
         self.python_box = W.HTML()
         self.pipeline_box = W.HTML()
-        self._buttons = [self.run_button, self.compare_button]
         self._root = W.VBox([
             W.HTML(f"<style>{_CSS}</style>", layout=L(height="0px", overflow="hidden")),
             W.HBox([self.core.header, self.status]).add_class("wb-row").add_class("wb-top"),
@@ -253,8 +250,14 @@ class Panel:
         """The tabs, in ``_TABS``' order."""
         diff_tab = self._build_diff()
         self.passes = p = PassesTab(self._on_passes)  # its clicks are the panel's actions
-        run_tab = self._build_run()
-        self.cost = Component("cost")  # every stage's cost, its chart, B's per op: costtab.py's facts
+        # the Run tab, one component: run_settings holds its controls' values, drift is its search of where a failed
+        # run drifts (find, found, show_in)
+        self.run_tab = self.drift = RunTab(self.name, lambda: self._ex, self._submit, self.run, self.compare,
+                                           self._show_drift)
+        self.run_settings = self.run_tab.settings
+        self.cost_table = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
+        self.cost_plot = W.Output()
+        self.op_costs = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
         self.graph = GraphTab(self.name, self._submit)  # its own module: the stage picker and the view
         self.graph_view = self.graph.view
         # Analyze (its own module): the jobs exist once _build is done, hence the lambdas
@@ -264,11 +267,12 @@ class Panel:
                                   self.passes.patterns_on,
                                   lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False),
                                   toggle=self.toggle_patterns)
+        cost_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs])
         self.collectives = collectives.CollectivesTab(self.name, self._submit, self.pick, self.diff_view,
                                                       lambda: setattr(self.tabs, "selected_index", 0))
         self.compile = compiletab.CompileTab(self.name, self._submit, self._diff_stage)
-        self.tabs = W.Tab(children=[diff_tab, p.widget, run_tab, self.cost, self.compile.widget, self.graph.widget,
-                                    self.source.widget, self.analyze.widget, self.collectives.widget])
+        self.tabs = W.Tab(children=[diff_tab, p.widget, self.run_tab.view, cost_tab, self.compile.widget,
+                                    self.graph.widget, self.source.widget, self.analyze.widget, self.collectives.widget])
         self.tabs.titles = _TABS
         self.tabs.layout = W.Layout(flex="1 1 auto", min_width="0")
         self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
@@ -294,27 +298,6 @@ class Panel:
                                 self.diff_view)
         return W.VBox([pickers.add_class("wb-row"), self.editor.panel, self.ops_delta, self.source.home])
 
-    def _build_run(self) -> W.VBox:
-        """The Run tab: run one stage on a device, and compare several stages' times and checks."""
-        L, short = W.Layout, {"description_width": "initial"}
-        self.run_stage = W.Dropdown(description="stage", layout=L(width="330px"), style=short)
-        self.device = W.Dropdown(description="device", layout=L(width="200px"), style=short)
-        self.repeat = W.BoundedIntText(value=20, min=1, max=10000, description="repeat", layout=L(width="150px"),
-                                       style=short)
-        self.run_button = W.Button(description="Run", button_style="success", icon="play", layout=L(width="90px"))
-        self.run_button.on_click(lambda _b: self.run())
-        self.drift = DriftBox(self.name, lambda: self._ex, self._submit, self._show_drift)
-        self.compare_stages = W.SelectMultiple(rows=6, layout=L(width="330px"))
-        self.compare_button = W.Button(description="Compare stages", icon="table", layout=L(width="150px"),
-                                       tooltip="run each selected stage and tabulate time and check")
-        self.compare_button.on_click(lambda _b: self.compare())
-        self.compare_out = W.HTML()
-        return W.VBox([
-            W.HBox([self.run_stage, self.device, self.repeat, self.run_button]), self.drift.widget, self.core.runs,
-            W.HTML("<b>Compare stages</b> (ctrl/shift-click to pick several; device and repeat from above)"),
-            W.HBox([self.compare_stages, self.compare_button]), self.compare_out,
-        ])
-
     # -- the jobs ------------------------------------------------------------------------------------
     def _submit(self, label: str, python: str | None, work: Callable[[], None], *, busy: bool) -> None:
         """Queue ``work`` (see ``Jobs.submit``), showing ``python``, the line of what it does, first."""
@@ -325,15 +308,9 @@ class Panel:
 
     def _set_busy(self, busy: bool) -> None:
         """While busy work is queued or runs, the actions wait: their buttons and toggles are disabled."""
-        for b in self._buttons:
-            b.disabled = busy
         self.passes.set_busy(busy)
+        self.run_tab.send(busy=busy)
         self.analyze.set_busy(busy)
-
-    def _set_quietly(self, dropdown: W.Dropdown, value) -> None:
-        if value in dropdown.options:
-            with self._programmatic():
-                dropdown.value = value
 
     @contextmanager
     def _programmatic(self):
@@ -395,7 +372,7 @@ class Panel:
     def _load(self) -> None:
         self._show_exploration(self._ex)
         if self.jobs.background:  # the first Run's reference and the Cost tab's imports, made while the user reads
-            ahead(self._ex, self.device.value)
+            ahead(self._ex, self.run_settings.device)
 
     def _rebuild(self, make: Callable[[], Action]) -> None:
         """Queue a rebuild; ``make`` builds its Action on the worker, from the Exploration of that moment
@@ -433,20 +410,10 @@ class Panel:
             self.core.show(ex, self._left, self._right, pending=pending)
             self.left_picker.options = names
             self.right_picker.options = names
-            keep_run = self.run_stage.value
-            self.run_stage.options = runnable
-            default_run = ex.default_run_stage().name if runnable else None
-            self.run_stage.value = keep_run if keep_run in runnable else default_run
-            keep_cmp = [s for s in self.compare_stages.value if s in runnable]
-            self.compare_stages.options = runnable
-            default_cmp = [n for n in (ex.reference_stage().name, self.run_stage.value) if n in runnable]
-            self.compare_stages.value = tuple(keep_cmp or dict.fromkeys(default_cmp))
             from ...analysis.run.execute import devices
 
             ids = devices()["id"].tolist()
-            keep = self.device.value
-            self.device.options = ids
-            self.device.value = keep if keep in ids else (ex.spec.device if ex.spec.device in ids else ids[0])
+            self.run_tab.show(ex, runnable, ids, self.core.model["runs"])
             self.passes.show(ex, pending)  # first: the Analyze tab's switches read the patterns on from its list
             self.analyze.show(ex, runnable, ids)
         self._show_pipeline_string(ex)
@@ -544,13 +511,31 @@ class Panel:
     def _show_runs(self) -> None:
         """The session's runs (``ex.history``), each marked stale where the Exploration shown has another program."""
         self.core.show(self._ex, self._left, self._right, pending=self._pending)
+        self.run_tab.send(runs=self.core.model["runs"])
 
     def _show_compare(self, df) -> None:
-        self.compare_out.value = html.table(df)
+        self.run_tab.compared(df)
         self._show_runs()  # each stage compared is a run of the session
 
     def _load_cost(self) -> None:
-        key, ex = self._key(), self._ex
+        key, ex, right = self._key(), self._ex, self._right
         src = SoFar(ex) if self._pending else ex  # while XLA compiles: the trace and MLIR stages
-        self.cost.data = cost_data(self.name, src, self._right, self._pending)
+        every = actions.cost(self.name)
+        cached = {s.name for s in src.stages if s.cached}
+        self.cost_table.value = html.stage_costs(every.python, every.call(src), cached)
+        if self._pending:
+            self.cost_table.value += '<div class="wb-note">XLA is compiling: its stages\' rows come with them</div>'
+        fig = src.plot_cost()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+        png = base64.b64encode(buf.getvalue()).decode()
+        self.cost_plot.outputs = ({"output_type": "display_data", "metadata": {},
+                                   "data": {"image/png": png, "text/plain": f"{self.name}.plot_cost()"}},)
+        per_op = actions.cost(self.name, right)
+        try:
+            ops = per_op.call(src)
+        except WorkbenchError as e:
+            self.op_costs.value = html.op_costs_missing(right, e)
+        else:
+            self.op_costs.value = html.op_costs(right, per_op.python, ops)
         self._cost_key = key

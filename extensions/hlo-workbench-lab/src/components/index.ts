@@ -22,6 +22,7 @@ import type { IHost, IMounted, IViewModel } from './model';
 import './passes';
 import './analyze';
 import { runsSection } from './runs';
+import './runtab';
 import './source';
 import { IStageList, stageList, stageState } from './stages';
 import { register, render } from './widget';
@@ -97,7 +98,7 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options:
     };
     const all: [string, () => HTMLElement | null][] = [['header', () => header(m)],
       ['stages', () => (stages = stageList(m, pick, () => pair, ui)).node], ['diff', diffSection], ['cost', () => costSection(m)], ['edits', () => editsSection(m)],
-      ['runs', () => runsSection(m)], ['drift', () => driftSection(m)], ['compile', () => compileSection(m, pick)]];
+      ['runs', () => runsSection(m.runs)], ['drift', () => driftSection(m.drift)], ['compile', () => compileSection(m)]];
     const wanted = options.sections ? new Set(options.sections) : null;
     const parts = all.filter(([name]) => !wanted || wanted.has(name)).map(([, make]) => make()).filter((p) => p !== null);
     for (const p of parts) {

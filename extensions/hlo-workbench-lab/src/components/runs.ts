@@ -1,84 +1,82 @@
-// The runs of the session, newest last: each with its time, its check leaf by leaf (the program's outputs,
+// The runs of the session, in order: each with its time, its check leaf by leaf (the program's outputs,
 // as RunResult.check.table() lists them), what the program printed (host callbacks, warnings) and, when the
 // program shown is not the one it ran, why (stale).
-import { h, note, section } from './dom';
+import { h, note, section, table } from './dom';
 import { formatMs, formatNumber, formatShape } from './format';
-import type { ICheck, IRun, IViewModel } from './model';
+import type { ICheck, ILeaf, IRun, MaybeNumber } from './model';
 
 /** A check in one line: "FAILED vs f in float64: max |error| 4.45 (2 of 2 leaves failed)". */
 export function checkWords(c: ICheck): string {
-  const failed = c.leaves.filter((l) => !l.passed).length;
+  const failed = c.leaves.filter(l => !l.passed).length;
   const leaves = c.leaves.length === 1 ? '1 leaf' : `${c.leaves.length} leaves`;
-  return `${c.passed ? 'passed' : 'FAILED'} vs ${c.reference}: max |error| ${formatNumber(c.max_abs) || '\u2014'}, ` +
-    `max relative ${formatNumber(c.max_rel) || '\u2014'} (${failed ? `${failed} of ${leaves} failed` : `${leaves}, all within tolerance`})`;
+  return (
+    `${c.passed ? 'passed' : 'FAILED'} vs ${c.reference}: max |error| ${formatNumber(c.max_abs) || '\u2014'}, ` +
+    `max relative ${formatNumber(c.max_rel) || '\u2014'} (${failed ? `${failed} of ${leaves} failed` : `${leaves}, all within tolerance`})`
+  );
 }
 
+const COLUMNS = ['leaf', 'shape', 'dtype', 'max |error|', 'max relative', 'tolerance', 'verdict', 'rule'];
+
+function leafRow(l: ILeaf): unknown[] {
+  const rule = l.computed ? `${l.rule}, computed in ${l.computed}` : l.rule;
+  const maxAbs = l.max_abs ?? (l.passed ? null : 'not finite');
+  return [l.path, formatShape(l.shape), l.dtype, maxAbs, l.max_rel, l.tolerance, l.passed ? 'passed' : 'FAILED', rule];
+}
+
+/** The check leaf by leaf: [data-hwb="leaf"] per leaf (data-path, data-passed). */
 function leaves(c: ICheck): HTMLElement {
-  const wrap = h('div', 'hwbv-table-wrap');
-  const t = h('table', 'hwbv-table hwbv-leaf-table');
-  const head = t.createTHead().insertRow();
-  for (const col of ['leaf', 'shape', 'dtype', 'max |error|', 'max relative', 'tolerance', 'verdict', 'rule'])
-    head.append(h('th', '', col));
-  const body = t.createTBody();
-  for (const l of c.leaves) {
-    const tr = body.insertRow();
-    tr.dataset.hwb = 'leaf';
-    tr.dataset.path = l.path;
-    tr.dataset.passed = String(l.passed);
+  const wrap = table('hwbv-leaf-table', COLUMNS, c.leaves.map(leafRow));
+  wrap.querySelectorAll('tbody tr').forEach((tr, k) => {
+    const l = c.leaves[k];
+    Object.assign((tr as HTMLElement).dataset, { hwb: 'leaf', path: l.path, passed: String(l.passed) });
     tr.className = l.passed ? 'hwbv-pass' : 'hwbv-fail';
-    const rule = l.computed ? `${l.rule}, computed in ${l.computed}` : l.rule;
-    tr.append(h('td', 'hwbv-wrap', l.path), h('td', '', formatShape(l.shape)), h('td', '', l.dtype),
-      h('td', 'hwbv-num', formatNumber(l.max_abs) || (l.passed ? '' : 'not finite')),
-      h('td', 'hwbv-num', formatNumber(l.max_rel)), h('td', 'hwbv-num', formatNumber(l.tolerance)),
-      h('td', 'hwbv-verdict', l.passed ? 'passed' : 'FAILED'), h('td', '', rule));
-  }
-  wrap.append(t);
+    const cells = (tr as HTMLTableRowElement).cells;
+    cells[0].className = 'hwbv-wrap'; // a long path wraps anywhere, not held to a long text's width
+    cells[6].classList.add('hwbv-verdict');
+  });
   return wrap;
+}
+
+/** `e`, found by tests and hosts as [data-hwb=`hwb`]. */
+function tagged<E extends HTMLElement>(e: E, hwb: string): E {
+  e.dataset.hwb = hwb;
+  return e;
 }
 
 function run(r: IRun, n: number): HTMLElement {
   const box = h('div', 'hwbv-run');
-  box.dataset.hwb = 'run';
-  box.dataset.stage = r.stage;
-  box.dataset.stale = String(!!r.stale);
-  if (r.check) box.dataset.passed = String(r.check.passed);
+  Object.assign(box.dataset, { hwb: 'run', stage: r.stage, stale: String(!!r.stale) });
+  const c = r.check;
+  if (c) box.dataset.passed = String(c.passed);
+  const ms = (v: MaybeNumber | undefined) => formatMs(v) || '\u2014';
+  const times = `median ${ms(r.median_ms)}, fastest ${ms(r.min_ms)}, IQR ${ms(r.iqr_ms)} of ${r.repeat}`;
   const head = h('div', 'hwbv-run-head');
-  head.append(h('span', 'hwbv-label', `run ${n}`), h('code', 'hwbv-wrap', r.stage), h('span', '', `on ${r.device}`),
-    h('span', '', `median ${formatMs(r.median_ms) || '\u2014'}, fastest ${formatMs(r.min_ms) || '\u2014'}, ` +
-      `IQR ${formatMs(r.iqr_ms) || '\u2014'} of ${r.repeat}`));
-  if (r.check) head.append(h('span', r.check.passed ? 'hwbv-badge hwbv-badge-pass' : 'hwbv-badge hwbv-badge-error',
-    r.check.passed ? 'passed' : 'FAILED'));
+  head.append(h('span', 'hwbv-label', `run ${n}`), h('code', 'hwbv-wrap', r.stage), h('span', '', `on ${r.device}`));
+  head.append(h('span', '', times));
+  if (c) head.append(h('span', `hwbv-badge hwbv-badge-${c.passed ? 'pass' : 'error'}`, c.passed ? 'passed' : 'FAILED'));
   box.append(head);
-  if (r.settings) {
-    const s = note(`ran: ${r.settings}`, 'hwbv-wrap');
-    s.dataset.hwb = 'run-settings';
-    box.append(s);
-  }
-  if (r.stale) {
-    const s = note(`stale: ${r.stale}`, 'hwbv-warn hwbv-stale');
-    s.dataset.hwb = 'stale';
-    box.append(s);
-  }
-  if (r.check) {
-    box.append(h('div', 'hwbv-check', checkWords(r.check) + (r.check.lowered_abs === null || r.check.lowered_abs === undefined
-      ? '' : `; the program as lowered: ${formatNumber(r.check.lowered_abs)}`)));
-    if (r.check.note) box.append(note(r.check.note));
-    box.append(leaves(r.check));
+  if (r.settings) box.append(tagged(note(`ran: ${r.settings}`, 'hwbv-wrap'), 'run-settings'));
+  if (r.stale) box.append(tagged(note(`stale: ${r.stale}`, 'hwbv-warn hwbv-stale'), 'stale'));
+  if (c) {
+    const lowered = formatNumber(c.lowered_abs);
+    box.append(h('div', 'hwbv-check', checkWords(c) + (lowered ? `; the program as lowered: ${lowered}` : '')));
+    if (c.note) box.append(note(c.note));
+    box.append(leaves(c));
   } else box.append(note('not checked'));
   if (r.printed) {
     const p = h('div', 'hwbv-printed');
     p.append(h('div', 'hwbv-label', r.printed_cut ? 'printed (the first part)' : 'printed'));
-    const pre = h('pre', 'hwbv-pre hwbv-code', r.printed);
-    pre.dataset.hwb = 'printed';
-    p.append(pre);
+    p.append(tagged(h('pre', 'hwbv-pre hwbv-code', r.printed), 'printed'));
     box.append(p);
   }
   return box;
 }
 
-export function runsSection(m: IViewModel): HTMLElement | null {
-  if (!m.runs.length) return null;
-  const { node, body } = section('runs', 'Runs', m.runs.length);
-  m.runs.forEach((r, k) => body.append(run(r, k + 1)));
+/** The runs as a section, numbered in order; `newestFirst` (the panel's Run tab): the last on top. */
+export function runsSection(runs: readonly IRun[], newestFirst = false): HTMLElement | null {
+  if (!runs.length) return null;
+  const { node, body } = section('runs', 'Runs', runs.length);
+  const boxes = runs.map((r, k) => run(r, k + 1));
+  body.append(...(newestFirst ? boxes.reverse() : boxes));
   return node;
 }
