@@ -423,3 +423,35 @@ def test_the_wheel_ships_the_report_assets():
     files = sorted(p.name for p in (ROOT / "workbench" / "assets").iterdir() if p.is_file())
     assert "reporthost.js" in files and "report.css" in files and not [f for f in files if f.endswith(".j2")]
     assert all(any(fnmatch.fnmatch(f, g) for g in globs.get("workbench.assets", ())) for f in files), files
+
+
+# -- a comparison of two explorations, as one page ----------------------------------------------------------
+@pytest.mark.slow
+def test_a_comparison_page_is_the_comparison_model_drawn_by_the_compare_component(browser, tmp_path):
+    """``hlo-workbench diff a.hlox b.hlox --html`` and a failed golden check write the comparison model (what the
+    Compare tab draws) into a page the components draw; the check's verdict above it, the one fact only it has."""
+    from workbench.analysis.diff.gates import Limits, judge
+    from workbench.artifacts.comparison_model import comparison_model, validate_comparison
+    from workbench.artifacts.comparison_page import write_comparison_page
+
+    def grown(x, y):
+        return {"out": jnp.tanh(x.T @ y).T * 2.0 + jnp.sin(x.T @ y).T, "total": (x * 3.0).sum()}
+
+    args = (jax.random.normal(jax.random.PRNGKey(0), (8, 4)), jnp.ones((8, 6)))
+    c = wb.compare_explorations(wb.explore(two_outputs, *args), wb.explore(grown, *args), labels=("golden", "now"))
+    verdict = judge(c, Limits())  # no growth allowed: the sine's ops and flops fail it
+    text = write_comparison_page(c, tmp_path / "c.html", verdict=verdict).read_text()
+    model = model_of(text)
+    validate_comparison(model)
+    assert model == json.loads(json.dumps(comparison_model(c)))
+    assert '<h2 id="wb-verdict">Check: failed' in text and text.count('data-ok="false"') == len(verdict.failed) > 0
+    ctx, page, errors, dialogs = open_report(browser, tmp_path / "c.html")
+    try:
+        page.wait_for_selector("html[data-wb-ready='1']", timeout=30_000)
+        rows = page.eval_on_selector_all('[data-hwb="compare-row"]', "els => els.map((e) => e.dataset.stage)")
+        assert rows == [p.name for p in c.pairs] and page.locator('[data-hwb="module"]').count() == len(model["modules"])
+        first = page.get_attribute("[data-hwb-comparison]", "data-first")
+        assert first == (c.first_difference.name if c.first_difference else "")
+        assert errors == [] and dialogs == []
+    finally:
+        ctx.close()

@@ -1,5 +1,6 @@
-"""The offline HTML report of an Exploration: ``write_report(ex, path)`` (``ex.report(path)``), and the page of
-two module texts' diff (``write_diff_page``: ``hlo-workbench diff A B --html``, a comparison's page).
+"""The offline HTML report of an Exploration: ``write_report(ex, path)`` (``ex.report(path)``), the page of two
+module texts' diff (``write_diff_page``: ``hlo-workbench diff A B --html``), and a page of any model the components
+draw (``write_page``: a comparison's).
 
 One file that needs no network and names no URL. It holds the view model (``viewmodel.view_model``,
 ``source="report"``) as JSON, drawn by the one set of components (``assets/views.js`` and ``views.css``,
@@ -47,7 +48,7 @@ from .viewmodel import view_model
 from ..errors import ReportFileError
 from ..stages import Stage
 
-__all__ = ["ReportLimits", "render_report", "write_report", "render_diff_page", "write_diff_page"]
+__all__ = ["ReportLimits", "render_report", "write_report", "render_diff_page", "write_diff_page", "write_page"]
 
 _GRAPH_MAX_OPS = 300
 
@@ -64,13 +65,20 @@ def write_report(ex, path, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: Re
     return _write(path, render_report(ex, graph=graph, max_ops=max_ops, limits=limits))
 
 
-def write_diff_page(before: str, after: str, before_name: str, after_name: str, path, **page) -> Path:
+def write_diff_page(before: str, after: str, before_name: str, after_name: str, path) -> Path:
     """Write the structural diff of two module texts (both MLIR or both XLA HLO) as one self-contained
-    HTML page drawn as the report is (``hlo-workbench diff A B --html OUT``); returns the path.
-    ``page``: ``render_diff_page``'s header, title and made_by."""
+    HTML page drawn as the report is (``hlo-workbench diff A B --html OUT``); returns the path."""
     path = Path(path)
     _check_target(path)
-    return _write(path, render_diff_page(before, after, before_name, after_name, **page))
+    return _write(path, render_diff_page(before, after, before_name, after_name))
+
+
+def write_page(path, title: str, made_by: str, model: dict, lead: Markup = Markup("")) -> Path:
+    """Write ``model`` (a comparison model, ``comparison_model``) as one self-contained page drawn as the report
+    is, ``lead`` (HTML) above it; returns the path."""
+    path = Path(path)
+    _check_target(path)
+    return _write(path, _document(title, made_by, model, None, None, [], lead=lead))
 
 
 def _check_target(path: Path) -> None:
@@ -117,22 +125,20 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
 
 
 def render_diff_page(before: str, after: str, before_name: str, after_name: str,
-                     limits: ReportLimits = LIMITS, header: Markup | None = None, title: str | None = None,
-                     made_by: str = "hlo-workbench diff --html") -> str:
+                     limits: ReportLimits = LIMITS) -> str:
     """The structural diff of two module texts as one HTML document, drawn as the report is, the two texts
-    its two stages; ``header`` (HTML) above them, under ``title`` (a comparison of two explorations puts its
-    tables there)."""
+    its two stages."""
     group = "xla" if "HloModule" in before[:4000] else "mlir"
     stages = [Stage(before_name, group, before, "", False, None, None),
               Stage(after_name, group, after, "", before != after, None, before_name)]
-    title = title or f"{before_name} \u2192 {after_name} \u2014 hlo-workbench diff"
+    title = f"{before_name} \u2192 {after_name} \u2014 hlo-workbench diff"
     packed = pack_texts(stages, (before_name, after_name), limits)
     # the two texts, as view_model reads an exploration: no pipeline, toggle, device, run or edit
     spec = SimpleNamespace(title=title, pipeline="", device="", xla_disabled=(),
                            selection=SimpleNamespace(disabled=(), enabled=()))
     model = view_model(SimpleNamespace(spec=spec, error=None, xla_result=None), before_name, after_name,
                        stages=stages, source="report", runs=())
-    return _document(title, made_by, model, packed, limits_note(limits, packed.usage), [], lead=header or Markup(""))
+    return _document(title, "hlo-workbench diff --html", model, packed, limits_note(limits, packed.usage), [])
 
 
 # -- the page --------------------------------------------------------------------------------------------
@@ -146,7 +152,7 @@ _PAGE = Markup("""<!DOCTYPE html>
 </style></head>
 <body>
 <header><h1>{title}</h1><dl class="wb-facts">{facts}</dl>{lead}</header>
-<div id="wb-view"><noscript><p class="wb-note">The view of the exploration needs JavaScript; its facts are the JSON of <code>#wb-model</code> in this page.</p></noscript></div><p class="wb-note" id="wb-view-note"></p>
+<div id="wb-view"><noscript><p class="wb-note">This view needs JavaScript; its facts are the JSON of <code>#wb-model</code> in this page.</p></noscript></div><p class="wb-note" id="wb-view-note"></p>
 {sections}
 <footer class="wb-note">Written by hlo-workbench's <code>{made_by}</code>. One file: no network access; the stage texts are inside it, normalized as <code>ex.diff</code> prints them.</footer>
 <script type="application/json" id="wb-model">{model}</script>
@@ -157,10 +163,10 @@ _PAGE = Markup("""<!DOCTYPE html>
 """)
 
 
-def _document(title: str, made_by: str, model: dict, packed: PackedTexts, limits: str, facts,
+def _document(title: str, made_by: str, model: dict, packed: PackedTexts | None, limits: str | None, facts,
               sections: Markup = Markup(""), lead: Markup = Markup("")) -> str:
-    """The page: the components drawn from ``model``, ``sections`` below them; above, the header's ``facts``
-    (name, text or Markup), ``limits`` and ``lead``."""
+    """The page: the components drawn from ``model`` (with the texts ``packed``, if any), ``sections`` below them;
+    above, the header's ``facts`` (name, text or Markup), ``limits`` and ``lead``."""
     script = _asset(ASSETS / "reporthost.js", "script")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
     csp = (f"default-src 'none'; script-src 'sha256-{digest}' blob:; style-src 'unsafe-inline'; "
@@ -169,11 +175,11 @@ def _document(title: str, made_by: str, model: dict, packed: PackedTexts, limits
     style = Markup("\n").join(_asset(ASSETS / f, "style") for f in ("views.css", "report.css") if (ASSETS / f).is_file())
     facts = Markup("").join(Markup("<dt>{}</dt><dd>{}</dd>").format(k, v) for k, v in [
         ("written", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")), *facts,
-        ("limits", Markup('<span id="wb-limits">{}</span>').format(limits))])
+        *([("limits", Markup('<span id="wb-limits">{}</span>').format(limits))] if limits else [])])
     return str(_PAGE.format(csp=csp, title=title, style=style, facts=facts, lead=lead, sections=sections,
                             made_by=made_by, model=_script_json(model),
                             views=_script_json(inlined(views) if views.is_file() else None),
-                            diffs=packed.data, script=script))
+                            diffs=packed.data if packed else "", script=script))
 
 
 def _script_json(value) -> Markup:

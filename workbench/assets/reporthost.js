@@ -1,4 +1,5 @@
-// The offline report's host (workbench/artifacts/report.py): the view model (#wb-model, JSON) drawn by
+// The offline report's host (workbench/artifacts/report.py): the view model (#wb-model, JSON; or a
+// comparison model, artifacts/comparison_page.py, drawn by mountComparison) drawn by
 // the one set of components (views.js: its source is #wb-views, a JSON string, imported from a blob)
 // into #wb-view. The components' host.diff(left, right) answers from the
 // diffs the report carries (#wb-diffs: base64 of gzip of JSON, artifacts/report_texts.py): the stages
@@ -43,11 +44,16 @@ async function main() {
   const source = parsed("#wb-views");
   if (!source) throw new Error("this copy of hlo-workbench has no built components (workbench/assets/views.js)");
   if (typeof DecompressionStream === "undefined") throw new Error("no DecompressionStream: a browser from 2023 or later");
-  const data = await unpack($("#wb-diffs"));
   const views = await import(URL.createObjectURL(new Blob([source], { type: "text/javascript" })));
   const el = $("#wb-view");
-  el.textContent = "";
-  views.mount(el, model, { diff: diffs(data, model) });
+  if (model.schema === "hlo-workbench/comparison") { // a comparison page: the model carries its diffs
+    el.textContent = "";
+    views.mountComparison(el, model);
+  } else {
+    const data = await unpack($("#wb-diffs"));
+    el.textContent = "";
+    views.mount(el, model, { diff: diffs(data, model) });
+  }
   document.documentElement.dataset.wbReady = "1";
 }
 

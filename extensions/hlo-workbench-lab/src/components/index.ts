@@ -50,6 +50,7 @@ export { KINDS, entryRows, rowCounts, rowsOfRuns, textLines } from './rows';
 export { clip, formatMs, formatNumber, formatShape } from './format';
 export { NO_HOST_DIFF, pageModel } from './diff';
 export { checkWords } from './runs';
+export { mountComparison } from './compare';
 export { transposed } from './cost';
 export { register, kinds, render } from './widget';
 export type { Factory, IWidgetHost } from './widget';
