@@ -12,19 +12,14 @@ pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on
 from tests.test_drift import line_of, nan_fed, sanitize, scaled  # noqa: E402
 
 
-def click(p, action, **payload):
-    """A click in the Run tab, as its component sends it to Python."""
-    p.run_tab.view._heard(p.run_tab.view, {"action": action, "payload": payload}, [])
-
-
 def test_the_drift_box_says_it_all_in_one_place_and_links_to_the_diff_and_the_source():
     ex = wb.explore(sanitize, *nan_fed(), no_nan=True)
     p = Panel(ex, background=False)
     run_tab = p.tabs.selected_index = 2
-    click(p, "run", repeat=1)
+    p.run_tab._heard("run", {"repeat": 1})  # its Run button, as the component sends it
     box = lambda: p.run_tab.data["drift"]  # noqa: E731 -- what the Run tab's drift box draws
     assert p.drift.offered and box() == {"stage": p.run_settings.stage, "finding": False, "found": None}
-    click(p, "drift")
+    p.run_tab._heard("drift", {})
     d = p.drift.found
     assert d is not None and d.found and d.op.cause.kind == "patterns", p.last_error
     said = box()["found"]  # the view model's drift: one sentence, the op and its one cause
@@ -32,9 +27,9 @@ def test_the_drift_box_says_it_all_in_one_place_and_links_to_the_diff_and_the_so
     assert said["op"]["cause"]["kind"] == "patterns" and "no_nan_compare_simplify" in said["op"]["cause"]["patterns"]
     assert p.tabs.selected_index == run_tab and said["op"]["result"]  # the answer is where it was asked, with links
 
-    click(p, "show", where="diff")
+    p.run_tab._heard("show", {"where": "diff"})
     assert p.tabs.titles[p.tabs.selected_index] == "Diff" and (p.left, p.right) == (d.reference, d.stage)
-    click(p, "show", where="source")
+    p.run_tab._heard("show", {"where": "source"})
     assert p.tabs.titles[p.tabs.selected_index] == "Source"
     assert p.source.selection == ("op", d.stage, d.op.result)  # the op followed: its line selected there
     p.run(repeat=1)  # a new run clears the answer

@@ -73,11 +73,6 @@ def stages(p):
     return {r["stage"]: r for r in p.core.model["stages"]}
 
 
-def click_run_tab(p, action, **payload):
-    """A click in the Run tab, as its component sends it to Python."""
-    p.run_tab.view._heard(p.run_tab.view, {"action": action, "payload": payload}, [])
-
-
 def click(p, action, **payload):
     """A click in the Passes tab, as its component sends it to Python."""
     p.passes.view._heard(p.passes.view, {"action": action, "payload": payload}, [])
@@ -308,7 +303,7 @@ def test_a_preset_or_pipeline_string_rebuilds_keeping_the_stages_that_remain(p, 
 # -- running, costing, analysing --------------------------------------------------------------------------
 def test_run_shows_outputs_timing_and_the_check(p, ex):
     assert p.run_tab.data["devices"] == list(wb.devices()["id"])
-    click_run_tab(p, "run", device="cpu:0")  # the Run button, the device picked
+    p.run_tab._heard("run", {"device": "cpu:0"})  # the Run button, the device picked, as the component sends it
     run = p.core.model["runs"][-1]  # the Run tab's runs (the session's, newest last): the view model's
     # measured against the as-lowered module in float64, leaf by leaf
     assert run["check"]["passed"] and run["check"]["reference"] == "stablehlo promoted to float64"
@@ -318,6 +313,8 @@ def test_run_shows_outputs_timing_and_the_check(p, ex):
     compared = p.run_tab.data["compared"]  # the table the Run tab draws
     assert "speedup" in compared["columns"] and [r[compared["columns"].index("check_passed")]
                                                   for r in compared["rows"]] == [True, True]
+    p.run_tab._heard("set", {"stage": "stablehlo", "repeat": 3, "device": "nowhere"})  # a control changed
+    assert (p.run_settings.stage, p.run_settings.repeat, p.run_settings.device) == ("stablehlo", 3, "cpu:0")
 
 
 def test_cost_and_graph_tabs_fill_when_opened(p):

@@ -107,7 +107,7 @@ class RunTab:
 
     def find(self) -> None:
         r = self._run
-        if r is None or not self.offered:
+        if not self.offered:
             return
         act = actions.drift(self.name, r.stage, r.device)
         self.send(drift={"stage": r.stage, "finding": True, "found": None})

@@ -87,12 +87,8 @@ register('run', (el, data: IRunTab, host: IWidgetHost): IMounted => {
     const x = d.drift;
     if (!x) put(drift);
     else {
-      const find = Object.assign(
-        button('hwbv-drift-find', 'Find where it drifts', () => act('drift'), FIND),
-        {
-          disabled: d.busy || x.finding
-        }
-      );
+      const find = button('hwbv-drift-find', 'Find where it drifts', () => act('drift'), FIND);
+      find.disabled = d.busy || x.finding;
       find.dataset.hwb = 'drift-find';
       const to = TO.map(([where, text, title]) => {
         const b = button('hwbv-drift-to', text, () => act('show', { where }), title);
@@ -100,13 +96,8 @@ register('run', (el, data: IRunTab, host: IWidgetHost): IMounted => {
         return b;
       });
       const finding = x.finding ? h('div', 'hwbv-note', `finding where ${x.stage} drifts\u2026`) : null;
-      put(
-        drift,
-        find,
-        finding,
-        driftSection(x.found),
-        x.found?.found && x.found.op?.result ? box('div', 'hwbv-run-row', ...to) : null
-      );
+      const links = x.found?.found && x.found.op?.result ? box('div', 'hwbv-run-row', ...to) : null;
+      put(drift, find, finding, driftSection(x.found), links);
     }
     put(runs, runsSection(d.runs, true));
     const t = d.compared && table('hwbv-compare-table', d.compared.columns, d.compared.rows);
