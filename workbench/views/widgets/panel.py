@@ -9,9 +9,9 @@ shown in the panel, never raised into the notebook. A new Exploration's MLIR sta
 its XLA stages when XLA's compile (started in the background by the toggle) ends: that wait holds
 no place in the queue, and stages that arrive for an Exploration no longer shown are dropped. Every
 action's line of Python is shown, ready to paste. This module lays the widgets out and wires them to
-the actions; the Passes, Compile, Graph, Source, Analyze and Collectives tabs are modules of their own (``passes``,
-``compiletab``, ``graphtab``, ``source``, ``analyze``, ``collectives``), ``coreview`` the header, the stage list and
-the runs (the view components of one view model), ``jobs`` runs the work, ``html`` renders what it gives,
+the actions; the Passes, Run, Compile, Graph, Source, Analyze and Collectives tabs are modules of their own
+(``passes``, ``runtab``, ``compiletab``, ``graphtab``, ``source``, ``analyze``, ``collectives``), ``coreview`` the
+header and the stage list (view components of one view model), ``jobs`` runs the work, ``html`` renders what it gives,
 ``changes`` says after each rebuild what it changed, ``savedview`` makes the output: the widget beside the view
 model of what the panel shows, sent again after each change, so that a saved notebook keeps the panel as it ended.
 """
@@ -230,7 +230,7 @@ class Panel:
     def _build(self) -> None:
         """The header and status line, the stage list beside the tabs, the Python and pipeline lines."""
         L = W.Layout
-        self.core = CoreView(self._pick_pair)  # the header, the stage list and the runs: the view components
+        self.core = CoreView(self._pick_pair)  # the header and the stage list: view components
         self.status = W.HTML()  # its slot beside or under the header: panel.css
         self._build_tabs()
         self.summary = ChangeSummary(self.name, self._submit, self.diff_view, self.ops_delta,  # what a toggle changed
