@@ -138,9 +138,9 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
         shots(panel, "panel_run")
 
         # the cost and graph tabs fill when opened
-        tab(panel, "Cost")
-        panel.locator(".widget-output img").first.wait_for(timeout=120_000)
-        assert "flops" in panel.locator(".wb-table:visible").first.inner_text()
+        tab(panel, "Cost")  # the table, and the chart the component draws from its rows
+        panel.locator('[data-hwb="cost-bar"][data-measure="flops"]').first.wait_for(timeout=120_000)
+        assert "flops" in panel.locator('[data-hwb="cost-table"]:visible').inner_text()
         shots(panel, "panel_cost")
         tab(panel, "Graph")
         panel.locator(".wbg svg, .wbg-msg:has-text('not available')").first.wait_for(timeout=60_000)

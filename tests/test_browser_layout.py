@@ -28,8 +28,9 @@ SPEC = "print('off:', ','.join(sorted(p.ex.spec.selection.disabled)))"
 # a program whose check fails under no_nan, so that the Run tab offers "Find where it drifts" (test_browser_drift)
 TABS = ("Diff", "Passes", "Run", "Cost", "Compile", "Graph", "Source", "Analyze", "Collectives")
 # what each tab shows once filled (the tab is measured with it)
-FILLED = {"Diff": ".wbd-row", "Passes": "[data-hwb=xla-toggle]", "Run": '[data-hwb="run"]', "Cost": ".wb-table",
-          "Compile": ".wbc-row", "Graph": ".wbg-view svg", "Source": ".wbsrc-line", "Analyze": '[data-hwb="applicable"]'}
+FILLED = {"Diff": ".wbd-row", "Passes": "[data-hwb=xla-toggle]", "Run": '[data-hwb="run"]',
+          "Cost": '[data-hwb="cost-table"]', "Compile": '[data-hwb="compile-step"]', "Graph": ".wbg-view svg",
+          "Source": ".wbsrc-line", "Analyze": '[data-hwb="applicable"]'}
 WIDTHS = ((1000, False), (1280, True), (1920, False))  # (viewport, the file browser open)
 
 # The panel's controls and labels cut: [what, class, text, needed px, shown px]. A label, button, tab title or
@@ -40,7 +41,7 @@ CUT = """panel => {
     const said = e => (e.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 60);
     const out = [];
     const labels = 'button, label, .widget-label, .lm-TabBar-tabLabel, summary, th, .hwbv-tl-name, .hwbv-tl-gname, ' +
-                   '.hwbv-stage-name, .wbs-name, .wbc-kind, .wbc-name, .wbc-stage, .wbc-ms, .hwbv-an-name';
+                   '.hwbv-stage-name, .wbs-name, .hwbv-cp-kind, .hwbv-cp-name, .hwbv-cp-stage, .hwbv-cp-ms, .hwbv-an-name';
     const code = '.wbd, .wbsrc-code';  // a line of code is cut at the pane's edge by design, and whole in its title
     const cut = e => shown(e) && e.scrollWidth > e.clientWidth + 1;
     const ellipsis = [...panel.querySelectorAll('*')].filter(e => getComputedStyle(e).textOverflow === 'ellipsis'

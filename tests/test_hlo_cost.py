@@ -126,12 +126,14 @@ def test_the_panels_cost_tab_shows_an_hlo_stage_per_instruction(grad_ex):
         p.pick("xla:optimized")
         p.show_cost()
         assert p.last_error is None
-        shown = p.op_costs.value
-        assert "Per instruction of xla:optimized" in shown and "HloCostAnalysis" in shown
-        assert "fusion" in shown and "unknown MLIR module stage" not in shown
+        ops = p.cost.data["ops"]
+        assert ops["title"] == "Per instruction of xla:optimized" and "HloCostAnalysis" in ops["words"]
+        assert "fusion" in [r[1] for r in ops["table"]["rows"]] and "error" not in ops
         p.pick("backend:llvm-ir")
         p.show_cost()
-        assert "per-op costs exist for MLIR stages" in p.op_costs.value
+        ops = p.cost.data["ops"]
+        assert ops["title"] == "Per op of backend:llvm-ir" and ops["error"]
+        assert "per-op costs exist for MLIR stages" in ops["words"]
     finally:
         p.close()
 

@@ -388,13 +388,15 @@ def test_the_compile_tab_lists_both_pipelines_and_a_click_diffs_the_stage_a_step
     ex, _ = attention
     p.tabs.selected_index = list(p.tabs.titles).index("Compile")
     assert p.last_error is None and p.python == "ex.compile_profile()"
-    rows = p.compile.view.rows
+    data = p.compile.view.data  # what the component draws: the profile's table, the stages a click shows
+    rows = [dict(zip(data["table"]["columns"], r)) for r in data["table"]["rows"]]
     kinds = {r["kind"] for r in rows}
     assert {"trace", "lowering", "mlir pass", "xla pass", "xla backend", "xla other"} <= kinds
     assert sum(r["share"] for r in rows) == pytest.approx(1.0, abs=1e-3)
     assert [r["stage"] for r in rows if r["kind"] == "mlir pass"] == [s.name for s in ex.stages if s.group == "mlir"]
-    made = [r for r in rows if r["kind"] == "xla pass" and r["link"]]
-    assert made and all(r["changed"] == "changed" and r["stage"].startswith("xla:") for r in made)
-    assert "s</b> in all" in p.compile.note.value and p.compile.profile is not None
-    send(p.compile.view, type="stage", name=made[0]["stage"])  # a click on the row of a pass that made a stage
+    assert data["links"] == ex.names
+    made = [r for r in rows if r["kind"] == "xla pass" and r["stage"] in data["links"]]
+    assert made and all(r["changed"] is True and r["stage"].startswith("xla:") for r in made)
+    assert "s in all" in data["note"] and p.compile.profile is not None
+    act(p.compile.view, "stage", name=made[0]["stage"])  # a click on the row of a pass that made a stage
     assert p.tabs.selected_index == 0 and p.right == made[0]["stage"] and p.left == ex[made[0]["stage"]].parent

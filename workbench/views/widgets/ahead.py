@@ -1,8 +1,8 @@
 """Work the panel does ahead of the clicks that need it, on a thread of its own once its stages (XLA's
 included) show: the reference the first Run is checked against (``exploration.running.warm_reference``: the
 program as lowered and its float64 evaluation, compiled and run once, kept for every run of the trace; a Run
-that comes meanwhile waits for it rather than making it again), and the imports the Cost tab's first table
-and chart take (pandas, matplotlib). bench/bench_panel.py measured the first Run of the tour's attention
+that comes meanwhile waits for it rather than making it again), and the import the Cost tab's first table
+takes (pandas). bench/bench_panel.py measured the first Run of the tour's attention
 example at 3.4 s where a later one took 0.9 s (3.3 CPU seconds against 0.9): the difference is that
 reference. It is the only compile done ahead at open: XLA's compile of one module already keeps about two
 cores busy, so more work ahead (the drift search's modules, 6 CPU seconds) made a toggle clicked meanwhile
@@ -12,18 +12,11 @@ from __future__ import annotations
 
 import threading
 
-from markupsafe import Markup
-
 from ...exploration.running import warm_reference
 
-__all__ = ["ahead", "busy_note"]
+__all__ = ["ahead"]
 
 _XLA_WAIT = 600.0  # seconds the work ahead waits for XLA's stages before it starts anyway
-
-
-def busy_note(label: str) -> str:
-    """What a tab shows at once while its click's work runs (the status line says how long): its label."""
-    return str(Markup('<div class="wb-note wb-busy">{}&hellip;</div>').format(label))
 
 
 def ahead(ex, device: str) -> threading.Thread:
@@ -36,8 +29,7 @@ def ahead(ex, device: str) -> threading.Thread:
         except Exception:  # noqa: BLE001 -- the Run makes it again and says why it fails
             pass
         try:
-            import matplotlib.pyplot  # noqa: F401 -- the Cost tab's chart
-            import pandas  # noqa: F401 -- its table
+            import pandas  # noqa: F401 -- the Cost tab's table
         except ImportError:
             pass
 

@@ -8,17 +8,16 @@ class names are those of ``panel.css``.
 from __future__ import annotations
 
 import numbers
-from typing import Collection, Sequence
+from typing import Sequence
 
 from markupsafe import Markup
 
-from ...analysis.cost.table import summary_columns
 from ...analysis.diff import Changes, Diff
 from ...analysis.numbers import num
 from ...exploration import Exploration
 
 __all__ = ["num", "cell", "table", "running", "failed", "done", "awaiting", "compiling", "compiled", "pipeline_string",
-           "python_line", "ops_delta", "change_summary", "stage_costs", "op_costs", "op_costs_missing"]
+           "python_line", "ops_delta", "change_summary"]
 
 
 def cell(v, digits: int = 3) -> str:
@@ -147,36 +146,3 @@ def change_summary(changes: Changes) -> str:
     shown = Markup(" &middot; ").join(
         Markup('<span class="{}">{}</span>').format("wb-changed" if marked.get(p) else "", p) for p in rest)
     return str(Markup('<div class="wb-changes"><b>{}</b>: {}</div>').format(first, shown))
-
-
-# -- results ---------------------------------------------------------------------------------------
-def stage_costs(python: str, df, cached: Collection[str] = ()) -> str:
-    """``Exploration.cost()``, every stage, in the columns the Cost tab shows; the seconds of the
-    ``cached`` stages (served from a cache, so timed on their first run) say so."""
-    df = df[summary_columns(df)].copy()
-    if "seconds" in df and "stage" in df:
-        df["seconds"] = [cell(t) + (" (cached)" if st in cached and cell(t) else "")
-                         for st, t in zip(df["stage"], df["seconds"])]
-    return str(Markup("<b>Every stage</b> <code>{}</code>{}").format(python, Markup(table(df))))
-
-
-def op_costs(stage: str, python: str, ops) -> str:
-    """``Exploration.cost(stage)``: an HLO stage's instructions costliest first (XLA's own analysis of
-    each), an MLIR stage's ops summed by op kind."""
-    if "computation" in ops:  # an XLA HLO stage: one row per instruction, as XLA costs it
-        top = ops.sort_values(["flops", "bytes"], ascending=False, na_position="first").head(100)
-        more = f" (the costliest 100 of {len(ops)})" if len(ops) > 100 else ""
-        return str(Markup("<b>Per instruction of {}</b> <code>{}</code>: XLA's HloCostAnalysis of each instruction "
-                          "alone, for all its runs (a fusion is one kernel; a loop body's instructions run trip-count "
-                          "times, <code>runs</code>){}{}").format(
-            stage, python, more, Markup(table(top[[c for c in ("name", "op", "shape", "runs", "flops",
-                                                               "transcendentals", "bytes", "note") if c in top]]))))
-    agg = (ops.groupby("op", as_index=False)
-           .agg(count=("op", "size"), flops=("flops", "sum"), transcendentals=("transcendentals", "sum"),
-                bytes=("bytes", "sum"))
-           .sort_values(["flops", "bytes"], ascending=False))
-    return str(Markup("<b>Per op of {}</b> <code>{}</code>, summed by op{}").format(stage, python, Markup(table(agg))))
-
-
-def op_costs_missing(stage: str, why: BaseException) -> str:
-    return str(Markup("<b>Per op of {}</b>: {}").format(stage, why))

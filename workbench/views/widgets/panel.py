@@ -17,8 +17,6 @@ model of what the panel shows, sent again after each change, so that a saved not
 """
 from __future__ import annotations
 
-import base64
-import io
 import pathlib
 import threading
 from concurrent.futures import Future
@@ -27,15 +25,16 @@ from typing import Callable, MutableMapping, Sequence
 
 import ipywidgets as W
 
-from ...errors import WorkbenchError
 from ...exploration import XLA_WAIT, Exploration
 from . import actions, collectives, compiletab, html
 from .actions import Action
-from .ahead import ahead, busy_note
+from .ahead import ahead
 from .analyze import AnalyzeTab
 from ...artifacts.viewmodel import default_right
 from .changes import ChangeSummary
+from .component import Component
 from .coreview import CoreView
+from .costtab import cost_data
 from .diffview import DiffView
 from .editbox import EditBox
 from .graphtab import GraphTab
@@ -214,7 +213,7 @@ class Panel:
         """Fill the Cost tab: every stage's cost, the chart, the per-op cost of the right stage."""
         self._cost_key = self._key()
         act = actions.cost(self.name)
-        self.cost_table.value = busy_note(act.label)
+        self.cost.data = {"busy": f"{act.label}…"}
         self._submit(act.label, act.python, self._load_cost, busy=False)
 
     def show_graph(self, stage: str | None = None) -> None:
@@ -255,9 +254,7 @@ class Panel:
         self.run_tab = self.drift = RunTab(self.name, lambda: self._ex, self._submit, self.run, self.compare,
                                            self._show_drift)
         self.run_settings = self.run_tab.settings
-        self.cost_table = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
-        self.cost_plot = W.Output()
-        self.op_costs = W.HTML(layout=W.Layout(max_height="300px", overflow="auto"))
+        self.cost = Component("cost")  # every stage's cost, its chart, B's per op: costtab.py's facts
         self.graph = GraphTab(self.name, self._submit)  # its own module: the stage picker and the view
         self.graph_view = self.graph.view
         # Analyze (its own module): the jobs exist once _build is done, hence the lambdas
@@ -267,11 +264,10 @@ class Panel:
                                   self.passes.patterns_on,
                                   lambda names: self.toggle_patterns(names, False), lambda n: self.toggle_xla(n, False),
                                   toggle=self.toggle_patterns)
-        cost_tab = W.VBox([self.cost_table, self.cost_plot, self.op_costs])
         self.collectives = collectives.CollectivesTab(self.name, self._submit, self.pick, self.diff_view,
                                                       lambda: setattr(self.tabs, "selected_index", 0))
         self.compile = compiletab.CompileTab(self.name, self._submit, self._diff_stage)
-        self.tabs = W.Tab(children=[diff_tab, p.widget, self.run_tab.view, cost_tab, self.compile.widget,
+        self.tabs = W.Tab(children=[diff_tab, p.widget, self.run_tab.view, self.cost, self.compile.widget,
                                     self.graph.widget, self.source.widget, self.analyze.widget, self.collectives.widget])
         self.tabs.titles = _TABS
         self.tabs.layout = W.Layout(flex="1 1 auto", min_width="0")
@@ -518,24 +514,7 @@ class Panel:
         self._show_runs()  # each stage compared is a run of the session
 
     def _load_cost(self) -> None:
-        key, ex, right = self._key(), self._ex, self._right
+        key, ex = self._key(), self._ex
         src = SoFar(ex) if self._pending else ex  # while XLA compiles: the trace and MLIR stages
-        every = actions.cost(self.name)
-        cached = {s.name for s in src.stages if s.cached}
-        self.cost_table.value = html.stage_costs(every.python, every.call(src), cached)
-        if self._pending:
-            self.cost_table.value += '<div class="wb-note">XLA is compiling: its stages\' rows come with them</div>'
-        fig = src.plot_cost()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-        png = base64.b64encode(buf.getvalue()).decode()
-        self.cost_plot.outputs = ({"output_type": "display_data", "metadata": {},
-                                   "data": {"image/png": png, "text/plain": f"{self.name}.plot_cost()"}},)
-        per_op = actions.cost(self.name, right)
-        try:
-            ops = per_op.call(src)
-        except WorkbenchError as e:
-            self.op_costs.value = html.op_costs_missing(right, e)
-        else:
-            self.op_costs.value = html.op_costs(right, per_op.python, ops)
+        self.cost.data = cost_data(self.name, src, self._right, self._pending)
         self._cost_key = key

@@ -2,7 +2,7 @@
 background): its trace and MLIR stages, read without waiting for the compile."""
 from __future__ import annotations
 
-from ...analysis.cost import cost_table, plot_cost
+from ...analysis.cost import cost_table
 from ...errors import WorkbenchError
 from ...exploration import Exploration
 
@@ -33,6 +33,3 @@ class SoFar:
         if late_name(stage) or not self.ex.stage(stage).is_module:
             raise WorkbenchError(f"{stage} has no per-op cost here; the MLIR stages have (XLA is compiling)")
         return self.ex.cost(stage)
-
-    def plot_cost(self):
-        return plot_cost(self)

@@ -99,7 +99,7 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options:
     };
     const all: [string, () => HTMLElement | null][] = [['header', () => header(m)],
       ['stages', () => (stages = stageList(m, pick, () => pair, ui)).node], ['diff', diffSection], ['cost', () => costSection(m)], ['edits', () => editsSection(m)],
-      ['runs', () => runsSection(m.runs)], ['drift', () => driftSection(m.drift)], ['compile', () => compileSection(m)]];
+      ['runs', () => runsSection(m.runs)], ['drift', () => driftSection(m.drift)], ['compile', () => compileSection(m, pick)]];
     const wanted = options.sections ? new Set(options.sections) : null;
     const parts = all.filter(([name]) => !wanted || wanted.has(name)).map(([, make]) => make()).filter((p) => p !== null);
     for (const p of parts) {
