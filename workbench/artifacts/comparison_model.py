@@ -16,12 +16,11 @@ file's own view model (``viewmodel.view_model``), opened on the pass of its firs
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 from ..analysis.diff.explorations import COST_COLUMNS, FINAL_MEASURES, Comparison, growth, growth_text
 from .jsonout import plain_json
-from .viewmodel import pair_diff, validate
+from .viewmodel import finite, pair_diff, validate_view
 
 __all__ = ["SCHEMA", "FORMAT", "DIFF_BYTES", "comparison_model", "validate_comparison"]
 
@@ -31,14 +30,10 @@ DIFF_BYTES = 8 * 2**20  # a final module's carried diff (normalized texts and ru
 _COLUMNS = ("ops",) + COST_COLUMNS
 
 
-def _number(v: Any) -> float | None:
-    return None if v is None or not math.isfinite(float(v)) else float(v)
-
-
 def _row(pair, row: dict[str, Any]) -> dict[str, Any]:
     out = {"stage": row["stage"], "group": (pair.a or pair.b).group, "side": row["side"], "same": bool(row["same"])}
     for col in _COLUMNS:
-        out[col] = [_number(row[f"{col}_{k}"]) for k in ("a", "b", "delta")]
+        out[col] = [finite(row[f"{col}_{k}"]) for k in ("a", "b", "delta")]
     return out
 
 
@@ -54,7 +49,7 @@ def _final(c: Comparison) -> list[dict[str, Any]]:
     out = []
     for name, (va, vb) in c.final.items():
         g = growth(va, vb)
-        out.append({"measure": name, "what": said.get(name, name), "a": _number(va), "b": _number(vb),
+        out.append({"measure": name, "what": said.get(name, name), "a": finite(va), "b": finite(vb),
                     "growth": growth_text(g) if g is not None else ""})
     return out
 
@@ -80,7 +75,7 @@ def comparison_model(c: Comparison, paths: tuple[str, str] = ("", ""), views: Se
         "final": _final(c),
         "modules": [_module(m, c.labels) for m in (c.mlir, c.xla) if m is not None],
         "times": None if c.times is None else {
-            "a_ms": _number(c.times[0].median * 1e3), "b_ms": _number(c.times[1].median * 1e3)},
+            "a_ms": finite(c.times[0].median * 1e3), "b_ms": finite(c.times[1].median * 1e3)},
         "views": list(views),
     }
     return plain_json(data, "comparison", allow_nan=False)
@@ -89,6 +84,6 @@ def comparison_model(c: Comparison, paths: tuple[str, str] = ("", ""), views: Se
 def validate_comparison(model: dict[str, Any]) -> None:
     """ValueError naming the field where ``model`` is not a comparison model as ``assets/compare.schema.json``
     says (each of its ``views`` checked as a view model too)."""
-    validate(model, "compare.schema.json", "a comparison model")
+    validate_view(model, "compare.schema.json", "a comparison model")
     for view in model["views"]:
-        validate(view)
+        validate_view(view)

@@ -33,6 +33,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Callable
 
 from markupsafe import Markup, escape
 
@@ -60,38 +61,29 @@ def write_report(ex, path, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: Re
     one node per function. ``limits`` bound what the report reads, embeds and computes. A path that
     is a symbolic link is written through; one that holds a FIFO, a device or a folder is refused
     (ReportFileError, in words, before anything is rendered), as is one that cannot be written."""
-    path = Path(path)
-    _check_target(path)
-    return _write(path, render_report(ex, graph=graph, max_ops=max_ops, limits=limits))
+    return _write(path, lambda: render_report(ex, graph=graph, max_ops=max_ops, limits=limits))
 
 
 def write_diff_page(before: str, after: str, before_name: str, after_name: str, path) -> Path:
     """Write the structural diff of two module texts (both MLIR or both XLA HLO) as one self-contained
     HTML page drawn as the report is (``hlo-workbench diff A B --html OUT``); returns the path."""
-    path = Path(path)
-    _check_target(path)
-    return _write(path, render_diff_page(before, after, before_name, after_name))
+    return _write(path, lambda: render_diff_page(before, after, before_name, after_name))
 
 
 def write_page(path, title: str, made_by: str, model: dict, lead: Markup = Markup("")) -> Path:
     """Write ``model`` (a comparison model, ``comparison_model``) as one self-contained page drawn as the report
     is, ``lead`` (HTML) above it; returns the path."""
+    return _write(path, lambda: _document(title, made_by, model, None, None, [], lead=lead))
+
+
+def _write(path, render: Callable[[], str]) -> Path:
+    """Write the page ``render()`` makes to ``path``; ReportFileError before any work when ``path`` holds anything
+    but a regular file, or when it cannot be written."""
     path = Path(path)
-    _check_target(path)
-    return _write(path, _document(title, made_by, model, None, None, [], lead=lead))
-
-
-def _check_target(path: Path) -> None:
-    """ReportFileError before any work when ``path`` holds anything but a regular file."""
     try:
         target_of(path)
-    except WriteFailed as e:
-        raise ReportFileError(path, f"cannot write the report: {e.reason}") from None
-
-
-def _write(path: Path, page: str) -> Path:
-    try:
-        return write_replacing(path, lambda f: f.write(page.encode("utf-8")))  # a new file as open() makes it
+        page = render().encode("utf-8")
+        return write_replacing(path, lambda f: f.write(page))  # a new file as open() makes it
     except WriteFailed as e:  # in words, naming the user's path, never the temporary file beside it
         raise ReportFileError(path, f"cannot write the report: {e.reason}") from None
 

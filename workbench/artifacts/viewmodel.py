@@ -7,13 +7,8 @@ the JupyterLab extension's ``.hlox`` viewer and its Compare tab. None of them co
 kernel-free view needs beyond the model (another pair's diff, a comparison of two files) it asks Python for
 through the Jupyter server extension (``views/labserver.py``), which builds it here.
 
-    {"schema": "hlo-workbench/view", "format": 2, "source": "panel" | "saved" | "hlox" | "report",
-     "title", "pipeline", "device", "variable", "toggles", "versions", "complete", "error",
-     "columns", "stages", "shown": {"left", "right"}, "ops_delta", "cost", "caps", "texts", "diff",
-     "edits", "runs", "drift", "compile", "notes"}
-
 ``stages`` are ``Exploration.table()``'s rows with each stage's parent and whether a hand edit made it
-(``edited``); ``diff`` is the structural diff of the pair shown as the panel's Diff tab makes it
+(``edit``); ``diff`` is the structural diff of the pair shown as the panel's Diff tab makes it
 (``stage_diffs.carried``: normalized texts and runs), or a ``note`` saying why there is none; ``edits``
 the exploration's edits in order; ``runs`` the session's runs, each with its check leaf by leaf (the
 leaves of the program's outputs, as ``RunResult.check.table()`` lists them), its printed output (once
@@ -45,8 +40,8 @@ from .stage_diffs import carried
 from ..stages import Stage
 
 __all__ = ["MIME", "FORMAT", "SCHEMA", "TEXT_BYTES", "TOTAL_BYTES", "DIFF_BYTES", "DIFF_LINES", "default_right",
-           "view_model", "with_pair", "pair_diff", "validate_view", "validate", "cut_text", "run_entry",
-           "drift_entry", "edit_entry", "compile_entry"]
+           "view_model", "with_pair", "pair_diff", "validate_view", "cut_text", "run_entry",
+           "drift_entry", "edit_entry", "compile_entry", "finite"]
 
 MIME = "application/vnd.hlo-workbench.exploration+json"
 SCHEMA = "hlo-workbench/view"
@@ -112,12 +107,10 @@ def _row(s: Stage) -> dict[str, Any]:
 
 
 def _text_entry(s: Stage | None, name: str, limit: int) -> dict[str, Any]:
-    if s is None:
-        return {"stage": name, "state": "missing", "text": "", "lines": 0, "kept_lines": 0, "cut": False,
-                "note": "XLA was compiling when this was saved: the stage has no text here"}
-    if s.error:
-        return {"stage": name, "state": "failed", "text": "", "lines": 0, "kept_lines": 0, "cut": False,
-                "note": f"the stage failed: {_cell(s.error)}"}
+    if s is None or s.error:
+        return {"stage": name, "state": "failed" if s else "missing", "text": "", "lines": 0, "kept_lines": 0,
+                "cut": False, "note": f"the stage failed: {_cell(s.error)}" if s else
+                "XLA was compiling when this was saved: the stage has no text here"}
     text, kept, lines = cut_text(s.text, limit)
     cut = kept < lines
     note = (f"cut: the first {kept:,} of {lines:,} lines are kept ({limit // 1000:,} kB per text in a saved "
@@ -235,7 +228,8 @@ def edit_entry(e) -> dict[str, Any]:
             "text_lines": e.text.count("\n") + bool(e.text) if e.kind == "text" else 0, "what": what}
 
 
-def _finite(v) -> float | None:
+def finite(v) -> float | None:
+    """``v`` as a float, None where it is none, not a number or not finite (JSON has no NaN)."""
     try:
         f = float(v)
     except (TypeError, ValueError):
@@ -248,10 +242,10 @@ def _check(c) -> dict[str, Any] | None:
     if c is None:
         return None
     return {"passed": bool(c.passed), "reference": c.reference, "kind": c.kind, "source": c.source,
-            "note": c.note, "max_abs": _finite(c.max_abs), "max_rel": _finite(c.max_rel),
-            "lowered_abs": _finite(c.lowered_abs),
-            "leaves": [{"path": l.path, "shape": list(l.shape), "dtype": l.dtype, "max_abs": _finite(l.max_abs),
-                        "max_rel": _finite(l.max_rel), "tolerance": _finite(l.tolerance), "passed": bool(l.passed),
+            "note": c.note, "max_abs": finite(c.max_abs), "max_rel": finite(c.max_rel),
+            "lowered_abs": finite(c.lowered_abs),
+            "leaves": [{"path": l.path, "shape": list(l.shape), "dtype": l.dtype, "max_abs": finite(l.max_abs),
+                        "max_rel": finite(l.max_rel), "tolerance": finite(l.tolerance), "passed": bool(l.passed),
                         "rule": l.rule, "computed": l.computed or ""} for l in c.leaves]}
 
 
@@ -264,7 +258,7 @@ def run_entry(r, ex=None) -> dict[str, Any]:
     printed = "".join(getattr(r, "printed", ()) or ())
     program = getattr(r, "program", None)
     return {"stage": r.stage, "device": r.device, "repeat": len(t.times),
-            "median_ms": _finite(t.median * 1e3), "min_ms": _finite(t.min * 1e3), "iqr_ms": _finite(t.iqr * 1e3),
+            "median_ms": finite(t.median * 1e3), "min_ms": finite(t.min * 1e3), "iqr_ms": finite(t.iqr * 1e3),
             "settings": program.settings if program is not None else "",
             "check": _check(r.check), "printed": printed[:PRINTED_CHARS],
             "printed_cut": len(printed) > PRINTED_CHARS, "stale": r.why_stale(ex) if ex is not None else ""}
@@ -283,7 +277,7 @@ def drift_entry(d) -> dict[str, Any]:
                 "cause": None if getattr(op, "cause", None) is None else {
                     "kind": op.cause.kind, "stage": op.cause.stage, "patterns": list(op.cause.patterns),
                     "words": op.cause.words()},
-                "max_abs": _finite(op.check.max_abs), "tolerance": _finite(op.check.tolerance)}}
+                "max_abs": finite(op.check.max_abs), "tolerance": finite(op.check.tolerance)}}
 
 
 def compile_entry(profile) -> dict[str, Any] | None:
@@ -323,8 +317,8 @@ def _schema(name: str) -> dict[str, Any]:
     return json.loads((ASSETS / name).read_text())
 
 
-def validate(model: dict[str, Any], schema: str = "view.schema.json", what: str = "a view model") -> None:
-    """ValueError naming the field where ``model`` is not ``what`` as ``assets/<schema>`` says."""
+def validate_view(model: dict[str, Any], schema: str = "view.schema.json", what: str = "a view model") -> None:
+    """ValueError naming the field where ``model`` is not ``what`` (a view model) as ``assets/<schema>`` says."""
     import jsonschema
 
     errors = sorted(jsonschema.Draft202012Validator(_schema(schema)).iter_errors(model), key=lambda e: list(e.path))
@@ -332,8 +326,3 @@ def validate(model: dict[str, Any], schema: str = "view.schema.json", what: str 
         e = errors[0]
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.path) or "(the top)"
         raise ValueError(f"not {what} at {where}: {e.message[:300]}")
-
-
-def validate_view(model: dict[str, Any]) -> None:
-    """ValueError naming the field where ``model`` is not a view model as ``assets/view.schema.json`` says."""
-    validate(model)

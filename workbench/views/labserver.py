@@ -24,10 +24,9 @@ Enabled by ``jupyter-config/jupyter_server_config.d/hlo-workbench.json`` (instal
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
-import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
@@ -57,8 +56,7 @@ class ExplorationFiles:
     def __init__(self, root: str, allow_hidden: bool = False):
         self.root = Path(root).expanduser().resolve()
         self.allow_hidden = allow_hidden
-        self._loaded: OrderedDict[tuple, Any] = OrderedDict()
-        self._lock = threading.Lock()
+        self._read = functools.lru_cache(maxsize=CACHED)(_read)  # by path, size and time of change
 
     def path(self, name: str) -> Path:
         """The file that ``name`` (a contents API path) names under the root; RequestRefused if none may be read."""
@@ -77,27 +75,22 @@ class ExplorationFiles:
 
     def load(self, name: str):
         """The Exploration saved in ``name``; RequestRefused with the loader's sentence if it cannot be read."""
+        from ..errors import WorkbenchError
+
         path = self.path(name)
         stat = path.stat()
-        key = (str(path), stat.st_size, stat.st_mtime_ns)
-        with self._lock:
-            if key in self._loaded:
-                self._loaded.move_to_end(key)
-                return self._loaded[key]
-        from ..errors import WorkbenchError
-        from ..exploration import load
-
         try:
-            ex = load(path)
+            return self._read(path, stat.st_size, stat.st_mtime_ns)
         except (WorkbenchError, ValueError, OSError) as e:
             said = str(e)
             said = said[len(str(path)):].lstrip(": ") if said.startswith(str(path)) else said
             raise RequestRefused(400, f"{name}: {said}") from None
-        with self._lock:
-            self._loaded[key] = ex
-            while len(self._loaded) > CACHED:
-                self._loaded.popitem(last=False)
-        return ex
+
+
+def _read(path: Path, _size: int, _changed: int):
+    from ..exploration import load
+
+    return load(path)
 
 
 def stage_of(ex, name: str, which: str):
@@ -167,19 +160,14 @@ class _Handler(APIHandler):
         try:
             answer = await asyncio.get_running_loop().run_in_executor(None, self.work, self.files, q)
         except RequestRefused as e:
-            self._refuse(e.status, str(e))
-            return
+            self.set_status(e.status)
+            answer = {"message": str(e)}
         except Exception as e:  # noqa: BLE001 -- a sentence for the viewer; the trace goes to the server's log
             self.log.exception("hlo-workbench: %s failed", self.request.uri)
-            self._refuse(500, f"hlo-workbench could not answer: {type(e).__name__}: {e}"[:2000])
-            return
+            self.set_status(500)
+            answer = {"message": f"hlo-workbench could not answer: {type(e).__name__}: {e}"[:2000]}
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(answer, allow_nan=False))
-
-    def _refuse(self, status: int, message: str) -> None:
-        self.set_status(status)
-        self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"message": message}))
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:

@@ -67,14 +67,13 @@ class SavedView:
     """The panel's output. ``bundle()`` is what it displays (``root``: the panel's widget, ``shown()``: what the
     panel shows now), ``display()`` shows it with a display id, ``changed()`` says the panel may show
     something new (a cheap call, from any thread: the bundle is built later, on this object's thread), ``flush()``
-    waits until what the panel shows is sent. ``sent`` counts the updates sent, ``last_error`` says why the last
-    one could not be built (the output then keeps the one before)."""
+    waits until what the panel shows is sent. ``last_error`` says why the last update could not be built (the output
+    then keeps the one before)."""
 
     def __init__(self, root, shown: Callable[[], Shown], interval: float = 0.5):
         self._root, self._shown, self.interval = root, shown, interval
         root.on_msg(lambda _w, msg, _buffers: msg == {"type": HOST_MESSAGE} and self.host_keeps_live())
         self.display_id = f"hwb-{uuid.uuid4().hex}"
-        self.sent = 0
         self.last_error: str | None = None
         self.live = False  # a front end keeps the live panel through updates (HOST_MESSAGE): they are sent
         self._parents: list[dict] = []  # the headers of the cells that displayed the output (updates go there)
@@ -165,7 +164,6 @@ class SavedView:
                 self.last_error = f"the saved view of this panel was not updated: {str(e) or type(e).__name__}"
             else:
                 self.last_error = None
-                self.sent += 1  # this thread alone sends
             with self._cond:
                 self._sent_state, self._sent_at = state, time.monotonic()
 
@@ -187,5 +185,4 @@ class SavedView:
 def _publisher():
     from IPython import get_ipython
 
-    shell = get_ipython()
-    return getattr(shell, "display_pub", None)
+    return getattr(get_ipython(), "display_pub", None)
