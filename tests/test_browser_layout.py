@@ -3,8 +3,8 @@ playwright), on the tour's attention example: at 1000 px, at 1280 px with the fi
 every tab opened (a run shown, the applicable patterns found, the cost, compile profile, graph and source
 filled): no button, label, tab title or option shown in a picker is cut (``scrollWidth > clientWidth``, or for
 a picker the option's text wider than its box), no row (nor the Run tab's check table) scrolls sideways, and a
-broken edit's message and the line it names are on screen. A pattern toggled in the Passes tab and one toggled by a click on a result of "Find
-applicable patterns" leave the panel where it was: its top, its height and its lists move less than 20 px while it
+broken edit's message and the line it names are on screen. A pattern toggled in the Passes tab and one toggled
+by a click on a result of "Find applicable patterns" leave the panel where it was: its top, its height and its lists move less than 20 px while it
 rebuilds (the first toggle grows it once, below its lists, by what a toggle changed and the toggles as code), and
 the click toggles that pattern as any toggle does (its line of Python shown, ``p.ex.spec`` has it off).
 "Find where it drifts"'s sentence wraps at 1000 px. Screenshots: test-output/layout_*.png."""
