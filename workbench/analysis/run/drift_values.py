@@ -39,7 +39,7 @@ from ...ir.text import text_hash
 from ...pipeline.array_limit import ArrayTooLargeError, Planned, refuse_large
 from .check import NOISE_TRIES, LeafCheck, check_leaf
 from .execute import args_key, tap_program
-from .reference import nudged_arguments
+from .reference import WIDE_OPTIONS, nudged_arguments
 from .tapping import Side
 
 __all__ = ["Probe", "TapCache", "TAP_ALL", "TAP_BYTES", "KEPT", "cache_of", "whole_values"]
@@ -48,7 +48,6 @@ TAP_BYTES = 64 * 2**20  # bytes of tapped values a side may return in one probe
 TAP_ALL = 256  # a side of at most this many values (within the budget) is tapped whole, in one module
 KEPT = 8  # compiled tap modules a TapCache keeps (the least recently used go first)
 _KEPT_VALUES = 2  # measured references it keeps: each holds up to TAP_BYTES a copy, in float64 too
-_QUICK = {"xla_backend_optimization_level": 0}  # how the float64 reference is compiled (see Probe._measure)
 _COPIES = 2 + NOISE_TRIES  # arrays of one tapped value a round keeps at most
 
 
@@ -263,9 +262,9 @@ class Probe:
         text, avals = tapped(self.there.tap, values), self._avals(self.there, values)
         promotion = promote_to_f64(text)
         jobs = [(f"the tap module of {self.there.stage.name!r}", text, avals, self.reference_device, ())]
-        if promotion.ok:  # float64 values do not hang on LLVM's optimizations: compiled at -O0, half the time
+        if promotion.ok:  # a yardstick: compiled to be quick to compile (WIDE_OPTIONS)
             jobs.append(("the reference promoted to float64", promotion.text, avals,
-                         float64_device(self.reference_device), _QUICK))
+                         float64_device(self.reference_device), WIDE_OPTIONS))
         return jobs, text, promotion
 
     def _measure(self, values: list[Value]) -> _Measured:

@@ -4,10 +4,12 @@ program as lowered and its float64 evaluation, compiled and run once, kept for e
 that comes meanwhile waits for it rather than making it again), and the import the Cost tab's first table
 takes (pandas). bench/bench_panel.py measured the first Run of the tour's attention
 example at 3.4 s where a later one took 0.9 s (3.3 CPU seconds against 0.9): the difference is that
-reference. It is the only compile done ahead at open: XLA's compile of one module already keeps about two
-cores busy, so more work ahead (the drift search's modules, 6 CPU seconds) made a toggle clicked meanwhile
-twice as slow; "Find where it drifts" compiles its modules ahead once a check fails (``runtab``). Nothing
-it does is shown, and a failure is dropped: the click that needs the work does it again and says why."""
+reference. Then the drift search's reference modules (``ex.warm_drift(reference_only=True)``: the program as
+lowered tapped whole and its float64 promotion, compiled, kept for every search of the trace), so that "Find
+where it drifts" has only its stage's module left to compile (ahead too, once a check fails: ``runtab``): its
+first click on the tour's attention example went from 10 CPU seconds to 3 (with the float64 module compiled
+for speed of compiling, ``analysis.run.reference.WIDE_OPTIONS``). Nothing it does is shown, and a failure is
+dropped: the click that needs the work does it again and says why."""
 from __future__ import annotations
 
 import threading
@@ -32,6 +34,7 @@ def ahead(ex, device: str) -> threading.Thread:
             import pandas  # noqa: F401 -- the Cost tab's table
         except ImportError:
             pass
+        ex.warm_drift(device=device, reference_only=True).result()  # a failure is dropped there
 
     thread = threading.Thread(target=work, name="wb-panel-ahead", daemon=True)
     thread.start()
