@@ -27,9 +27,9 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { IMounted, IViewModel, mount } from './components';
+import { IViewModel, mount } from './components';
 import { BUNDLE_MIME, WIDGET_MIME } from './mime';
-import { errorNode } from './server';
+import { ComponentView, errorNode } from './view';
 
 export const RANK = -20; // below the widget renderer's -10
 /** What the renderer tells the panel's widget once it shows it live (savedview.py's HOST_MESSAGE). */
@@ -51,11 +51,7 @@ interface IWidgetModelLike {
 interface IWidgetManagerLike {
   has_model(id: string): boolean;
   get_model?(id: string): Promise<IWidgetModelLike> | undefined;
-  restoredStatus?: boolean;
-  restored?: {
-    connect(f: () => void, thisArg?: unknown): boolean;
-    disconnect(f: () => void, thisArg?: unknown): boolean;
-  };
+  restored?: ISignalLike<unknown>;
 }
 
 interface ISessionLike {
@@ -86,7 +82,7 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     this.latest = model;
-    const id = (model.data[WIDGET_MIME] as any)?.model_id;
+    const id = String((model.data[WIDGET_MIME] as any)?.model_id ?? '');
     if (this.kernelGone) return this.showSaved(model);
     if (this.shown === 'live' && id === this.liveId) return; // an update: the live panel stays, untouched
     if (this.rendering) return this.rendering; // an update during the first render: it keeps the newest data
@@ -98,35 +94,37 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
     }
   }
 
-  private async render(model: IRenderMime.IMimeModel, id: unknown): Promise<void> {
+  private async render(model: IRenderMime.IMimeModel, id: string): Promise<void> {
     this.unwatch?.();
     this.unwatch = null;
-    if (typeof id === 'string' && id && model.trusted) {
-      const rendermime = await this.rendermime();
-      if (rendermime && (await this.tryLive(rendermime, id, model, 400))) return;
-      this.showSaved(model);
-      if (rendermime) void this.watch(rendermime, id, model);
-      return;
-    }
+    const rendermime = id && model.trusted ? await this.rendermime() : null;
+    if (rendermime && (await this.tryLive(rendermime, id, model, 400))) return;
     this.showSaved(model);
+    if (rendermime) void this.watch(rendermime, id, model);
   }
 
   dispose(): void {
     this.unwatch?.();
     this.session?.statusChanged.disconnect(this.onStatus, this);
-    this.session?.kernelChanged.disconnect(this.onKernel, this);
+    this.session?.kernelChanged.disconnect(this.onKernelGone, this);
     this.session = null;
     super.dispose();
+  }
+
+  /** The first value `pick` finds on this renderer's ancestors. */
+  private ancestors<T>(pick: (w: any) => T | undefined): T | undefined {
+    for (let w: Widget | null = this.parent; w; w = w.parent) {
+      const found = pick(w);
+      if (found) return found;
+    }
   }
 
   /** The registry of the output area this renderer sits in (the notebook's: it has the widget renderer
    * bound to the notebook's widget manager). */
   private async rendermime(): Promise<IRenderMimeRegistry | null> {
     for (let k = 0; k < 200 && !this.isDisposed; k++) {
-      for (let w: Widget | null = this.parent; w; w = w.parent) {
-        const rm = (w as any).rendermime;
-        if (rm && typeof rm.getFactory === 'function') return rm as IRenderMimeRegistry;
-      }
+      const rm = this.ancestors(w => (typeof w.rendermime?.getFactory === 'function' ? w.rendermime : undefined));
+      if (rm) return rm as IRenderMimeRegistry;
       if (this.parent && this.isAttached) return null; // in the page, in no output area
       await sleep(k < 20 ? 0 : 50);
     }
@@ -231,14 +229,15 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
    * notebook): when it restarts, dies or is shut down, the saved view replaces the live panel. */
   private async followKernel(): Promise<void> {
     for (let k = 0; k < 100 && !this.session && !this.isDisposed; k++) {
-      for (let w: Widget | null = this.parent; w; w = w.parent) {
-        const sc = (w as any).sessionContext as ISessionLike | undefined;
-        if (sc?.statusChanged && sc?.kernelChanged) {
-          this.session = sc;
-          sc.statusChanged.connect(this.onStatus, this);
-          sc.kernelChanged.connect(this.onKernel, this);
-          return;
-        }
+      const sc = this.ancestors<ISessionLike>(w =>
+        w.sessionContext?.statusChanged && w.sessionContext?.kernelChanged ? w.sessionContext : undefined
+      );
+      if (sc) {
+        this.session = sc;
+        sc.statusChanged.connect(this.onStatus, this);
+        // another kernel, or none: the live panel's widgets were the old kernel's
+        sc.kernelChanged.connect(this.onKernelGone, this);
+        return;
       }
       await sleep(100);
     }
@@ -246,10 +245,6 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
 
   private onStatus(_sender: unknown, status: string): void {
     if (GONE.has(status)) this.onKernelGone();
-  }
-
-  private onKernel(): void {
-    this.onKernelGone(); // another kernel, or none: the live panel's widgets were the old kernel's
   }
 
   private onKernelGone(): void {
@@ -274,29 +269,13 @@ export class BundleRenderer extends Panel implements IRenderMime.IRenderer {
       );
     } else {
       try {
-        this.addWidget(new SavedView(data as IViewModel));
+        this.addWidget(new ComponentView('hwb-saved', node => mount(node, data as IViewModel)));
       } catch (err) {
         this.node.append(errorNode(`hlo-workbench: this output cannot be shown: ${(err as Error).message}`));
       }
     }
     this.shown = 'saved';
     this.node.dataset.shown = 'saved';
-  }
-}
-
-/** The saved view: the view model the output carries, drawn by the view components (read-only: no kernel). */
-class SavedView extends Widget {
-  private mounted: IMounted;
-
-  constructor(data: IViewModel) {
-    super();
-    this.addClass('hwb-saved');
-    this.mounted = mount(this.node, data);
-  }
-
-  dispose(): void {
-    this.mounted.dispose();
-    super.dispose();
   }
 }
 

@@ -22,9 +22,7 @@ const LOAD =
   'del _ip\n';
 
 /** A Python string literal of `s` (JSON's escapes are Python's too, for every character). */
-export function pyString(s: string): string {
-  return JSON.stringify(s);
-}
+const py = (s: string) => JSON.stringify(s);
 
 /**
  * The code "Explore this cell with hlo-workbench" runs for a cell of `source`: the cell under `%%hlo`
@@ -36,23 +34,15 @@ export function exploreCode(source: string): string {
   if (!source.trim())
     throw new Error('the cell is empty: write a function and, on the last line, the call to explore, e.g. f(x)');
   const magic = cellMagic(source);
-  let name = 'hlo';
-  let line = '';
-  let body = source;
-  if (magic) {
-    if (magic.name !== 'hlo' && magic.name !== 'mlir') {
-      throw new Error(
-        `the cell starts with %%${magic.name}: hlo-workbench explores a cell of Python code ` +
-          '(its last line the call, e.g. f(x)), or a %%hlo or %%mlir cell'
-      );
-    }
-    name = magic.name;
-    line = magic.line;
-    const text = source.replace(/^\s*\n/, '');
-    const nl = text.indexOf('\n');
-    body = nl < 0 ? '' : text.slice(nl + 1);
+  if (magic && magic.name !== 'hlo' && magic.name !== 'mlir') {
+    throw new Error(
+      `the cell starts with %%${magic.name}: hlo-workbench explores a cell of Python code ` +
+        '(its last line the call, e.g. f(x)), or a %%hlo or %%mlir cell'
+    );
   }
-  return LOAD + `get_ipython().run_cell_magic(${pyString(name)}, ${pyString(line)}, ${pyString(body)})\n`;
+  const body = magic ? source.replace(/^\s*\n/, '').replace(/^.*\n?/, '') : source; // the magic's line left out
+  const args = [magic?.name ?? 'hlo', magic?.line ?? '', body].map(py);
+  return LOAD + `get_ipython().run_cell_magic(${args.join(', ')})\n`;
 }
 
 /** The code "Save exploration…" runs: `variable`'s Exploration saved to `path` (relative to the kernel's
@@ -61,10 +51,10 @@ export function saveCode(variable: string, path: string): string {
   if (!/^[A-Za-z_]\w*$/.test(variable)) throw new Error(`${JSON.stringify(variable)} is not a Python name`);
   return (
     'import workbench as _wb\n' +
-    `_x = globals().get(${pyString(variable)})\n` +
+    `_x = globals().get(${py(variable)})\n` +
     'if not isinstance(_x, _wb.Exploration):\n' +
-    `    raise NameError(${pyString(`the kernel holds no Exploration named ${variable}: run the cell first`)})\n` +
-    `print(_x.save(${pyString(path)}))\n` +
+    `    raise NameError(${py(`the kernel holds no Exploration named ${variable}: run the cell first`)})\n` +
+    `print(_x.save(${py(path)}))\n` +
     'del _x, _wb\n'
   );
 }

@@ -12,7 +12,7 @@ import { EditorView, lineNumbers } from '@codemirror/view';
 import { Widget } from '@lumino/widgets';
 
 import { exploreCode, hloxName, saveCode } from './cellcode';
-import { IText, IViewModel } from './components';
+import type { IText, IViewModel } from './components';
 import { HloxContent } from './hlox';
 import { mlir } from './components/language';
 import { BUNDLE_MIME } from './mime';
@@ -42,8 +42,10 @@ function activeCell(tracker: INotebookTracker): { panel: NotebookPanel; cell: Co
   return panel && cell instanceof CodeCell ? { panel, cell } : null;
 }
 
-function outputBundle(cell: CodeCell): any | null {
-  const outputs = cell.model.outputs;
+/** The view model of `cell`'s newest %%hlo output, or null. */
+function outputBundle(cell: CodeCell | undefined): any | null {
+  const outputs = cell?.model.outputs;
+  if (!outputs) return null;
   for (let i = outputs.length - 1; i >= 0; i--) {
     const data = outputs.get(i).data[BUNDLE_MIME];
     if (data && typeof data === 'object') return data;
@@ -63,8 +65,7 @@ function shown(app: JupyterFrontEnd, tracker: INotebookTracker): IShown | null {
       text: async name => (await viewOf(path, name, name)).texts[name]
     };
   }
-  const at = activeCell(tracker);
-  const bundle = at && outputBundle(at.cell);
+  const bundle = outputBundle(activeCell(tracker)?.cell);
   if (!bundle || typeof bundle.texts !== 'object' || !bundle.shown) return null;
   const model = bundle as IViewModel;
   return {
@@ -97,22 +98,22 @@ export class StageDocument extends Widget {
   }
 }
 
+/** Runs a command; an Error it throws is shown in a dialog titled `title`, in the error's words. */
+async function explained(title: string, run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (err) {
+    await showErrorMessage(title, err instanceof Error ? err.message : String(err));
+  }
+}
+
 async function openStage(app: JupyterFrontEnd, tracker: INotebookTracker, stage?: string): Promise<void> {
   const at = shown(app, tracker);
-  if (!at) {
-    await showErrorMessage(
-      'Open stage as document',
-      'Select a cell with a %%hlo output, or a saved exploration (.hlox) tab, first.'
-    );
-    return;
-  }
+  if (!at) throw new Error('Select a cell with a %%hlo output, or a saved exploration (.hlox) tab, first.');
   const { model, names } = at;
   let name = stage;
   if (!name) {
-    if (!names.length) {
-      await showErrorMessage('Open stage as document', 'No stage of this exploration has its text saved.');
-      return;
-    }
+    if (!names.length) throw new Error('No stage of this exploration has its text saved.');
     const picked = await InputDialog.getItem({
       title: 'Open stage as document',
       label: `Stage of ${model.title}`,
@@ -122,22 +123,12 @@ async function openStage(app: JupyterFrontEnd, tracker: INotebookTracker, stage?
     if (!picked.button.accept || !picked.value) return;
     name = picked.value;
   }
-  let text: IText | undefined;
-  try {
-    text = await at.text(name);
-  } catch (err) {
-    await showErrorMessage('Open stage as document', (err as Error).message);
-    return;
-  }
+  const text = await at.text(name);
   if (!text || text.state !== 'ok') {
-    await showErrorMessage(
-      'Open stage as document',
-      `Stage ${name} has no text here${text?.note ? ': ' + text.note : ' (this output carries the pair it shows)'}`
-    );
-    return;
+    const why = text?.note ? ': ' + text.note : ' (this output carries the pair it shows)';
+    throw new Error(`Stage ${name} has no text here${why}`);
   }
-  const content = new StageDocument(text.text);
-  const widget = new MainAreaWidget({ content });
+  const widget = new MainAreaWidget({ content: new StageDocument(text.text) });
   widget.id = `hwb-stage-${Date.now()}`;
   widget.title.label = `${name} \u2014 ${model.title}`;
   widget.title.caption = `${name} of ${model.title} (read-only)${text.note ? ': ' + text.note : ''}`;
@@ -150,24 +141,12 @@ async function openStage(app: JupyterFrontEnd, tracker: INotebookTracker, stage?
 
 async function explore(tracker: INotebookTracker): Promise<void> {
   const at = activeCell(tracker);
-  if (!at) {
-    await showErrorMessage('Explore this cell', 'Select a code cell of a notebook first.');
-    return;
-  }
+  if (!at) throw new Error('Select a code cell of a notebook first.');
   const { panel, cell } = at;
-  let code: string;
-  try {
-    code = exploreCode(cell.model.sharedModel.getSource());
-  } catch (err) {
-    await showErrorMessage('Explore this cell', (err as Error).message);
-    return;
-  }
+  const code = exploreCode(cell.model.sharedModel.getSource());
   const session = panel.sessionContext;
   await session.ready;
-  if (!session.session?.kernel) {
-    await showErrorMessage('Explore this cell', 'The notebook has no kernel: start one (Kernel menu) first.');
-    return;
-  }
+  if (!session.session?.kernel) throw new Error('The notebook has no kernel: start one (Kernel menu) first.');
   // as CodeCell.execute runs a cell, with this code instead of the cell's text
   const model = cell.model;
   model.sharedModel.transact(() => {
@@ -179,8 +158,6 @@ async function explore(tracker: INotebookTracker): Promise<void> {
   try {
     const reply = await OutputArea.execute(code, cell.outputArea, session, { cellId: model.sharedModel.getId() });
     model.executionCount = reply?.content.execution_count ?? null;
-  } catch (err) {
-    await showErrorMessage('Explore this cell', (err as Error).message ?? String(err));
   } finally {
     model.executionState = 'idle';
   }
@@ -188,27 +165,18 @@ async function explore(tracker: INotebookTracker): Promise<void> {
 
 async function save(tracker: INotebookTracker): Promise<void> {
   const at = activeCell(tracker);
-  const bundle = at && outputBundle(at.cell);
-  if (!at || !bundle) {
-    await showErrorMessage('Save exploration', 'Select a cell with a %%hlo output first.');
-    return;
-  }
+  const bundle = outputBundle(at?.cell);
+  if (!at || !bundle) throw new Error('Select a cell with a %%hlo output first.');
   const kernel = at.panel.sessionContext.session?.kernel;
   if (!kernel) {
-    await showErrorMessage(
-      'Save exploration',
-      'The notebook has no kernel: the exploration lives in the kernel. Run the cell, then save.'
-    );
-    return;
+    throw new Error('The notebook has no kernel: the exploration lives in the kernel. Run the cell, then save.');
   }
   const variable = typeof bundle.variable === 'string' ? bundle.variable : '';
   if (!variable) {
-    await showErrorMessage(
-      'Save exploration',
+    throw new Error(
       'This output does not say which variable holds its Exploration ' +
         '(a panel shown without bind=): save it from Python, ex.save("name.hlox").'
     );
-    return;
   }
   const asked = await InputDialog.getText({
     title: 'Save exploration',
@@ -227,10 +195,7 @@ async function save(tracker: INotebookTracker): Promise<void> {
     if (msg.header.msg_type === 'error') error = `${content.ename}: ${content.evalue}`;
   };
   const reply = await future.done;
-  if (reply.content.status !== 'ok' || error) {
-    await showErrorMessage('Save exploration', error || 'the kernel could not save it');
-    return;
-  }
+  if (reply.content.status !== 'ok' || error) throw new Error(error || 'the kernel could not save it');
   Notification.success(`Saved ${printed.trim() || file}`, { autoClose: 5000 });
 }
 
@@ -246,22 +211,22 @@ export const commands: JupyterFrontEndPlugin<void> = {
       label: 'Explore this cell with hlo-workbench',
       caption: 'Run the cell under %%hlo (its text stays as it is): every compiler stage, the pass-toggle panel',
       isEnabled: hasCell,
-      execute: () => explore(tracker)
+      execute: () => explained('Explore this cell', () => explore(tracker))
     });
     app.commands.addCommand(COMMANDS.openStage, {
       label: 'Open stage as document',
       caption: 'A read-only editor tab with one stage of the exploration shown (a %%hlo output or a .hlox tab)',
       isEnabled: () => shown(app, tracker) !== null,
-      execute: args => openStage(app, tracker, typeof args.stage === 'string' ? args.stage : undefined)
+      execute: args =>
+        explained('Open stage as document', () =>
+          openStage(app, tracker, typeof args.stage === 'string' ? args.stage : undefined)
+        )
     });
     app.commands.addCommand(COMMANDS.save, {
       label: 'Save exploration\u2026',
       caption: "Save the active cell's exploration (the kernel's) as a .hlox file",
-      isEnabled: () => {
-        const at = activeCell(tracker);
-        return !!at && outputBundle(at.cell) !== null;
-      },
-      execute: () => save(tracker)
+      isEnabled: () => outputBundle(activeCell(tracker)?.cell) !== null,
+      execute: () => explained('Save exploration', () => save(tracker))
     });
     for (const command of Object.values(COMMANDS)) palette?.addItem({ command, category: CATEGORY });
   }

@@ -5,6 +5,7 @@
 // the tab compared from is left as it is.
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { Dialog, ICommandPalette, MainAreaWidget, showDialog } from '@jupyterlab/apputils';
+import { PathExt } from '@jupyterlab/coreutils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { DocumentWidget } from '@jupyterlab/docregistry';
 import { FileDialog } from '@jupyterlab/filebrowser';
@@ -12,7 +13,8 @@ import { Widget } from '@lumino/widgets';
 
 import { IComparisonModel, mountComparison } from './components/compare';
 import { COMPARE_COMMAND, HloxContent } from './hlox';
-import { compareOf, diffAcross, diffOf, errorNode } from './server';
+import { compareOf, diffAcross, diffOf } from './server';
+import { ComponentView, errorNode } from './view';
 
 const TITLE = 'Compare with\u2026';
 let opened = 0;
@@ -33,11 +35,8 @@ function target(app: JupyterFrontEnd, args: { readonly [key: string]: unknown })
     );
     id = (node?.classList.contains('hwb-hlox-tab') ? node.dataset.id : node?.id) ?? '';
   }
-  if (!id) return isHlox(app.shell.currentWidget) ? app.shell.currentWidget : null;
-  for (const w of app.shell.widgets('main')) {
-    if (w.id === id) return isHlox(w) ? w : null;
-  }
-  return null;
+  const w = id ? [...app.shell.widgets('main')].find(x => x.id === id) : app.shell.currentWidget;
+  return isHlox(w) ? w : null;
 }
 
 /** The reason, in the dialog the viewer's error words are shown in. */
@@ -46,30 +45,6 @@ async function refuse(message: string): Promise<void> {
   body.addClass('hwb-compare-refused');
   body.node.append(errorNode(message));
   await showDialog({ title: TITLE, body, buttons: [Dialog.okButton()] });
-}
-
-/** The comparison drawn in a tab's content; its views ask the server for the diffs they do not carry. */
-class ComparisonContent extends Widget {
-  private mounted: { dispose(): void };
-
-  constructor(readonly model: IComparisonModel) {
-    super();
-    this.addClass('hwb-compare');
-    const [a, b] = model.paths;
-    this.mounted = mountComparison(this.node, model, {
-      across: (left, right) => diffAcross(a, left, b, right),
-      side: k => ({ diff: (left, right) => diffOf(model.paths[k], left, right) })
-    });
-  }
-
-  dispose(): void {
-    this.mounted.dispose();
-    super.dispose();
-  }
-}
-
-function basename(path: string): string {
-  return path.slice(path.lastIndexOf('/') + 1);
 }
 
 async function compareWith(app: JupyterFrontEnd, docs: IDocumentManager, tab: HloxDocument | null): Promise<void> {
@@ -85,8 +60,8 @@ async function compareWith(app: JupyterFrontEnd, docs: IDocumentManager, tab: Hl
   const picked = await FileDialog.getOpenFiles({
     manager: docs,
     title: TITLE,
-    label: `Compare ${basename(a)} (A) with the saved exploration (B):`,
-    defaultPath: a.includes('/') ? a.slice(0, a.lastIndexOf('/')) : '',
+    label: `Compare ${PathExt.basename(a)} (A) with the saved exploration (B):`,
+    defaultPath: PathExt.dirname(a),
     filter: m => (m.type === 'directory' || m.name.endsWith('.hlox') ? {} : null)
   });
   if (!picked.button.accept) return;
@@ -103,11 +78,17 @@ async function compareWith(app: JupyterFrontEnd, docs: IDocumentManager, tab: Hl
     await refuse(`Cannot compare them: ${(err as Error).message}`);
     return;
   }
-  const content = new ComparisonContent(model);
+  // the comparison's views ask the server for the diffs they do not carry
+  const content = new ComponentView('hwb-compare', node =>
+    mountComparison(node, model, {
+      across: (left, right) => diffAcross(a, left, b, right),
+      side: k => ({ diff: (left, right) => diffOf(model.paths[k], left, right) })
+    })
+  );
   const widget = new MainAreaWidget({ content });
   widget.id = `hwb-compare-${++opened}`;
   widget.addClass('hwb-compare-document');
-  widget.title.label = `${basename(a)} \u21c4 ${basename(b)}`;
+  widget.title.label = `${PathExt.basename(a)} \u21c4 ${PathExt.basename(b)}`;
   widget.title.caption = `A: ${a}\nB: ${b}`;
   widget.title.closable = true;
   app.shell.add(widget, 'main', { mode: 'tab-after', ref: tab.id });

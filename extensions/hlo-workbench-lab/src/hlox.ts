@@ -16,7 +16,8 @@ import {
 import { Widget } from '@lumino/widgets';
 
 import { IMounted, IViewModel, mount } from './components';
-import { diffOf, errorNode, viewOf } from './server';
+import { diffOf, viewOf } from './server';
+import { errorNode } from './view';
 
 export const HLOX_FILE_TYPE = 'hlox';
 export const HLOX_FACTORY = 'HLO Workbench exploration';
@@ -55,9 +56,11 @@ export class HloxContent extends Widget {
     });
   }
 
+  /** The view model shown (null until it came, or when the file cannot be shown). */
+  model: IViewModel | null = null;
+  /** The pair shown now: the model's, or the one the user picked since. */
+  pair: [string, string] = ['', ''];
   private mounted: IMounted | null = null;
-  private shown: IViewModel | null = null;
-  private current: [string, string] = ['', ''];
   private asked = 0;
 
   /** The file's path, as the contents API names it. */
@@ -65,37 +68,23 @@ export class HloxContent extends Widget {
     return this.context.path;
   }
 
-  /** The view model shown (null until it came, or when the file cannot be shown). */
-  get model(): IViewModel | null {
-    return this.shown;
-  }
-
-  /** The pair shown now: the model's, or the one the user picked since. */
-  get pair(): [string, string] {
-    return this.current;
-  }
-
   private async load(): Promise<void> {
     const ticket = ++this.asked;
-    let model: IViewModel;
-    try {
-      model = await viewOf(this.path);
-    } catch (err) {
-      if (ticket !== this.asked) return;
-      this.clear();
-      this.node.append(errorNode(`This .hlox file cannot be shown: ${(err as Error).message}`));
+    const model = await viewOf(this.path).catch((err: Error) => err);
+    if (ticket !== this.asked || this.isDisposed) return; // a newer load, or the tab closed
+    this.clear();
+    if (model instanceof Error) {
+      this.node.append(errorNode(`This .hlox file cannot be shown: ${model.message}`));
       this.node.dataset.ready = 'error';
       return;
     }
-    if (ticket !== this.asked || this.isDisposed) return;
-    this.clear();
-    this.shown = model;
-    this.current = [model.shown.left, model.shown.right];
+    this.model = model;
+    this.pair = [model.shown.left, model.shown.right];
     const path = this.path;
     this.mounted = mount(this.node, model, {
       diff: (left, right) => diffOf(path, left, right),
       act: (action, payload) => {
-        if (action === 'pair') this.current = [String(payload.left), String(payload.right)];
+        if (action === 'pair') this.pair = [String(payload.left), String(payload.right)];
       }
     });
     this.node.dataset.ready = '1';
@@ -104,14 +93,13 @@ export class HloxContent extends Widget {
   private clear(): void {
     this.mounted?.dispose();
     this.mounted = null;
-    this.shown = null;
+    this.model = null;
     this.node.textContent = '';
     delete this.node.dataset.ready;
   }
 
   dispose(): void {
-    this.mounted?.dispose();
-    this.mounted = null;
+    this.clear();
     super.dispose();
   }
 }

@@ -7,41 +7,28 @@ import { ServerConnection } from '@jupyterlab/services';
 import type { IDiffEntry, IViewModel } from './components';
 import type { IComparisonModel } from './components/compare';
 
-/** The server extension's routes, under the server's base URL. */
-export const BASE = 'hlo-workbench';
+const NOT_ENABLED =
+  'the hlo-workbench server extension is not enabled on this Jupyter server ' +
+  '(jupyter server extension enable workbench.views.labserver)';
 
-/** The JSON `endpoint` answers to `query` (empty values left out); an Error with the server's sentence
- * (a file that cannot be read, a stage it lacks) where it refuses. */
-export async function ask<T>(
-  endpoint: 'view' | 'diff' | 'compare',
-  query: Record<string, string | undefined>,
-  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
-): Promise<T> {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v) params.set(k, v);
-  const url = URLExt.join(settings.baseUrl, BASE, endpoint) + '?' + params.toString();
+/** The JSON that route `endpoint` answers to `query` (empty values left out); an Error with the server's
+ * sentence (a file that cannot be read, a stage it lacks) where it refuses. */
+async function ask<T>(endpoint: 'view' | 'diff' | 'compare', query: Record<string, string | undefined>): Promise<T> {
+  const settings = ServerConnection.makeSettings();
+  const params = new URLSearchParams(Object.entries(query).filter((kv): kv is [string, string] => !!kv[1]));
+  const url = URLExt.join(settings.baseUrl, 'hlo-workbench', endpoint) + '?' + params;
   let response: Response;
   try {
     response = await ServerConnection.makeRequest(url, {}, settings);
   } catch (err) {
     throw new Error(`the Jupyter server did not answer: ${(err as Error).message}`);
   }
-  const text = await response.text();
-  let body: any = null;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    body = null;
-  }
+  const body = await response.json().catch(() => null);
   if (!response.ok) {
-    const said =
-      typeof body?.message === 'string' && body.message
-        ? body.message
-        : response.status === 404 && !body
-          ? 'the hlo-workbench server extension is not enabled on this Jupyter ' +
-            'server (jupyter server extension enable workbench.views.labserver)'
-          : `${response.status} ${response.statusText}`;
-    throw new Error(said);
+    const said = typeof body?.message === 'string' && body.message ? body.message : null;
+    throw new Error(
+      said ?? (response.status === 404 && !body ? NOT_ENABLED : `${response.status} ${response.statusText}`)
+    );
   }
   if (body === null) throw new Error('the Jupyter server sent no JSON');
   return body as T;
@@ -49,29 +36,14 @@ export async function ask<T>(
 
 /** The view model of the saved exploration at `path`, with `left` and `right` shown (default: the pair the
  * panel shows first). */
-export function viewOf(path: string, left?: string, right?: string): Promise<IViewModel> {
-  return ask<IViewModel>('view', { path, left, right });
-}
+export const viewOf = (path: string, left?: string, right?: string) => ask<IViewModel>('view', { path, left, right });
 
 /** Python's structural diff of stages `left` and `right` of the file at `path`. */
-export function diffOf(path: string, left: string, right: string): Promise<IDiffEntry> {
-  return ask<IDiffEntry>('diff', { path, left, right });
-}
+export const diffOf = (path: string, left: string, right: string) => ask<IDiffEntry>('diff', { path, left, right });
 
 /** Python's structural diff of stage `left` of file `a` and stage `right` of file `b`. */
-export function diffAcross(a: string, left: string, b: string, right: string): Promise<IDiffEntry> {
-  return ask<IDiffEntry>('diff', { a, left, b, right });
-}
+export const diffAcross = (a: string, left: string, b: string, right: string) =>
+  ask<IDiffEntry>('diff', { a, left, b, right });
 
 /** The comparison of the saved explorations at `a` and `b`, with each file's view model. */
-export function compareOf(a: string, b: string): Promise<IComparisonModel> {
-  return ask<IComparisonModel>('compare', { a, b });
-}
-
-/** A sentence saying why something cannot be shown, as text. */
-export function errorNode(message: string): HTMLElement {
-  const e = document.createElement('div');
-  e.className = 'hwb-error';
-  e.textContent = message;
-  return e;
-}
+export const compareOf = (a: string, b: string) => ask<IComparisonModel>('compare', { a, b });
