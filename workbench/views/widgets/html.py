@@ -1,13 +1,12 @@
-"""The panel's HTML: each function turns one value (a status, a diff, a run, a table) into the markup
-an ``ipywidgets.HTML`` shows. No widgets and no work here: the panel computes, these only render.
-Markup is written with markupsafe's ``Markup.format``, which escapes every value it is given (names,
-pass strings, errors, Python lines) unless it is ``Markup`` the workbench made; each function returns
-it as a plain ``str`` for the widget (a ``Markup`` would escape whatever a caller adds to it). The
-class names are those of ``panel.css``.
+"""The panel's HTML that no view component draws: its status line, the line of Python and the pipeline string;
+each function turns one value into the markup an ``ipywidgets.HTML`` shows. No widgets and no work here: the
+panel computes, these only render. Markup is written with markupsafe's ``Markup.format``, which escapes every
+value it is given (names, pass strings, errors, Python lines) unless it is ``Markup`` the workbench made; each
+function returns it as a plain ``str`` for the widget (a ``Markup`` would escape whatever a caller adds to it).
+The class names are those of ``panel.css``.
 """
 from __future__ import annotations
 
-import numbers
 from typing import Sequence
 
 from markupsafe import Markup
@@ -16,30 +15,8 @@ from ...analysis.diff import Changes, Diff
 from ...analysis.numbers import num
 from ...exploration import Exploration
 
-__all__ = ["num", "cell", "table", "running", "failed", "done", "awaiting", "compiling", "compiled", "pipeline_string",
+__all__ = ["num", "running", "failed", "done", "awaiting", "compiling", "compiled", "pipeline_string",
            "python_line", "ops_delta", "change_summary"]
-
-
-def cell(v, digits: int = 3) -> str:
-    """One table cell: numbers through ``num``, booleans as True/False, missing values blank."""
-    import pandas as pd
-
-    if v is None or (not isinstance(v, (str, bytes)) and pd.api.types.is_scalar(v) and pd.isna(v)):
-        return ""
-    if isinstance(v, numbers.Number) and not isinstance(v, (bool, complex)):
-        import numpy as np
-
-        return str(bool(v)) if isinstance(v, np.bool_) else num(v, digits)
-    return str(v)
-
-
-def table(df, floats: int = 3, max_rows: int = 200) -> str:
-    """A DataFrame as a compact HTML table: every number through ``num`` (``floats`` significant
-    digits), blanks for missing values."""
-    df = df.copy()
-    for c in df.columns:
-        df[c] = [cell(v, floats) for v in df[c]]
-    return df.to_html(index=False, escape=True, classes="wb-table", border=0, max_rows=max_rows)
 
 
 # -- the status line -------------------------------------------------------------------------------
@@ -94,12 +71,13 @@ def pipeline_string(name: str, pipeline: str) -> str:
 
 
 def python_line(line: str, history: Sequence[str], bound: Sequence[str] = (), name: str = "ex") -> str:
-    """The line of the last action, ready to copy, the toggles so far folded under it, and which
-    variables follow the panel (``bound``; none: ``name`` stays what the panel started from)."""
-    hist = ""
+    """The line of the last action, ready to copy, the toggles so far folded under it (their line is there
+    before the first one, so that the panel does not grow with it), and which variables follow the panel
+    (``bound``; none: ``name`` stays what the panel started from)."""
+    hist = Markup('<div class="wb-history">no toggle yet: their lines of Python are kept here</div>')
     if history:
-        hist = Markup('<details><summary>the toggles so far, as code</summary><pre class="wb-copy">{}</pre>'
-                      "</details>").format("\n".join(history))
+        hist = Markup('<details class="wb-history"><summary>the toggles so far, as code</summary>'
+                      '<pre class="wb-copy">{}</pre></details>').format("\n".join(history))
     if bound:
         names = Markup(" and ").join(Markup("<code>{}</code>").format(b) for b in bound)
         follow = Markup("{} follow{} this panel: after each toggle, {} the Exploration shown").format(
