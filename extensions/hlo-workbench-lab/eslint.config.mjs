@@ -6,10 +6,11 @@
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import globals from 'globals';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import tseslint from 'typescript-eslint';
 
-const here = import.meta.dirname;
+const here = dirname(fileURLToPath(import.meta.url)); // import.meta.dirname needs Node 20.11; setup.sh asks 18
 const assets = resolve(here, '../../workbench/assets');
 
 export default tseslint.config(
