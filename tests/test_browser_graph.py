@@ -226,55 +226,30 @@ def test_the_graph_tab_opens_a_big_stages_groups_and_goes_back_without_the_kerne
         page.close()
 
 
-def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(browser):
-    """The pure parts of the diff and graph views, loaded from their files: a real graphviz SVG's nodes and
-    edges read back, neighbourhoods by hops, unified rows from an alignment, the auto layout by width."""
-    import graphviz
+def test_the_unified_rows_and_the_layout_choice_in_a_blank_page(browser):
+    """The pure parts of the diff view, loaded from its file: unified rows from an alignment, the auto layout by
+    width. (The graph view's are vitest's: extensions/hlo-workbench-lab/test/graph.test.ts.)"""
+    from workbench.artifacts.assets import inlined  # with what it imports, as the panel loads it
 
-    from workbench.artifacts.assets import inlined  # with what they import, as the panel loads them
-
-    g = graphviz.Digraph()
-    for a, b in (("a", "b"), ("b", "c"), ("c", "d"), ("e", "c"), ("d", "f")):
-        g.edge(a, b)
-    svg = g.pipe(format="svg").decode()
-    widgets = ROOT / "workbench" / "views" / "widgets"
     page = browser.new_page()
     try:
-        out = page.evaluate("""async ([diffSrc, graphSrc, svg]) => {
-            const load = (src) => import(URL.createObjectURL(new Blob([src], {type: 'text/javascript'})));
-            const diff = await load(diffSrc), graph = await load(graphSrc);
-            const host = document.createElement('div');
-            host.innerHTML = svg.slice(svg.indexOf('<svg'));
-            document.body.appendChild(host);
-            const read = graph.readGraph(host.querySelector('svg'));
-            const hood = (s, k) => [...graph.neighbourhood(read.edges, s, k)].sort();
+        out = page.evaluate("""async (diffSrc) => {
+            const diff = await import(URL.createObjectURL(new Blob([diffSrc], {type: 'text/javascript'})));
             // rows: equal, changed, deleted, inserted, moved out, equal; "changes only" folds nothing here
             const rows = Int32Array.from([0, 0, 0, 1, 1, 1, 2, -1, 2, -1, 2, 3, 3, -1, 4, 4, 3, 0]);
             const vis = Int32Array.from([0, 1, 2, 3, 4, 5]);
             const folded = Int32Array.from([0, 1, -3, 5]);  // a fold standing for three rows
             const rowsOf = (d) => Array.from(d);
             return {
-                nodes: [...read.nodes.keys()].sort(), edges: read.edges.map(([a, b]) => a + '>' + b),
-                c1: hood('c', 1), c2: hood('c', 2), f0: hood('f', 0),
                 split: rowsOf(diff.displayRows(rows, vis, false)), unified: rowsOf(diff.displayRows(rows, vis, true)),
                 foldedU: rowsOf(diff.displayRows(rows, folded, true)),
                 modes: [1920, 1400, 1200, 900].map(w => diff.chooseMode('auto', w, 7.2, 72)),
                 fixed: [diff.chooseMode('split', 500, 7.2, 72), diff.chooseMode('unified', 3000, 7.2, 72),
                         diff.chooseMode('auto', 0, 0, 0)],
-                // graphviz's rows at y 0, 500 and 5000: kept in order, the space between left out
-                layout: [...graph.compactLayout([
-                    {name: 'low', x: 900, y: 5000, w: 60, h: 20}, {name: 'right', x: 800, y: 0, w: 40, h: 20},
-                    {name: 'left', x: 100, y: 0, w: 40, h: 20}, {name: 'mid', x: 300, y: 500, w: 80, h: 30},
-                ], 40, 20)].sort(),
-                down: graph.route([0, 0, 40, 20], [0, 100, 40, 20], 7),
-                up: graph.route([0, 100, 40, 20], [50, 0, 40, 20], 7),
-                paths: ['', 'block_0', 'transpose(jvp(block_0/x))/attn/[1-3]'].map(graph.splitPath),
             };
-        }""", [inlined(ROOT / "workbench" / "assets" / "diffview.js"), inlined(widgets / "graphview.js"), svg])
+        }""", inlined(ROOT / "workbench" / "assets" / "diffview.js"))
     finally:
         page.close()
-    assert out["nodes"] == list("abcdef") and sorted(out["edges"]) == ["a>b", "b>c", "c>d", "d>f", "e>c"]
-    assert out["c1"] == list("bcde") and out["c2"] == list("abcdef") and out["f0"] == ["f"]
     assert out["split"] == [0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0]
     # the changed row as a "-" then a "+" row, deleted / moved-out "-" only, inserted "+" only
     assert out["unified"] == [0, 0, 1, 1, 1, 2, 2, 1, 3, 2, 4, 1, 5, 0]
@@ -282,25 +257,36 @@ def test_the_unified_rows_the_layout_choice_and_graph_focus_in_a_blank_page(brow
     # (width - ruler) / 2 - border - gutter >= 80 characters of 7.2 px: side by side from 1317 px
     assert out["modes"] == ["split", "split", "unified", "unified"]
     assert out["fixed"] == ["split", "unified", None]
-    assert out["layout"] == [["left", [-30, 10]], ["low", [0, 140]], ["mid", [0, 75]], ["right", [30, 10]]]
-    # an edge leaves the tail's bottom (top when the head is higher) and its arrowhead ends on the head
-    assert out["down"]["d"].startswith("M0,10 ") and out["down"]["d"].endswith(" 0,83")
-    assert out["down"]["points"].startswith("0,90 ")
-    assert out["up"]["d"].startswith("M0,90 ") and out["up"]["points"].startswith("50,10 ")
-    # a group path cut where Python's scopes.split_path cuts it: not inside a transformation's parentheses
-    assert out["paths"] == [[], ["block_0"], ["transpose(jvp(block_0/x))", "attn", "[1-3]"]]
+
+
+# anywidget's model as the panel's widget has it: the component's kind and data, and what it sends
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style></head><body><script type="module">
+const views = await import(URL.createObjectURL(new Blob([{js}], {{type: "text/javascript"}})));
+window.sent = [];
+window.mount = (el, data) => {{
+  const on = {{}};
+  const model = {{ get: (k) => (k === "kind" ? "graph" : model.data), data, on: (e, f) => (on[e] = f), off() {{}},
+                  send: (m) => window.sent.push(m), set(d) {{ model.data = d; on["change:data"](); }} }};
+  views.render({{ model, el }});
+  return model;
+}};
+document.documentElement.dataset.ready = "1";
+</script></body></html>"""
 
 
 def test_a_graph_opens_readable_at_its_first_changed_op_with_its_caption_as_a_wrapped_legend_in_a_blank_page(browser):
-    """The graph view, rendered from its file with a stand-in model: a graph 30 boxes wide opens in a 400 px view at
-    100 % (fitted, its labels would be a few px high) scrolled to its topmost changed op, and in a view 90 % of its
-    width fitted to the width, and anew when the view narrows; its caption is the legend above it, each line wrapped
-    to the view's width."""
+    """The Graph tab's component alone (kind "graph" of assets/views.js) with the facts GraphView sends: a graph 30
+    boxes wide opens in a 400 px view at 100 % (fitted, its labels would be a few px high) scrolled to its topmost
+    changed op, and in a view 90 % of its width fitted to the width, and anew when the view narrows; its caption is
+    the legend above it, each line wrapped to the view's width. A small graph's nodes and edges are read from
+    graphviz's SVG: a click on a node draws its neighbourhood and is sent to Python, and so do hops Python sends."""
+    import json
+
     import graphviz
 
     from workbench.analysis.graph import CHANGED_FILL
-    from workbench.artifacts.assets import inlined
-    from workbench.views.widgets.graphview import graph_svg
+    from workbench.views.widgets.component import views_module
+    from workbench.views.widgets.graphview import GraphView, graph_svg
 
     caption = ["wide: 62 ops", "filled orange: 2 ops new or changed since 'before'; " + "a long note, " * 20]
     g = graphviz.Digraph(graph_attr={"label": "".join(line + "\\l" for line in caption), "labelloc": "t"},
@@ -310,39 +296,50 @@ def test_a_graph_opens_readable_at_its_first_changed_op_with_its_caption_as_a_wr
         g.edge(f"n{i}", "bottom")
     for changed in ("n27", "bottom"):  # n27 in the second row, far right: the first changed op from the top
         g.node(changed, fillcolor=CHANGED_FILL)
-    widgets = ROOT / "workbench" / "views" / "widgets"
+    small = graphviz.Digraph()
+    for a, b in (("a", "b"), ("b", "c"), ("c", "d"), ("e", "c"), ("d", "f")):
+        small.edge(a, b)
+    js, css = views_module()
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     try:
-        out = page.evaluate("""async ([src, css, svg, fill]) => {
-            const graph = await import(URL.createObjectURL(new Blob([src], {type: 'text/javascript'})));
-            document.head.appendChild(Object.assign(document.createElement('style'), {textContent: css}));
-            const open = (width) => {
+        page.set_content(PAGE.format(css=css, js=json.dumps(js).replace("</", "<\\/")))
+        page.wait_for_selector("html[data-ready='1']", timeout=30_000)
+        out = page.evaluate("""async ([wide, small]) => {
+            const open = (width, data) => {
                 const el = document.createElement('div');
                 el.style.width = width + 'px';
                 document.body.appendChild(el);
-                const vals = {svg, message: '', focus: '', hops: 2, height: 300, group: '', level: '', openable: false,
-                              drawing: 1, changed_fill: fill};
-                graph.default.render({model: {get: (k) => vals[k], set: (k, v) => { vals[k] = v; },
-                                              save_changes() {}, on() {}}, el});
+                const model = window.mount(el, data), root = el.querySelector('.wbg');
                 const view = el.querySelector('.wbg-view'), v = view.getBoundingClientRect();
-                const start = [...el.querySelectorAll('g.node')].find(n => n.querySelector('title').textContent === el.dataset.start);
+                const start = [...el.querySelectorAll('g.node')].find(n => n.querySelector('title').textContent === root.dataset.start);
                 const r = start?.getBoundingClientRect();
                 const legend = el.querySelector('.wbg-legend');
-                return {opened: el.dataset.opened, scale: +el.dataset.scale, zoom: el.querySelector('.wbg-scale').textContent,
-                        start: el.dataset.start, inView: !!r && r.left >= v.left && r.right <= v.right && r.top >= v.top
-                                                         && r.bottom <= v.bottom,
+                return {opened: root.dataset.opened, scale: +root.dataset.scale, zoom: el.querySelector('.wbg-scale').textContent,
+                        start: root.dataset.start, inView: !!r && r.left >= v.left && r.right <= v.right && r.top >= v.top
+                                                           && r.bottom <= v.bottom,
                         svgW: view.querySelector('svg').getBoundingClientRect().width, viewW: view.clientWidth,
                         legend: [...legend.children].map(d => d.textContent), legendH: legend.clientHeight,
                         cut: [legend, ...legend.children].some(e => e.scrollWidth > e.clientWidth + 1),
-                        info: el.querySelector('.wbg-info').textContent, el};
+                        info: el.querySelector('.wbg-info').textContent, el, root, model};
             };
-            const narrow = open(400), fitted = open(Math.round(narrow.svgW * 0.9));
+            const narrow = open(400, wide), fitted = open(Math.round(narrow.svgW * 0.9), wide);
             fitted.el.style.width = Math.round(narrow.svgW * 0.8) + 'px';  // narrower: fitted anew
             await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-            const refitted = +fitted.el.dataset.scale;
-            [narrow, fitted].forEach(o => delete o.el);
-            return {narrow, fitted, refitted};
-        }""", [inlined(widgets / "graphview.js"), inlined(widgets / "graphview.css"), graph_svg(g), CHANGED_FILL])
+            const refitted = +fitted.root.dataset.scale;
+            const s = open(600, small), shown = (sel) => [...s.el.querySelectorAll(sel)]
+                .filter(g => g.getBoundingClientRect().width + g.getBoundingClientRect().height > 0);
+            const drawn = () => [shown('g.node').map(g => g.querySelector('title').textContent).sort(), shown('g.edge').length,
+                                 +s.root.dataset.shown];
+            const whole = drawn(), nodes = +s.root.dataset.nodes;
+            shown('g.node').find(g => g.querySelector('title').textContent === 'c').dispatchEvent(new MouseEvent('click', {bubbles: true}));
+            const c2 = drawn();
+            s.model.set({...s.model.data, focus: 'c', hops: 1});  // from Python (GraphView.focus_on)
+            const c1 = drawn(), said = s.el.querySelector('.wbg-info').textContent;
+            s.el.querySelector('.wbg-all').click();
+            const back = drawn();
+            [narrow, fitted].forEach(o => ['el', 'root', 'model'].forEach(k => delete o[k]));
+            return {narrow, fitted, refitted, whole, nodes, c2, c1, said, back, sent: window.sent};
+        }""", [GraphView(svg=graph_svg(g)).data, GraphView(svg=small.pipe(format="svg").decode()).data])
     finally:
         page.close()
     narrow, fitted = out["narrow"], out["fitted"]
@@ -353,3 +350,9 @@ def test_a_graph_opens_readable_at_its_first_changed_op_with_its_caption_as_a_wr
     assert fitted["opened"] == "fit" and fitted["scale"] == pytest.approx(0.9, abs=0.01), fitted
     assert abs(fitted["svgW"] - fitted["viewW"]) <= 3
     assert out["refitted"] == pytest.approx(0.8, abs=0.01)  # not zoomed by the user: a new width fits it anew
+    # graphviz's nodes and edges read back; c's neighbourhood within 2 hops is all of it, within 1 its neighbours
+    assert out["nodes"] == 6 and out["whole"] == [list("abcdef"), 5, 6]
+    assert out["c2"] == [list("abcdef"), 5, 6] and out["c1"] == [list("bcde"), 3, 4]
+    assert out["said"] == "c: 4 of 6 nodes within 1 hop" and out["back"] == out["whole"]
+    assert out["sent"] == [{"action": "focus", "payload": {"node": "c", "hops": 2}},
+                           {"action": "focus", "payload": {"node": "", "hops": 1}}]

@@ -35,6 +35,11 @@ def svg(ex):
     return ex.graph("stablehlo").pipe(format="svg").decode()
 
 
+def act(view, action: str, **payload) -> None:
+    """What the browser sends: a click in the graph view."""
+    view._heard(view, {"action": action, "payload": payload}, [])
+
+
 def test_the_graph_view_holds_the_svg_and_names_its_nodes(svg):
     assert svg.startswith("<?xml")  # graphviz's prologue and doctype, which the view drops
     g = GraphView()
@@ -52,12 +57,15 @@ def test_focus_and_hops_are_checked_and_a_new_graph_shows_all_of_it(svg):
     g.show(svg)
     node = g.nodes[5]
     g.focus_on(node, hops=3)
-    assert (g.focus, g.hops) == (node, 3)
+    assert (g.focus, g.hops) == (g.data["focus"], g.data["hops"]) == (node, 3)  # sent to the browser
     with pytest.raises(UnknownNameError, match=r"unknown graph node 'n99999'.*GraphView.nodes \(n0 \.\.\. n"):
         g.focus_on("n99999")
     assert g.focus == node  # a refused name changes nothing
-    with pytest.raises(traitlets.TraitError, match="hops must be between 1 and 20"):
-        g.hops = 0
+    with pytest.raises(ValueError, match="hops must be between 1 and 20"):
+        g.focus_on(node, hops=0)
+    assert g.hops == 3
+    act(g, "focus", node=g.nodes[2], hops=1)  # a click in the browser, which shows it already: noted
+    assert (g.focus, g.hops) == (g.nodes[2], 1)
     g.show(svg)  # another graph: the whole of it
     assert g.focus == ""
     g.show_message("stage 'jaxpr' is not an MLIR or HLO module")
@@ -86,7 +94,7 @@ def test_graph_svg_lays_the_caption_out_apart_as_the_views_legend(ex):
     shown.show(plain)
     assert GraphView(svg=body).nodes == shown.nodes and len(shown.nodes) > 10
     assert float(root.get("height").rstrip("pt")) < float(ET.fromstring(shown.svg).get("height").rstrip("pt"))
-    assert GraphView().changed_fill == CHANGED_FILL  # a graph too big to fit readably opens at its first changed op
+    assert GraphView().data["changed_fill"] == CHANGED_FILL  # a graph too big to fit readably opens at its first changed op
 
 
 def scoped(x, ws):
@@ -106,30 +114,30 @@ def test_a_click_on_a_group_opens_it_and_a_level_seen_before_is_not_drawn_again(
 
     g = GraphView()
     g.show(opener(""), opener=opener)
-    assert g.openable and g.group == g.level == "" and drawn == [""]
+    assert g.data["openable"] and g.level == "" and drawn == [""]
     # graphviz writes the group's path in the box's id, which the browser reads when it is clicked
     groups = re.findall(r'<g id="wbg-group:([^"]*)" class="node wbg-group">', html.unescape(g.svg))
     assert groups == [f"layer_{i}" for i in range(6)] and len(g.nodes) > 6
 
-    g.group = "layer_2"  # what a click on the box does in the browser
+    act(g, "open", group="layer_2")  # what a click on the box sends from the browser
     assert g.level == "layer_2" and drawn == ["", "layer_2"] and "group &#39;layer_2&#39;" in g.svg
-    g.group = ""  # the breadcrumb back: drawn already
+    act(g, "open", group="")  # the breadcrumb back: drawn already
     assert g.level == "" and drawn == ["", "layer_2"]
     g.open_group("layer_2")  # Python opens it as a click would, from what it keeps
-    assert (g.group, g.level) == ("layer_2", "layer_2") and drawn == ["", "layer_2"]
+    assert g.level == "layer_2" and drawn == ["", "layer_2"]
     with pytest.raises(UnknownNameError, match="unknown group 'layer_9'"):
         g.open_group("layer_9")
     assert g.level == "layer_2" and g.message == ""  # refused: nothing changed
 
-    g.group = "layer_7"  # a path no group has, set from the browser: a message, the kernel lives
+    act(g, "open", group="layer_7")  # a path no group has, sent from the browser: a message, the kernel lives
     assert g.svg == "" and "cannot open group 'layer_7': unknown group" in g.message
-    g.group = "layer_1"
+    act(g, "open", group="layer_1")
     assert g.message == "" and g.level == "layer_1"
 
-    drawing = g.drawing
+    drawing = g.data["drawing"]
     g.show(opener(""))  # a graph without an opener: its boxes do not open, the levels kept are dropped
-    assert not g.openable and g.drawing == drawing + 1
-    g.group = "layer_3"
+    assert not g.data["openable"] and g.data["drawing"] == drawing + 1
+    act(g, "open", group="layer_3")
     assert g.level == "" and drawn.count("layer_3") == 0
 
 

@@ -154,18 +154,17 @@ def test_the_viewer_reads_row_kinds_by_the_diffs_codes(ex):
 
 
 def test_the_views_get_what_they_share_inlined_once(tmp_path):
-    """diffview.js/.css and graphview.js/.css import what they share (assets/widgetkit.*) by a relative path,
+    """diffview.js/.css import what they share (assets/widgetkit.*) by a relative path,
     which a page loading them from a string cannot follow: the widgets and the report get each file with the
     file it imports in place of the import line, once however many files import it."""
     from workbench.artifacts.assets import inlined
     from workbench.artifacts.report import render_diff_page
     from workbench.views.widgets.diffview import DiffView
-    from workbench.views.widgets.graphview import GraphView
 
-    for text in (DiffView._esm, DiffView._css, GraphView._esm, GraphView._css):
+    for text in (DiffView._esm, DiffView._css):
         assert not [line for line in text.splitlines() if line.startswith(("import ", "@import "))]
-    assert DiffView._css.count(".wb-bar {") == GraphView._css.count(".wb-bar {") == 1
-    assert DiffView._esm.count("export function coalesced(") == GraphView._esm.count("export function coalesced(") == 1
+    assert DiffView._css.count(".wb-bar {") == 1
+    assert DiffView._esm.count("export function coalesced(") == 1
     page = render_diff_page("a\n", "b\n", "x", "y")  # the components, built: esbuild followed the imports
     assert "@import" not in page and "./widgetkit.js" not in page
     (tmp_path / "a.js").write_text('import { b } from "./b.js";\nimport { c } from "./c.js";\nexport const a = b + c;\n')
@@ -335,30 +334,37 @@ def legend(view) -> list[str]:
     return unescape(m.group(1)).split("\n") if m else []
 
 
+def picked(tab) -> tuple[str, str]:
+    """The Graph tab's picker: its value and the label it shows, as the component has them."""
+    d = tab.view.data
+    return d["picked"], dict((v, label) for label, v in d["stages"])[d["picked"]]
+
+
 def test_the_graph_tab_says_which_stage_it_draws_and_draws_the_one_picked(p, ex):
     from workbench.errors import UnknownNameError, WorkbenchError
 
     p.pick("enzyme-hlo-patterns#1")
     p.tabs.selected_index = 5  # Graph: B of the diff, labelled as such
     tab, view = p.graph, p.graph_view
-    assert tab.picker.value == "" and tab.picker.label == "enzyme-hlo-patterns#1 (B of the diff)"
+    assert picked(tab) == ("", "enzyme-hlo-patterns#1 (B of the diff)")
     assert tab.drawn == tab.stage == "enzyme-hlo-patterns#1" and p.python == 'ex.graph("enzyme-hlo-patterns#1")'
     assert legend(view)[0].startswith("enzyme-hlo-patterns#1: ") and "since 'canonicalize#2'" in legend(view)[1]
     # the stages it can draw, in order: StableHLO, the MLIR stages, XLA's HLO; not the jaxpr nor a backend dump
-    listed = [value for _, value in tab.picker.options]
+    listed = [value for _, value in tab.view.data["stages"]]
     assert listed == [""] + [s.name for s in ex.stages if s.group in ("trace", "mlir", "xla") and s.name != "jaxpr"]
     assert "xla:optimized" in listed and not any(n.startswith("backend:") for n in listed)
 
-    tab.picker.value = "stablehlo"  # picked in the dropdown: drawn through ex.graph, the line shown
-    assert tab.drawn == "stablehlo" and p.python == 'ex.graph("stablehlo")' and tab.picker.label == "stablehlo"
+    tab.view._heard(tab.view, {"action": "pick", "payload": {"stage": "stablehlo"}}, [])  # picked in the browser
+    assert tab.drawn == "stablehlo" and p.python == 'ex.graph("stablehlo")'  # drawn through ex.graph, the line shown
+    assert picked(tab) == ("stablehlo", "stablehlo")
     assert re.match(r"stablehlo: \d+ ops$", legend(view)[0]) and "transpose" in view.svg and view.message == ""
     p.pick("cse#1")  # another B: the stage picked stays, the first entry follows B
-    assert tab.drawn == tab.stage == "stablehlo" and tab.picker.options[0] == ("cse#1 (B of the diff)", "")
+    assert tab.drawn == tab.stage == "stablehlo" and tuple(tab.view.data["stages"][0]) == ("cse#1 (B of the diff)", "")
     p.show_graph("xla:optimized")  # from Python, as the picker does
-    assert tab.picker.value == "xla:optimized" and tab.drawn == "xla:optimized"
+    assert picked(tab)[0] == "xla:optimized" and tab.drawn == "xla:optimized"
     assert re.match(r"xla:optimized: \d+ instructions", legend(view)[0])
     p.show_graph("")  # B again
-    assert tab.picker.label == "cse#1 (B of the diff)" and tab.drawn == "cse#1" and legend(view)[0].startswith("cse#1: ")
+    assert picked(tab) == ("", "cse#1 (B of the diff)") and tab.drawn == "cse#1" and legend(view)[0].startswith("cse#1: ")
     with pytest.raises(WorkbenchError, match="stage 'jaxpr' cannot be drawn"):
         p.show_graph("jaxpr")
     with pytest.raises(UnknownNameError):

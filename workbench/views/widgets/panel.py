@@ -10,7 +10,7 @@ its XLA stages when XLA's compile (started in the background by the toggle) ends
 no place in the queue, and stages that arrive for an Exploration no longer shown are dropped. Every
 action's line of Python is shown, ready to paste. This module lays the widgets out and wires them to
 the actions; the Passes, Run, Compile, Graph, Source, Analyze and Collectives tabs are modules of their own
-(``passes``, ``runtab``, ``compiletab``, ``graphtab``, ``source``, ``analyze``, ``collectives``), ``coreview`` the
+(``passes``, ``runtab``, ``compiletab``, ``graphview``, ``source``, ``analyze``, ``collectives``), ``coreview`` the
 header and the stage list (view components of one view model), ``jobs`` runs the work, ``html`` renders what it gives,
 ``changes`` says after each rebuild what it changed, ``savedview`` makes the output: the widget beside the view
 model of what the panel shows, sent again after each change, so that a saved notebook keeps the panel as it ended.
@@ -37,7 +37,7 @@ from .coreview import CoreView
 from .costtab import cost_data
 from .diffview import DiffView
 from .editbox import EditBox
-from .graphtab import GraphTab
+from .graphview import GraphTab
 from .jobs import Jobs
 from .passes import PassesTab
 from .pending import SoFar, late_name

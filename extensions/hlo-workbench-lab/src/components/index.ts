@@ -17,6 +17,7 @@ import { diffView, IDiffView } from './diff';
 import { h, note, section } from './dom';
 import { driftSection } from './drift';
 import { editsSection } from './edits';
+import './graph';
 import { header } from './header';
 import type { IHost, IMounted, IViewModel } from './model';
 import './passes';
