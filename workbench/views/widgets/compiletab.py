@@ -1,13 +1,8 @@
-"""The panel's Compile tab: where compile time goes, both pipelines in one list (``ex.compile_profile()``).
-
-One row per step in the order they ran: the trace and the lowering, each MLIR pass (the workbench's clocks
-in the pass worker), each XLA pass and backend step (JAX's profiler, over one more compile of the last
-MLIR stage), and what no step holds (dumps, XLA's checks). The component "compile"
-(extensions/hlo-workbench-lab/src/components/compile.ts, which draws the profile of the report and the saved view
-too) draws the profile's table; a click on a step that made a stage comes back as the action "stage" {name}: that
-stage diffed against its parent in the Diff tab. It fills when first shown for an Exploration, after XLA's own
-compile (whose clocks it is compared with); work runs on the panel's worker, and an error is said in the tab.
-"""
+"""The panel's Compile tab: where compile time goes, both pipelines in one list (``ex.compile_profile()``, whose
+table the component "compile", extensions/hlo-workbench-lab/src/components/compile.ts, draws here as in the report and
+the saved view). A click on a step that made a stage comes back as the action "stage" {name}: that stage diffed
+against its parent in the Diff tab. It fills when first shown for an Exploration, after XLA's own compile (whose
+clocks it is compared with); work runs on the panel's worker, and an error is said in the tab."""
 from __future__ import annotations
 
 from collections.abc import Callable
