@@ -51,7 +51,7 @@ def clicked(tab, action: str, **payload) -> None:
 def test_the_predicate_picker_offers_the_new_predicates_and_shows_their_repr(tb_ex):
     p = Panel(tb_ex, background=False)
     tab = p.analyze
-    assert {"has_op(op, stage)", "lacks_op(op, stage)", "differs_from(stage)"} <= set(tab.data["predicates"])
+    assert {"has_op(op, stage)", "lacks_op(op, stage)", "differs_from(stage)"} <= set(tab.data["choices"]["predicate"])
     assert tab.data["expr"] == "op_count_at_most('stablehlo.transpose', 0)"
     clicked(tab, "set", predicate="has_op(op, stage)")
     assert tab.data["params"] == ["op", "stage"] and not tab.data["stage_required"]  # the fields the component shows
@@ -131,8 +131,8 @@ def test_bisect_over_xla_blames_the_call_inliner_and_switches_it_off(elementwise
 def test_reduce_shows_the_reduced_module_and_counts_its_runs(tb_ex):
     p = Panel(tb_ex, background=False)
     tab = p.analyze
-    assert "stablehlo" in tab.data["modules"] and tab.form["from_stage"] == "stablehlo"
-    assert not any(s.startswith("xla:") for s in tab.data["modules"])
+    assert "stablehlo" in tab.data["choices"]["from_stage"] and tab.form["from_stage"] == "stablehlo"
+    assert not any(s.startswith("xla:") for s in tab.data["choices"]["from_stage"])
     notes = []
     tab._note = notes.append  # the status line's note, which the job clears when it ends
     tab.reduce("has_op(op, stage)", op="stablehlo.dot_general", stage="")

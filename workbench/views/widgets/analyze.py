@@ -2,20 +2,13 @@
 enabled patterns, XLA's passes or both for a predicate, a reduction of a module to the smallest one on
 which the predicate holds, and a comparison of pipelines.
 
-Python makes the facts (``data``): the choices offered (stages, modules, devices, predicates and the
-parameters of the one chosen), the form's values, the predicate's repr and the one proposed, and each
-action's result as data -- the culprits (patterns with their group and parameters, XLA passes, what
-removing each changes, what they change together, the XLA passes that cannot be disabled), every
-pipeline run of the search, and, when there is nothing to bisect, why; a reduction's op counts before
-and after, its runs and the reduced module; the pipelines' table. The component "analyze"
-(extensions/hlo-workbench-lab/src/components/analyze.ts) draws them; its clicks come back as actions
-(``on_action``): set {field: value}, toggle {names, on} (an applicable pattern's switch), and
-find_applicable, bisect, switch_culprits_off, reduce, compare_pipelines, each the public method of its name.
-
-The default predicate is one that holds with every pattern and usually not with none (see
-``default_predicate``), so a first click finds something. The panel composes this tab: it hands over
-the variable's name and how to reach the Exploration shown, queue work and switch patterns (and XLA
-passes) off; the tab only reads the Exploration and calls its public methods.
+Python makes the facts (``data``): each menu's choices, the form's values, the predicate's repr and the
+one proposed (``default_predicate``: it holds with every pattern and usually not with none, so a first
+click finds something), and each action's result as data. The component "analyze"
+(extensions/hlo-workbench-lab/src/components/analyze.ts) draws them; its clicks come back as actions:
+set {field: value}, toggle {names, on} (an applicable pattern's switch), and find_applicable, bisect,
+switch_culprits_off, reduce, compare_pipelines, each the public method of its name. The tab only reads
+the Exploration and calls its public methods; the panel queues the work and switches patterns off.
 """
 from __future__ import annotations
 
@@ -40,6 +33,7 @@ _PARAMS = ("op", "n", "device", "stage")  # the predicate parameters the tab has
 _NOUN = {"patterns": ("pattern", "patterns"), "xla": ("XLA pass", "XLA passes"), "all": ("candidate", "candidates")}
 _FIRST_RUNS = {"patterns": ("every enabled pattern", "no pattern"), "xla": ("every XLA pass", "no XLA pass"),
                "all": ("every pattern and XLA pass", "no pattern nor XLA pass")}  # the two runs a bisection starts with
+_REDUCED = ("stage", "ops_before", "ops_after", "runs", "skipped", "errors", "seconds", "interrupted", "text")
 _PIPELINE_COLUMNS = ("pipeline", "stage", "median_ms", "iqr_ms", "check_passed", "max_rel_err", "flops", "bytes",
                      "xla_flops", "ops", "error")
 
@@ -100,14 +94,13 @@ def _keep(value, options: Sequence, *fallbacks):
 
 
 class AnalyzeTab:
-    """The Analyze tab's component (``widget``) and actions. ``exploration()`` is the Exploration shown,
-    ``submit(label, python, work, busy=...)`` queues work on the panel's worker, ``note(text)`` tells the
-    status line of progress, ``progress(done, total)`` is the actions' ``on_progress``, ``enabled()``
-    names the patterns on in the panel, ``switch_off(names)`` switches patterns off there and
+    """The Analyze tab's component (``widget``), its form's values (``form``) and actions. ``exploration()`` is
+    the Exploration shown, ``submit(label, python, work, busy=...)`` queues work on the panel's worker,
+    ``note(text)`` tells the status line of progress, ``progress(done, total)`` is the actions' ``on_progress``,
+    ``enabled()`` names the patterns on in the panel, ``switch_off(names)`` switches patterns off there and
     ``switch_off_xla(names)`` XLA passes (without it, "switch these off" leaves XLA culprits on);
-    ``toggle(names, on)`` switches patterns on or off there (an applicable pattern's switch; without it,
-    ``switch_off`` for a pattern switched off, and one switched on stays off). ``form`` holds the fields'
-    values (``set`` changes them, as the component does)."""
+    ``toggle(names, on)`` switches patterns on or off (an applicable pattern's switch; without it,
+    ``switch_off`` for a pattern switched off, and one switched on stays off)."""
 
     def __init__(self, name: str, exploration: Callable[[], Exploration], submit: Callable,
                  note: Callable[[str], None], progress: Callable[[int, int | None], None],
@@ -129,9 +122,10 @@ class AnalyzeTab:
         self.form = {"applicable_stage": None, "predicate": next(iter(actions.PREDICATES)), "op": "stablehlo.transpose",
                      "n": 0, "device": None, "stage": "", "over": "patterns", "from_stage": None,
                      "pipelines": "all, no_enzyme, none"}
-        self._facts = {"name": name, "busy": False, "predicates": list(actions.PREDICATES),
-                       "over_options": [list(o) for o in _OVER], "stages": [], "modules": [], "devices": [],
-                       "proposal": None, "applicable": None, "bisect": None, "reduce": None, "pipelines": None}
+        self._choices = {"applicable_stage": [], "predicate": list(actions.PREDICATES), "device": [],
+                         "over": [list(o) for o in _OVER], "from_stage": []}  # each menu's, as the form names it
+        self._facts = {"name": name, "busy": False, "choices": self._choices, "proposal": None, "applicable": None,
+                       "bisect": None, "reduce": None, "pipelines": None}
         self.widget = self.view = Component("analyze", {}, on_action=self._on_action)
         self._send()
 
@@ -198,10 +192,10 @@ class AnalyzeTab:
             proposal = {"state": "proposed", **new._asdict()} if patterns_ran and new else \
                 {"state": "no-default" if patterns_ran else "no-patterns"}
             found = self._facts["applicable"]
-            if found and found.get("rows") is not None:  # the switches say what is on in the Exploration shown
+            if found and found["state"] == "found":  # the switches say what is on in the Exploration shown
                 found = {**found, "on": sorted(self._enabled() & {r["name"] for r in found["rows"]})}
-            self._send(stages=list(runnable), modules=modules, devices=list(devices), proposal=proposal,
-                       applicable=found)
+            self._choices.update(applicable_stage=list(runnable), device=list(devices), from_stage=modules)
+            self._send(proposal=proposal, applicable=found)
 
     def _values(self) -> dict:
         """The chosen predicate's parameters, from the form."""
@@ -211,9 +205,9 @@ class AnalyzeTab:
 
     def _choose(self, kind: str | None, params: dict) -> tuple[str, dict, str]:
         """Set the predicate fields from ``kind`` and ``params``; (kind, its parameters, its Python expression)."""
-        for key in params:
-            if key not in _PARAMS:
-                raise TypeError(f"unknown predicate parameter {key!r}; the fields are {', '.join(_PARAMS)}")
+        unknown = set(params) - set(_PARAMS)
+        if unknown:
+            raise TypeError(f"unknown predicate parameter {sorted(unknown)[0]!r}; the fields are {', '.join(_PARAMS)}")
         self.set(**({"predicate": kind} if kind else {}),
                  **{k: "" if v is None and k == "stage" else v for k, v in params.items()})
         values = self._values()
@@ -241,7 +235,7 @@ class AnalyzeTab:
     def find_applicable(self, stage: str | None = None) -> None:
         """Try every pattern of the catalog alone on a stage; list those that change it."""
         stage = stage or self.form["applicable_stage"]
-        if stage in self._facts["stages"]:
+        if stage in self._choices["applicable_stage"]:
             self.set(applicable_stage=stage)
         act = actions.applicable(self.name, stage, on_progress=self._on_progress)
 
@@ -284,17 +278,15 @@ class AnalyzeTab:
         of ``actions.PREDICATES`` (params: op, n, device, stage -- the predicate's own stage)."""
         kind, values, expr = self._choose(kind, params)
         stage = from_stage or self.form["from_stage"] or STABLEHLO
-        if stage in self._facts["modules"]:
+        if stage in self._choices["from_stage"]:
             self.set(from_stage=stage)
         act = actions.reduce(self.name, kind, stage, on_progress=self._reduce_progress, **values)
         self.reduced = None
 
         def work() -> dict:
             self.reduced = r = act.call(self._exploration())
-            return {"state": "reduced", "stage": r.stage, "expr": expr, "predicate": repr(r.predicate),
-                    "ops_before": r.ops_before, "ops_after": r.ops_after, "runs": r.runs, "skipped": r.skipped,
-                    "errors": r.errors, "seconds": r.seconds, "interrupted": r.interrupted, "text": r.text,
-                    "python": act.python}
+            return {"state": "reduced", "expr": expr, "predicate": repr(r.predicate), "python": act.python,
+                    **{k: getattr(r, k) for k in _REDUCED}}
 
         self._job("reduce", act, work,
                   lambda message: {"state": "failed", "stage": stage, "expr": expr, "message": message})
