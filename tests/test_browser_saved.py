@@ -72,7 +72,7 @@ def test_the_saved_output_follows_the_panel_and_shows_after_a_kernel_restart(bro
         toggle_off(panel, 1, XLA_PASS, page)
         edit_b(panel, page)
         tab(panel, "Run")
-        panel.locator("button.widget-button:visible", has_text="Run").click()
+        panel.locator('[data-hwb="run-go"]').click()
         panel.locator('[data-hwb="run"]').first.wait_for(timeout=180_000)
         idle(page)
         names = panel.locator('.wb-stages [data-hwb="stage"]').evaluate_all("rows => rows.map(r => r.dataset.name)")
