@@ -3,12 +3,9 @@ enabled patterns, XLA's passes or both for a predicate, a reduction of a module 
 which the predicate holds, and a comparison of pipelines.
 
 Python makes the facts (``data``): each menu's choices, the form's values, the predicate's repr and the
-one proposed (``default_predicate``: it holds with every pattern and usually not with none, so a first
-click finds something), and each action's result as data. The component "analyze"
-(extensions/hlo-workbench-lab/src/components/analyze.ts) draws them; its clicks come back as actions:
-set {field: value}, toggle {names, on} (an applicable pattern's switch), and find_applicable, bisect,
-switch_culprits_off, reduce, compare_pipelines, each the public method of its name. The tab only reads
-the Exploration and calls its public methods; the panel queues the work and switches patterns off.
+one proposed (``default_predicate``), and each action's result. The component "analyze" (components/analyze.ts
+in extensions/hlo-workbench-lab) draws them; its clicks come back as actions: set {field: value}, toggle
+{names, on} (an applicable pattern's switch), and the public methods by name (``_ACTIONS``).
 """
 from __future__ import annotations
 
@@ -30,6 +27,7 @@ __all__ = ["AnalyzeTab", "Default", "default_predicate", "applicable_rows"]
 _PATTERNS_PASS = "enzyme-hlo-generate-td"  # how a stage made by the pattern list starts its pass string
 _OVER = (("patterns", "patterns"), ("XLA passes", "xla"), ("both", "all"))  # bisect's domains, as offered
 _PARAMS = ("op", "n", "device", "stage")  # the predicate parameters the tab has a field for
+_ACTIONS = ("set", "find_applicable", "bisect", "switch_culprits_off", "reduce", "compare_pipelines")
 _NOUN = {"patterns": ("pattern", "patterns"), "xla": ("XLA pass", "XLA passes"), "all": ("candidate", "candidates")}
 _FIRST_RUNS = {"patterns": ("every enabled pattern", "no pattern"), "xla": ("every XLA pass", "no XLA pass"),
                "all": ("every pattern and XLA pass", "no pattern nor XLA pass")}  # the two runs a bisection starts with
@@ -150,12 +148,10 @@ class AnalyzeTab:
                                          "stage_required": kind == "differs_from(stage)"})
 
     def _on_action(self, action: str, payload: dict) -> None:
-        if action == "set":
-            self.set(**payload)
-        elif action == "toggle" and payload.get("names"):
+        if action == "toggle" and payload.get("names"):
             self._toggle([str(n) for n in payload["names"]], bool(payload.get("on")))
-        elif action in ("find_applicable", "bisect", "switch_culprits_off", "reduce", "compare_pipelines"):
-            getattr(self, action)()
+        elif action in _ACTIONS:
+            getattr(self, action)(**payload)
 
     def set(self, **fields) -> None:
         """Set the form's fields (``form``'s keys); a predicate that needs a stage gets "stablehlo" if it has none."""
@@ -188,9 +184,9 @@ class AnalyzeTab:
             if untouched and new is not None:
                 f["predicate"], f["op"], f["n"] = new.kind, new.op, new.n
             self._default = new if untouched else old
-            patterns_ran = any(s.produced_by.startswith(_PATTERNS_PASS) for s in ex.pipeline_stages)
-            proposal = {"state": "proposed", **new._asdict()} if patterns_ran and new else \
-                {"state": "no-default" if patterns_ran else "no-patterns"}
+            ran = any(s.produced_by.startswith(_PATTERNS_PASS) for s in ex.pipeline_stages)
+            proposal = {"state": "no-patterns"} if not ran else {"state": "proposed", **new._asdict()} if new else \
+                {"state": "no-default"}
             found = self._facts["applicable"]
             if found and found["state"] == "found":  # the switches say what is on in the Exploration shown
                 found = {**found, "on": sorted(self._enabled() & {r["name"] for r in found["rows"]})}
