@@ -135,7 +135,7 @@ def test_the_run_tab_shows_the_printed_output_once_and_every_checked_leaf(nnx_ex
         assert len(re.findall(r"nnx loss \d", out)) == 1
         r = p.ex.history[-1]
         assert len(r.printed) == 1 and r.printed[0].startswith("nnx loss ")
-        shown = p.core.model["runs"][-1]  # what the Run tab draws (the view components' runs section)
+        shown = p.run_tab.data["runs"][-1]  # what the Run tab draws (the view model's run)
         assert len(re.findall(r"nnx loss \d", shown["printed"])) == 1 and not shown["printed_cut"]
         # the user's function returns the loss; the program also returns the model's and optimizer's state
         assert len(r.check.leaves) == 6 and len(jax.tree_util.tree_leaves(r.outputs)) == 1
