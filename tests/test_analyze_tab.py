@@ -264,6 +264,11 @@ def test_the_component_draws_the_tabs_facts_as_text_and_sends_the_clicks(tb_ex, 
         assert "No comparison" in page.locator('[data-hwb="analyze-pipelines"]').inner_text()
         assert page.locator("img").count() == 0 and page.evaluate("window.pwned") is None
         shots(page, "analyze_component")
+        # the runs unfolded stay so while the form changes (a result is drawn anew only when its facts change)
+        bisect.locator("summary", has_text="the pipeline runs").click()
+        page.evaluate("(d) => window.model.set(d)", {**data, "form": {**data["form"], "op": "stablehlo.add"}})
+        assert page.locator('[data-field="op"]').input_value() == "stablehlo.add"
+        assert bisect.locator("details").evaluate("(e) => e.open")
         # the clicks: sent to Python as actions
         page.locator('[data-hwb="applicable"][data-name="dot_transpose"] input').click()
         page.locator('[data-field="op"]').fill("stablehlo.add")

@@ -199,6 +199,7 @@ register('analyze', (el: HTMLElement, data: Facts, host: IWidgetHost): IMounted 
   off.dataset.hwb = 'switch-culprits-off';
   results.get('bisect')!.after(off);
 
+  const drawn = new Map<string, string>(); // each result's facts as last drawn
   const draw = (d: Facts) => {
     if (!d?.form) return; // nothing shown yet
     stages.replaceChildren(...d.choices.applicable_stage.map((s: string) => Object.assign(h('option'), { value: s })));
@@ -218,6 +219,9 @@ register('analyze', (el: HTMLElement, data: Facts, host: IWidgetHost): IMounted 
     proposal.replaceChildren(d.proposal ? PROPOSAL[d.proposal.state](d.proposal) : '');
     for (const [key, out] of results) {
       const r: Facts | null = d[key] ?? null;
+      const facts = JSON.stringify([r, d.busy, d.name]);
+      if (drawn.get(key) === facts) continue; // as drawn: an open fold of runs stays open while the user types
+      drawn.set(key, facts);
       out.dataset.state = r?.state ?? '';
       out.replaceChildren(...(!r ? [] : r.state === 'running' ? [note(`${r.label}\u2026`)] : DRAW[key](r, d, host)));
     }
