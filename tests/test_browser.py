@@ -97,7 +97,18 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
         # highlighted: ops, SSA values, types
         assert "stablehlo.dot_general" in panel.locator(".wbd-r .h-op").all_inner_texts()
         assert panel.locator(".wbd-r .h-ssa").count() > 0 and panel.locator(".wbd-r .h-type").count() > 0
-        assert "stablehlo.transpose 3→0 (-3)" in panel.locator(".wb-delta").inner_text()
+        assert "stablehlo.transpose 3→0 (-3)" in panel.locator('[data-hwb="ops-delta"]').inner_text()
+        counts = panel.locator('[data-hwb="diff-counts"][data-state="ok"][data-left="stablehlo"]')
+        assert int(counts.get_attribute("data-deleted")) + int(counts.get_attribute("data-changed")) >= 3
+        assert "values renumbered in order" in counts.inner_text()  # the text is normalized, and it says how
+        # the Diff tab's pickers and swap: B on the left and A on the right, and back
+        assert panel.locator('[data-hwb="diff-picker"][data-side="right"]').input_value() == "enzyme-hlo-patterns#1"
+        panel.locator('[data-hwb="diff-swap"]').click()
+        panel.locator(".wbd-head-l", has_text="enzyme-hlo-patterns#1").wait_for()
+        panel.locator('[data-hwb="diff-picker"][data-side="right"]').select_option("stablehlo")
+        panel.locator(".wbd-head-r", has_text="stablehlo").wait_for()
+        panel.locator('[data-hwb="diff-swap"]').click()
+        panel.locator(".wbd-head-r", has_text="enzyme-hlo-patterns#1").wait_for()
         assert 'ex.diff("stablehlo", "enzyme-hlo-patterns#1")' in panel.locator(".wb-python pre").first.inner_text()
         shots(panel, "panel_diff")
 
@@ -109,6 +120,9 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
         assert "stablehlo.transpose" not in pane_text(panel, "r")
         final = stage(panel, "enzyme-hlo-patterns#3").locator("td.hwbv-num").first  # its lines
         lines_before = final.inner_text()
+        counts = panel.locator('[data-hwb="diff-counts"][data-state="ok"][data-right="enzyme-hlo-patterns#3"]')
+        removed = int(counts.get_attribute("data-deleted")) + int(counts.get_attribute("data-changed"))
+        assert "stablehlo.transpose 3→0 (-3)" in panel.locator('[data-hwb="ops-delta"]').inner_text()
         tab(panel, "Passes")
         item = switch(panel, "dot_transpose")
         item.locator("input").click()
@@ -118,6 +132,12 @@ def test_the_panel_in_jupyterlab(browser, lab, shots):
         panel.locator('[data-hwb="toggles"][data-patterns-disabled="dot_transpose"]').wait_for()
         assert "patterns off" in panel.locator(".wb-header").inner_text()
         assert int(final.inner_text()) > int(lines_before)  # the final stage kept some transposes
+        # the diff's counts and op counts are the new pair's: fewer lines removed, transposes kept
+        page.wait_for_function("() => !document.querySelector('[data-hwb=\"ops-delta\"]').textContent"
+                               ".includes('stablehlo.transpose 3→0')", timeout=60_000)
+        kept = int(counts.get_attribute("data-deleted")) + int(counts.get_attribute("data-changed"))
+        assert kept < removed, (kept, removed)
+        assert "stablehlo.transpose 3→" in panel.locator('[data-hwb="ops-delta"]').inner_text()
         panel.locator('[data-hwb="pattern-toggle"].hwbv-changed[data-name="dot_transpose"][data-on="false"]').wait_for()
         assert not item.locator("input").is_checked()
         panel.locator(".hwbv-tl-search").first.fill("transpose")
@@ -412,8 +432,7 @@ def check_layout(panel, width: int, chars: int = 80) -> dict:
     assert not cut, (width, cut)
     assert m["panel"][2] <= m["output"][2] + 1, (width, m["panel"], m["output"])  # the panel fits its output area
     outer = m["panel"]
-    for what in (panel.locator(".widget-dropdown:has(label:text-is('B'))"), panel.locator("button.widget-button",
-                                                                                          has_text="swap")):
+    for what in (panel.locator('[data-hwb="diff-picker"][data-side="right"]'), panel.locator('[data-hwb="diff-swap"]')):
         b = what.first.bounding_box()
         assert outer[0] - 1 <= b["x"] and b["x"] + b["width"] <= outer[2] + 1, (width, b, outer)
         assert outer[1] - 1 <= b["y"] and b["y"] + b["height"] <= outer[3] + 1, (width, b, outer)
@@ -471,7 +490,7 @@ def test_the_panel_at_laptop_widths(browser, lab, shots):
         # unified: every row once, a changed line as a "-" row (before's number) then a "+" row (after's)
         view = panel.locator(".wbd")
         unified = view.locator(".wbd-u .wbd-row")
-        changed = int(view.locator(".wbd-stats .k-changed").inner_text().strip("~ changed"))
+        changed = int(panel.locator('[data-hwb="diff-counts"]').get_attribute("data-changed"))
         assert changed == 3 and unified.count() == int(view.get_attribute("data-rows")) + changed
         minus = view.locator(".wbd-u .wbd-row.k-changed.u-minus").first
         plus = minus.locator("xpath=following-sibling::div[1]")
@@ -617,8 +636,8 @@ def test_a_toggle_shows_the_mlir_stages_while_xla_compiles_then_its_xla_stages(b
         assert all(not s["pending"] for s in seen if s["t"] >= final["t"])
         assert "compiling XLA" not in panel.locator(".wb-status").first.inner_text()
         # what the toggle changed, XLA's part filled in once its stages came; a click diffs against before it
-        summary = panel.locator(".wb-changes").first
-        page.wait_for_function("() => !document.querySelector('.wb-panel .wb-changes').textContent"
+        summary = panel.locator('[data-hwb="changes"]').first
+        page.wait_for_function("() => !document.querySelector('.wb-panel [data-hwb=\"changes\"]').textContent"
                                ".includes('XLA has not compiled')", timeout=60_000)
         said = summary.inner_text()
         assert said.startswith("dot_transpose off:") and "recomputed" in said and "final MLIR (" in said, said

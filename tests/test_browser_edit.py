@@ -79,7 +79,7 @@ def test_editing_stage_b_resumes_the_pipeline_and_shows_what_changed(browser, no
 
         type_in(edited.replace("multiply %2,", "multiply %1,"))
         apply.click()
-        summary = panel.locator(".wb-changes", has_text="replaced by hand")
+        summary = panel.locator('[data-hwb="changes"]', has_text="replaced by hand")
         summary.first.wait_for(timeout=120_000)
         said = summary.first.inner_text()
         assert "stages recomputed" in said and "stablehlo.transpose -2" in said

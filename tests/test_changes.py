@@ -2,7 +2,6 @@
 the settings in words, the stages recomputed and reused, whether the final MLIR module and xla:optimized
 changed and by which ops, their diffs -- and the panel's one-line summary with its two diff buttons."""
 import dataclasses
-from html import unescape
 
 import jax
 import jax.numpy as jnp
@@ -11,11 +10,13 @@ import pytest
 import workbench as wb
 from workbench.analysis.diff import Changes, normalize
 from workbench.analysis.diff.changes import setting_changes
+from workbench.analysis.diff.result import rows_of_runs
 from workbench.errors import UnknownNameError, WorkbenchError
 from workbench.ir.ops import op_counts
 from workbench.options import PatternOptions, PatternSelection
 from workbench.pipeline.build import with_toggles
 from workbench.views.widgets import Panel
+from workbench.views.widgets.changes import summary_facts
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -156,51 +157,68 @@ def test_without_wait_a_compile_under_way_is_left_out_and_said():
     assert e.changes_since(e2, wait=False).xla is not None  # both in now
 
 
-def test_names_and_notes_show_as_text_in_the_markup():
-    from workbench.views.widgets import html as wb_html
-
+def test_names_and_notes_show_as_text_in_the_markup_and_as_given_in_the_panels_facts():
     xss = "<script>alert(1)</script>"
     c = Changes(settings=(f"pipeline all → {xss}",), recomputed=(xss,), reused=(), xla_compiled=None, mlir=None,
                 xla=None, mlir_note=xss, xla_note=xss)
-    for markup in (c._repr_html_(), wb_html.change_summary(c)):
-        assert "<script" not in markup and markup.count("&lt;script&gt;") == 4
+    markup = c._repr_html_()
+    assert "<script" not in markup and markup.count("&lt;script&gt;") == 4
+    facts = summary_facts(c)  # the panel's component writes them as text
+    assert facts["head"] == f"pipeline all → {xss}" and sum(p["text"].count(xss) for p in facts["parts"]) == 3
+
+
+def said(s) -> str:
+    """The change summary's line as its component writes it: the settings, then each phrase."""
+    return summary_line(s.widget.data)
+
+
+def summary_line(data: dict) -> str:
+    return f"{data.get('head', '')}: " + " · ".join(p["text"] for p in data.get("parts", []))
+
+
+def act(component, action: str, **payload):
+    """A click in a component, as it sends it to Python."""
+    component._heard(component, {"action": action, "payload": payload}, [])
 
 
 # -- the panel --------------------------------------------------------------------------------------------
 def test_the_panel_says_what_each_rebuild_changed_and_diffs_against_before(ex):
     p = Panel(ex, background=False)
     s = p.summary
-    assert s.widget.layout.display == "none" and s.changes is None  # nothing toggled yet
+    assert s.widget.data["head"] == "no toggle yet" and s.changes is None  # it says what will show there
     p.toggle_patterns(["dot_transpose"], False)
     p.wait()
-    line = unescape(s.line.value)
-    assert s.widget.layout.display == "" and s.changes is not None
-    assert line.startswith("<div class=\"wb-changes\"><b>dot_transpose off</b>: ")
+    line = said(s)
+    assert s.changes is not None and s.widget.data["head"] == "dot_transpose off"
     n = len(s.changes.recomputed)  # none when an earlier test ran the same toggle: every step is served then
     assert (f"{n} stages recomputed (enzyme-hlo-patterns#1, " if n else "nothing recomputed (") in line
     check_work(s.changes, ex, p.ex)
-    assert f"final MLIR ({final_mlir(ex).name}) changed: stablehlo.transpose +2" in line
+    mlir = f"final MLIR ({final_mlir(ex).name}) changed: stablehlo.transpose +2"
+    assert mlir in line and [p["text"] for p in s.widget.data["parts"] if p["changed"]] == [mlir]  # drawn marked
     assert "xla:optimized unchanged" in line
-    assert not s.mlir_button.disabled and not s.xla_button.disabled
+    assert s.widget.data["mlir"] and s.widget.data["xla"]  # both buttons enabled
     p.tabs.selected_index = 2  # the Run tab: the button brings the Diff tab forward
-    s.mlir_button.click()
+    act(s.widget, "changes", which="mlir")
     assert p.tabs.selected_index == 0 and p.last_error is None
-    assert (p.diff_view.before_name, p.diff_view.after_name) == (f"{final_mlir(ex).name} (before)",
-                                                                 f"{final_mlir(p.ex).name} (after)")
-    assert "stablehlo.transpose</code> 0&rarr;2 (+2)" in p.ops_delta.value and "the last toggle" in p.ops_delta.value
+    diff = p.diff_view.data["diff"]
+    assert (diff["left"], diff["right"]) == (f"{final_mlir(ex).name} (before)", f"{final_mlir(p.ex).name} (after)")
+    assert {"op": "stablehlo.transpose", "before": 0, "after": 2, "delta": 2} in p.diff_view.data["ops_delta"]
+    assert "the last toggle" in p.diff_view.data["note"]
     assert p.python.startswith('ex.changes_since(before).diff("mlir")')
-    s.xla_button.click()
-    assert p.diff_view.before_name == "xla:optimized (before)" and "no change" in p.ops_delta.value
+    act(s.widget, "changes", which="xla")
+    diff = p.diff_view.data["diff"]
+    assert diff["left"] == "xla:optimized (before)" and p.diff_view.data["ops_delta"] == []
+    assert {k for _, _, k in rows_of_runs(diff["runs"])} == {"equal"}  # no change
     # a pick shows the picked pair again
     p.pick("enzyme-hlo-patterns#1")
-    assert p.diff_view.after_name == "enzyme-hlo-patterns#1"
+    assert p.diff_view.data["diff"]["right"] == "enzyme-hlo-patterns#1" and p.diff_view.data["note"] == ""
     # the reset and a pipeline change say theirs
     p.reset_patterns()
-    assert "<b>dot_transpose on</b>" in s.line.value and "stablehlo.transpose -2" in s.line.value
+    assert s.widget.data["head"] == "dot_transpose on" and "stablehlo.transpose -2" in said(s)
     p.set_pipeline("canonicalize,cse")
-    assert "pipeline all → canonicalize,cse" in unescape(s.line.value)
+    assert said(s).startswith("pipeline all → canonicalize,cse")
     p.toggle_patterns(["pad_simplify"], False)  # no patterns step: nothing to change
-    assert unescape(s.line.value).count("unchanged") == 2 and "nothing recomputed" in s.line.value
+    assert said(s).count("unchanged") == 2 and "nothing recomputed" in said(s)
     p.close()
 
 
@@ -209,15 +227,16 @@ def test_in_the_background_xlas_part_comes_with_its_stages(ex):
     assert set(names) <= set(ex.xla_passes)
     p = Panel(ex).wait()
     seen = []
-    p.summary.line.observe(lambda ch: seen.append(ch["new"]), "value")
+    p.summary.widget.observe(lambda ch: seen.append(summary_line(ch["new"])), "data")
     p.toggle_xla(names, False)
     p.wait()  # the rebuild, then XLA's stages
     # first without XLA's part (its compile takes longer than showing the MLIR stages), then with it
     assert "xla:optimized: XLA has not compiled it yet" in seen[0] and len(seen) == 2
-    line = unescape(p.summary.line.value)
-    assert "<b>2 XLA passes off (algsimp, reshape-decomposer)</b>" in line and "nothing recomputed" in line
+    line = said(p.summary)
+    assert p.summary.widget.data["head"] == "2 XLA passes off (algsimp, reshape-decomposer)"
+    assert "nothing recomputed" in line
     assert "xla:optimized" in line and "not compiled" not in line and "XLA has not" not in line
-    assert p.summary.changes.xla is not None and not p.summary.xla_button.disabled
+    assert p.summary.changes.xla is not None and p.summary.widget.data["xla"]
     p.close()
 
 

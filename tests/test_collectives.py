@@ -133,9 +133,10 @@ def test_the_tab_sends_facts_not_markup_and_its_clicks_come_back_as_actions(text
         p.collectives.widget._heard(None, {"action": "op", "payload": op}, [])
         p.wait()
         assert p.tabs.selected_index == 0 and p.last_error is None and "error" not in p.collectives.widget.data
-        (marked,) = p.diff_view.marks_after  # the line of the op as the diff shows it (its names normalized)
-        assert '"stablehlo.all_gather"(' in p.diff_view.after.split("\n")[marked] and p.diff_view.marks_before == []
-        assert p.diff_view.mark_focus == "after"
+        marks = p.diff_view.data["marks"]
+        (marked,) = marks["after"]  # the line of the op as the diff shows it (its names normalized)
+        assert '"stablehlo.all_gather"(' in p.diff_view.side("after")[1].split("\n")[marked] and marks["before"] == []
+        assert marks["focus"] == "after"
         # a click on a stage of the per-stage table: it becomes B
         p.tabs.selected_index = list(p.tabs.titles).index(TITLE)
         p.collectives.widget._heard(None, {"action": "stage", "payload": {"stage": "input"}}, [])

@@ -1,6 +1,6 @@
 """The panel's navigable views on the Python side: the graph view holding graphviz's SVG of a real
 stage, focus and hops as state Python can set and check, a big stage's groups opened level by level,
-the diff view's layout mode and the stage list's fold. What they do in a browser is in test_browser.py."""
+and the stage list's fold. What they do in a browser is in test_browser.py."""
 import html
 import re
 import xml.etree.ElementTree as ET
@@ -12,7 +12,6 @@ import traitlets
 
 import workbench as wb
 from workbench.errors import UnknownNameError
-from workbench.views.widgets import DiffView
 from workbench.analysis.graph import CHANGED_FILL
 from workbench.views.widgets.graphview import GraphView, graph_svg
 
@@ -141,13 +140,7 @@ def test_a_click_on_a_group_opens_it_and_a_level_seen_before_is_not_drawn_again(
     assert g.level == "" and drawn.count("layer_3") == 0
 
 
-def test_the_diff_layout_names_its_choices_and_the_stage_list_folds_in_a_narrow_panel():
-    d = DiffView()
-    assert d.mode == "auto"
-    d.mode = "unified"
-    with pytest.raises(traitlets.TraitError, match=r"\['auto', 'split', 'unified'\]"):
-        d.mode = "wide"
-    assert d.mode == "unified"
+def test_the_stage_list_folds_in_a_narrow_panel():
     from workbench.views.widgets.coreview import FOLD_BELOW, CoreView
 
     core = CoreView(lambda left, right: None)  # the view component folds it below this width, until the user opens it

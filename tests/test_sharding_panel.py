@@ -68,22 +68,22 @@ def test_the_diff_view_gets_the_shardings_of_the_names_it_shows(text_ex):
     try:
         p.pick("sdy-propagation-pipeline#1")
         p.wait()
-        view = p.diff_view
-        assert view.before_name == "canonicalize#1" and view.after_name == "sdy-propagation-pipeline#1"
-        after, before = view.after.split("\n"), view.before.split("\n")
+        diff, tips = p.diff_view.data["diff"], p.diff_view.data["tips"]
+        assert diff["left"] == "canonicalize#1" and diff["right"] == "sdy-propagation-pipeline#1"
+        after, before = diff["after"].split("\n"), diff["before"].split("\n")
         # every name with a sharding is one the view shows, and its line holds that sharding
-        (first, last, values), = view.tips_after["scopes"]
+        (first, last, values), = tips["after"]["scopes"]
         assert after[first].lstrip().startswith("func.func @main(") and after[last].strip() == "}"
         for name, k in values.items():
-            written = view.tips_after["texts"][k].split("\n")[1].split(" ", 1)[1]
+            written = tips["after"]["texts"][k].split("\n")[1].split(" ", 1)[1]
             assert written in after[defining_line(after, name)], name
         tanh = next(k for k, line in enumerate(after) if "stablehlo.tanh" in line)
         operand = re.search(r"stablehlo\.tanh (%\w+)", after[tanh]).group(1)  # hovered where it is used
-        assert described(view.tips_after, after, operand, tanh).startswith("sharded: dim 0 over x (2), dim 1 replicated; "
-                                                                           "per device 4x6 of 8x6")
-        assert described(view.tips_after, after, operand, len(after) + 3) is None  # outside @main: nothing
+        assert described(tips["after"], after, operand, tanh).startswith("sharded: dim 0 over x (2), dim 1 replicated; "
+                                                                         "per device 4x6 of 8x6")
+        assert described(tips["after"], after, operand, len(after) + 3) is None  # outside @main: nothing
         # before propagation, only the argument the user placed
-        assert list(view.tips_before["scopes"][0][2]) == [re.search(r"@main\((%\w+)", before[2]).group(1)]
+        assert list(tips["before"]["scopes"][0][2]) == [re.search(r"@main\((%\w+)", before[2]).group(1)]
     finally:
         p.close()
 
@@ -102,7 +102,8 @@ def test_the_collectives_tab_lists_a_sharded_programs_collectives_and_says_why_a
         assert plain.collectives.widget.data["state"] == "one-device" and "summary" not in plain.collectives.widget.data
         assert said.startswith("No collectives: this program runs on one device.") and "NamedSharding" in said
         plain.tabs.selected_index = 0
-        assert plain.diff_view.row_count and plain.diff_view.tips_before == plain.diff_view.tips_after == {}
+        tips = plain.diff_view.data["tips"]
+        assert plain.diff_view.data["diff"]["runs"] and tips["before"] == tips["after"] == {}
         assert p.tabs.titles[-1] == TITLE and p.collectives.widget in p.tabs.children
         p.pick("sdy-reshard-to-collectives#1")
         p.tabs.selected_index = list(p.tabs.titles).index(TITLE)
@@ -160,9 +161,9 @@ out = {"titles": list(p.tabs.titles), "stages": [s.name for s in ex.stages]}
 def side(name):
     p.pick(name)
     p.wait()
-    v = p.diff_view
-    return {"after": v.after.split("\n"), "tips": v.tips_after, "left": v.before_name,
-            "sharded_ops": v.after.count("sdy.sharding_per_value<[")}
+    d = p.diff_view.data["diff"]
+    return {"after": d["after"].split("\n"), "tips": p.diff_view.data["tips"]["after"], "left": d["left"],
+            "sharded_ops": d["after"].count("sdy.sharding_per_value<[")}
 
 for name in ("sdy-propagation-pipeline#1", "xla:before_optimizations", "xla:dce#1", "xla:optimized"):
     out[name] = side(name)

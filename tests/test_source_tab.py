@@ -72,6 +72,11 @@ def lineage(p) -> dict | None:
     return p.source.trail.data["lineage"]
 
 
+def marks(p) -> dict:
+    """The lines the Diff tab's component marks: before, after (0-based, as shown) and the side scrolled to."""
+    return p.diff_view.data["marks"]
+
+
 def line_of(path: str, text: str) -> int:
     return next(n for n, code in enumerate(pathlib.Path(path).read_text().splitlines(), 1) if text in code)
 
@@ -153,19 +158,19 @@ def test_picking_a_line_marks_exactly_its_ops_on_both_sides(p, attention):
     assert p.python == f'ex.locations("{b}").query("file == \'{path}\' and line == {n}")'
     ops_b, ops_a = ops_of_line(ex, b, path, n), ops_of_line(ex, a, path, n)
     assert len(ops_b) and len(ops_a)
-    assert p.diff_view.marks_after == shown(ex, b, ops_b["text_line"])
-    assert p.diff_view.marks_before == shown(ex, a, ops_a["text_line"])
+    assert marks(p)["after"] == shown(ex, b, ops_b["text_line"])
+    assert marks(p)["before"] == shown(ex, a, ops_a["text_line"])
     # an MLIR stage's diff lines are its text's lines: the marked rows are those ops' lines
-    assert p.diff_view.marks_after == sorted(ops_b["text_line"])
-    marked = [p.diff_view.after.split("\n")[k] for k in p.diff_view.marks_after]
+    assert marks(p)["after"] == sorted(ops_b["text_line"])
+    marked = [p.diff_view.side("after")[1].split("\n")[k] for k in marks(p)["after"]]
     assert sum("stablehlo.dot_general" in t for t in marked) == (ops_b["op"] == "stablehlo.dot_general").sum() >= 3
     assert listing(p)["selected"] == [f"{path}:{n}"]
     assert f"{len(ops_b)} ops in B" in said(p)
     # another pair: the same line's ops of the new stages are marked
     p.pick("enzyme-hlo-patterns#3")
     b = p.right
-    assert p.diff_view.marks_after == shown(ex, b, ops_of_line(ex, b, path, n)["text_line"])
-    assert p.diff_view.marks_before == shown(ex, p.left, ops_of_line(ex, p.left, path, n)["text_line"])
+    assert marks(p)["after"] == shown(ex, b, ops_of_line(ex, b, path, n)["text_line"])
+    assert marks(p)["before"] == shown(ex, p.left, ops_of_line(ex, p.left, path, n)["text_line"])
 
 
 def test_a_line_marks_xla_instructions_where_the_diff_shows_them(p, attention):
@@ -174,13 +179,13 @@ def test_a_line_marks_xla_instructions_where_the_diff_shows_them(p, attention):
     n = line_of(path, 'heads(x @ p["wq"])')
     p.source.select_line(path, n)
     ops = ops_of_line(ex, "xla:optimized", path, n)
-    assert len(ops) and p.diff_view.marks_after == shown(ex, "xla:optimized", ops["text_line"])
+    assert len(ops) and marks(p)["after"] == shown(ex, "xla:optimized", ops["text_line"])
     # the diff view's HLO lines are not the text's (no debug-info sections): each marked row shows the
     # instruction of its text line, as normalized
     text = ex["xla:optimized"].text.splitlines()
-    rows = p.diff_view.after.split("\n")
+    rows = p.diff_view.side("after")[1].split("\n")
     at = shown_lines(ex["xla:optimized"].text)
-    for k in p.diff_view.marks_after:
+    for k in marks(p)["after"]:
         assert rows[k].split("=", 1)[1].split("(")[0].split()[-1] == text[at[k]].split("=", 1)[1].split("(")[0].split()[-1]
 
 
@@ -189,7 +194,7 @@ def test_the_no_location_row_marks_the_ops_without_a_line(p, attention):
     act(p.source.view, "line", file="", line=0)
     df = ex.locations(p.right)
     none = df[(df["file"] == "") & (df["op"] != "func.func")]
-    assert len(none) and p.diff_view.marks_after == shown(ex, p.right, none["text_line"])
+    assert len(none) and marks(p)["after"] == shown(ex, p.right, none["text_line"])
     assert p.python == f'ex.locations("{p.right}").query("file == \'\'")'
 
 
@@ -202,13 +207,13 @@ def test_clicking_an_op_marks_its_counterparts_and_its_line_and_shows_its_lineag
     df = ops_of_line(ex, b, path, n)
     dot = df[df["op"] == "stablehlo.dot_general"].iloc[0]
     k = shown(ex, b, [dot["text_line"]])[0]
-    send(p.diff_view, type="op", side="after", line=k)
+    act(p.diff_view, "op", side="after", line=k)
     assert p.python == f'ex.lineage("{b}", "{dot["result"]}")' and p.last_error is None
     lin = ex.lineage(b, dot["result"])
-    assert p.diff_view.marks_before == shown(ex, a, lin[(lin["stage"] == a) & (lin["line"] >= 0)]["line"])
-    assert k in p.diff_view.marks_after
-    assert set(p.diff_view.marks_after) == set(shown(ex, b, lin[(lin["stage"] == b) & (lin["line"] >= 0)]["line"])) | {k}
-    assert p.diff_view.marks_before and p.diff_view.mark_focus == "before"
+    assert marks(p)["before"] == shown(ex, a, lin[(lin["stage"] == a) & (lin["line"] >= 0)]["line"])
+    assert k in marks(p)["after"]
+    assert set(marks(p)["after"]) == set(shown(ex, b, lin[(lin["stage"] == b) & (lin["line"] >= 0)]["line"])) | {k}
+    assert marks(p)["before"] and marks(p)["focus"] == "before"
     assert listing(p)["selected"] == [f"{path}:{n}"] == [s for s in lin.attrs["sources"]]
     # the lineage: a row per stage with its counterparts, A and B marked
     got = lineage(p)
@@ -222,7 +227,7 @@ def test_clicking_an_op_marks_its_counterparts_and_its_line_and_shows_its_lineag
     # another pair: the counterparts of the same op in the new stages
     p.pick("xla:optimized")
     xla = lin[(lin["stage"] == "xla:optimized") & (lin["line"] >= 0)]
-    assert len(xla) and p.diff_view.marks_after == shown(ex, "xla:optimized", xla["line"])
+    assert len(xla) and marks(p)["after"] == shown(ex, "xla:optimized", xla["line"])
 
 
 def test_an_op_that_a_pattern_removes_says_by_which_stage():
@@ -234,7 +239,7 @@ def test_an_op_that_a_pattern_removes_says_by_which_stage():
         t = df[df["result"] == "%0"].iloc[0]
         assert t["op"] == "stablehlo.transpose"
         k = shown(ex, "canonicalize#2", [t["text_line"]])[0]
-        send(p.diff_view, type="op", side="before", line=k)
+        act(p.diff_view, "op", side="before", line=k)
         assert p.python == 'ex.lineage("canonicalize#2", "%0")'
         lin = ex.lineage("canonicalize#2", "%0")
         assert lin.attrs["removed_by"] == "enzyme-hlo-patterns#1"
@@ -242,7 +247,7 @@ def test_an_op_that_a_pattern_removes_says_by_which_stage():
         assert got["removed_by"] == "enzyme-hlo-patterns#1"
         assert [r["state"] for r in got["rows"] if r["stage"] == "enzyme-hlo-patterns#1"] == ["removed"]
         assert "removed by enzyme-hlo-patterns#1" in said(p)
-        assert k in p.diff_view.marks_before and p.diff_view.marks_after == []  # no counterpart in B
+        assert k in marks(p)["before"] and marks(p)["after"] == []  # no counterpart in B
         src = lin.attrs["sources"]
         assert listing(p)["selected"] == src and src[0].endswith(f":{tb.__code__.co_firstlineno + 1}")
     finally:
@@ -277,10 +282,10 @@ def test_a_row_that_is_no_op_says_so_and_changes_nothing(p, attention):
     ex, path = attention
     n = line_of(path, 'heads(x @ p["wq"])')
     p.source.select_line(path, n)
-    marks, python = list(p.diff_view.marks_after), p.python
-    send(p.diff_view, type="op", side="after", line=0)  # "module {"
+    kept, python = list(marks(p)["after"]), p.python
+    act(p.diff_view, "op", side="after", line=0)  # "module {"
     assert "line 1 of enzyme-hlo-patterns#1 is not an op" in said(p)
-    assert p.diff_view.marks_after == marks and p.python == python and p.last_error is None
+    assert marks(p)["after"] == kept and p.python == python and p.last_error is None
 
 
 # -- errors: said in the tab, the panel goes on ----------------------------------------------------------
@@ -296,10 +301,10 @@ def test_the_jaxpr_and_a_text_stage_without_locations_are_explained_in_the_tab(p
     p.pick("jaxpr", side="left")
     n = line_of(path, 'heads(x @ p["wq"])')
     p.source.select_line(path, n)
-    assert p.diff_view.marks_before == [] and p.diff_view.marks_after == shown(
+    assert marks(p)["before"] == [] and marks(p)["after"] == shown(
         ex, "stablehlo", ops_of_line(ex, "stablehlo", path, n)["text_line"])
     assert "error: jaxpr" in said(p)
-    send(p.diff_view, type="op", side="before", line=0)
+    act(p.diff_view, "op", side="before", line=0)
     assert said(p).startswith("error: jaxpr has no ops to follow") and p.last_error is None
     # the panel still works: another stage lists its lines
     p.pick("enzyme-hlo-patterns#1")
@@ -310,7 +315,7 @@ def test_the_jaxpr_and_a_text_stage_without_locations_are_explained_in_the_tab(p
     try:
         open_source(text)
         assert "has no source locations" in listing(text)["message"] and text.last_error is None
-        send(text.diff_view, type="op", side="after", line=2)
+        act(text.diff_view, "op", side="after", line=2)
         assert "no source location" in lineage(text)["error"] and text.last_error is None
     finally:
         text.close()
@@ -331,18 +336,17 @@ def test_a_failed_stage_is_explained_in_the_tab():
 
 def test_the_diff_view_clears_its_marks_with_each_diff(attention):
     ex, _ = attention
-    v = DiffView()
-    assert (v.marks_before, v.marks_after, v.mark_focus) == ([], [], "")
+    heard = []
+    v = DiffView(on_action=lambda action, payload: heard.append((action, payload)))
+    assert v.data["marks"] == {"before": [], "after": [], "focus": ""}
     v.show(ex.diff("stablehlo", "inline#1"))
     v.mark([3, 1, 3], [2], focus="after")
-    assert (v.marks_before, v.marks_after, v.mark_focus) == ([1, 3], [2], "after")
-    shown_before = v.shown
+    assert v.data["marks"] == {"before": [1, 3], "after": [2], "focus": "after"}
+    shown_before = v.data["shown"]
     v.show(ex.diff("stablehlo", "cse#1"))
-    assert (v.marks_before, v.marks_after) == ([], []) and v.shown == shown_before + 1
-    heard = []
-    v.handler = heard.append
-    send(v, type="op", side="after", line=4)
-    assert heard == [{"type": "op", "side": "after", "line": 4}]
+    assert v.data["marks"] == {"before": [], "after": [], "focus": ""} and v.data["shown"] == shown_before + 1
+    act(v, "op", side="after", line=4)  # a click on a code row, as the component sends it
+    assert heard == [("op", {"side": "after", "line": 4})]
 
 
 def test_shown_lines_maps_every_line_the_diff_shows_to_its_text_line(attention):

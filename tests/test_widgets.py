@@ -17,7 +17,7 @@ import workbench as wb
 from workbench.analysis.diff import diff_texts
 from workbench.views.widgets import Panel, panel
 from workbench.views.widgets.component import Component
-from workbench.views.widgets.diffview import KINDS
+from workbench.analysis.diff.result import rows_of_runs
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
@@ -45,12 +45,23 @@ def last_mlir(ex):
 
 
 def rows_of(view):
-    """The diff view's rows as the browser reads them: (before line, after line, kind)."""
-    import array
+    """The diff view's rows as the browser reads them from the runs it is sent: (before line, after line, kind)."""
+    return rows_of_runs(view.data["diff"]["runs"])
 
-    flat = array.array("i")
-    flat.frombytes(view.rows)
-    return [(flat[k], flat[k + 1], KINDS[flat[k + 2]]) for k in range(0, len(flat), 3)]
+
+def shown(p, side="after"):
+    """The name and normalized text the Diff tab shows on ``side``."""
+    return p.diff_view.side(side)
+
+
+def ops(p):
+    """The op counts' change the Diff tab shows: {op: (before, after, delta)}."""
+    return {r["op"]: (r["before"], r["after"], r["delta"]) for r in p.diff_view.data["ops_delta"]}
+
+
+def diff_act(p, action, **payload):
+    """A click in the Diff tab (a picker, swap), as its component sends it to Python."""
+    p.diff_view._heard(p.diff_view, {"action": action, "payload": payload}, [])
 
 
 def descendants(widget):
@@ -102,24 +113,24 @@ def test_the_stage_list_shows_every_stage_with_group_time_and_state(p, ex):
 
 def test_the_default_pair_is_the_first_changing_pass_and_its_parent(p):
     assert (p.left, p.right) == ("canonicalize#2", "enzyme-hlo-patterns#1")
-    assert (p.left_picker.value, p.right_picker.value) == (p.left, p.right)
+    assert (p.diff_view.data["left"], p.diff_view.data["right"]) == (p.left, p.right)
     assert p.core.model["shown"] == {"left": p.left, "right": p.right}
     rows = rows_of(p.diff_view)
-    deleted = [p.diff_view.before.splitlines()[i] for i, _, kind in rows if kind == "deleted"]
+    deleted = [shown(p, "before")[1].splitlines()[i] for i, _, kind in rows if kind == "deleted"]
     assert sum("stablehlo.transpose" in line for line in deleted) == 3
-    assert "stablehlo.transpose" not in p.diff_view.after
-    assert "stablehlo.transpose</code> 3&rarr;0 (-3)" in p.ops_delta.value
+    assert "stablehlo.transpose" not in shown(p)[1]
+    assert ops(p)["stablehlo.transpose"] == (3, 0, -3)
 
 
 def test_the_diff_says_its_text_is_normalized_and_how(p):
     """Issue 27 item 10: the diff view shows normalized text, not the stage's own; a label says so and what
-    differs, and each thing it says holds for the pair shown."""
-    from html import unescape
+    differs (the component's words: views.js), and each thing it says holds for the pair shown."""
+    from workbench.views.widgets.component import views_module
 
-    label = unescape(re.sub("<[^>]+>", "", p.ops_delta.value))
-    assert "normalized text: values renumbered in order (%0, %1, …; B's onto A's)" in label
+    label = views_module()[0]
+    assert "normalized text: values renumbered in order (%0, %1, \\u2026; B\\u2019s onto A\\u2019s)" in label
     assert "locations, metadata and public dropped" in label and 'ex["B"].text is the stage as written' in label
-    own, shown = p.ex[p.left].text, p.diff_view.before
+    own, shown = p.ex[p.left].text, p.diff_view.side("before")[1]
     assert "func.func public @main" in own and "func.func public" not in shown and "func.func @main" in shown
     assert "loc(" in p.ex[p.left].text_with_locations and "loc(" not in shown
     assert re.search(r"^\s*%0 = ", shown, re.M)
@@ -148,23 +159,20 @@ def test_the_viewer_reads_row_kinds_by_the_diffs_codes(ex):
 
     script = (pathlib.Path(wb.__file__).parent / "assets" / "diffview.js").read_text()
     found = re.findall(r"^const KINDS = (\[[^\]]*\]);", script, re.MULTILINE)
-    assert len(found) == 1 and tuple(json.loads(found[0])) == ROW_KINDS == KINDS
+    assert len(found) == 1 and tuple(json.loads(found[0])) == ROW_KINDS
     d = diff_texts(ex["canonicalize#2"].text, ex["enzyme-hlo-patterns#1"].text)
     assert {k for _, _, k in d.rows()} <= set(ROW_KINDS)
 
 
 def test_the_views_get_what_they_share_inlined_once(tmp_path):
-    """diffview.js/.css import what they share (assets/widgetkit.*) by a relative path,
+    """diffview.css imports what the views share (assets/widgetkit.css) by a relative path,
     which a page loading them from a string cannot follow: the widgets and the report get each file with the
     file it imports in place of the import line, once however many files import it."""
-    from workbench.artifacts.assets import inlined
+    from workbench.artifacts.assets import ASSETS, inlined
     from workbench.artifacts.report import render_diff_page
-    from workbench.views.widgets.diffview import DiffView
 
-    for text in (DiffView._esm, DiffView._css):
-        assert not [line for line in text.splitlines() if line.startswith(("import ", "@import "))]
-    assert DiffView._css.count(".wb-bar {") == 1
-    assert DiffView._esm.count("export function coalesced(") == 1
+    css = inlined(ASSETS / "diffview.css")
+    assert not [line for line in css.splitlines() if line.startswith("@import ")] and css.count(".wb-bar {") == 1
     page = render_diff_page("a\n", "b\n", "x", "y")  # the components, built: esbuild followed the imports
     assert "@import" not in page and "./widgetkit.js" not in page
     (tmp_path / "a.js").write_text('import { b } from "./b.js";\nimport { c } from "./c.js";\nexport const a = b + c;\n')
@@ -201,7 +209,7 @@ def test_the_panels_markup_shows_names_lines_and_errors_as_text_escaped_once(ex)
 def test_clicking_a_stage_diffs_it_with_its_parent_and_shift_click_sets_the_left(p, ex):
     pick(p, ex["xla:optimized"].parent, "xla:optimized")  # its name in the list: it against its parent
     assert (p.left, p.right) == (ex["xla:optimized"].parent, "xla:optimized")
-    assert p.diff_view.after_name == "xla:optimized" and p.diff_view.row_count > 0
+    assert shown(p)[0] == "xla:optimized" and rows_of(p.diff_view)
     assert p.python == f'ex.diff("{p.left}", "xla:optimized")' and p.core.model["shown"]["right"] == "xla:optimized"
     pick(p, "stablehlo", "xla:optimized")  # its A button
     assert (p.left, p.right) == ("stablehlo", "xla:optimized") and p.core.model["shown"]["left"] == "stablehlo"
@@ -209,8 +217,10 @@ def test_clicking_a_stage_diffs_it_with_its_parent_and_shift_click_sets_the_left
     assert (p.left, p.right) == ("cse#1", "xla:optimized")
     pick(p, "gone#1", "xla:optimized")  # a stage of an Exploration replaced meanwhile: nothing changes
     assert (p.left, p.right) == ("cse#1", "xla:optimized") and p.last_error is None
-    p.left_picker.value = "jaxpr"  # the dropdowns pick one side each
-    assert p.left == "jaxpr" and p.diff_view.before_name == "jaxpr"
+    diff_act(p, "pick", side="left", stage="jaxpr")  # the Diff tab's pickers pick one side each
+    assert p.left == "jaxpr" and shown(p, "before")[0] == "jaxpr" and p.diff_view.data["left"] == "jaxpr"
+    diff_act(p, "swap")
+    assert (p.left, p.right) == ("xla:optimized", "jaxpr") and shown(p)[0] == "jaxpr" == p.diff_view.data["right"]
 
 
 def test_every_action_shows_its_line_of_python(ex):
@@ -247,7 +257,7 @@ def test_switching_a_pattern_off_changes_the_final_stage_and_keeps_the_pair(p, e
     assert changed(p) == ["dot_transpose"]
     assert p.core.model["toggles"]["patterns_disabled"] == ["dot_transpose"]
     # the diff now shows what the remaining patterns did
-    assert "stablehlo.transpose</code> 3&rarr;2 (-1)" in p.ops_delta.value
+    assert ops(p)["stablehlo.transpose"] == (3, 2, -1)
     # and back on: the original pipeline's texts
     click(p, "toggle_patterns", names=["dot_transpose"], on=True)
     assert p.ex.spec.selection.disabled == frozenset()
@@ -432,7 +442,7 @@ def test_a_failed_stage_is_picked_and_explained(ex):
     p = Panel(bad, background=False)
     assert p.right == "one-shot-bufferize#1" and p.left == "cse#1"
     assert p.core.model["error"]["stage"] == "one-shot-bufferize#1" and "one-shot-bufferize" in p.core.model["error"]["message"]
-    assert "has no text to compare" in p.diff_view.message and p.diff_view.row_count == 0
+    assert "has no text to compare" in p.diff_view.data["diff"]["note"] and "runs" not in p.diff_view.data["diff"]
     assert stages(p)["one-shot-bufferize#1"]["error"] and not stages(p)["cse#1"]["error"]
     p.close()
 

@@ -1,20 +1,14 @@
 // The diff of two stages, virtualized: only the rows in view are in the DOM. Side by side (two
 // panes scrolled together) or unified (one pane: deleted and inserted lines interleaved, both line
 // numbers, a changed line as a -/+ pair); "auto" picks unified when a side-by-side pane would show
-// fewer than MIN_CHARS characters of code.
-// Model: before/after (normalized texts), rows (int32 triples: before line, after line, kind code;
-// -1 = no line on that side), before_name/after_name, message, height, mode (auto | split | unified).
-// The panel's widget also has marks_before/marks_after (lines of each text shown marked, .wbd-mark;
-// the view scrolls to the first unless one is in view, mark_focus's side first) and hears a click on
-// a code row as {type: "op", side: "before" | "after", line}; its counts carry the data attributes of
-// [data-hwb="diff-counts"]. A model without them (the view components' diff.ts, which draws its own
-// counts) marks nothing and sends nothing.
-// It may also have tips_before/tips_after: a sharded stage's value shardings, {texts: [description],
-// scopes: [[first line, last line, {name: index into texts}]]} (one scope per function: names are
-// per function); hovering a value's name (%0, %arg1, %param.3) shows its description in a popup
-// (.wbd-tip). Without them, or empty, a hover shows nothing and costs nothing.
-
-import { coalesced } from "./widgetkit.js";
+// fewer than MIN_CHARS characters of code. The view components draw it (src/components/diff.ts, which
+// says the counts and why there is no diff): `render(el, {height, onOp})` gives the view, whose
+// `load` shows normalized texts and their rows (int32 triples: before line, after line, kind code;
+// -1 = no line on that side). With `onOp` (the panel's), a click on a code row is heard as
+// onOp(side: "before" | "after", line) and `mark` marks lines of each text (.wbd-mark), scrolled to
+// unless one is in view. A sharded stage's value shardings (`load`'s tips: {texts: [description],
+// scopes: [[first line, last line, {name: index into texts}]]}, one scope per function: names are
+// per function) show in a popup (.wbd-tip) while a value's name (%0, %arg1, %param.3) is hovered.
 
 const ROW_H = 18; // px; must match .wbd-row in diffview.css
 const OVERSCAN = 40; // rows painted above and below the viewport; scrolling within them repaints nothing
@@ -106,12 +100,6 @@ export function changedRange(a, b) {
 }
 
 // ---- the view ----------------------------------------------------------------------------------
-function readRows(view) {
-  if (!view || view.byteLength === 0) return new Int32Array(0);
-  const bytes = view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength);
-  return new Int32Array(bytes);
-}
-
 // Row indices to show; in "changes only" a negative entry -n stands for n folded unchanged rows.
 // Rows for which `marked(k)` holds are kept as changes are.
 function visibleRows(rows, foldEqual, marked = () => false) {
@@ -168,13 +156,12 @@ export function chooseMode(mode, width, charW, gutter, ruler = 10) {
   return paneChars >= MIN_CHARS ? "split" : "unified";
 }
 
-function render({ model, el }) {
+// The view in `el`, `height` px tall: {load, mark, dispose} (see the header).
+export function render(el, { height = 420, onOp = null } = {}) {
   el.classList.add("wbd");
   el.tabIndex = 0;
   el.innerHTML = `
     <div class="wb-bar wbd-bar">
-      <span class="wbd-stats"></span>
-      <span class="wbd-spacer"></span>
       <span class="wbd-tools">
         <select class="wbd-mode" title="side by side, or one pane with the deleted and inserted lines interleaved; auto: unified when a side-by-side pane would show fewer than ${MIN_CHARS} characters">
           <option value="auto">auto</option><option value="split">side by side</option><option value="unified">unified</option>
@@ -191,8 +178,7 @@ function render({ model, el }) {
       <div class="wbd-pane wbd-r"><div class="wbd-sizer"></div><div class="wbd-rows"></div></div>
       <div class="wbd-pane wbd-u"><div class="wbd-sizer"></div><div class="wbd-rows"></div></div>
       <canvas class="wbd-ruler" title="where the changes are; click to jump"></canvas>
-    </div>
-    <div class="wbd-msg"></div>`;
+    </div>`;
   const tip = document.createElement("div"); // the popup of a value's sharding (tips_before/tips_after)
   tip.className = "wbd-tip";
   const $ = (s) => el.querySelector(s);
@@ -215,14 +201,12 @@ function render({ model, el }) {
   let maxChars = 0;
   let loadStarted = 0; // performance.now() of the last load, until its first paint
   el.dataset.mode = "split";
-  // The marked lines of each side (the panel's model only: `marking`); clicks on code rows go to Python.
-  const marking = model.get("marks_before") !== undefined && typeof model.send === "function";
-  let picked = [new Set(), new Set()]; // before, after
+  let mode = "auto"; // the layout chosen (auto | split | unified)
+  let picked = [new Set(), new Set()]; // the marked lines: before, after
+  let focus = -1; // the side whose marks are scrolled to first (0 before, 1 after; -1 either)
   let wantMarks = false; // scroll to the marks when the view gets its size
-  el.classList.toggle("wbd-marking", marking);
-  // The values' shardings of each side (the panel's model, for a sharded stage): see the header.
-  const tipping = model.get("tips_before") !== undefined;
-  let tips = [null, null];
+  el.classList.toggle("wbd-marking", !!onOp);
+  let tips = [null, null]; // the values' shardings of each side
   let tipToken = null; // the name whose sharding the popup shows
 
   const count = () => disp.length / 2;
@@ -242,45 +226,26 @@ function render({ model, el }) {
     return t;
   };
 
-  function load() {
+  // Shows texts `before` and `after` (normalized), their `rows`, the sides' names and their values' `tips`.
+  function load({ before, after, rows: r, beforeName, afterName, tips: t = [] }) {
     loadStarted = performance.now();
-    B = model.get("before").split("\n");
-    A = model.get("after").split("\n");
-    rows = readRows(model.get("rows"));
+    B = before.split("\n");
+    A = after.split("\n");
+    rows = r;
     cache = new Map();
     maxChars = 0;
-    const count = rowCounts(rows);
     for (let k = 0; k < rows.length; k += 3) {
       const i = rows[k], j = rows[k + 1];
       if (i >= 0) maxChars = Math.max(maxChars, Math.min(B[i].length, MAX_CHARS + 40));
       if (j >= 0) maxChars = Math.max(maxChars, Math.min(A[j].length, MAX_CHARS + 40));
     }
-    const msg = model.get("message");
-    $(".wbd-msg").textContent = msg;
-    el.classList.toggle("wbd-has-msg", !!msg);
     // The same pair recomputed (a pattern toggled): stay where the reader is.
-    const samePair = $(".wbd-head-l").textContent === model.get("before_name") &&
-      $(".wbd-head-r").textContent === model.get("after_name");
-    $(".wbd-head-l").textContent = model.get("before_name");
-    $(".wbd-head-r").textContent = model.get("after_name");
-    const n = rows.length / 3;
-    const parts = [];
-    for (const [kind, sign] of [["changed", "~"], ["deleted", "&minus;"], ["inserted", "+"], ["moved", ""]]) {
-      const c = count[KINDS.indexOf(kind)];
-      if (c) parts.push(`<span class="k-${kind}">${sign}${c} ${kind}</span>`);
-    }
-    const summary = parts.length ? ": " + parts.join(" ") : ": no changes";
-    // Nothing shown yet (a panel whose first diff is still being made): no count, rather than "0 rows".
-    const shown = model.get("before_name") || model.get("after_name");
-    const stats = $(".wbd-stats");
-    stats.innerHTML = msg || !shown ? "" : `${n.toLocaleString("en-US")} rows` + summary;
-    if (marking) { // the panel's: its counts read as every view's [data-hwb="diff-counts"] (diff.ts draws theirs)
-      Object.assign(stats.dataset, { hwb: "diff-counts", state: msg ? "none" : shown ? "ok" : "waiting",
-        left: model.get("before_name"), right: model.get("after_name") });
-      KINDS.forEach((kind, k) => (stats.dataset[kind] = count[k]));
-    }
-    readMarks();
-    readTips();
+    const samePair = $(".wbd-head-l").textContent === beforeName && $(".wbd-head-r").textContent === afterName;
+    $(".wbd-head-l").textContent = beforeName;
+    $(".wbd-head-r").textContent = afterName;
+    hideTip();
+    tips = [t[0], t[1]].map((x) => (x && x.scopes && x.scopes.length ? x : null));
+    el.dataset.tips = String(tips.filter(Boolean).length);
     relayout(!samePair);
     applyMode();
     if (picked[0].size || picked[1].size) showMarks();
@@ -289,16 +254,6 @@ function render({ model, el }) {
   function relayout(toTop) {
     vis = visibleRows(rows, fold.checked, markedRow);
     index(toTop);
-  }
-
-  function readMarks() {
-    if (marking) picked = [new Set(model.get("marks_before") || []), new Set(model.get("marks_after") || [])];
-  }
-  function readTips() {
-    hideTip();
-    if (!tipping) return;
-    tips = [model.get("tips_before"), model.get("tips_after")].map((t) => (t && t.scopes && t.scopes.length ? t : null));
-    el.dataset.tips = String(tips.filter(Boolean).length);
   }
 
   // The description of value `name` used on `line` of side "b" or "a", or null.
@@ -355,9 +310,8 @@ function render({ model, el }) {
     return side === 0 ? b : side === 1 ? a : a || b;
   }
 
-  // Scroll to the first marked row (of mark_focus's side, if it has any) unless one is in view.
+  // Scroll to the first marked row (of `focus`'s side, if it has any) unless one is in view.
   function showMarks() {
-    const focus = { before: 0, after: 1 }[model.get("mark_focus")] ?? -1;
     const n = count();
     let side = focus, first = -1;
     for (const s of focus >= 0 ? [focus, -1] : [-1]) {
@@ -375,8 +329,10 @@ function render({ model, el }) {
     scrollToRow(first);
   }
 
-  function onMarks() {
-    readMarks();
+  // Marks lines of each side (0-based, as shown); `first` ("before", "after", "": either) is scrolled to first.
+  function mark(before, after, first = "") {
+    picked = [new Set(before), new Set(after)];
+    focus = { before: 0, after: 1 }[first] ?? -1;
     relayout(false);
     showMarks();
   }
@@ -412,9 +368,7 @@ function render({ model, el }) {
 
   // Side by side or unified, as the mode says (auto: by the width); the row at the top stays there.
   function applyMode() {
-    const mode = model.get("mode");
     const shown = chooseMode(mode, body.clientWidth, charW, gutter);
-    modeSelect.value = mode;
     if (shown !== null && (shown === "unified") !== unified) {
       const pane = main();
       const topV = count() ? disp[2 * Math.min(count() - 1, Math.floor(pane.scrollTop / ROW_H))] : 0;
@@ -589,8 +543,8 @@ function render({ model, el }) {
   $(".wbd-prev").addEventListener("click", () => next(-1));
   fold.addEventListener("change", () => relayout(true));
   modeSelect.addEventListener("change", () => {
-    model.set("mode", modeSelect.value);
-    model.save_changes();
+    mode = modeSelect.value;
+    applyMode();
   });
   el.addEventListener("keydown", (e) => {
     if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT") return;
@@ -606,9 +560,9 @@ function render({ model, el }) {
   });
   body.addEventListener("click", (e) => {
     const f = e.target.closest(".wbd-folded");
-    const row = marking && !f && e.target.closest(".wbd-row[data-t]");
+    const row = onOp && !f && e.target.closest(".wbd-row[data-t]");
     if (row && !String(window.getSelection?.() ?? "")) { // a drag that selects text is no click on an op
-      model.send({ type: "op", side: row.dataset.t[0] === "b" ? "before" : "after", line: Number(row.dataset.t.slice(1)) });
+      onOp(row.dataset.t[0] === "b" ? "before" : "after", Number(row.dataset.t.slice(1)));
     }
     if (!f) return;
     const v = Number(f.dataset.v);
@@ -617,9 +571,9 @@ function render({ model, el }) {
     relayout(false);
     scrollToRow(displayIndex(start)); // unfolded, vis[k] is row k
   });
-  // A value's name shows its sharding (tips_before/tips_after) while hovered.
+  // A value's name shows its sharding (load's tips) while hovered.
   body.addEventListener("mouseover", (e) => {
-    const token = tipping && (tips[0] || tips[1]) && e.target.closest(".h-ssa");
+    const token = (tips[0] || tips[1]) && e.target.closest(".h-ssa");
     const row = token && token.closest(".wbd-row[data-t]");
     const text = row && tipFor(row.dataset.t[0], Number(row.dataset.t.slice(1)), token.textContent);
     if (text) showTip(token, text);
@@ -638,10 +592,7 @@ function render({ model, el }) {
     row.title = text.length > TITLE_CHARS ? text.slice(0, TITLE_CHARS) + ` … (${text.length - TITLE_CHARS} more characters)` : text;
   });
 
-  const applyHeight = () => {
-    body.style.height = model.get("height") + "px";
-  };
-  applyHeight();
+  body.style.height = height + "px";
   const resize = new ResizeObserver(() => {
     measure();
     applyMode();
@@ -652,25 +603,9 @@ function render({ model, el }) {
   });
   resize.observe(body);
 
-  const reload = coalesced(load); // one update sets several traits: load once for all of them
-  for (const name of ["rows", "before", "after", "message", "before_name", "after_name"]) model.on("change:" + name, reload);
-  if (tipping) for (const name of ["tips_before", "tips_after"]) model.on("change:" + name, reload);
-  model.on("change:height", applyHeight);
-  model.on("change:mode", applyMode);
-  const remark = coalesced(onMarks); // marks_before, marks_after and mark_focus come in one update: one repaint
-  if (marking) for (const name of ["marks_before", "marks_after", "mark_focus"]) model.on("change:" + name, remark);
-  load();
-  return () => {
+  const dispose = () => {
     resize.disconnect();
     if (raf) cancelAnimationFrame(raf);
   };
+  return { load, mark, dispose };
 }
-
-// How many rows of each kind `rows` holds, by code (KINDS): what the header counts ("~3 changed −3 deleted").
-function rowCounts(rows) {
-  const count = KINDS.map(() => 0);
-  for (let k = 2; k < rows.length; k += 3) count[rows[k]]++;
-  return count;
-}
-
-export default { render };

@@ -5,48 +5,46 @@ the final MLIR stage and xla:optimized diffed against themselves before the rebu
 
 The line is made on the panel's worker as the new Exploration is shown, without waiting for XLA:
 while XLA compiles, its part says so, and it is filled in when XLA's stages arrive (the panel shows
-the Exploration again then).
+the Exploration again then). Python sends the facts (``summary_facts``); the view component "diff", part
+"changes" (components/diff.ts), draws them.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-import ipywidgets as W
-from markupsafe import Markup
-
 from ...analysis.diff import Changes
 from ...exploration import Exploration
-from . import html
+from .component import Component
+from .diffview import DiffView
 
-__all__ = ["ChangeSummary"]
+__all__ = ["ChangeSummary", "summary_facts"]
 
 _WHAT = {"mlir": "the final MLIR stage", "xla": "xla:optimized"}
+# the line before the first toggle: it holds the room the first toggle's summary takes (the panel does not grow)
+_NONE_YET = {"head": "no toggle yet", "parts": [{"text": text, "changed": False} for text in (
+    "after each toggle or edit, what it changed shows here: the stages recomputed and reused",
+    "whether the final MLIR module and xla:optimized changed, by which ops", "each diffed against before by the buttons")]}
+
+
+def summary_facts(changes: Changes) -> dict:
+    """What the last rebuild changed: ``head`` (the settings), then ``parts`` (the stages recomputed, the final
+    MLIR module and xla:optimized: ``Changes.parts``), a changed module's phrase ``changed``."""
+    head, *rest = changes.parts()
+    marked = {m.words(): m.changed for m in (changes.mlir, changes.xla) if m is not None}
+    return {"head": head, "parts": [{"text": p, "changed": bool(marked.get(p))} for p in rest]}
 
 
 class ChangeSummary:
-    """The change summary's line (``line``) and its two buttons (``mlir_button``, ``xla_button``), in
-    ``widget``, hidden until the first rebuild. ``changes`` is the last rebuild's ``Changes`` (None
-    before one). ``submit(label, python, work, busy=...)`` queues work on the panel's worker; a diff
-    a button asks for is shown in ``diff_view`` with its ops delta in ``ops_delta``, and ``show_tab()``
-    brings the Diff tab forward."""
+    """The change summary (``widget``, a component; before the first rebuild it says what will show there, in the
+    room the summary takes); ``changes`` is the last rebuild's ``Changes`` (None before one). ``submit(label,
+    python, work, busy=...)`` queues work on the panel's worker; a diff a button asks for (the action "changes"
+    {which: "mlir" | "xla"}) is shown in ``diff_view``, and ``show_tab()`` brings the Diff tab forward."""
 
-    def __init__(self, name: str, submit: Callable, diff_view, ops_delta: W.HTML, show_tab: Callable[[], None]):
-        self.name, self._submit = name, submit
-        self._diff_view, self._ops_delta, self._show_tab = diff_view, ops_delta, show_tab
+    def __init__(self, name: str, submit: Callable, diff_view: DiffView, show_tab: Callable[[], None]):
+        self.name, self._submit, self._diff_view, self._show_tab = name, submit, diff_view, show_tab
         self.changes: Changes | None = None
         self._pair: tuple[Exploration, Exploration] | None = None  # (before, after) of the last rebuild
-        self.line = W.HTML(layout=W.Layout(flex="1 1 auto", min_width="0"))
-        self.mlir_button = W.Button(description="final MLIR vs before", icon="columns", disabled=True,
-                                    layout=W.Layout(width="auto", flex="none"),
-                                    tooltip="diff the final MLIR stage against itself before the last toggle")
-        self.xla_button = W.Button(description="xla:optimized vs before", icon="columns", disabled=True,
-                                   layout=W.Layout(width="auto", flex="none"),
-                                   tooltip="diff xla:optimized against itself before the last toggle")
-        self.mlir_button.on_click(lambda _b: self.diff("mlir"))
-        self.xla_button.on_click(lambda _b: self.diff("xla"))
-        self.widget = W.HBox([self.line, self.mlir_button, self.xla_button],
-                             layout=W.Layout(display="none", align_items="center", flex_flow="row wrap"))
-        self.widget.add_class("wb-row")
+        self.widget = Component("diff", {"part": "changes", **_NONE_YET}, on_action=self._heard)
 
     def rebuilt(self, before: Exploration, after: Exploration) -> None:
         """A rebuild made ``after`` from ``before``: the next ``show(after)`` says what it changed."""
@@ -60,16 +58,19 @@ class ChangeSummary:
         before = self._pair[0]
         try:
             changes = ex.changes_since(before, wait=False)
-            line = html.change_summary(changes)
+            facts = summary_facts(changes)
         except Exception as e:  # noqa: BLE001 -- the summary must never keep the Exploration from showing
-            changes, line = None, html.failed(f"what the toggle changed could not be worked out: {e}")
+            changes, facts = None, {"error": f"what the toggle changed could not be worked out: {e}"}
         self.changes = changes
-        self.line.value = line
-        self.mlir_button.disabled = changes is None or changes.mlir is None
         # without a pair yet, XLA's stages before the toggle may just not be compiled: a click compiles them
-        self.xla_button.disabled = (changes is None or pending or changes.xla_compiled is None
-                                    or (changes.xla is None and before.xla_ready()))
-        self.widget.layout.display = ""
+        xla = not (changes is None or pending or changes.xla_compiled is None
+                   or (changes.xla is None and before.xla_ready()))
+        self.widget.data = {"part": "changes", **facts, "mlir": changes is not None and changes.mlir is not None,
+                            "xla": xla}
+
+    def _heard(self, action: str, payload: dict) -> None:
+        if action == "changes" and payload.get("which") in _WHAT:
+            self.diff(payload["which"])
 
     def diff(self, which: str) -> None:
         """Show the final MLIR stage ("mlir") or xla:optimized ("xla") diffed against itself before
@@ -85,8 +86,6 @@ class ChangeSummary:
     def _show(self, which: str) -> None:
         before, after = self._pair
         d = after.changes_since(before).diff(which)  # waits for XLA's stages before the toggle, if need be
-        self._diff_view.show(d)
-        note = Markup('<div class="wb-note">{} against {}: what the last toggle changed (pick a stage to '
-                      "diff the stages again)</div>").format(d.after_name, d.before_name)
-        self._ops_delta.value = str(note) + html.ops_delta(d)
+        self._diff_view.show(d, note=f"{d.after_name} against {d.before_name}: what the last toggle changed (pick a "
+                                     "stage to diff the stages again)")
         self._show_tab()

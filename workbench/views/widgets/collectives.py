@@ -205,12 +205,13 @@ class CollectivesTab:
         self._show_diff()
 
         def work():
+            name, text = view.side("after")
             try:
-                rows = ex.locations(stage) if view.after_name == stage else None
+                rows = ex.locations(stage) if name == stage else None
             except WorkbenchError:  # a stage without ops to locate
                 rows = None
             shown = {t: k for k, t in enumerate(shown_lines(ex.stage(stage).text))}
-            if rows is None or len(shown) != view.after.count("\n") + 1:  # the diff does not show this text as B
+            if rows is None or len(shown) != text.count("\n") + 1:  # the diff does not show this text as B
                 self._say(f"{result} of {stage} cannot be marked: the diff does not show {stage}'s ops as B")
                 return
             same = rows[rows["result"] == result]

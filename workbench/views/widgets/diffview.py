@@ -1,107 +1,66 @@
-"""The diff of two stages, side by side or unified, virtualized in the browser so a 50,000-line
-module scrolls.
+"""The diff of two stages as the panel's Diff tab shows it: a view component (kind "diff",
+extensions/hlo-workbench-lab/src/components/diff.ts over the virtualized viewer every view of a diff shares,
+assets/diffview.js) drawn from the facts Python sends in ``data``:
 
-Python sends the two normalized texts once and the alignment as a compact int32 array of
-``(before line, after line, kind)`` triples (-1 for "no line on this side"); the browser splits the
-texts, and paints and highlights only the rows in view. ``mode`` is the layout: "split" (two panes
-scrolled together), "unified" (one pane, deleted and inserted lines interleaved with both line
-numbers, a changed line as a -/+ pair), or "auto": unified while a side-by-side pane would show
-fewer than 80 characters of code, measured on the view's own width in the browser.
+``stages`` and ``left``/``right``: the A and B pickers' choices and the pair picked; ``diff``: the diff shown as a
+view model carries it (``stage_diffs.carried``: the normalized texts and runs, with ``left``/``right`` its sides'
+names), or ``{"note": why there is none}``; ``ops_delta``: the ops whose count differs (``Diff.ops_delta()``; None
+without a diff); ``note``: what the diff is where it is not the pair picked; ``shown``: how many diffs or messages
+were shown (marks belong to one); ``marks``: lines of either side marked (0-based, as shown) and the side scrolled
+to first (the Source and Collectives tabs set them); ``tips``: a sharded stage's value shardings
+(``sharding_tips.tips``), shown when a value's name is hovered.
 
-``marks_before``/``marks_after`` mark lines of the two texts (the ops of a source line, an op and its
-counterparts: the panel's Source tab sets them); the view scrolls to the first one. A click on a code
-row is sent to ``handler`` as ``{"type": "op", "side": "before" | "after", "line": n}`` (0-based, in
-the texts shown).
-
-``tips_before``/``tips_after`` are a sharded stage's value shardings (``sharding_tips.tips``): hovering
-a value's name shows its sharding. ``show`` fills them; an unsharded pair leaves them empty.
+What the user does comes back to ``on_action``: "pick" {side: "left" | "right", stage}, "swap", and "op" {side:
+"before" | "after", line} (a click on a code row, 0-based in the text shown).
 """
 from __future__ import annotations
 
-import array
-import sys
-from typing import Iterable
-
-import traitlets
+from typing import Callable, Iterable
 
 from ...analysis.diff import Diff
-from ...analysis.diff.kinds import ROW_CODES, ROW_KINDS as KINDS  # the kinds by their code in ``rows``
-from ...artifacts.assets import ASSETS, inlined
-from .lists import Messages
+from ...artifacts.stage_diffs import carried
+from .component import Component
 from .sharding_tips import tips
 
-__all__ = ["DiffView", "KINDS", "MODES"]
+__all__ = ["DiffView"]
 
-MODES = ("auto", "split", "unified")
-
-
-def _pack(rows: list[tuple[int, int, str]]) -> bytes:
-    flat = array.array("i")
-    for i, j, kind in rows:
-        flat.extend((i, j, ROW_CODES[kind]))
-    if sys.byteorder == "big":  # the browser reads little-endian
-        flat.byteswap()
-    return flat.tobytes()
+_UNMARKED = {"before": [], "after": [], "focus": ""}
 
 
-class DiffView(Messages):
-    """Two stages side by side or unified (``mode``): synchronized scrolling, MLIR/HLO highlighting,
-    next/previous change, an overview ruler of where the changes are, a "changes only" fold, and a
-    line cut by the pane's width shown whole when hovered."""
+class DiffView(Component):
+    """Two stages side by side or unified: synchronized scrolling, MLIR/HLO highlighting, next/previous change,
+    an overview ruler of where the changes are, a "changes only" fold, the counts by kind and the ops delta."""
 
-    _esm = inlined(ASSETS / "diffview.js")  # one copy, shared with the offline report (artifacts/report.py)
-    _css = inlined(ASSETS / "diffview.css")
+    def __init__(self, on_action: Callable[[str, dict], None] | None = None, **kwargs):
+        super().__init__("diff", {"stages": [], "left": "", "right": "", "shown": 0, "note": "", "ops_delta": None,
+                                  "diff": {"left": "", "right": "", "note": "no pair picked yet"},
+                                  "marks": _UNMARKED, "tips": {}, "height": 560}, on_action=on_action, **kwargs)
 
-    before_name = traitlets.Unicode("").tag(sync=True)
-    after_name = traitlets.Unicode("").tag(sync=True)
-    before = traitlets.Unicode("").tag(sync=True)
-    after = traitlets.Unicode("").tag(sync=True)
-    rows = traitlets.Bytes(b"").tag(sync=True)
-    message = traitlets.Unicode("").tag(sync=True)
-    height = traitlets.Int(560).tag(sync=True)
-    mode = traitlets.Enum(MODES, "auto").tag(sync=True)
-    marks_before = traitlets.List(traitlets.Int()).tag(sync=True)  # 0-based lines of ``before`` shown marked
-    marks_after = traitlets.List(traitlets.Int()).tag(sync=True)
-    mark_focus = traitlets.Enum(("", "before", "after"), "").tag(sync=True)  # the side scrolled to first
-    tips_before = traitlets.Dict().tag(sync=True)  # the values' shardings of ``before``: sharding_tips.tips
-    tips_after = traitlets.Dict().tag(sync=True)
+    def _set(self, **facts) -> None:
+        self.data = {**self.data, **facts}  # sent whole: a new dict
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)  # Messages: ``handler`` hears the clicks on code rows
-        self.shown = 0  # how many diffs or messages were shown: marks belong to one of them
+    def pair(self, left: str, right: str, stages: Iterable[str] | None = None) -> None:
+        """The pair picked and (given) the pickers' stages; a stage in no picker yet shows none."""
+        self._set(left=left, right=right, **({} if stages is None else {"stages": list(stages)}))
 
     def mark(self, before: Iterable[int] = (), after: Iterable[int] = (), focus: str = "") -> None:
-        """Mark lines of the two texts (0-based, as shown); the view scrolls to the first one of
-        ``focus``'s side ("before", "after"; "": either) unless one is in view."""
-        with self.hold_sync():
-            self.mark_focus = focus
-            self.marks_before = sorted(set(before))
-            self.marks_after = sorted(set(after))
+        """Mark lines of the two texts (0-based, as shown); the view scrolls to the first one of ``focus``'s side
+        ("before", "after"; "": either) unless one is in view."""
+        self._set(marks={"before": sorted(set(before)), "after": sorted(set(after)), "focus": focus})
 
-    def show(self, diff: Diff) -> None:
-        """Display ``diff`` (a ``workbench.diff.Diff``); no line is marked. A hovered value of a sharded
-        stage shows its sharding (``tips_before``/``tips_after``)."""
-        before, after = "\n".join(diff.before), "\n".join(diff.after)
-        tips_before, tips_after = tips(before), tips(after)
-        with self.hold_sync():
-            self.tips_before, self.tips_after = tips_before, tips_after
-            self.shown += 1
-            self.mark()
-            self.message = ""
-            self.before_name, self.after_name = diff.before_name, diff.after_name
-            self.before, self.after = before, after
-            self.rows = _pack(diff.rows())
+    def show(self, diff: Diff, note: str = "") -> None:
+        """Display ``diff`` (a ``workbench.diff.Diff``), no line marked, ``note`` above it; a hovered value of a
+        sharded stage shows its sharding."""
+        entry = {"left": diff.before_name, "right": diff.after_name, **carried(diff)}
+        self._set(shown=self.data["shown"] + 1, diff=entry, ops_delta=diff.ops_delta().to_dict("records"), note=note,
+                  marks=_UNMARKED, tips={"before": tips(entry["before"]), "after": tips(entry["after"])})
 
-    def show_message(self, text: str) -> None:
-        """Replace the diff by a message (a failed stage, nothing to compare)."""
-        with self.hold_sync():
-            self.shown += 1
-            self.mark()
-            self.before = self.after = ""
-            self.tips_before = self.tips_after = {}
-            self.rows = b""
-            self.message = text
+    def show_message(self, text: str, left: str = "", right: str = "") -> None:
+        """Replace the diff of ``left`` and ``right`` by a message (a failed stage, XLA still compiling)."""
+        self._set(shown=self.data["shown"] + 1, diff={"left": left, "right": right, "note": text}, ops_delta=None,
+                  note="", marks=_UNMARKED, tips={})
 
-    @property
-    def row_count(self) -> int:
-        return len(self.rows) // 12
+    def side(self, side: str) -> tuple[str, str]:
+        """The name and normalized text the diff shows on ``side`` ("before" or "after"); "" for no text."""
+        d = self.data["diff"]
+        return d["left" if side == "before" else "right"], d.get(side, "")

@@ -11,12 +11,11 @@ from typing import Sequence
 
 from markupsafe import Markup
 
-from ...analysis.diff import Changes, Diff
 from ...analysis.numbers import num
 from ...exploration import Exploration
 
 __all__ = ["num", "running", "failed", "done", "awaiting", "compiling", "compiled", "pipeline_string",
-           "python_line", "ops_delta", "change_summary"]
+           "python_line"]
 
 
 # -- the status line -------------------------------------------------------------------------------
@@ -88,39 +87,3 @@ def python_line(line: str, history: Sequence[str], bound: Sequence[str] = (), na
     return str(Markup('<div class="wb-python"><span class="wb-python-label">Python</span>'
                       '<pre class="wb-copy" title="click to select">{}</pre>'
                       '<span class="wb-note wb-follow">{}</span>{}</div>').format(line, follow, hist))
-
-
-NORMALIZED = Markup(
-    '<div class="wb-note wb-normalized" title="analysis.diff.normalize: the same rules for every view of a diff">'
-    "<b>normalized text</b>: values renumbered in order (<code>%0</code>, <code>%1</code>, &hellip;; B's onto A's), "
-    'locations, metadata and <code>public</code> dropped. <code>ex["B"].text</code> is the stage as written.</div>')
-"""The line above the diff view: its text is not the stages' own text, and how it differs."""
-
-
-def ops_delta(d: Diff) -> str:
-    """How many of each op the diff's right side has more or fewer of, as chips, then ``NORMALIZED``."""
-    return str(Markup("{}{}").format(Markup(_ops_chips(d)), NORMALIZED))
-
-
-def _ops_chips(d: Diff) -> str:
-    if d.is_empty:
-        return '<div class="wb-delta">no change (up to SSA names and locations)</div>'
-    df = d.ops_delta()
-    if df.empty:
-        return '<div class="wb-delta">the same ops, rewired or with other attributes</div>'
-    chips = Markup("").join(
-        Markup('<span class="wb-chip {}"><code>{}</code> {}&rarr;{} ({:+d})</span>').format(
-            "wb-up" if r.delta > 0 else "wb-down", r.op, r.before, r.after, r.delta)
-        for r in df.head(12).itertuples())
-    more = f" … {len(df) - 12} more" if len(df) > 12 else ""
-    return str(Markup('<div class="wb-delta">ops: {}{}</div>').format(chips, more))
-
-
-def change_summary(changes: Changes) -> str:
-    """What the last rebuild changed, on one line: the settings, then the stages recomputed, the final
-    MLIR module and xla:optimized (``Changes.parts``), a changed module's phrase marked."""
-    first, *rest = changes.parts()
-    marked = {m.words(): m.changed for m in (changes.mlir, changes.xla) if m is not None}
-    shown = Markup(" &middot; ").join(
-        Markup('<span class="{}">{}</span>').format("wb-changed" if marked.get(p) else "", p) for p in rest)
-    return str(Markup('<div class="wb-changes"><b>{}</b>: {}</div>').format(first, shown))

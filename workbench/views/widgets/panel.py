@@ -232,7 +232,7 @@ class Panel:
         self.core = CoreView(self._pick_pair)  # the header and the stage list: view components
         self.status = W.HTML()  # its slot beside or under the header: panel.css
         self._build_tabs()
-        self.summary = ChangeSummary(self.name, self._submit, self.diff_view, self.ops_delta,  # what a toggle changed
+        self.summary = ChangeSummary(self.name, self._submit, self.diff_view,  # what a toggle changed
                                      lambda: setattr(self.tabs, "selected_index", 0))
         self.python_box = W.HTML()
         self.pipeline_box = W.HTML()
@@ -274,25 +274,14 @@ class Panel:
         self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
 
     def _build_diff(self) -> W.VBox:
-        """The Diff tab: the two stage pickers and swap, the op counts' change, the diff view."""
-        L, short = W.Layout, {"description_width": "initial"}
-        picker = dict(width="auto", flex="1 1 240px", min_width="150px", max_width="420px")  # they share a row
-        self.left_picker = W.Dropdown(description="A", layout=L(**picker), style=short)
-        self.right_picker = W.Dropdown(description="B", layout=L(**picker), style=short)
-        self.swap = W.Button(description="swap", icon="exchange", layout=L(width="90px", flex="none"),
-                             tooltip="put B on the left and A on the right")
-        self.ops_delta = W.HTML()
-        self.diff_view = DiffView()
-        for picker, side in ((self.left_picker, "left"), (self.right_picker, "right")):
-            picker.observe(lambda ch, side=side: self._on_picker(side, ch["new"]), "value")
-        self.swap.on_click(lambda _b: self._swap())
+        """The Diff tab: the stage editor's toggle, and the diff view (a component: the A and B pickers, swap, the
+        counts, the op counts' change and the viewer)."""
+        self.diff_view = DiffView(on_action=self._on_diff)
         self.editor = EditBox(self.name, lambda: self._ex, lambda: self._right, self._rebuild)
-        pickers = W.HBox([self.left_picker, self.swap, self.right_picker, self.editor.toggle],
-                         layout=L(flex_flow="row wrap"))
         # Source (its own module): the diff view lives in its .home in this tab, and moves there when shown
         self.source = SourceTab(self.name, lambda: self._ex, lambda: (self._left, self._right), self._submit,
                                 self.diff_view)
-        return W.VBox([pickers.add_class("wb-row"), self.editor.panel, self.ops_delta, self.source.home])
+        return W.VBox([W.HBox([self.editor.toggle]).add_class("wb-row"), self.editor.panel, self.source.home])
 
     # -- the jobs ------------------------------------------------------------------------------------
     def _submit(self, label: str, python: str | None, work: Callable[[], None], *, busy: bool) -> None:
@@ -336,14 +325,15 @@ class Panel:
         elif action == "set_pipeline" and str(payload.get("pipeline", "")).strip():
             self.set_pipeline(str(payload["pipeline"]))
 
-    def _on_picker(self, side: str, value) -> None:
-        if self._quiet() or not value:
-            return
-        if side == "left":
-            self._left = value
-        else:
-            self._right = value
-        self._show_selection()
+    def _on_diff(self, action: str, payload: dict) -> None:
+        """A click in the Diff tab: a picker ("pick" {side, stage}), swap, or an op of the diff ("op" {side, line})."""
+        if action == "pick" and payload.get("stage") in self._ex.names:
+            setattr(self, "_left" if payload.get("side") == "left" else "_right", payload["stage"])
+            self._show_selection()
+        elif action == "swap":
+            self._swap()
+        elif action == "op" and payload.get("side") in ("before", "after"):
+            self.source.select_op(payload["side"], int(payload.get("line", -1)))
 
     def _swap(self) -> None:
         self._left, self._right = self._right, self._left
@@ -404,8 +394,7 @@ class Panel:
         runnable = [s.name for s in stages if s.is_module]
         with self._programmatic():
             self.core.show(ex, self._left, self._right, pending=pending)
-            self.left_picker.options = names
-            self.right_picker.options = names
+            self.diff_view.pair(self._left, self._right, names)
             from ...analysis.run.execute import devices
 
             ids = devices()["id"].tolist()
@@ -450,9 +439,7 @@ class Panel:
         """Show the picked pair everywhere; the diff is computed on the worker (now: already on it);
         without ``diff`` it stays as it is (the tabs still fill)."""
         self._auto_right = self._auto_right and now  # the user's pick (not now) is the user's
-        with self._programmatic():  # a picked XLA stage whose compile is under way: in no picker yet
-            self.left_picker.value = self._left if self._left in self.left_picker.options else None
-            self.right_picker.value = self._right if self._right in self.right_picker.options else None
+        self.diff_view.pair(self._left, self._right)
         self.core.pair(self._left, self._right)
         if not diff:
             if self.tabs.selected_index is not None:
@@ -475,16 +462,13 @@ class Panel:
         failed = next((s for s in (b, a) if s is not None and s.error), None)
         self._diffed = None if waiting else (ex, self._left, self._right)
         if waiting:
-            self.diff_view.show_message(f"XLA is compiling: stage {waiting[0]!r} shows when its stages arrive")
-            self.ops_delta.value = ""
+            self.diff_view.show_message(f"XLA is compiling: stage {waiting[0]!r} shows when its stages arrive",
+                                        self._left, self._right)
         elif failed is not None:
-            self.diff_view.show_message(
-                f"stage {failed.name!r} failed, so it has no text to compare:\n\n{failed.error}")
-            self.ops_delta.value = ""
+            self.diff_view.show_message(f"stage {failed.name!r} failed, so it has no text to compare:\n\n{failed.error}",
+                                        self._left, self._right)
         else:
-            d = act.call(ex)
-            self.diff_view.show(d)
-            self.ops_delta.value = html.ops_delta(d)
+            self.diff_view.show(act.call(ex))
         if self.tabs.selected_index is not None:
             self._on_tab()
 

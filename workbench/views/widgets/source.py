@@ -221,7 +221,7 @@ class SourceTab:
     """The Source tab's widgets (``widget``; ``home`` holds the diff view in the Diff tab) and actions.
     ``exploration()`` is the Exploration shown, ``pair()`` its two stages (A, B), ``submit(label, python,
     work, busy=...)`` queues work on the panel's worker; ``diff_view`` is the panel's, whose marks this
-    tab sets and whose clicks on ops it hears.
+    tab sets (the panel hands its clicks on ops to ``select_op``).
 
     ``view`` (the listing) and ``trail`` (under the diff view) are components whose ``data`` holds what they
     show: ``view.data``: ``metric`` (one of METRICS), ``unit`` (what the bars' values are), ``note``,
@@ -235,7 +235,6 @@ class SourceTab:
         self.name = name
         self._exploration, self._pair, self._submit = exploration, pair, submit
         self.diff_view = diff_view
-        diff_view.handler = self._on_diff_msg
         self.view = Component("source", {"part": "listing", "metric": "flops", "unit": "flops", "note": "",
                                           "message": "", "rows": [], "selected": []}, on_action=self._on_action)
         self.trail = Component("source", {"part": "trail", "status": [], "lineage": None})
@@ -265,7 +264,7 @@ class SourceTab:
         if visible and not _same(listed, self._listed):
             self._listed = listed
             self._fill(ex, right, waiting)
-        marked = (ex, left, right, self.diff_view.shown)
+        marked = (ex, left, right, self.diff_view.data["shown"])
         if _same(marked, self._marked):
             return
         self._marked = marked
@@ -352,10 +351,6 @@ class SourceTab:
         elif action == "metric" and payload.get("metric") in METRICS:
             self.set_metric(payload["metric"])
 
-    def _on_diff_msg(self, msg: dict) -> None:
-        if msg.get("type") == "op" and msg.get("side") in ("before", "after"):
-            self.select_op(msg["side"], int(msg.get("line", -1)))
-
     # -- the work (on the panel's worker) ----------------------------------------------------------------
     def _place(self, here: bool) -> None:
         """The diff view in this tab (``here``) or in the Diff tab."""
@@ -407,8 +402,7 @@ class SourceTab:
     def _shown(self, ex: Exploration, side: str, stage: str, text_lines: Iterable[int]) -> list[int]:
         """The lines of the diff view's ``side`` that show ``text_lines`` of ``stage`` (none when the
         diff view does not show that stage there)."""
-        name, text = ((self.diff_view.before_name, self.diff_view.before) if side == "before"
-                      else (self.diff_view.after_name, self.diff_view.after))
+        name, text = self.diff_view.side(side)
         if name != stage or not text:
             return []
         inverse = self._locate(ex, stage)[2]

@@ -49,7 +49,7 @@ export type {
 } from './model';
 export { KINDS, entryRows, rowCounts, rowsOfRuns, textLines } from './rows';
 export { clip, formatMs, formatNumber, formatShape } from './format';
-export { NO_HOST_DIFF, pageModel } from './diff';
+export { NO_HOST_DIFF } from './diff';
 export { checkWords } from './runs';
 export { mountComparison } from './compare';
 export { transposed } from './cost';
