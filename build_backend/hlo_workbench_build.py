@@ -38,7 +38,7 @@ BUILT = EXT / "labextension" / "package.json"
 # what the built extension is made of (scripts/setup.sh's list, and the settings schemas)
 SOURCES = [EXT / p for p in ("src", "style", "schema", "package.json", "package-lock.json", "tsconfig.json",
                              "build-labextension.mjs", "build-views.mjs", "install.json")] \
-    + [Path("workbench", "assets", name) for name in ("diffview.js", "diffview.css", "widgetkit.js", "widgetkit.css")]
+    + [Path("workbench", "assets", name) for name in ("diffview.js", "diffview.css", "widgetkit.css")]
 # the view components that build:prod bundles for the panel and the offline report (build-views.mjs): package
 # data of workbench.assets, so the wheel ships them
 VIEWS = [Path("workbench", "assets", name) for name in ("views.js", "editor.js", "views.css")]

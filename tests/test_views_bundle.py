@@ -25,7 +25,7 @@ EXT = ROOT / "extensions" / "hlo-workbench-lab"
 ASSETS = ROOT / "workbench" / "assets"
 OUTPUTS = [ASSETS / "views.js", ASSETS / "views.css"]
 SOURCES = [EXT / "src" / "components", EXT / "build-views.mjs", EXT / "package-lock.json"] + \
-    [ASSETS / n for n in ("diffview.js", "diffview.css", "widgetkit.js", "widgetkit.css")]
+    [ASSETS / n for n in ("diffview.js", "diffview.css", "widgetkit.css")]
 PATTERN = "add_simplify"
 EDITED = "canonicalize#1"
 KINDS = ("changed", "deleted", "inserted", "moved")

@@ -1,7 +1,7 @@
 """The browser code of the workbench's views, each script and stylesheet read as one self-contained text.
 
 What two views share sits in a file of its own, and a file that uses it imports it by a relative path,
-on a line of its own at the top: a script ``import { coalesced } from "./widgetkit.js";``, a stylesheet
+on a line of its own at the top: a script ``import { b } from "./b.js";``, a stylesheet
 ``@import url("./widgetkit.css");``. The JupyterLab extension's bundler follows those imports itself.
 The panel's anywidgets and the offline report load each file from a string, where a relative path
 resolves to nothing: ``inlined`` gives them the file with each such line replaced by the text of the
@@ -13,7 +13,7 @@ from pathlib import Path
 
 __all__ = ["ASSETS", "inlined"]
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"  # diffview.js/.css, widgetkit.js/.css, the report's
+ASSETS = Path(__file__).resolve().parent.parent / "assets"  # diffview.js/.css, widgetkit.css, the report's
 
 _SCRIPT = ("import ", ' from "', '";')  # how an import line of a script starts, names its file, ends
 _STYLE = ('@import url("', '@import url("', '");')
