@@ -86,7 +86,8 @@ def test_bisect_over_all_blames_the_two_patterns_and_no_xla_pass(tb_ex):
     assert tab.culprits == ["dot_transpose", "transpose_dot_reorder"] and tab.culprits_xla == []
     found = tab.data["bisect"]
     assert found["state"] == "found" and found["over"] == "all" and found["xla"] == []
-    assert [c["name"] for c in found["patterns"]] == tab.culprits and {c["group"] for c in found["patterns"]} == {"base"}
+    assert [c["name"] for c in found["patterns"]] == tab.culprits
+    assert {c["group"] for c in found["patterns"]} == {"base"}
     assert any("stablehlo.transpose" in c["changes"] for c in found["patterns"])  # what removing each changes
     ns = {"ex": tb_ex, "wb": wb}
     exec(f"res = {line}", ns)
@@ -146,7 +147,8 @@ def test_reduce_shows_the_reduced_module_and_counts_its_runs(tb_ex):
     shown = tab.data["reduce"]
     assert (shown["ops_before"], shown["ops_after"], shown["runs"], shown["skipped"]) == (4, 1, r.runs, r.skipped)
     assert shown["state"] == "reduced" and not shown["interrupted"] and shown["python"] == line
-    assert shown["predicate"] == "has_op('stablehlo.dot_general')" and shown["expr"] == 'wb.has_op("stablehlo.dot_general")'
+    assert shown["predicate"] == "has_op('stablehlo.dot_general')"
+    assert shown["expr"] == 'wb.has_op("stablehlo.dot_general")'
     assert shown["text"] == r.text == tab.reduced.text and "stablehlo.dot_general %arg0" in r.text
     assert "stablehlo.transpose" not in r.text
     assert notes and notes[-1] == f" · reduce run {r.runs}"

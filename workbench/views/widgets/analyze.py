@@ -110,10 +110,8 @@ class AnalyzeTab:
         self._exploration, self._submit, self._note, self._enabled = exploration, submit, note, enabled
         self._on_progress = progress
         self._switch_off, self._switch_off_xla = switch_off, switch_off_xla
-        self.culprits: list[str] = []  # the culprit patterns of the last bisection
-        self.culprits_xla: list[str] = []  # its culprit XLA passes
-        self.reduced = None  # the last ReduceResult
-        self.compared = None  # the last comparison's DataFrame
+        self.culprits, self.culprits_xla = [], []  # the last bisection's culprit patterns and XLA passes
+        self.reduced = self.compared = None  # the last ReduceResult, the last comparison's DataFrame
         self._default: Default | None = None
         self._runs: list[bool] = []  # the predicate's answer on each pipeline run of the bisection
         self._lock = threading.RLock()  # the panel's worker and the browser's messages both change the facts
@@ -289,8 +287,8 @@ class AnalyzeTab:
 
     def compare_pipelines(self, pipelines: Sequence[str] | None = None, device: str | None = None) -> None:
         """``wb.compare_pipelines`` of the Exploration shown, for ``pipelines`` (default: the field's)."""
-        names = list(pipelines) if pipelines is not None else [p.strip() for p in self.form["pipelines"].split(",")]
-        names = [p for p in names if p]
+        given = self.form["pipelines"].split(",") if pipelines is None else pipelines
+        names = [p.strip() for p in given if p.strip()]
         self.set(pipelines=", ".join(names))
         device = device or self.form["device"] or self._exploration().spec.device
         act = actions.compare_pipelines(self.name, names, device)

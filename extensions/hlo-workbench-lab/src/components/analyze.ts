@@ -160,12 +160,7 @@ const PROPOSAL: Record<string, (p: Facts) => Part> = {
   'no-default': () =>
     'No pattern stage of this pipeline changes an op count, so there is no default predicate to propose: choose one that holds for this Exploration.'
 };
-const DRAW: Record<string, (r: Facts, d: Facts, host: IWidgetHost) => Part[]> = {
-  applicable: found,
-  bisect: bisected,
-  reduce: reduced,
-  pipelines: compared
-};
+const DRAW = { applicable: found, bisect: bisected, reduce: reduced, pipelines: compared };
 
 register('analyze', (el: HTMLElement, data: Facts, host: IWidgetHost): IMounted => {
   const root = el.appendChild(h('div', 'hwbv hwbv-analyze'));
@@ -223,7 +218,9 @@ register('analyze', (el: HTMLElement, data: Facts, host: IWidgetHost): IMounted 
       if (drawn.get(key) === facts) continue; // as drawn: an open fold of runs stays open while the user types
       drawn.set(key, facts);
       out.dataset.state = r?.state ?? '';
-      out.replaceChildren(...(!r ? [] : r.state === 'running' ? [note(`${r.label}\u2026`)] : DRAW[key](r, d, host)));
+      out.replaceChildren(
+        ...(!r ? [] : r.state === 'running' ? [note(`${r.label}\u2026`)] : DRAW[key as keyof typeof DRAW](r, d, host))
+      );
     }
     off.hidden = d.bisect?.state !== 'found' || !d.bisect.can_switch_off;
     root.classList.toggle('hwbv-busy', d.busy);
