@@ -1,6 +1,6 @@
 // ESLint as JupyterLab's extension template has it (typescript-eslint's recommended rules and the template's
 // own, formatting left to Prettier), over the extension's TypeScript and build scripts and the project's
-// JavaScript it bundles (workbench/assets: the diff view, its helpers, the report's host). Those live outside
+// JavaScript it bundles (workbench/assets: the diff view, the report's host). Those live outside
 // this folder, which ESLint lints only from a working directory above them: `npm run lint:check` runs it from
 // the repository root. Every block names its folder (basePath), so the config means the same from either.
 import js from '@eslint/js';
