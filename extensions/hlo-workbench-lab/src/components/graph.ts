@@ -1,5 +1,5 @@
-// The panel's Graph tab (kind "graph"; Python: workbench/views/widgets/graphview.py, graphtab.py): a stage picker
-// over graphviz's SVG of one stage, to navigate. Fit to the width, zoom (buttons, ctrl/cmd + wheel), pan (drag); a
+// The panel's Graph tab (kind "graph"; Python: workbench/views/widgets/graphview.py): a stage picker over
+// graphviz's SVG of one stage, to navigate. Fit to the width, zoom (buttons, ctrl/cmd + wheel), pan (drag); a
 // click on a node shows only the nodes within `hops` edges of it (edges followed either way) and the edges among
 // them, laid out anew in compact rows that keep graphviz's order (a neighbourhood in a big graph is spread over all
 // of it), clusters hidden; "whole graph" goes back. A box of class wbg-group and id "wbg-group:<path>" stands for a
@@ -319,11 +319,14 @@ register('graph', (el: HTMLElement, first: IGraph, host: IWidgetHost): IMounted 
     host.act('focus', { node: focus, hops });
     if (again) draw();
   }
-  hopsInput.addEventListener('change', () => {
+  const readHops = (final: boolean) => {
     const k = Number(hopsInput.value);
-    if (Number.isInteger(k) && k >= 1 && k <= d.max_hops) setFocus(focus, k);
-    else hopsInput.value = String(hops); // out of range: back to the hops in use
-  });
+    if (Number.isInteger(k) && k >= 1 && k <= d.max_hops) {
+      if (k !== hops) setFocus(focus, k);
+    } else if (final) hopsInput.value = String(hops); // out of range: back to the hops in use
+  };
+  hopsInput.addEventListener('input', () => readHops(false)); // as the user types
+  hopsInput.addEventListener('change', () => readHops(true));
   picker.addEventListener('change', () => host.act('pick', { stage: picker.value }));
   const wheel = (e: WheelEvent) => {
     if (!(e.ctrlKey || e.metaKey) || !svg) return; // a plain wheel scrolls
