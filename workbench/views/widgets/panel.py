@@ -18,9 +18,7 @@ model of what the panel shows, sent again after each change, so that a saved not
 from __future__ import annotations
 
 import pathlib
-import threading
 from concurrent.futures import Future
-from contextlib import contextmanager
 from typing import Callable, MutableMapping, Sequence
 
 import ipywidgets as W
@@ -84,7 +82,6 @@ class Panel:
         self._right = right or ""
         self.python = ""
         self.history: list[str] = []  # the lines that changed the Exploration, in order
-        self._local = threading.local()
         self._diff_token = 0
         self._cost_key = None
         self._pending = False  # the XLA stages of the Exploration shown are on their way
@@ -297,18 +294,6 @@ class Panel:
         self.run_tab.send(busy=busy)
         self.analyze.set_busy(busy)
 
-    @contextmanager
-    def _programmatic(self):
-        """Widget values set by the panel itself, not by the user: observers ignore them."""
-        self._local.quiet = True
-        try:
-            yield
-        finally:
-            self._local.quiet = False
-
-    def _quiet(self) -> bool:
-        return getattr(self._local, "quiet", False)
-
     # -- events from the browser ---------------------------------------------------------------------
     def _pick_pair(self, left: str, right: str) -> None:
         """A pair picked in the stage list (a stage's name: it against its parent; an A or B button: that side)."""
@@ -392,15 +377,14 @@ class Panel:
             right = next((s for s in stages if s.name == self._right), None)
             self._left = (right.parent if right else names[-1]) or names[0]
         runnable = [s.name for s in stages if s.is_module]
-        with self._programmatic():
-            self.core.show(ex, self._left, self._right, pending=pending)
-            self.diff_view.pair(self._left, self._right, names)
-            from ...analysis.run.execute import devices
+        self.core.show(ex, self._left, self._right, pending=pending)
+        self.diff_view.pair(self._left, self._right, names)
+        from ...analysis.run.execute import devices
 
-            ids = devices()["id"].tolist()
-            self.run_tab.show(ex, runnable, ids, self.core.model["runs"])
-            self.passes.show(ex, pending)  # first: the Analyze tab's switches read the patterns on from its list
-            self.analyze.show(ex, runnable, ids)
+        ids = devices()["id"].tolist()
+        self.run_tab.show(ex, runnable, ids, self.core.model["runs"])
+        self.passes.show(ex, pending)  # first: the Analyze tab's switches read the patterns on from its list
+        self.analyze.show(ex, runnable, ids)
         self._show_pipeline_string(ex)
         self._show_python()
         self.summary.show(ex, pending)
