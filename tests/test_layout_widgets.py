@@ -8,7 +8,6 @@ import xml.etree.ElementTree as ET
 import jax
 import jax.numpy as jnp
 import pytest
-import traitlets
 
 import workbench as wb
 from workbench.errors import UnknownNameError
