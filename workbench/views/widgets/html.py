@@ -14,8 +14,7 @@ from markupsafe import Markup
 from ...analysis.numbers import num
 from ...exploration import Exploration
 
-__all__ = ["num", "running", "failed", "done", "awaiting", "compiling", "compiled", "pipeline_string",
-           "python_line"]
+__all__ = ["num", "running", "failed", "done", "awaiting", "compiling", "compiled", "pipeline_string", "python_line"]
 
 
 # -- the status line -------------------------------------------------------------------------------
