@@ -143,10 +143,6 @@ class Jobs:
         self.done, self.total = done, total
         self.status.value = html.running(self.label, time.perf_counter() - self._started, self.note, done, total)
 
-    def show_error(self, e: BaseException) -> None:
-        """An error outside any job (a click on a stage that is gone), shown the same way."""
-        self.status.value = html.failed(_message(e))
-
     def wait(self, timeout: float | None = 600, awaiting: bool = True) -> None:
         """Block until every queued job has ended, and with ``awaiting`` what ``after`` waits for and
         the work it queues then (TimeoutError after ``timeout`` seconds)."""
