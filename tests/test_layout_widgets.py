@@ -1,6 +1,6 @@
 """The panel's navigable views on the Python side: the graph view holding graphviz's SVG of a real
 stage, focus and hops as state Python can set and check, a big stage's groups opened level by level,
-and the stage list's fold. What they do in a browser is in test_browser.py."""
+the diff's layout kept and the stage list's fold. What they do in a browser is in test_browser.py."""
 import html
 import re
 import xml.etree.ElementTree as ET
@@ -139,8 +139,16 @@ def test_a_click_on_a_group_opens_it_and_a_level_seen_before_is_not_drawn_again(
     assert g.level == "" and drawn.count("layer_3") == 0
 
 
-def test_the_stage_list_folds_in_a_narrow_panel():
+def test_the_diff_keeps_the_layout_the_user_chose_and_the_stage_list_folds_in_a_narrow_panel():
+    from workbench.views.widgets import DiffView
     from workbench.views.widgets.coreview import FOLD_BELOW, CoreView
+
+    heard = []
+    d = DiffView(on_action=lambda action, payload: heard.append(action))
+    assert d.data["mode"] == "auto"
+    for mode in ("unified", "wide"):  # as the component sends a pick of its layout; "wide" is none
+        d._heard(d, {"action": "mode", "payload": {"mode": mode}}, [])
+    assert d.data["mode"] == "unified" and heard == []  # kept for the next view drawn, not the panel's business
 
     core = CoreView(lambda left, right: None)  # the view component folds it below this width, until the user opens it
     assert core.stages.data["fold"] == FOLD_BELOW == 760 and core.stages.data["loading"] == "reading the stages…"

@@ -2,13 +2,14 @@
 // panes scrolled together) or unified (one pane: deleted and inserted lines interleaved, both line
 // numbers, a changed line as a -/+ pair); "auto" picks unified when a side-by-side pane would show
 // fewer than MIN_CHARS characters of code. The view components draw it (src/components/diff.ts, which
-// says the counts and why there is no diff): `render(el, {height, onOp})` gives the view, whose
-// `load` shows normalized texts and their rows (int32 triples: before line, after line, kind code;
-// -1 = no line on that side). With `onOp` (the panel's), a click on a code row is heard as
-// onOp(side: "before" | "after", line) and `mark` marks lines of each text (.wbd-mark), scrolled to
-// unless one is in view. A sharded stage's value shardings (`load`'s tips: {texts: [description],
-// scopes: [[first line, last line, {name: index into texts}]]}, one scope per function: names are
-// per function) show in a popup (.wbd-tip) while a value's name (%0, %arg1, %param.3) is hovered.
+// says the counts and why there is no diff): `render(el, {height, onOp, mode, onMode})` gives the view,
+// whose `load` shows normalized texts and their rows (int32 triples: before line, after line, kind
+// code; -1 = no line on that side). `mode` is the layout first shown; `onMode` hears the user pick
+// another. With `onOp` (the panel's), a click on a code row is heard as onOp(side: "before" | "after",
+// line) and `mark` marks lines of each text (.wbd-mark), scrolled to unless one is in view. A sharded
+// stage's value shardings (`load`'s tips: {texts: [description], scopes: [[first line, last line,
+// {name: index into texts}]]}, one scope per function: names are per function) show in a popup
+// (.wbd-tip) while a value's name (%0, %arg1, %param.3) is hovered.
 
 const ROW_H = 18; // px; must match .wbd-row in diffview.css
 const OVERSCAN = 40; // rows painted above and below the viewport; scrolling within them repaints nothing
@@ -157,7 +158,7 @@ export function chooseMode(mode, width, charW, gutter, ruler = 10) {
 }
 
 // The view in `el`, `height` px tall: {load, mark, dispose} (see the header).
-export function render(el, { height = 420, onOp = null } = {}) {
+export function render(el, { height = 420, onOp = null, mode = "auto", onMode = null } = {}) {
   el.classList.add("wbd");
   el.tabIndex = 0;
   el.innerHTML = `
@@ -189,6 +190,7 @@ export function render(el, { height = 420, onOp = null } = {}) {
   const ruler = $(".wbd-ruler");
   const fold = $(".wbd-fold");
   const modeSelect = $(".wbd-mode");
+  modeSelect.value = mode;
   body.appendChild(tip);
 
   let B = [], A = [], rows = new Int32Array(0), vis = new Int32Array(0), starts = [];
@@ -201,7 +203,6 @@ export function render(el, { height = 420, onOp = null } = {}) {
   let maxChars = 0;
   let loadStarted = 0; // performance.now() of the last load, until its first paint
   el.dataset.mode = "split";
-  let mode = "auto"; // the layout chosen (auto | split | unified)
   let picked = [new Set(), new Set()]; // the marked lines: before, after
   let focus = -1; // the side whose marks are scrolled to first (0 before, 1 after; -1 either)
   let wantMarks = false; // scroll to the marks when the view gets its size
@@ -544,6 +545,7 @@ export function render(el, { height = 420, onOp = null } = {}) {
   fold.addEventListener("change", () => relayout(true));
   modeSelect.addEventListener("change", () => {
     mode = modeSelect.value;
+    onMode?.(mode);
     applyMode();
   });
   el.addEventListener("keydown", (e) => {

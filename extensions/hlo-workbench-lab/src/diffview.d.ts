@@ -17,7 +17,10 @@ declare module '*/workbench/assets/diffview.js' {
   export function changedRange(a: Token[], b: Token[]): [number, number, number];
 
   /** The viewer in `el` (diffview.js's header): `load` shows a diff; with `onOp`, `mark` marks lines. */
-  export function render(el: HTMLElement, options?: { height?: number; onOp?: (side: string, line: number) => void }): {
+  export function render(
+    el: HTMLElement,
+    options?: { height?: number; onOp?: (side: string, line: number) => void; mode?: string; onMode?: (mode: string) => void }
+  ): {
     load(d: { before: string; after: string; rows: Int32Array; beforeName: string; afterName: string; tips?: unknown[] }): void;
     mark(before: number[], after: number[], first?: string): void;
     dispose(): void;

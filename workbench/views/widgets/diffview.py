@@ -5,13 +5,14 @@ assets/diffview.js) drawn from the facts Python sends in ``data``:
 ``stages`` and ``left``/``right``: the A and B pickers' choices and the pair picked; ``diff``: the diff shown as a
 view model carries it (``stage_diffs.carried``: the normalized texts and runs, with ``left``/``right`` its sides'
 names), or ``{"note": why there is none}``; ``ops_delta``: the ops whose count differs (``Diff.ops_delta()``; None
-without a diff); ``note``: what the diff is where it is not the pair picked; ``shown``: how many diffs or messages
+without a diff); ``note``: what the diff is where it is not the pair picked; ``mode``: the layout the user chose
+(auto, split, unified), kept for the view drawn next (another tab shows it, the notebook draws it anew); ``shown``: how many diffs or messages
 were shown (marks belong to one); ``marks``: lines of either side marked (0-based, as shown) and the side scrolled
 to first (the Source and Collectives tabs set them); ``tips``: a sharded stage's value shardings
 (``sharding_tips.tips``), shown when a value's name is hovered.
 
 What the user does comes back to ``on_action``: "pick" {side: "left" | "right", stage}, "swap", and "op" {side:
-"before" | "after", line} (a click on a code row, 0-based in the text shown).
+"before" | "after", line} (a click on a code row, 0-based in the text shown); "mode" {mode} is kept here.
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from ...artifacts.stage_diffs import carried
 from .component import Component
 from .sharding_tips import tips
 
-__all__ = ["DiffView"]
+__all__ = ["DiffView", "MODES"]
+
+MODES = ("auto", "split", "unified")
 
 _UNMARKED = {"before": [], "after": [], "focus": ""}
 
@@ -33,8 +36,16 @@ class DiffView(Component):
 
     def __init__(self, on_action: Callable[[str, dict], None] | None = None, **kwargs):
         super().__init__("diff", {"stages": [], "left": "", "right": "", "shown": 0, "note": "", "ops_delta": None,
-                                  "diff": {"left": "", "right": "", "note": "no pair picked yet"},
-                                  "marks": _UNMARKED, "tips": {}, "height": 560}, on_action=on_action, **kwargs)
+                                  "diff": {"left": "", "right": "", "note": "no pair picked yet"}, "marks": _UNMARKED,
+                                  "tips": {}, "height": 560, "mode": "auto"}, on_action=self._heard_action, **kwargs)
+        self._then = on_action
+
+    def _heard_action(self, action: str, payload: dict) -> None:
+        if action == "mode":
+            if payload.get("mode") in MODES:
+                self._set(mode=payload["mode"])
+        elif self._then is not None:
+            self._then(action, payload)
 
     def _set(self, **facts) -> None:
         self.data = {**self.data, **facts}  # sent whole: a new dict

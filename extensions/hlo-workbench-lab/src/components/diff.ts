@@ -42,6 +42,9 @@ export interface IDiffOptions {
   onOp?: (side: string, line: number) => void;
   /** Shown in place of the pair's names (the panel's pickers). */
   head?: HTMLElement;
+  /** The layout first shown (auto, split, unified), and who hears the user pick another. */
+  mode?: string;
+  onMode?: (mode: string) => void;
 }
 
 export interface IDiffView {
@@ -97,7 +100,7 @@ export function diffView(
   const viewer = h('div', 'hwbv-diffviewer');
   const texts = h('div', 'hwbv-texts');
   node.append(pairLine, counts, msg, ops, viewer, texts);
-  const view = render(viewer, { height: options.height, onOp: options.onOp });
+  const view = render(viewer, options);
   const known = new Map<string, IDiffEntry>([[key(m.diff.left, m.diff.right), { ...m.diff, ops_delta: m.ops_delta }]]);
   let asked = 0; // the latest pair asked for: an older answer that comes late is not shown
   let tips: Tips = {}; // the shardings of the diff Python sent
@@ -193,6 +196,7 @@ interface IPanelDiff {
   marks: IMarks;
   tips: Tips;
   height: number;
+  mode: string;
 }
 
 function panelDiff(el: HTMLElement, first: IPanelDiff, host: IWidgetHost): IMounted {
@@ -212,7 +216,9 @@ function panelDiff(el: HTMLElement, first: IPanelDiff, host: IWidgetHost): IMoun
   const view = diffView({ diff: first.diff, ops_delta: [], texts: {} }, undefined, {
     height: first.height,
     head,
-    onOp: (side, line) => host.act('op', { side, line })
+    onOp: (side, line) => host.act('op', { side, line }),
+    mode: first.mode,
+    onMode: mode => host.act('mode', { mode })
   });
   const root = h('div', 'hwbv hwbv-panel-diff');
   root.append(said, view.node);
