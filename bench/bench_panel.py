@@ -15,8 +15,9 @@ Each round starts fresh interpreters, in turn:
              Run edited  the Run button again: its check fails
              drift       "Find where it drifts" under that failed run
            then every other button and tab of the panel: the drift's "Op in the Diff" and "Line in Source", a
-           stage picked, swap, each tab opened, the change summary's "final MLIR vs before", "Compare stages",
-           "Find applicable patterns", the patterns reset; each click right after the one before
+           stage picked, swap, each tab opened, the change summary's "final MLIR vs before", "Compare stages", an
+           XLA pass off, the Source tab's bars by measured time, "Find applicable patterns", the patterns reset;
+           each click right after the one before
   reading  the same clicks by a user who reads for THINK seconds after the panel shows and after the failed
            check, before clicking on (the panel works ahead meanwhile: the first Run's reference, the search's
            modules)
@@ -125,6 +126,8 @@ for title in _TABS:
         click(f"tab {title}", tab(title), False)
 click("MLIR vs before", lambda: p.summary.diff("mlir"), False)
 click("Compare stages", lambda: p.compare(), False)
+click("XLA pass off", lambda: p.toggle_xla(["algsimp"], False), False)
+click("Source: measured", lambda: p.source.set_metric("measured"), False)
 click("applicable", lambda: p.find_applicable(), False)
 click("reset patterns", p.reset_patterns, False)
 print("RESULT" + json.dumps({"clicks": got, "cpu": cpu, "said": said, "drift": op}))
@@ -134,8 +137,8 @@ p.close()
 # the clicks of the tour, in its order (the first seven are the tour's; the rest every other button and tab)
 CLICKS = ("open", "first Run", "first Cost", "toggle", "edit", "Run edited", "drift", "Op in the Diff",
           "Line in Source", "pick a stage", "swap", "tab Diff", "tab Passes", "tab Run", "tab Compile", "tab Graph",
-          "tab Source", "tab Analyze", "tab Collectives", "MLIR vs before", "Compare stages", "applicable",
-          "reset patterns")
+          "tab Source", "tab Analyze", "tab Collectives", "MLIR vs before", "Compare stages", "XLA pass off",
+          "Source: measured", "applicable", "reset patterns")
 
 
 def one(code: str, root: str = ROOT) -> dict:
