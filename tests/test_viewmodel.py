@@ -95,7 +95,8 @@ def test_the_hlo_output_carries_the_stage_table_and_the_texts_shown(shell):
     (data,) = published(shell, TRANSPOSES.replace("-o tb", "-o tb --xla-wait 600"))
     ex = shell.user_ns["tb"]
     assert set(data) == {WIDGET, B.MIME, "text/plain"}  # one output: the panel and its saved form
-    assert data["text/plain"].startswith("pass-toggle panel for Exploration('tb'")
+    # where no JavaScript draws the view (GitHub, nbviewer, a terminal): the model in words
+    assert data["text/plain"].startswith(f"hlo-workbench: tb on {ex.spec.device}, {len(ex.stages)} stages; pipeline ")
     saved = data[B.MIME]
     json.dumps(saved)  # JSON all through, as the notebook stores it
     assert saved["format"] == 2 and saved["schema"] == "hlo-workbench/view" and saved["title"] == "tb" and saved["pipeline"] == "all"
@@ -338,7 +339,7 @@ def test_an_executed_notebook_keeps_the_bundle(tmp_path):
     # renderer, then has no state for the view and shows the output's text
     saved_nb.metadata.pop("widgets", None)
     body, _ = HTMLExporter().from_notebook_node(saved_nb)
-    assert "pass-toggle panel for Exploration(" in body and WIDGET not in body
+    assert f"{len(names)} stages; pipeline " in body and WIDGET not in body
 
 
 # -- the one view model: what every view draws -------------------------------------------------------------
@@ -379,6 +380,12 @@ def test_the_model_holds_toggles_an_edit_and_a_run_checked_leaf_by_leaf(capfd):
     assert [l["path"] for l in leaves] == list(r.check.table()["path"]) and len(leaves) > 5
     assert all(l["tolerance"] is not None and l["passed"] for l in leaves)
     assert run["stale"] == "" and run["repeat"] == len(r.timing.times)
+    # the same model in words, as a saved notebook shows it without JavaScript
+    words = B.view_text(model).splitlines()
+    assert words[0].startswith(f"hlo-workbench: {ex.spec.title} on {ex.spec.device}, {len(edited.stages)} stages")
+    assert "  patterns off: add_simplify" in words and "  XLA passes off: algsimp" in words
+    assert words[-1].startswith(f"  run {r.stage} on {r.device}: ") and words[-1].endswith("check passed")
+    assert [w for w in words if w.startswith("  edit: ")] == [f"  edit: {model['edits'][0]['what']}"]
     # a view model is JSON as a browser reads it: no NaN, no Infinity
     json.loads(json.dumps(model, allow_nan=False))
 
@@ -390,6 +397,7 @@ def test_a_run_of_an_earlier_program_is_marked_stale_with_why():
     model = B.view_model(off, runs=off.history)
     B.validate_view(model)
     assert len(model["runs"]) == 1 and model["runs"][0]["stale"]
+    assert "(stale: " in B.view_text(model).splitlines()[-1]
 
 
 def test_the_schema_refuses_a_model_that_lies_about_its_shape():

@@ -490,7 +490,7 @@ def test_the_magic_shows_the_panel_where_widgets_render_and_text_elsewhere():
             result = shell.run_cell(cell)
         assert result.success and cap.stdout == ""
         bundle = cap.outputs[0].data
-        assert bundle["text/plain"].startswith("pass-toggle panel for Exploration('tp'")
+        assert bundle["text/plain"].startswith("hlo-workbench: tp on ")  # the saved view in words
         from ipywidgets import widget_serialization
 
         model_id = bundle["application/vnd.jupyter.widget-view+json"]["model_id"]

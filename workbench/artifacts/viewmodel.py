@@ -41,7 +41,7 @@ from ..stages import Stage
 
 __all__ = ["MIME", "FORMAT", "SCHEMA", "TEXT_BYTES", "TOTAL_BYTES", "DIFF_BYTES", "DIFF_LINES", "default_right",
            "view_model", "with_pair", "pair_diff", "validate_view", "cut_text", "run_entry",
-           "drift_entry", "edit_entry", "compile_entry", "finite"]
+           "drift_entry", "edit_entry", "compile_entry", "finite", "view_text"]
 
 MIME = "application/vnd.hlo-workbench.exploration+json"
 SCHEMA = "hlo-workbench/view"
@@ -326,3 +326,30 @@ def validate_view(model: dict[str, Any], schema: str = "view.schema.json", what:
         e = errors[0]
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.path) or "(the top)"
         raise ValueError(f"not {what} at {where}: {e.message[:300]}")
+
+
+def view_text(model: dict[str, Any]) -> str:
+    """The model in a few lines of plain text: what a saved notebook shows where no JavaScript draws the view
+    (GitHub, nbviewer, nbconvert, a terminal): the program, its stages and failure, the toggles, the edits, and
+    each run's verdict with the leaves that failed."""
+    stages = model["stages"]
+    lines = [f"hlo-workbench: {model['title']} on {model['device']}, {len(stages)} stages"
+             + ("" if model["complete"] else " (XLA was still compiling)") + f"; pipeline {model['pipeline'][:200]}"]
+    if model.get("error"):
+        lines.append(f"  {model['error']['stage']} failed: {model['error']['message'].splitlines()[0][:200]}")
+    t = model["toggles"]
+    for label, names in (("patterns off", t["patterns_disabled"]), ("patterns added", t["patterns_enabled"]),
+                         ("XLA passes off", t["xla_disabled"])):
+        if names:
+            more = f" and {len(names) - 20} more" if len(names) > 20 else ""
+            lines.append(f"  {label}: {', '.join(names[:20])}{more}")
+    lines += [f"  edit: {e['what']}" for e in model["edits"]]
+    for r in model["runs"][-5:]:
+        c = r["check"]
+        verdict = "no check" if c is None else "check passed" if c["passed"] else \
+            "check FAILED at " + ", ".join(leaf["path"] or "()" for leaf in c["leaves"] if not leaf["passed"])[:300]
+        lines.append(f"  run {r['stage']} on {r['device']}: {r['median_ms']} ms median, {verdict}"
+                     + (" (stale: " + r["stale"] + ")" if r["stale"] else ""))
+    if model.get("drift"):
+        lines.append(f"  drift: {model['drift']['summary'][:300]}")
+    return "\n".join(lines)

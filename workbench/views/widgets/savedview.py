@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...artifacts.viewmodel import MIME, compile_entry, drift_entry, view_model, with_pair
+from ...artifacts.viewmodel import MIME, compile_entry, drift_entry, view_model, view_text, with_pair
 
 __all__ = ["Shown", "SavedView", "HOST_MESSAGE"]
 
@@ -97,7 +97,8 @@ class SavedView:
     def _with_widget(self, saved: dict, shown: Shown, said: str = "") -> dict[str, Any]:
         widget = self._root._repr_mimebundle_()
         widget = widget[0] if isinstance(widget, tuple) else widget  # (data, metadata) in some versions
-        return {**saved, **widget, "text/plain": f"pass-toggle panel for {shown.ex!r}{said}"}
+        text = view_text(saved[MIME]) if MIME in saved else f"pass-toggle panel for {shown.ex!r}{said}"
+        return {**saved, **widget, "text/plain": text}
 
     def display(self, wait: float = 0.0) -> None:
         """Show the output (with the display id its updates name), the XLA stages waited for up to ``wait`` s."""
