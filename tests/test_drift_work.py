@@ -1,6 +1,9 @@
 """The work a drift search does, counted (not timed): a program whose values fit is tapped whole, so a search
 compiles three modules and runs each once, whatever it finds; a second search of the same trace compiles its
-stage's module only; a search warmed in the background compiles nothing more; what it finds is the same."""
+stage's module only; a search warmed in the background compiles nothing more; what it finds is the same; a panel
+compiles the reference's modules once its stages show, so that its first search compiles its stage's only."""
+import time
+
 import jax.numpy as jnp
 import pytest
 
@@ -80,3 +83,21 @@ def test_the_reference_warmed_alone_leaves_the_search_its_stage_to_compile(compi
     assert len(compiles) == 2 and not any(ex.default_run_stage().name in c for c in compiles), compiles
     d = ex.drift()
     assert compiles[2:] == [f"the tap module of {ex.default_run_stage().name!r}"] and d.runs == 3
+
+
+def test_a_panel_compiles_the_references_modules_ahead_for_its_first_search(compiles):
+    from workbench.views.widgets.panel import Panel
+
+    ex = wb.explore(sanitize, *nan_fed(), no_nan=True)
+    p = Panel(ex)  # its work ahead starts once its stages show (views/widgets/ahead.py)
+    try:
+        p.wait()
+        deadline = time.monotonic() + 300
+        while len(compiles) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        reference = [f"the tap module of {ex.reference_stage().name!r}", "the reference promoted to float64"]
+        assert sorted(compiles) == sorted(reference), compiles
+        d = ex.drift(device=p.run_settings.device)  # as the Run tab's search of a run on the device picked there
+        assert compiles[2:] == [f"the tap module of {ex.default_run_stage().name!r}"] and d.found, compiles
+    finally:
+        p.close()
