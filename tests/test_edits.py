@@ -1,6 +1,9 @@
 """Edit any stage and resume the pipeline: ``with_text`` (a module changed by hand), ``with_pass`` and
 ``without_pass`` (a pass added or left out), each a new Exploration whose later MLIR stages and XLA's are made
 from the edit; edits are listed, kept by toggles, saved and reloaded, and marked in the report."""
+import json
+import re
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -122,7 +125,10 @@ def test_an_edit_of_the_lowered_module_is_the_start_of_every_stage(upstream):
 def test_the_report_and_the_reproducer_say_what_was_edited(upstream, tmp_path):
     e = upstream.with_pass(after="canonicalize#1", pass_="cse")
     page = e.report(tmp_path / "r.html").read_text()
-    assert "edited by hand" in page and 'data-hwb="edit" data-kind="insert">cse inserted after canonicalize#1<' in page
+    # the report's view model (its components draw it: test_report and test_browser_four_ways read the page)
+    model = json.loads(re.search(r'<script type="application/json" id="wb-model">(.*?)</script>', page).group(1))
+    assert [(x["kind"], x["what"]) for x in model["edits"]] == [("insert", "cse inserted after canonicalize#1")]
+    assert [s["stage"] for s in model["stages"] if s["edit"]] == ["cse#1"]
     folder = e.reproducer(tmp_path / "repro", stage="cse#1")
     assert (folder / "pipeline.txt").read_text().strip() == "cse,cse,symbol-dce"
 
