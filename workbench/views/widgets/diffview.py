@@ -48,7 +48,7 @@ class DiffView(Component):
             self._then(action, payload)
 
     def _set(self, **facts) -> None:
-        self.data = {**self.data, **facts}  # sent whole: a new dict
+        self.data = {**self.data, **facts}  # a new dict, sent; the texts go once, as blobs (component.py)
 
     def pair(self, left: str, right: str, stages: Iterable[str] | None = None) -> None:
         """The pair picked and (given) the pickers' stages; a stage in no picker yet shows none."""

@@ -143,7 +143,8 @@ class GraphView(Component):
         self._levels: dict[str, str] = {}
 
     def set(self, **facts) -> None:
-        """Send these facts with the others (the panel's worker and the kernel's thread both send)."""
+        """Send these facts with the others (the panel's worker and the kernel's thread both send); the SVG goes
+        once, as a blob (component.py), not again with each fact."""
         with self._lock:
             self.data = {**self.data, **facts}
 

@@ -4,6 +4,9 @@
 //
 // A component registers itself by kind (`register`); Python answers a component's request (`ask`) with a
 // message {reply: id, value}. Nothing here computes a fact: every number and text comes in `data`.
+//
+// A long text (a stage's text, an SVG) comes once, in `blobs` (key -> text, sent before the data that refers to it),
+// and `data` refers to it as {$blob: key}: `render` puts the texts back before the component sees its data.
 import type { IMounted } from './model';
 
 /** What a component gets from its host: `act` sends an action to Python; `ask` sends one and resolves with
@@ -34,6 +37,15 @@ interface IAnyModel {
   send(content: any): void;
 }
 
+/** `data` with each {$blob: key} it holds replaced by the text `blobs` has under that key. */
+export function resolve(data: any, blobs: Record<string, string>): any {
+  if (Array.isArray(data)) return data.map(v => resolve(v, blobs));
+  if (!data || typeof data !== 'object') return data;
+  const keys = Object.keys(data);
+  if (keys.length === 1 && keys[0] === '$blob') return blobs[data.$blob] ?? '';
+  return Object.fromEntries(keys.map(k => [k, resolve(data[k], blobs)]));
+}
+
 /** anywidget's render: the component named by the model's `kind`, redrawn with each new `data`. */
 export function render({ model, el }: { model: IAnyModel; el: HTMLElement }): () => void {
   const kind = String(model.get('kind'));
@@ -54,14 +66,15 @@ export function render({ model, el }: { model: IAnyModel; el: HTMLElement }): ()
   const host: IWidgetHost = {
     act: (action, payload = {}) => model.send({ action, payload }),
     ask: <T>(action: string, payload: Record<string, unknown> = {}) =>
-      new Promise<T>((resolve) => {
+      new Promise<T>(resolve => {
         const id = ++next;
         waiting.set(id, resolve);
         model.send({ action, payload, ask: id });
       })
   };
-  const mounted = make(el, model.get('data'), host);
-  const changed = () => mounted.update(model.get('data'));
+  const data = () => resolve(model.get('data'), model.get('blobs') ?? {});
+  const mounted = make(el, data(), host);
+  const changed = () => mounted.update(data());
   model.on('change:data', changed);
   return () => {
     model.off('change:data', changed);
