@@ -1,7 +1,8 @@
 """'Find where it drifts' in a real browser (JupyterLab, Debian's chromium, playwright): a program that
 replaces its NaNs by zeros, compiled with Reactant's no_nan and fed a NaN, run from the panel's Run tab;
 its failed check offers the search, whose whole answer shows in the drift box under the run: the op, the
-reference's op that was removed and one cause (the patterns that removed it); its buttons mark the op in the
+reference's op that was removed and one cause (the patterns that removed it), the op beside its counterpart,
+its inputs and the values compared; its buttons mark the op in the
 diff and its line in the Source tab. Screenshots: test-output/panel_drift_run.png and
 test-output/panel_drift_source.png."""
 import pytest
@@ -36,6 +37,14 @@ def test_a_failed_check_offers_find_where_it_drifts_and_marks_the_op(browser, la
         # one cause, said once, and the whole answer where it was asked for: the panel stays in the Run tab
         assert said.count("the cause:") == 1 and "the cause: enzyme-hlo-patterns#1's pattern" in said, said
         assert "removed by" not in said and found.is_visible()
+        # the op beside its counterpart in the reference, its inputs beside theirs, and the values compared
+        text = lambda hwb: " ".join(found.locator(f'[data-hwb="{hwb}"]').text_content().split())  # noqa: E731
+        assert text("drift-counterpart").count("stablehlo.dot_general") >= 2
+        inputs = found.locator('[data-hwb="drift-inputs"] tbody tr')
+        assert inputs.count() == 2 and "argument 0 of @main" in inputs.first.text_content()
+        assert "stablehlo.select" in inputs.first.text_content() and "yes" in inputs.first.text_content()
+        values = found.locator('[data-hwb="drift-values"]')
+        assert values.locator("tbody tr").count() >= 3 and "3 drift" in text("drift-values")
         shots(panel, "panel_drift_run")
 
         # its buttons: the op marked in the diff (stablehlo | the stage), then its line in the Source tab

@@ -422,19 +422,39 @@ def test_the_models_diff_counts_are_pythons():
     assert model["diff"]["runs"] == d.runs()
 
 
-def test_the_models_drift_names_one_cause_the_users_hand_edit():
+def test_the_models_drift_names_one_cause_the_users_hand_edit(monkeypatch):
+    """... and carries the op beside its counterpart, its inputs and the values compared, as JSON-safe rows: the
+    first rows of each, with a count of the rest."""
     from tests.test_drift import scaled
 
     x = jnp.linspace(0, 1, 64)
     ex = wb.explore(scaled, x)
     last = ex.default_run_stage()
     e = ex.with_text(last, last.text.replace("dense<3.000000e+00>", "dense<3.100000e+00>"))
-    model = B.view_model(e, drift=e.drift())
+    d = e.drift()
+    model = B.view_model(e, drift=d)
     B.validate_view(model)
+    json.dumps(model["drift"], allow_nan=False)
     op = model["drift"]["op"]
     assert model["drift"]["found"] and op["cause"]["kind"] == "edit" and op["cause"]["stage"] == last.name
     assert op["cause"]["words"] == f"the cause: your hand edit of {last.name}"
     assert model["drift"]["summary"].count("the cause:") == 1
+    ref = d.op.reference
+    assert op["counterpart"] == {"result": ref["result"], "op": "stablehlo.multiply", "line": ref["line"],
+                                 "text": ref["text"]} and ref["line"] >= 0
+    inputs = op["inputs"]
+    assert inputs["columns"][:4] == ["input", "here", "reference", "differs"] and inputs["more"] == 0
+    assert [r[:4] for r in inputs["rows"]] == [[i.position, i.here, i.reference, i.differs] for i in d.op.inputs]
+    assert any(r[3] for r in inputs["rows"])  # the edited constant differs from the reference's
+    values = model["drift"]["values"]
+    assert values["columns"] == list(d.table().columns) and len(values["rows"]) == len(d.rows) > 1
+    assert values["more"] == 0 and values["drifts"] == sum(r["drifts"] for r in d.rows) >= 1
+    monkeypatch.setattr(B, "DRIFT_VALUES", 1)
+    monkeypatch.setattr(B, "DRIFT_INPUTS", 1)
+    cut = B.drift_entry(d)
+    assert len(cut["values"]["rows"]) == 1 and cut["values"]["more"] == len(d.rows) - 1
+    assert len(cut["op"]["inputs"]["rows"]) == 1 and cut["op"]["inputs"]["more"] == len(d.op.inputs) - 1
+    B.validate_view({**model, "drift": cut})
 
 
 def test_a_model_without_its_pair_makes_no_diff_cost_or_texts(monkeypatch):

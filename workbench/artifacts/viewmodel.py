@@ -54,6 +54,8 @@ DIFF_LINES = 20_000  # bigger texts: no carried diff nor cost rows (they would c
 DIFF_BYTES = 400_000  # the carried diff (its normalized texts and runs, UTF-8 in the JSON), at most
 PRINTED_CHARS = 20_000  # a run's printed output kept in the model, at most
 RUNS_KEPT = 50  # the newest runs a model lists
+DRIFT_VALUES = 200  # the values compared a drift lists (the first; ``more`` counts the rest)
+DRIFT_INPUTS = 50  # the op's inputs a drift lists
 
 
 def default_right(stages: Sequence[Stage]) -> Stage:
@@ -264,13 +266,30 @@ def run_entry(r, ex=None) -> dict[str, Any]:
             "printed_cut": len(printed) > PRINTED_CHARS, "stale": r.why_stale(ex) if ex is not None else ""}
 
 
+def _first(df, kept: int) -> dict[str, Any]:
+    """A DataFrame's first ``kept`` rows as a table (``table_json``), ``more`` the rows left out."""
+    return {**table_json(df.head(kept)), "more": max(0, len(df) - kept)}
+
+
 def drift_entry(d) -> dict[str, Any]:
     """What ``ex.drift`` found (``Drift``), said once: the sentence, the user's line, and the op with the
-    stage and patterns that made it."""
+    stage and patterns that made it, its counterpart in the reference (``line`` 0-based, -1 none) and its
+    inputs beside theirs (``differs`` null: not compared); ``values`` the values compared (``Drift.table()``,
+    the first ``DRIFT_VALUES`` rows; ``drifts``: how many of all of them drift)."""
+    import pandas as pd
+
     op = d.op
+    values = d.table()
     return {"stage": d.stage, "reference": d.reference, "device": d.device, "found": d.found,
             "summary": d.summary(), "line": d.line, "runs": d.runs, "compared": d.compared, "ops": d.ops,
+            "values": {**_first(values, DRIFT_VALUES), "drifts": int(values["drifts"].astype(bool).sum())},
             "op": None if op is None else {
+                "counterpart": {"result": op.reference.get("result", ""), "op": op.reference.get("op", ""),
+                                "line": op.reference.get("line", -1), "text": op.reference.get("text", "")[:2000]},
+                "inputs": _first(pd.DataFrame([(i.position, i.here, i.reference, i.differs, i.max_abs, i.tolerance,
+                                                i.what or i.note) for i in op.inputs],
+                                              columns=["input", "here", "reference", "differs", "max_abs",
+                                                       "tolerance", "note"]), DRIFT_INPUTS),
                 "result": op.result, "op": op.op, "line": op.line, "text": op.text[:2000], "source": op.source,
                 "made_by": op.made_by, "made_by_pass": short_pass(op.made_by_pass or ""),
                 "changed_by": op.changed_by, "patterns": list(op.patterns), "blame": op.blame_note,

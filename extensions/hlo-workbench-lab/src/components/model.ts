@@ -106,7 +106,16 @@ export interface IRun {
   settings?: string;
 }
 
+/** A table's first rows; `more`: how many rows are left out. */
+export interface IFirstRows extends ITable {
+  more: number;
+}
+
 export interface IDriftOp {
+  /** The op's counterpart in the reference (`line` 0-based, -1 none); views saved before it have none. */
+  counterpart?: { result: string; op: string; line: number; text: string };
+  /** Its operands beside the counterpart's (`differs` null: not compared). */
+  inputs?: IFirstRows;
   result: string;
   op: string;
   line: number;
@@ -132,6 +141,8 @@ export interface IDrift {
   runs: number;
   compared: number;
   ops: number;
+  /** The values compared (`Drift.table()`); `drifts`: how many of them all drift. */
+  values?: IFirstRows & { drifts: number };
   op: IDriftOp | null;
 }
 
