@@ -26,6 +26,9 @@ def test_the_drift_box_says_it_all_in_one_place_and_links_to_the_diff_and_the_so
     assert said["summary"].count("the cause:") == 1 and "removed by" not in str(said)
     assert said["op"]["cause"]["kind"] == "patterns" and "no_nan_compare_simplify" in said["op"]["cause"]["patterns"]
     assert p.tabs.selected_index == run_tab and said["op"]["result"]  # the answer is where it was asked, with links
+    # the op beside its counterpart, its inputs beside theirs and the values compared: the tables drift.ts draws
+    assert said["op"]["counterpart"]["op"] == said["op"]["op"] and len(said["op"]["inputs"]["rows"]) == len(d.op.inputs)
+    assert len(said["values"]["rows"]) == len(d.rows) and said["values"]["drifts"] >= 1
 
     p.run_tab._heard("show", {"where": "diff"})
     assert p.tabs.titles[p.tabs.selected_index] == "Diff" and (p.left, p.right) == (d.reference, d.stage)
