@@ -15,16 +15,16 @@ const ROW_H = 18; // px; must match .wbd-row in diffview.css
 const OVERSCAN = 40; // rows painted above and below the viewport; scrolling within them repaints nothing
 const MAX_CHARS = 4000; // longer lines are cut (dense constants can be megabytes)
 const CONTEXT = 3; // unchanged lines kept around changes in "changes only"
-const KINDS = ["equal", "changed", "deleted", "inserted", "moved"]; // a row's kind by its code: workbench/analysis/diff/kinds.py's ROW_KINDS
+const KINDS = ['equal', 'changed', 'deleted', 'inserted', 'moved']; // a row's kind by its code: workbench/analysis/diff/kinds.py's ROW_KINDS
 const MIN_CHARS = 80; // "auto" shows side by side only when each pane shows this many characters
 const TITLE_CHARS = 3000; // the hover title of a line cut by the pane's width shows this much of it
-const RULER = { changed: "#c4a000", deleted: "#cc0000", inserted: "#4e9a06", moved: "#75507b" };
+const RULER = { changed: '#c4a000', deleted: '#cc0000', inserted: '#4e9a06', moved: '#75507b' };
 
 // ---- highlighting: MLIR / StableHLO / XLA HLO lines -> [text, class] tokens -----------------------
 // The one tokenizer of the project: the panel's diff view and the offline report use it from this file,
 // and the JupyterLab extension (extensions/hlo-workbench-lab) imports it from here into its CodeMirror
 // language. A token's class `c` is shown as the CSS class `h-c` (diffview.css) in all three.
-export const TOKEN_CLASSES = Object.freeze(["com", "str", "loc", "ssa", "sym", "type", "attr", "op", "kw", "num"]);
+export const TOKEN_CLASSES = Object.freeze(['com', 'str', 'loc', 'ssa', 'sym', 'type', 'attr', 'op', 'kw', 'num']);
 export const RULES = new RegExp(
   [
     String.raw`(?<com>\/\/.*$|\/\*.*?\*\/)`, // a line comment; a block comment as in HLO's /*index=5*/
@@ -37,9 +37,9 @@ export const RULES = new RegExp(
     String.raw`(?<attr>\b[A-Za-z_][\w.$\-]*(?=\s*=[^=]))`,
     String.raw`(?<op>\b[a-z_]\w*\.[a-z_][\w.]*\b|\b[a-z][a-z0-9\-]*(?=\())`,
     String.raw`(?<kw>\b(?:ROOT|ENTRY|HloModule|module|attributes|return|dense|to|x|applies)\b)`,
-    String.raw`(?<num>-?\b\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\b|\b0x[0-9A-Fa-f]+\b|\b(?:true|false)\b)`,
-  ].join("|"),
-  "g",
+    String.raw`(?<num>-?\b\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\b|\b0x[0-9A-Fa-f]+\b|\b(?:true|false)\b)`
+  ].join('|'),
+  'g'
 );
 const PLAIN = /\s+|\w+|[^\s\w]/g;
 
@@ -49,43 +49,43 @@ function closeAngle(line, from) {
   for (let k = from; k < line.length; k++) {
     const c = line[k];
     if (c === '"') {
-      for (k++; k < line.length && line[k] !== '"'; k++) if (line[k] === "\\") k++;
-    } else if (c === "<") depth++;
-    else if (c === ">" && line[k - 1] !== "-" && --depth === 0) return k + 1;
+      for (k++; k < line.length && line[k] !== '"'; k++) if (line[k] === '\\') k++;
+    } else if (c === '<') depth++;
+    else if (c === '>' && line[k - 1] !== '-' && --depth === 0) return k + 1;
   }
   return line.length;
 }
 
 export function tokenize(line) {
   const out = [];
-  const plain = (text) => {
-    for (const m of text.matchAll(PLAIN)) out.push([m[0], ""]);
+  const plain = text => {
+    for (const m of text.matchAll(PLAIN)) out.push([m[0], '']);
   };
   let pos = 0;
   let m;
   RULES.lastIndex = 0;
   while ((m = RULES.exec(line)) !== null) {
-    const cls = Object.keys(m.groups).find((k) => m.groups[k] !== undefined);
+    const cls = Object.keys(m.groups).find(k => m.groups[k] !== undefined);
     let end = RULES.lastIndex;
-    if (cls === "type" && m[0].endsWith("<")) end = closeAngle(line, end);
-    if (cls === "dattr" && line[end] === "<") end = closeAngle(line, end + 1);
+    if (cls === 'type' && m[0].endsWith('<')) end = closeAngle(line, end);
+    if (cls === 'dattr' && line[end] === '<') end = closeAngle(line, end + 1);
     if (m.index > pos) plain(line.slice(pos, m.index));
-    out.push([line.slice(m.index, end), cls === "dattr" ? "attr" : cls]);
+    out.push([line.slice(m.index, end), cls === 'dattr' ? 'attr' : cls]);
     pos = RULES.lastIndex = end;
   }
   if (pos < line.length) plain(line.slice(pos));
   return out;
 }
 
-const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" };
-export const escape = (s) => s.replace(/[&<>"]/g, (c) => ESC[c]);
+const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
+export const escape = s => s.replace(/[&<>"]/g, c => ESC[c]);
 
 // HTML of tokens; those with index in [from, to) are marked as the changed part of a changed line.
 export function toHtml(tokens, from = -1, to = -1) {
-  let html = "";
+  let html = '';
   for (let k = 0; k < tokens.length; k++) {
     const [text, cls] = tokens[k];
-    const c = (cls ? "h-" + cls : "") + (k >= from && k < to && text.trim() ? " h-mark" : "");
+    const c = (cls ? 'h-' + cls : '') + (k >= from && k < to && text.trim() ? ' h-mark' : '');
     html += c ? `<span class="${c.trim()}">${escape(text)}</span>` : escape(text);
   }
   return html;
@@ -111,7 +111,7 @@ function visibleRows(rows, foldEqual, marked = () => false) {
     if (rows[3 * k + 2] !== 0 || marked(k)) keep.fill(1, Math.max(0, k - CONTEXT), Math.min(n, k + CONTEXT + 1));
   }
   const out = [];
-  for (let k = 0; k < n; ) {
+  for (let k = 0; k < n;) {
     if (keep[k]) out.push(k++);
     else {
       let e = k;
@@ -151,15 +151,15 @@ export function displayRows(rows, vis, unified) {
 // The layout to show: the chosen one, or for "auto" side by side when each of the two panes of a
 // body `width` px wide shows at least MIN_CHARS characters after its line-number `gutter`.
 export function chooseMode(mode, width, charW, gutter, ruler = 10) {
-  if (mode === "split" || mode === "unified") return mode;
+  if (mode === 'split' || mode === 'unified') return mode;
   if (!width || !charW) return null; // not laid out yet: keep what is shown
   const paneChars = ((width - ruler) / 2 - 1 - gutter) / charW;
-  return paneChars >= MIN_CHARS ? "split" : "unified";
+  return paneChars >= MIN_CHARS ? 'split' : 'unified';
 }
 
 // The view in `el`, `height` px tall: {load, mark, dispose} (see the header).
-export function render(el, { height = 420, onOp = null, mode = "auto", onMode = null } = {}) {
-  el.classList.add("wbd");
+export function render(el, { height = 420, onOp = null, mode = 'auto', onMode = null } = {}) {
+  el.classList.add('wbd');
   el.tabIndex = 0;
   el.innerHTML = `
     <div class="wb-bar wbd-bar">
@@ -180,33 +180,39 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
       <div class="wbd-pane wbd-u"><div class="wbd-sizer"></div><div class="wbd-rows"></div></div>
       <canvas class="wbd-ruler" title="where the changes are; click to jump"></canvas>
     </div>`;
-  const tip = document.createElement("div"); // the popup of a value's sharding (tips_before/tips_after)
-  tip.className = "wbd-tip";
-  const $ = (s) => el.querySelector(s);
-  const body = $(".wbd-body");
-  const panes = [$(".wbd-l"), $(".wbd-r"), $(".wbd-u")]; // before, after, and the unified pane
-  const blocks = panes.map((p) => p.querySelector(".wbd-rows"));
-  const sizers = panes.map((p) => p.querySelector(".wbd-sizer"));
-  const ruler = $(".wbd-ruler");
-  const fold = $(".wbd-fold");
-  const modeSelect = $(".wbd-mode");
+  const tip = document.createElement('div'); // the popup of a value's sharding (tips_before/tips_after)
+  tip.className = 'wbd-tip';
+  const $ = s => el.querySelector(s);
+  const body = $('.wbd-body');
+  const panes = [$('.wbd-l'), $('.wbd-r'), $('.wbd-u')]; // before, after, and the unified pane
+  const blocks = panes.map(p => p.querySelector('.wbd-rows'));
+  const sizers = panes.map(p => p.querySelector('.wbd-sizer'));
+  const ruler = $('.wbd-ruler');
+  const fold = $('.wbd-fold');
+  const modeSelect = $('.wbd-mode');
   modeSelect.value = mode;
   body.appendChild(tip);
 
-  let B = [], A = [], rows = new Int32Array(0), vis = new Int32Array(0), starts = [];
+  let B = [],
+    A = [],
+    rows = new Int32Array(0),
+    vis = new Int32Array(0),
+    starts = [];
   let disp = new Int32Array(0); // displayRows(): what each painted row shows
   let unified = false; // the layout shown now
   let cache = new Map(); // "side:line" -> highlighted tokens
   let painted = [-1, -1];
   let raf = 0;
-  let charW = 0, gutter = 0, gutterU = 0; // px: a code character, the line-number gutters
+  let charW = 0,
+    gutter = 0,
+    gutterU = 0; // px: a code character, the line-number gutters
   let maxChars = 0;
   let loadStarted = 0; // performance.now() of the last load, until its first paint
-  el.dataset.mode = "split";
+  el.dataset.mode = 'split';
   let picked = [new Set(), new Set()]; // the marked lines: before, after
   let focus = -1; // the side whose marks are scrolled to first (0 before, 1 after; -1 either)
   let wantMarks = false; // scroll to the marks when the view gets its size
-  el.classList.toggle("wbd-marking", !!onOp);
+  el.classList.toggle('wbd-marking', !!onOp);
   let tips = [null, null]; // the values' shardings of each side
   let tipToken = null; // the name whose sharding the popup shows
 
@@ -218,7 +224,7 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
     const key = side + line;
     let t = cache.get(key);
     if (t === undefined) {
-      let text = (side === "b" ? B : A)[line] ?? "";
+      let text = (side === 'b' ? B : A)[line] ?? '';
       if (text.length > MAX_CHARS) text = text.slice(0, MAX_CHARS) + ` … (${text.length - MAX_CHARS} more characters)`;
       t = tokenize(text);
       if (cache.size > 20000) cache = new Map();
@@ -230,22 +236,23 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
   // Shows texts `before` and `after` (normalized), their `rows`, the sides' names and their values' `tips`.
   function load({ before, after, rows: r, beforeName, afterName, tips: t = [] }) {
     loadStarted = performance.now();
-    B = before.split("\n");
-    A = after.split("\n");
+    B = before.split('\n');
+    A = after.split('\n');
     rows = r;
     cache = new Map();
     maxChars = 0;
     for (let k = 0; k < rows.length; k += 3) {
-      const i = rows[k], j = rows[k + 1];
+      const i = rows[k],
+        j = rows[k + 1];
       if (i >= 0) maxChars = Math.max(maxChars, Math.min(B[i].length, MAX_CHARS + 40));
       if (j >= 0) maxChars = Math.max(maxChars, Math.min(A[j].length, MAX_CHARS + 40));
     }
     // The same pair recomputed (a pattern toggled): stay where the reader is.
-    const samePair = $(".wbd-head-l").textContent === beforeName && $(".wbd-head-r").textContent === afterName;
-    $(".wbd-head-l").textContent = beforeName;
-    $(".wbd-head-r").textContent = afterName;
+    const samePair = $('.wbd-head-l').textContent === beforeName && $('.wbd-head-r').textContent === afterName;
+    $('.wbd-head-l').textContent = beforeName;
+    $('.wbd-head-r').textContent = afterName;
     hideTip();
-    tips = [t[0], t[1]].map((x) => (x && x.scopes && x.scopes.length ? x : null));
+    tips = [t[0], t[1]].map(x => (x && x.scopes && x.scopes.length ? x : null));
     el.dataset.tips = String(tips.filter(Boolean).length);
     relayout(!samePair);
     applyMode();
@@ -259,7 +266,7 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
 
   // The description of value `name` used on `line` of side "b" or "a", or null.
   function tipFor(side, line, name) {
-    const t = tips[side === "b" ? 0 : 1];
+    const t = tips[side === 'b' ? 0 : 1];
     if (!t) return null;
     for (const [first, last, values] of t.scopes) {
       if (line < first || line > last) continue;
@@ -270,10 +277,11 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
   }
 
   function showTip(token, text) {
-    const [summary, ...rest] = text.split("\n");
-    tip.innerHTML = `<div class="wbd-tip-head"><span class="h-ssa">${escape(token.textContent)}</span> ${escape(summary)}</div>` +
-      rest.map((r) => `<div class="wbd-tip-code">${escape(r)}</div>`).join("");
-    tip.style.display = "block";
+    const [summary, ...rest] = text.split('\n');
+    tip.innerHTML =
+      `<div class="wbd-tip-head"><span class="h-ssa">${escape(token.textContent)}</span> ${escape(summary)}</div>` +
+      rest.map(r => `<div class="wbd-tip-code">${escape(r)}</div>`).join('');
+    tip.style.display = 'block';
     tip.dataset.name = token.textContent;
     tipToken = token;
     placeTip();
@@ -282,16 +290,19 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
   // Beside its name: below it, or above it when there is no room below; within the view's width.
   function placeTip() {
     const token = tipToken;
-    const box = body.getBoundingClientRect(), r = token.getBoundingClientRect();
-    const w = tip.offsetWidth, h = tip.offsetHeight;
+    const box = body.getBoundingClientRect(),
+      r = token.getBoundingClientRect();
+    const w = tip.offsetWidth,
+      h = tip.offsetHeight;
     const below = r.bottom - box.top + 2;
-    tip.style.top = (below + h > body.clientHeight && r.top - box.top - h - 2 >= 0 ? r.top - box.top - h - 2 : below) + "px";
-    tip.style.left = Math.max(0, Math.min(r.left - box.left, body.clientWidth - w - 4)) + "px";
+    tip.style.top =
+      (below + h > body.clientHeight && r.top - box.top - h - 2 >= 0 ? r.top - box.top - h - 2 : below) + 'px';
+    tip.style.left = Math.max(0, Math.min(r.left - box.left, body.clientWidth - w - 4)) + 'px';
   }
 
   function hideTip() {
     tipToken = null;
-    if (tip.style.display !== "none") tip.style.display = "none";
+    if (tip.style.display !== 'none') tip.style.display = 'none';
   }
 
   // Scrolled: the popup follows its name while that is painted, and goes with it.
@@ -300,11 +311,12 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
     else if (tipToken) hideTip();
   };
 
-  const markedRow = (k) => picked[0].has(rows[3 * k]) || picked[1].has(rows[3 * k + 1]);
+  const markedRow = k => picked[0].has(rows[3 * k]) || picked[1].has(rows[3 * k + 1]);
 
   // Whether painted row d shows a marked line of `side` (0 before, 1 after, -1 either).
   function markedAt(d, side) {
-    const k = vis[disp[2 * d]], part = disp[2 * d + 1];
+    const k = vis[disp[2 * d]],
+      part = disp[2 * d + 1];
     if (k < 0) return false;
     const b = part !== 2 && picked[0].has(rows[3 * k]);
     const a = part !== 1 && picked[1].has(rows[3 * k + 1]);
@@ -314,7 +326,8 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
   // Scroll to the first marked row (of `focus`'s side, if it has any) unless one is in view.
   function showMarks() {
     const n = count();
-    let side = focus, first = -1;
+    let side = focus,
+      first = -1;
     for (const s of focus >= 0 ? [focus, -1] : [-1]) {
       for (let d = 0; d < n && first < 0; d++) if (markedAt(d, s)) first = d;
       side = s;
@@ -325,13 +338,14 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
     const pane = main();
     wantMarks = !pane.clientHeight; // not laid out yet (a tab not shown): scroll once it is
     if (wantMarks) return;
-    const top = Math.ceil(pane.scrollTop / ROW_H), bottom = Math.floor((pane.scrollTop + pane.clientHeight) / ROW_H);
+    const top = Math.ceil(pane.scrollTop / ROW_H),
+      bottom = Math.floor((pane.scrollTop + pane.clientHeight) / ROW_H);
     for (let d = Math.max(top, first); d < Math.min(n, bottom); d++) if (markedAt(d, side)) return;
     scrollToRow(first);
   }
 
   // Marks lines of each side (0-based, as shown); `first` ("before", "after", "": either) is scrolled to first.
-  function mark(before, after, first = "") {
+  function mark(before, after, first = '') {
     picked = [new Set(before), new Set(after)];
     focus = { before: 0, after: 1 }[first] ?? -1;
     relayout(false);
@@ -349,7 +363,7 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
       if (kind !== 0 && prev === 0) starts.push(d);
       prev = kind;
     }
-    for (const s of sizers) s.style.height = count() * ROW_H + "px";
+    for (const s of sizers) s.style.height = count() * ROW_H + 'px';
     if (toTop) for (const p of panes) p.scrollTop = p.scrollLeft = 0;
     painted = [-1, -1];
     schedule();
@@ -358,7 +372,8 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
 
   // The first painted row that shows vis[v] (or what follows it).
   function displayIndex(v) {
-    let lo = 0, hi = count();
+    let lo = 0,
+      hi = count();
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
       if (disp[2 * mid] < v) lo = mid + 1;
@@ -370,30 +385,31 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
   // Side by side or unified, as the mode says (auto: by the width); the row at the top stays there.
   function applyMode() {
     const shown = chooseMode(mode, body.clientWidth, charW, gutter);
-    if (shown !== null && (shown === "unified") !== unified) {
+    if (shown !== null && (shown === 'unified') !== unified) {
       const pane = main();
       const topV = count() ? disp[2 * Math.min(count() - 1, Math.floor(pane.scrollTop / ROW_H))] : 0;
       const left = pane.scrollLeft;
-      unified = shown === "unified";
+      unified = shown === 'unified';
       el.dataset.mode = shown;
-      el.classList.toggle("wbd-unified", unified);
+      el.classList.toggle('wbd-unified', unified);
       index(false);
       for (const s of shownPanes()) {
         panes[s].scrollTop = displayIndex(topV) * ROW_H;
         panes[s].scrollLeft = left;
       }
     }
-    modeSelect.options[0].textContent = `auto (${unified ? "unified" : "side by side"})`;
+    modeSelect.options[0].textContent = `auto (${unified ? 'unified' : 'side by side'})`;
   }
 
   function measure() {
     if (charW || !body.clientWidth) return;
-    const probe = document.createElement("div");
-    probe.style.cssText = "position: absolute; visibility: hidden; left: 0; top: 0";
-    probe.innerHTML = `<div class="wbd-row"><span class="wbd-ln">1</span><span class="wbd-code">${"x".repeat(100)}</span></div>` +
+    const probe = document.createElement('div');
+    probe.style.cssText = 'position: absolute; visibility: hidden; left: 0; top: 0';
+    probe.innerHTML =
+      `<div class="wbd-row"><span class="wbd-ln">1</span><span class="wbd-code">${'x'.repeat(100)}</span></div>` +
       `<div class="wbd-row"><span class="wbd-ln wbd-ln2"><span class="wbd-n">1</span><span class="wbd-n">1</span><span class="wbd-sign">+</span></span><span class="wbd-code">x</span></div>`;
     body.appendChild(probe);
-    const [split, one] = probe.querySelectorAll(".wbd-code");
+    const [split, one] = probe.querySelectorAll('.wbd-code');
     const box = probe.getBoundingClientRect();
     charW = split.getBoundingClientRect().width / 100;
     gutter = split.getBoundingClientRect().left - box.left;
@@ -405,21 +421,23 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
     if (line < 0) return `<div class="wbd-row wbd-none k-${KINDS[kind]}"><span class="wbd-ln"></span></div>`;
     const t = tokens(side, line);
     const code = marks ? toHtml(t, marks[0], marks[1]) : toHtml(t);
-    const mark = picked[side === "b" ? 0 : 1].has(line) ? " wbd-mark" : "";
+    const mark = picked[side === 'b' ? 0 : 1].has(line) ? ' wbd-mark' : '';
     return `<div class="wbd-row k-${KINDS[kind]}${mark}" data-t="${side}${line}"><span class="wbd-ln">${line + 1}</span><span class="wbd-code">${code}</span></div>`;
   }
 
   // One unified row: both line numbers, the sign, and the before (part 1) or after text.
   function unifiedRowHtml(i, j, kind, part, marks) {
-    const side = part === 1 ? "b" : "a";
+    const side = part === 1 ? 'b' : 'a';
     const line = part === 1 ? i : j;
     const t = tokens(side, line);
     const code = marks ? toHtml(t, marks[0], marks[1]) : toHtml(t);
-    const [cls, sign] = part === 1 ? [" u-minus", "-"] : part === 2 ? [" u-plus", "+"] : ["", " "];
-    const mark = (part !== 2 && picked[0].has(i)) || (part !== 1 && picked[1].has(j)) ? " wbd-mark" : "";
-    return `<div class="wbd-row k-${KINDS[kind]}${cls}${mark}" data-t="${side}${line}"><span class="wbd-ln wbd-ln2">` +
-      `<span class="wbd-n">${part === 2 ? "" : i + 1}</span><span class="wbd-n">${part === 1 ? "" : j + 1}</span>` +
-      `<span class="wbd-sign">${sign}</span></span><span class="wbd-code">${code}</span></div>`;
+    const [cls, sign] = part === 1 ? [' u-minus', '-'] : part === 2 ? [' u-plus', '+'] : ['', ' '];
+    const mark = (part !== 2 && picked[0].has(i)) || (part !== 1 && picked[1].has(j)) ? ' wbd-mark' : '';
+    return (
+      `<div class="wbd-row k-${KINDS[kind]}${cls}${mark}" data-t="${side}${line}"><span class="wbd-ln wbd-ln2">` +
+      `<span class="wbd-n">${part === 2 ? '' : i + 1}</span><span class="wbd-n">${part === 1 ? '' : j + 1}</span>` +
+      `<span class="wbd-sign">${sign}</span></span><span class="wbd-code">${code}</span></div>`
+    );
   }
 
   function paint() {
@@ -436,33 +454,38 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
     const first = Math.max(0, inView - OVERSCAN);
     const last = Math.min(n, inViewEnd + OVERSCAN);
     painted = [first, last];
-    const html = ["", "", ""];
+    const html = ['', '', ''];
     for (let d = first; d < last; d++) {
-      const v = disp[2 * d], part = disp[2 * d + 1], k = vis[v];
+      const v = disp[2 * d],
+        part = disp[2 * d + 1],
+        k = vis[v];
       if (k < 0) {
         const f = `<div class="wbd-row wbd-folded" data-v="${v}">&hellip; ${-k} unchanged lines &hellip;</div>`;
         for (const s of shownPanes()) html[s] += f;
         continue;
       }
-      const i = rows[3 * k], j = rows[3 * k + 1], kind = rows[3 * k + 2];
-      let mb = null, ma = null;
+      const i = rows[3 * k],
+        j = rows[3 * k + 1],
+        kind = rows[3 * k + 2];
+      let mb = null,
+        ma = null;
       if (kind === 1) {
-        const [from, toB, toA] = changedRange(tokens("b", i), tokens("a", j));
+        const [from, toB, toA] = changedRange(tokens('b', i), tokens('a', j));
         mb = [from, toB];
         ma = [from, toA];
       }
       if (unified) html[2] += unifiedRowHtml(i, j, kind, part, part === 1 ? mb : ma);
       else {
-        html[0] += rowHtml("b", i, kind, mb);
-        html[1] += rowHtml("a", j, kind, ma);
+        html[0] += rowHtml('b', i, kind, mb);
+        html[1] += rowHtml('a', j, kind, ma);
       }
     }
     const width = charW ? Math.ceil(maxChars * charW) + (unified ? gutterU : gutter) + 24 : 0;
     for (const s of shownPanes()) {
-      blocks[s].style.top = first * ROW_H + "px";
-      blocks[s].style.minWidth = width ? width + "px" : "";
+      blocks[s].style.top = first * ROW_H + 'px';
+      blocks[s].style.minWidth = width ? width + 'px' : '';
       blocks[s].innerHTML = html[s];
-      sizers[s].style.width = width ? width + "px" : "";
+      sizers[s].style.width = width ? width + 'px' : '';
     }
     followTip();
     if (loadStarted) {
@@ -483,7 +506,7 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
     const dpr = window.devicePixelRatio || 1;
     ruler.width = 10 * dpr;
     ruler.height = h * dpr;
-    const ctx = ruler.getContext("2d");
+    const ctx = ruler.getContext('2d');
     ctx.clearRect(0, 0, ruler.width, ruler.height);
     const n = count();
     if (!n) return;
@@ -508,63 +531,69 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
     return Math.floor(top / ROW_H) + 3;
   }
 
-  let posText = "";
+  let posText = '';
   function updatePos(top) {
     const cur = current(top);
-    let lo = 0, hi = starts.length; // how many changes start at or above `cur`
+    let lo = 0,
+      hi = starts.length; // how many changes start at or above `cur`
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
       if (starts[mid] <= cur) lo = mid + 1;
       else hi = mid;
     }
-    const text = starts.length ? `change ${Math.max(lo, 1)} of ${starts.length}` : "";
-    if (text !== posText) $(".wbd-pos").textContent = posText = text;
+    const text = starts.length ? `change ${Math.max(lo, 1)} of ${starts.length}` : '';
+    if (text !== posText) $('.wbd-pos').textContent = posText = text;
   }
 
   function next(dir) {
     if (!starts.length) return;
     const cur = current();
     let target;
-    if (dir > 0) target = starts.find((s) => s > cur) ?? starts[0];
-    else target = [...starts].reverse().find((s) => s < cur) ?? starts[starts.length - 1];
+    if (dir > 0) target = starts.find(s => s > cur) ?? starts[0];
+    else target = [...starts].reverse().find(s => s < cur) ?? starts[starts.length - 1];
     scrollToRow(target);
   }
 
   // Scrolling one side scrolls the other to the same place.
   panes.forEach((p, s) => {
     const other = s < 2 ? panes[1 - s] : null;
-    p.addEventListener("scroll", () => {
-      followTip();
-      if (other && other.scrollTop !== p.scrollTop) other.scrollTop = p.scrollTop;
-      if (other && other.scrollLeft !== p.scrollLeft) other.scrollLeft = p.scrollLeft;
-      schedule();
-    }, { passive: true });
+    p.addEventListener(
+      'scroll',
+      () => {
+        followTip();
+        if (other && other.scrollTop !== p.scrollTop) other.scrollTop = p.scrollTop;
+        if (other && other.scrollLeft !== p.scrollLeft) other.scrollLeft = p.scrollLeft;
+        schedule();
+      },
+      { passive: true }
+    );
   });
-  $(".wbd-next").addEventListener("click", () => next(1));
-  $(".wbd-prev").addEventListener("click", () => next(-1));
-  fold.addEventListener("change", () => relayout(true));
-  modeSelect.addEventListener("change", () => {
+  $('.wbd-next').addEventListener('click', () => next(1));
+  $('.wbd-prev').addEventListener('click', () => next(-1));
+  fold.addEventListener('change', () => relayout(true));
+  modeSelect.addEventListener('change', () => {
     mode = modeSelect.value;
     onMode?.(mode);
     applyMode();
   });
-  el.addEventListener("keydown", (e) => {
-    if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT") return;
-    if (e.key === "n" || e.key === "p") {
-      next(e.key === "n" ? 1 : -1);
+  el.addEventListener('keydown', e => {
+    if (e.target.tagName === 'INPUT' || e.target.tagName === 'SELECT') return;
+    if (e.key === 'n' || e.key === 'p') {
+      next(e.key === 'n' ? 1 : -1);
       e.preventDefault();
       e.stopPropagation();
     }
   });
-  ruler.addEventListener("click", (e) => {
+  ruler.addEventListener('click', e => {
     const r = ruler.getBoundingClientRect();
     scrollToRow(Math.floor(((e.clientY - r.top) / r.height) * count()));
   });
-  body.addEventListener("click", (e) => {
-    const f = e.target.closest(".wbd-folded");
-    const row = onOp && !f && e.target.closest(".wbd-row[data-t]");
-    if (row && !String(window.getSelection?.() ?? "")) { // a drag that selects text is no click on an op
-      onOp(row.dataset.t[0] === "b" ? "before" : "after", Number(row.dataset.t.slice(1)));
+  body.addEventListener('click', e => {
+    const f = e.target.closest('.wbd-folded');
+    const row = onOp && !f && e.target.closest('.wbd-row[data-t]');
+    if (row && !String(window.getSelection?.() ?? '')) {
+      // a drag that selects text is no click on an op
+      onOp(row.dataset.t[0] === 'b' ? 'before' : 'after', Number(row.dataset.t.slice(1)));
     }
     if (!f) return;
     const v = Number(f.dataset.v);
@@ -574,27 +603,30 @@ export function render(el, { height = 420, onOp = null, mode = "auto", onMode = 
     scrollToRow(displayIndex(start)); // unfolded, vis[k] is row k
   });
   // A value's name shows its sharding (load's tips) while hovered.
-  body.addEventListener("mouseover", (e) => {
-    const token = (tips[0] || tips[1]) && e.target.closest(".h-ssa");
-    const row = token && token.closest(".wbd-row[data-t]");
+  body.addEventListener('mouseover', e => {
+    const token = (tips[0] || tips[1]) && e.target.closest('.h-ssa');
+    const row = token && token.closest('.wbd-row[data-t]');
     const text = row && tipFor(row.dataset.t[0], Number(row.dataset.t.slice(1)), token.textContent);
     if (text) showTip(token, text);
   });
-  body.addEventListener("mouseout", (e) => {
-    if (e.target.closest(".h-ssa")) hideTip();
+  body.addEventListener('mouseout', e => {
+    if (e.target.closest('.h-ssa')) hideTip();
   });
   // A line wider than its pane shows whole in the row's title (set on the first hover).
-  body.addEventListener("mouseover", (e) => {
-    const row = e.target.closest(".wbd-row[data-t]");
+  body.addEventListener('mouseover', e => {
+    const row = e.target.closest('.wbd-row[data-t]');
     if (!row || row.dataset.titled) return;
-    row.dataset.titled = "1";
-    const text = (row.dataset.t[0] === "b" ? B : A)[Number(row.dataset.t.slice(1))] ?? "";
-    const room = charW ? (row.closest(".wbd-pane").clientWidth - (unified ? gutterU : gutter)) / charW : 0;
+    row.dataset.titled = '1';
+    const text = (row.dataset.t[0] === 'b' ? B : A)[Number(row.dataset.t.slice(1))] ?? '';
+    const room = charW ? (row.closest('.wbd-pane').clientWidth - (unified ? gutterU : gutter)) / charW : 0;
     if (text.length <= room) return;
-    row.title = text.length > TITLE_CHARS ? text.slice(0, TITLE_CHARS) + ` … (${text.length - TITLE_CHARS} more characters)` : text;
+    row.title =
+      text.length > TITLE_CHARS
+        ? text.slice(0, TITLE_CHARS) + ` … (${text.length - TITLE_CHARS} more characters)`
+        : text;
   });
 
-  body.style.height = height + "px";
+  body.style.height = height + 'px';
   const resize = new ResizeObserver(() => {
     measure();
     applyMode();

@@ -41,7 +41,8 @@ describe('Explore this cell', () => {
   it('keeps the options of a %%hlo or %%mlir cell', () => {
     const hlo = exploreCode('%%hlo -p none -o ex\n' + CELL);
     expect(calls(hlo).find(c => c[0] === 'run_cell_magic')![1]).toEqual(['hlo', '-p none -o ex', CELL]);
-    const text = 'module {\n  func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n    return %arg0 : tensor<4xf32>\n  }\n}\n';
+    const text =
+      'module {\n  func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n    return %arg0 : tensor<4xf32>\n  }\n}\n';
     const mlir = exploreCode('%%mlir -p canonicalize\n' + text);
     expect(calls(mlir).find(c => c[0] === 'run_cell_magic')![1]).toEqual(['mlir', '-p canonicalize', text]);
   });

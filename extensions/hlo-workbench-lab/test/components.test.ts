@@ -67,9 +67,14 @@ describe('a diff entry of the model', () => {
 
   it('gives its rows, or its note, or why its runs do not fit', () => {
     const d = { left: 'a', right: 'b', before: 'x\ny\nz', after: 'x\nw', runs: '=1~1-1' };
-    expect(triples(entryRows(d))).toEqual([[0, 0, 'equal'], [1, 1, 'changed'], [2, -1, 'deleted']]);
-    expect(entryRows({ left: 'a', right: 'b', note: 'a stage shown has no text to compare' }))
-      .toBe('a stage shown has no text to compare');
+    expect(triples(entryRows(d))).toEqual([
+      [0, 0, 'equal'],
+      [1, 1, 'changed'],
+      [2, -1, 'deleted']
+    ]);
+    expect(entryRows({ left: 'a', right: 'b', note: 'a stage shown has no text to compare' })).toBe(
+      'a stage shown has no text to compare'
+    );
     expect(entryRows({ ...d, runs: '=1~1' })).toMatch(/do not cover the texts' 3 and 2 lines/);
   });
 });
@@ -108,21 +113,42 @@ describe('numbers in words', () => {
 
 describe('the cost table of a few stages', () => {
   it('is drawn one row per measure, one column per stage, measures without a value left out', () => {
-    const t = transposed({ columns: ['stage', 'group', 'flops', 'xla_flops'],
-      rows: [['inline#1', 'mlir', 46, null], ['canonicalize#1', 'mlir', 40, null]] });
-    expect(t).toEqual({ columns: ['measure', 'inline#1', 'canonicalize#1'],
-      rows: [['group', 'mlir', 'mlir'], ['flops', 46, 40]] });
+    const t = transposed({
+      columns: ['stage', 'group', 'flops', 'xla_flops'],
+      rows: [
+        ['inline#1', 'mlir', 46, null],
+        ['canonicalize#1', 'mlir', 40, null]
+      ]
+    });
+    expect(t).toEqual({
+      columns: ['measure', 'inline#1', 'canonicalize#1'],
+      rows: [
+        ['group', 'mlir', 'mlir'],
+        ['flops', 46, 40]
+      ]
+    });
   });
 });
 
 describe('a check in one line', () => {
   const leaf = { shape: [8], dtype: 'float32', max_rel: 0.9, tolerance: 7e-6, rule: 'float64', computed: 'float32' };
-  const check: ICheck = { passed: false, reference: 'f in float64', kind: 'float64', source: 'traced', note: '',
-    max_abs: 4.449663834399017, max_rel: 0.9,
-    leaves: [{ ...leaf, path: "['a']", max_abs: 4.45, passed: false }, { ...leaf, path: "['b']", max_abs: 1e-7, passed: true }] };
+  const check: ICheck = {
+    passed: false,
+    reference: 'f in float64',
+    kind: 'float64',
+    source: 'traced',
+    note: '',
+    max_abs: 4.449663834399017,
+    max_rel: 0.9,
+    leaves: [
+      { ...leaf, path: "['a']", max_abs: 4.45, passed: false },
+      { ...leaf, path: "['b']", max_abs: 1e-7, passed: true }
+    ]
+  };
   it('says the verdict, the reference, the errors and how many leaves failed', () => {
     expect(checkWords(check)).toBe('FAILED vs f in float64: max |error| 4.45, max relative 0.9 (1 of 2 leaves failed)');
-    expect(checkWords({ ...check, passed: true, leaves: [check.leaves[1]] }))
-      .toBe('passed vs f in float64: max |error| 4.45, max relative 0.9 (1 leaf, all within tolerance)');
+    expect(checkWords({ ...check, passed: true, leaves: [check.leaves[1]] })).toBe(
+      'passed vs f in float64: max |error| 4.45, max relative 0.9 (1 leaf, all within tolerance)'
+    );
   });
 });

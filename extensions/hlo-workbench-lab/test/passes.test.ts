@@ -4,7 +4,12 @@ import { describe, expect, it } from 'vitest';
 
 import { groupClick, type Toggle } from '../src/components/passes';
 
-const ITEMS: Toggle[] = [['a', 'g', true], ['b', 'g', false], ['c', 'g', true], ['x', 'h', true]];
+const ITEMS: Toggle[] = [
+  ['a', 'g', true],
+  ['b', 'g', false],
+  ['c', 'g', true],
+  ['x', 'h', true]
+];
 
 describe('groupClick', () => {
   it('switches a group with every switch off on, and a mixed or full one off', () => {

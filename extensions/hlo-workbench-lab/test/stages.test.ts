@@ -6,7 +6,16 @@ import { kept } from '../src/components/stages';
 import type { IStage } from '../src/components';
 
 const stage = (name: string, changed: boolean, error = ''): IStage => ({
-  stage: name, group: 'mlir', changed, lines: 3, ms: 1, cached: false, error, produced_by: name, parent: null, edit: ''
+  stage: name,
+  group: 'mlir',
+  changed,
+  lines: 3,
+  ms: 1,
+  cached: false,
+  error,
+  produced_by: name,
+  parent: null,
+  edit: ''
 });
 
 describe('kept', () => {

@@ -82,7 +82,13 @@ describe('the tokenizer on real texts', () => {
     const line = lineOf(STABLEHLO, /stablehlo\.dot_general/);
     expect(classed('// ' + line.trim())).toEqual(['com:// ' + line.trim()]);
     expect(classed(line + ' // was: stablehlo.transpose').at(-1)).toBe('com:// was: stablehlo.transpose');
-    expect(classed('#loc = loc("http://x.py":3:4)')).toEqual(['loc:#loc', 'loc:loc', 'str:"http://x.py"', 'num:3', 'num:4']);
+    expect(classed('#loc = loc("http://x.py":3:4)')).toEqual([
+      'loc:#loc',
+      'loc:loc',
+      'str:"http://x.py"',
+      'num:3',
+      'num:4'
+    ]);
   });
 
   it('Enzyme-JaX stage: every op of every line is an op token', () => {

@@ -10,7 +10,15 @@ import type { IMounted, ITable } from './model';
 import { register, type IWidgetHost } from './widget';
 
 /** A line of the per-stage table: stages `first` .. `last` alike; `b`: stage B's line. */
-type Line = { first: string; last: string; stages: number; collectives: number | null; bytes: string; kinds: string; b: boolean };
+type Line = {
+  first: string;
+  last: string;
+  stages: number;
+  collectives: number | null;
+  bytes: string;
+  kinds: string;
+  b: boolean;
+};
 
 /** What Python sends (tab_data): notes; B's caption and table; the per-stage table; "busy" while it reads. */
 export interface ICollectives {
@@ -29,7 +37,7 @@ function stageB(d: ICollectives, host: IWidgetHost): HTMLElement[] {
   const out: HTMLElement[] = [h('div', 'hwbv-caption', here.caption)];
   if (!here.table) return out;
   const { columns, rows } = here.table;
-  const [kind, result, func] = ['kind', 'result', 'func'].map((c) => columns.indexOf(c));
+  const [kind, result, func] = ['kind', 'result', 'func'].map(c => columns.indexOf(c));
   const wrap = table('hwbv-coll-table', columns, rows);
   wrap.querySelectorAll('tbody tr').forEach((tr, k) => {
     const [op, stage] = [String(rows[k][result] ?? ''), d.stage ?? ''];
@@ -44,13 +52,19 @@ function stageB(d: ICollectives, host: IWidgetHost): HTMLElement[] {
 
 /** The per-stage table: a run of stages alike is one line; a stage's name is a button that makes it B. */
 function perStage(s: NonNullable<ICollectives['summary']>, host: IWidgetHost): HTMLElement[] {
-  const rows = s.lines.map((l) => ['', l.collectives, l.bytes, l.kinds]);
+  const rows = s.lines.map(l => ['', l.collectives, l.bytes, l.kinds]);
   const wrap = table('hwbv-coll-stages', ['stage', 'collectives', 'bytes per device', 'kinds'], rows);
   wrap.querySelectorAll('tbody tr').forEach((tr, k) => {
     const l = s.lines[k];
     const row = tr as HTMLTableRowElement;
-    Object.assign(row.dataset, { hwb: 'collective-stage', first: l.first, last: l.last, stages: String(l.stages),
-      collectives: l.collectives === null ? '' : String(l.collectives), b: String(l.b) });
+    Object.assign(row.dataset, {
+      hwb: 'collective-stage',
+      first: l.first,
+      last: l.last,
+      stages: String(l.stages),
+      collectives: l.collectives === null ? '' : String(l.collectives),
+      b: String(l.b)
+    });
     if (l.b) row.classList.add('hwbv-coll-b');
     const pick = (name: string) => button('hwbv-link', name, () => host.act('stage', { stage: name }), 'make it B');
     row.cells[0].classList.add('hwbv-wrap');
@@ -62,7 +76,7 @@ function perStage(s: NonNullable<ICollectives['summary']>, host: IWidgetHost): H
 
 function draw(root: HTMLElement, d: ICollectives, host: IWidgetHost): void {
   root.dataset.state = d.state;
-  const parts: HTMLElement[] = (d.notes ?? []).map((t) => note(t));
+  const parts: HTMLElement[] = (d.notes ?? []).map(t => note(t));
   if (d.busy) parts.push(note(d.busy));
   if (d.error) parts.push(h('div', 'hwbv-error', d.error));
   if (d.here) parts.push(...stageB(d, host));
@@ -76,7 +90,7 @@ register('collectives', (el, data: ICollectives, host): IMounted => {
   el.append(root);
   draw(root, data, host);
   return {
-    update: (next) => draw(root, next as unknown as ICollectives, host),
+    update: next => draw(root, next as unknown as ICollectives, host),
     dispose: () => root.remove()
   };
 });

@@ -67,14 +67,20 @@ function measure(v: [MaybeNumber, MaybeNumber, MaybeNumber] | undefined): string
   const [a, b, d] = v;
   if (a === null && b === null) return '';
   const delta = d === null || d === 0 ? '' : ` (${d > 0 ? '+' : ''}${formatNumber(d)})`;
-  return a === b ? formatNumber(a) : `${a === null ? '-' : formatNumber(a)} \u2192 ${b === null ? '-' : formatNumber(b)}${delta}`;
+  return a === b
+    ? formatNumber(a)
+    : `${a === null ? '-' : formatNumber(a)} \u2192 ${b === null ? '-' : formatNumber(b)}${delta}`;
 }
 
 function differences(m: IComparisonModel): HTMLElement {
   const { node, body } = section('made-by', 'What made them', m.versions.length + m.settings.length);
   if (!m.versions.length) body.append(note('versions: the same in both'));
   else {
-    const t = table('hwbc-versions', ['version', 'A', 'B'], m.versions.map((v) => [v.name, v.a ?? 'none', v.b ?? 'none']));
+    const t = table(
+      'hwbc-versions',
+      ['version', 'A', 'B'],
+      m.versions.map(v => [v.name, v.a ?? 'none', v.b ?? 'none'])
+    );
     t.querySelectorAll('tbody tr').forEach((tr, k) => {
       (tr as HTMLElement).dataset.hwb = 'version';
       (tr as HTMLElement).dataset.name = m.versions[k].name;
@@ -88,23 +94,26 @@ function differences(m: IComparisonModel): HTMLElement {
     line.dataset.name = s;
     body.append(line);
   }
-  if (!m.same_input) body.append(h('div', 'hwbv-warn', 'the input modules differ (the program as lowered is not the same)'));
+  if (!m.same_input)
+    body.append(h('div', 'hwbv-warn', 'the input modules differ (the program as lowered is not the same)'));
   return node;
 }
 
 function finalMeasures(m: IComparisonModel): HTMLElement | null {
   if (!m.final.length && !m.times) return null;
   const { node, body } = section('final', 'The final modules, measured');
-  const rows: unknown[][] = m.final.filter((f) => f.a !== null || f.b !== null)
-    .map((f) => [f.measure, f.a, f.b, f.growth]);
+  const rows: unknown[][] = m.final.filter(f => f.a !== null || f.b !== null).map(f => [f.measure, f.a, f.b, f.growth]);
   if (m.times) rows.push(['run time, median (ms)', m.times.a_ms, m.times.b_ms, '']);
   body.append(table('hwbc-final', ['measure', 'A', 'B', 'change'], rows));
   return node;
 }
 
 /** Draws comparison `model` into `el` (appended); `host` answers a stage's diff across the files. */
-export function mountComparison(el: HTMLElement, model: IComparisonModel, host: IComparisonHost = {}):
-  { dispose(): void } {
+export function mountComparison(
+  el: HTMLElement,
+  model: IComparisonModel,
+  host: IComparisonHost = {}
+): { dispose(): void } {
   const m = model;
   const root = h('div', 'hwbv hwbc');
   root.dataset.hwbComparison = '';
@@ -120,8 +129,13 @@ export function mountComparison(el: HTMLElement, model: IComparisonModel, host: 
     line.append(h('span', 'hwbv-label', k ? 'B' : 'A'), h('code', 'hwbv-wrap', p || m.labels[k]));
     head.append(line);
   });
-  const first = h('div', 'hwbc-first', m.first_difference
-    ? `first difference: ${m.first_difference.words}` : 'first difference: none (the same modules throughout)');
+  const first = h(
+    'div',
+    'hwbc-first',
+    m.first_difference
+      ? `first difference: ${m.first_difference.words}`
+      : 'first difference: none (the same modules throughout)'
+  );
   first.dataset.hwb = 'first-difference';
   first.dataset.stage = m.first_difference?.stage ?? '';
   head.append(first);
@@ -129,8 +143,10 @@ export function mountComparison(el: HTMLElement, model: IComparisonModel, host: 
 
   // a stage's diff across the files, asked of the host
   const stageDiff = section('stage-diff', 'A stage of A against the same stage of B');
-  const across: IDiffView = diffView({ diff: { left: '', right: '', note: 'pick "diff" on a stage that differs' },
-    ops_delta: [], texts: {} }, host.across ? { diff: host.across } : undefined);
+  const across: IDiffView = diffView(
+    { diff: { left: '', right: '', note: 'pick "diff" on a stage that differs' }, ops_delta: [], texts: {} },
+    host.across ? { diff: host.across } : undefined
+  );
   disposers.push(() => across.dispose());
   stageDiff.body.append(across.node);
   const showAcross = (stage: string) => {
@@ -156,8 +172,10 @@ export function mountComparison(el: HTMLElement, model: IComparisonModel, host: 
     if (r.stage === m.first_difference?.stage) tr.classList.add('hwbc-first');
     const name = h('td', 'hwbc-stage', r.stage);
     if (!r.same && r.side === 'both' && host.across) {
-      name.append(' ', button('hwbv-pick hwbc-diff', 'diff', () => showAcross(r.stage),
-        `A's ${r.stage} \u2192 B's ${r.stage}`));
+      name.append(
+        ' ',
+        button('hwbv-pick hwbc-diff', 'diff', () => showAcross(r.stage), `A's ${r.stage} \u2192 B's ${r.stage}`)
+      );
     }
     tr.append(name, h('td', '', r.group), h('td', '', MATCH[r.side] || (r.same ? 'same' : 'differs')));
     for (const c of m.columns) {

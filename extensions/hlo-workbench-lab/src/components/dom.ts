@@ -23,8 +23,12 @@ export function button(cls: string, text: string, onClick: () => void, title = '
 
 /** A section: its heading (with `count` where given) over its body, open unless `closed`. `hwb`: the section's
  * data-hwb name, by which hosts and tests find it. */
-export function section(hwb: string, heading: string, count?: number, closed = false):
-  { node: HTMLDetailsElement; body: HTMLElement } {
+export function section(
+  hwb: string,
+  heading: string,
+  count?: number,
+  closed = false
+): { node: HTMLDetailsElement; body: HTMLElement } {
   const node = h('details', 'hwbv-section');
   node.dataset.hwb = hwb;
   node.open = !closed;
@@ -46,8 +50,11 @@ export function table(cls: string, columns: readonly string[], rows: readonly (r
     const tr = body.insertRow();
     for (const v of row) {
       const text = formatNumber(v);
-      const td = h('td', typeof v === 'number' ? 'hwbv-num' : text.length > 40 ? 'hwbv-wrap hwbv-long' : '',
-        clip(text, CELL_CHARS));
+      const td = h(
+        'td',
+        typeof v === 'number' ? 'hwbv-num' : text.length > 40 ? 'hwbv-wrap hwbv-long' : '',
+        clip(text, CELL_CHARS)
+      );
       if (text.length > CELL_CHARS) td.title = clip(text, 4000);
       tr.append(td);
     }

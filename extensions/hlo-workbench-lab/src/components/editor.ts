@@ -9,8 +9,16 @@
 // [data-hwb="edit-line"]; the editor's root is .hwb-panel-editor.
 import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
 import { EditorState, StateEffect, StateField } from '@codemirror/state';
-import { Decoration, type DecorationSet, drawSelection, EditorView, highlightActiveLine, highlightActiveLineGutter, keymap,
-  lineNumbers } from '@codemirror/view';
+import {
+  Decoration,
+  type DecorationSet,
+  drawSelection,
+  EditorView,
+  highlightActiveLine,
+  highlightActiveLineGutter,
+  keymap,
+  lineNumbers
+} from '@codemirror/view';
 
 import { button, h } from './dom';
 import { mlir } from './language';
@@ -18,27 +26,47 @@ import type { IMounted } from './model';
 import { register, type IWidgetHost } from './widget';
 
 // quoted: "line N: <its text>" with a caret line under it, or "" where the message quotes that line
-export interface IEditError { message: string; line: number | null; column: number | null; quoted: string }
-export interface IEditor { open?: number; stage?: string; text?: string; error?: IEditError | null }
+export interface IEditError {
+  message: string;
+  line: number | null;
+  column: number | null;
+  quoted: string;
+}
+export interface IEditor {
+  open?: number;
+  stage?: string;
+  text?: string;
+  error?: IEditError | null;
+}
 
 const TYPED_MS = 400; // the text goes to Python when the user pauses this long
 
 /** JupyterLab's editor look (its --jp-* variables) where JupyterLab hosts the panel, plain colours elsewhere. */
 const jupyterLook = EditorView.theme({
-  '&': { border: '1px solid var(--jp-border-color1, #ccc)', color: 'var(--jp-content-font-color1, #222)',
-    background: 'var(--jp-cell-editor-background, var(--jp-layout-color0, #fff))', fontSize: 'var(--jp-code-font-size, 12px)' },
+  '&': {
+    border: '1px solid var(--jp-border-color1, #ccc)',
+    color: 'var(--jp-content-font-color1, #222)',
+    background: 'var(--jp-cell-editor-background, var(--jp-layout-color0, #fff))',
+    fontSize: 'var(--jp-code-font-size, 12px)'
+  },
   '&.cm-focused': { outline: '1px solid var(--jp-brand-color1, #1976d2)' },
-  '.cm-scroller': { fontFamily: 'var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", monospace)',
-    lineHeight: 'var(--jp-code-line-height, 1.4)' },
+  '.cm-scroller': {
+    fontFamily: 'var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", monospace)',
+    lineHeight: 'var(--jp-code-line-height, 1.4)'
+  },
   '.cm-content': { caretColor: 'var(--jp-editor-cursor-color, #000)' },
   '.cm-cursor, .cm-dropCursor': { borderLeftColor: 'var(--jp-editor-cursor-color, #000)' },
-  '.cm-gutters': { background: 'var(--jp-cell-editor-background, var(--jp-layout-color2, #f5f5f5))',
-    color: 'var(--jp-ui-font-color2, #888)', borderRight: '1px solid var(--jp-border-color2, #ddd)' },
+  '.cm-gutters': {
+    background: 'var(--jp-cell-editor-background, var(--jp-layout-color2, #f5f5f5))',
+    color: 'var(--jp-ui-font-color2, #888)',
+    borderRight: '1px solid var(--jp-border-color2, #ddd)'
+  },
   '.cm-activeLine': { background: 'var(--jp-cell-editor-active-background, rgba(0, 0, 0, 0.04))' },
   '.cm-activeLineGutter': { background: 'var(--jp-layout-color3, rgba(0, 0, 0, 0.06))' },
   '.cm-selectionBackground': { background: 'var(--jp-editor-selected-background, #d9d9d9)' },
-  '&.cm-focused > .cm-scroller > .cm-selectionLayer .cm-selectionBackground':
-    { background: 'var(--jp-editor-selected-focused-background, #b5d5ff)' },
+  '&.cm-focused > .cm-scroller > .cm-selectionLayer .cm-selectionBackground': {
+    background: 'var(--jp-editor-selected-focused-background, #b5d5ff)'
+  },
   '.hwb-diagnostic-line': { background: 'rgba(220, 0, 0, 0.15)' }
 });
 
@@ -50,13 +78,15 @@ const marked = StateField.define<DecorationSet>({
     for (const e of tr.effects) {
       if (e.is(markLine)) {
         const n = e.value;
-        deco = n === null || n < 1 || n > tr.state.doc.lines ? Decoration.none
-          : Decoration.set([Decoration.line({ class: 'hwb-diagnostic-line' }).range(tr.state.doc.line(n).from)]);
+        deco =
+          n === null || n < 1 || n > tr.state.doc.lines
+            ? Decoration.none
+            : Decoration.set([Decoration.line({ class: 'hwb-diagnostic-line' }).range(tr.state.doc.line(n).from)]);
       }
     }
     return deco.map(tr.changes);
   },
-  provide: (f) => EditorView.decorations.from(f)
+  provide: f => EditorView.decorations.from(f)
 });
 
 /** Line `n` of `view` marked and scrolled to the middle of the editor's own box (the page does not move). */
@@ -65,7 +95,7 @@ export function showLine(view: EditorView, n: number | null): void {
   if (n === null || n < 1 || n > view.state.doc.lines) return;
   const pos = view.state.doc.line(n).from;
   view.requestMeasure({
-    read: (v) => v.lineBlockAt(pos),
+    read: v => v.lineBlockAt(pos),
     write: (block, v) => {
       v.scrollDOM.scrollTop = Math.max(0, block.top + block.height / 2 - v.scrollDOM.clientHeight / 2);
     }
@@ -86,9 +116,15 @@ function editor(el: HTMLElement, first: IEditor, host: IWidgetHost): IMounted {
     host.act(action, { open: d.open ?? 0, ...(withText && view ? { text: view.state.doc.toString() } : {}) });
   };
   const buttons = h('div', 'hwbv-editor-buttons');
-  buttons.append(button('hwbv-editor-apply', 'Apply', () => send('apply', true),
-    'replace the stage by this text and run the pipeline on from it (ex.with_text)'),
-  button('hwbv-editor-cancel', 'Cancel', () => send('cancel', false), 'close the editor; the exploration stays'));
+  buttons.append(
+    button(
+      'hwbv-editor-apply',
+      'Apply',
+      () => send('apply', true),
+      'replace the stage by this text and run the pipeline on from it (ex.with_text)'
+    ),
+    button('hwbv-editor-cancel', 'Cancel', () => send('cancel', false), 'close the editor; the exploration stays')
+  );
   root.append(head, error, box, buttons);
   el.append(root);
 
@@ -98,11 +134,18 @@ function editor(el: HTMLElement, first: IEditor, host: IWidgetHost): IMounted {
       state: EditorState.create({
         doc: text,
         extensions: [
-          lineNumbers(), highlightActiveLineGutter(), history(), drawSelection(), highlightActiveLine(),
-          keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]), mlir(), marked, jupyterLook,
+          lineNumbers(),
+          highlightActiveLineGutter(),
+          history(),
+          drawSelection(),
+          highlightActiveLine(),
+          keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
+          mlir(),
+          marked,
+          jupyterLook,
           EditorView.editorAttributes.of({ class: 'hwb-panel-editor' }),
           EditorView.contentAttributes.of({ 'aria-label': 'the module of the stage being edited' }),
-          EditorView.updateListener.of((u) => {
+          EditorView.updateListener.of(u => {
             if (!u.docChanged) return;
             window.clearTimeout(typed);
             typed = window.setTimeout(() => send('text', true), TYPED_MS);
@@ -125,8 +168,10 @@ function editor(el: HTMLElement, first: IEditor, host: IWidgetHost): IMounted {
       error.replaceChildren();
       return;
     }
-    head.replaceChildren(h('b', '', `Editing ${d.stage}`),
-      ' — Apply replaces its module and runs the pipeline on from it: its later MLIR passes, then XLA.');
+    head.replaceChildren(
+      h('b', '', `Editing ${d.stage}`),
+      ' — Apply replaces its module and runs the pipeline on from it: its later MLIR passes, then XLA.'
+    );
     if (reopened || !view) {
       view?.destroy();
       view = make(d.text ?? '');

@@ -28,7 +28,9 @@ export function formatShape(shape: readonly number[]): string {
 
 /** `text` cut to `limit` characters, saying how much was left out (a pass string can be 12,000). */
 export function clip(text: string, limit: number): string {
-  return text.length <= limit ? text : `${text.slice(0, limit)}\u2026 (${(text.length - limit).toLocaleString('en-US')} more characters)`;
+  return text.length <= limit
+    ? text
+    : `${text.slice(0, limit)}\u2026 (${(text.length - limit).toLocaleString('en-US')} more characters)`;
 }
 
 /** The first line of `text`, clipped. */

@@ -23,8 +23,11 @@ export function header(m: IViewModel): HTMLElement {
   const head = h('div', 'hwbv-header');
   head.dataset.hwb = 'header';
   const top = h('div', 'hwbv-titleline');
-  top.append(h('span', 'hwbv-title', m.title), h('span', 'hwbv-device', m.device),
-    h('span', 'hwbv-muted', `${m.stages.length.toLocaleString('en-US')} stages`));
+  top.append(
+    h('span', 'hwbv-title', m.title),
+    h('span', 'hwbv-device', m.device),
+    h('span', 'hwbv-muted', `${m.stages.length.toLocaleString('en-US')} stages`)
+  );
   const source = SOURCES[m.source] ?? m.source;
   if (source) top.append(h('span', 'hwbv-muted hwbv-source', source));
   head.append(top);
@@ -45,22 +48,31 @@ export function header(m: IViewModel): HTMLElement {
   if (!toggles.childElementCount) toggles.append(h('span', 'hwbv-muted', 'no pattern or XLA pass switched'));
   head.append(toggles);
 
-  if (!m.complete && m.source !== 'panel') { // the live panel's stage list and status line say it
+  if (!m.complete && m.source !== 'panel') {
+    // the live panel's stage list and status line say it
     head.append(h('div', 'hwbv-warn', 'XLA was still compiling: its stages are not listed'));
   }
   if (m.error) {
     const e = h('div', 'hwbv-error');
     e.dataset.hwb = 'error';
     e.dataset.stage = m.error.stage;
-    e.append(h('div', '', `${m.error.stage} failed (the stages before it are usable)`), h('pre', 'hwbv-pre', m.error.message));
+    e.append(
+      h('div', '', `${m.error.stage} failed (the stages before it are usable)`),
+      h('pre', 'hwbv-pre', m.error.message)
+    );
     if (m.error.full) {
       const full = h('details', 'hwbv-error-full');
-      full.append(h('summary', '', 'the whole diagnostic, every frame (.error.full)'), h('pre', 'hwbv-pre', m.error.full));
+      full.append(
+        h('summary', '', 'the whole diagnostic, every frame (.error.full)'),
+        h('pre', 'hwbv-pre', m.error.full)
+      );
       e.append(full);
     }
     head.append(e);
   }
-  const versions = Object.entries(m.versions).map(([k, v]) => `${k} ${v}`).join(' \u00b7 ');
+  const versions = Object.entries(m.versions)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(' \u00b7 ');
   if (versions) head.append(h('div', 'hwbv-versions', versions));
   return head;
 }

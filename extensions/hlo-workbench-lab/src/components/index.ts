@@ -83,7 +83,9 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options:
 
   function draw(): void {
     const open = new Map<string, boolean>();
-    root.querySelectorAll<HTMLDetailsElement>(':scope > details[data-hwb]').forEach((d) => open.set(d.dataset.hwb!, d.open));
+    root
+      .querySelectorAll<HTMLDetailsElement>(':scope > details[data-hwb]')
+      .forEach(d => open.set(d.dataset.hwb!, d.open));
     const list = root.querySelector<HTMLElement>('.hwbv-stage-scroll');
     if (list) ui.height = list.offsetHeight;
     diff?.dispose();
@@ -92,17 +94,28 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options:
     root.dataset.stages = String(m.stages.length);
     root.dataset.complete = String(m.complete);
     let stages = null as IStageList | null; // made only where it is drawn, as the diff is
-    const diffSection = (): HTMLElement => { // made only where it is drawn: it asks the host for its pair
+    const diffSection = (): HTMLElement => {
+      // made only where it is drawn: it asks the host for its pair
       diff = diffView(m, host);
       const { node, body } = section('diff-section', 'Diff');
       body.append(diff.node);
       return node;
     };
-    const all: [string, () => HTMLElement | null][] = [['header', () => header(m)],
-      ['stages', () => (stages = stageList(m, pick, () => pair, ui)).node], ['diff', diffSection], ['cost', () => costSection(m)], ['edits', () => editsSection(m)],
-      ['runs', () => runsSection(m.runs)], ['drift', () => driftSection(m.drift)], ['compile', () => compileSection(m, pick)]];
+    const all: [string, () => HTMLElement | null][] = [
+      ['header', () => header(m)],
+      ['stages', () => (stages = stageList(m, pick, () => pair, ui)).node],
+      ['diff', diffSection],
+      ['cost', () => costSection(m)],
+      ['edits', () => editsSection(m)],
+      ['runs', () => runsSection(m.runs)],
+      ['drift', () => driftSection(m.drift)],
+      ['compile', () => compileSection(m, pick)]
+    ];
     const wanted = options.sections ? new Set(options.sections) : null;
-    const parts = all.filter(([name]) => !wanted || wanted.has(name)).map(([, make]) => make()).filter((p) => p !== null);
+    const parts = all
+      .filter(([name]) => !wanted || wanted.has(name))
+      .map(([, make]) => make())
+      .filter(p => p !== null);
     for (const p of parts) {
       if (p instanceof HTMLDetailsElement && open.has(p.dataset.hwb!)) p.open = open.get(p.dataset.hwb!)!;
     }
@@ -115,7 +128,7 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options:
   draw();
   return {
     update(next: IViewModel) {
-      const names = new Set(next.stages.map((s) => s.stage));
+      const names = new Set(next.stages.map(s => s.stage));
       const moved = next.shown.left !== m.shown.left || next.shown.right !== m.shown.right;
       m = next;
       if (moved || !names.has(pair[0]) || !names.has(pair[1])) pair = [m.shown.left, m.shown.right];
@@ -161,8 +174,12 @@ register('view', (el, data, host) => {
     wait.hidden = !!d.model;
     if (view && d.model) view.update(d.model);
     else if (d.model) {
-      view = mount(el, d.model, { act: host.act, diff: (left, right) => host.ask('diff', { left, right }) },
-        { sections: d.sections ?? undefined });
+      view = mount(
+        el,
+        d.model,
+        { act: host.act, diff: (left, right) => host.ask('diff', { left, right }) },
+        { sections: d.sections ?? undefined }
+      );
     }
     fold();
   };

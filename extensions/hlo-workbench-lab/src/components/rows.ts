@@ -49,7 +49,7 @@ export function rowsOfRuns(runs: unknown, nBefore: number, nAfter: number): Int3
   const rows = new Int32Array(3 * n);
   i = j = 0;
   let k = 0;
-  for (RUN.lastIndex = 0; RUN.lastIndex < runs.length; ) {
+  for (RUN.lastIndex = 0; RUN.lastIndex < runs.length;) {
     const m = RUN.exec(runs)!;
     const [left, right, code] = TAG[m[1]];
     for (let c = Number(m[2]); c > 0; c--, k += 3) {

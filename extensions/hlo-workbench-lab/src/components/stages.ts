@@ -51,7 +51,8 @@ function rows(s: IStage, pick: Pick, current: () => [string, string]): HTMLTable
   const pickers = h('td', 'hwbv-pickers');
   pickers.append(
     button('hwbv-pick hwbv-pick-a', 'A', () => pick(s.stage, current()[1]), `${s.stage} as A, the before side`),
-    button('hwbv-pick hwbv-pick-b', 'B', () => pick(current()[0], s.stage), `${s.stage} as B, the after side`));
+    button('hwbv-pick hwbv-pick-b', 'B', () => pick(current()[0], s.stage), `${s.stage} as B, the after side`)
+  );
   const name = h('td', 'hwbv-stage-name');
   if (s.parent) {
     name.append(button('hwbv-link', s.stage, () => pick(s.parent!, s.stage), `${s.parent} \u2192 ${s.stage}`));
@@ -61,9 +62,15 @@ function rows(s: IStage, pick: Pick, current: () => [string, string]): HTMLTable
   const by = h('td', 'hwbv-by');
   by.append(h('code', 'hwbv-wrap', clip(s.produced_by, 160)));
   if (s.produced_by.length > 160) by.title = clip(s.produced_by, 4000);
-  tr.append(pickers, name, h('td', '', s.group), h('td', '', s.changed ? 'yes' : ''),
-    h('td', 'hwbv-num', formatNumber(s.lines)), h('td', 'hwbv-num', formatMs(s.ms) + (s.cached ? ' (cached)' : '')),
-    by);
+  tr.append(
+    pickers,
+    name,
+    h('td', '', s.group),
+    h('td', '', s.changed ? 'yes' : ''),
+    h('td', 'hwbv-num', formatNumber(s.lines)),
+    h('td', 'hwbv-num', formatMs(s.ms) + (s.cached ? ' (cached)' : '')),
+    by
+  );
   if (!s.error) return [tr];
   const err = h('tr', 'hwbv-stage-error');
   const td = h('td', 'hwbv-error', firstLine(s.error, 400));
@@ -73,20 +80,33 @@ function rows(s: IStage, pick: Pick, current: () => [string, string]): HTMLTable
   return [tr, err];
 }
 
-export function stageList(m: IViewModel, pick: Pick, current: () => [string, string],
-  state: IStageState = stageState()): IStageList {
+export function stageList(
+  m: IViewModel,
+  pick: Pick,
+  current: () => [string, string],
+  state: IStageState = stageState()
+): IStageList {
   const { node, body } = section('stages', 'Stages', m.stages.length);
-  const edited = m.stages.filter((s) => s.edit).length;
-  const failed = m.stages.filter((s) => s.error).length;
-  const changed = m.stages.filter((s) => s.changed).length;
+  const edited = m.stages.filter(s => s.edit).length;
+  const failed = m.stages.filter(s => s.error).length;
+  const changed = m.stages.filter(s => s.changed).length;
   const hide = h('input', 'hwbv-hide');
   hide.type = 'checkbox';
   hide.checked = state.hide;
   const label = h('label', 'hwbv-hide-label');
   label.append(hide, ' hide unchanged');
   const head = h('div', 'hwbv-stage-head');
-  head.append(label, h('span', 'hwbv-note', `${changed} changed the module` + (edited ? `, ${edited} made by a hand edit` : '') +
-    (failed ? `, ${failed} failed` : '') + ': pick A and B to compare two stages, or click a stage for it against its parent'));
+  head.append(
+    label,
+    h(
+      'span',
+      'hwbv-note',
+      `${changed} changed the module` +
+        (edited ? `, ${edited} made by a hand edit` : '') +
+        (failed ? `, ${failed} failed` : '') +
+        ': pick A and B to compare two stages, or click a stage for it against its parent'
+    )
+  );
   body.append(head);
   const wrap = h('div', 'hwbv-table-wrap hwbv-stage-scroll');
   const t = h('table', 'hwbv-table hwbv-stage-table');
