@@ -367,7 +367,8 @@ def view_text(model: dict[str, Any]) -> str:
         c = r["check"]
         verdict = "no check" if c is None else "check passed" if c["passed"] else \
             "check FAILED at " + ", ".join(leaf["path"] or "()" for leaf in c["leaves"] if not leaf["passed"])[:300]
-        lines.append(f"  run {r['stage']} on {r['device']}: {r['median_ms']} ms median, {verdict}"
+        median = "no time" if r["median_ms"] is None else f"{r['median_ms']:.4g} ms median"
+        lines.append(f"  run {r['stage']} on {r['device']}: {median}, {verdict}"
                      + (" (stale: " + r["stale"] + ")" if r["stale"] else ""))
     if model.get("drift"):
         lines.append(f"  drift: {model['drift']['summary'][:300]}")
