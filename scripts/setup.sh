@@ -63,7 +63,7 @@ built=$ext/labextension/package.json
 ext_changed=0
 if [[ ! -f $built ]] || [[ -n $(find "$ext/src" "$ext/style" "$ext/schema" "$ext/package.json" "$ext/package-lock.json" "$ext/tsconfig.json" \
     "$ext/build-labextension.mjs" "$ext/install.json" workbench/assets/diffview.js workbench/assets/diffview.css \
-    workbench/assets/widgetkit.js workbench/assets/widgetkit.css -newer "$built" -print -quit) ]]; then
+    workbench/assets/widgetkit.css -newer "$built" -print -quit) ]]; then
   echo "[setup] building the JupyterLab extension"
   # against .venv's JupyterLab (build-labextension.mjs); its progress lines are shown only if it fails
   if ! (cd "$ext" && npm run --silent build:prod) >.venv/.hlo-workbench-lab-build.log 2>&1; then
@@ -80,7 +80,7 @@ fi
 views=workbench/assets/views.js
 if [[ ! -f $views || ! -f workbench/assets/views.css || ! -f workbench/assets/editor.js ]] || [[ -n $(find "$ext/src/components" "$ext/build-views.mjs" \
     "$ext/package-lock.json" "$ext/tsconfig.json" workbench/assets/diffview.js workbench/assets/diffview.css \
-    workbench/assets/widgetkit.js workbench/assets/widgetkit.css -newer "$views" -print -quit) ]]; then
+    workbench/assets/widgetkit.css -newer "$views" -print -quit) ]]; then
   echo "[setup] building the view components ($views)"
   if ! (cd "$ext" && npm run --silent build:views) >.venv/.hlo-workbench-views-build.log 2>&1; then
     cat .venv/.hlo-workbench-views-build.log >&2
