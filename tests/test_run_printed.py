@@ -129,7 +129,7 @@ def test_the_run_tab_shows_the_printed_output_once_and_every_checked_leaf(nnx_ex
     p = Panel(nnx_ex, background=False)
     try:
         capfd.readouterr()
-        p.run(stage="stablehlo", device="cpu:0", repeat=20)
+        p.run(stage="stablehlo", device=nnx_ex.spec.device, repeat=20)
         assert p.last_error is None, p.last_error
         out = capfd.readouterr().out
         assert len(re.findall(r"nnx loss \d", out)) == 1
