@@ -202,3 +202,21 @@ def test_a_flax_stage_edited_as_shown_parses_with_its_block_argument_locations()
     assert first.text_with_locations.startswith("#loc")  # the form this test is about
     edited = ex.with_text(first.name, first.text + "\n")
     assert [e.kind for e in edited.edits] == ["text"] and not edited.error
+
+
+def test_a_hand_edited_stablehlo_run_first_is_checked_against_the_program_as_lowered():
+    """A hand edit of "stablehlo" run before the program it edits: its outputs are not the as-lowered outputs
+    (they were remembered as such, under the reference's name, in the memo every exploration of the trace
+    shares: its check's noise floor held the edit's own error and passed it; found on the TPU)."""
+    def g(x):
+        return jnp.sin(x) * 2.0
+
+    ex = wb.explore(g, jnp.linspace(0.1, 1.0, 64), pipeline="none")
+    st = ex.stage("stablehlo")
+    text = st.text_with_locations or st.text
+    assert text.count("2.000000e+00") == 1
+    planted = ex.with_text("stablehlo", text.replace("2.000000e+00", "2.500000e+00"))
+    r = planted.run("stablehlo", repeat=2)
+    assert not r.check.passed and r.check.lowered_abs < 1e-5, r.check
+    again = ex.run("stablehlo", repeat=2)  # the program as lowered: its own check, untouched by the edit's run
+    assert again.check.passed and again.check.lowered_abs < 1e-5

@@ -408,7 +408,7 @@ class Exploration(Measured, Drifting, Editing, Comparing):
         result_check = None
         if check:
             owner = reference or self  # the reference runs with XLA's defaults: a toggled run is not one
-            known = (st.name, outputs) if owner is self and not self._spec.xla_options and not spread else None
+            known = (st, outputs) if owner is self and not self._spec.xla_options and not spread else None
             result_check = check_outputs(outputs, remembered_reference(owner, owner._refs, device, args, known,
                                                                        foreign=owner is not self))
         returned = traced.returned(outputs, None if args is None else tuple(args)) if traced is not None else outputs

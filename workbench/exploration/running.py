@@ -39,15 +39,18 @@ def remembered_reference(ex: Explored, memo: dict, device: str, args: Any, known
     """The Reference for runs of ``ex`` on ``device`` with ``args`` (None: the traced ones): the
     as-lowered stage's outputs and the float64 evaluation, each computed once per trace, device and
     argument values, in the trace's own memo (shared by every exploration derived from the same
-    trace), else in ``memo``. ``known``: (stage name, outputs) of a run just made, reused when that
-    stage is the reference; ``foreign``: the reference is another exploration's, named with its title."""
+    trace), else in ``memo``. ``known``: (stage, outputs) of a run just made, reused when that stage's text is
+    the reference's (a hand-edited "stablehlo" has the reference's name, not its program: its outputs would
+    stand for the program as lowered, in a memo every exploration of the trace shares, and the check's noise
+    floor would hold the edit's own error); ``foreign``: the reference is another exploration's, named with
+    its title."""
     ref = ex.reference_stage()
     traced = ex.spec.traced
     memo = traced.memo if traced is not None else memo
     key = (device, "traced" if args is None else args_key(args))
     low_key = ("lowered", text_hash(ref.text_with_locations or ref.text)) + key
     if low_key not in memo:
-        if known is not None and known[0] == ref.name:
+        if known is not None and text_hash(known[0].text_with_locations or known[0].text) == low_key[1]:
             memo[low_key] = known[1]
         else:
             _once(memo, low_key, lambda: run_stage(ex, ref, device, 1, args, xla_options=())[0])
