@@ -213,3 +213,30 @@ def test_the_run_tab_cuts_a_long_output_with_a_note():
     shown = run_entry(long)  # as the Run tab gets it (drawn as text, "printed (the first part)")
     assert shown["printed"].startswith("<line 0>\n") and len(shown["printed"]) == PRINTED_CHARS
     assert shown["printed_cut"] and "".join(long.printed).startswith(shown["printed"])
+
+
+def test_a_run_in_the_background_leaves_what_other_threads_print_alone(capfd):
+    """A panel runs in the background while the user's next cell prints: a program that cannot print (no host
+    callback) runs without a capture, which would take the whole process's output, the cell's too."""
+    import threading
+
+    ex = wb.explore(lambda x: jnp.sin(x) @ x.T, jnp.ones((64, 64)))
+    ex.run(repeat=1)  # compiled once: the background run below is mostly calls
+    capfd.readouterr()
+    started, done = threading.Event(), threading.Event()
+
+    def work():
+        started.set()
+        ex.run(repeat=400)
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    started.wait()
+    said = 0
+    while not done.is_set() or said == 0:
+        print(f"user line {said}", flush=True)
+        said += 1
+    t.join()
+    out = capfd.readouterr().out
+    assert [line for line in out.splitlines() if line.startswith("user line")] == [f"user line {k}" for k in range(said)]

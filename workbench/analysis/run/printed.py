@@ -27,9 +27,16 @@ from typing import Iterator
 
 import jax
 
-__all__ = ["captured"]
+__all__ = ["captured", "may_print"]
 
 _TURN = threading.RLock()  # the process has one stdout: one capture at a time, nesting in one thread allowed
+
+
+def may_print(text: str) -> bool:
+    """Whether a program of this text (MLIR or HLO) can print while it runs: only through a host callback (a custom
+    call to one, by any of its names; on a TPU, transfers with the host). A conservative test on the text: a
+    capture takes the whole process's output, so a program that cannot print is run without one."""
+    return "callback" in text or "_xla_host_transfer" in text
 
 
 @contextlib.contextmanager
