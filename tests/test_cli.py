@@ -4,6 +4,7 @@ and a lit RUN line each run once as a user runs them."""
 import argparse
 import glob
 import importlib.util
+import json
 import os
 import pathlib
 import shlex
@@ -468,7 +469,9 @@ def test_report_html_writes_the_offline_report(run, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"# HTML report: {out}" in r.stdout
     page = out.read_text()
-    assert "hlo-workbench report" in page and "xla:optimized" in page and 'section id="runs"><h2>Runs (1)' in page
+    model = json.loads(re.search(r'<script type="application/json" id="wb-model">(.*?)</script>', page).group(1))
+    assert "hlo-workbench report" in page and "xla:optimized" in [s["stage"] for s in model["stages"]]
+    assert len(model["runs"]) == 1  # the report's components draw the view model it carries
     import workbench as wb
 
     assert wb.load(tmp_path / "m.hlox").runs  # the report command's run is saved with it
