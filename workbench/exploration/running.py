@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from ..analysis.run.check import Reference, compare_outputs
 from ..analysis.run.execute import REFERENCE, args_key, run_stage
-from ..analysis.run.printed import captured, may_print
+from ..analysis.run.printed import captured_if_printing
 from ..analysis.run.reference import reference_evaluations
 from ..analysis.search.explored import Explored
 from ..errors import WorkbenchError
@@ -57,9 +57,7 @@ def remembered_reference(ex: Explored, memo: dict, device: str, args: Any, known
     wide_key = ("wider",) + low_key[1:]
 
     def wide():
-        if not may_print(ref.text):  # nothing to catch: a capture would take other threads' output too
-            return reference_evaluations(ex, ref, device, args)
-        with captured():  # its float64 evaluations call the user's callbacks: the user asked for no such call
+        with captured_if_printing(ref.text):  # its float64 evaluations call the user's callbacks, unasked
             return reference_evaluations(ex, ref, device, args)
 
     _once(memo, wide_key, wide)

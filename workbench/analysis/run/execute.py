@@ -11,7 +11,6 @@ numbers can be held against the CPU's.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import statistics
 import time
@@ -33,7 +32,7 @@ from ...pipeline.xla_probe import guard_compile
 from ...stages import Staged
 from .check import REFERENCE, Check, LeafCheck, Reference, check_outputs, compare_outputs  # noqa: F401
 from .history import RunProgram, why_stale
-from .printed import captured, may_print
+from .printed import captured_if_printing
 
 __all__ = ["devices", "RunResult", "RunProgram", "Timing", "Check", "LeafCheck", "Reference", "run_stage",
            "compare_outputs", "check_outputs", "args_key", "REFERENCE", "runnable_source", "tap_program", "traced_for"]
@@ -306,10 +305,10 @@ def _timed(stage, device: str, repeat: int, compile_it, around=None, hint: str =
     The warm-up's printed lines go to ``printed`` (and are echoed) when it is a list; the others nowhere. Only a
     program with host callbacks can print: a capture takes the whole process's output, other threads' too (a
     panel's run in the background would swallow what the user's next cell prints), so nothing else is caught."""
-    catch = captured if may_print(getattr(stage, "text", "") or "") else (lambda *a, **k: contextlib.nullcontext())
+    text = getattr(stage, "text", "") or ""
     try:
         fresh, call = compile_it()
-        with catch(printed, echo=printed is not None):
+        with captured_if_printing(text, printed, echo=printed is not None):
             outputs = jax.block_until_ready(call(fresh()))
 
         def timed(n: int, into: list) -> None:
@@ -321,7 +320,7 @@ def _timed(stage, device: str, repeat: int, compile_it, around=None, hint: str =
 
         times: list = []
         traced: list = []
-        with catch():
+        with captured_if_printing(text):
             timed(max(1, repeat), times)
             if around is not None:
                 plan = around.batches(max(1, repeat)) if hasattr(around, "batches") else (max(1, repeat),)

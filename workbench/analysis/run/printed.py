@@ -27,7 +27,7 @@ from typing import Iterator
 
 import jax
 
-__all__ = ["captured", "may_print"]
+__all__ = ["captured", "may_print", "captured_if_printing"]
 
 _TURN = threading.RLock()  # the process has one stdout: one capture at a time, nesting in one thread allowed
 
@@ -37,6 +37,12 @@ def may_print(text: str) -> bool:
     call to one, by any of its names; on a TPU, transfers with the host). A conservative test on the text: a
     capture takes the whole process's output, so a program that cannot print is run without one."""
     return "callback" in text or "_xla_host_transfer" in text
+
+
+def captured_if_printing(text: str, into: list[str] | None = None, echo: bool = False):
+    """``captured(into, echo)`` where a program of ``text`` can print (``may_print``); else a block that catches
+    nothing, so other threads' output is left alone."""
+    return captured(into, echo) if may_print(text) else contextlib.nullcontext()
 
 
 @contextlib.contextmanager
