@@ -154,7 +154,7 @@ class Traced:
     as-lowered outputs once computed, shared by every Exploration derived from this trace.
     """
 
-    jaxpr: str
+    jaxpr_text: Any  # the jaxpr's text, or a Future of it (printed on a thread while the MLIR passes run)
     stablehlo: str  # with locations; stages show it without
     lowered: Any  # jax.stages.Lowered
     args: tuple
@@ -245,6 +245,12 @@ class Traced:
         if self.to_returned is None:
             return program_outputs
         return self.to_returned(self.full_args(self.args if dynamic is None else tuple(dynamic)), program_outputs)
+
+    @property
+    def jaxpr(self) -> str:
+        """The jaxpr's text (waits for its printing where that still runs)."""
+        text = self.jaxpr_text
+        return text if isinstance(text, str) else text.result()
 
     @property
     def exported(self) -> Any:

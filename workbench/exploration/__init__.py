@@ -17,7 +17,8 @@ from ..analysis.search.pipelines import DEFAULT_PIPELINES, compare_pipelines as 
 from ..pipeline.build import build, spec_for_function, spec_for_text
 from ..pipeline.opt import run_passes
 from ..pipeline.compile_queue import XLA_QUEUE
-from ..pipeline.trace import release_forgotten
+from ..pipeline.trace import release_forgotten_later
+from ..pipeline.xla import compiles_begun
 from ..pipeline.xla_probe import warm_soon
 from ..artifacts.saved import load_exploration
 from .comparing import compare_explorations
@@ -56,12 +57,13 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
     it. When XLA passes are disabled that no compile has reported yet, the call waits for it, so
     that a pass name XLA did not run is reported at once (``XlaPassWarning``, and ``ex.warnings``).
     """
+    seen = compiles_begun()
     try:
         return _toggles_soon(xla_checked(Exploration(build(spec_for_function(
             fn, args, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
             xla_options=xla_options, timeout=timeout, static_argnums=static_argnums, **pattern_options)))))
     finally:
-        release_forgotten()  # the jaxprs the trace took out of JAX's caches: freed while XLA compiles
+        release_forgotten_later(seen)  # the jaxprs the trace took out of JAX's caches: freed while XLA compiles
 
 
 def explore_text(text: str, *, pipeline: str = "all", disable: Sequence[str] = (), enable: Sequence[str] = (),

@@ -218,12 +218,22 @@ def _first_stages(spec: Spec) -> list[Stage]:
         return [Stage("input", "trace", strip_locations(text), "the text given to explore_text", True, None, None,
                       text_with_locations=text)]
     platform = resolve_device(spec.device).platform
+    jaxpr = t.jaxpr_text if isinstance(t.jaxpr_text, str) else ""  # still printing: see _with_jaxpr
     return [
-        Stage("jaxpr", "trace", t.jaxpr, f"{t.how or spec.title}.trace(...).jaxpr  # on {platform}", True,
+        Stage("jaxpr", "trace", jaxpr, f"{t.how or spec.title}.trace(...).jaxpr  # on {platform}", True,
               t.seconds_jaxpr, None),
         Stage(STABLEHLO, "trace", strip_locations(t.stablehlo), f"{t.how or spec.title}.lower(...).as_text()",
               True, t.seconds_lower, "jaxpr", text_with_locations=t.stablehlo),
     ]
+
+
+def _with_jaxpr(spec: Spec, stages: list[Stage]) -> list[Stage]:
+    """``stages`` with the jaxpr's text in the jaxpr stage, once its printing (a thread of ``trace``, which the
+    MLIR passes ran beside) is done."""
+    t = spec.traced
+    if spec.loaded is None and t is not None and not isinstance(t.jaxpr_text, str) and stages[0].name == "jaxpr":
+        stages[0] = dataclasses.replace(stages[0], text=t.jaxpr)
+    return stages
 
 
 def stage_name(base: str, earlier: Sequence[Stage]) -> str:
@@ -336,6 +346,7 @@ def build(spec: Spec) -> Built:
             break
         made = stage_from_run(name, parent, r, step.pass_string)
         stages.append(dataclasses.replace(made, edit=step.edit) if step.edit else made)
+    stages = _with_jaxpr(spec, stages)
     return Built(spec, tuple(stages), error, None if error else LateXla(spec, stages[-1]))
 
 

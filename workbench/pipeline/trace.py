@@ -16,6 +16,7 @@ import re
 import sys
 import time
 import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 import jax
@@ -184,6 +185,7 @@ def _jit_kind(fn: Callable) -> str:
 
 
 _FORGOTTEN: list = []  # what the last clear of JAX's tracing caches held, freed by release_forgotten()
+_RELEASER = ThreadPoolExecutor(1, thread_name_prefix="wb-release")
 
 
 def forget_traced_jaxprs() -> None:
@@ -216,6 +218,14 @@ def forget_traced_jaxprs() -> None:
 def release_forgotten() -> None:
     """Free the entries ``forget_traced_jaxprs`` took out of JAX's caches (see there)."""
     _FORGOTTEN.clear()
+
+
+def release_forgotten_later(compiles_seen: int) -> None:
+    """``release_forgotten`` on a thread of its own once XLA's compile (one beyond ``compiles_seen``) runs, which
+    it then no longer delays: freeing holds the GIL that the compile's set-up needs."""
+    from .xla import after_compile_begins
+
+    _RELEASER.submit(after_compile_begins, compiles_seen, release_forgotten)
 
 
 def trace(fn: Callable, args: tuple, *, device: Any = None, static_argnums: tuple[int, ...] = ()) -> Traced:
@@ -296,9 +306,7 @@ def _trace_jit(fn: Callable, name: str, kind: str, args: tuple, static_argnums: 
         return jax.export.export(jitted, platforms=list(platforms(lowered)) or None)(*lower_args)
 
     dynamic = tuple(a for i, a in enumerate(args) if i not in static)
-    # str() would colour the text where JAX thinks colour is welcome (a Jupyter kernel): the stage is text
-    return _traced(lowered, str(jaxpr.pretty_print(use_color=False)), how, dynamic, static, t1 - t0, t2 - t1,
-                   fn, args, call_args, export)
+    return _traced(lowered, _printed(jaxpr), how, dynamic, static, t1 - t0, t2 - t1, fn, args, call_args, export)
 
 
 class _Recorded(Exception):
@@ -376,18 +384,34 @@ def _wrapper_call_args(outer, full: tuple) -> tuple[tuple, dict]:
                          "the workbench cannot tell which arrays it passes; explore the function under jax.jit")
 
 
+def _inner_jaxpr(traced):
+    """The ``jax.core.ClosedJaxpr`` a library's ``.trace`` result holds: its own ``.jaxpr``, or that of the
+    ``jax.stages.Traced`` it wraps (Flax NNX keeps it as ``.traced``); None where it holds none."""
+    for obj in (traced, getattr(traced, "traced", None)):
+        jaxpr = getattr(obj, "jaxpr", None)
+        if jaxpr is not None:
+            return jaxpr
+    return None
+
+
 def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
+    """A library's jit traced and lowered once, on one copy of the arguments (``fresh_copy``): through its
+    ``.trace(...)`` and that result's ``.lower()`` where it has them (Flax NNX), else its call under
+    ``jax.make_jaxpr`` for the jaxpr and its ``.lower`` for the module (Equinox); the copy is copied again for
+    the lowering only where that call replaced an array of it (a library writing its outputs back)."""
     try:
         t0 = time.perf_counter()
-        traced = fn.trace(*fresh_copy(args)) if callable(getattr(fn, "trace", None)) else None
-        if traced is not None and hasattr(traced, "jaxpr"):
-            jaxpr = traced.jaxpr
-        else:  # a jit without .trace (eqx.filter_jit): its call as one jaxpr equation holding its program
-            # (its array outputs only: it may return a module holding functions, as a train step does)
-            jaxpr = jax.make_jaxpr(lambda: [x for x in jax.tree_util.tree_leaves(fn(*fresh_copy(args)))
-                                            if _is_array_like(x)])()
+        copied = fresh_copy(args)
+        traced = fn.trace(*copied) if callable(getattr(fn, "trace", None)) else None
+        jaxpr = _inner_jaxpr(traced) if traced is not None else None
+        if jaxpr is None:  # a jit without .trace (eqx.filter_jit): its call as one jaxpr equation holding its
+            # program (its array outputs only: it may return a module holding functions, as a train step does)
+            traced, before = None, [id(x) for x in jax.tree_util.tree_leaves(copied)]
+            jaxpr = jax.make_jaxpr(lambda: [x for x in jax.tree_util.tree_leaves(fn(*copied)) if _is_array_like(x)])()
+            if [id(x) for x in jax.tree_util.tree_leaves(copied)] != before:
+                copied = fresh_copy(args)
         t1 = time.perf_counter()
-        outer = fn.lower(*fresh_copy(args))
+        outer = traced.lower() if callable(getattr(traced, "lower", None)) else fn.lower(*copied)
         lowered = unwrap_lowered(outer)
         t2 = time.perf_counter()
     except WorkbenchError:
@@ -396,7 +420,7 @@ def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
         raise TraceError(f"{name}{_shapes(args)} with its own {type(fn).__name__}", user_frames(e),
                          type(e).__name__) from None
     how = f"{name} (a {type(fn).__module__.split('.')[0]} {type(fn).__name__})"
-    traced = _traced(lowered, str(jaxpr.pretty_print(use_color=False)), how, args, (), t1 - t0, t2 - t1, fn, args,
+    traced = _traced(lowered, _printed(jaxpr), how, args, (), t1 - t0, t2 - t1, fn, args,
                      lambda full: _wrapper_call_args(outer, full), None)
 
     def returned(full: tuple, program_outputs):
@@ -405,7 +429,24 @@ def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
     return dataclasses.replace(traced, library_jit=type(fn).__name__, to_returned=returned)
 
 
-def _traced(lowered, jaxpr: str, how: str, dynamic: tuple, static: tuple[int, ...], s_jaxpr: float, s_lower: float,
+_PRINTER = ThreadPoolExecutor(1, thread_name_prefix="wb-jaxpr")
+
+
+def _printed(jaxpr) -> Future:
+    """The jaxpr's text, printed on a thread of its own: an explore's MLIR passes run in the worker process
+    meanwhile (this thread waits on them without the GIL), and a big program's jaxpr takes as long to print
+    as its passes to start (47 ms on a Diffrax solve). Without colour, which JAX would add where it thinks it
+    welcome (a Jupyter kernel): the stage is text."""
+    def text() -> str:
+        try:
+            return str(jaxpr.pretty_print(use_color=False))
+        except Exception as e:  # noqa: BLE001 -- JAX's printer failing loses the stage's text, not the explore
+            return f"(JAX could not print this jaxpr: {type(e).__name__}: {e})"
+
+    return _PRINTER.submit(text)
+
+
+def _traced(lowered, jaxpr: Future, how: str, dynamic: tuple, static: tuple[int, ...], s_jaxpr: float, s_lower: float,
             fn, args, call_args, export) -> Traced:
     callbacks = host_callbacks(lowered)
     why = ""

@@ -15,9 +15,11 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import jax
 
@@ -239,9 +241,30 @@ def platform_of_lowered(lowered) -> str:
     return found[0] if found else jax.default_backend()
 
 
+_BEGUN = threading.Condition()
+_begun = [0]  # XLA compiles this process has begun (entered XLA's C++, which runs without the GIL)
+
+
+def compiles_begun() -> int:
+    """How many XLA compiles this process has begun so far (see ``after_compile_begins``)."""
+    return _begun[0]
+
+
+def after_compile_begins(seen: int, work: Callable[[], Any], timeout: float = 1.0) -> None:
+    """Run ``work`` once a compile beyond the first ``seen`` has begun, or after ``timeout`` seconds: work that
+    holds the GIL (freeing what a trace left) done while XLA compiles, not before (it would delay the compile's
+    own Python set-up by as long). Call it on a thread of its own."""
+    with _BEGUN:
+        _BEGUN.wait_for(lambda: _begun[0] > seen, timeout)
+    work()
+
+
 def _compile_here(lowered, compiler_options: dict) -> tuple[float, Future]:
     t0 = time.perf_counter()
     say_phase("XLA compiling, writing a dump after each HLO pass")
+    with _BEGUN:
+        _begun[0] += 1
+        _BEGUN.notify_all()
     with no_persistent_cache():
         compiled = lowered.compile(compiler_options=compiler_options)
     # the thread drops ``compiled`` once both analyses are done, so no executable outlives them

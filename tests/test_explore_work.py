@@ -1,0 +1,170 @@
+"""The work an explore does beyond the compilers', counted (issue 46): on fixed programs written with Flax NNX,
+Equinox and jax.jit (one with a jax.debug.print), a fresh ``wb.explore`` with every stage made traces the
+user's Python once, lowers it once, copies its arguments at most once, round-trips the module's text through
+StableHLO's portable format once, parses a stage's text into JAX once (XLA's input), compiles with XLA once
+and has the pass worker run one pipeline per MLIR step it runs, plus at most one call that readies XLA's input.
+
+A feature that adds an explore-time trace, lowering, copy, round trip or compile fails here, not in a user's
+kernel. Counted by wrapping the functions that do each piece of work, never by timing."""
+from __future__ import annotations
+
+import collections
+import functools
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import workbench as wb
+from workbench.pipeline import program as program_mod
+from workbench.pipeline import trace as trace_mod
+from workbench.pipeline import worker as worker_mod
+from workbench.pipeline.build import clear_caches, xla_compiles
+
+pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+
+
+class Counts(collections.Counter):
+    """What one explore did, by kind of work."""
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """A Counts filled by wrappers around each counted piece of work while the test runs."""
+    from jax._src.interpreters import mlir as jax_mlir
+
+    counts = Counts()
+
+    def count(owner, name, key):
+        original = getattr(owner, name)
+
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            counts[key] += 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, wrapper)
+
+    count(jax_mlir, "lower_jaxpr_to_module", "lowerings")
+    count(trace_mod, "fresh_copy", "argument copies")
+    count(trace_mod, "portable_text", "portable round trips")
+    count(program_mod, "parse_module", "parses into JAX")
+    original = worker_mod.Worker.call
+
+    def call(self, method, *args, **kwargs):  # the pipelines the worker runs (not its one-off catalog queries)
+        counts["worker pipelines"] += method == "run_pipeline"
+        return original(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(worker_mod.Worker, "call", call)
+    return counts
+
+
+def explore_counted(counts: Counts, fn, *args) -> tuple[wb.Exploration, Counts]:
+    """A fresh explore (no cached step, compile or trace) with every stage made, and what it did."""
+    clear_caches()
+    jax.clear_caches()
+    counts.clear()
+    compiles = xla_compiles()
+    ex = wb.explore(fn, *args)
+    ex.stages  # noqa: B018 -- XLA's stages too: the whole exploration
+    assert not ex.error and not [s.name for s in ex.stages if s.error]
+    counts["xla compiles"] = xla_compiles() - compiles
+    return ex, Counts(counts)
+
+
+def assert_once(ex: wb.Exploration, counts: Counts, traces: int) -> None:
+    steps_run = sum(1 for s in ex.stages if s.group == "mlir" and not s.cached)
+    assert traces == 1, f"the user's Python ran {traces} times"
+    assert counts["lowerings"] == 1, counts
+    assert counts["argument copies"] <= 1, counts
+    assert counts["portable round trips"] == 1, counts
+    assert counts["parses into JAX"] == 1, counts
+    assert counts["xla compiles"] == 1, counts
+    assert steps_run <= counts["worker pipelines"] <= steps_run + 1, (steps_run, counts)
+
+
+def test_nnx_train_step_is_traced_lowered_and_copied_once(counted):
+    from flax import nnx
+    import optax
+
+    traced = []
+
+    class MLP(nnx.Module):
+        def __init__(self, rngs):
+            self.a, self.b = nnx.Linear(8, 16, rngs=rngs), nnx.Linear(16, 2, rngs=rngs)
+
+        def __call__(self, x):
+            traced.append(1)
+            return self.b(nnx.relu(self.a(x)))
+
+    @nnx.jit
+    def step(model, optimizer, x, y):
+        loss, grads = nnx.value_and_grad(lambda m: ((m(x) - y) ** 2).mean())(model)
+        optimizer.update(model, grads)
+        return loss
+
+    model = MLP(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    before = jax.tree_util.tree_leaves(nnx.state(model))
+    ex, counts = explore_counted(counted, step, model, optimizer, jnp.ones((4, 8)), jnp.zeros((4, 2)))
+    assert_once(ex, counts, len(traced))
+    # the one copy is the one the program was traced from: the user's model is untouched
+    assert all(a is b for a, b in zip(before, jax.tree_util.tree_leaves(nnx.state(model))))
+    assert "dot_general" in ex["jaxpr"].text
+
+
+def test_equinox_filter_jit_is_traced_lowered_and_copied_once(counted):
+    import equinox as eqx
+
+    traced = []
+
+    @eqx.filter_jit
+    def predict(model, x):
+        traced.append(1)
+        return jax.vmap(model)(x)
+
+    model = eqx.nn.MLP(6, 3, 16, 2, key=jax.random.PRNGKey(0))
+    ex, counts = explore_counted(counted, predict, model, jnp.ones((5, 6)))
+    assert_once(ex, counts, len(traced))
+
+
+def test_jax_jit_with_a_debug_print_is_traced_and_lowered_once(counted):
+    traced = []
+
+    @jax.jit
+    def power(a, v):
+        traced.append(1)
+
+        def body(i, v):
+            v = a @ v
+            jax.debug.print("step {i}: {n}", i=i, n=jnp.linalg.norm(v))
+            return v / jnp.linalg.norm(v)
+
+        return jax.lax.fori_loop(0, 3, body, v)
+
+    ex, counts = explore_counted(counted, power, jnp.eye(4) * 2.0, jnp.ones(4))
+    assert_once(ex, counts, len(traced))
+    assert counts["argument copies"] == 0, counts  # jax.jit needs none: it changes no argument
+
+
+def test_a_second_explore_of_the_same_program_runs_no_pass_and_no_compile(counted):
+    """Caches hold across explores: the same program explored again from the same line (its locations name
+    the line that called explore, as a notebook cell run again does) traces and lowers (the function may have
+    changed), and serves every MLIR step and XLA's compile from the caches."""
+
+    @jax.jit
+    def f(x):
+        return jnp.sin(x) @ x.T
+
+    x = jnp.ones((8, 8))
+    clear_caches()
+    made = []
+    for _ in range(2):
+        counted.clear()
+        compiles = xla_compiles()
+        made.append(wb.explore(f, x))
+        made[-1].stages  # noqa: B018
+    assert counted["worker pipelines"] == 0, counted
+    assert xla_compiles() == compiles
+    assert counted["lowerings"] == 1 and counted["portable round trips"] == 1
+    assert [s.text for s in made[0].stages] == [s.text for s in made[1].stages]
