@@ -166,8 +166,8 @@ def test_a_toggle_makes_one_model_for_the_panel_and_its_saved_view(publisher, ex
         real = module.view_model
         monkeypatch.setattr(module, "view_model", lambda *a, _real=real, **k: made.append(a[0]) or _real(*a, **k))
     real_pair = savedview.with_pair
-    monkeypatch.setattr(savedview, "with_pair", lambda ex_, m: paired.append(threading.current_thread().name)
-                        or real_pair(ex_, m))
+    monkeypatch.setattr(savedview, "with_pair", lambda ex_, m, **k: paired.append(threading.current_thread().name)
+                        or real_pair(ex_, m, **k))
     p = Panel(ex, background=False)
     try:
         p.wait()

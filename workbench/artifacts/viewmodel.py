@@ -177,18 +177,26 @@ def view_model(ex, left: str | None = None, right: str | None = None, *, stages:
     return with_pair(ex, data, stages) if pair else data
 
 
-def with_pair(ex, model: dict[str, Any], stages: Sequence[Stage] | None = None) -> dict[str, Any]:
+def with_pair(ex, model: dict[str, Any], stages: Sequence[Stage] | None = None,
+              memo: dict | None = None) -> dict[str, Any]:
     """``model`` (made with ``pair=False``, left as it is) with the facts of the pair it shows: the ops delta, the analytic cost rows, the
     structural diff and the texts, within ``TOTAL_BYTES``. ``stages``: where the pair's stages are (default:
-    ``ex``'s, XLA's if the model lists them)."""
+    ``ex``'s, XLA's if the model lists them). ``memo``: a dict kept between calls for the same pair, whose facts
+    are then made once (the saved view makes them before it waits for XLA's stages, and again after)."""
     left, right = model["shown"]["left"], model["shown"]["right"]
     names = list(dict.fromkeys((left, right)))
     if stages is None:
         stages = ex.stages if model["complete"] else ex.pipeline_stages
     by_name = {s.name: s for s in stages if s.name in names}
     a, b = by_name.get(left), by_name.get(right)
-    data = {**model, "ops_delta": _ops_delta(a, b), **_cost(ex, [by_name[n] for n in names if n in by_name])}
-    data["diff"] = pair_diff(a, b, left, right, min(DIFF_BYTES, TOTAL_BYTES - _size(data)), DIFF_LINES)
+    memo = {} if memo is None else memo
+    pair = memo.get("pair")
+    if pair is None or pair[0] is not a or pair[1] is not b or pair[2] != (left, right):
+        memo.clear()
+        memo["pair"] = (a, b, (left, right))
+        memo["facts"] = {"ops_delta": _ops_delta(a, b), **_cost(ex, [by_name[n] for n in names if n in by_name])}
+    data = {**model, **memo["facts"]}
+    data["diff"] = pair_diff(a, b, left, right, min(DIFF_BYTES, TOTAL_BYTES - _size(data)), DIFF_LINES, memo)
     limit = TEXT_BYTES
     while True:  # the texts share what the rest leaves of TOTAL_BYTES (JSON escapes count too)
         data["texts"] = {n: _text_entry(by_name.get(n), n, limit) for n in names}
@@ -200,10 +208,11 @@ def with_pair(ex, model: dict[str, Any], stages: Sequence[Stage] | None = None) 
 
 
 def pair_diff(a: Stage | None, b: Stage | None, left: str, right: str, limit: int = DIFF_BYTES,
-              lines: int | None = None) -> dict[str, Any]:
+              lines: int | None = None, memo: dict | None = None) -> dict[str, Any]:
     """The structural diff of ``a`` and ``b`` as ``ex.diff(left, right)`` makes it, as a view carries it
     (``stage_diffs.carried``: ``before``, ``after``, ``runs``) when it takes at most ``limit`` bytes of JSON,
-    else a ``note`` saying why not (a stage without a text, a text over ``lines`` lines, a diff over ``limit``)."""
+    else a ``note`` saying why not (a stage without a text, a text over ``lines`` lines, a diff over ``limit``).
+    ``memo``: where the diff of this pair is kept once made (see ``with_pair``)."""
     head = {"left": left, "right": right}
     if a is None or b is None or a.error or b.error:
         return {**head, "note": "a stage shown has no text to compare"}
@@ -212,7 +221,10 @@ def pair_diff(a: Stage | None, b: Stage | None, left: str, right: str, limit: in
                                 "seconds to make)"}
     from ..analysis.diff import diff_texts
 
-    entry = {**head, **carried(diff_texts(a.text, b.text, left, right))}
+    memo = {} if memo is None else memo
+    if "diff" not in memo:
+        memo["diff"] = carried(diff_texts(a.text, b.text, left, right))
+    entry = {**head, **memo["diff"]}
     size = _size(entry)
     if size > limit:
         return {**head, "note": f"the structural diff takes {size:,} bytes, over the {max(limit, 0):,} a view "
