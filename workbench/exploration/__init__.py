@@ -61,7 +61,8 @@ def explore(fn: Callable, *args, pipeline: str = "all", disable: Sequence[str] =
     try:
         return _toggles_soon(xla_checked(Exploration(build(spec_for_function(
             fn, args, pipeline=pipeline, disable=disable, enable=enable, device=device, xla_disable=xla_disable,
-            xla_options=xla_options, timeout=timeout, static_argnums=static_argnums, **pattern_options)))))
+            xla_options=xla_options, timeout=timeout, static_argnums=static_argnums, **pattern_options),
+            start_xla=True))))
     finally:
         release_forgotten_later(seen)  # the jaxprs the trace took out of JAX's caches: freed while XLA compiles
 

@@ -320,7 +320,10 @@ def _edited(name: str, parent: Stage, step: _Step) -> Stage:
                  text_with_locations=text, edit="text")
 
 
-def build(spec: Spec) -> Built:
+def build(spec: Spec, start_xla: bool = False) -> Built:
+    """The stages of ``spec``: the trace's, then the MLIR pipeline's step by step. ``start_xla``: queue XLA's
+    compile of the last stage as soon as it exists (before the jaxpr's text is waited for), for a caller that
+    starts it anyway (``xla_checked``)."""
     runner = default_runner()
     steps, start = edited_steps(spec)
     stages = _first_stages(spec)
@@ -346,8 +349,11 @@ def build(spec: Spec) -> Built:
             break
         made = stage_from_run(name, parent, r, step.pass_string)
         stages.append(dataclasses.replace(made, edit=step.edit) if step.edit else made)
+    late = None if error else LateXla(spec, stages[-1])
+    if late is not None and start_xla:
+        late.start()
     stages = _with_jaxpr(spec, stages)
-    return Built(spec, tuple(stages), error, None if error else LateXla(spec, stages[-1]))
+    return Built(spec, tuple(stages), error, late)
 
 
 # -- XLA: one compile per (module, device, options), queued on the one compile thread (compile_queue.py) --
