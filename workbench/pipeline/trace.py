@@ -245,6 +245,10 @@ def trace(fn: Callable, args: tuple, *, device: Any = None, static_argnums: tupl
     kind = _jit_kind(fn)
     forget_traced_jaxprs()
     dev = resolve_device(device) if device is not None else None
+    # JAX's default device needs no context, and one costs: a Diffrax solve traced 26 % slower (528 -> 668 ms)
+    # under jax.default_device set to the device it would pick anyway
+    if dev is not None and device_id(dev) == default_device_id():
+        dev = None
     with (jax.default_device(dev) if dev is not None else contextlib.nullcontext()):
         if kind == "wrapper":
             if static_argnums:
