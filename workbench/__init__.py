@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import threading
 from typing import TYPE_CHECKING
 
 from .errors import (ArgumentError, ArrayTooLargeError, GraphTooLargeError, GraphUnavailableError, InputKindError,
@@ -90,42 +89,11 @@ def load_ipython_extension(ipython):
     warm_soon()  # first: enzyme-ad's import in the worker runs beside the magics' imports here
     from .views.magics import load_ipython_extension as load
     load(ipython)
-    _import_views_soon()
-
-
-# What the first %%hlo cell imports besides the explore (the panel's widgets and anywidget, pandas for its cost
-# rows): 0.6 s of a fresh kernel's first cell on the tour's attention example, which a kernel imports while
-# its user writes that cell instead.
-_VIEW_MODULES = ("pandas", "workbench.views.widgets.panel", "workbench.artifacts.viewmodel")
-
-
-def _import_views_soon() -> None:
-    """Import ``_VIEW_MODULES`` on a thread of their own, once per process (a module that is imported when the
-    cell needs it is waited for by Python's import lock, never imported twice)."""
-    global _views_importing
-    if _views_importing:
-        return
-    _views_importing = True
-
-    def run() -> None:
-        import importlib
-
-        for name in _VIEW_MODULES:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 -- the cell that needs it will say why
-                return
-
-    threading.Thread(target=run, name="wb-import-views", daemon=True).start()
-
-
-_views_importing = False
 
 
 def _warm_in_a_kernel() -> None:
     """A notebook kernel that imports the workbench is about to explore: start the worker now, in the
-    background, so that the first explore finds it ready (a script or a child process does not), and import
-    what the panel needs."""
+    background, so that the first explore finds it ready (a script or a child process does not)."""
     if "ipykernel" in sys.modules:
         from .children.env import in_a_kernel
 
@@ -133,7 +101,6 @@ def _warm_in_a_kernel() -> None:
             from .pipeline.worker import warm_soon
 
             warm_soon()
-            _import_views_soon()
 
 
 _warm_in_a_kernel()
