@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-__all__ = ["WriteFailed", "plain_json", "json_text", "table_json", "target_of", "write_replacing"]
+__all__ = ["WriteFailed", "plain_json", "json_text", "rows_json", "table_json", "target_of", "write_replacing"]
 
 
 def plain_json(value: Any, where: str = "", allow_nan: bool = True) -> Any:
@@ -97,6 +97,17 @@ def table_json(df, where: str = "table") -> dict | None:
     columns = [str(c) for c in df.columns]
     return {"columns": columns, "rows": [[cell(v, f"{where}[{r}].{c}") for v, c in zip(row, columns)]
                                          for r, row in enumerate(df.itertuples(index=False))]}
+
+
+def rows_json(columns: list[str], rows: list[dict], where: str = "table") -> dict:
+    """Rows given as dicts (a column a row lacks is blank) as ``table_json`` writes a table, without pandas:
+    NaN is null, other cells as ``plain_json`` makes them."""
+    def cell(v, at: str):
+        v = plain_json(v, at)
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+
+    return {"columns": list(columns), "rows": [[cell(row.get(c), f"{where}[{r}].{c}") for c in columns]
+                                               for r, row in enumerate(rows)]}
 
 
 class WriteFailed(OSError):

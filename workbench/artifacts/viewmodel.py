@@ -30,12 +30,12 @@ import functools
 import json
 from typing import Any, Sequence
 
-from ..analysis.cost import cost_table
+from ..analysis.cost import cost_rows
 from ..ir.ops import op_counts
 from ..ir.text import short_pass
 from .assets import ASSETS
 from .versions import versions
-from .jsonout import json_text, plain_json, table_json
+from .jsonout import json_text, plain_json, rows_json, table_json
 from .stage_diffs import carried
 from ..stages import Stage
 
@@ -338,7 +338,7 @@ def _cost(ex, shown: Sequence[Stage]) -> dict[str, Any]:
     if not kept:
         return {"cost": None, **note}
     try:
-        return {"cost": table_json(cost_table(ex, xla=False, stages=kept)), **note}
+        return {"cost": rows_json(*cost_rows(ex, xla=False, stages=kept), "cost"), **note}
     except Exception:  # noqa: BLE001 -- the saved view goes without a cost table rather than fail
         return {"cost": None, **note}
 

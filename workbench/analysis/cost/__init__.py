@@ -29,7 +29,7 @@ from .hlo import (HLO_COLUMNS, HloLoopCost, HloWork, hlo_loop_costs, hlo_module_
                   hlo_work)
 from .model import COLUMNS, KINDS, ModuleCost, located_op_costs, model_work, module_cost, op_costs
 from .peaks import PEAKS, DevicePeak, Roofline, cpu_peak, roofline
-from .table import cost_table, plot_cost
+from .table import cost_rows, cost_table, plot_cost
 from .xla import has_custom_calls, memory_analysis, xla_cost
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "ModuleCost",
     "ModuleParseError",
     "Roofline",
+    "cost_rows",
     "cost_table",
     "cpu_peak",
     "has_custom_calls",

@@ -27,7 +27,7 @@ from .xla import has_custom_calls, xla_cost
 if TYPE_CHECKING:  # pandas is imported where a table is made, not with the module (a first explore needs none)
     import pandas as pd
 
-__all__ = ["SUMMARY_COLUMNS", "cost_table", "plot_cost", "summary_columns"]
+__all__ = ["SUMMARY_COLUMNS", "cost_rows", "cost_table", "plot_cost", "summary_columns"]
 
 
 @functools.lru_cache(maxsize=512)
@@ -66,6 +66,14 @@ def summary_columns(df) -> list[str]:
 
 
 def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = True, stages=None):
+    """One row per stage, as a DataFrame: see ``cost_rows``, whose rows and columns it holds (counts as nullable
+    ints)."""
+    columns, rows = cost_rows(ex, device=device, dtype=dtype, xla=xla, stages=stages)
+    return _frame(rows, columns)
+
+
+def cost_rows(ex, device: str | None = None, dtype: str = "fp32", xla: bool = True,
+              stages=None) -> tuple[list[str], list[dict]]:
     """One row per stage: op counts (total and per dialect) and flops/transcendentals/bytes -- the analytic
     model's for an MLIR stage, XLA's analysis of each computation for an HLO stage --, both with loop bodies
     multiplied by their trip counts where known (``loop_multiplied``) and once where not (``loops_unknown``
@@ -75,7 +83,9 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
     without any, <NA> for one with no IR that is read), seconds; memory analysis on ``xla:optimized``;
     with ``device`` (a key of ``PEAKS``) roofline times too: ``roofline_collective_s`` (collective bytes
     at the device's interconnect bandwidth, NaN where that is unknown) on every stage with collective
-    bytes, flops and bytes times and ``bound`` on the MLIR stages. ``stages``: only these (default: all)."""
+    bytes, flops and bytes times and ``bound`` on the MLIR stages. ``stages``: only these (default: all).
+    Returns the columns, in order, and a dict per stage holding those it has (no pandas: a view model's rows
+    are made without importing it, 0.4 s of a fresh kernel's first cell)."""
     stages = ex.stages if stages is None else list(stages)
     hlo_stages = [s for s in stages if s.group == "xla" and not s.error] if xla else []
     # XLA's analysis of the HLO stages runs in the workers meanwhile: this process reads the MLIR stages
@@ -97,7 +107,8 @@ def cost_table(ex, device: str | None = None, dtype: str = "fp32", xla: bool = T
         if not s.is_module and s.name in analysed:
             _loop_row(row, analysed[s.name][1])
     _mark_changed_work(stages, rows)
-    return _frame(rows, device)
+    dialects = sorted({c for row in rows for c in row if c.startswith("ops_")})
+    return _BASE_COLUMNS + (_ROOFLINE_COLUMNS if device else []) + dialects + ["note"], rows
 
 
 def _mark_changed_work(stages, rows: list[dict]) -> None:
@@ -202,12 +213,11 @@ def _optimized_row(s, row: dict, xla_result) -> None:
     row["seconds"] = xla_result.seconds
 
 
-def _frame(rows: list[dict], device: str | None):
-    """The rows as a DataFrame with every column (blank where no row has it), counts as nullable ints."""
+def _frame(rows: list[dict], cols: list[str]):
+    """The rows as a DataFrame with the columns ``cols`` (blank where no row has it), counts as nullable ints."""
     import pandas as pd
 
-    dialects = sorted({c for row in rows for c in row if c.startswith("ops_")})
-    cols = _BASE_COLUMNS + (_ROOFLINE_COLUMNS if device else []) + dialects + ["note"]
+    dialects = [c for c in cols if c.startswith("ops_")]
     df = pd.DataFrame(rows)
     for c in cols:
         if c not in df:

@@ -296,17 +296,20 @@ class Diff:
         """
         import pandas as pd
 
-        count_b = op_counts("\n".join(self.before))
-        count_a = op_counts("\n".join(self.after))
-        rows = [
-            (op, count_b[op], count_a[op], count_a[op] - count_b[op])
-            for op in sorted(count_b.keys() | count_a.keys())
-            if count_a[op] != count_b[op]
-        ]
-        rows.sort(key=lambda r: (-abs(r[3]), r[0]))
+        rows = [(r["op"], r["before"], r["after"], r["delta"]) for r in self.ops_delta_rows()]
         return pd.DataFrame(rows, columns=["op", "before", "after", "delta"]).astype(
             {"before": "int64", "after": "int64", "delta": "int64"}
         )
+
+    def ops_delta_rows(self) -> list[dict]:
+        """``ops_delta()``'s rows as dicts (op, before, after, delta), made without pandas (a view's, whose
+        first cell would otherwise import it)."""
+        count_b = op_counts("\n".join(self.before))
+        count_a = op_counts("\n".join(self.after))
+        rows = [{"op": op, "before": count_b[op], "after": count_a[op], "delta": count_a[op] - count_b[op]}
+                for op in sorted(count_b.keys() | count_a.keys()) if count_a[op] != count_b[op]]
+        rows.sort(key=lambda r: (-abs(r["delta"]), r["op"]))
+        return rows
 
 
 def _skip_row(count: int) -> Markup:

@@ -63,7 +63,7 @@ class DiffView(Component):
         """Display ``diff`` (a ``workbench.diff.Diff``), no line marked, ``note`` above it; a hovered value of a
         sharded stage shows its sharding."""
         entry = {"left": diff.before_name, "right": diff.after_name, **carried(diff)}
-        self._set(shown=self.data["shown"] + 1, diff=entry, ops_delta=diff.ops_delta().to_dict("records"), note=note,
+        self._set(shown=self.data["shown"] + 1, diff=entry, ops_delta=diff.ops_delta_rows(), note=note,
                   marks=_UNMARKED, tips={"before": tips(entry["before"]), "after": tips(entry["after"])})
 
     def show_message(self, text: str, left: str = "", right: str = "") -> None:

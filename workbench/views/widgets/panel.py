@@ -379,9 +379,9 @@ class Panel:
         runnable = [s.name for s in stages if s.is_module]
         self.core.show(ex, self._left, self._right, pending=pending)
         self.diff_view.pair(self._left, self._right, names)
-        from ...analysis.run.execute import devices
+        from ...pipeline.trace import device_ids
 
-        ids = devices()["id"].tolist()
+        ids = device_ids()  # the ids alone: devices()'s DataFrame would import pandas (0.4 s of a first cell)
         self.run_tab.show(ex, runnable, ids, self.core.model["runs"])
         self.passes.show(ex, pending)  # first: the Analyze tab's switches read the patterns on from its list
         self.analyze.show(ex, runnable, ids)

@@ -10,7 +10,6 @@ set_pipeline {pipeline}), each a rebuild of the Exploration on the panel's worke
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 from typing import Callable
 
@@ -64,13 +63,12 @@ class PassesTab:
                             else "no XLA compile (a module without @main, or XLA failed)"}})
 
     def _patterns(self, ex: Exploration, used: bool) -> dict:
-        from ...pipeline.catalog import patterns
+        from ...pipeline.catalog import catalog
 
         options, sel = ex.spec.selection.options, ex.spec.selection
         try:
-            if self._catalog is None or self._catalog[0] != options:
-                df = patterns(**dataclasses.asdict(options))
-                items = [[n, g, bool(d)] for n, g, d in zip(df["name"], df["group"], df["default_enabled"])]
+            if self._catalog is None or self._catalog[0] != options:  # catalog(): patterns()'s rows, without pandas
+                items = [[p.name, p.group, bool(p.default_enabled)] for p in catalog(options)]
                 self._catalog = (options, items, {n for n, _, d in items if d})
         except WorkbenchError as e:
             return {"items": [], "on": [], "message": str(e)}
