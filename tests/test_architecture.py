@@ -184,6 +184,32 @@ def test_no_regex_reads_ir_outside_ir():
     assert set(REGEX_READS) <= using, f"listed but no longer using re: {sorted(set(REGEX_READS) - using)}"
 
 
+def test_a_first_hlo_cell_imports_no_pandas_until_its_panel_works_ahead():
+    """A fresh kernel's first %%hlo cell draws its panel and saved view without pandas (0.4 s of import there):
+    only the panel's work ahead (its thread starts after XLA's stages) may import it."""
+    code = ("import builtins, sys, threading\n"
+            "from ipykernel.inprocess.manager import InProcessKernelManager\n"
+            "km = InProcessKernelManager(); km.start_kernel(); shell = km.kernel.shell\n"
+            "shell.run_line_magic('load_ext', 'workbench')\n"
+            "import jax.numpy as jnp\n"
+            "who = []\n"
+            "real = builtins.__import__\n"
+            "def spy(name, *a, **k):\n"
+            "    if name == 'pandas' and 'pandas' not in sys.modules and not who:\n"
+            "        who.append(threading.current_thread().name)\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = spy\n"
+            "shell.user_ns.update(jnp=jnp)\n"
+            "r = shell.run_cell('%%hlo -o ex\\nf = lambda x: jnp.tanh(x @ x.T).sum()\\nf(jnp.ones((4, 3)))')\n"
+            "assert r.success, r.error_in_exec\n"
+            "print('pandas' in sys.modules and not who[0].startswith('wb-panel-ahead'), who, flush=True)\n"
+            "import os; os._exit(0)  # the kernel's threads are not torn down: the answer is printed\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       stdin=subprocess.DEVNULL, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split()[0] == "False", r.stdout
+
+
 def test_a_first_explore_imports_no_pandas():
     """pandas (0.1-0.2 s of the workbench's own import) comes in where a table is made -- cost(), source_map(), a
     scan's DataFrame -- not with ``import workbench`` or a first explore, which a script or the CLI waits for."""
