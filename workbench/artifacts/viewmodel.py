@@ -31,7 +31,7 @@ import json
 from typing import Any, Sequence
 
 from ..analysis.cost import cost_rows
-from ..ir.ops import op_counts
+from ..analysis.diff.result import ops_delta_rows
 from ..ir.text import short_pass
 from .assets import ASSETS
 from .versions import versions
@@ -124,11 +124,7 @@ def _ops_delta(a: Stage | None, b: Stage | None) -> list[dict[str, Any]]:
     """The ops whose count differs from ``a`` to ``b``, as ``Diff.ops_delta()`` counts them."""
     if a is None or b is None or a.error or b.error:
         return []
-    before, after = op_counts(a.text), op_counts(b.text)
-    rows = [{"op": op, "before": before[op], "after": after[op], "delta": after[op] - before[op]}
-            for op in sorted(before.keys() | after.keys()) if before[op] != after[op]]
-    rows.sort(key=lambda r: (-abs(r["delta"]), r["op"]))
-    return rows
+    return ops_delta_rows(a.text, b.text)
 
 
 def view_model(ex, left: str | None = None, right: str | None = None, *, stages: Sequence[Stage] | None = None,

@@ -18,7 +18,7 @@ from ...ir.ops import op_counts
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Change", "ChangeKind", "Diff", "EQUAL", "CHANGED", "DELETED", "INSERTED", "MOVED_OUT", "MOVED_IN", "RUNS",
+__all__ = ["Change", "ChangeKind", "Diff", "ops_delta_rows", "EQUAL", "CHANGED", "DELETED", "INSERTED", "MOVED_OUT", "MOVED_IN", "RUNS",
            "rows_of_runs"]
 
 ChangeKind = Literal["delete", "insert", "replace", "move"]
@@ -304,12 +304,17 @@ class Diff:
     def ops_delta_rows(self) -> list[dict]:
         """``ops_delta()``'s rows as dicts (op, before, after, delta), made without pandas (a view's, whose
         first cell would otherwise import it)."""
-        count_b = op_counts("\n".join(self.before))
-        count_a = op_counts("\n".join(self.after))
-        rows = [{"op": op, "before": count_b[op], "after": count_a[op], "delta": count_a[op] - count_b[op]}
-                for op in sorted(count_b.keys() | count_a.keys()) if count_a[op] != count_b[op]]
-        rows.sort(key=lambda r: (-abs(r["delta"]), r["op"]))
-        return rows
+        return ops_delta_rows("\n".join(self.before), "\n".join(self.after))
+
+
+def ops_delta_rows(before: str, after: str) -> list[dict]:
+    """The ops whose count differs from the text ``before`` to ``after`` (``ir.ops.op_counts``), as dicts: op,
+    before, after, delta (after - before); sorted by ``|delta|`` descending, then name."""
+    count_b, count_a = op_counts(before), op_counts(after)
+    rows = [{"op": op, "before": count_b[op], "after": count_a[op], "delta": count_a[op] - count_b[op]}
+            for op in sorted(count_b.keys() | count_a.keys()) if count_a[op] != count_b[op]]
+    rows.sort(key=lambda r: (-abs(r["delta"]), r["op"]))
+    return rows
 
 
 def _skip_row(count: int) -> Markup:
