@@ -91,8 +91,7 @@ def table_json(df, where: str = "table") -> dict | None:
                 return None
         except (TypeError, ValueError):  # pd.isna of a list-like cell
             pass
-        v = plain_json(v, at)
-        return None if isinstance(v, float) and not math.isfinite(v) else v
+        return _cell(v, at)
 
     columns = [str(c) for c in df.columns]
     return {"columns": columns, "rows": [[cell(v, f"{where}[{r}].{c}") for v, c in zip(row, columns)]
@@ -102,12 +101,14 @@ def table_json(df, where: str = "table") -> dict | None:
 def rows_json(columns: list[str], rows: list[dict], where: str = "table") -> dict:
     """Rows given as dicts (a column a row lacks is blank) as ``table_json`` writes a table, without pandas:
     NaN is null, other cells as ``plain_json`` makes them."""
-    def cell(v, at: str):
-        v = plain_json(v, at)
-        return None if isinstance(v, float) and not math.isfinite(v) else v
-
-    return {"columns": list(columns), "rows": [[cell(row.get(c), f"{where}[{r}].{c}") for c in columns]
+    return {"columns": list(columns), "rows": [[_cell(row.get(c), f"{where}[{r}].{c}") for c in columns]
                                                for r, row in enumerate(rows)]}
+
+
+def _cell(v, at: str):
+    """A table's cell as plain JSON (``plain_json``), a NaN or infinity as null."""
+    v = plain_json(v, at)
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 class WriteFailed(OSError):
