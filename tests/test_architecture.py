@@ -204,10 +204,8 @@ def test_a_first_hlo_cell_imports_no_pandas_until_its_panel_works_ahead():
             "assert r.success, r.error_in_exec\n"
             "print('pandas' in sys.modules and not who[0].startswith('wb-panel-ahead'), who, flush=True)\n"
             "import os; os._exit(0)  # the kernel's threads are not torn down: the answer is printed\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                       stdin=subprocess.DEVNULL, cwd=ROOT)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split()[0] == "False", r.stdout
+    out = _printed_by(code)
+    assert out.split()[0] == "False", out
 
 
 def test_a_first_explore_imports_no_pandas():
@@ -218,7 +216,13 @@ def test_a_first_explore_imports_no_pandas():
             "assert len(ex.stages) > 5 and not [s.name for s in ex.stages if s.error], ex.names\n"
             "print('pandas' in sys.modules)\n"
             "print(type(ex.cost()).__name__, 'pandas' in sys.modules)\n")
+    out = _printed_by(code)
+    assert out.split() == ["False", "DataFrame", "True"], out
+
+
+def _printed_by(code: str) -> str:
+    """What ``python -c code`` prints in a fresh interpreter, from the repository root; it must exit 0."""
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        stdin=subprocess.DEVNULL, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split() == ["False", "DataFrame", "True"], r.stdout
+    return r.stdout
