@@ -66,6 +66,8 @@ class TraceLayout:
 _COMMON_OUTPUTS = (
     BackendOutput("after_optimizations-buffer-assignment.txt", "backend:buffer-assignment", "XLA's buffer assignment"),
     BackendOutput("after_optimizations-memory-usage-report.txt", "backend:memory-usage", "XLA's memory usage report"),
+    BackendOutput("after_optimizations-live-range.txt", "backend:live-range",
+                  "XLA's live ranges: its schedule and the span each buffer is live in"),
 )
 
 
