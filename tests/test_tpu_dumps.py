@@ -66,8 +66,8 @@ def _per_pass_files(folder: str) -> list[str]:
 def test_a_tpu_compile_gives_every_stage_the_cpus_does_in_xlas_order(read):
     assert [s.name for s in read.stages] == [
         "xla:before_optimizations", *PASS_STAGES, "xla:optimized",
-        "backend:buffer-assignment", "backend:memory-usage", "backend:after-codegen"]
-    assert [s.group for s in read.stages] == ["xla"] * 12 + ["backend"] * 3
+        "backend:buffer-assignment", "backend:memory-usage", "backend:live-range", "backend:after-codegen"]
+    assert [s.group for s in read.stages] == ["xla"] * 12 + ["backend"] * 4
 
 
 def test_the_optimized_module_and_the_backend_outputs_are_the_tpus_own_files(folder, stages):
@@ -196,6 +196,7 @@ def test_a_cpu_compile_keeps_the_cpus_names_and_stages():
     names = [s.name for s in result.stages]
     assert names[0] == "xla:before_optimizations" and "xla:optimized" in names
     assert names[names.index("xla:optimized") + 1:] == [
-        "backend:llvm-ir", "backend:llvm-ir-opt", "backend:buffer-assignment", "backend:memory-usage"]
+        "backend:llvm-ir", "backend:llvm-ir-opt", "backend:buffer-assignment", "backend:memory-usage",
+        "backend:live-range"]
     assert [made for *_, made in result.runs if made] == names[1:names.index("xla:optimized")]
     assert "ENTRY" in result.stages[names.index("xla:optimized")].text

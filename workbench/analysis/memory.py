@@ -249,7 +249,7 @@ class Memory:
         if ins is not None:
             x = self._located.get(ins.name)
             if x is not None and x.origin is not None and x.origin.name:
-                return x.origin.name
+                return x.origin.name.replace("\\'", "'").replace('\\"', '"')
         return f"#{number}"
 
     def _frame(self, rows: list[dict], columns: Sequence[str]) -> "pd.DataFrame":
@@ -396,30 +396,27 @@ class Memory:
         donated, aliased, output, saves, why``."""
         entry = self._module.entry
         outputs = _output_leaves(entry)
-        aliased_params = {p for _, p, _, _ in input_output_alias(self.stage.text)}
+        aliases = input_output_alias(self.stage.text)
+        aliased_params = {p for _, p, _, _ in aliases}
         aliased_params |= {a.parameter for a in self.allocations if a.parameter is not None and a.live_out}
-        free = Counter(shape for _, shape in outputs)
-        for p in sorted(aliased_params):
-            ins = self._parameters.get(p)
-            if ins is not None and free.get(without_layout(ins.shape), 0) > 0:
-                free[without_layout(ins.shape)] -= 1
+        taken = {out for out, _, _, _ in aliases}
+        free: dict[str, list[str]] = {}  # shape -> the outputs of that shape no argument's buffer holds yet
+        for index, shape in outputs:
+            if index not in taken:
+                free.setdefault(shape, []).append(index)
         rows = []
         for number, ins in sorted(self._parameters.items()):
             shape = without_layout(ins.shape)
             size = sum(a.size for a in self.allocations if a.parameter == number)
-            donated = number in self.donated
-            aliased = number in aliased_params
-            match = next((i for i, s in outputs if s == shape), None)
-            if aliased:
+            if number in aliased_params:
                 continue  # donated and used: nothing to say
-            if donated:
-                why = ("no output has its shape and dtype" if match is None else
+            if number in self.donated:
+                why = ("no output has its shape and dtype" if not any(s == shape for _, s in outputs) else
                        "XLA did not reuse its buffer for an output (it is read after the output is written, or "
-                       "the output's layout differs)")
-                rows.append(self._donation_row(number, shape, size, True, False, match, 0, why))
-            elif match is not None and free.get(shape, 0) > 0:
-                free[shape] -= 1
-                rows.append(self._donation_row(number, shape, size, False, False, match, size,
+                       "another argument took the output)")
+                rows.append(self._donation_row(number, shape, size, True, False, None, 0, why))
+            elif free.get(shape):
+                rows.append(self._donation_row(number, shape, size, False, False, free[shape].pop(0), size,
                                                "an output has its shape and dtype: donating it lets XLA write "
                                                "the output into its buffer"))
         df = self._frame(rows, ("argument", "parameter", "shape", "bytes", "donated", "aliased", "output", "saves",
