@@ -137,7 +137,8 @@ def test_every_option_of_every_command_has_a_help_line():
                for path, action in walk(build_parser(), []) if not action.help or action.help == argparse.SUPPRESS]
     assert not missing, f"options without a help line: {missing}"
     commands = {p[0] for p, _ in walk(build_parser(), []) if p}
-    assert commands == {"stages", "report", "show", "profile", "patterns", "pipelines", "diff", "opt", "open", "course", "check"}
+    assert commands == {"stages", "report", "show", "profile", "patterns", "pipelines", "diff", "opt", "open", "course", "check",
+                        "memory"}
 
 
 def test_patterns_groups_lists_the_groups_with_counts(capsys):

@@ -8,6 +8,7 @@
     hlo-workbench diff before.mlir after.mlir   # structural diff of two MLIR (or two XLA HLO) files: exit 0 same, 1 differ
     hlo-workbench opt in.mlir --pass-pipeline='builtin.module(canonicalize,enzyme-hlo-opt)'   # like mlir-opt
     hlo-workbench open attn.hlox --stage xla:optimized   # a saved exploration (ex.save): its stage table, or a stage
+    hlo-workbench memory mlp --rows 20   # where the bytes go: XLA's peak, what is live at it, by line; --json
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from pathlib import Path
 from ..ir.dtypes import element_dtype
 from .cli_files import FILE_COMMANDS, add_file_commands
 from .cli_gates import GATE_COMMANDS, add_gate_commands
+from .cli_memory import MEMORY_COMMANDS, add_memory_command
 from .text import stage_table
 
 EXAMPLES = "workbench.examples"  # the built-in programs live inside the package, so a wheel has them
@@ -324,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_pipelines)
     add_file_commands(sub)
     add_gate_commands(sub, load_target)
+    add_memory_command(sub, explore_args, load_target)
     return p
 
 
@@ -338,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = _format_warning
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in {"stages", "report", "show", "profile", "patterns", "pipelines", *FILE_COMMANDS, *GATE_COMMANDS, "-h", "--help"}:
+    if not argv or argv[0] not in {"stages", "report", "show", "profile", "patterns", "pipelines", *FILE_COMMANDS, *GATE_COMMANDS, *MEMORY_COMMANDS, "-h", "--help"}:
         argv = ["report"] + argv
     ns = parser.parse_args(argv)
     from ..errors import WorkbenchError
