@@ -19,6 +19,7 @@ import { driftSection } from './drift';
 import { editsSection } from './edits';
 import './graph';
 import { header } from './header';
+import './memory';
 import type { IHost, IMounted, IViewModel } from './model';
 import './passes';
 import './analyze';
