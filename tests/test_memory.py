@@ -252,9 +252,9 @@ def test_tiled_layouts_pad_and_the_padding_is_counted(tpu_memory):
     stages, analysis = tpu_memory
     ba = next(s for s in stages if s.name == "backend:buffer-assignment").text
     scalar = next(v for a in read_buffer_assignment(ba) for v in a.values if v.shape == "f32[]{:T(128)}")
-    from workbench.analysis.memory import _padding
+    from workbench.analysis.memory.placed import padding
 
-    assert scalar.size == 512 and _padding(scalar) == 508  # one float in a 128-lane tile
+    assert scalar.size == 512 and padding(scalar) == 508  # one float in a 128-lane tile
     live = read_live_range(next(s for s in stages if s.name == "backend:live-range").text)
     assert live.sequence[0] == "w.1" and live.ranges["fusion.2{1}"] == (5, 9) and live.peak_at == 9
 
@@ -265,3 +265,18 @@ def test_memory_is_a_value_built_from_text(tpu_memory):
     m = Memory(by["xla:optimized"], by["backend:buffer-assignment"].text, by["backend:live-range"].text, "tpu",
                analysis)
     assert "HBM" in repr(m) and m.peak_instruction == "divide_reduce_fusion"
+
+
+def test_compare_explorations_and_a_toggles_summary_name_the_memory_change():
+    ws = (jnp.ones((8, 128, 2048)) * 0.01, jnp.ones((8, 2048, 128)) * 0.01)
+    x = jnp.ones((256, 128))
+    plain, remat = wb.explore(_scan_mlp(False), ws, x), wb.explore(_scan_mlp(True), ws, x)
+    comparison = wb.compare_explorations(plain, remat)
+    said = str(comparison)
+    assert comparison.memory is not None and comparison.memory.delta < 0
+    assert "memory: the peak went from" in said and "f32[8,256,2048]" in said
+    toggled = plain.with_xla(disable=["algsimp"])
+    changes = toggled.changes_since(plain)
+    assert changes.memory_peaks == (plain.memory().peak_bytes, toggled.memory().peak_bytes)
+    assert ("peak memory" in changes.summary) == (changes.memory_peaks[0] != changes.memory_peaks[1])
+    assert changes.memory().before == plain.memory().peak_bytes and changes.memory().after == toggled.memory().peak_bytes

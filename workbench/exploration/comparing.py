@@ -113,5 +113,14 @@ def compare_explorations(a, b, run: bool = False, device: str | None = None, rep
         except Exception:  # noqa: BLE001 -- a cost table that cannot be made leaves its columns empty
             costs.append(None)
     return comparison_of(a.stages, b.stages, a.spec, b.spec, labels=labels, costs=tuple(costs),
-                         versions=(_versions_of(a), _versions_of(b)), times=times)
+                         versions=(_versions_of(a), _versions_of(b)), times=times, memory=memory_change(a, b))
+
+
+def memory_change(a, b):
+    """What ``b`` did to ``a``'s peak memory (``analysis.memory.MemoryChange``), None where either has no memory
+    to read (a text without a program, a failed compile, a file saved without XLA's live ranges)."""
+    try:
+        return a.memory().compare(b.memory())
+    except WorkbenchError:
+        return None
 

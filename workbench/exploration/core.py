@@ -21,10 +21,8 @@ from ..artifacts.report import write_report
 from ..artifacts.reproducer import write_reproducer
 from ..analysis.sharding.collectives import collective_table
 from ..analysis.cost import cost_table, hlo_op_costs, op_costs, plot_cost
-from ..analysis.memory import Memory, memory_of
-from ..backends import default_device_id, platform_of
 from ..analysis.search.scan import StepRun, pattern_timing, scan_patterns, step_patterns
-from ..errors import StageError, UnknownNameError, WorkbenchError
+from ..errors import StageError, UnknownNameError
 from ..pipeline.build import (Built, build, rebuild_xla, with_exactly, with_toggles,
                              with_xla_options, xla_passes_known)
 from ..ir.text import strip_locations
@@ -33,6 +31,7 @@ from ..analysis.run.history import program_of
 from .comparing import Comparing
 from .drifting import Drifting
 from .editing import Editing
+from .memory import InMemory
 from .profiling import Measured
 from .running import refuse_shapes, refuse_unfaithful_hlo, remembered_reference, runs_table
 
@@ -63,7 +62,7 @@ def _unknown_stage(name: str, names: Sequence[str], kind: str = "stage") -> Unkn
     return UnknownNameError(kind, name, names, known_note=f"the {kind}s are {', '.join(names)}")
 
 
-class Exploration(Measured, Drifting, Editing, Comparing):
+class Exploration(Measured, Drifting, Editing, Comparing, InMemory):
     """Every stage of one program through one pipeline, in order.
 
     ``ex.stages`` lists them all; ``ex["stablehlo"]``, ``ex[-1]`` and ``ex.stage("canonicalize#2")``
@@ -335,38 +334,6 @@ class Exploration(Measured, Drifting, Editing, Comparing):
     def plot_cost(self):
         """A chart of ops, flops and bytes across the stages."""
         return plot_cost(self)
-
-    def memory(self, stage: str = "xla:optimized", device: str | None = None, space: int = 0) -> Memory:
-        """Where the bytes go in XLA's compile of this program: a ``Memory`` read from XLA's buffer assignment and
-        live ranges (``peak_bytes``, ``timeline()``, ``at_peak()``, ``by_line()``, ``donation()``, ``spaces()``,
-        ``reported()``). Only ``xla:optimized`` has a schedule and buffers; ``device`` must be the one explored
-        for (explore again with ``device=`` for another); ``space`` picks the memory space the tables describe (0
-        the main one; 1 a TPU's VMEM)."""
-        if stage != "xla:optimized":
-            st = self.stage(stage)
-            raise UnknownNameError("stage with buffers", st.name, ["xla:optimized"], known_note=(
-                f"XLA assigns buffers and schedules only the module it compiles to the end: ask for xla:optimized, "
-                f"not {st.name}"))
-        own = self.spec.device if isinstance(self.spec.device, str) and self.spec.device else default_device_id()
-        platform = platform_of(own)
-        if device is not None and (platform_of(device) != platform or (":" in device and device != own)):
-            raise WorkbenchError(f"this exploration was compiled for {own}, so XLA's buffers are those of {own}; "
-                                 f"explore with device={device!r} to see the memory there")
-        xla = self.xla_result
-        analysis = xla.memory if xla is not None else {}
-        mlir = self._last_module() if self.spec.traced is not None or self.spec.loaded is not None else None
-        return memory_of(self.stages, platform, analysis,
-                         self._donated_parameters(), mlir, space)
-
-    def _donated_parameters(self) -> tuple[int, ...]:
-        """The HLO parameter numbers of the arguments the program donates."""
-        traced = self.spec.traced
-        if traced is None:
-            return ()
-        from ..pipeline.program import donated, kept_var_idx
-
-        gone = set(donated(traced.lowered))
-        return tuple(k for k, pos in enumerate(kept_var_idx(traced.lowered)) if pos in gone)
 
     def collectives(self, stage=None):
         """One row per collective op (all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute,

@@ -14,7 +14,7 @@ way is read without its XLA stages, and the XLA part says so (``xla_note``) inst
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
@@ -113,6 +113,14 @@ class Changes:
     mlir_note: str = ""
     xla_note: str = ""
     failed: str = ""
+    # XLA's peak memory before and after (``analysis.memory``), None where either side has none to read
+    memory_peaks: tuple[int, int] | None = None
+    memory_of: Any = field(default=None, repr=False, compare=False)  # makes memory()
+
+    def memory(self):
+        """What the change did to the peak memory, with the buffers that appeared at the peak or left it, each
+        with its user's line (``analysis.memory.MemoryChange``); None where either side has no memory to read."""
+        return self.memory_of() if self.memory_of is not None else None
 
     def part(self, which: str) -> ModuleChange | None:
         """The ModuleChange of ``which``: "mlir" (the final MLIR module) or "xla" (xla:optimized)."""
@@ -136,6 +144,9 @@ class Changes:
         phrases.append(self._work())
         phrases.append(self.mlir.words() if self.mlir else f"final MLIR: {self.mlir_note}")
         phrases.append(self.xla.words() if self.xla else f"{XLA_OPTIMIZED}: {self.xla_note}")
+        if self.memory_peaks is not None and self.memory_peaks[0] != self.memory_peaks[1]:
+            a, b = self.memory_peaks
+            phrases.append(f"peak memory {_bytes(a)} → {_bytes(b)} ({'+' if b >= a else '-'}{_bytes(abs(b - a))})")
         return phrases
 
     @property
@@ -168,6 +179,13 @@ class Changes:
         return str(Markup('<div class="wb-changes"><b>{}</b><ul>{}</ul></div>').format(first, items))
 
 
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
 def _listed(items: Sequence[str]) -> str:
     """The first few items and how many more: "a, b, c, d and 3 more"."""
     shown = ", ".join(items[:SHOWN])
@@ -185,11 +203,22 @@ def changes_between(before: Comparable, after: Comparable, wait: bool = True) ->
     mlir_old, mlir_new = _final_module(old), _final_module(new)
     mlir = ModuleChange("final MLIR", mlir_old, mlir_new) if mlir_old and mlir_new else None
     xla, xla_note = _xla(old, old_pending, new, new_pending)
+    peaks = _peaks(before, after) if xla is not None else None
     return Changes(
         settings=tuple(setting_changes(before.spec, after.spec)), recomputed=recomputed, reused=reused,
         xla_compiled=_compiled(old, new), mlir=mlir, xla=xla,
         mlir_note="" if mlir else "no MLIR module to compare (a stage failed before any ran)", xla_note=xla_note,
-        failed=next((s.name for s in new if s.error), ""))
+        failed=next((s.name for s in new if s.error), ""), memory_peaks=peaks,
+        memory_of=(lambda: before.memory().compare(after.memory())) if peaks is not None else None)
+
+
+def _peaks(before: Comparable, after: Comparable) -> tuple[int, int] | None:
+    """Both sides' peak memory (read from XLA's buffer assignment and live ranges: no provenance, cheap), None
+    where either has none."""
+    try:
+        return before.memory().peak_bytes, after.memory().peak_bytes
+    except (WorkbenchError, AttributeError):
+        return None
 
 
 def _stages_now(ex: Comparable, wait: bool) -> tuple[list[Stage], bool]:

@@ -217,6 +217,9 @@ class Comparison:
     times: tuple[Any, Any] | None = None  # each side's Timing when run=True
     # each side's final MLIR module and xla:optimized (None where it has none): what ``mlir`` and ``xla`` pair
     finals: tuple[tuple[Stage | None, Stage | None], ...] = field(default=((None, None), (None, None)), repr=False)
+    # what the change did to XLA's peak memory and the buffers live at it (analysis.memory.MemoryChange), where
+    # both sides have one
+    memory: Any = None
 
     @property
     def first_difference(self) -> StagePair | None:
@@ -298,6 +301,8 @@ class Comparison:
         for m in (self.mlir, self.xla):
             if m is not None:
                 out.append(m.words())
+        if self.memory is not None:
+            out.append(self.memory.words())
         for name, (va, vb) in self.final.items():
             if va is not None or vb is not None:
                 g = growth(va, vb)
@@ -355,7 +360,7 @@ def growth_text(g: float | None) -> str:
 
 def comparison_of(a_stages: Sequence[Stage], b_stages: Sequence[Stage], a_spec: Spec, b_spec: Spec, *,
                   labels: tuple[str, str] = ("a", "b"), costs: tuple = (None, None),
-                  versions: tuple[dict, dict] = ({}, {}), times: tuple | None = None) -> Comparison:
+                  versions: tuple[dict, dict] = ({}, {}), times: tuple | None = None, memory: Any = None) -> Comparison:
     """The Comparison of two explorations' stages (see the module docstring). ``costs``: each side's cost
     table (``ex.cost()``), ``versions``: what made each side (``saved_by``, or the versions installed)."""
     pairs = compare_stages(a_stages, b_stages)
@@ -373,4 +378,4 @@ def comparison_of(a_stages: Sequence[Stage], b_stages: Sequence[Stage], a_spec: 
     differing = tuple((k, versions[0].get(k), versions[1].get(k)) for k in VERSION_KEYS
                       if versions[0].get(k) != versions[1].get(k))
     return Comparison(labels, pairs, mlir, xla, tuple(settings), differing, same_input,
-                      (_cost_rows(costs[0]), _cost_rows(costs[1])), times, tuple(finals))
+                      (_cost_rows(costs[0]), _cost_rows(costs[1])), times, tuple(finals), memory)

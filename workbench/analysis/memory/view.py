@@ -20,21 +20,21 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..errors import WorkbenchError
-from ..ir.buffers import Allocation, BufferValue, LiveRange, input_output_alias, read_buffer_assignment, read_live_range
-from ..ir.dtypes import element_bits
-from ..ir.hlo import arrays, read_hlo, tuple_shapes, without_layout
-from ..stages import Stage
-from .provenance import LIBRARY_ONLY, NO_LOCATION, located_ops, short_path
+from ...errors import WorkbenchError
+from ...ir.buffers import Allocation, BufferValue, LiveRange, input_output_alias, read_buffer_assignment, read_live_range
+from ...ir.hlo import arrays, read_hlo, tuple_shapes, without_layout
+from ...stages import Stage
+from ..provenance import LIBRARY_ONLY, NO_LOCATION, located_ops, short_path
+from .change import MemoryChange
+from .placed import Placed, handed_on, human_bytes, layout_of, one_per_slot, padding
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Memory", "MemoryChange", "BUFFER_COLUMNS", "LINE_COLUMNS", "memory_of", "space_name"]
+__all__ = ["Memory", "BUFFER_COLUMNS", "LINE_COLUMNS", "memory_of", "space_name"]
 
 BUFFER_COLUMNS = ("buffer", "bytes", "kind", "space", "shape", "dtype", "layout", "padding_bytes", "instruction",
                   "opcode", "computation", "line", "function", "library_line", "argument", "mlir", "live_from",
@@ -46,23 +46,6 @@ _SPACES = {"tpu": {0: "HBM", 1: "VMEM"}, "gpu": {0: "device memory"}, "cpu": {0:
 def space_name(platform: str, color: int) -> str:
     """A memory space as users call it: ``HBM`` and ``VMEM`` on a TPU, ``host memory`` on the CPU, else ``space N``."""
     return _SPACES.get(platform, {}).get(color, f"memory space {color}")
-
-
-@dataclass(frozen=True)
-class _Placed:
-    """One value of the schedule with what the views need of it."""
-
-    value: BufferValue
-    allocation: Allocation
-    start: int
-    end: int
-    handed_on: int = 0  # bytes that a value starting where this one ends takes over (an in-place op's output)
-
-    def bytes_at(self, position: int) -> int:
-        """The bytes this value holds at ``position`` of the schedule (0 where it is not live)."""
-        if not self.start <= position <= self.end:
-            return 0
-        return self.value.size - (self.handed_on if position == self.end else 0)
 
 
 class Memory:
@@ -96,8 +79,8 @@ class Memory:
         for key, (start, end) in self.live.ranges.items():
             found = by_key.get(key)
             if found is not None:
-                placed.append(_Placed(found[0], found[1], start, end))
-        self._placed = _handed_on(_one_per_slot(placed))
+                placed.append(Placed(found[0], found[1], start, end))
+        self._placed = handed_on(one_per_slot(placed))
         self.work = len(assignment) + len(live_range)  # characters read: what a test counts
 
     # -- the schedule -------------------------------------------------------------------------------------
@@ -179,7 +162,7 @@ class Memory:
         return out
 
     # -- tables ---------------------------------------------------------------------------------------------
-    def _row(self, p: _Placed, position: int | None = None) -> dict:
+    def _row(self, p: Placed, position: int | None = None) -> dict:
         v, a = p.value, p.allocation
         name = v.instruction
         comp, ins = self._instructions.get(name, ("", None))
@@ -198,7 +181,7 @@ class Memory:
                 mlir += [r for r in self._mlir_by_origin.get(g.key, ()) if r not in mlir]
         seq = self.live.sequence
         return {"buffer": v.key, "bytes": v.size if position is None else p.bytes_at(position), "kind": self._kind(a, v), "space": space_name(self.platform, a.color),
-                "shape": shape, "dtype": dtype, "layout": _layout(v.shape), "padding_bytes": _padding(v),
+                "shape": shape, "dtype": dtype, "layout": layout_of(v.shape), "padding_bytes": padding(v),
                 "instruction": name, "opcode": ins.opcode if ins is not None else "", "computation": comp,
                 "line": line, "function": yours.function if yours else (frame.function if frame else ""),
                 "library_line": f"{short_path(frame.file)}:{frame.line}" if frame is not None and (
@@ -324,7 +307,7 @@ class Memory:
         ax.step(df["position"], df["live_bytes"] / 2**20, where="post")
         at, peak = df.attrs["peak_at"], df.attrs["peak_bytes"]
         ax.axvline(at, color="crimson", linestyle="--", linewidth=1)
-        ax.annotate(f"peak {_human(peak)} at {df['instruction'][at] if len(df) else ''}", (at, peak / 2**20),
+        ax.annotate(f"peak {human_bytes(peak)} at {df['instruction'][at] if len(df) else ''}", (at, peak / 2**20),
                     textcoords="offset points", xytext=(6, -12), color="crimson")
         ax.set_xlabel("position in XLA's schedule")
         ax.set_ylabel(f"live MiB ({df.attrs['space']})")
@@ -340,7 +323,7 @@ class Memory:
                          "peak_bytes": live[at] if live else 0,
                          "peak_instruction": self.live.sequence[at] if live and at < len(self.live.sequence) else "",
                          "allocated_bytes": sum(a.size for a in self.allocations if a.color == color),
-                         "padding_bytes": sum(_padding(p.value) for p in self._placed if p.allocation.color == color)})
+                         "padding_bytes": sum(padding(p.value) for p in self._placed if p.allocation.color == color)})
         return self._frame(rows, ("space", "color", "peak_bytes", "peak_instruction", "allocated_bytes",
                                   "padding_bytes"))
 
@@ -456,8 +439,8 @@ class Memory:
         lines = self.by_line()
         top = lines.iloc[0] if len(lines) else None
         where = f" at {self.peak_instruction}" + (f" in {self.peak_computation}" if self.peak_computation else "")
-        most = f"; most from {top['line']} ({_human(int(top['bytes']))})" if top is not None else ""
-        return f"peak {_human(self.peak_bytes)} of {space_name(self.platform, self.space)}{where}{most}"
+        most = f"; most from {top['line']} ({human_bytes(int(top['bytes']))})" if top is not None else ""
+        return f"peak {human_bytes(self.peak_bytes)} of {space_name(self.platform, self.space)}{where}{most}"
 
     def __repr__(self) -> str:
         return f"<Memory {self.summary()}>"
@@ -482,45 +465,6 @@ class Memory:
                 "reported": self.reported(), "summary": self.summary()}
 
 
-@dataclass(frozen=True)
-class MemoryChange:
-    """Two peaks and the buffers that differ at them (``appeared``: live at the second peak, not at the first;
-    ``went``: the other way), each a list of (line, shape, kind, bytes)."""
-
-    before: int
-    after: int
-    appeared: tuple[tuple[str, str, str, int], ...]
-    went: tuple[tuple[str, str, str, int], ...]
-
-    @property
-    def delta(self) -> int:
-        return self.after - self.before
-
-    @staticmethod
-    def between(a: Memory, b: Memory) -> "MemoryChange":
-        def items(m: Memory) -> Counter:
-            return Counter((r["line"], r["shape"], r["kind"], int(r["bytes"])) for r in m.at_peak().to_dict("records"))
-
-        x, y = items(a), items(b)
-        appeared = tuple(sorted((y - x).elements(), key=lambda t: -t[3]))
-        went = tuple(sorted((x - y).elements(), key=lambda t: -t[3]))
-        return MemoryChange(a.peak_bytes, b.peak_bytes, appeared, went)
-
-    def words(self, most: int = 3) -> str:
-        """The change in one sentence: the peak's change and the largest buffers that appeared or went."""
-        if self.delta == 0 and not self.appeared and not self.went:
-            return f"memory: the peak is unchanged ({_human(self.after)})"
-        out = f"memory: the peak went from {_human(self.before)} to {_human(self.after)} ({_signed(self.delta)})"
-        if self.went:
-            out += "; gone from it: " + ", ".join(f"{s} from {ln} ({_human(b)})" for ln, s, _, b in self.went[:most])
-        if self.appeared:
-            out += "; new at it: " + ", ".join(f"{s} from {ln} ({_human(b)})" for ln, s, _, b in self.appeared[:most])
-        return out
-
-    def __str__(self) -> str:
-        return self.words()
-
-
 def memory_of(stages: Sequence[Stage], platform: str, analysis: dict | None = None, donated: Sequence[int] = (),
               mlir: Stage | None = None, space: int = 0) -> Memory:
     """The Memory of an exploration's XLA stages (``xla:optimized`` and the buffer-assignment and live-range
@@ -533,54 +477,6 @@ def memory_of(stages: Sequence[Stage], platform: str, analysis: dict | None = No
                              "(a compile that failed, or an exploration saved before live ranges were kept)")
     return Memory(by["xla:optimized"], by["backend:buffer-assignment"].text, by["backend:live-range"].text, platform,
                   analysis, mlir, donated, [s for s in stages if s.group == "xla"], space)
-
-
-def _one_per_slot(placed: list[_Placed]) -> list[_Placed]:
-    """Values that XLA put in the same bytes of one allocation (a loop's carried value and its phis, an in-place
-    op's output) counted once: per slot (allocation, offset, size), each value holds the slot from its start until
-    the next value's start, and the last one as long as any of them lives. n log n."""
-    slots: dict[tuple[int, int, int], list[_Placed]] = {}
-    for p in placed:
-        slots.setdefault((p.allocation.index, p.value.offset, p.value.size), []).append(p)
-    out: list[_Placed] = []
-    for group in slots.values():
-        if len(group) == 1:
-            out.append(group[0])
-            continue
-        group.sort(key=lambda p: (p.start, p.end, p.value.id))
-        cur = group[0]
-        for nxt in group[1:]:
-            if nxt.start <= cur.end:  # overlapping or touching: the later value takes the slot over
-                if nxt.start > cur.start:
-                    out.append(_Placed(cur.value, cur.allocation, cur.start, nxt.start - 1))
-                cur = _Placed(nxt.value, nxt.allocation, nxt.start, max(nxt.end, cur.end))
-            else:
-                out.append(cur)
-                cur = nxt
-        out.append(cur)
-    return out
-
-
-def _handed_on(placed: list[_Placed]) -> tuple[_Placed, ...]:
-    """``placed`` with ``handed_on`` set: where a value's last use is the instruction that defines another value in
-    the same bytes of the same allocation (XLA shares the buffer with an in-place op's output), those bytes count
-    once at that position, as XLA's own live-range peak counts them. One pass, by (allocation, position)."""
-    starting: dict[tuple[int, int], list[_Placed]] = {}
-    for p in placed:
-        starting.setdefault((p.allocation.index, p.start), []).append(p)
-    out = []
-    for p in placed:
-        lo, hi = p.value.offset, p.value.offset + p.value.size
-        spans = sorted((max(lo, q.value.offset), min(hi, q.value.offset + q.value.size))
-                       for q in starting.get((p.allocation.index, p.end), ()) if q is not p and q.start == p.end)
-        shared, reach = 0, lo
-        for a, b in spans:  # the union of the overlaps, so bytes two later values share count once
-            a = max(a, reach)
-            if b > a:
-                shared += b - a
-                reach = b
-        out.append(_Placed(p.value, p.allocation, p.start, p.end, min(shared, p.value.size)) if shared else p)
-    return tuple(out)
 
 
 def _output_leaves(entry) -> list[tuple[str, str]]:
@@ -596,40 +492,8 @@ def _output_leaves(entry) -> list[tuple[str, str]]:
     return [(f"{{{k}}}", without_layout(s)) for k, s in enumerate(parts)]
 
 
-def _layout(shape: str) -> str:
-    """The layout part of a shape (``{1,0:T(8,128)S(1)}``), "" for none."""
-    k = shape.find("]{")
-    return shape[k + 1:] if k >= 0 and not tuple_shapes(shape) else ""
-
-
-def _padding(v: BufferValue) -> int:
-    """Bytes a value takes beyond its elements (a tiled layout pads dimensions to its tiles); 0 for a tuple."""
-    if tuple_shapes(v.shape):
-        return 0
-    arr = arrays(v.shape)
-    if len(arr) != 1 or any(d is None for d in arr[0].sizes):
-        return 0
-    try:
-        bits = element_bits(arr[0].dtype)
-    except Exception:  # noqa: BLE001 -- a type XLA knows and the workbench does not: no padding claimed
-        return 0
-    logical = (math.prod(arr[0].sizes) * bits + 7) // 8
-    return max(0, v.size - logical)
-
-
 def _instruction_count(text: str) -> int:
     return sum(len(c.instructions) for c in read_hlo(text).computations)
-
-
-def _human(n: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
-def _signed(n: int) -> str:
-    return ("+" if n >= 0 else "-") + _human(abs(n))
 
 
 def _plain(v):
