@@ -332,7 +332,7 @@ def test_cost_and_graph_tabs_fill_when_opened(p):
     assert sum(isinstance(r[ops], int) for r in cost["table"]["rows"]) >= 2 and p.right in cost["changed"]
     assert cost["ops"]["title"] == f"Per op of {p.right}" and cost["ops"]["python"] == f'ex.cost("{p.right}")'
     assert "stablehlo.dot_general" in [r[0] for r in cost["ops"]["table"]["rows"]]
-    p.tabs.selected_index = 5  # Graph
+    p.tabs.selected_index = list(p.tabs.titles).index("Graph")
     graph = p.graph_view  # the right stage's dataflow: graphviz's SVG, without the XML prologue
     assert graph.message == "" and graph.svg.startswith("<svg") and "dot_general" in graph.svg
     assert graph.focus == "" and len(graph.nodes) >= 4
@@ -354,7 +354,7 @@ def test_the_graph_tab_says_which_stage_it_draws_and_draws_the_one_picked(p, ex)
     from workbench.errors import UnknownNameError, WorkbenchError
 
     p.pick("enzyme-hlo-patterns#1")
-    p.tabs.selected_index = 5  # Graph: B of the diff, labelled as such
+    p.tabs.selected_index = list(p.tabs.titles).index("Graph")  # B of the diff, labelled as such
     tab, view = p.graph, p.graph_view
     assert picked(tab) == ("", "enzyme-hlo-patterns#1 (B of the diff)")
     assert tab.drawn == tab.stage == "enzyme-hlo-patterns#1" and p.python == 'ex.graph("enzyme-hlo-patterns#1")'

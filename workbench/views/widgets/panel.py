@@ -9,11 +9,12 @@ shown in the panel, never raised into the notebook. A new Exploration's MLIR sta
 its XLA stages when XLA's compile (started in the background by the toggle) ends: that wait holds
 no place in the queue, and stages that arrive for an Exploration no longer shown are dropped. Every
 action's line of Python is shown, ready to paste. This module lays the widgets out and wires them to
-the actions; the Passes, Run, Compile, Graph, Source, Analyze and Collectives tabs are modules of their own
-(``passes``, ``runtab``, ``compiletab``, ``graphview``, ``source``, ``analyze``, ``collectives``), ``coreview`` the
-header and the stage list (view components of one view model), ``jobs`` runs the work, ``html`` renders what it gives,
-``changes`` says after each rebuild what it changed, ``savedview`` makes the output: the widget beside the view
-model of what the panel shows, sent again after each change, so that a saved notebook keeps the panel as it ended.
+the actions; the Passes, Run, Memory, Compile, Graph, Source, Analyze and Collectives tabs are modules of their own
+(``passes``, ``runtab``, ``memorytab``, ``compiletab``, ``graphview``, ``source``, ``analyze``, ``collectives``),
+``coreview`` the header and the stage list (view components of one view model), ``jobs`` runs the work, ``html``
+renders what it gives, ``changes`` says after each rebuild what it changed, ``savedview`` makes the output: the
+widget beside the view model of what the panel shows, sent again after each change, so that a saved notebook keeps
+the panel as it ended.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from typing import Callable, MutableMapping, Sequence
 import ipywidgets as W
 
 from ...exploration import XLA_WAIT, Exploration
-from . import actions, collectives, compiletab, html
+from . import actions, collectives, compiletab, html, memorytab
 from .actions import Action
 from .ahead import ahead
 from .analyze import AnalyzeTab
@@ -46,7 +47,8 @@ from .source import SourceTab
 __all__ = ["Panel", "panel"]
 
 _CSS = (pathlib.Path(__file__).parent / "panel.css").read_text()
-_TABS = ("Diff", "Passes", "Run", "Cost", compiletab.TITLE, "Graph", "Source", "Analyze", collectives.TITLE)
+_TABS = ("Diff", "Passes", "Run", "Cost", memorytab.TITLE, compiletab.TITLE, "Graph", "Source", "Analyze",
+         collectives.TITLE)
 
 
 def panel(ex: Exploration, *, name: str = "ex", left: str | None = None, right: str | None = None,
@@ -213,6 +215,23 @@ class Panel:
         self.cost.data = {"busy": f"{act.label}…"}
         self._submit(act.label, act.python, self._load_cost, busy=False)
 
+    def follow_op(self, instruction: str, stage: str = "xla:optimized") -> None:
+        """Follow HLO instruction ``instruction`` of ``stage`` (a buffer clicked in the Memory tab): ``stage`` made B
+        (unless it is B already), and in the Source tab its line selected, the instruction and its counterparts
+        marked in the diff and its lineage shown."""
+        if stage not in self._ex.names:
+            return
+        if self._right != stage:
+            self.pick(stage)
+        self.tabs.selected_index = _TABS.index("Source")
+        self.source.pick_op(stage, instruction)
+
+    def follow_line(self, file: str, line: int) -> None:
+        """Select line ``line`` of ``file`` in the Source tab (a line clicked in the Memory tab): its ops marked in
+        the diff."""
+        self.tabs.selected_index = _TABS.index("Source")
+        self.source.select_line(file, line)
+
     def show_graph(self, stage: str | None = None) -> None:
         """Draw the Graph tab's stage: ``stage``, kept picked there ("": the right stage B again), or (None)
         the one picked there (by default B)."""
@@ -252,6 +271,7 @@ class Panel:
                                            self._show_drift)
         self.run_settings = self.run_tab.settings
         self.cost = Component("cost")  # every stage's cost, its chart, B's per op: costtab.py's facts
+        self.memory = memorytab.MemoryTab(self.name, self._submit, self.follow_op, self.follow_line)
         self.graph = GraphTab(self.name, self._submit)  # its own module: the stage picker and the view
         self.graph_view = self.graph.view
         # Analyze (its own module): the jobs exist once _build is done, hence the lambdas
@@ -264,8 +284,9 @@ class Panel:
         self.collectives = collectives.CollectivesTab(self.name, self._submit, self.pick, self.diff_view,
                                                       lambda: setattr(self.tabs, "selected_index", 0))
         self.compile = compiletab.CompileTab(self.name, self._submit, self._diff_stage)
-        self.tabs = W.Tab(children=[diff_tab, p.widget, self.run_tab.view, self.cost, self.compile.widget,
-                                    self.graph.widget, self.source.widget, self.analyze.widget, self.collectives.widget])
+        self.tabs = W.Tab(children=[diff_tab, p.widget, self.run_tab.view, self.cost, self.memory.widget,
+                                    self.compile.widget, self.graph.widget, self.source.widget, self.analyze.widget,
+                                    self.collectives.widget])
         self.tabs.titles = _TABS
         self.tabs.layout = W.Layout(flex="1 1 auto", min_width="0")
         self.tabs.observe(lambda _ch: self._on_tab(), "selected_index")
@@ -331,6 +352,7 @@ class Panel:
         self.collectives.show(self._ex, self._right, visible=title == collectives.TITLE, pending=self._pending)
         self.graph.show(self._ex, self._right, visible=title == "Graph", pending=self._pending)
         self.compile.show(self._ex, visible=title == compiletab.TITLE, pending=self._pending)
+        self.memory.show(self._ex, visible=title == memorytab.TITLE, pending=self._pending)
         if title == "Cost" and self._cost_key != self._key():
             self.show_cost()
 
