@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import pytest
 
 import workbench as wb
+from workbench.artifacts.viewmodel import MEMORY_BUFFERS, MIME, validate_view
 from workbench.views.widgets import Panel
 from workbench.views.widgets.memorytab import TITLE, user_line
 
@@ -80,6 +81,25 @@ def test_the_memory_tab_shows_the_peak_and_follows_a_buffer_and_a_line():
         before = p.memory.view.data
         open_memory(p)
         assert p.memory.view.data is before
+    finally:
+        p.close()
+
+
+def test_a_saved_notebook_keeps_the_memory_the_tab_read():
+    ex = wb.explore(wide, *ARGS)
+    m = ex.memory()
+    p = Panel(ex, background=False)
+    try:
+        assert "memory" not in p._shown().bundle()[MIME]  # not read: not kept (a saved view reads no buffers)
+        open_memory(p)
+        saved = p._shown().bundle()[MIME]
+        validate_view(saved)
+        kept = saved["memory"]
+        assert (kept["peak_bytes"], kept["peak_at"], kept["summary"]) == (m.peak_bytes, m.peak_at, m.summary())
+        assert len(kept["buffers"]) <= MEMORY_BUFFERS and kept["buffers"][0]["bytes"] == TEMP
+        assert sum(b["bytes"] for b in kept["buffers"]) + kept["more_bytes"] == m.peak_bytes
+        assert kept["by_line"][0]["at"] == {"file": __file__, "line": TEMP_LINE}
+        assert p._shown().same(p._shown())  # the same facts: the saved view is not sent again for nothing
     finally:
         p.close()
 

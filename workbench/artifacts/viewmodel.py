@@ -41,7 +41,7 @@ from ..stages import Stage
 
 __all__ = ["MIME", "FORMAT", "SCHEMA", "TEXT_BYTES", "TOTAL_BYTES", "DIFF_BYTES", "DIFF_LINES", "default_right",
            "view_model", "with_pair", "pair_diff", "validate_view", "cut_text", "run_entry",
-           "drift_entry", "edit_entry", "compile_entry", "finite", "view_text"]
+           "drift_entry", "edit_entry", "compile_entry", "memory_entry", "finite", "view_text"]
 
 MIME = "application/vnd.hlo-workbench.exploration+json"
 SCHEMA = "hlo-workbench/view"
@@ -56,6 +56,9 @@ PRINTED_CHARS = 20_000  # a run's printed output kept in the model, at most
 RUNS_KEPT = 50  # the newest runs a model lists
 DRIFT_VALUES = 200  # the values compared a drift lists (the first; ``more`` counts the rest)
 DRIFT_INPUTS = 50  # the op's inputs a drift lists
+MEMORY_BUFFERS = 50  # the largest buffers at the peak a model lists (the rest counted and summed)
+MEMORY_LINES = 200  # the lines at the peak a model lists, largest first
+_MEMORY_BUFFER_KEYS = ("buffer", "bytes", "kind", "shape", "dtype", "line", "instruction", "computation", "at")
 
 
 def default_right(stages: Sequence[Stage]) -> Stage:
@@ -316,6 +319,27 @@ def compile_entry(profile) -> dict[str, Any] | None:
         return {"table": table_json(table() if callable(table) else table, "compile")}
     except Exception:  # noqa: BLE001 -- a view goes without the compile profile rather than fail
         return None
+
+
+def memory_entry(facts: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a model keeps of the memory the panel's Memory tab shows (``Memory.to_json()`` with each line's and
+    buffer's ``at``): the peak, the timeline, the ``MEMORY_LINES`` largest lines and the ``MEMORY_BUFFERS`` largest
+    buffers (the rest counted in ``more_buffers`` and summed in ``more_bytes``), the peak reconciled in words."""
+    if not facts:
+        return None
+    kept = facts["buffers"][:MEMORY_BUFFERS]
+    rest = facts["buffers"][MEMORY_BUFFERS:]
+    return plain_json({
+        **{k: facts[k] for k in ("peak_bytes", "peak_at", "peak_instruction", "peak_computation", "space", "platform",
+                                 "positions", "timeline", "summary")},
+        "buffers": [{k: b.get(k) for k in _MEMORY_BUFFER_KEYS} for b in kept],
+        "more_buffers": facts["more_buffers"] + len(rest),
+        "more_bytes": facts["more_bytes"] + sum(int(b["bytes"]) for b in rest),
+        "by_line": [{k: r.get(k) for k in ("line", "bytes", "share", "buffers", "kinds", "function", "at")}
+                    for r in facts["by_line"][:MEMORY_LINES]],
+        "more_lines": max(0, len(facts["by_line"]) - MEMORY_LINES),
+        "reported": {"explained": str(facts.get("reported", {}).get("explained", ""))},
+    }, "view", allow_nan=False)
 
 
 def _size(data: dict[str, Any]) -> int:

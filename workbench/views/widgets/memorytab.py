@@ -57,6 +57,10 @@ class MemoryTab:
         self.widget = self.view = Component("memory", on_action=self._on_action)
         self._for: Exploration | None = None  # the Exploration whose memory is shown (or on its way)
 
+    def facts_of(self, ex: Exploration) -> dict | None:
+        """The memory the tab shows of ``ex`` (``memory_data``), None until it has read it."""
+        return self.view.data.get("memory") if self._for is ex else None
+
     def show(self, ex: Exploration, *, visible: bool, pending: bool) -> None:
         """Fill the tab for ``ex`` if it is ``visible`` and shows another Exploration's; while XLA compiles
         (``pending``) it says it waits."""

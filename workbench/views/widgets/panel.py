@@ -130,7 +130,7 @@ class Panel:
         ex = self._ex
         return Shown(ex, self._left, self._right, tuple(ex.history), self.drift.found, ex.profiles.get("compile"),
                      self._pending, self.bound[0] if self.bound else None,
-                     self.core.model_of(ex, self._left, self._right))
+                     self.core.model_of(ex, self._left, self._right), self.memory.facts_of(ex))
 
     def wait(self, timeout: float | None = 600, xla: bool = True) -> "Panel":
         """Block until the panel's queued work is done (for scripts and tests), and with ``xla`` until

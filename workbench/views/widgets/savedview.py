@@ -1,7 +1,7 @@
 """What a notebook keeps of the panel: the output's bundle, the widget's view beside the view model of what the
 panel shows now (source "saved"), which the JupyterLab extension draws without the kernel: the panel's own model
 (``CoreView.model_of``, made once per change) with the pair's facts (``viewmodel.with_pair``), the drift and
-XLA's compile profile added.
+XLA's compile profile and the Memory tab's facts (once the tab has read them) added.
 
 The panel's output is displayed with a display id and sent again (``update_display``) after each change of what
 the panel shows (a toggle, an edit, a pick, a run, a drift found, XLA's stages arriving), so that a notebook saved
@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...artifacts.viewmodel import MIME, compile_entry, drift_entry, view_model, view_text, with_pair
+from ...artifacts.viewmodel import MIME, compile_entry, drift_entry, memory_entry, view_model, view_text, with_pair
 
 __all__ = ["Shown", "SavedView", "HOST_MESSAGE"]
 
@@ -32,8 +32,9 @@ HOST_MESSAGE = "hwb-keeps-live"  # what the extension's renderer sends the panel
 @dataclass(frozen=True, eq=False)
 class Shown:
     """What the panel shows, as its saved view keeps it: the Exploration, the pair, the runs listed, the drift
-    found, the compile profile, whether XLA's stages are still on their way, the variable that holds it, and the
-    panel's model of it (``CoreView.model_of``; None: none made yet)."""
+    found, the compile profile, whether XLA's stages are still on their way, the variable that holds it, the
+    panel's model of it (``CoreView.model_of``; None: none made yet) and the memory its Memory tab read (None:
+    not read)."""
     ex: Any
     left: str
     right: str
@@ -43,13 +44,14 @@ class Shown:
     pending: bool = False
     variable: str | None = None
     model: dict | None = None
+    memory: dict | None = None
 
     def same(self, other: "Shown | None") -> bool:
         """Whether ``other`` shows the same facts (the same objects: an Exploration, a run, a drift are values
         that a change replaces, never edits)."""
         return other is not None and self.ex is other.ex and (self.left, self.right, self.pending, self.variable) == \
             (other.left, other.right, other.pending, other.variable) and self.drift is other.drift and \
-            self.profile is other.profile and len(self.runs) == len(other.runs) and \
+            self.profile is other.profile and self.memory is other.memory and len(self.runs) == len(other.runs) and \
             all(a is b for a, b in zip(self.runs, other.runs))
 
     def bundle(self, wait: float = 0.0) -> dict[str, Any]:
@@ -69,7 +71,8 @@ class Shown:
 
     def _dressed(self, m: dict[str, Any]) -> dict[str, Any]:
         return {**m, "source": "saved", "variable": self.variable, "compile": compile_entry(self.profile),
-                "drift": None if self.drift is None else drift_entry(self.drift)}
+                "drift": None if self.drift is None else drift_entry(self.drift),
+                **({"memory": memory_entry(self.memory)} if self.memory else {})}
 
 
 class SavedView:

@@ -19,7 +19,7 @@ import { driftSection } from './drift';
 import { editsSection } from './edits';
 import './graph';
 import { header } from './header';
-import './memory';
+import { memorySection } from './memory';
 import type { IHost, IMounted, IViewModel } from './model';
 import './passes';
 import './analyze';
@@ -58,7 +58,7 @@ export { register, kinds, render } from './widget';
 export type { Factory, IWidgetHost } from './widget';
 
 /** Which of the view's sections to draw (default: all), by their data-hwb names: "header", "stages", "diff",
- * "cost", "edits", "runs", "drift", "compile". The panel draws its tabs' parts apart. */
+ * "cost", "memory", "edits", "runs", "drift", "compile". The panel draws its tabs' parts apart. */
 export interface IMountOptions {
   sections?: readonly string[];
 }
@@ -107,6 +107,7 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options:
       ['stages', () => (stages = stageList(m, pick, () => pair, ui)).node],
       ['diff', diffSection],
       ['cost', () => costSection(m)],
+      ['memory', () => memorySection(m)],
       ['edits', () => editsSection(m)],
       ['runs', () => runsSection(m.runs)],
       ['drift', () => driftSection(m.drift)],

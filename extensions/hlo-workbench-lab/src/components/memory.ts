@@ -3,13 +3,15 @@
 // line, the live bytes over the schedule with the peak marked, the bytes live at the peak by line, and the largest
 // buffers live at the peak. A click on a buffer asks the panel to follow its instruction ("select_op":
 // {instruction, buffer}); a click on a line of the user's asks it to select that line ("select_line": {file, line}).
+// The saved view draws the same from the view model's `memory` (its "memory" section, `memorySection`), without
+// the clicks: there is no panel to follow them.
 // Facts: [data-hwb="memory"] (data-state, data-peak-bytes, data-peak-at, data-positions), [data-hwb="memory-peak"]
 // (the peak's marker: data-peak-bytes, data-peak-at, data-instruction), [data-hwb="memory-line"] per line
 // (data-line, data-bytes, data-selectable), [data-hwb="memory-buffer"] per buffer (data-buffer, data-instruction,
 // data-bytes, data-kind, data-line, data-selected).
-import { h, note, table } from './dom';
+import { h, note, section, table } from './dom';
 import { formatNumber } from './format';
-import type { IMounted } from './model';
+import type { IMounted, IViewModel } from './model';
 import { register, type IWidgetHost } from './widget';
 
 /** Where a row's line is in the user's code (null: an argument, a constant, a library's line or none). */
@@ -45,6 +47,7 @@ export interface IMemory {
   more_buffers: number;
   more_bytes: number;
   by_line: Line[];
+  more_lines?: number;
   reported?: { explained?: string };
   summary: string;
 }
@@ -156,7 +159,7 @@ function rowsTable(
   return wrap;
 }
 
-function byLine(m: IMemory, host: IWidgetHost): HTMLElement[] {
+function byLine(m: IMemory, host: IWidgetHost | null): HTMLElement[] {
   const rows = m.by_line.map(l => [
     l.line,
     formatBytes(l.bytes),
@@ -177,15 +180,17 @@ function byLine(m: IMemory, host: IWidgetHost): HTMLElement[] {
     }),
     k => {
       const at = m.by_line[k].at;
-      return at ? () => host.act('select_line', { file: at.file, line: at.line }) : null;
+      return at && host ? () => host.act('select_line', { file: at.file, line: at.line }) : null;
     }
   );
   const title = 'select a line of yours: its ops in the Source tab and the diff';
   wrap.querySelectorAll<HTMLElement>('tr.hwbv-mem-click').forEach(r => (r.title = title));
-  return [h('div', 'hwbv-caption', `At the peak, by line (${m.by_line.length})`), wrap];
+  const out = [h('div', 'hwbv-caption', `At the peak, by line (${m.by_line.length + (m.more_lines ?? 0)})`), wrap];
+  if (m.more_lines) out.push(note(`and ${formatNumber(m.more_lines)} more lines`));
+  return out;
 }
 
-function largest(m: IMemory, selected: string, host: IWidgetHost): HTMLElement[] {
+function largest(m: IMemory, selected: string, host: IWidgetHost | null): HTMLElement[] {
   const shown = m.buffers.slice(0, BUFFERS_DRAWN);
   const rows = shown.map(b => [b.buffer, formatBytes(b.bytes), b.kind, b.shape, b.line, b.instruction]);
   const wrap = rowsTable(
@@ -205,7 +210,7 @@ function largest(m: IMemory, selected: string, host: IWidgetHost): HTMLElement[]
         selected: `${b.buffer === selected}`
       };
     },
-    k => () => host.act('select_op', { instruction: shown[k].instruction, buffer: shown[k].buffer })
+    k => (host ? () => host.act('select_op', { instruction: shown[k].instruction, buffer: shown[k].buffer }) : null)
   );
   wrap.querySelectorAll<HTMLElement>('tr.hwbv-mem-click').forEach(r => {
     r.title = 'follow its instruction in xla:optimized: the Source tab, the diff and its lineage';
@@ -221,7 +226,7 @@ function largest(m: IMemory, selected: string, host: IWidgetHost): HTMLElement[]
   return out;
 }
 
-function draw(root: HTMLElement, d: IMemoryTab, host: IWidgetHost): void {
+function draw(root: HTMLElement, d: IMemoryTab, host: IWidgetHost | null): void {
   const m = d.memory;
   root.dataset.state = m ? 'shown' : d.error ? 'error' : d.busy ? 'busy' : 'empty';
   for (const k of ['peakBytes', 'peakAt', 'positions'] as const) delete root.dataset[k];
@@ -244,6 +249,17 @@ function draw(root: HTMLElement, d: IMemoryTab, host: IWidgetHost): void {
     if (m.reported?.explained) parts.push(note(m.reported.explained));
   }
   root.replaceChildren(...parts);
+}
+
+/** The view model's "memory" section: the same drawing, read-only; null where the model carries no memory. */
+export function memorySection(m: IViewModel): HTMLElement | null {
+  if (!m.memory) return null;
+  const { node, body } = section('memory-section', 'Memory');
+  const root = h('div', 'hwbv hwbv-memory');
+  root.dataset.hwb = 'memory';
+  draw(root, { memory: m.memory, python: `${m.variable ?? 'ex'}.memory()` }, null);
+  body.append(root);
+  return node;
 }
 
 register('memory', (el, data: IMemoryTab, host): IMounted => {

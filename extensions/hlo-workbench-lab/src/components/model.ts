@@ -2,6 +2,8 @@
 // what workbench/artifacts/viewmodel.py makes and every view draws. A field the schema adds must be added
 // here too; tests/test_views_bundle.py draws a real model made by Python.
 
+import type { IMemory } from './memory';
+
 export type StageGroup = 'trace' | 'mlir' | 'xla' | 'backend';
 export type StageEdit = '' | 'text' | 'inserted' | 'after-removed';
 /** A number the model may leave out (not measured, or not finite). */
@@ -170,6 +172,8 @@ export interface IViewModel {
   runs: IRun[];
   drift: IDrift | null;
   compile: { table: ITable | null } | null;
+  /** Where the bytes go, once the panel's Memory tab read it (memory.ts draws it). */
+  memory?: IMemory | null;
   caps: Record<string, number>;
   texts: Record<string, IText>;
   diff: IDiffEntry;
