@@ -27,10 +27,11 @@ PANEL = "p = wb.panel(ex)\np"
 SPEC = "print('off:', ','.join(sorted(p.ex.spec.selection.disabled)))"
 
 # a program whose check fails under no_nan, so that the Run tab offers "Find where it drifts" (test_browser_drift)
-TABS = ("Diff", "Passes", "Run", "Cost", "Compile", "Graph", "Source", "Analyze", "Collectives")
+TABS = ("Diff", "Passes", "Run", "Cost", "Memory", "Compile", "Graph", "Source", "Analyze", "Collectives")
 # what each tab shows once filled (the tab is measured with it)
 FILLED = {"Diff": ".wbd-row", "Passes": "[data-hwb=xla-toggle]", "Run": '[data-hwb="run"]',
-          "Cost": '[data-hwb="cost-table"]', "Compile": '[data-hwb="compile-step"]', "Graph": ".wbg-view svg",
+          "Cost": '[data-hwb="cost-table"]', "Memory": '[data-hwb="memory-peak"]', "Compile": '[data-hwb="compile-step"]',
+          "Graph": ".wbg-view svg",
           "Source": ".wbsrc-line", "Analyze": '[data-hwb="applicable"]'}
 WIDTHS = ((1000, False), (1280, True), (1920, False))  # (viewport, the file browser open)
 FIRST = ((1000, False), (1280, True))  # where the first toggle is measured

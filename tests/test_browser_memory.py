@@ -75,6 +75,11 @@ def test_the_memory_tab_in_jupyterlab_shows_the_peak_and_a_buffer_clicked_is_fol
         temp = panel.locator('[data-hwb="memory-buffer"]').first
         assert (temp.get_attribute("data-kind"), int(temp.get_attribute("data-bytes"))) == ("temporary", TEMP)
         assert temp.get_attribute("data-line") == line
+        # the timeline's words readable: 9 px or more on screen, as the chart is scaled to the tab's width
+        font = panel.locator(".hwbv-mem-chart").evaluate("""svg => Math.min(...[...svg.querySelectorAll('text')]
+            .map(t => parseFloat(getComputedStyle(t).fontSize) * svg.getBoundingClientRect().width
+                      / svg.viewBox.baseVal.width))""")
+        assert font >= 9, font
         tab(panel, "Memory")  # its label back in view over the output it just printed
         panel.scroll_into_view_if_needed()
         shutil.copy(shots(panel, "panel_memory_tab_1280"), "/tmp/memory_tab_1280.png")
