@@ -280,3 +280,58 @@ def test_compare_explorations_and_a_toggles_summary_name_the_memory_change():
     assert changes.memory_peaks == (plain.memory().peak_bytes, toggled.memory().peak_bytes)
     assert ("peak memory" in changes.summary) == (changes.memory_peaks[0] != changes.memory_peaks[1])
     assert changes.memory().before == plain.memory().peak_bytes and changes.memory().after == toggled.memory().peak_bytes
+
+
+# -- the examples and the NNX step compiled on a TPU v5e (bench/memory_check.py --record, through ../shared/device) --
+
+
+def _recorded(name: str) -> Memory:
+    import lzma
+
+    with lzma.open(TPU / "memory" / f"{name}.json.xz", "rt") as f:
+        doc = json.load(f)
+    stages = [Stage(n, "xla" if n.startswith("xla:") else "backend", t, "recorded on a TPU v5e", True, None, None)
+              for n, t in doc["stages"].items()]
+    assert doc["platform"] == "tpu" and doc["device_kind"] == "TPU v5 lite"
+    mlir = Stage("mlir", "mlir", doc["mlir"], "recorded", True, None, None, text_with_locations=doc["mlir"])
+    return memory_of(stages, "tpu", doc["memory_analysis"], mlir=mlir), doc["memory_analysis"]
+
+
+@pytest.mark.parametrize("name", ["nnx_transformer", "mlp", "optax_chain", "scan"])
+def test_on_a_tpu_the_hbm_live_set_sums_to_the_peak_and_reconciles_with_the_chips_analysis(name):
+    m, analysis = _recorded(name)
+    peak = m.at_peak()
+    assert set(peak["space"]) == {"HBM"} and int(peak["bytes"].sum()) == m.peak_bytes
+    r = m.reported()
+    assert r["exact"]
+    if name == "scan":  # this compile's temporary bytes (258,048) lie outside HBM's schedule: the peak is the
+        # arguments and outputs, which the memory_analysis() total counts besides (recorded fact of the chip)
+        assert m.peak_bytes == analysis["argument_bytes"] + analysis["output_bytes"]
+        assert not r["matches_memory_analysis"] and "memory_analysis() gives 361,472" in r["explained"]
+    else:
+        assert r["matches_memory_analysis"], r["explained"]
+    assert "VMEM" in set(m.spaces()["space"])
+
+
+def test_on_a_tpu_the_nnx_steps_peak_names_the_attention_line_and_vmem_stands_apart():
+    m, _ = _recorded("nnx_transformer")
+    top = list(m.by_line()["line"].head(5))
+    assert any(ln.endswith("tests/corpus/flax_programs.py:34") for ln in top)  # x = x + self.attn(self.ln1(x))
+    assert int(m.by_line()["bytes"].sum()) == m.peak_bytes
+    peak = m.at_peak()
+    arrays = peak[(peak["dtype"] != "tuple") & (peak["bytes"] >= 512)]
+    assert arrays["layout"].str.contains("T(", regex=False).all()  # the TPU tiles every array in HBM
+    top = list(m.by_line()["line"].head(3))
+    assert [ln.rsplit("/", 1)[-1] for ln in top] == ["flax_programs.py:34", "flax_programs.py:35",
+                                                      "flax_programs.py:56"]  # attention, MLP, optimizer update
+
+
+def test_a_library_file_of_another_machine_is_a_library_here():
+    """A recording or a saved exploration made elsewhere names that machine's install folders: a file that is
+    one of this environment's installed packages is still library code, and shown from its package on."""
+    from workbench.ir.attribution import is_library, short_path
+
+    assert is_library("/tmp/wbdev/site/optax/_src/update.py")
+    assert short_path("/tmp/wbdev/site/flax/nnx/nn/linear.py") == "flax/nnx/nn/linear.py"
+    assert not is_library("/home/someone/project/optax_step.py")
+    assert not is_library("/tmp/wbdev/site/optax/not_a_file_of_optax.py")

@@ -147,7 +147,22 @@ def is_library(path: str) -> bool:
     modules too), or jax / jaxlib."""
     if any(m in path for m in _INSTALL_MARKERS) or path.startswith("<frozen "):
         return True
-    return path.startswith(_library_dirs()) or path.startswith(_install_dirs(tuple(sys.path)))
+    return (path.startswith(_library_dirs()) or path.startswith(_install_dirs(tuple(sys.path)))
+            or bool(_installed_here(path)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _installed_here(path: str) -> str:
+    """Where a file of another machine (a saved exploration's, a recording's) is a package installed here: the
+    path from its package's folder on (``flax/nnx/nn/linear.py`` of ``/tmp/site/flax/nnx/nn/linear.py``) when
+    that file exists in one of this environment's install folders, else ""."""
+    parts = path.split(os.sep)
+    for k in range(1, len(parts) - 1):
+        rest = os.sep.join(parts[k:])
+        for folder in _install_dirs(tuple(sys.path)):
+            if os.path.isfile(folder + rest) and os.path.isfile(os.path.join(folder, parts[k], "__init__.py")):
+                return rest
+    return ""
 
 
 def short_path(path: str) -> str:
@@ -159,7 +174,7 @@ def short_path(path: str) -> str:
     for folder in _install_dirs(tuple(sys.path)):
         if path.startswith(folder):
             return path[len(folder):]
-    return path
+    return _installed_here(path) or path
 
 
 def own_frame(origin: Origin, skip: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> Frame | None:

@@ -359,15 +359,24 @@ class Memory:
             words.append("idle: " + ", ".join(f"allocation {a.index} ({a.kind}, {b:,} of {a.size:,} bytes)"
                                               for a, b in top))
         if analysis is not None:
-            words.append(f"memory_analysis() gives {int(analysis):,} bytes" + (
-                " (the same allocations)" if int(analysis) == allocated else
-                f", {int(analysis) - allocated:+,} from the buffer assignment's allocations"))
+            gap = self.peak_bytes - int(analysis)
+            if gap == 0:
+                words.append(f"memory_analysis() gives the same {int(analysis):,} bytes (argument + output + temporary "
+                             "- aliased)")
+            else:
+                words.append(f"memory_analysis() gives {int(analysis):,} bytes ({-gap:+,} from the peak)" + (
+                    ": it leaves constants out" if gap == constants else
+                    ": its temporary bytes are the whole preallocated buffer, sized for every position of the "
+                    "schedule" if int(analysis) == allocated else
+                    f"; the buffer assignment's argument, output and temporary allocations hold {allocated:,}"))
         if self.live.peak:
             words.append(f"XLA's live-range dump states {self.live.peak_bytes:,} bytes at position {self.live.peak_at} "
                          "(its per-value estimate)")
         return {"peak_bytes": self.peak_bytes, "allocated": allocated, "idle_at_peak": idle_bytes,
                 "constants_at_peak": constants, "memory_analysis": int(analysis) if analysis is not None else None,
                 "exact": self.peak_bytes == allocated - idle_bytes + constants,
+                "matches_memory_analysis": analysis is not None and int(analysis) in (self.peak_bytes,
+                                                                                      self.peak_bytes - constants),
                 "live_range_peak": self.live.peak_bytes if self.live.peak else None,
                 "live_range_peak_at": self.live.peak_at, "explained": "; ".join(words)}
 
