@@ -92,7 +92,7 @@ def test_tables_put_the_big_temporary_first_under_the_users_line(tmp_path):
     assert "# Live at the peak: the 2 largest of 5 buffers" in out
     assert "# Donation: 1 argument, 262,144 bytes that donating would save" in out
     assert "# How the peak adds up\n\npeak 5,242,880 bytes = " in out
-    assert "memory_analysis() gives 5,242,880 bytes" in out
+    assert "memory_analysis() gives the same 5,242,880 bytes" in out
 
 
 @pytest.mark.subprocess

@@ -267,6 +267,19 @@ def cmd_pipelines(ns) -> int:
     return 0
 
 
+def _add_list_commands(sub) -> None:
+    """The commands that list what the workbench knows: patterns, pipelines."""
+    sp = sub.add_parser("patterns", help="list the Enzyme-JaX patterns (or their groups)")
+    sp.add_argument("--search", metavar="TEXT", help="only the patterns whose name contains TEXT (in any case)")
+    sp.add_argument("--group", metavar="NAME", help="only the patterns of one group, e.g. base, const-prop, "
+                    "'transpose up' (quote a name with a space); --groups lists the groups")
+    sp.add_argument("--groups", action="store_true", help="list the pattern groups, with how many patterns each "
+                    "has and how many of those are on by default")
+    sp.set_defaults(func=cmd_patterns)
+    sp = sub.add_parser("pipelines", help="list the pipeline presets")
+    sp.set_defaults(func=cmd_pipelines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hlo-workbench", description="Look inside array compilers, stage by stage.",
                                 epilog="hlo-workbench COMMAND --help says what each command takes.")
@@ -315,15 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--stage", required=True, metavar="NAME", help="the stage to print, by name: "
                             "jaxpr, stablehlo, an MLIR pass such as enzyme-hlo-patterns#1, an XLA pass such as "
                             "xla:optimized (hlo-workbench stages TARGET lists them)")
-    sp = sub.add_parser("patterns", help="list the Enzyme-JaX patterns (or their groups)")
-    sp.add_argument("--search", metavar="TEXT", help="only the patterns whose name contains TEXT (in any case)")
-    sp.add_argument("--group", metavar="NAME", help="only the patterns of one group, e.g. base, const-prop, "
-                    "'transpose up' (quote a name with a space); --groups lists the groups")
-    sp.add_argument("--groups", action="store_true", help="list the pattern groups, with how many patterns each "
-                    "has and how many of those are on by default")
-    sp.set_defaults(func=cmd_patterns)
-    sp = sub.add_parser("pipelines", help="list the pipeline presets")
-    sp.set_defaults(func=cmd_pipelines)
+    _add_list_commands(sub)
     add_file_commands(sub)
     add_gate_commands(sub, load_target)
     add_memory_command(sub, explore_args, load_target)

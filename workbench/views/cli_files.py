@@ -19,7 +19,8 @@ from ..ir.lit import SPLIT_MARKER
 from ..ir.text import input_kind, strip_locations
 from .text import stage_table
 
-__all__ = ["FILE_COMMANDS", "add_file_commands", "cmd_diff", "cmd_opt", "cmd_open", "cmd_course", "course_folder"]
+__all__ = ["FILE_COMMANDS", "add_file_commands", "cmd_diff", "cmd_opt", "cmd_open", "cmd_course", "course_folder",
+           "read_text_file"]
 
 FILE_COMMANDS = ("diff", "opt", "open", "course")
 
@@ -28,7 +29,7 @@ _KIND_NAMES = {"mlir": "MLIR", "hlo": "XLA HLO text", "jaxpr": "a jaxpr", "pytho
                "empty": "empty (or only comments)", "unknown": "neither MLIR nor XLA HLO text"}
 
 
-def _read(path: str) -> str:
+def read_text_file(path: str) -> str:
     """The text of ``path`` (``-``: standard input); a WorkbenchError that says why it cannot be read."""
     if path == "-":
         return sys.stdin.read()
@@ -67,7 +68,7 @@ def cmd_diff(ns) -> int:
                              "or two MLIR / XLA HLO files")
     if ns.run:
         raise WorkbenchError("--run compares two saved explorations (.hlox files); two modules' texts are not run")
-    texts = [_read(ns.before), _read(ns.after)]
+    texts = [read_text_file(ns.before), read_text_file(ns.after)]
     names = [_label(ns.before), _label(ns.after)]
     kinds = [input_kind(t) for t in texts]
     if kinds[0] != kinds[1] or kinds[0] not in ("mlir", "hlo"):
@@ -115,7 +116,7 @@ def _summary(d) -> str:
 def cmd_opt(ns) -> int:
     from ..exploration import opt
 
-    text = _read(ns.input)
+    text = read_text_file(ns.input)
     kind = input_kind(text)
     if kind in ("hlo", "jaxpr", "python", "empty"):
         raise WorkbenchError(f"{_label(ns.input)} is {_KIND_NAMES[kind]}, not MLIR: opt runs MLIR passes on an "

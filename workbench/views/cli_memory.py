@@ -51,9 +51,9 @@ def explore_target(ns, load_target):
             raise WorkbenchError(f"no such saved exploration: {target}")
         return load(target)
     if target is not None and ":" not in target and not target.endswith(".py") and Path(target).is_file():
-        from .cli_files import _read
+        from .cli_files import read_text_file
 
-        return explore_text(_read(target), pipeline=ns.pipeline, disable=ns.disable or (), enable=ns.enable or (),
+        return explore_text(read_text_file(target), pipeline=ns.pipeline, disable=ns.disable or (), enable=ns.enable or (),
                             device=ns.device, xla_disable=ns.xla_disable or (), title=Path(target).name,
                             **({"no_nan": True} if ns.no_nan else {}))
     try:
