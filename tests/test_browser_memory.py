@@ -70,11 +70,15 @@ def test_the_memory_tab_in_jupyterlab_shows_the_peak_and_a_buffer_clicked_is_fol
         assert drawn == int(peak) > TEMP
         assert panel.locator('[data-hwb="memory-peak"]').get_attribute("data-peak-bytes") == peak
         first = panel.locator('[data-hwb="memory-line"]').first
-        assert first.get_attribute("data-line") == line and first.get_attribute("data-selectable") == "true"
+        # the kernel's line is the cell's file; the tab names it as IPython's tracebacks do
+        shown = f"line {line.rsplit(':', 1)[1]}"
+        assert first.get_attribute("data-line").startswith("Cell In[") and first.get_attribute("data-line").endswith(
+            f", {shown}")
+        assert first.get_attribute("data-selectable") == "true"
         assert int(first.get_attribute("data-bytes")) == TEMP
         temp = panel.locator('[data-hwb="memory-buffer"]').first
         assert (temp.get_attribute("data-kind"), int(temp.get_attribute("data-bytes"))) == ("temporary", TEMP)
-        assert temp.get_attribute("data-line") == line
+        assert temp.get_attribute("data-line") == first.get_attribute("data-line")
         # the timeline's words readable: 9 px or more on screen, as the chart is scaled to the tab's width
         font = panel.locator(".hwbv-mem-chart").evaluate("""svg => Math.min(...[...svg.querySelectorAll('text')]
             .map(t => parseFloat(getComputedStyle(t).fontSize) * svg.getBoundingClientRect().width

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from ...analysis.provenance import LIBRARY_ONLY
 from ...errors import WorkbenchError
+from ...pipeline.diagnose import source_label
 from ...exploration import Exploration
 from .actions import Action
 from .component import Component
@@ -39,10 +40,19 @@ def memory(name: str) -> Action:
 
 
 def memory_data(m) -> dict:
-    """What the tab shows of a ``Memory``: ``m.to_json()`` with ``at`` (``user_line``) on each line and buffer."""
+    """What the tab shows of a ``Memory``: ``m.to_json()`` with ``at`` (``user_line``) on each line and buffer, and
+    a line of a notebook cell named as IPython names it (``Cell In[3], line 4``), in the tables and the summary."""
     facts = m.to_json()
+    named: dict[str, str] = {}
     for row in facts["by_line"] + facts["buffers"]:
-        row["at"] = user_line(str(row["line"]))
+        line = str(row["line"])
+        row["at"] = user_line(line)
+        if row["at"] is not None:
+            label = source_label(row["at"]["file"])
+            if label != row["at"]["file"]:
+                named[line] = row["line"] = f"{label}, line {row['at']['line']}"
+    for line, label in named.items():
+        facts["summary"] = facts["summary"].replace(line, label)
     return facts
 
 
