@@ -82,6 +82,7 @@ class Memory:
                 placed.append(Placed(found[0], found[1], start, end))
         self._placed = handed_on(one_per_slot(placed))
         self.work = len(assignment) + len(live_range)  # characters read: what a test counts
+        self._rows_at: dict[tuple[int, int], list[dict]] = {}  # live_at's rows by (position, space)
 
     # -- the schedule -------------------------------------------------------------------------------------
     @cached_property
@@ -149,6 +150,26 @@ class Memory:
         return out
 
     @cached_property
+    def _callers(self) -> dict[str, str]:
+        """{computation: the instruction that calls it} (a loop's body and condition, a call's, a branch's)."""
+        out: dict[str, str] = {}
+        for c in self._module.calls:
+            out.setdefault(c.callee, c.instruction.name)
+        return out
+
+    def _located_or_caller(self, name: str, computation: str):
+        """The Located of instruction ``name``, or where it has no line (a loop body's parameter, a tuple XLA
+        made), that of the instruction calling its computation, and so on up (a loop's carried value is the
+        loop's line)."""
+        x = self._located.get(name)
+        seen = 0
+        while (x is None or x.frame is None) and computation in self._callers and seen < 16:
+            caller = self._callers[computation]
+            computation = self._instructions.get(caller, ("",))[0]
+            x, seen = self._located.get(caller) or x, seen + 1
+        return x
+
+    @cached_property
     def _mlir_by_origin(self) -> dict[tuple, list[str]]:
         """{origin key: results of the last MLIR stage's ops with that source position}."""
         out: dict[tuple, list[str]] = {}
@@ -166,7 +187,7 @@ class Memory:
         v, a = p.value, p.allocation
         name = v.instruction
         comp, ins = self._instructions.get(name, ("", None))
-        x = self._located.get(name)
+        x = self._located_or_caller(name, comp)
         frame, yours = (x.frame, x.yours) if x is not None else (None, None)
         argument = ""
         if a.parameter is not None and ins is not None and ins.opcode == "parameter" and comp == self._entry_name:
@@ -243,10 +264,13 @@ class Memory:
     def live_at(self, position: int, space: int | None = None) -> "pd.DataFrame":
         """Every value live at ``position`` of the schedule in ``space``, largest first (``BUFFER_COLUMNS``)."""
         space = self.space if space is None else space
-        rows = [self._row(p, position) for p in self._placed
-                if p.allocation.color == space and p.bytes_at(position) > 0]
-        rows.sort(key=lambda r: (-r["bytes"], r["buffer"]))
-        df = self._frame(rows, BUFFER_COLUMNS)
+        rows = self._rows_at.get((position, space))
+        if rows is None:
+            rows = [self._row(p, position) for p in self._placed
+                    if p.allocation.color == space and p.bytes_at(position) > 0]
+            rows.sort(key=lambda r: (-r["bytes"], r["buffer"]))
+            self._rows_at[(position, space)] = rows
+        df = self._frame([dict(r) for r in rows], BUFFER_COLUMNS)
         df.attrs.update(position=position, instruction=self.live.sequence[position]
                         if position < len(self.live.sequence) else "", space=space_name(self.platform, space))
         return df
@@ -449,7 +473,10 @@ class Memory:
         top = lines.iloc[0] if len(lines) else None
         where = f" at {self.peak_instruction}" + (f" in {self.peak_computation}" if self.peak_computation else "")
         most = f"; most from {top['line']} ({human_bytes(int(top['bytes']))})" if top is not None else ""
-        return f"peak {human_bytes(self.peak_bytes)} of {space_name(self.platform, self.space)}{where}{most}"
+        others = [f"{space_name(self.platform, c)} peak {human_bytes(max(live))}" for c, live in sorted(self._live.items())
+                  if c != self.space and space_name(self.platform, c) in ("VMEM", "HBM") and live]
+        return (f"peak {human_bytes(self.peak_bytes)} of {space_name(self.platform, self.space)}{where}{most}"
+                + (f" ({'; '.join(others)})" if others else ""))
 
     def __repr__(self) -> str:
         return f"<Memory {self.summary()}>"
