@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["Allocation", "BufferValue", "LiveRange", "read_buffer_assignment", "read_live_range",
-           "input_output_alias", "value_key"]
+           "read_usage_report", "input_output_alias", "value_key"]
 
 _ALLOCATION = re.compile(r"^allocation (\d+): size (\d+)(.*):\s*$")
 _COLOR = re.compile(r"\bcolor (\d+)")
@@ -29,6 +29,8 @@ _SEQUENCE = re.compile(r"^\s+(\d+):(\S+)\s*$")
 _RANGE = re.compile(r"^\s+(\S+?\{[^}]*\}):(\d+)-(\d+)\s*$")
 _PEAK_HEAD = re.compile(r"^\s*Live ranges at (\d+) \(peak\):")
 _PEAK_ROW = re.compile(r"^\s+(\S+?\{[^}]*\}): (\d+) bytes")
+_SPACE = re.compile(r"^Memory Space: .*\(color=(\d+)\)\s*$")
+_TOTAL = re.compile(r"^Total bytes: (\d+)")
 _ALIAS_ENTRY = re.compile(r"\{([\d,\s]*)\}:\s*\((\d+),\s*\{([\d,\s]*)\}(?:,\s*([\w-]+))?\)")
 
 
@@ -175,6 +177,23 @@ def read_live_range(text: str) -> LiveRange:
             if p:
                 peak.append((p.group(1), int(p.group(2))))
     return LiveRange(tuple(sequence), ranges, peak_at, tuple(peak))
+
+
+def read_usage_report(text: str) -> dict[int, int]:
+    """{memory space (color): total bytes} of XLA's memory-usage report (``Memory Space: default (color=0)`` then
+    ``Total bytes: 229412 (224.0KiB)``), in one pass; {} for no report."""
+    out: dict[int, int] = {}
+    color: int | None = None
+    for line in text.splitlines():
+        m = _SPACE.match(line)
+        if m:
+            color = int(m.group(1))
+            continue
+        t = _TOTAL.match(line)
+        if t and color is not None:
+            out[color] = int(t.group(1))
+            color = None
+    return out
 
 
 def input_output_alias(hlo_text: str) -> tuple[tuple[str, int, str, str], ...]:

@@ -24,7 +24,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ...errors import WorkbenchError
-from ...ir.buffers import Allocation, BufferValue, LiveRange, input_output_alias, read_buffer_assignment, read_live_range
+from ...ir.buffers import (Allocation, BufferValue, LiveRange, input_output_alias, read_buffer_assignment,
+                           read_live_range, read_usage_report)
 from ...ir.hlo import arrays, read_hlo, tuple_shapes, without_layout
 from ...stages import Stage
 from ..provenance import LIBRARY_ONLY, NO_LOCATION, located_ops, short_path
@@ -40,7 +41,7 @@ BUFFER_COLUMNS = ("buffer", "bytes", "kind", "space", "shape", "dtype", "layout"
                   "opcode", "computation", "line", "function", "library_line", "argument", "mlir", "live_from",
                   "live_to", "allocation", "offset")
 LINE_COLUMNS = ("line", "bytes", "share", "buffers", "kinds", "function", "largest")
-_SPACES = {"tpu": {0: "HBM", 1: "VMEM"}, "gpu": {0: "device memory"}, "cpu": {0: "host memory"}}
+_SPACES = {"tpu": {0: "HBM", 1: "VMEM", 2: "SMEM"}, "gpu": {0: "device memory"}, "cpu": {0: "host memory"}}
 
 
 def space_name(platform: str, color: int) -> str:
@@ -57,8 +58,9 @@ class Memory:
 
     def __init__(self, optimized: Stage, assignment: str, live_range: str, platform: str = "cpu",
                  analysis: dict | None = None, mlir: Stage | None = None, donated: Sequence[int] = (),
-                 xla_stages: Sequence[Stage] = (), space: int = 0):
+                 xla_stages: Sequence[Stage] = (), space: int = 0, usage_report: str = ""):
         self.stage = optimized
+        self.usage = read_usage_report(usage_report)  # {color: total bytes} of XLA's memory-usage report
         self.platform = platform
         self.analysis = dict(analysis or {})
         self.mlir = mlir
@@ -81,7 +83,8 @@ class Memory:
             if found is not None:
                 placed.append(Placed(found[0], found[1], start, end))
         self._placed = handed_on(one_per_slot(placed))
-        self.work = len(assignment) + len(live_range)  # characters read: what a test counts
+        # the work done, in steps a test counts: lines read, values placed, positions summed, rows made
+        self.work = assignment.count("\n") + live_range.count("\n") + len(self._placed) + len(self.live.sequence)
         self._rows_at: dict[tuple[int, int], list[dict]] = {}  # live_at's rows by (position, space)
 
     # -- the schedule -------------------------------------------------------------------------------------
@@ -184,6 +187,7 @@ class Memory:
 
     # -- tables ---------------------------------------------------------------------------------------------
     def _row(self, p: Placed, position: int | None = None) -> dict:
+        self.work += 1
         v, a = p.value, p.allocation
         name = v.instruction
         comp, ins = self._instructions.get(name, ("", None))
@@ -393,6 +397,12 @@ class Memory:
                     ": its temporary bytes are the whole preallocated buffer, sized for every position of the "
                     "schedule" if int(analysis) == allocated else
                     f"; the buffer assignment's argument, output and temporary allocations hold {allocated:,}"))
+        total = sum(a.size for a in self.allocations if a.color == self.space)
+        usage = self.usage.get(self.space)
+        if usage is not None:
+            words.append(f"XLA's memory-usage report: {usage:,} bytes in all" + (
+                " (every allocation, constants and reductions' scratch too)" if usage == total else
+                f" ({total:,} in the buffer assignment's allocations)"))
         if self.live.peak:
             words.append(f"XLA's live-range dump states {self.live.peak_bytes:,} bytes at position {self.live.peak_at} "
                          "(its per-value estimate)")
@@ -401,6 +411,7 @@ class Memory:
                 "exact": self.peak_bytes == allocated - idle_bytes + constants,
                 "matches_memory_analysis": analysis is not None and int(analysis) in (self.peak_bytes,
                                                                                       self.peak_bytes - constants),
+                "usage_report": usage, "all_allocations": total,
                 "live_range_peak": self.live.peak_bytes if self.live.peak else None,
                 "live_range_peak_at": self.live.peak_at, "explained": "; ".join(words)}
 
@@ -511,8 +522,9 @@ def memory_of(stages: Sequence[Stage], platform: str, analysis: dict | None = No
     if missing:
         raise WorkbenchError(f"XLA wrote no {', '.join(missing)} for this compile, so its memory cannot be read "
                              "(a compile that failed, or an exploration saved before live ranges were kept)")
+    usage = by["backend:memory-usage"].text if "backend:memory-usage" in by else ""
     return Memory(by["xla:optimized"], by["backend:buffer-assignment"].text, by["backend:live-range"].text, platform,
-                  analysis, mlir, donated, [s for s in stages if s.group == "xla"], space)
+                  analysis, mlir, donated, [s for s in stages if s.group == "xla"], space, usage)
 
 
 def _output_leaves(entry) -> list[tuple[str, str]]:
