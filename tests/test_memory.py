@@ -231,11 +231,11 @@ def tpu_memory(tmp_path_factory):
     ma = json.loads((TPU / "costs.json").read_text())["memory_analysis"]
     analysis = {"argument_bytes": ma["argument_size_in_bytes"], "output_bytes": ma["output_size_in_bytes"],
                 "temp_bytes": ma["temp_size_in_bytes"], "alias_bytes": ma["alias_size_in_bytes"]}
-    return stages, analysis
+    return stages, analysis, read.passes
 
 
 def test_a_tpus_hbm_peak_is_the_chips_own_memory_analysis_and_vmem_stands_apart(tpu_memory):
-    stages, analysis = tpu_memory
+    stages, analysis, passes = tpu_memory
     hbm = memory_of(stages, "tpu", analysis)
     assert hbm.peak_bytes == 657408 + 2048 == analysis["argument_bytes"] + analysis["output_bytes"]
     assert set(hbm.at_peak()["space"]) == {"HBM"}
@@ -244,6 +244,9 @@ def test_a_tpus_hbm_peak_is_the_chips_own_memory_analysis_and_vmem_stands_apart(
     peak = vmem.at_peak()
     assert set(peak["space"]) == {"VMEM"} and vmem.peak_bytes == int(peak["bytes"].sum())
     assert peak["layout"].str.contains("S(1)", regex=False).all()  # VMEM's memory space, as XLA writes it in the layout
+    remat = memory_of(stages, "tpu", analysis, xla_passes=passes).rematerialization()
+    assert remat.empty and remat.attrs["ran"] == ["rematerialization_with_stats"]  # it ran on the chip, changed nothing
+    assert "changed nothing" in remat.attrs["words"]
     spaces = hbm.spaces()
     assert list(spaces["space"][:2]) == ["HBM", "VMEM"]
     # XLA's own live-range estimate adds every memory space together: the workbench keeps them apart
@@ -251,7 +254,7 @@ def test_a_tpus_hbm_peak_is_the_chips_own_memory_analysis_and_vmem_stands_apart(
 
 
 def test_tiled_layouts_pad_and_the_padding_is_counted(tpu_memory):
-    stages, analysis = tpu_memory
+    stages, analysis, passes = tpu_memory
     ba = next(s for s in stages if s.name == "backend:buffer-assignment").text
     scalar = next(v for a in read_buffer_assignment(ba) for v in a.values if v.shape == "f32[]{:T(128)}")
     from workbench.analysis.memory.placed import padding
@@ -262,11 +265,12 @@ def test_tiled_layouts_pad_and_the_padding_is_counted(tpu_memory):
 
 
 def test_memory_is_a_value_built_from_text(tpu_memory):
-    stages, analysis = tpu_memory
+    stages, analysis, passes = tpu_memory
     by = {s.name: s for s in stages}
     m = Memory(by["xla:optimized"], by["backend:buffer-assignment"].text, by["backend:live-range"].text, "tpu",
                analysis)
     assert "HBM" in repr(m) and m.peak_instruction == "divide_reduce_fusion"
+    assert "no rematerialization pass" in memory_of(stages, "cpu", xla_passes=["cse"]).rematerialization().attrs["words"]
 
 
 def test_compare_explorations_and_a_toggles_summary_name_the_memory_change():

@@ -32,8 +32,8 @@ class InMemory:
         xla = self.xla_result
         analysis = xla.memory if xla is not None else {}
         mlir = self._last_module() if self.spec.traced is not None or self.spec.loaded is not None else None
-        return memory_of(self.stages, platform, analysis,
-                         self._donated_parameters(), mlir, space)
+        return memory_of(self.stages, platform, analysis, self._donated_parameters(), mlir, space,
+                         xla.passes if xla is not None else ())
 
     def _donated_parameters(self) -> tuple[int, ...]:
         """The HLO parameter numbers of the arguments the program donates."""

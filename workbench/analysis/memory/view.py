@@ -58,8 +58,10 @@ class Memory:
 
     def __init__(self, optimized: Stage, assignment: str, live_range: str, platform: str = "cpu",
                  analysis: dict | None = None, mlir: Stage | None = None, donated: Sequence[int] = (),
-                 xla_stages: Sequence[Stage] = (), space: int = 0, usage_report: str = ""):
+                 xla_stages: Sequence[Stage] = (), space: int = 0, usage_report: str = "",
+                 xla_passes: Sequence[str] = ()):
         self.stage = optimized
+        self.xla_passes = tuple(xla_passes)  # every HLO pass the compile's dumps name
         self.usage = read_usage_report(usage_report)  # {color: total bytes} of XLA's memory-usage report
         self.platform = platform
         self.analysis = dict(analysis or {})
@@ -470,7 +472,14 @@ class Memory:
                 rows.append({"stage": s.name, "produced_by": s.produced_by, "instructions_before": before,
                              "instructions_after": after,
                              "added": after - before if before is not None else None})
-        return self._frame(rows, ("stage", "produced_by", "instructions_before", "instructions_after", "added"))
+        df = self._frame(rows, ("stage", "produced_by", "instructions_before", "instructions_after", "added"))
+        ran = [p for p in self.xla_passes if "remat" in p.lower()]
+        df.attrs.update(ran=ran, words=(
+            f"{', '.join(ran)} ran and changed the module {len(rows)} time{'s' * (len(rows) != 1)}" if ran and rows else
+            f"{', '.join(ran)} ran and changed nothing: the program fit without recomputing" if ran else
+            "no rematerialization pass in this compile's pipeline" if self.xla_passes else
+            "the compile's pass list is not known"))
+        return df
 
     # -- comparing -------------------------------------------------------------------------------------------
     def compare(self, other: "Memory") -> "MemoryChange":
@@ -513,7 +522,7 @@ class Memory:
 
 
 def memory_of(stages: Sequence[Stage], platform: str, analysis: dict | None = None, donated: Sequence[int] = (),
-              mlir: Stage | None = None, space: int = 0) -> Memory:
+              mlir: Stage | None = None, space: int = 0, xla_passes: Sequence[str] = ()) -> Memory:
     """The Memory of an exploration's XLA stages (``xla:optimized`` and the buffer-assignment and live-range
     backend stages); WorkbenchError naming what is missing."""
     by = {s.name: s for s in stages}
@@ -524,7 +533,7 @@ def memory_of(stages: Sequence[Stage], platform: str, analysis: dict | None = No
                              "(a compile that failed, or an exploration saved before live ranges were kept)")
     usage = by["backend:memory-usage"].text if "backend:memory-usage" in by else ""
     return Memory(by["xla:optimized"], by["backend:buffer-assignment"].text, by["backend:live-range"].text, platform,
-                  analysis, mlir, donated, [s for s in stages if s.group == "xla"], space, usage)
+                  analysis, mlir, donated, [s for s in stages if s.group == "xla"], space, usage, xla_passes)
 
 
 def _output_leaves(entry) -> list[tuple[str, str]]:
