@@ -54,12 +54,16 @@ def main() -> int:
             r = m.reported()
             top = m.by_line()
             seconds = time.perf_counter() - t
-            spaces = ", ".join(f"{row.space} {row.peak_bytes:,}" for row in m.spaces().itertuples())
+            table = m.spaces()
+            spaces = ", ".join(f"{row.space} {row.peak_bytes:,}" for row in table.itertuples())
+            reported_peak = ex.xla_result.memory.get("peak_memory_bytes")
             same = r["memory_analysis"] == r["allocated"]
             bad += not r["exact"]
             print(f"{name:22s} peak {m.peak_bytes:>12,}  allocated {r['allocated']:>12,}  memory_analysis "
                   f"{r['memory_analysis']!s:>12}  exact {r['exact']}  analysis==allocated {same}  "
-                  f"[{spaces}]  {seconds:.2f} s  top: {top['line'].iloc[0] if len(top) else ''}", flush=True)
+                  f"[{spaces}; together {int(table['peak_bytes'].sum()):,}; XLA's peak_memory_in_bytes "
+                  f"{reported_peak if reported_peak is None else format(reported_peak, ',')}]  {seconds:.2f} s  "
+                  f"top: {top['line'].iloc[0] if len(top) else ''}", flush=True)
             if not same:
                 print(f"    {r['explained']}")
             if a.record:
@@ -67,7 +71,7 @@ def main() -> int:
                 doc = {"platform": m.platform, "device_kind": jax.devices()[0].device_kind,
                        "memory_analysis": ex.xla_result.memory,
                        "stages": {s: ex[s].text for s in ("xla:optimized", "backend:buffer-assignment",
-                                                          "backend:live-range")},
+                                                          "backend:live-range", "backend:memory-usage")},
                        # the last MLIR stage with its locations: the whole call chains XLA's metadata shortens
                        "mlir": ex._last_module().text_with_locations}
                 with lzma.open(os.path.join(a.record, f"{name}.json.xz"), "wt") as f:

@@ -198,7 +198,8 @@ def xla_memory(compiled) -> dict:
         return {}
     return {"argument_bytes": int(m.argument_size_in_bytes), "output_bytes": int(m.output_size_in_bytes),
             "temp_bytes": int(m.temp_size_in_bytes), "alias_bytes": int(m.alias_size_in_bytes),
-            "generated_code_bytes": int(m.generated_code_size_in_bytes)}
+            "generated_code_bytes": int(m.generated_code_size_in_bytes),
+            **({"peak_memory_bytes": int(m.peak_memory_in_bytes)} if hasattr(m, "peak_memory_in_bytes") else {})}
 
 
 def _count_files(d: str) -> int:

@@ -399,6 +399,11 @@ class Memory:
                     ": its temporary bytes are the whole preallocated buffer, sized for every position of the "
                     "schedule" if int(analysis) == allocated else
                     f"; the buffer assignment's argument, output and temporary allocations hold {allocated:,}"))
+        xla_peak = self.analysis.get("peak_memory_bytes")
+        spaces_peak = sum(max(live) for live in self._live.values() if live)
+        if isinstance(xla_peak, int):
+            words.append(f"XLA's peak_memory_in_bytes: {xla_peak:,}; the peaks of every memory space together: "
+                         f"{spaces_peak:,}" + (f" ({spaces_peak - xla_peak:+,})" if spaces_peak != xla_peak else ""))
         total = sum(a.size for a in self.allocations if a.color == self.space)
         usage = self.usage.get(self.space)
         if usage is not None:
@@ -414,6 +419,7 @@ class Memory:
                 "matches_memory_analysis": analysis is not None and int(analysis) in (self.peak_bytes,
                                                                                       self.peak_bytes - constants),
                 "usage_report": usage, "all_allocations": total,
+                "peak_memory_bytes": xla_peak if isinstance(xla_peak, int) else None, "spaces_peak": spaces_peak,
                 "live_range_peak": self.live.peak_bytes if self.live.peak else None,
                 "live_range_peak_at": self.live.peak_at, "explained": "; ".join(words)}
 
