@@ -1,63 +1,12 @@
-"""The report's "Where the bytes go" section (``ex.report(path)``): read as a browser reads the page, it holds what
-``ex.memory()`` of the same exploration says -- the peak to the byte, the line with the most bytes at the peak
-first, the largest buffer, the timeline with its peak marked -- and where there is no XLA compile to read, why."""
-from html.parser import HTMLParser
-
+"""The report's "where the bytes go" (``ex.report(path)``): the report's view model carries what ``ex.memory()`` of
+the same exploration says (the peak to the byte, the lines and buffers at the peak, the donation candidates, the
+reconciliation), the components draw it in a browser as the panel's Memory tab does, and where there is no XLA
+compile to read, a section says why."""
 import pytest
 
 import workbench as wb
-
-
-class _Section(HTMLParser):
-    """One ``<section id=...>`` of a page: its text, its tables (rows of cell texts, the header first) and the
-    tags inside it with their attributes."""
-
-    def __init__(self, ident: str):
-        super().__init__(convert_charrefs=True)
-        self.ident, self.depth = ident, 0
-        self.text: list[str] = []
-        self.tables: list[list[list[str]]] = []
-        self.tags: list[tuple[str, dict]] = []
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "section" and attrs.get("id") == self.ident:
-            self.depth = 1
-            return
-        if not self.depth:
-            return
-        if tag == "section":
-            self.depth += 1
-        self.tags.append((tag, attrs))
-        if tag == "table":
-            self.tables.append([])
-        elif tag == "tr":
-            self.tables[-1].append([])
-        elif tag in ("td", "th"):
-            self._cell = []
-
-    def handle_endtag(self, tag):
-        if not self.depth:
-            return
-        if tag == "section":
-            self.depth -= 1
-        elif tag in ("td", "th") and self._cell is not None:
-            self.tables[-1][-1].append("".join(self._cell).strip())
-            self._cell = None
-
-    def handle_data(self, data):
-        if self.depth:
-            self.text.append(data)
-            if self._cell is not None:
-                self._cell.append(data)
-
-
-def memory_section(path) -> _Section:
-    page = _Section("memory")
-    page.feed(path.read_text())
-    assert page.text, "the report has no memory section"
-    return page
+from workbench.artifacts.viewmodel import validate_view
+from tests.test_report import model_of, open_report, section
 
 
 @pytest.fixture(scope="module")
@@ -68,35 +17,50 @@ def optax_step():
     return wb.explore(inst.fn, *inst.args)
 
 
-def test_the_section_holds_the_peak_the_top_line_and_the_largest_buffer(optax_step, tmp_path):
+@pytest.fixture(scope="module")
+def optax_report(optax_step, tmp_path_factory):
+    return optax_step.report(tmp_path_factory.mktemp("memory") / "step.html")
+
+
+def test_the_reports_model_carries_the_memory_of_the_same_exploration(optax_step, optax_report):
     m = optax_step.memory()
-    page = memory_section(optax_step.report(tmp_path / "step.html"))
-    text = "".join(page.text)
-    assert "Where the bytes go" in text and m.summary() in text
-    assert f"Peak {m.peak_bytes:,} bytes of host memory (cpu) at position {m.peak_at:,} " in text
-    by_line, live, donation = page.tables
-    assert by_line[0][:3] == ["line", "bytes", "share"]
+    model = model_of(optax_report.read_text())
+    validate_view(model)
+    mem = model["memory"]
+    assert (mem["peak_bytes"], mem["peak_at"], mem["peak_instruction"]) == (m.peak_bytes, m.peak_at,
+                                                                            m.peak_instruction)
     top = m.by_line().iloc[0]
-    assert by_line[1][:2] == [top["line"], f"{int(top['bytes']):,}"] and "optax_programs.py:" in top["line"]
-    assert len(by_line) - 1 == min(15, len(m.by_line()))
+    assert (mem["by_line"][0]["line"], mem["by_line"][0]["bytes"]) == (top["line"], int(top["bytes"]))
+    assert "optax_programs.py:" in top["line"] and mem["by_line"][0]["at"]["line"] == int(top["line"].rsplit(":")[1])
     peak = m.at_peak()
-    assert live[1][:3] == [peak["buffer"].iloc[0], f"{int(peak['bytes'].iloc[0]):,}", peak["kind"].iloc[0]]
+    assert [b["buffer"] for b in mem["buffers"]] == list(peak["buffer"].head(len(mem["buffers"])))
+    assert sum(b["bytes"] for b in mem["buffers"]) + mem["more_bytes"] == m.peak_bytes
     # optax_chain donates nothing: its parameters and optimizer state are the candidates, by name
-    assert [r[0] for r in donation[1:]] == list(m.donation()["argument"].head(15)) != []
-    assert m.reported()["explained"] in text
+    assert [d["argument"] for d in mem["donation"]] == list(m.donation()["argument"]) != []
+    assert mem["reported"]["explained"] == m.reported()["explained"]
+    assert '<section id="memory">' not in optax_report.read_text()  # drawn by the components, not a second time
 
 
-def test_the_timeline_is_drawn_with_its_peak_and_no_script(optax_step, tmp_path):
+@pytest.mark.slow
+def test_in_a_browser_the_components_draw_the_reports_memory(browser, optax_step, optax_report):
     m = optax_step.memory()
-    page = memory_section(optax_step.report(tmp_path / "step.html"))
-    tags = dict(page.tags)
-    assert "svg" in tags and "script" not in tags and "a" not in tags
-    (live,) = [a for t, a in page.tags if t == "polyline"]
-    points = [tuple(map(float, p.split(","))) for p in live["points"].split()]
-    (peak,) = [a for t, a in page.tags if t == "line" and a.get("class") == "wb-memory-peak"]
-    top = min(y for _, y in points)  # the highest point drawn is the peak, at the dashed line's position
-    assert any(abs(x - float(peak["x1"])) < 0.05 and y == top for x, y in points)
-    assert f"peak {m.peak_bytes:,} bytes at {m.peak_instruction}" in "".join(page.text)
+    ctx, page, errors, dialogs = open_report(browser, optax_report, width=1280)
+    try:
+        page.wait_for_selector("html[data-wb-ready='1']", timeout=30_000)
+        root = page.locator('[data-hwb="memory"][data-state="shown"]')
+        assert root.get_attribute("data-peak-bytes") == str(m.peak_bytes)
+        first = page.locator('[data-hwb="memory-line"]').first
+        assert first.get_attribute("data-line") == m.by_line()["line"].iloc[0]
+        assert page.locator('[data-hwb="memory-buffer"]').first.get_attribute("data-buffer") == m.at_peak()[
+            "buffer"].iloc[0]
+        donated = page.locator('[data-hwb="memory-donation"]')
+        assert donated.count() == len(m.donation())
+        assert sum(int(donated.nth(k).get_attribute("data-saves")) for k in range(donated.count())) == int(
+            m.donation()["saves"].sum())
+        page.locator('[data-hwb="memory"]').screenshot(path=str(optax_report.with_suffix(".memory.png")))
+        assert errors == [] and dialogs == []
+    finally:
+        ctx.close()
 
 
 def test_without_an_xla_compile_the_section_says_why(tmp_path):
@@ -106,6 +70,8 @@ def test_without_an_xla_compile_the_section_says_why(tmp_path):
                          pipeline="canonicalize")
     with pytest.raises(wb.WorkbenchError) as raised:
         ex.memory()
-    page = memory_section(ex.report(tmp_path / "text.html"))
-    text = "".join(page.text)
-    assert "no memory to show" in text and str(raised.value) in text and not page.tables
+    text = ex.report(tmp_path / "text.html").read_text()
+    assert "memory" not in model_of(text)
+    said = section(text, "memory")
+    assert "Where the bytes go" in said and "no memory to show" in said
+    assert str(raised.value).split(",")[0] in said

@@ -156,7 +156,8 @@ def test_the_inlined_model_is_the_view_model(attention, attention_report):
     first = report_module._first_pair(attention, attention.stages)
     # the view model, its cost that of every stage listed (ex.cost()'s, XLA's numbers with it)
     made = view_model(attention, *first, stages=attention.stages, source="report", runs=attention.history)
-    assert model == {**made, "cost": model["cost"], "cost_note": model["cost_note"]}
+    assert model == {**made, "cost": model["cost"], "cost_note": model["cost_note"], "memory": model["memory"]}
+    assert model["memory"]["peak_bytes"] == attention.memory().peak_bytes  # ex.memory()'s: test_memory_report
     assert [r[0] for r in model["cost"]["rows"]] == attention.names and "xla_flops" in model["cost"]["columns"]
     assert model["cost_note"].startswith("ex.cost(): ")
     assert model["source"] == "report" and [r["stage"] for r in model["stages"]] == attention.names

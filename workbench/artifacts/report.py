@@ -11,8 +11,8 @@ by its hash, and the blob it imports the components from.
 
 The components draw every fact the model holds, the cost of every stage listed (the model's ``cost``) and the
 compile profile among them; the page adds, in Python, what no component draws: the report's limits, the
-user's lines, the graph of one stage, the run profile taken and where the bytes go (``ex.memory()``: the
-timeline drawn as an inline SVG, no script). Every piece of text from the program or the
+user's lines, the graph of one stage and the run profile taken; where the bytes go (``ex.memory()``) is in the
+model, drawn by the components' memory section. Every piece of text from the program or the
 tools (names, pass strings, errors, paths) goes through markupsafe's ``Markup.format``, which escapes it; the
 JSON in ``<script>`` elements has ``<``, ``>`` and ``&`` as ``\\u003c`` and the like; graphviz's SVG is
 re-serialized here keeping only drawing elements and attributes (no scripts, handlers or links out), text
@@ -46,7 +46,7 @@ from ..analysis.profile import RUN_SUMMARY
 from .assets import ASSETS, inlined
 from .jsonout import WriteFailed, json_text, table_json, target_of, write_replacing
 from .report_texts import LIMITS, REFERENCE, PackedTexts, ReportLimits, limits_note, pack_texts, shown_stages
-from .viewmodel import view_model
+from .viewmodel import memory_entry, view_model
 from ..errors import ReportFileError
 from ..stages import Stage
 
@@ -113,7 +113,7 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
     facts = [*(("not listed", g) for g in gap_lines), *(("warning", w) for w in getattr(ex, "warnings", ()))]
     model.update(_cost(ex, read, left_out))
     sections = [_your_lines(ex), _graph(drawn, max_ops, packed.whole, limits), _time(profiles.get("run")),
-                _memory(ex)]
+                _memory(ex, model)]
     return _document(f"{ex.spec.title} \u2014 hlo-workbench report", "ex.report(path)", model, packed,
                      limits_note(limits, packed.usage), facts, Markup("").join(sections))
 
@@ -347,116 +347,20 @@ def _time(run) -> Markup:
             _table(RUN_SUMMARY, list(t[list(RUN_SUMMARY)].head(40).itertuples(index=False, name=None)))))
 
 
-_MEMORY_ROWS = 15  # rows of each table of the "where the bytes go" section: the largest
-_TIMELINE_POINTS = 400  # at most about this many points of the schedule drawn (the peak always among them)
-
-
-def _memory(ex) -> Markup:
-    """The "where the bytes go" section: ``ex.memory()``'s summary, the live bytes over XLA's schedule with the
-    peak marked, the bytes live at the peak by line, the largest buffers live there, donation candidates and the
-    peak reconciled with ``memory_analysis()``; or why there is no memory to show (a module given as text with no
-    @main, a compile that failed, a saved exploration without XLA's dumps)."""
-    head = ("<code>ex.memory()</code>: read from XLA's own buffer assignment and the live ranges of its schedule "
-            "for <b>xla:optimized</b>.")
+def _memory(ex, model: dict) -> Markup:
+    """Where the bytes go: ``ex.memory()``'s facts in the model (``memory_entry``), drawn by the components' memory
+    section as the panel's Memory tab and the saved view draw them; where there is no memory to read (a module given
+    as text with no @main, a compile that failed, a saved exploration without XLA's live ranges), a section that
+    says why."""
     try:
-        m = ex.memory()
-        doc = m.to_json(rows=_TIMELINE_POINTS // 4)
-        donation = m.donation()
+        model["memory"] = memory_entry(ex.memory().to_json())
     except Exception as e:  # no XLA compile to read: the rest of the report stands
-        return _section("memory", "Where the bytes go", _note(head), _unavailable("no memory to show", e))
-    at = f"{doc['peak_instruction']}" + (f" in {doc['peak_computation']}" if doc["peak_computation"] else "")
-    parts = [_note(head), Markup('<p class="wb-memory-summary"><b>{}</b></p>').format(doc["summary"]),
-             _note("Peak <b>{}</b> bytes of {} ({}) at position {:,} of the {:,} in XLA's schedule: {}.",
-                   f"{doc['peak_bytes']:,}", doc["space"], doc["platform"], doc["peak_at"], doc["positions"], at),
-             _timeline_svg(doc)]
-    lines = doc["by_line"]
-    parts += [Markup("<h3>Bytes live at the peak by line</h3>"), _note(
-        "<code>m.by_line()</code>: the bytes live at the peak per line of the user's code (arguments and constants "
-        "as rows of their own), largest first; they sum to the peak.{}",
-        f" The {_MEMORY_ROWS} largest of {len(lines)}." if len(lines) > _MEMORY_ROWS else ""),
-        _bytes_table(["line", "bytes", "share", "buffers", "kinds", "function", "largest buffer"],
-                     [(r["line"], r["bytes"], f"{100 * r['share']:.1f} %", r["buffers"], r["kinds"], r["function"],
-                       r["largest"]) for r in lines[:_MEMORY_ROWS]], bytes_at=(1,))]
-    buffers = doc["buffers"]
-    more = len(buffers) - _MEMORY_ROWS + doc["more_buffers"]
-    more_bytes = sum(b["bytes"] for b in buffers[_MEMORY_ROWS:]) + doc["more_bytes"]
-    parts += [Markup("<h3>Live at the peak</h3>"), _note(
-        "<code>m.at_peak()</code>: every buffer live at the peak, largest first: its kind, shape, the HLO "
-        "instruction that defines it and the user's line.{}",
-        f" {more:,} more buffers hold {more_bytes:,} bytes." if more > 0 else ""),
-        _bytes_table(["buffer", "bytes", "kind", "shape", "instruction", "line", "live from", "live to"],
-                     [(b["buffer"], b["bytes"], b["kind"], b["shape"], b["instruction"], b["line"], b["live_from"],
-                       b["live_to"]) for b in buffers[:_MEMORY_ROWS]], bytes_at=(1,))]
-    if len(donation):
-        parts += [Markup("<h3>Donation</h3>"), _note(
-            "<code>m.donation()</code>: arguments an output could be written into (<code>donate_argnums</code>), "
-            "and donated ones XLA did not reuse; donating would save <b>{}</b> bytes.{}", f"{donation.attrs['saves']:,}",
-            f" The first {_MEMORY_ROWS} of {len(donation)}." if len(donation) > _MEMORY_ROWS else ""),
-            _bytes_table(["argument", "shape", "bytes", "donated", "output", "saves", "why"],
-                         [(r["argument"], r["shape"], r["bytes"], "yes" if r["donated"] else "no", r["output"],
-                           r["saves"], r["why"]) for r in donation.head(_MEMORY_ROWS).to_dict("records")],
-                         bytes_at=(2, 5))]
-    parts.append(_note("How the peak adds up (<code>m.reported()</code>): {}", doc["reported"]["explained"]))
-    return _section("memory", "Where the bytes go", *parts)
+        return _section("memory", "Where the bytes go", _note(
+            "<code>ex.memory()</code> reads XLA's own buffer assignment and live ranges of <b>xla:optimized</b>."),
+            _unavailable("no memory to show", e))
+    return Markup("")
 
 
-def _bytes_table(columns, rows, bytes_at=()) -> Markup:
-    """A table whose columns ``bytes_at`` are byte counts, written whole with thousands separators, right-aligned."""
-    def cell(k, v):
-        if k in bytes_at and isinstance(v, numbers.Integral):
-            return Markup('<td class="wb-numeric">{}</td>').format(f"{int(v):,}")
-        return _cell(v)
-
-    return Markup('<div class="wb-scroll"><table class="wb-table"><thead><tr>{}</tr></thead><tbody>{}</tbody>'
-                  '</table></div>').format(
-        Markup("").join(Markup("<th>{}</th>").format(c) for c in columns),
-        Markup("").join(Markup("<tr>{}</tr>").format(Markup("").join(cell(k, v) for k, v in enumerate(r)))
-                        for r in rows))
-
-
-def _timeline_svg(doc: dict, width: int = 760, height: int = 180) -> Markup:
-    """The live bytes over the schedule (``to_json()["timeline"]``) as an inline SVG step line, the peak marked by
-    a dashed line and its bytes; drawn here, no script."""
-    left, right, top, bottom = 10, 10, 22, 22
-    span = max(doc["positions"] - 1, 1)
-    most = max(doc["peak_bytes"], 1)
-
-    def x(k) -> float:
-        return left + (width - left - right) * k / span
-
-    def y(b) -> float:
-        return top + (height - top - bottom) * (1 - b / most)
-
-    points: list[str] = []
-    timeline = doc["timeline"]
-    for i, (k, b, _) in enumerate(timeline):
-        points.append(f"{x(k):.1f},{y(b):.1f}")
-        end = timeline[i + 1][0] if i + 1 < len(timeline) else doc["positions"] - 1
-        if end > k:
-            points.append(f"{x(end):.1f},{y(b):.1f}")
-    px, py = x(doc["peak_at"]), y(doc["peak_bytes"])
-    label = f"peak {doc['peak_bytes']:,} bytes at {doc['peak_instruction']}"
-    anchor = "end" if px > width / 2 else "start"
-    return Markup(
-        '<figure class="wb-memory-timeline"><svg viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
-        'aria-label="{aria}"><title>{aria}</title>'
-        '<line x1="{l}" y1="{base}" x2="{r}" y2="{base}" stroke="#999" stroke-width="1"/>'
-        '<polyline class="wb-memory-live" points="{pts}" fill="none" stroke="#2b6cb0" stroke-width="1.5"/>'
-        '<line class="wb-memory-peak" x1="{px}" y1="{top}" x2="{px}" y2="{base}" stroke="crimson" '
-        'stroke-dasharray="4 3" stroke-width="1"/><circle cx="{px}" cy="{py}" r="3" fill="crimson"/>'
-        '<text x="{tx}" y="14" font-size="12" fill="crimson" text-anchor="{anchor}">{label}</text>'
-        '<text x="{l}" y="{h}" font-size="11" fill="#666" dy="-6">position 0</text>'
-        '<text x="{r}" y="{h}" font-size="11" fill="#666" dy="-6" text-anchor="end">{last:,}</text>'
-        '</svg><figcaption class="wb-note">Live bytes of {space} at each position of XLA\'s schedule '
-        '(<code>m.timeline()</code>{sampled}); the dashed line is the peak.</figcaption></figure>').format(
-        w=width, h=height, aria=f"live bytes over XLA's schedule; {label}", l=left, r=width - right,
-        base=f"{y(0):.1f}", pts=" ".join(points), px=f"{px:.1f}", py=f"{py:.1f}", top=top,
-        tx=f"{px + (-6 if anchor == 'end' else 6):.1f}", anchor=anchor, label=label, last=doc["positions"] - 1,
-        space=doc["space"], sampled=f", {len(timeline)} of its {doc['positions']:,} positions drawn"
-        if len(timeline) < doc["positions"] else "")
-
-
-# -- SVG -----------------------------------------------------------------------------------------------
 def _clean_svg(svg: str, prefix: str) -> Markup:
     """An SVG document (graphviz's) as inline markup: re-serialized from its parsed tree with only drawing elements
     and attributes (no scripts, styles, handlers, foreign content or links out), ids prefixed so that

@@ -324,7 +324,8 @@ def compile_entry(profile) -> dict[str, Any] | None:
 def memory_entry(facts: dict[str, Any] | None) -> dict[str, Any] | None:
     """What a model keeps of the memory the panel's Memory tab shows (``Memory.to_json()`` with each line's and
     buffer's ``at``): the peak, the timeline, the ``MEMORY_LINES`` largest lines and the ``MEMORY_BUFFERS`` largest
-    buffers (the rest counted in ``more_buffers`` and summed in ``more_bytes``), the peak reconciled in words."""
+    buffers (the rest counted in ``more_buffers`` and summed in ``more_bytes``), the donation candidates, the peak
+    reconciled in words."""
     if not facts:
         return None
     kept = facts["buffers"][:MEMORY_BUFFERS]
@@ -338,6 +339,8 @@ def memory_entry(facts: dict[str, Any] | None) -> dict[str, Any] | None:
         "by_line": [{k: r.get(k) for k in ("line", "bytes", "share", "buffers", "kinds", "function", "at")}
                     for r in facts["by_line"][:MEMORY_LINES]],
         "more_lines": max(0, len(facts["by_line"]) - MEMORY_LINES),
+        "donation": [{k: d.get(k) for k in ("argument", "shape", "bytes", "donated", "saves", "why")}
+                     for d in facts.get("donation", [])[:MEMORY_BUFFERS]],
         "reported": {"explained": str(facts.get("reported", {}).get("explained", ""))},
     }, "view", allow_nan=False)
 

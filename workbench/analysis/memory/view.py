@@ -35,7 +35,7 @@ from .placed import Placed, handed_on, human_bytes, layout_of, one_per_slot, pad
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Memory", "BUFFER_COLUMNS", "LINE_COLUMNS", "memory_of", "space_name"]
+__all__ = ["Memory", "BUFFER_COLUMNS", "LINE_COLUMNS", "memory_of", "space_name", "user_line"]
 
 BUFFER_COLUMNS = ("buffer", "bytes", "kind", "space", "shape", "dtype", "layout", "padding_bytes", "instruction",
                   "opcode", "computation", "line", "function", "library_line", "argument", "mlir", "live_from",
@@ -368,6 +368,13 @@ class Memory:
         always holds (``exact``). ``live_range_peak``: the sum XLA's live-range dump states at its own peak, a
         per-value estimate that counts buffers XLA shares (an in-place op's input and output) twice and, on a TPU,
         every memory space together; ``explained`` says it in words."""
+        f = self._figures()
+        idle = f.pop("idle")
+        f["explained"] = "; ".join(self._reconciliation(f, idle))
+        return f
+
+    def _figures(self) -> dict:
+        """``reported()``'s numbers (and ``idle``: the allocations with bytes idle at the peak, and how many)."""
         at = self.peak_at
         counted = [a for a in self.allocations if a.color == self.space and not a.thread_local and not a.constant
                    and (a.parameter is not None or a.live_out or a.temp)]
@@ -380,32 +387,47 @@ class Memory:
         idle_bytes = sum(b for _, b in idle)
         constants = sum(live_in.get(a.index, 0) for a in self.allocations if a.constant and a.color == self.space)
         parts = [self.analysis.get(k) for k in ("argument_bytes", "output_bytes", "temp_bytes")]
-        analysis = (sum(parts) - int(self.analysis.get("alias_bytes") or 0)) if all(
+        analysis = (int(sum(parts)) - int(self.analysis.get("alias_bytes") or 0)) if all(
             isinstance(x, (int, float)) for x in parts) and self.space == 0 else None
-        words = [f"peak {self.peak_bytes:,} bytes = the {allocated:,} bytes of argument, output and temporary "
-                 f"allocations - {idle_bytes:,} of them idle at the peak + {constants:,} bytes of constants"]
+        xla_peak = self.analysis.get("peak_memory_bytes")
+        return {"peak_bytes": self.peak_bytes, "allocated": allocated, "idle_at_peak": idle_bytes,
+                "constants_at_peak": constants, "memory_analysis": analysis,
+                "exact": self.peak_bytes == allocated - idle_bytes + constants,
+                "matches_memory_analysis": analysis is not None and analysis in (self.peak_bytes,
+                                                                                 self.peak_bytes - constants),
+                "usage_report": self.usage.get(self.space),
+                "all_allocations": sum(a.size for a in self.allocations if a.color == self.space),
+                "peak_memory_bytes": xla_peak if isinstance(xla_peak, int) else None,
+                "spaces_peak": sum(max(live) for live in self._live.values() if live),
+                "live_range_peak": self.live.peak_bytes if self.live.peak else None,
+                "live_range_peak_at": self.live.peak_at, "idle": idle}
+
+    def _reconciliation(self, f: dict, idle: list) -> list[str]:
+        """``reported()``'s figures in words, a phrase each."""
+        words = [f"peak {f['peak_bytes']:,} bytes = the {f['allocated']:,} bytes of argument, output and temporary "
+                 f"allocations - {f['idle_at_peak']:,} of them idle at the peak + {f['constants_at_peak']:,} bytes of "
+                 "constants"]
         if idle:
             top = sorted(idle, key=lambda x: -x[1])[:3]
             words.append("idle: " + ", ".join(f"allocation {a.index} ({a.kind}, {b:,} of {a.size:,} bytes)"
                                               for a, b in top))
+        analysis = f["memory_analysis"]
         if analysis is not None:
-            gap = self.peak_bytes - int(analysis)
+            gap = f["peak_bytes"] - analysis
             if gap == 0:
-                words.append(f"memory_analysis() gives the same {int(analysis):,} bytes (argument + output + temporary "
+                words.append(f"memory_analysis() gives the same {analysis:,} bytes (argument + output + temporary "
                              "- aliased)")
             else:
-                words.append(f"memory_analysis() gives {int(analysis):,} bytes ({-gap:+,} from the peak)" + (
-                    ": it leaves constants out" if gap == constants else
+                words.append(f"memory_analysis() gives {analysis:,} bytes ({-gap:+,} from the peak)" + (
+                    ": it leaves constants out" if gap == f["constants_at_peak"] else
                     ": its temporary bytes are the whole preallocated buffer, sized for every position of the "
-                    "schedule" if int(analysis) == allocated else
-                    f"; the buffer assignment's argument, output and temporary allocations hold {allocated:,}"))
-        xla_peak = self.analysis.get("peak_memory_bytes")
-        spaces_peak = sum(max(live) for live in self._live.values() if live)
-        if isinstance(xla_peak, int):
+                    "schedule" if analysis == f["allocated"] else
+                    f"; the buffer assignment's argument, output and temporary allocations hold {f['allocated']:,}"))
+        xla_peak, spaces_peak = f["peak_memory_bytes"], f["spaces_peak"]
+        if xla_peak is not None and len(self._live) > 1:  # several memory spaces: the chip's peak is theirs
             words.append(f"XLA's peak_memory_in_bytes: {xla_peak:,}; the peaks of every memory space together: "
                          f"{spaces_peak:,}" + (f" ({spaces_peak - xla_peak:+,})" if spaces_peak != xla_peak else ""))
-        total = sum(a.size for a in self.allocations if a.color == self.space)
-        usage = self.usage.get(self.space)
+        usage, total = f["usage_report"], f["all_allocations"]
         if usage is not None:
             words.append(f"XLA's memory-usage report: {usage:,} bytes in all" + (
                 " (every allocation, constants and reductions' scratch too)" if usage == total else
@@ -413,15 +435,7 @@ class Memory:
         if self.live.peak:
             words.append(f"XLA's live-range dump states {self.live.peak_bytes:,} bytes at position {self.live.peak_at} "
                          "(its per-value estimate)")
-        return {"peak_bytes": self.peak_bytes, "allocated": allocated, "idle_at_peak": idle_bytes,
-                "constants_at_peak": constants, "memory_analysis": int(analysis) if analysis is not None else None,
-                "exact": self.peak_bytes == allocated - idle_bytes + constants,
-                "matches_memory_analysis": analysis is not None and int(analysis) in (self.peak_bytes,
-                                                                                      self.peak_bytes - constants),
-                "usage_report": usage, "all_allocations": total,
-                "peak_memory_bytes": xla_peak if isinstance(xla_peak, int) else None, "spaces_peak": spaces_peak,
-                "live_range_peak": self.live.peak_bytes if self.live.peak else None,
-                "live_range_peak_at": self.live.peak_at, "explained": "; ".join(words)}
+        return words
 
     # -- donation -----------------------------------------------------------------------------------------
     def donation(self) -> "pd.DataFrame":
@@ -509,7 +523,8 @@ class Memory:
 
     def to_json(self, rows: int = 200) -> dict:
         """What a view or a script needs: the peak, its position, the timeline (at most ~``4 * rows`` points,
-        the peak kept), the live set at the peak (the ``rows`` largest, the rest summed) and the bytes by line."""
+        the peak kept), the live set at the peak (the ``rows`` largest, the rest summed), the bytes by line (each
+        line and buffer with ``at``: where it is in the user's code, ``user_line``) and the donation candidates."""
         live = self._series()
         step = max(1, math.ceil(len(live) / (4 * rows)))
         points = sorted(set(range(0, len(live), step)) | {self.peak_at})
@@ -521,10 +536,26 @@ class Memory:
                 "platform": self.platform, "positions": len(live),
                 "timeline": [[k, live[k], self.live.sequence[k] if k < len(self.live.sequence) else ""]
                              for k in points],
-                "buffers": [{k: _plain(v) for k, v in r.items()} for r in buffers],
+                "buffers": [_located_row(r) for r in buffers],
                 "more_buffers": int(len(rest)), "more_bytes": int(rest["bytes"].sum()) if len(rest) else 0,
-                "by_line": [{k: _plain(v) for k, v in r.items()} for r in self.by_line().to_dict("records")],
+                "by_line": [_located_row(r) for r in self.by_line().to_dict("records")],
+                "donation": [{k: _plain(v) for k, v in r.items()} for r in self.donation().head(rows).to_dict("records")],
                 "reported": self.reported(), "summary": self.summary()}
+
+
+def user_line(line: str) -> dict | None:
+    """Where ``line`` (a ``by_line()`` or ``at_peak()`` line: ``file:line``) is in the user's code, as
+    ``{file, line}``; None for an argument, a constant, a library's line or no location."""
+    file, _, number = line.rpartition(":")
+    if not file or line.startswith("(") or line.endswith(LIBRARY_ONLY) or not number.isdigit():
+        return None
+    return {"file": file, "line": int(number)}
+
+
+def _located_row(row: dict) -> dict:
+    out = {k: _plain(v) for k, v in row.items()}
+    out["at"] = user_line(str(out["line"]))
+    return out
 
 
 def memory_of(stages: Sequence[Stage], platform: str, analysis: dict | None = None, donated: Sequence[int] = (),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...analysis.provenance import LIBRARY_ONLY
+from ...analysis.memory import user_line
 from ...errors import WorkbenchError
 from ...pipeline.diagnose import source_label
 from ...exploration import Exploration
@@ -25,28 +25,19 @@ __all__ = ["MemoryTab", "TITLE", "memory_data", "user_line"]
 TITLE = "Memory"
 
 
-def user_line(line: str) -> dict | None:
-    """Where ``line`` (a ``Memory.by_line()`` or ``at_peak()`` line: ``file:line``) is in the user's code, as
-    ``{file, line}``; None for an argument, a constant, a library's line or no location."""
-    file, _, number = line.rpartition(":")
-    if not file or line.startswith("(") or line.endswith(LIBRARY_ONLY) or not number.isdigit():
-        return None
-    return {"file": file, "line": int(number)}
-
-
 def memory(name: str) -> Action:
     """``ex.memory()``, as the panel reads it: its facts for the tab."""
     return Action("reading XLA's buffers and live ranges", f"{name}.memory()", lambda ex: memory_data(ex.memory()))
 
 
 def memory_data(m) -> dict:
-    """What the tab shows of a ``Memory``: ``m.to_json()`` with ``at`` (``user_line``) on each line and buffer, and
-    a line of a notebook cell named as IPython names it (``Cell In[3], line 4``), in the tables and the summary."""
+    """What the tab shows of a ``Memory``: ``m.to_json()`` (each line and buffer with ``at``: where it is in the
+    user's code), a line of a notebook cell named as IPython names it (``Cell In[3], line 4``) in the tables and the
+    summary."""
     facts = m.to_json()
     named: dict[str, str] = {}
     for row in facts["by_line"] + facts["buffers"]:
         line = str(row["line"])
-        row["at"] = user_line(line)
         if row["at"] is not None:
             label = source_label(row["at"]["file"])
             if label != row["at"]["file"]:

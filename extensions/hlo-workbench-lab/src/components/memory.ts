@@ -8,7 +8,8 @@
 // Facts: [data-hwb="memory"] (data-state, data-peak-bytes, data-peak-at, data-positions), [data-hwb="memory-peak"]
 // (the peak's marker: data-peak-bytes, data-peak-at, data-instruction), [data-hwb="memory-line"] per line
 // (data-line, data-bytes, data-selectable), [data-hwb="memory-buffer"] per buffer (data-buffer, data-instruction,
-// data-bytes, data-kind, data-line, data-selected).
+// data-bytes, data-kind, data-line, data-selected), [data-hwb="memory-donation"] per donation candidate
+// (data-argument, data-saves).
 import { h, note, section, table } from './dom';
 import { formatNumber } from './format';
 import type { IMounted, IViewModel } from './model';
@@ -32,6 +33,9 @@ type Buffer = {
 /** A line's bytes at the peak (a row of `Memory.by_line()` and `at`). */
 type Line = { line: string; bytes: number; share: number; buffers: number; kinds: string; at?: At };
 
+/** An argument an output could reuse (`Memory.donation()`), or a donated one XLA did not alias. */
+type Donation = { argument: string; shape: string; bytes: number; donated: boolean; saves: number; why: string };
+
 /** `Memory.to_json()`: the peak, the timeline ([position, live bytes, instruction], the peak's point kept), the
  * buffers at the peak (the largest; `more_buffers` and `more_bytes` the rest) and the bytes by line. */
 export interface IMemory {
@@ -48,6 +52,7 @@ export interface IMemory {
   more_bytes: number;
   by_line: Line[];
   more_lines?: number;
+  donation?: Donation[];
   reported?: { explained?: string };
   summary: string;
 }
@@ -226,6 +231,24 @@ function largest(m: IMemory, selected: string, host: IWidgetHost | null): HTMLEl
   return out;
 }
 
+function donation(m: IMemory): HTMLElement[] {
+  const rows = m.donation ?? [];
+  if (!rows.length) return [];
+  const saves = rows.reduce((s, r) => s + r.saves, 0);
+  const wrap = rowsTable(
+    'hwbv-mem-donation',
+    ['argument', 'shape', 'bytes', 'donated', 'saves', 'why'],
+    rows.map(r => [r.argument, r.shape, formatBytes(r.bytes), r.donated ? 'yes' : 'no', formatBytes(r.saves), r.why]),
+    [2, 4],
+    k => ({ hwb: 'memory-donation', argument: rows[k].argument, saves: String(rows[k].saves) }),
+    () => null
+  );
+  const caption = saves
+    ? `Donation: ${formatBytes(saves)} to save (donate_argnums)`
+    : 'Donation: donated arguments XLA did not reuse';
+  return [h('div', 'hwbv-caption', caption), wrap];
+}
+
 function draw(root: HTMLElement, d: IMemoryTab, host: IWidgetHost | null): void {
   const m = d.memory;
   root.dataset.state = m ? 'shown' : d.error ? 'error' : d.busy ? 'busy' : 'empty';
@@ -245,7 +268,7 @@ function draw(root: HTMLElement, d: IMemoryTab, host: IWidgetHost | null): void 
     head.append(h('b', '', m.summary), ...(d.python ? [' ', h('code', '', d.python)] : []));
     const chart = h('div', 'hwbv-mem-chart-wrap');
     chart.append(timeline(m));
-    parts.push(head, chart, ...byLine(m, host), ...largest(m, d.selected ?? '', host));
+    parts.push(head, chart, ...byLine(m, host), ...largest(m, d.selected ?? '', host), ...donation(m));
     if (m.reported?.explained) parts.push(note(m.reported.explained));
   }
   root.replaceChildren(...parts);
