@@ -500,7 +500,8 @@ class Exploration(Measured, Drifting, Editing, Comparing, InMemory):
     def report(self, path, graph=None, limits=None):
         """Write one self-contained HTML file (no network access, JS and CSS inlined) with the
         header, the stage table, the diff viewer with stage pickers, the cost table and plot, the
-        graph of stage ``graph`` (default: the last MLIR stage) and the runs made so far. Returns
+        graph of stage ``graph`` (default: the last MLIR stage), where the bytes go (``memory()``) and the runs made
+        so far. Returns
         the path. ``limits`` (``workbench.artifacts.report_texts.ReportLimits``) bound what it reads,
         embeds, diffs and lays out; the header states them and what they left out."""
         kw = {} if limits is None else {"limits": limits}
