@@ -187,7 +187,7 @@ def test_xla_stages_and_analyses_are_a_plain_reading_of_xlas_own_compile(attenti
     assert result.memory == {
         "argument_bytes": memory.argument_size_in_bytes, "output_bytes": memory.output_size_in_bytes,
         "temp_bytes": memory.temp_size_in_bytes, "alias_bytes": memory.alias_size_in_bytes,
-        "generated_code_bytes": memory.generated_code_size_in_bytes}
+        "generated_code_bytes": memory.generated_code_size_in_bytes, "peak_memory_bytes": memory.peak_memory_in_bytes}
     drain()  # the clean-up follows the analyses on their thread
     # this compile's folder is removed once (an earlier test's background compile may end in between)
     assert removed.count(str(kept)) == 1
