@@ -420,8 +420,9 @@ class Memory:
             else:
                 words.append(f"memory_analysis() gives {analysis:,} bytes ({-gap:+,} from the peak)" + (
                     ": it leaves constants out" if gap == f["constants_at_peak"] else
-                    ": its temporary bytes are the whole preallocated buffer, sized for every position of the "
-                    "schedule" if analysis == f["allocated"] else
+                    ": it counts whole allocations, the idle bytes above with them (the temporary buffer is sized "
+                    "for every position of the schedule, an output has its buffer before it is written)"
+                    if analysis == f["allocated"] else
                     f"; the buffer assignment's argument, output and temporary allocations hold {f['allocated']:,}"))
         xla_peak, spaces_peak = f["peak_memory_bytes"], f["spaces_peak"]
         if xla_peak is not None and len(self._live) > 1:  # several memory spaces: the chip's peak is theirs
