@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["num"]
+__all__ = ["num", "human_bytes", "signed_bytes"]
 
 
 def num(x, digits: int = 3) -> str:
@@ -21,3 +21,16 @@ def num(x, digits: int = 3) -> str:
     if x.is_integer():
         return str(int(x))
     return f"{x:.{max(0, digits - 1 - math.floor(math.log10(abs(x))))}f}"
+
+
+def human_bytes(n: int) -> str:
+    """A count of bytes in the largest binary unit it reaches, one decimal: ``1.5 MiB``, ``512 B``."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def signed_bytes(n: int) -> str:
+    """A change in bytes with its sign: ``+512.0 KiB``, ``-16.0 MiB``."""
+    return ("+" if n >= 0 else "-") + human_bytes(abs(n))

@@ -23,6 +23,7 @@ from markupsafe import Markup
 from ...errors import UnknownNameError, WorkbenchError
 from ...options import PatternSelection
 from ...stages import Spec, Stage, Staged
+from ..numbers import human_bytes, signed_bytes
 from .compare import diff_texts
 from .result import Diff
 
@@ -146,7 +147,7 @@ class Changes:
         phrases.append(self.xla.words() if self.xla else f"{XLA_OPTIMIZED}: {self.xla_note}")
         if self.memory_peaks is not None and self.memory_peaks[0] != self.memory_peaks[1]:
             a, b = self.memory_peaks
-            phrases.append(f"peak memory {_bytes(a)} → {_bytes(b)} ({'+' if b >= a else '-'}{_bytes(abs(b - a))})")
+            phrases.append(f"peak memory {human_bytes(a)} → {human_bytes(b)} ({signed_bytes(b - a)})")
         return phrases
 
     @property
@@ -177,13 +178,6 @@ class Changes:
         first, *rest = self.parts()
         items = Markup("").join(Markup("<li>{}</li>").format(p) for p in rest)
         return str(Markup('<div class="wb-changes"><b>{}</b><ul>{}</ul></div>').format(first, items))
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 def _listed(items: Sequence[str]) -> str:

@@ -5,7 +5,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .placed import human_bytes, signed_bytes
+from ..numbers import human_bytes, signed_bytes
 
 if TYPE_CHECKING:
     from .view import Memory

@@ -9,7 +9,7 @@ from ...ir.buffers import Allocation, BufferValue
 from ...ir.dtypes import element_bits
 from ...ir.hlo import arrays, tuple_shapes
 
-__all__ = ["Placed", "one_per_slot", "handed_on", "padding", "layout_of", "human_bytes", "signed_bytes"]
+__all__ = ["Placed", "one_per_slot", "handed_on", "padding", "layout_of"]
 
 
 @dataclass(frozen=True)
@@ -96,14 +96,3 @@ def padding(v: BufferValue) -> int:
         return 0
     logical = (math.prod(arr[0].sizes) * bits + 7) // 8
     return max(0, v.size - logical)
-
-
-def human_bytes(n: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
-def signed_bytes(n: int) -> str:
-    return ("+" if n >= 0 else "-") + human_bytes(abs(n))

@@ -30,7 +30,8 @@ from ...ir.hlo import arrays, read_hlo, tuple_shapes, without_layout
 from ...stages import Stage
 from ..provenance import LIBRARY_ONLY, NO_LOCATION, located_ops, short_path
 from .change import MemoryChange
-from .placed import Placed, handed_on, human_bytes, layout_of, one_per_slot, padding
+from ..numbers import human_bytes
+from .placed import Placed, handed_on, layout_of, one_per_slot, padding
 
 if TYPE_CHECKING:
     import pandas as pd
