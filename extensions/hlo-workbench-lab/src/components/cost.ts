@@ -5,7 +5,7 @@
 // column per stage, so that two dozen measures fit a narrow page; the stage column of a wider table stays first.
 // Facts: [data-hwb="cost-table"], [data-hwb="cost-bar"] per bar (data-stage, data-measure, data-value,
 // data-changed), [data-hwb="op-costs"] (data-stage).
-import { h, note, section, table } from './dom';
+import { add, h, note, section, table } from './dom';
 import { formatNumber } from './format';
 import type { IMounted, ITable, IViewModel } from './model';
 import { register } from './widget';
@@ -40,16 +40,6 @@ export function transposed(t: ITable): ITable {
 const MEASURES = Object.entries({ ops: 'ops', flops: 'flops', bytes: 'bytes (unfused)' });
 const [BAR, STRIP, GAP, LEFT, NAMES] = [14, 44, 10, 96, 120]; // px
 const NAME_CHARS = 22; // a stage's name under its bars, cut (whole in its title)
-
-/** A new `tag` in `parent`, in its namespace (SVG's, as the parser made the chart: the report names no URL, not
- * even a namespace's), with `attrs` and `text`. */
-function add(parent: Element, tag: string, attrs: Record<string, string | number>, text?: string): SVGElement {
-  const e = document.createElementNS(parent.namespaceURI, tag) as SVGElement;
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-  if (text !== undefined) e.textContent = text;
-  parent.append(e);
-  return e;
-}
 
 /** A bar per module stage (those the model counted: `ops` has a number) for each of ops, flops and bytes, scaled
  * to the largest, its name under them; null for fewer than two such stages. */

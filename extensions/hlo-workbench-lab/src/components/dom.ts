@@ -67,3 +67,13 @@ export function table(cls: string, columns: readonly string[], rows: readonly (r
 export function note(text: string, cls = ''): HTMLElement {
   return h('div', `hwbv-note ${cls}`.trim(), text);
 }
+
+/** A new `tag` in `parent`, in its namespace (SVG's, as the parser made the chart: the report names no URL, not
+ * even a namespace's), with `attrs` and `text`. */
+export function add(parent: Element, tag: string, attrs: Record<string, string | number>, text?: string): SVGElement {
+  const e = document.createElementNS(parent.namespaceURI, tag) as SVGElement;
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = text;
+  parent.append(e);
+  return e;
+}

@@ -10,7 +10,7 @@
 // (data-line, data-bytes, data-selectable), [data-hwb="memory-buffer"] per buffer (data-buffer, data-instruction,
 // data-bytes, data-kind, data-line, data-selected), [data-hwb="memory-donation"] per donation candidate
 // (data-argument, data-saves).
-import { h, note, section, table } from './dom';
+import { add, h, note, section, table } from './dom';
 import { formatNumber } from './format';
 import type { IMounted, IViewModel } from './model';
 import { register, type IWidgetHost } from './widget';
@@ -81,15 +81,6 @@ export function formatBytes(n: number): string {
     if (Math.abs(n) >= size) return `${+(n / size).toPrecision(3)} ${unit}`;
   }
   return `${n} B`;
-}
-
-/** A new `tag` in `parent`, in its namespace (SVG's), with `attrs` and `text`. */
-function add(parent: Element, tag: string, attrs: Record<string, string | number>, text?: string): SVGElement {
-  const e = document.createElementNS(parent.namespaceURI, tag) as SVGElement;
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-  if (text !== undefined) e.textContent = text;
-  parent.append(e);
-  return e;
 }
 
 /** The live bytes at each position of the schedule, a step line (a position's bytes hold until the next point),
