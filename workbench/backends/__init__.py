@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .peaks import DevicePeak, spec_peak
+from .peaks import DevicePeak, spec_peak, tpu_clock
 from .topology import Topology, topology_of
 
 __all__ = ["Backend", "BackendOutput", "DevicePeak", "DumpNames", "Topology", "TraceLayout", "backend_for", "backend_of",
-           "default_device_id", "default_platform", "device_id", "float64_device", "platform_of"]
+           "default_device_id", "default_platform", "device_id", "float64_device", "platform_of", "tpu_clock"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,9 @@ class Backend:
     # emulates it, slowly to compile, and some ops refuse it), the CPU computes it natively
     float64_platform: str | None = None
     aliases: tuple[str, ...] = field(default=())
+    # the start-up flags (``{folder}`` filled in) with which this platform's runtime writes its own code per
+    # kernel (a TPU's LLO after each pass, and its bundles) where XLA's dumps do not; () where it has none
+    llo_flags: tuple[str, ...] = ()
 
     def peak(self, device_kind: str) -> DevicePeak | None:
         """The spec-sheet peaks of the device named ``device_kind`` (JAX's ``Device.device_kind``), None
@@ -119,7 +122,12 @@ TPU = Backend(
                BackendOutput(".after_codegen.txt", "backend:after-codegen", "the HLO module as the TPU's code generator left it"))),
     TraceLayout(op_stat=None, op_lines=("XLA Ops",), module_line="XLA Modules", compile_event="PJRT_Client_Compile",
                 backend_event="XLA::TPU run backend"),
-    extra_child_env=(("ALLOW_MULTIPLE_LIBTPU_LOAD", "1"),), float64_platform="cpu")
+    extra_child_env=(("ALLOW_MULTIPLE_LIBTPU_LOAD", "1"),), float64_platform="cpu",
+    # libtpu's own flags (LIBTPU_INIT_ARGS, read when libtpu loads; XLA's compile options refuse them), measured
+    # on a v5e: the LLO of every kernel after each LLO pass, the final bundles with the HLO instruction each
+    # top-level bundle belongs to, and the module the kernels were made from
+    llo_flags=("--xla_jf_dump_to={folder}", "--xla_jf_dump_llo_text=true", "--xla_jf_dump_hlo_text=true",
+               "--xla_jf_emit_annotations=true"))
 
 _BACKENDS = (CPU, GPU, TPU)
 

@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 from .topology import tpu_generation
 
-__all__ = ["DevicePeak", "GPU_PEAKS", "TPU_PEAKS", "spec_peak"]
+__all__ = ["DevicePeak", "GPU_PEAKS", "TPU_CLOCKS", "TPU_PEAKS", "spec_peak", "tpu_clock"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +92,19 @@ TPU_PEAKS = {
         f"{_GOOGLE}: TPU v6e Trillium (918 TFLOPs bf16, 1,836 TOPs int8 per chip, 32 GB HBM at 1,640 GBps, ICI "
         "3,584 Gbps = 224 GB/s per direction; fp32 at the default matmul precision runs as bf16)", 224e9),
 }
+
+
+# A TensorCore issues one VLIW bundle per cycle: its clock turns bundle counts and libtpu's cycle estimates into
+# seconds. v4: 1,050 MHz (Jouppi et al., "TPU v4", ISCA 2023). v5e: Google gives no clock; its bf16 peak over its
+# four 128x128 MXUs (one multiply-add, two flops, per cell per cycle) gives 197e12 / (4 * 128 * 128 * 2) = 1.50 GHz,
+# and libtpu's estimate of a bf16 8192^3 matmul (9,557,312 cycles) against its measured 6.54 ms agrees (1.46 GHz).
+TPU_CLOCKS = {"TPU v4": 1.05e9, "TPU v5e": 1.5e9}
+
+
+def tpu_clock(device_kind: str) -> float | None:
+    """The clock (Hz) of a TPU whose JAX ``device_kind`` is given, None where it is not known here."""
+    found = tpu_generation(device_kind)
+    return TPU_CLOCKS.get(f"TPU {found[0]}") if found else None
 
 
 def spec_peak(platform: str, device_kind: str) -> DevicePeak | None:

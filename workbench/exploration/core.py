@@ -31,6 +31,7 @@ from ..analysis.run.history import program_of
 from .comparing import Comparing
 from .drifting import Drifting
 from .editing import Editing
+from .backend import InBackend
 from .memory import InMemory
 from .profiling import Measured
 from .running import refuse_shapes, refuse_unfaithful_hlo, remembered_reference, runs_table
@@ -62,7 +63,7 @@ def _unknown_stage(name: str, names: Sequence[str], kind: str = "stage") -> Unkn
     return UnknownNameError(kind, name, names, known_note=f"the {kind}s are {', '.join(names)}")
 
 
-class Exploration(Measured, Drifting, Editing, Comparing, InMemory):
+class Exploration(Measured, Drifting, Editing, Comparing, InMemory, InBackend):
     """Every stage of one program through one pipeline, in order.
 
     ``ex.stages`` lists them all; ``ex["stablehlo"]``, ``ex[-1]`` and ``ex.stage("canonicalize#2")``
@@ -216,6 +217,8 @@ class Exploration(Measured, Drifting, Editing, Comparing, InMemory):
         for s in self.stages:
             if s.name == key:
                 return s
+        if key.startswith("backend:llo:") and self._kernels is not None and self._kernels.available:
+            return self._kernels.stage(key)  # a kernel's LLO after one pass: ex.backend() made them
         raise _unknown_stage(key, self.names)
 
     __getitem__ = stage

@@ -33,6 +33,7 @@ an explore does not try again.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import signal
@@ -454,8 +455,26 @@ def _compile_module_here(p: dict) -> dict:
     devices = tuple(by_id[i] for i in p["device_ids"])
     options = xc.CompileOptions.ParseFromString(p["options"])
     t0 = time.perf_counter()
-    exe = _compiler_of(devices[0].client)(p["module"], executable_devices=xc.DeviceList(devices), compile_options=options)
+    with _module_for(devices[0].client, p["module"]) as module:
+        exe = _compiler_of(devices[0].client)(module, executable_devices=xc.DeviceList(devices), compile_options=options)
     return {"seconds": time.perf_counter() - t0, "cost": xla_cost(exe), "memory": xla_memory(exe)}
+
+
+@contextlib.contextmanager
+def _module_for(client, bytecode: bytes):
+    """The module as ``client``'s compile takes it: a compile-only client (a TPU topology's) takes an MLIR module,
+    not bytecode (measured: "incompatible function arguments"), so it is parsed in JAX's context, which stays
+    open for the compile."""
+    from jax._src.lib import _jax
+
+    if not isinstance(client, _jax.CompileOnlyPyClient):
+        yield bytecode
+        return
+    from jax._src.interpreters import mlir as jmlir
+    from jaxlib.mlir import ir
+
+    with jmlir.make_ir_context():
+        yield ir.Module.parse(bytecode)
 
 
 def _compile_partitioned(p: dict) -> None:

@@ -1,0 +1,112 @@
+"""The backend's own code per kernel, as an Exploration asks for it: ``ex.backend()`` (on a TPU, libtpu's LLO and
+bundles: ``analysis/backend``; the dump made by ``pipeline/llo`` or read from a folder the user has)."""
+from __future__ import annotations
+
+import shutil
+import threading
+import weakref
+
+from ..analysis.backend import Kernels
+from ..backends import backend_of, default_device_id, spec_peak, tpu_clock
+from ..errors import WorkbenchError
+from ..ir.llo import LloIndex
+
+__all__ = ["InBackend"]
+
+
+def _device_kind(device: str) -> str:
+    import jax
+
+    platform, _, idx = device.partition(":")
+    try:
+        devices = jax.devices(platform)
+    except RuntimeError:
+        return ""
+    return str(next((d for d in devices if str(d.id) == idx), devices[0]).device_kind) if devices else ""
+
+
+class InBackend:
+    """The Exploration's backend method (a mixin: it reads ``spec``, ``stages``, ``_last_module`` and
+    ``_profiles``)."""
+
+    _kernels: Kernels | None = None
+    _kernels_lock = threading.Lock()
+
+    def backend(self, fusion: str | None = None, dump: str | None = None, timeout: float | None = None):
+        """The TPU's kernels of this program: a ``Kernels`` (``table()``: per fusion its bundles, the bundles it
+        issues per call, slot occupancy per unit, DMAs, HBM bytes, libtpu's cycle estimate, the measured time
+        after ``ex.profile()``, and whether it is MXU-, issue-, DMA- or latency-bound; ``kernel(name)``: its LLO
+        after each pass and its bundles; ``for_line(line)``: the fusions a line of yours went into). With
+        ``fusion``, that fusion's ``Kernel``.
+
+        On a TPU the first call compiles the program again in a child process whose libtpu writes its LLO
+        (seconds; the dump, often tens of MB, is read a kernel at a time and removed with the Exploration).
+        ``dump``: a folder libtpu already wrote for this program (``LIBTPU_INIT_ARGS="--xla_jf_dump_to=DIR
+        --xla_jf_dump_llo_text=true"``), read instead. Elsewhere, or where libtpu wrote nothing, the Kernels
+        says why (``available`` False, ``why``) and everything else works."""
+        with self._kernels_lock:
+            if dump is not None:
+                self._kernels = self._kernels_from(dump)
+            elif self._kernels is None:
+                self._kernels = self._compile_kernels(timeout)
+            kernels = self._kernels
+        kernels.measured = self._measured_per_instruction()
+        if fusion is not None:
+            return kernels.kernel(fusion)
+        return kernels
+
+    def _own_device(self) -> str:
+        d = self.spec.device
+        return d if isinstance(d, str) and d else default_device_id()
+
+    def _kernels_from(self, folder: str) -> Kernels:
+        import os
+
+        from ..pipeline.llo import llo_folder_index
+
+        if not os.path.isdir(folder):
+            raise WorkbenchError(f"{folder!r} is no folder: give the folder libtpu dumped into (--xla_jf_dump_to)")
+        index = llo_folder_index(folder)
+        return self._kernels_of(index, lambda name: _read(os.path.join(folder, name)), folder=None,
+                                why="" if index else f"{folder} holds no LLO files of libtpu's (<n>-<kernel>-<NN>-<pass>.txt)")
+
+    def _compile_kernels(self, timeout: float | None) -> Kernels:
+        import os
+
+        from ..pipeline.llo import llo_dump
+
+        device = self._own_device()
+        if not backend_of(device).llo_flags:
+            return Kernels(LloIndex(), None, why=(
+                f"this exploration compiled for {device}, whose backend output is in the backend:* stages (LLVM IR on a "
+                "CPU, PTX on a GPU); the LLO and bundles are a TPU's"))
+        self.stages  # noqa: B018 -- XLA's compile first: the LLO compile repeats it, with its options
+        dumped = llo_dump(self.spec, self._last_module(), timeout or self.spec.timeout or 600.0)
+        folder = dumped.folder
+        kernels = self._kernels_of(dumped.index, lambda name: _read(os.path.join(folder, name)), folder=folder,
+                                   why=dumped.why, seconds=dumped.seconds)
+        weakref.finalize(kernels, shutil.rmtree, folder, True)
+        return kernels
+
+    def _kernels_of(self, index: LloIndex, read, folder, why: str, seconds: float = 0.0) -> Kernels:
+        device = self._own_device()
+        kind = _device_kind(device)
+        peak = spec_peak(backend_of(device).platform, kind) if kind else None
+        mlir = self._last_module() if self.spec.traced is not None or self.spec.loaded is not None else None
+        return Kernels(index, read, why=why, device_kind=kind, clock_hz=tpu_clock(kind) if kind else None,
+                       hbm_bytes_per_s=peak.bytes_per_s if peak else None, mlir=mlir, seconds=seconds, folder=folder)
+
+    def _measured_per_instruction(self) -> dict:
+        """{HLO instruction: measured us per call} of the last ``profile()`` of this exploration, {} without one."""
+        prof = self._profiles.get("run") if isinstance(getattr(self, "_profiles", None), dict) else None
+        table = getattr(prof, "table", None)
+        if table is None or not len(table) or "instruction" not in table:
+            return {}
+        per_call = table["median_us"]
+        return {str(name).lstrip("%"): float(us) for name, us in zip(table["instruction"], per_call)}
+
+
+def _read(path: str) -> str:
+    with open(path, errors="replace") as f:
+        return f.read()
+
