@@ -137,3 +137,84 @@ def test_the_readmes_tpu_block_runs_as_written_on_the_tpu(tpu):
     exec(compile(block, "README.md (On a TPU)", "exec"), scope)
     assert scope["ex"].spec.device == "tpu:0" and scope["r"].check.passed and scope["on_cpu"].check.passed
     assert scope["p"].calls > 0 and float(scope["table"].set_index("stage").loc["xla:optimized", "xla_estimate_s"]) > 0
+
+
+# -- the TPU's kernels (issue 48): libtpu's LLO and bundles through ex.backend() -----------------------------------
+def _bf16(tree):
+    return jax.tree.map(lambda a: a.astype(jnp.bfloat16) if getattr(a, "dtype", None) == jnp.float32 else a, tree)
+
+
+@pytest.mark.parametrize("name", ["attention_bf16", "nnx_transformer"])
+def test_every_fusion_has_its_kernel_with_bundles_occupancy_and_llo_stages(tpu, name):
+    import os
+
+    if name == "attention_bf16":
+        fn, args = examples.load("attention")
+        ex = wb.explore(fn, *_bf16(args))
+    else:
+        ex = explored_corpus("nnx_transformer")
+    before = os.environ.get("LIBTPU_INIT_ARGS")
+    kernels = ex.backend()
+    assert os.environ.get("LIBTPU_INIT_ARGS") == before  # the dump flags are the child's, never this process's
+    assert kernels.available, kernels.why
+    assert kernels.device_kind and kernels.clock_hz
+    table = kernels.table()
+    entry = ex["xla:optimized"].text
+    fusions = {ln.split("=")[0].strip().removeprefix("ROOT ").lstrip("%").strip()
+               for ln in entry.split("ENTRY", 1)[1].splitlines() if " fusion(" in ln}
+    assert fusions and fusions <= set(table["fusion"])  # every fusion of xla:optimized, by the same name
+    assert (table["bundles"] > 0).all() and table["estimated_cycles"].notna().any()
+    for fusion in table["fusion"]:
+        stages = kernels.kernel(fusion).stages()
+        assert stages and stages[-1].name.endswith("final_bundles")
+    # reading the table opened the kernels' summaries, not their passes' LLO (most of the dump)
+    assert kernels.bytes_read < kernels.index.total_bytes
+
+
+def test_the_bf16_matmul_is_mxu_bound_and_an_elementwise_chain_dma_bound(tpu):
+    def matmul(a, b):
+        return a @ b
+
+    def chain(x):
+        return ((x * 1.5 + 2.0) * x - 0.5) * x + 0.25
+
+    key = jax.random.PRNGKey(0)
+    n = 8192
+    a = jax.random.normal(key, (n, n), jnp.bfloat16)
+    ex = wb.explore(matmul, a, a)
+    ex.profile()
+    row = ex.backend().table().iloc[0]
+    rate = 2 * n ** 3 / (row["measured_us"] * 1e-6)
+    print(f"bf16 {n}^3 matmul: MXU occupancy {row['MXU']:.2f}, {rate / 1e12:.1f} TFLOP/s of the v5e's 197")
+    assert row["MXU"] >= 0.8 and row["bound"] == "MXU-bound"
+    assert 0.3 * 197e12 < rate < 1.05 * 197e12
+    ex = wb.explore(chain, jax.random.normal(key, (n, n), jnp.float32))
+    ex.profile()
+    row = ex.backend().table().iloc[0]
+    print(f"elementwise chain: {row['hbm_bytes'] / (row['measured_us'] * 1e-6) / 1e9:.0f} GB/s; {row['bound']}")
+    assert row["bound"] == "DMA-bound" and row["hbm_bytes"] == 2 * n * n * 4
+
+
+def test_a_step_with_a_debug_print_has_its_kernels(tpu):
+    def printed(x, w):
+        y = jnp.tanh(x @ w)
+        jax.debug.print("mean {m}", m=y.mean())
+        return y.sum(axis=0)
+
+    ex = wb.explore(printed, jnp.ones((64, 128)), jnp.ones((128, 128)) / 128)
+    kernels = ex.backend()
+    assert kernels.available, kernels.why
+    assert len(kernels.table()) >= 1 and ex.run().check.passed
+
+
+def test_the_readmes_kernels_block_runs_as_written_on_the_tpu(tpu):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("### The TPU's kernels", 1)[1].split("\n### ", 1)[0]
+    block = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)[0]
+    scope: dict = {}
+    exec(compile(block, "README.md (The TPU's kernels)", "exec"), scope)
+    assert scope["k"].available and scope["t"]["bound"].iloc[0] == "MXU-bound"
+    assert scope["mine"]
