@@ -206,6 +206,20 @@ class Kernels:
         return (f"<Kernels: {len(self.index.kernels)} kernels for {len(self._kernel_of)} instructions, "
                 f"{self.index.files:,} files ({human_bytes(self.index.total_bytes)}) in the dump>")
 
+    def _repr_html_(self) -> str:
+        import html
+
+        if not self.available:
+            return f"<p><b>No TPU kernels</b>: {html.escape(self.why)}</p>"
+        cols = ["fusion", "kernel", "bundles", "issued", "MXU", "VALU", "XLU", "measured_us", "estimated_us", "bound",
+                "line"]
+        table = self.table()[cols].head(40)
+        fmt = {u: "{:.0%}".format for u in ("MXU", "VALU", "XLU")}
+        head = (f"<p><b>{len(self._kernel_of)} fusions</b> in {len(self.index.kernels)} kernels"
+                f"{' on a ' + html.escape(self.device_kind) if self.device_kind else ''}; the busiest first"
+                f"{' (of ' + str(len(self._kernel_of)) + ')' if len(self._kernel_of) > 40 else ''}</p>")
+        return head + table.to_html(index=False, formatters=fmt, na_rep="")
+
     def _read(self, name: str) -> str:
         if self._reader is None:
             return ""
