@@ -85,6 +85,34 @@ def record(name: str, ex, kernels, folder: str, passes_of: int) -> None:
           f"{os.path.getsize(os.path.join(folder, name + '.hlox')):,} of .hlox", flush=True)
 
 
+def corpus() -> int:
+    """Every corpus program (Flax, Equinox, Diffrax, Optax, haiku, loops, callbacks, Pallas ...) through ex.backend():
+    its kernels, or why none, in words; an exception is a failure."""
+    from tests.corpus import PROGRAMS
+
+    bad = 0
+    print("\ncorpus:", flush=True)
+    for p in PROGRAMS:
+        try:
+            inst = p.build()
+            t = time.perf_counter()
+            ex = wb.explore(inst.fn, *inst.args)
+            ex.stages  # noqa: B018
+            k = ex.backend()
+            if not k.available:
+                print(f"  {p.name:22s} no kernels: {k.why}", flush=True)
+                continue
+            table = k.table()
+            unknown = int(table["issued"].isna().sum())
+            print(f"  {p.name:22s} {len(table):3d} fusions, {len(k.index.kernels):3d} kernels, {unknown} with a loop of "
+                  f"unknown trips, busiest {table['fusion'].iloc[0]} ({table['bound'].iloc[0]}); "
+                  f"{time.perf_counter() - t:.1f} s", flush=True)
+        except Exception as e:  # noqa: BLE001
+            bad += 1
+            print(f"  {p.name:22s} ERROR {type(e).__name__}: {str(e)[:300]}", flush=True)
+    return bad
+
+
 def main() -> int:
     import pandas as pd
 
@@ -94,6 +122,8 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=[])
     ap.add_argument("--record", default="")
     ap.add_argument("--passes-of", type=int, default=2)
+    ap.add_argument("--corpus", action="store_true", help="also every program of tests/corpus: kernels read or why not")
+    ap.add_argument("--report", default="", help="write the NNX step's HTML report (with its kernels) here")
     a = ap.parse_args()
     dev = jax.devices()[0]
     print(f"device: {dev} ({dev.device_kind})", flush=True)
@@ -139,12 +169,16 @@ def main() -> int:
                   flush=True)
             if a.record and name in RECORDED:
                 record(name, ex, k, a.record, a.passes_of)
+            if a.report and name == "nnx_transformer":
+                print(f"  report: {ex.report(a.report)}", flush=True)
         except Exception as e:  # noqa: BLE001 -- one program's failure is printed, the others go on
             import traceback
 
             traceback.print_exc()
             bad += 1
             print(f"{name}: ERROR {type(e).__name__}: {str(e)[:400]}", flush=True)
+    if a.corpus:
+        bad += corpus()
     print(f"\n{'all as expected' if not bad else f'{bad} unexpected'}", flush=True)
     return 1 if bad else 0
 
