@@ -3,6 +3,7 @@ replaces its NaNs by zeros), found by bisecting patterns and XLA passes, shrunk 
 and written down as a reproducer (notebooks/10_debugging_a_compiler)."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from functools import cache
@@ -63,6 +64,14 @@ def reduced():
             buggy().reduce(wb.lacks_op("stablehlo.compare"), progress=False))
 
 
+@cache
+def honest_reduced():
+    """The shrunk module of ``reduced()`` explored as text without ``no_nan``: what reduce's candidates
+    would be under the honest compile. A predicate that pins the bug holds on the shrunk module with
+    ``no_nan`` and not here."""
+    return wb.explore_text(reduced()[0].source, title="sanitize:reduced, without no_nan")
+
+
 @exercise("l10.q1")
 def q1(answer):
     found, symptom = culprits()
@@ -103,11 +112,16 @@ def q2(answer):
                          "use it",
                          "reduce runs candidates on random inputs, with no NaN among them, so the numbers cannot "
                          "show the bug there; ask about the ops instead")
+        if _verdict_of(answer, honest_reduced(), "the shrunk module compiled without no_nan"):
+            return wrong("it holds on the shrunk module compiled without no_nan too: reduce's candidates could "
+                         "shrink to a module where the honest compile also satisfies it, so it does not pin the fold",
+                         "explore r.source with wb.explore_text (no no_nan) and see what the honest compile keeps "
+                         "there that the no_nan compile removes")
     except AnswerError as e:
         hint = e.hint if "unknown stage" in e.message else "a predicate returns True or False, and raises nothing"
         return wrong(e.message, hint)
-    return right("it holds on the bug, on its shrunk form, and on neither the honest compile nor an empty "
-                 "module")
+    return right("it holds on the bug and on its shrunk form, and neither on the honest compile (of the program "
+                 "or of the shrunk module) nor on an empty module")
 
 
 @number_exercise("l10.q3", rel_close=0.0)
@@ -116,6 +130,11 @@ def q3():
     return small.ops_after, {empty.ops_after: "the predicate only asks for the compare to be missing: the empty "
                                               "module satisfies it",
                              small.ops_before: "you count the module before reducing"}
+
+
+# the last line of a repro.py whose predicate compared the numbers (miscompiles, or differs_from with
+# numbers) and found outputs that differ from input.mlir's; a predicate on ops ends "the predicate holds"
+_NUMBERS_DIFFER = re.compile(r"FAIL: (miscompiles|differs_from): .* differ from input\.mlir")
 
 
 @exercise("l10.q4")
@@ -132,6 +151,12 @@ def q4(answer):
         return wrong("repro.py ran for 5 minutes without an answer", "write the folder again")
     said = (proc.stdout.strip().splitlines() or [""])[-1]
     if proc.returncode == 1 and said.startswith("FAIL"):
+        if not _NUMBERS_DIFFER.match(said):
+            return wrong(f"repro.py says {said[:200]}: its predicate is not about the numbers, so the folder "
+                         "does not show that the compiled program computes the wrong values",
+                         "a vanished select or compare is not the bug, the numbers are: write it with "
+                         "predicate=wb.miscompiles('cpu:0'), so that repro.py runs input.mlir and the "
+                         "pipeline's output on the saved inputs (with their NaN) and compares them")
         if "stablehlo.compare" not in (folder / "input.mlir").read_text():
             return wrong("repro.py fails, but its input.mlir holds no NaN test: it is not this bug",
                          "write it from the no_nan exploration of lesson.sanitize")
