@@ -12,7 +12,8 @@ by its hash, and the blob it imports the components from.
 The components draw every fact the model holds, the cost of every stage listed (the model's ``cost``) and the
 compile profile among them; the page adds, in Python, what no component draws: the report's limits, the
 user's lines, the graph of one stage and the run profile taken; where the bytes go (``ex.memory()``) is in the
-model, drawn by the components' memory section. Every piece of text from the program or the
+model, drawn by the components' memory section, and so are the TPU's kernels once ``ex.backend()`` read them
+(its backend section). Every piece of text from the program or the
 tools (names, pass strings, errors, paths) goes through markupsafe's ``Markup.format``, which escapes it; the
 JSON in ``<script>`` elements has ``<``, ``>`` and ``&`` as ``\\u003c`` and the like; graphviz's SVG is
 re-serialized here keeping only drawing elements and attributes (no scripts, handlers or links out), text
@@ -46,7 +47,7 @@ from ..analysis.profile import RUN_SUMMARY
 from .assets import ASSETS, inlined
 from .jsonout import WriteFailed, json_text, table_json, target_of, write_replacing
 from .report_texts import LIMITS, REFERENCE, PackedTexts, ReportLimits, limits_note, pack_texts, shown_stages
-from .viewmodel import memory_entry, view_model
+from .viewmodel import backend_entry, memory_entry, view_model
 from ..errors import ReportFileError
 from ..stages import Stage
 
@@ -114,6 +115,7 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
     model.update(_cost(ex, read, left_out))
     sections = [_your_lines(ex), _graph(drawn, max_ops, packed.whole, limits), _time(profiles.get("run")),
                 _memory(ex, model)]
+    model["backend"] = backend_entry(getattr(ex, "_kernels", None))  # the TPU's kernels, where ex.backend() read them
     return _document(f"{ex.spec.title} \u2014 hlo-workbench report", "ex.report(path)", model, packed,
                      limits_note(limits, packed.usage), facts, Markup("").join(sections))
 

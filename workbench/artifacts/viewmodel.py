@@ -41,7 +41,8 @@ from ..stages import Stage
 
 __all__ = ["MIME", "FORMAT", "SCHEMA", "TEXT_BYTES", "TOTAL_BYTES", "DIFF_BYTES", "DIFF_LINES", "default_right",
            "view_model", "with_pair", "pair_diff", "validate_view", "cut_text", "run_entry",
-           "drift_entry", "edit_entry", "compile_entry", "memory_entry", "finite", "view_text"]
+           "drift_entry", "edit_entry", "compile_entry", "memory_entry", "backend_entry", "line_label", "finite",
+           "view_text"]
 
 MIME = "application/vnd.hlo-workbench.exploration+json"
 SCHEMA = "hlo-workbench/view"
@@ -58,6 +59,7 @@ DRIFT_VALUES = 200  # the values compared a drift lists (the first; ``more`` cou
 DRIFT_INPUTS = 50  # the op's inputs a drift lists
 MEMORY_BUFFERS = 50  # the largest buffers at the peak a model lists (the rest counted and summed)
 MEMORY_LINES = 200  # the lines at the peak a model lists, largest first
+BACKEND_ROWS = 200  # the TPU kernels' rows a model lists, the longest first
 _MEMORY_BUFFER_KEYS = ("buffer", "bytes", "kind", "shape", "dtype", "line", "instruction", "computation", "at")
 
 
@@ -343,6 +345,62 @@ def memory_entry(facts: dict[str, Any] | None) -> dict[str, Any] | None:
                      for d in facts.get("donation", [])[:MEMORY_BUFFERS]],
         "reported": {"explained": str(facts.get("reported", {}).get("explained", ""))},
     }, "view", allow_nan=False)
+
+
+def backend_entry(kernels) -> dict[str, Any] | None:
+    """What a model keeps of the TPU's kernels (``ex.backend()``, a ``Kernels``), as the panel's Backend tab lists
+    them: one row per fusion, the longest first (measured time, else libtpu's estimate), with its kernel, bundles,
+    bundles issued per call, each unit's slot occupancy, its busiest unit besides the MXU, its time and verdict and
+    the user's line (``at``: where it is); the ``BACKEND_ROWS`` first (``more``: the rest). No LLO text. None
+    where there are no kernels (``kernels.why`` says why)."""
+    if kernels is None or not kernels.available:
+        return None
+    import math
+
+    from ..analysis.backend import UNITS
+    from ..analysis.memory import user_line
+    from ..analysis.numbers import human_bytes
+
+    def num(v):
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+    rows = []
+    for r in kernels.table().to_dict("records"):
+        occupancy = {u: float(r[u]) for u in UNITS if u in r and num(r[u]) is not None}
+        others = {u: v for u, v in occupancy.items() if u != "MXU"}
+        busiest = max(others, key=others.__getitem__) if others else ""
+        time = next(((float(r[k]), unit) for k, unit in (("measured_us", "µs"), ("estimated_us", "µs est."),
+                                                         ("estimated_cycles", "cycles est."))
+                     if num(r[k]) is not None), (None, ""))
+        at = user_line(str(r["line"])) if r["line"] else None
+        rows.append({"fusion": r["fusion"], "kernel": r["kernel"], "bundles": int(r["bundles"]),
+                     "issued": None if num(r["issued"]) is None else int(r["issued"]),
+                     "occupancy": occupancy, "busiest": busiest, "time": time[0], "unit": time[1],
+                     "bound": r["bound"], "line": line_label(r["line"]), "at": at})
+    order = {"µs": 0, "µs est.": 1, "cycles est.": 2, "": 3}
+    rows.sort(key=lambda r: (order[r["unit"]], -(r["time"] or 0), -(r["issued"] or 0)))
+    verdicts: dict[str, int] = {}
+    for r in rows:
+        verdict = r["bound"].split(" (")[0]
+        verdicts[verdict] = verdicts.get(verdict, 0) + 1
+    measured = sum(r["unit"] == "µs" for r in rows)
+    summary = (f"{len(kernels.index.kernels)} kernels for {len(rows)} instructions"
+               f"{f' on a {kernels.device_kind}' if kernels.device_kind else ''}, from libtpu's dump "
+               f"({kernels.index.files:,} files, {human_bytes(kernels.index.total_bytes)}); "
+               + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items(), key=lambda x: -x[1])) + "; times: "
+               + (f"measured for {measured} (ex.profile())" if measured else "libtpu's estimate (ex.profile() on the "
+                                                                               "TPU measures them)"))
+    return plain_json({"summary": summary, "device_kind": kernels.device_kind, "rows": rows[:BACKEND_ROWS],
+                       "more": max(0, len(rows) - BACKEND_ROWS), "units": dict(UNITS)}, "view", allow_nan=False)
+
+
+def line_label(line: str) -> str:
+    """A user's ``file:line`` as the user knows it: a notebook cell's as IPython names it (``Cell In[3], line 4``)."""
+    from ..pipeline.diagnose import source_label
+
+    file, _, number = line.rpartition(":")
+    label = source_label(file) if file and number.isdigit() else file
+    return f"{label}, line {number}" if label != file else line
 
 
 def _size(data: dict[str, Any]) -> int:

@@ -9,8 +9,9 @@ shown in the panel, never raised into the notebook. A new Exploration's MLIR sta
 its XLA stages when XLA's compile (started in the background by the toggle) ends: that wait holds
 no place in the queue, and stages that arrive for an Exploration no longer shown are dropped. Every
 action's line of Python is shown, ready to paste. This module lays the widgets out and wires them to
-the actions; the Passes, Run, Memory, Compile, Graph, Source, Analyze and Collectives tabs are modules of their own
-(``passes``, ``runtab``, ``memorytab``, ``compiletab``, ``graphview``, ``source``, ``analyze``, ``collectives``),
+the actions; the Passes, Run, Memory, Compile, Graph, Source, Analyze, Collectives and Backend tabs are modules of
+their own (``passes``, ``runtab``, ``memorytab``, ``compiletab``, ``graphview``, ``source``, ``analyze``,
+``collectives``, ``backendtab``: the TPU's kernels, a tab added where the Exploration shown has them),
 ``coreview`` the header and the stage list (view components of one view model), ``jobs`` runs the work, ``html``
 renders what it gives, ``changes`` says after each rebuild what it changed, ``savedview`` makes the output: the
 widget beside the view model of what the panel shows, sent again after each change, so that a saved notebook keeps
@@ -25,7 +26,7 @@ from typing import Callable, MutableMapping, Sequence
 import ipywidgets as W
 
 from ...exploration import XLA_WAIT, Exploration
-from . import actions, collectives, compiletab, html, memorytab
+from . import actions, backendtab, collectives, compiletab, html, memorytab
 from .actions import Action
 from .ahead import ahead
 from .analyze import AnalyzeTab
@@ -130,7 +131,8 @@ class Panel:
         ex = self._ex
         return Shown(ex, self._left, self._right, tuple(ex.history), self.drift.found, ex.profiles.get("compile"),
                      self._pending, self.bound[0] if self.bound else None,
-                     self.core.model_of(ex, self._left, self._right), self.memory.facts_of(ex))
+                     self.core.model_of(ex, self._left, self._right), self.memory.facts_of(ex),
+                     self.backend.facts_of(ex))
 
     def wait(self, timeout: float | None = 600, xla: bool = True) -> "Panel":
         """Block until the panel's queued work is done (for scripts and tests), and with ``xla`` until
@@ -284,6 +286,8 @@ class Panel:
         self.collectives = collectives.CollectivesTab(self.name, self._submit, self.pick, self.diff_view,
                                                       lambda: setattr(self.tabs, "selected_index", 0))
         self.compile = compiletab.CompileTab(self.name, self._submit, self._diff_stage)
+        # the TPU's kernels: a tab added after the others where the Exploration shown has them (backendtab.applies)
+        self.backend = backendtab.BackendTab(self.name, self._submit, self.follow_line)
         self.tabs = W.Tab(children=[diff_tab, p.widget, self.run_tab.view, self.cost, self.memory.widget,
                                     self.compile.widget, self.graph.widget, self.source.widget, self.analyze.widget,
                                     self.collectives.widget])
@@ -298,7 +302,7 @@ class Panel:
         self.editor = EditBox(self.name, lambda: self._ex, lambda: self._right, self._rebuild)
         # Source (its own module): the diff view lives in its .home in this tab, and moves there when shown
         self.source = SourceTab(self.name, lambda: self._ex, lambda: (self._left, self._right), self._submit,
-                                self.diff_view)
+                                self.diff_view, on_line=lambda file, line: self.backend.select_line(file, line))
         return W.VBox([W.HBox([self.editor.toggle]).add_class("wb-row"), self.editor.panel, self.source.home])
 
     # -- the jobs ------------------------------------------------------------------------------------
@@ -346,13 +350,14 @@ class Panel:
         self._show_selection()
 
     def _on_tab(self) -> None:
-        title = _TABS[self.tabs.selected_index or 0]
+        title = self.tabs.titles[self.tabs.selected_index or 0]
         waiting = next((n for n in (self._right, self._left) if self._pending and late_name(n)), "")
         self.source.show(self._ex, self._left, self._right, visible=title == "Source", waiting=waiting)
         self.collectives.show(self._ex, self._right, visible=title == collectives.TITLE, pending=self._pending)
         self.graph.show(self._ex, self._right, visible=title == "Graph", pending=self._pending)
         self.compile.show(self._ex, visible=title == compiletab.TITLE, pending=self._pending)
         self.memory.show(self._ex, visible=title == memorytab.TITLE, pending=self._pending)
+        self.backend.show(self._ex, visible=title == backendtab.TITLE, pending=self._pending)
         if title == "Cost" and self._cost_key != self._key():
             self.show_cost()
 
@@ -400,6 +405,9 @@ class Panel:
             self._left = (right.parent if right else names[-1]) or names[0]
         runnable = [s.name for s in stages if s.is_module]
         self.core.show(ex, self._left, self._right, pending=pending)
+        if backendtab.TITLE not in self.tabs.titles and backendtab.applies(ex):
+            self.tabs.children = (*self.tabs.children, self.backend.widget)
+            self.tabs.titles = (*_TABS, backendtab.TITLE)
         self.diff_view.pair(self._left, self._right, names)
         from ...pipeline.trace import device_ids
 

@@ -33,8 +33,8 @@ HOST_MESSAGE = "hwb-keeps-live"  # what the extension's renderer sends the panel
 class Shown:
     """What the panel shows, as its saved view keeps it: the Exploration, the pair, the runs listed, the drift
     found, the compile profile, whether XLA's stages are still on their way, the variable that holds it, the
-    panel's model of it (``CoreView.model_of``; None: none made yet) and the memory its Memory tab read (None:
-    not read)."""
+    panel's model of it (``CoreView.model_of``; None: none made yet), the memory its Memory tab read and the TPU
+    kernels' table its Backend tab read (``viewmodel.backend_entry``; None: not read)."""
     ex: Any
     left: str
     right: str
@@ -45,13 +45,15 @@ class Shown:
     variable: str | None = None
     model: dict | None = None
     memory: dict | None = None
+    backend: dict | None = None
 
     def same(self, other: "Shown | None") -> bool:
         """Whether ``other`` shows the same facts (the same objects: an Exploration, a run, a drift are values
         that a change replaces, never edits)."""
         return other is not None and self.ex is other.ex and (self.left, self.right, self.pending, self.variable) == \
             (other.left, other.right, other.pending, other.variable) and self.drift is other.drift and \
-            self.profile is other.profile and self.memory is other.memory and len(self.runs) == len(other.runs) and \
+            self.profile is other.profile and self.memory is other.memory and \
+            self.backend is other.backend and len(self.runs) == len(other.runs) and \
             all(a is b for a, b in zip(self.runs, other.runs))
 
     def bundle(self, wait: float = 0.0) -> dict[str, Any]:
@@ -72,7 +74,8 @@ class Shown:
     def _dressed(self, m: dict[str, Any]) -> dict[str, Any]:
         return {**m, "source": "saved", "variable": self.variable, "compile": compile_entry(self.profile),
                 "drift": None if self.drift is None else drift_entry(self.drift),
-                **({"memory": memory_entry(self.memory)} if self.memory else {})}
+                **({"memory": memory_entry(self.memory)} if self.memory else {}),
+                **({"backend": self.backend} if self.backend else {})}
 
 
 class SavedView:

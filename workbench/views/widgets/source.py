@@ -228,11 +228,12 @@ class SourceTab:
     ``message`` (why there are no rows), ``rows`` (``listing_rows``), ``selected`` ("file:line" of the lines
     marked); ``trail.data``: ``status`` (what is marked, and why something is not: ``{"text", "error"}``) and
     ``lineage`` (``lineage_rows``, ``{"error": ...}`` when there is none to show, or None). The component
-    sends "line" ({file, line}: file "" for the ops with no line) and "metric" ({metric})."""
+    sends "line" ({file, line}: file "" for the ops with no line) and "metric" ({metric}). ``on_line(file, line)``
+    hears each line selected (the Backend tab selects the fusions it went into)."""
 
     def __init__(self, name: str, exploration: Callable[[], Exploration], pair: Callable[[], tuple[str, str]],
-                 submit: Callable, diff_view: DiffView):
-        self.name = name
+                 submit: Callable, diff_view: DiffView, on_line: Callable[[str, int], None] | None = None):
+        self.name, self._on_line = name, on_line
         self._exploration, self._pair, self._submit = exploration, pair, submit
         self.diff_view = diff_view
         self.view = Component("source", {"part": "listing", "metric": "flops", "unit": "flops", "note": "",
@@ -294,6 +295,8 @@ class SourceTab:
         ex, (left, right) = self._exploration(), self._pair()
         self.selection = ("line", file, int(line))
         _set(self.view, selected=[_key(file, line)])
+        if self._on_line is not None:
+            self._on_line(file, int(line))
         act = actions.ops_at(self.name, right, file, int(line))
         self._submit(act.label, act.python, lambda: self._mark_line(ex, left, right, file, int(line)), busy=False)
 

@@ -10,6 +10,7 @@
 // [data-hwb="edit"] per edit, [data-hwb="diff-counts"] (data-changed, -deleted, -inserted, -moved),
 // [data-hwb="run"] per run, [data-hwb="leaf"] per check leaf (data-path, data-passed), and
 // [data-hwb="printed"] per run's printed output.
+import { backendSection } from './backend';
 import './collectives';
 import { compileSection } from './compile';
 import { costSection } from './cost';
@@ -58,7 +59,7 @@ export { register, kinds, render } from './widget';
 export type { Factory, IWidgetHost } from './widget';
 
 /** Which of the view's sections to draw (default: all), by their data-hwb names: "header", "stages", "diff",
- * "cost", "memory", "edits", "runs", "drift", "compile". The panel draws its tabs' parts apart. */
+ * "cost", "memory", "backend", "edits", "runs", "drift", "compile". The panel draws its tabs' parts apart. */
 export interface IMountOptions {
   sections?: readonly string[];
 }
@@ -108,6 +109,7 @@ export function mount(el: HTMLElement, model: IViewModel, host?: IHost, options:
       ['diff', diffSection],
       ['cost', () => costSection(m)],
       ['memory', () => memorySection(m)],
+      ['backend', () => backendSection(m)],
       ['edits', () => editsSection(m)],
       ['runs', () => runsSection(m.runs)],
       ['drift', () => driftSection(m.drift)],

@@ -127,7 +127,7 @@ export function timeline(m: IMemory): SVGSVGElement {
 
 /** A table whose rows carry their facts and, where `onClick` gives one, act when clicked; the `numeric` columns
  * (sizes in words) right-aligned as numbers are. */
-function rowsTable(
+export function rowsTable(
   cls: string,
   columns: readonly string[],
   rows: readonly (readonly unknown[])[],

@@ -2,6 +2,7 @@
 // what workbench/artifacts/viewmodel.py makes and every view draws. A field the schema adds must be added
 // here too; tests/test_views_bundle.py draws a real model made by Python.
 
+import type { IBackend } from './backend';
 import type { IMemory } from './memory';
 
 export type StageGroup = 'trace' | 'mlir' | 'xla' | 'backend';
@@ -174,6 +175,8 @@ export interface IViewModel {
   compile: { table: ITable | null } | null;
   /** Where the bytes go, once the panel's Memory tab read it (memory.ts draws it). */
   memory?: IMemory | null;
+  /** The TPU's kernels per fusion, once the panel's Backend tab read them (backend.ts draws them). */
+  backend?: IBackend | null;
   caps: Record<string, number>;
   texts: Record<string, IText>;
   diff: IDiffEntry;
