@@ -46,12 +46,13 @@ def _updating() -> bool:
     return os.environ.get(UPDATE_ENV, "") not in ("", "0")
 
 
-def write_golden(ex, path, compile_time: bool = False):
+def write_golden(ex, path, compile_time: bool = False, kernels: bool = False):
     """Save the Exploration ``ex`` as a golden at ``path``: its final MLIR stage run, saved with its arguments and
-    outputs (and its measured compile time with ``compile_time``); returns the path."""
+    outputs (and its measured compile time with ``compile_time``, the TPU's kernel table with ``kernels``); returns
+    the path."""
     from .exploration.golden import write_golden as write
 
-    return write(ex, path, compile_time=compile_time)
+    return write(ex, path, compile_time=compile_time, kernels=kernels)
 
 
 def check_golden(golden, fn=None, args: tuple = (), **options):
@@ -84,8 +85,9 @@ def assert_compiles_like(fn, *args, golden, pipeline: str | None = None, disable
                          device: str | None = None, **limits):
     """Explore ``fn(*args)`` and check it against the golden ``.hlox`` (see the module docstring). ``limits``:
     ``max_ops_growth``, ``max_flops_growth``, ``max_bytes_growth``, ``max_memory_growth`` (fractions or "5%";
-    0 by default), ``max_compile_time_growth``, ``same_final_module``, ``numbers``, ``same_program`` (allow
-    another function name or argument signature than the golden's; by default they fail). ``pipeline``, pattern and
+    0 by default), ``max_compile_time_growth``, ``max_bundles_growth`` (the TPU's bundles), ``same_final_module``,
+    ``numbers``, ``same_program`` (allow another function name or argument signature than the golden's; by default
+    they fail). ``pipeline``, pattern and
     XLA toggles and ``device`` are the exploration's settings (the golden is written with them). Returns the
     ``Verdict`` (None when the golden was written); AssertionError with its table when a limit broke, the
     HTML diff written beside the golden; AssertionError when there is no golden and none is being written."""
@@ -99,7 +101,8 @@ def assert_compiles_like(fn, *args, golden, pipeline: str | None = None, disable
         path.parent.mkdir(parents=True, exist_ok=True)
         ex = explore(fn, *args, pipeline=pipeline or "all", disable=disable, enable=enable, xla_disable=xla_disable,
                      device=device)
-        write_golden(ex, path, compile_time=limits.get("max_compile_time_growth") is not None)
+        write_golden(ex, path, compile_time=limits.get("max_compile_time_growth") is not None,
+                     kernels=limits.get("max_bundles_growth") is not None)
         return None
     if not path.exists():
         raise AssertionError(f"no golden exploration at {path}: run pytest --hlo-update-golden to write it")

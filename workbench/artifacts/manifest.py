@@ -39,7 +39,7 @@ from ..analysis.diff.result import RUNS
 from ..options import PROPAGATE, PatternOptions
 from ..stages import StageKind
 
-__all__ = ["ManifestError", "MANIFEST", "EDITS", "CHECK", "LEAF", "PROGRAM", "PRINTED_LINES", "MAX_DEPTH", "MAX_VALUES", "check", "check_manifest",
+__all__ = ["ManifestError", "MANIFEST", "BACKEND", "EDITS", "CHECK", "LEAF", "PROGRAM", "PRINTED_LINES", "MAX_DEPTH", "MAX_VALUES", "check", "check_manifest",
            "check_field", "parse_manifest", "json_schema", "Str", "Int", "Num", "Bool", "Opt", "List", "Map", "Record",
            "Scalar", "Legacy"]
 
@@ -384,6 +384,12 @@ EDITS = List(Record({"kind": Str(choices=("text", "insert", "remove")), "at": In
 COMPILE_TIME = Record({k: Num(least=0.0) for k in ("seconds", "bare_seconds", "pipeline_seconds", "xla_seconds")}
                       | {"repeat": Int(1)}, closed=True)
 
+# the manifest's "backend", written by save() after ex.backend(): the TPU's kernel table (saved_backend.py:
+# Kernels.table()'s rows, no LLO) and the chip's figures. Not a field of MANIFEST, which refuses a file whole: it is
+# checked apart (saved_backend.backend_from), so a damaged one costs only itself; json_schema() describes it
+BACKEND = Record({"format": Int(1), "device_kind": Str(), "clock_hz": Opt(Num(least=0.0)),
+                  "hbm_bytes_per_s": Opt(Num(least=0.0)), "table": _TABLE}, closed=True)
+
 # the traced function's name and its arguments' leaves (stages.Signature), which a golden check holds a program to
 SIGNATURE = Opt(Record({"function": Opt(Str()), "args": Opt(List(Record(
     {"path": Str(), "shape": _SHAPE, "dtype": Str(nonempty=True)}, closed=True), _MANY))}, closed=True))
@@ -440,9 +446,13 @@ def json_schema() -> dict:
     marked ``deprecated``; the rules between fields (``check_manifest``: distinct stage names, parents before
     children, the texts' index) and the bounds on the JSON itself (``parse_manifest``) are not JSON Schema's
     to say."""
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
-            "title": "the manifest.json of a saved hlo-workbench exploration (.hlox), format 1",
-            **MANIFEST.schema()}
+    out = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+           "title": "the manifest.json of a saved hlo-workbench exploration (.hlox), format 1",
+           **MANIFEST.schema()}
+    out["properties"]["backend"] = {**BACKEND.schema(), "description": (
+        "the TPU's kernel table (after ex.backend()); a reader checks it apart from the rest and, where it is damaged "
+        "or of a newer format, loads the file without it")}
+    return out
 
 
 def check_field(name: str, manifest: dict) -> None:

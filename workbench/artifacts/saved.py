@@ -11,7 +11,8 @@ stored, as it is compressed already; the others are deflated):
                     session's runs (``ex.history``: each with the program it ran and what it printed; those
                     made on the explorations it was made from marked ``earlier``), the example arguments' shapes
                     and dtypes, the cost table (``cost``: columns and rows, for viewers without a
-                    kernel), and where each distinct text lies in ``texts.zst``
+                    kernel), the TPU's kernel table (``backend``, saved_backend.py), and where each distinct
+                    text lies in ``texts.zst``
     texts.zst       one zstd frame: every distinct text once, concatenated as UTF-8. An unchanged
                     stage names its parent's text, and one frame with long-distance matching lets a
                     pass's module refer to the last pass's (consecutive XLA stages differ in few lines)
@@ -68,6 +69,8 @@ from .saved_edits import edits_from, edits_json
 from .saved_signature import signature_from, signature_json
 from .saved_agree import check_agreement
 from .saved_profiles import TRACE_LIMIT, profiles_from, profiles_json, trace_members
+from .saved_backend import backend_from
+from ..analysis.backend import Kernels
 from ..pipeline.xla import XlaResult
 from ..analysis.run.execute import Check, LeafCheck, RunResult, Timing
 from ..analysis.run.history import RunProgram, program_of
@@ -121,6 +124,8 @@ class SavedExploration:
     earlier: tuple[RunResult, ...] = ()
     profiles: dict = dataclasses.field(default_factory=dict)  # ex.profiles, when saved with profile=True
     compile_time: dict | None = None  # save(compile_time=True): CompileTime.as_json()
+    # saved after ex.backend(): the kernel table (SavedKernels), or a Kernels saying why it cannot be read
+    backend: Kernels | None = None
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -230,12 +235,13 @@ def _xla_json(r: XlaResult | None) -> dict | None:
 
 def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFrame | None = None,
                      arrays_limit: int = ARRAYS_LIMIT, profiles: dict | None = None,
-                     compile_time: dict | None = None) -> Path:
+                     compile_time: dict | None = None, backend: dict | None = None) -> Path:
     """Write ``ex`` to ``path`` as a ``.hlox`` file (see the module docstring); returns the path.
     ``cost``: the cost table (a DataFrame) to store for viewers without a kernel. ``arrays_limit``:
     the most bytes of arrays (logical: a broadcast view counts its full shape) ``arrays=True`` writes.
     ``profiles``: ``ex.profiles`` to keep, their traces with them (saved_profiles.py); ``compile_time``: a
-    measured compile time to keep (``CompileTime.as_json()``), the golden of a compile-time limit.
+    measured compile time to keep (``CompileTime.as_json()``), the golden of a compile-time limit; ``backend``: the
+    TPU's kernel table to keep (``saved_backend.backend_json``).
 
     Every stage is computed first (XLA's too). Nothing touches ``path`` until the whole file is
     written: it is written next to it under a temporary name, then renamed over it."""
@@ -265,7 +271,7 @@ def save_exploration(ex: Saveable, path, arrays: bool = False, cost: pd.DataFram
             raise _Unsaveable(f"the stage texts are {size_text(len(blob))}, over the {size_text(TEXTS_LIMIT)} a "
                               ".hlox holds")
         part, traces = profiles_json(profiles or {})
-        extra = {"edits": edits, "compile_time": compile_time}
+        extra = {"edits": edits, "compile_time": compile_time, "backend": backend}
         manifest, array_data = _encoded(ex, rows, input_hash, index, blob, arrays, cost, arrays_limit, part, extra)
     except _Unsaveable as e:
         raise SavedFileError(path, f"cannot save: {e}; nothing was written") from None
@@ -327,6 +333,8 @@ def _encoded(ex: Saveable, rows: list[dict], input_hash: str | None, index: list
             manifest["profiles"] = profiles
         if extra["compile_time"]:
             manifest["compile_time"] = extra["compile_time"]
+        if extra["backend"]:
+            manifest["backend"] = extra["backend"]
         plain = plain_json(manifest, "manifest", allow_nan=True)
     except (TypeError, ValueError) as e:
         raise _Unsaveable(e) from None
@@ -589,4 +597,4 @@ def load_exploration(path, arrays_limit: int = ARRAYS_LIMIT) -> SavedExploration
     late_fn = None if pipeline_error is not None else SavedXla(late, xla_error, result)
     own = tuple(run for run, r in zip(runs, manifest["runs"]) if not r.get("earlier"))
     return SavedExploration(Built(spec, early, pipeline_error, late_fn), own, saved_by, manifest["arrays"], earlier,
-                            profiles, manifest.get("compile_time"))
+                            profiles, manifest.get("compile_time"), backend_from(manifest.get("backend"), path.name))

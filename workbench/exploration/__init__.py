@@ -193,4 +193,5 @@ def load(path) -> "Exploration":
     ex = Exploration(dataclasses.replace(saved.built, runs=saved.runs), saved.earlier)
     ex._profiles.update(saved.profiles)  # saved with profile=True: the profiles and their traces
     ex._saved_compile_time = saved.compile_time  # saved with compile_time=True: ex.saved_compile_time
+    ex._saved_kernels = saved.backend  # saved after ex.backend(): its kernel table, where the TPU is not here
     return ex

@@ -10,6 +10,7 @@ from ..analysis.backend import Kernels
 from ..backends import backend_of, default_device_id, spec_peak, tpu_clock
 from ..errors import WorkbenchError
 from ..ir.llo import LloIndex
+from .backend_change import not_compiled_here
 
 __all__ = ["InBackend"]
 
@@ -48,7 +49,8 @@ class InBackend:
             if dump is not None:
                 self._kernels = self._kernels_from(dump)
             elif self._kernels is None:
-                self._kernels = self._compile_kernels(timeout)
+                here = not_compiled_here(self)  # a TPU file on a CPU: the table it kept, or why there is none
+                self._kernels = here if here is not None else self._compile_kernels(timeout)
             kernels = self._kernels
         kernels.measured = self._measured_per_instruction()
         if fusion is not None:

@@ -8,8 +8,10 @@ from ..analysis.diff.explorations import Comparison, comparison_of
 from ..analysis.run.check import Check, check_outputs
 from ..analysis.run.compile_time import REPEAT, CompileTime, measure_compile_time
 from ..artifacts.saved import save_exploration
+from ..artifacts.saved_backend import backend_json
 from ..artifacts.versions import versions
 from ..errors import WorkbenchError
+from .backend_change import kernels_change, kernels_to_save
 from .running import remembered_reference
 
 __all__ = ["Comparing", "compare_explorations", "module_args"]
@@ -36,7 +38,9 @@ class Comparing:
         ``profile=True`` keeps ``ex.profiles`` (taking a run and a compile profile first where none was
         taken) with the profiler's own trace files; ``wb.load(path).profiles`` has them back.
         ``compile_time=True`` measures ``ex.compile_time()`` and keeps it: the golden that
-        ``hlo-workbench check --max-compile-time-growth`` holds a later compile to."""
+        ``hlo-workbench check --max-compile-time-growth`` holds a later compile to. After ``ex.backend()`` (or
+        for a file loaded with one) the TPU's kernel table is kept too, without the LLO: ``wb.load(path).backend()``
+        gives it on any machine, and ``hlo-workbench check --max-bundles-growth`` holds a later compile to it."""
         if profile:
             self.profiles.get("run") or self.profile()
             self.profiles.get("compile") or self.compile_profile()
@@ -48,7 +52,7 @@ class Comparing:
             except Exception:  # noqa: BLE001 -- a table that cannot be made must not stop the save
                 table = None
         return save_exploration(self, path, arrays=arrays, cost=table, profiles=self.profiles if profile else None,
-                                compile_time=measured)
+                                compile_time=measured, backend=backend_json(kernels_to_save(self)))
 
     def compile_time(self, repeat: int = REPEAT) -> CompileTime:
         """This program's compile time through its pipeline (the MLIR passes in one go, then XLA's compile
@@ -98,8 +102,10 @@ def compare_explorations(a, b, run: bool = False, device: str | None = None, rep
     pipelines): the stage lists aligned by pass, the first stage whose module differs beyond renaming,
     per stage the ops and cost on both sides and their deltas (``table()``), the final modules' structural
     diffs (``mlir``, ``xla``), the versions and settings that differ, and with ``run=True`` each side's
-    final MLIR stage run on ``device`` and timed (``times``). ``str()`` says it in lines; ``labels`` name
-    the two (default: a loaded file's name, else "a" and "b")."""
+    final MLIR stage run on ``device`` and timed (``times``), and where both have the TPU's kernels (computed with
+    ``ex.backend()`` or saved in the file; none is compiled here) how each fusion's bundles and MXU occupancy
+    changed (``kernels()``). ``str()`` says it in lines; ``labels`` name the two (default: a loaded file's name,
+    else "a" and "b")."""
     labels = labels or (_label(a, "a"), _label(b, "b"))
     if labels[0] == labels[1]:
         labels = (f"{labels[0]} (a)", f"{labels[1]} (b)")
@@ -112,8 +118,10 @@ def compare_explorations(a, b, run: bool = False, device: str | None = None, rep
             costs.append(cost_table(ex))
         except Exception:  # noqa: BLE001 -- a cost table that cannot be made leaves its columns empty
             costs.append(None)
+    kernels, note = kernels_change(a, b, labels)  # only kernels computed or saved: never an LLO compile here
     return comparison_of(a.stages, b.stages, a.spec, b.spec, labels=labels, costs=tuple(costs),
-                         versions=(_versions_of(a), _versions_of(b)), times=times, memory=memory_change(a, b))
+                         versions=(_versions_of(a), _versions_of(b)), times=times, memory=memory_change(a, b),
+                         kernels=kernels, kernels_note=note)
 
 
 def memory_change(a, b):

@@ -32,6 +32,7 @@ from .comparing import Comparing
 from .drifting import Drifting
 from .editing import Editing
 from .backend import InBackend
+from .backend_change import kernels_change
 from .memory import InMemory
 from .profiling import Measured
 from .running import refuse_shapes, refuse_unfaithful_hlo, remembered_reference, runs_table
@@ -86,6 +87,7 @@ class Exploration(Measured, Drifting, Editing, Comparing, InMemory, InBackend):
         self._earlier = tuple(earlier)  # the runs of the Explorations this one was made from (``history``)
         self._profiles: dict = {}  # the last ex.profile() and ex.compile_profile() (``profiles``)
         self._saved_compile_time: dict | None = None  # a loaded file's save(compile_time=True)
+        self._saved_kernels = None  # a loaded file's kernel table (saved after ex.backend()): backend_change.py
         self._tap_sides: dict = {}  # stages read for tapping by ``drift``
 
     # -- computing ---------------------------------------------------------------------------------
@@ -291,8 +293,10 @@ class Exploration(Measured, Drifting, Editing, Comparing, InMemory, InBackend):
         the settings that differ, the stages recomputed and reused, whether the final MLIR module and
         ``xla:optimized`` changed, with their ops delta; ``.diff("mlir")``/``.diff("xla")`` give the
         diffs (``workbench.analysis.diff.changes``). ``wait=False`` never waits for XLA: a compile still
-        under way leaves XLA's part out, and says so."""
-        return changes_between(before, self, wait=wait)
+        under way leaves XLA's part out, and says so. Where ``before`` has the TPU's kernels (``ex.backend()``)
+        and this one's TPU is here, ``wait`` computes this one's too and the summary says how each fusion's
+        bundles and MXU occupancy changed (``.kernels()``: the table; ``exploration/backend_change.py``)."""
+        return changes_between(before, self, wait=wait, kernels=kernels_change(before, self, compute_b=wait))
 
     # -- provenance: which line of the user's code became which op (analysis/provenance.py) ----------------
     def locations(self, stage=None):

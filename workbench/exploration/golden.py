@@ -29,17 +29,19 @@ from ..artifacts.comparison_page import write_comparison_page
 from ..errors import WorkbenchError
 from ..ir.text import host_callback_count
 from ..pipeline.build import build, spec_for_function, with_toggles, with_xla_options
+from .backend_change import kernels_known
 from .comparing import compare_explorations, module_args
 from .core import Exploration, xla_checked
 
 __all__ = ["check_golden", "write_golden", "reexplored"]
 
 
-def write_golden(ex: Exploration, path, compile_time: bool = False) -> Path:
+def write_golden(ex: Exploration, path, compile_time: bool = False, kernels: bool = False) -> Path:
     """Save ``ex`` as a golden: its final MLIR stage run (the outputs a ``numbers`` check compares with), then
-    saved with its arrays (``save(arrays=True)``), with its measured compile time when ``compile_time``. A run
-    that cannot be checked (no reference runs) is kept unchecked; one that cannot run at all leaves the golden
-    without outputs, with a warning."""
+    saved with its arrays (``save(arrays=True)``), with its measured compile time when ``compile_time``, with the
+    TPU's kernel table when ``kernels`` (``ex.backend()`` first: the golden of ``max_bundles_growth``; where there
+    are none, a warning says why). A run that cannot be checked (no reference runs) is kept unchecked; one that
+    cannot run at all leaves the golden without outputs, with a warning."""
     try:
         ex.run()
     except WorkbenchError:  # no reference to check against (a module only a pass makes runnable): the outputs alone
@@ -47,6 +49,11 @@ def write_golden(ex: Exploration, path, compile_time: bool = False) -> Path:
             ex.run(check=False)
         except WorkbenchError as e:  # nothing runs: the golden holds no numbers, and a numbers check says so
             warnings.warn(f"the golden {path} holds no run outputs: {str(e).splitlines()[0]}", stacklevel=2)
+    if kernels:
+        k = ex.backend()
+        if not k.available:
+            warnings.warn(f"the golden {path} holds no kernels, so a bundles limit cannot be checked against it: "
+                          f"{k.why}", stacklevel=2)
     Path(path).parent.mkdir(parents=True, exist_ok=True)  # goldens live in a folder of their own
     return ex.save(path, arrays=True, compile_time=compile_time)
 
@@ -119,6 +126,15 @@ def _numbers(golden: Exploration, now: Exploration) -> tuple[bool, str]:
                     f"{'passed' if mine.check and mine.check.passed else 'FAILED'}")
 
 
+def _kernels_now(golden: Exploration, now: Exploration) -> None:
+    """The bundles limit asks for the kernels of the program explored now, where the golden has kernels: compiled
+    where the TPU is on this machine; elsewhere ``now.backend()`` compiles nothing and says why there are none, which
+    the verdict's row repeats."""
+    kept = kernels_known(golden)
+    if kept is not None and kept.available:
+        now.backend()
+
+
 def _compile_time(golden: Exploration, now: Exploration) -> tuple[float, float, str]:
     saved = golden.saved_compile_time
     if saved is None:
@@ -132,7 +148,8 @@ def check_golden(golden, fn=None, args: tuple = (), *, device: str | None = None
                  pipeline: str | None = None, disable=(), enable=(), xla_disable=(), **limits) -> Verdict:
     """``golden`` (a ``.hlox`` path or a loaded Exploration) re-explored now and judged by ``limits``
     (``Limits``: ``max_ops_growth``, ``max_flops_growth``, ``max_bytes_growth``, ``max_memory_growth`` --
-    fractions or "5%", 0 by default --, ``max_compile_time_growth``, ``same_final_module``, ``numbers``,
+    fractions or "5%", 0 by default --, ``max_compile_time_growth``, ``max_bundles_growth`` (the TPU's bundles,
+    the golden's saved kernels against those computed now; off by default), ``same_final_module``, ``numbers``,
     ``same_program``). With ``fn``, the verdict fails unless ``fn`` is the golden's function with arguments of
     the golden's tree, shapes and dtypes, or ``same_program=True`` allows the difference (see the module
     docstring).
@@ -151,6 +168,8 @@ def check_golden(golden, fn=None, args: tuple = (), *, device: str | None = None
                              "command line, or check_golden(golden, fn, args)")
     now = reexplored(g, fn, args, device, pipeline, disable, enable, xla_disable)
     label = path.name if path is not None else "golden"
+    if rules.max_bundles_growth is not None:
+        _kernels_now(g, now)
     comparison = compare_explorations(g, now, labels=(label, "now"))
     numbers = _numbers(g, now) if rules.numbers else None
     timed = _compile_time(g, now) if rules.max_compile_time_growth is not None else None

@@ -79,7 +79,8 @@ def cmd_diff_explorations(ns) -> int:
 
 def _limits(ns) -> dict:
     out = {k: getattr(ns, k) for k in ("max_ops_growth", "max_flops_growth", "max_bytes_growth",
-                                         "max_memory_growth", "max_compile_time_growth") if getattr(ns, k) is not None}
+                                         "max_memory_growth", "max_compile_time_growth", "max_bundles_growth")
+           if getattr(ns, k) is not None}
     out.update(same_final_module=ns.same_final_module, numbers=ns.numbers, same_program=ns.same_program)
     return out
 
@@ -100,9 +101,11 @@ def _update(ns) -> int:
     else:
         print(f"hlo-workbench: {golden} does not exist: give --target PATH.py:FUNC to write it", file=sys.stderr)
         return 2
-    path = write_golden(ex, golden, compile_time=ns.max_compile_time_growth is not None)
+    kernels = ns.max_bundles_growth is not None
+    path = write_golden(ex, golden, compile_time=ns.max_compile_time_growth is not None, kernels=kernels)
     print(f"wrote the golden {path} ({len(ex.stages)} stages, the arguments and a run's outputs"
-          + (", its compile time" if ns.max_compile_time_growth is not None else "") + ")")
+          + (", its compile time" if ns.max_compile_time_growth is not None else "")
+          + (", its kernel table" if kernels and ex.backend().available else "") + ")")
     return 0
 
 
@@ -140,6 +143,10 @@ def add_gate_commands(sub, load_target) -> None:
     sp.add_argument("--max-compile-time-growth", metavar="PCT", help="how much the compile time over a bare "
                     "compile's, both measured in this run, may grow against the golden's (saved with "
                     "compile_time=True, or --update with this flag)")
+    sp.add_argument("--max-bundles-growth", metavar="PCT", help="how much the TPU's bundles (issued per call, all "
+                    "fusions; each kernel's bundles where a loop's trip count is unknown) may grow against the "
+                    "golden's kernel table (saved after ex.backend(), or --update with this flag on the TPU); where "
+                    "either side has no kernels the limit fails as not checked")
     sp.add_argument("--same-final-module", action="store_true", help="the final MLIR module and xla:optimized must "
                     "be the golden's, beyond renaming")
     sp.add_argument("--numbers", action="store_true", help="check the outputs against the golden's (noise-aware: "

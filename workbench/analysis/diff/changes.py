@@ -11,6 +11,10 @@ every toggle, and its two diffs on a click.
 XLA's per-pass stages all come from one compile, so ``Changes`` says of them only whether that
 compile ran (``xla_compiled``). Without ``wait``, an exploration whose XLA compile is still under
 way is read without its XLA stages, and the XLA part says so (``xla_note``) instead of waiting.
+
+Where both explorations have the TPU's kernels, ``kernels_change`` says how each fusion's bundles and MXU
+occupancy changed (the summary names the fusions that changed most; ``kernels()`` gives the table). The facade
+hands it in (``exploration/backend_change.py`` says when the kernels after a toggle are computed for it).
 """
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["Changes", "ModuleChange", "Comparable", "changes_between", "XLA_OPTIMIZED"]
 
 XLA_OPTIMIZED = "xla:optimized"
+NO_KERNELS = ("neither side has the TPU's kernels computed or saved (ex.backend() on the TPU, or a .hlox saved after "
+              "it)")
 SHOWN = 4  # the names, ops and passes a summary lists before "and N more"
 _PARTS = ("mlir", "xla")
 
@@ -117,6 +123,16 @@ class Changes:
     # XLA's peak memory before and after (``analysis.memory``), None where either side has none to read
     memory_peaks: tuple[int, int] | None = None
     memory_of: Any = field(default=None, repr=False, compare=False)  # makes memory()
+    # each fusion's kernel before and after (analysis.backend.KernelsChange), where both sides have kernels; else why not
+    kernels_change: Any = field(default=None, repr=False, compare=False)
+    kernels_note: str = ""
+
+    def kernels(self) -> "pd.DataFrame":
+        """How each fusion's kernel changed (``Kernels.compare``: bundles, bundles issued per call and MXU occupancy
+        before and after); WorkbenchError saying why where a side has no kernels."""
+        if self.kernels_change is None:
+            raise WorkbenchError(f"no kernels to compare: {self.kernels_note or NO_KERNELS}")
+        return self.kernels_change.table()
 
     def memory(self):
         """What the change did to the peak memory, with the buffers that appeared at the peak or left it, each
@@ -148,6 +164,8 @@ class Changes:
         if self.memory_peaks is not None and self.memory_peaks[0] != self.memory_peaks[1]:
             a, b = self.memory_peaks
             phrases.append(f"peak memory {human_bytes(a)} → {human_bytes(b)} ({signed_bytes(b - a)})")
+        if self.kernels_change is not None and not self.kernels_change.unchanged:
+            phrases.append(self.kernels_change.words())
         return phrases
 
     @property
@@ -187,10 +205,12 @@ def _listed(items: Sequence[str]) -> str:
 
 
 # -- building it -----------------------------------------------------------------------------------------
-def changes_between(before: Comparable, after: Comparable, wait: bool = True) -> Changes:
+def changes_between(before: Comparable, after: Comparable, wait: bool = True,
+                    kernels: tuple[Any, str] = (None, "")) -> Changes:
     """What ``after`` changed against ``before`` (see ``Changes``). With ``wait``, both explorations'
     XLA stages are read, waiting for (or running) their compiles; without it, an exploration whose
-    compile is still under way is compared without them."""
+    compile is still under way is compared without them. ``kernels``: the KernelsChange of the two, or None
+    and why not."""
     old, old_pending = _stages_now(before, wait)
     new, new_pending = _stages_now(after, wait)
     recomputed, reused = _work(before.spec, old, after.spec, new)
@@ -203,7 +223,8 @@ def changes_between(before: Comparable, after: Comparable, wait: bool = True) ->
         xla_compiled=_compiled(old, new), mlir=mlir, xla=xla,
         mlir_note="" if mlir else "no MLIR module to compare (a stage failed before any ran)", xla_note=xla_note,
         failed=next((s.name for s in new if s.error), ""), memory_peaks=peaks,
-        memory_of=(lambda: before.memory().compare(after.memory())) if peaks is not None else None)
+        memory_of=(lambda: before.memory().compare(after.memory())) if peaks is not None else None,
+        kernels_change=kernels[0], kernels_note=kernels[1])
 
 
 def _peaks(before: Comparable, after: Comparable) -> tuple[int, int] | None:

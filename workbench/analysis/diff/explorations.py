@@ -14,7 +14,10 @@ or two pipelines. A ``Comparison`` holds:
   their deltas;
 - ``mlir`` and ``xla``: the final MLIR module's and ``xla:optimized``'s structural diff (``ModuleChange``);
 - ``versions`` and ``settings``: what made the two files that differs, and the settings that do;
-- ``times``: each side's final stage run and timed, when ``compare_explorations(..., run=True)``.
+- ``times``: each side's final stage run and timed, when ``compare_explorations(..., run=True)``;
+- ``kernels_change``: where both sides have the TPU's kernels (computed or saved), how each fusion's bundles and
+  MXU occupancy changed (``analysis.backend.KernelsChange``; ``kernels()`` its table), else ``kernels_note`` says
+  why not.
 
 Work: each stage's text is normalized at most once (by its hash), each op count taken once: linear in
 the texts' size. The facade hands the cost tables and versions in; nothing here runs a pass.
@@ -31,9 +34,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from markupsafe import Markup
 
+from ...errors import WorkbenchError
 from ...ir.ops import op_counts
 from ...stages import Spec, Stage
-from .changes import XLA_OPTIMIZED, ModuleChange, setting_changes
+from .changes import NO_KERNELS, XLA_OPTIMIZED, ModuleChange, setting_changes
 from .normalize import normalize
 
 if TYPE_CHECKING:
@@ -220,6 +224,9 @@ class Comparison:
     # what the change did to XLA's peak memory and the buffers live at it (analysis.memory.MemoryChange), where
     # both sides have one
     memory: Any = None
+    # each fusion's kernel before and after (analysis.backend.KernelsChange), where both sides have kernels; else why not
+    kernels_change: Any = None
+    kernels_note: str = ""
 
     @property
     def first_difference(self) -> StagePair | None:
@@ -276,6 +283,13 @@ class Comparison:
                 out.setdefault(k, [None, None])[side] = None if v is None else float(v)
         return {k: (v[0], v[1]) for k, v in out.items()}
 
+    def kernels(self) -> "pd.DataFrame":
+        """How each fusion's kernel changed (``Kernels.compare``: bundles, bundles issued per call and MXU occupancy
+        on each side); WorkbenchError saying why where a side has no kernels computed or saved."""
+        if self.kernels_change is None:
+            raise WorkbenchError(f"no kernels to compare: {self.kernels_note or NO_KERNELS}")
+        return self.kernels_change.table()
+
     def same_final_module(self) -> bool | None:
         """Whether the final MLIR modules and xla:optimized are the same beyond renaming (None: no pair)."""
         parts = [m for m in (self.mlir, self.xla) if m is not None]
@@ -303,6 +317,10 @@ class Comparison:
                 out.append(m.words())
         if self.memory is not None:
             out.append(self.memory.words())
+        if self.kernels_change is not None:
+            out.append(self.kernels_change.words())
+        elif self.kernels_note:
+            out.append(f"kernels: not compared ({self.kernels_note})")
         for name, (va, vb) in self.final.items():
             if va is not None or vb is not None:
                 g = growth(va, vb)
@@ -360,9 +378,11 @@ def growth_text(g: float | None) -> str:
 
 def comparison_of(a_stages: Sequence[Stage], b_stages: Sequence[Stage], a_spec: Spec, b_spec: Spec, *,
                   labels: tuple[str, str] = ("a", "b"), costs: tuple = (None, None),
-                  versions: tuple[dict, dict] = ({}, {}), times: tuple | None = None, memory: Any = None) -> Comparison:
+                  versions: tuple[dict, dict] = ({}, {}), times: tuple | None = None, memory: Any = None,
+                  kernels: Any = None, kernels_note: str = "") -> Comparison:
     """The Comparison of two explorations' stages (see the module docstring). ``costs``: each side's cost
-    table (``ex.cost()``), ``versions``: what made each side (``saved_by``, or the versions installed)."""
+    table (``ex.cost()``), ``versions``: what made each side (``saved_by``, or the versions installed);
+    ``kernels``: the KernelsChange of the two sides' kernels, or None and ``kernels_note`` why not."""
     pairs = compare_stages(a_stages, b_stages)
     finals = []
     for stages in (a_stages, b_stages):
@@ -378,4 +398,4 @@ def comparison_of(a_stages: Sequence[Stage], b_stages: Sequence[Stage], a_spec: 
     differing = tuple((k, versions[0].get(k), versions[1].get(k)) for k in VERSION_KEYS
                       if versions[0].get(k) != versions[1].get(k))
     return Comparison(labels, pairs, mlir, xla, tuple(settings), differing, same_input,
-                      (_cost_rows(costs[0]), _cost_rows(costs[1])), times, tuple(finals), memory)
+                      (_cost_rows(costs[0]), _cost_rows(costs[1])), times, tuple(finals), memory, kernels, kernels_note)

@@ -2,7 +2,10 @@
 
 ``Limits`` says what may change: how much the final modules' op count, flops, bytes and memory may
 grow (``max_ops_growth`` ... ``max_memory_growth``: fractions, or strings such as "5%"), how much the
-compile time may grow against a bare compile (``max_compile_time_growth``), whether the final modules
+compile time may grow against a bare compile (``max_compile_time_growth``), how much the TPU's bundles may grow
+(``max_bundles_growth``: the bundles issued per call, all fusions, where both sides know every loop's trip count,
+else each kernel's bundles once; read from both sides' kernels, the golden's as its .hlox kept them -- where a side
+has none the row says the limit could not be checked, and fails), whether the final modules
 must be the same beyond renaming (``same_final_module``), and whether the numbers are checked against
 the golden outputs (``numbers``). ``judge`` reads a ``Comparison`` (golden as ``a``, now as ``b``) and the
 measured parts the facade hands it, and gives a ``Verdict``: one row per limit, ``ok``, a short table.
@@ -71,6 +74,7 @@ class Limits:
     max_bytes_growth: float | None = 0.0
     max_memory_growth: float | None = 0.0
     max_compile_time_growth: float | None = None
+    max_bundles_growth: float | None = None  # the TPU's bundles, from both sides' kernels (off by default)
     same_final_module: bool = False
     numbers: bool = False
     same_program: bool = False  # the function checked is the golden's program under another name or signature
@@ -257,4 +261,27 @@ def judge(comparison: Comparison, limits: Limits, numbers: tuple[bool, str] | No
             g = growth(golden, now)
             rows.append(GateRow("compile time / bare", golden, now, growth_text(g), allowed,
                                 g is not None and g <= limits.max_compile_time_growth + 1e-12, words))
+    if limits.max_bundles_growth is not None:
+        rows.append(_bundles_row(comparison, limits.max_bundles_growth))
     return Verdict(tuple(rows), comparison, limits, notes=tuple(notes))
+
+
+def _bundles_row(comparison: Comparison, limit: float) -> GateRow:
+    """The bundles limit (see the module docstring), from the comparison's KernelsChange."""
+    allowed = f"≤ {growth_text(limit)}"
+    change = comparison.kernels_change
+    if change is None:
+        a, b = comparison.labels
+        why = comparison.kernels_note or (f"neither {a} nor {b} has the TPU's kernels computed or saved "
+                                          "(ex.backend() on the TPU, or a .hlox saved after it)")
+        return GateRow("bundles", None, None, "not checked", allowed, False, f"the limit could not be checked: {why}")
+    ta, tb = change.totals
+    if ta.issued is not None and tb.issued is not None:
+        what, golden, now, how = "bundles issued", ta.issued, tb.issued, "bundles issued per call, all fusions"
+    else:
+        what, golden, now = "bundles", ta.bundles, tb.bundles
+        how = "each kernel's bundles once (a loop's trip count is unknown on a side: not the bundles issued)"
+    g = growth(golden, now)
+    words = change.words()
+    return GateRow(what, golden, now, growth_text(g), allowed, g is not None and g <= limit + 1e-12,
+                   f"{how}; {words}")
