@@ -258,3 +258,26 @@ def test_a_golden_without_kernels_says_so_too(tmp_path):
     wb.load(str(LLO / "mlp_bf16.hlox")).save(golden, cost=False)
     row = check_golden(golden, device="cpu", max_bundles_growth="5%").rows[-1]
     assert not row.ok and "could not be checked: neither plain.hlox nor now has the TPU's kernels" in row.note
+
+
+def test_the_panels_backend_tab_shows_a_saved_table_on_a_cpu_and_says_it_has_no_llo(saved_nnx):
+    pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
+    from workbench.views.widgets import Panel
+    from workbench.views.widgets.backendtab import TITLE
+
+    ex, path = saved_nnx
+    p = Panel(wb.load(path), background=False)
+    try:
+        p.tabs.selected_index = list(p.tabs.titles).index(TITLE)
+        p.wait()
+        shown = p.backend.view.data["backend"]
+        table = ex.backend().table()
+        assert [r["fusion"] for r in shown["rows"]][:5] and len(shown["rows"]) == len(table)
+        kernels = table["kernel"].nunique()
+        assert f"{kernels} kernels for {len(table)} instructions, from the table saved in nnx_kernels.hlox (no LLO)" \
+            in shown["summary"]
+        p.backend.open(table["fusion"].iloc[0])
+        p.wait()
+        assert "keeps the kernel table" in p.backend.view.data["kernel"]["error"]
+    finally:
+        p.close()

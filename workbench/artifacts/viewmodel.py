@@ -384,9 +384,11 @@ def backend_entry(kernels) -> dict[str, Any] | None:
         verdict = r["bound"].split(" (")[0]
         verdicts[verdict] = verdicts.get(verdict, 0) + 1
     measured = sum(r["unit"] == "µs" for r in rows)
-    summary = (f"{len(kernels.index.kernels)} kernels for {len(rows)} instructions"
-               f"{f' on a {kernels.device_kind}' if kernels.device_kind else ''}, from libtpu's dump "
-               f"({kernels.index.files:,} files, {human_bytes(kernels.index.total_bytes)}); "
+    saved = getattr(kernels, "source", None)  # a table a .hlox kept (analysis.backend.SavedKernels): no dump, no LLO
+    origin = (f"from the table saved in {saved} (no LLO)" if saved else f"from libtpu's dump ({kernels.index.files:,} "
+              f"files, {human_bytes(kernels.index.total_bytes)})")
+    summary = (f"{len({r['kernel'] for r in rows}) if saved else len(kernels.index.kernels)} kernels for {len(rows)} "
+               f"instructions{f' on a {kernels.device_kind}' if kernels.device_kind else ''}, {origin}; "
                + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items(), key=lambda x: -x[1])) + "; times: "
                + (f"measured for {measured} (ex.profile())" if measured else "libtpu's estimate (ex.profile() on the "
                                                                                "TPU measures them)"))
