@@ -112,6 +112,13 @@ def test_a_fusion_clicked_opens_its_bundles_lines_and_passes(nnx):
     assert p.last_error is None and (shown["left"], shown["right"]) == (changed[1], changed[2])
     assert shown["after"] and p.backend.diff.layout.display == ""
     assert p.python == f'ex.diff(ex.backend().stage("{changed[1]}"), ex.backend().stage("{changed[2]}"))'
+    # the diff view's swap and pickers: another pair of the kernel's passes
+    p.backend.diff._heard(None, {"action": "swap", "payload": {}}, [])
+    p.wait()
+    assert (p.backend.diff.data["diff"]["left"], p.backend.diff.data["diff"]["right"]) == (changed[2], changed[1])
+    p.backend.diff._heard(None, {"action": "pick", "payload": {"side": "left", "stage": changed[0]}}, [])
+    p.wait()
+    assert (p.backend.diff.data["diff"]["left"], p.backend.diff.data["diff"]["right"]) == (changed[0], changed[1])
     # the first pass has none before it: its text
     p.backend.view._heard(None, {"action": "pass", "payload": {"stage": changed[0]}}, [])
     p.wait()

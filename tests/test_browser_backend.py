@@ -113,7 +113,7 @@ def test_a_line_of_the_nnx_step_selects_its_fusions_and_a_fusion_shows_its_bundl
         assert f"{STEP}:{UPDATE}" in box.locator('[data-hwb="backend-line"]').evaluate_all(
             "ls => ls.map(l => l.dataset.line)")
         box.scroll_into_view_if_needed()
-        shot(shots, panel, "backend-bundles")
+        shot(shots, box, "backend-bundles")
 
         # a pass that changed the kernel: its diff from the changed pass before it
         changed = [s for s, c in k.passes() if c]
@@ -122,11 +122,56 @@ def test_a_line_of_the_nnx_step_selects_its_fusions_and_a_fusion_shows_its_bundl
             timeout=60_000)
         panel.locator(".wbd-head-r", has_text=changed[2]).last.wait_for(timeout=60_000)
         panel.locator(".wbd-head-r", has_text=changed[2]).last.scroll_into_view_if_needed()
-        shot(shots, panel, "backend-pass-diff")
+        shot(shots, page, "backend-pass-diff")
 
         # and back: the kernel's line clicked selects it in the Source tab
         box.locator(f'[data-hwb="backend-line"][data-line="{STEP}:{UPDATE}"]').click()
         panel.locator(".lm-TabBar-tab.lm-mod-current", has_text="Source").wait_for(timeout=60_000)
         assert errors == []
+    finally:
+        page.close()
+
+
+# the view model mounted as a host without a kernel mounts it (the saved view, the .hlox viewer, the report)
+SAVED = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style></head>
+<body style="margin:0;padding:8px"><div id="view"></div><script type="module">
+const views = await import(URL.createObjectURL(new Blob([{js}], {{type: "text/javascript"}})));
+views.mount(document.getElementById("view"), {model});
+document.documentElement.dataset.ready = "1";
+</script></body></html>"""
+
+
+def test_a_saved_notebook_draws_the_fusions_the_tab_read(browser, shots, kernels, tmp_path):
+    import json
+
+    from workbench.artifacts.viewmodel import MIME
+    from workbench.views.widgets import Panel
+    from workbench.views.widgets.component import views_module
+
+    ex = wb.load(str(LLO / "nnx_transformer.hlox"))
+    folder = tmp_path / "dump"
+    with tarfile.open(LLO / "nnx_transformer.llo.tar.xz") as tf:
+        tf.extractall(folder, filter="data")
+    ex.backend(dump=str(folder))
+    p = Panel(ex, background=False)
+    try:
+        p.tabs.selected_index = list(p.tabs.titles).index("Backend")
+        p.wait()
+        model = p._shown().bundle()[MIME]
+    finally:
+        p.close()
+    js, css = views_module()
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        page.set_content(SAVED.format(css=css, js=json.dumps(js).replace("</", "<\\/"),
+                                      model=json.dumps(model).replace("</", "<\\/")))
+        page.wait_for_selector("html[data-ready='1']", timeout=30_000)
+        section = page.locator('details[data-hwb="backend-section"]')
+        rows = section.locator('[data-hwb="backend-row"]')
+        assert rows.count() == len(kernels.table())
+        assert sorted(rows.evaluate_all("rs => rs.map(r => r.dataset.fusion)")) == sorted(kernels.table()["fusion"])
+        assert section.locator(".hwbv-mem-click").count() == 0  # no panel to open a kernel
+        section.scroll_into_view_if_needed()
+        shot(shots, section, "backend-saved-view")
     finally:
         page.close()

@@ -152,14 +152,13 @@ class BackendTab:
             before = [s for s in changed if passes.index(s) < passes.index(stage)]
             other = before[-1] if before else stage
         python = f'{self.name}.diff({self.name}.backend().stage("{other}"), {self.name}.backend().stage("{stage}"))'
-
         ex = self._for
 
         def work():
             a, b = kernels.stage(other), kernels.stage(stage)
             self.diff.pair(other, stage, changed if stage in changed else [*changed, stage])
             self.diff.show(ex.diff(a, b), note=f"{kernel['name']}: LLO after {b.name.rsplit(':', 1)[1]}"
-                           + (f", against {a.name.rsplit(':', 1)[1]}" if a is not b and a.name != b.name else
+                           + (f", against {a.name.rsplit(':', 1)[1]}" if a.name != b.name else
                               " (its text: no pass before it changed the kernel)"))
             self.diff.layout.display = ""
             self._set(shown_pass=stage)
@@ -189,12 +188,11 @@ class BackendTab:
     def _on_diff(self, action: str, payload: dict) -> None:
         """The diff view's pickers and swap: another pair of the kernel's passes."""
         left, right = self.diff.data["left"], self.diff.data["right"]
-        if action == "pick" and payload.get("stage"):
-            left, right = (payload["stage"], right) if payload.get("side") == "left" else (left, payload["stage"])
-        elif action != "swap":
-            return
-        else:
-            left, right = right, left
-        self.open_pass(right, left)
+        if action == "swap":
+            self.open_pass(left, right)
+        elif action == "pick" and payload.get("stage") and payload.get("side") == "left":
+            self.open_pass(right, str(payload["stage"]))
+        elif action == "pick" and payload.get("stage"):
+            self.open_pass(str(payload["stage"]), left)
 
 
