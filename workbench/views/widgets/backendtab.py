@@ -73,6 +73,7 @@ class BackendTab:
         self.diff.layout.display = "none"  # until a pass is opened
         self.widget = W.VBox([self.view, self.diff])
         self._for: Exploration | None = None  # the Exploration whose kernels are shown (or on their way)
+        self._profile = None  # its ex.profile() the times shown are of (None: none)
         self._kernels = None  # its Kernels, once read
         self._line: tuple[str, int] | None = None  # the user's line selected last (the Source tab's)
         self._lock = threading.Lock()
@@ -86,15 +87,17 @@ class BackendTab:
         return self.view.data.get("backend") if self._for is ex else None
 
     def show(self, ex: Exploration, *, visible: bool, pending: bool) -> None:
-        """Fill the tab for ``ex`` if it is ``visible`` and shows another Exploration's kernels; while XLA compiles
+        """Fill the tab for ``ex`` if it is ``visible`` and shows another Exploration's kernels, or times of another
+        ``ex.profile()`` than the one taken since (measured, they replace libtpu's estimates); while XLA compiles
         (``pending``) it says it waits."""
-        if not visible or self._for is ex:
+        profile = ex.profiles.get("run")
+        if not visible or (self._for is ex and self._profile is profile):
             return
         if pending:
             self._set(busy="XLA is compiling: the TPU's kernels are compiled from its module when it is done",
                       replace=True)
             return
-        self._for, self._kernels = ex, None
+        self._for, self._kernels, self._profile = ex, None, profile
         self.diff.layout.display = "none"
         ready = getattr(ex, "_kernels", None) is not None
         self._set(busy="reading libtpu's kernels…" if ready else
