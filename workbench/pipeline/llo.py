@@ -132,7 +132,7 @@ def llo_dump(spec, last, timeout: float = 600.0) -> LloDump:
 def _llo(p: dict) -> dict:
     """Compile the request (a parent's serialized CompileOptions, or a module's text), then move what libtpu
     wrote meanwhile into ``p["folder"]``."""
-    from .xla_probe import _compile_here, _compile_module_here
+    from .xla_probe import compile_here_as_asked, compile_module_here_as_asked
 
     source = os.environ.get(LLO_FOLDER_ENV, "")
     for name in os.listdir(source) if source else ():  # an earlier compile's that was not moved (it failed)
@@ -140,9 +140,9 @@ def _llo(p: dict) -> dict:
     t0 = time.perf_counter()
     try:
         if p["how"] == "module":
-            _compile_module_here(p["request"])
+            compile_module_here_as_asked(p["request"])
         else:
-            _compile_here(p["request"])
+            compile_here_as_asked(p["request"])
     finally:
         moved = 0
         for name in os.listdir(source) if source else ():

@@ -47,6 +47,7 @@ from ..errors import XlaAbortError, XlaProbeDied
 from .phase import say_phase
 
 __all__ = ["XlaAbortError", "XlaProbeDied", "METHODS", "ShardedCompile", "guard_compile", "compile_sharded",
+           "compile_here_as_asked", "compile_module_here_as_asked",
            "compile_guarded", "probe_compile", "probe_payload", "release_spare", "remember_verdict", "warm_soon"]
 
 KILLED = "XLA killed the compiling process"
@@ -519,6 +520,18 @@ def _refusal_is_the_answer(compile_here: Callable[[Any], Any]) -> Callable[[Any]
             return f"{type(e).__name__}: {first[:300]}"
 
     return method
+
+
+def compile_here_as_asked(p: dict) -> None:
+    """In a child: compile a module from its text as ``probe_compile``'s payload asks (another child, the LLO one,
+    compiles this way too)."""
+    return _compile_here(p)
+
+
+def compile_module_here_as_asked(p: dict) -> dict:
+    """In a child: compile a module with the serialized CompileOptions a parent built (``program.compile_request``),
+    on the devices it names; its seconds and XLA's analyses."""
+    return _compile_module_here(p)
 
 
 METHODS = {"compile": _refusal_is_the_answer(_compile_here),

@@ -21,7 +21,6 @@ bandwidth accounts for the wait, else "latency-bound" (small transfers and fixed
 from __future__ import annotations
 
 import math
-import re
 from collections import OrderedDict
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable
@@ -425,10 +424,10 @@ class Kernels:
 
     def stage(self, name: str) -> Stage:
         """A Stage by its whole name, ``backend:llo:<kernel>:<pass>``."""
-        m = re.match(r"^backend:llo:(.+):([^:]+)$", name)
-        if not m:
-            raise UnknownNameError("LLO stage", name, [])
-        return self.kernel(m.group(1)).stage(m.group(2))
+        kernel, _, what = name.removeprefix("backend:llo:").rpartition(":")
+        if not name.startswith("backend:llo:") or not kernel:
+            raise UnknownNameError("LLO stage", name, [], known_note="an LLO stage is named backend:llo:<kernel>:<pass>")
+        return self.kernel(kernel).stage(what)
 
     def compare(self, other: "Kernels") -> "pd.DataFrame":
         """How each entry instruction's kernel changed from ``self`` to ``other``: bundles and MXU occupancy
