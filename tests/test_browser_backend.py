@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from tests.browser_pages import open_notebook, show_panel, tab, write_notebook
+from tests.browser_pages import open_notebook, settle, show_panel, tab, write_notebook
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
@@ -48,6 +48,12 @@ def kernels(tmp_path_factory):
 @pytest.fixture(scope="module")
 def notebook_files(lab_server):
     write_notebook(lab_server["root"] / "backend.ipynb", SETUP, CELL)
+
+
+# labels, tab titles, column heads and buttons whose text is wider than their box: [class, text, needed, shown px]
+CUT = """panel => [...panel.querySelectorAll('.lm-TabBar-tabLabel, th, button, .hwbv-caption, .hwbv-be-chip')]
+    .filter(e => e.getClientRects().length > 0 && e.scrollWidth > e.clientWidth + 1)
+    .map(e => [String(e.className).slice(0, 40), e.textContent.trim().slice(0, 60), e.scrollWidth, e.clientWidth])"""
 
 
 def shot(shots, target, name: str) -> None:
@@ -123,6 +129,13 @@ def test_a_line_of_the_nnx_step_selects_its_fusions_and_a_fusion_shows_its_bundl
         panel.locator(".wbd-head-r", has_text=changed[2]).last.wait_for(timeout=60_000)
         panel.locator(".wbd-head-r", has_text=changed[2]).last.scroll_into_view_if_needed()
         shot(shots, page, "backend-pass-diff")
+
+        # at 1000 px, with the Backend tab the panel's eleventh: no tab title, column head, pass or unit cut
+        page.set_viewport_size({"width": 1000, "height": 1250})
+        settle(page)
+        cut = panel.evaluate(CUT)
+        assert cut == [], cut
+        shot(shots, page, "backend-1000")
 
         # and back: the kernel's line clicked selects it in the Source tab
         box.locator(f'[data-hwb="backend-line"][data-line="{STEP}:{UPDATE}"]').click()
