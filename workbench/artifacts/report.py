@@ -115,7 +115,9 @@ def render_report(ex, graph=None, max_ops: int = _GRAPH_MAX_OPS, limits: ReportL
     model.update(_cost(ex, read, left_out))
     sections = [_your_lines(ex), _graph(drawn, max_ops, packed.whole, limits), _time(profiles.get("run")),
                 _memory(ex, model)]
-    model["backend"] = backend_entry(getattr(ex, "_kernels", None))  # the TPU's kernels, where ex.backend() read them
+    kernels = backend_entry(getattr(ex, "_kernels", None))  # the TPU's kernels, where ex.backend() read them
+    if kernels is not None:
+        model["backend"] = kernels
     return _document(f"{ex.spec.title} \u2014 hlo-workbench report", "ex.report(path)", model, packed,
                      limits_note(limits, packed.usage), facts, Markup("").join(sections))
 
