@@ -31,7 +31,11 @@ class InBackend:
     ``_profiles``)."""
 
     _kernels: Kernels | None = None
-    _kernels_lock = threading.Lock()
+
+    @property
+    def _kernels_lock(self) -> threading.Lock:
+        """This exploration's own lock (another's LLO compile does not hold this one's up); made on first use."""
+        return self.__dict__.setdefault("_kernels_lock_", threading.Lock())
 
     def backend(self, fusion: str | None = None, dump: str | None = None, timeout: float | None = None):
         """The TPU's kernels of this program: a ``Kernels`` (``table()``: per fusion its bundles, the bundles it
@@ -52,7 +56,7 @@ class InBackend:
                 here = not_compiled_here(self)  # a TPU file on a CPU: the table it kept, or why there is none
                 self._kernels = here if here is not None else self._compile_kernels(timeout)
             kernels = self._kernels
-        kernels.measured = self._measured_per_instruction()
+        kernels.measured = self._measured_per_instruction() or self._saved_measured()
         if fusion is not None:
             return kernels.kernel(fusion)
         return kernels
@@ -94,9 +98,20 @@ class InBackend:
         device = self._own_device()
         kind = _device_kind(device)
         peak = spec_peak(backend_of(device).platform, kind) if kind else None
+        clock, bandwidth = (tpu_clock(kind) if kind else None), (peak.bytes_per_s if peak else None)
+        saved = getattr(self, "_saved_kernels", None)
+        if not kind and saved is not None:  # a TPU file read on another machine: the chip it was saved on
+            kind, clock, bandwidth = saved.device_kind, saved.clock_hz, saved.hbm_bytes_per_s
         mlir = self._last_module() if self.spec.traced is not None or self.spec.loaded is not None else None
-        return Kernels(index, read, why=why, device_kind=kind, clock_hz=tpu_clock(kind) if kind else None,
-                       hbm_bytes_per_s=peak.bytes_per_s if peak else None, mlir=mlir, seconds=seconds, folder=folder)
+        return Kernels(index, read, why=why, device_kind=kind, clock_hz=clock, hbm_bytes_per_s=bandwidth, mlir=mlir,
+                       seconds=seconds, folder=folder)
+
+    def _saved_measured(self) -> dict:
+        """{fusion: measured us} a loaded file's kernel table kept (measured on its TPU), {} without one."""
+        saved = getattr(self, "_saved_kernels", None)
+        rows = getattr(saved, "rows", None) or []
+        return {r["fusion"]: float(r["measured_us"]) for r in rows
+                if r.get("measured_us") is not None and r.get("measured_us") == r.get("measured_us")}
 
     def _measured_per_instruction(self) -> dict:
         """{HLO instruction: measured us per call} of the last ``profile()`` of this exploration, {} without one."""
