@@ -190,3 +190,19 @@ def test_an_answer_of_any_kind_gets_a_verdict_and_never_an_exception(qid):
     for answer in ODD:
         v = course.check(qid, answer)
         assert v.status in ("right", "close", "wrong", "not answered yet"), (answer, v)
+
+
+@pytest.mark.slow  # explores wasteful with two sets of patterns
+def test_any_1_minimal_set_is_right_for_3_3_and_one_that_is_not_minimal_is_close():
+    """Issue 49: only the one set bisect returns was right; another 1-minimal set was "close". The
+    checker verifies the student's set with the workbench: it removes every transpose, and each of its
+    patterns is needed."""
+    from course_answers.l03 import OTHER_MINIMAL
+    from workbench.course import lesson03
+
+    assert set(lesson03.bisected()) != OTHER_MINIMAL
+    v = course.check("l3.q3", sorted(OTHER_MINIMAL))
+    assert v.right, v
+    assert "bisect finds another" in v.message
+    v = course.check("l3.q3", sorted(OTHER_MINIMAL | {"transpose_transpose"}))
+    assert v.status == "close" and "transpose_transpose is not needed" in v.message, v
