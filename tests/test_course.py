@@ -206,3 +206,37 @@ def test_any_1_minimal_set_is_right_for_3_3_and_one_that_is_not_minimal_is_close
     assert "bisect finds another" in v.message
     v = course.check("l3.q3", sorted(OTHER_MINIMAL | {"transpose_transpose"}))
     assert v.status == "close" and "transpose_transpose is not needed" in v.message, v
+
+
+def test_numeric_feedback_names_a_flipped_sign_and_an_inverted_ratio_instead_of_higher_or_lower():
+    """Issue 49: the judge said "higher"/"lower" where the mistake was a sign or a ratio taken the other
+    way round."""
+    from workbench.course.judge import judge_number
+
+    v = judge_number(-2.71, 2.71, what="the ratio")
+    assert v.status == "close" and "the sign is flipped" in v.message and "higher" not in v.message, v
+    v = judge_number(-96, 96, what="the flops", rel_close=0.0)
+    assert v.status == "close" and "the sign is flipped" in v.message, v
+    v = judge_number(0.369, 2.71, what="the ratio")  # 1/2.71 = 0.369, rounded as a student writes it
+    assert v.status == "close" and "inverse ratio" in v.message and "higher" not in v.message, v
+    assert judge_number(4.0, 0.25, what="the fraction").message.count("inverse ratio") == 1
+    # a plain miss still says which way to go, and neither slip is read into 0 or a ratio of 1
+    v = judge_number(0.2, 2.71, what="the ratio")
+    assert v.status == "wrong" and "higher" in v.message, v
+    assert judge_number(-5, 2.71, what="the ratio").status == "wrong"
+    assert "lower" in judge_number(3, 1, what="the ratio").message
+    assert judge_number(0, 2.71, what="the ratio").status == "wrong"
+    # a known misunderstanding's own hint still wins
+    v = judge_number(0.5, 2.0, what="the factor", near={0.5: "you divide the other way round"})
+    assert v.status == "close" and "other way round" in v.message
+
+
+@pytest.mark.slow  # lesson 7's checker explores the gradient
+def test_a_checker_says_the_ratio_is_inverted_where_a_student_divides_the_other_way_round():
+    from workbench.course import lesson07
+
+    ratio = lesson07.flops_ratio(lesson07.gradient())
+    v = course.check("l7.q4", round(1 / ratio, 3))
+    assert v.status == "close" and "inverse ratio" in v.message, v
+    v = course.check("l7.q4", -round(ratio, 2))
+    assert v.status == "close" and "sign is flipped" in v.message, v

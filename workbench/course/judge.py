@@ -95,7 +95,9 @@ def judge_number(answer, expected: float, *, what: str, rel_close: float = 0.1, 
     """A predicted count or amount. Right when within ``rel_right`` of ``expected`` (exact by default),
     close within ``rel_close``; ``near`` maps values that a known misunderstanding gives (say, a loop
     body counted once) to the hint that explains it, and an answer within ``near_within`` of such a
-    value (relative; equal but for rounding by default) is close, with that hint."""
+    value (relative; equal but for rounding by default) is close, with that hint. An answer that is
+    ``-expected`` or ``1/expected`` (within 1%, or ``rel_right`` if larger: as rounded) is close too, and the message
+    says that the sign is flipped or that the ratio is inverted, where it would say "higher"/"lower"."""
     number = as_number(answer)
     if number is None:
         return wrong(f"{answer!r} is not a number", f"the answer is {what}, as a number")
@@ -111,7 +113,22 @@ def judge_number(answer, expected: float, *, what: str, rel_close: float = 0.1, 
             return close(f"{shown} is not {what}, but it is what you get when {why}", hint)
     if off <= rel_close:
         return close(f"{shown} is within {100 * rel_close:.0f}% of {what}, not exactly it", hint)
+    mistake = _sign_or_inverse(answer, expected, max(rel_right, 0.01))
+    if mistake:
+        return close(f"{shown} is not {what}: {mistake}", hint)
     return wrong(f"{shown} is not {what}: the right answer is {'lower' if answer > expected else 'higher'}", hint)
+
+
+def _sign_or_inverse(answer: float, expected: float, within: float) -> str:
+    """What a known slip explains ``answer`` (within ``within``, relative): the sign flipped (-expected), or
+    the ratio taken the other way round (1/expected); "" when neither does."""
+    if expected == 0 or answer == 0:
+        return ""
+    if abs(answer + expected) <= within * abs(expected):
+        return "the sign is flipped: its size is right"
+    if abs(expected) != 1 and abs(answer * expected - 1) <= within:
+        return "that is the inverse ratio: you divided the other way round"
+    return ""
 
 
 def _num(x: float) -> str:
