@@ -1,6 +1,7 @@
 """The long calls (applicable, step, bisect, pattern_timing) with their defaults, progress bars
 included, in a process without a terminal and in a notebook kernel: the user's road."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -45,18 +46,28 @@ def test_defaults_in_a_process_without_a_terminal(tmp_path):
 
 
 @pytest.mark.slow
-def test_defaults_in_a_notebook_kernel():
+def test_defaults_in_a_notebook_kernel(run_notebook, tmp_path):
+    """In a kernel each call draws a tqdm widget in an output of its own and replaces it with a one-line
+    summary when it ends: the saved notebook keeps the summaries, not bars frozen at "0%| 0/576" (issue 49:
+    a saved notebook kept the widget's text form as it was first drawn)."""
+    import json
+
     import nbformat
-    from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PROGRAM)])
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": ROOT}}).execute()
-    outputs = nb.cells[0].outputs
+    run_notebook(nb, ROOT)
+    nbformat.write(nb, tmp_path / "saved.ipynb")
+    outputs = nbformat.read(tmp_path / "saved.ipynb", as_version=4).cells[0].outputs
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream" and o.name == "stdout")
     assert "bisect ['" in text and "timing" in text
-    # tqdm.auto draws a widget in a kernel
-    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
+    saved = json.dumps(outputs)
+    assert "application/vnd.jupyter.widget-view+json" not in saved and "0%|" not in saved and "it/s" not in saved
+    shown = [o.data["text/plain"] for o in outputs if o.output_type == "display_data"]
+    assert len(shown) == 5, shown  # applicable, step, bisect and the two pattern_timing calls
+    assert re.fullmatch(r"patterns on stablehlo: (\d+)/\1 patterns in [\d.]+ s", shown[0]), shown
+    assert re.fullmatch(r"stepping patterns on stablehlo: \d+ steps? in [\d.]+ s", shown[1]), shown
+    assert re.fullmatch(r"bisect runs: \d+ runs in [\d.]+ s", shown[2]), shown
 
 
 TERMINAL_PROGRAM = textwrap.dedent("""
@@ -176,3 +187,17 @@ def test_the_panels_status_line_shows_done_of_total(transposes):
     running = [v for v in shown if "wb-running" in v]
     assert running and all('<progress class="wb-progress"></progress>' in v for v in running)
     assert "3/" not in html.running("x", 1.0, done=3, total=None)  # no "done/total" without a total
+
+
+def test_the_summary_says_what_was_done_in_how_long_or_where_it_stopped():
+    from workbench.analysis.progress import Progress
+
+    with Progress(576, "patterns on stablehlo", show=False, unit="pattern") as p:
+        p.update(576)
+    assert re.fullmatch(r"patterns on stablehlo: 576/576 patterns in [\d.]+ s", p.summary())
+    with Progress(576, "patterns on stablehlo", show=False, unit="pattern") as p:
+        p.update(24)  # interrupted: the line says so, no bar claims it finished
+    assert p.summary().startswith("patterns on stablehlo: stopped at 24/576 patterns after ")
+    with Progress(None, "bisect runs", show=False, unit="run") as p:
+        p.update(1)
+    assert p.summary().startswith("bisect runs: 1 run in ")
