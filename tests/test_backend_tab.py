@@ -182,3 +182,31 @@ def test_on_a_cpu_there_is_no_backend_tab_and_where_asked_the_tab_says_why():
         assert p.last_error is None and "backend" not in p._shown().bundle()[MIME]
     finally:
         p.close()
+
+
+def test_opening_the_tab_and_a_fusion_reads_that_kernel_only(dump):
+    """The dump is read a kernel at a time: opening the tab reads the kernels' summaries (their final bundles and slot
+    usage, the top-level program's maps), a fusion clicked only its own kernel's files, and no pass's LLO -- most of a
+    dump -- until a pass is clicked."""
+    ex = wb.load(str(LLO / "nnx_transformer.hlox"))
+    kernels = ex.backend(dump=dump)
+    p = Panel(ex, background=False)
+    try:
+        open_backend(p)
+        summaries = ("final_bundles.txt", "final_hlo-static-per-bundle-utilization.txt", "deduplication-map.txt",
+                     "hlo-static-bundle-profile.txt", "-TLP-hlo.txt")
+        assert kernels.files_read and all(name.endswith(summaries) for name in kernels.files_read)
+        opened_tab = len(kernels.files_read)
+        name = max(kernels.index.kernels, key=lambda n: len(kernels.index.components[n]))  # one with its passes kept
+        fusion = kernels.kernel(name).fusions[0]
+        p.backend.view._heard(None, {"action": "fusion", "payload": {"fusion": fusion}}, [])
+        p.wait()
+        new = kernels.files_read[opened_tab:]
+        assert all(f"-{name}-" in f for f in new)  # that kernel's files, nothing of another's
+        passes = {f.name for f in kernels.index.components[name] if f.is_pass}
+        assert not passes & set(new) or all(f.endswith("final_bundles.txt") for f in passes & set(new))
+        pass_bytes = sum(f.size for files in kernels.index.components.values() for f in files
+                         if f.is_pass and not f.what.endswith("final_bundles"))
+        assert kernels.bytes_read < kernels.index.total_bytes - pass_bytes + 1  # none of the passes' LLO
+    finally:
+        p.close()
