@@ -218,3 +218,27 @@ def test_the_readmes_kernels_block_runs_as_written_on_the_tpu(tpu):
     exec(compile(block, "README.md (The TPU's kernels)", "exec"), scope)
     assert scope["k"].available and scope["t"]["bound"].iloc[0] == "MXU-bound"
     assert scope["mine"]
+
+
+def test_the_panels_backend_tab_compiles_for_the_kernels_on_the_tpu(tpu):
+    """The Backend tab of a panel on the TPU: opening it runs ex.backend() on the panel's worker (the LLO child), then
+    lists every fusion with its bundles; a line of the user's picks its fusions."""
+    pytest.importorskip("enzyme_ad.jax")
+    from workbench.views.widgets import Panel
+    from workbench.views.widgets.backendtab import TITLE
+
+    inst = program("nnx_transformer").build()
+    ex = wb.explore(inst.fn, *inst.args)
+    p = Panel(ex, background=False)
+    try:
+        assert TITLE in p.tabs.titles
+        p.tabs.selected_index = list(p.tabs.titles).index(TITLE)
+        p.wait()
+        data = p.backend.view.data
+        assert p.last_error is None and ex._kernels is not None and ex._kernels.available
+        rows = data["backend"]["rows"]
+        assert len(rows) == len(ex._kernels.table()) >= 60 and all(r["bundles"] > 0 for r in rows)
+        line = rows[0]["line"]
+        assert ex._kernels.for_line(line.rsplit("/", 1)[-1])
+    finally:
+        p.close()
