@@ -418,7 +418,7 @@ class Kernels:
         line = line.strip()
         out = []
         for fusion in self._kernel_of:
-            if any(x == line or x.endswith("/" + line) or x.endswith(line) for x in self._located.get(fusion, ())):
+            if any(x == line or x.endswith("/" + line) for x in self._located.get(fusion, ())):
                 out.append(fusion)
         return out
 
