@@ -38,6 +38,7 @@ LESSONS = (
     (8, "XLA's pipeline", "08_xla_pipeline"),
     (9, "Sharding", "09_sharding"),
     (10, "Debugging a compiler", "10_debugging_a_compiler"),
+    (11, "Accelerators and memory", "11_accelerators_and_memory"),
 )
 
 _QID = re.compile(r"l(\d+)\.q(\d+)$")
