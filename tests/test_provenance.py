@@ -372,3 +372,26 @@ def test_the_jaxprs_an_explore_forgets_are_freed_once_xla_compiles_and_not_durin
     tracing._RELEASER.submit(lambda: None).result(timeout=60)
     assert all(r() is None for r in held) and tracing._FORGOTTEN == []
     assert "tanh" in ex["stablehlo"].text
+
+
+def test_a_lessons_program_is_the_students_code_where_the_workbench_is_installed_too():
+    """The course's lesson modules hold the student's program (lesson 12's profile and drift name lines of
+    lesson12.py): their frames are the user's, as the built-in examples' are, also from a wheel installed in
+    site-packages; the rest of the workbench (how it called JAX) and the libraries are not."""
+    from workbench.analysis.provenance import your_frame
+    from workbench.ir.attribution import own_frame
+    from workbench.ir.origins import Frame, Origin
+
+    site = "/usr/lib/python3.11/site-packages/workbench/"
+    lesson = Frame(site + "course/lesson12.py", 41, 5, "train_step")
+    optax = Frame("/usr/lib/python3.11/site-packages/optax/_src/transform.py", 507, 1, "update_fn")
+    tool = Frame(site + "pipeline/trace.py", 10, 1, "trace")
+    origin = Origin("jit(train_step)/mul", (optax, lesson))
+    assert own_frame(origin, (site,), (site + "course/",)) == lesson
+    assert own_frame(Origin("x", (optax, tool)), (site,), (site + "course/",)) is None
+    assert own_frame(origin, (site,)) is None  # without the course kept, an installed lesson is a library's
+
+    import workbench.course.lesson12 as lesson12
+
+    here = Frame(lesson12.__file__, 41, 5, "train_step")
+    assert your_frame(Origin("jit(train_step)/mul", (optax, here))) == here

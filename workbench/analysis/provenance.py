@@ -52,7 +52,8 @@ LOCATION_COLUMNS = ("op", "result", "func", "fusion", "text_line", "your_file", 
                     "line", "column", "function", "name", "origins", "how", "via")
 _PACKAGE = Path(__file__).resolve().parents[1]
 _TOOL_DIRS = (str(_PACKAGE) + "/",)  # the workbench's own frames are not the user's ...
-_USER_DIRS = (str(_PACKAGE / "examples") + "/",)  # ... but its built-in examples are user code
+# ... but its built-in examples and the course's lessons are user code: a lesson's program is the student's
+_USER_DIRS = (str(_PACKAGE / "examples") + "/", str(_PACKAGE / "course") + "/")
 
 
 def _kind(stage: Stage) -> str:

@@ -178,10 +178,13 @@ def short_path(path: str) -> str:
 
 
 def own_frame(origin: Origin, skip: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> Frame | None:
-    """The innermost frame of ``origin`` that is the user's own: not a library's (``is_library``) and not
-    under one of ``skip`` unless under one of ``keep``. None when every frame is one of those."""
+    """The innermost frame of ``origin`` that is the user's own: under one of ``keep`` (where a tool is
+    installed too: its examples), or neither a library's (``is_library``) nor under one of ``skip``. None when
+    every frame is one of those."""
     for f in origin.frames:
-        if is_library(f.file) or (f.file.startswith(skip) and not f.file.startswith(keep)):
+        if f.file.startswith(keep):
+            return f
+        if is_library(f.file) or f.file.startswith(skip):
             continue
         return f
     return None
