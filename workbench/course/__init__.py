@@ -1,4 +1,4 @@
-"""The course: twelve lessons on array compilers (notebooks/00-11), and the checker of their exercises.
+"""The course: thirteen lessons on array compilers (notebooks/00-12), and the checker of their exercises.
 
     from workbench import course
     course.check("l5.q2", answer)     # right, close or wrong, with a hint; blank: "not answered yet"

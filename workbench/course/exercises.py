@@ -39,6 +39,7 @@ LESSONS = (
     (9, "Sharding", "09_sharding"),
     (10, "Debugging a compiler", "10_debugging_a_compiler"),
     (11, "Accelerators and memory", "11_accelerators_and_memory"),
+    (12, "A real model", "12_a_real_model"),
 )
 
 _QID = re.compile(r"l(\d+)\.q(\d+)$")

@@ -289,8 +289,8 @@ def add_file_commands(sub) -> None:
                     "(e.g. to diff or opt it) instead of printing it")
     sp.set_defaults(func=cmd_open)
 
-    sp = sub.add_parser("course", help="copy the course's notebooks (lessons 0-11 and their index) to a folder",
-                        description="Copy the course -- the tour and lessons 1-11, with notebooks/README.md, "
+    sp = sub.add_parser("course", help="copy the course's notebooks (lessons 0-12 and their index) to a folder",
+                        description="Copy the course -- the tour and lessons 1-12, with notebooks/README.md, "
                         "their index -- to FOLDER, to work in. A notebook already there that differs (your "
                         "answers) is kept as it is.")
     sp.add_argument("folder", metavar="FOLDER", nargs="?", default="hlo-workbench-course",
