@@ -132,10 +132,12 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_a_builtin_example_from_an
     wheel, src = wheel_build
     check_the_extension(wheel, src / EXT / "labextension")
     names = set(zipfile.ZipFile(wheel).namelist())
-    # every data file of the package (front-end code, report templates, the manifest's schema, the course's texts)
+    # every data file of the package (front-end code, report templates, the manifest's schema, the course's texts
+    # and lesson 11's TPU recording)
     assets = [p.relative_to(ROOT).as_posix() for p in (ROOT / "workbench").rglob("*")
-              if p.is_file() and p.suffix in (".js", ".css", ".j2", ".json", ".toml")]
+              if p.is_file() and p.suffix in (".js", ".css", ".j2", ".json", ".toml", ".hlox", ".xz")]
     assert "workbench/course/exercises.toml" in assets and "workbench/assets/reporthost.js" in assets
+    assert "workbench/course/data/mlp_bf16.hlox" in assets
     examples = [p.relative_to(ROOT).as_posix() for p in (ROOT / "workbench/examples").glob("*.py")]
     assert any(a.endswith(".js") for a in assets) and any(a.endswith(".css") for a in assets)
     missing = {"workbench/examples/attention.py", *examples, *assets} - names

@@ -83,13 +83,15 @@ def explored(name: str):
 
 @cache
 def memory(name: str):
+    """``explored(name).memory()``: XLA's buffers and peak of that program on the CPU."""
     return explored(name).memory()
 
 
 def fusions(text: str):
     """The fusions of an optimized HLO module (``ex["xla:optimized"].text``), one row each: its name, the
-    computation it runs in, XLA's kind (kLoop: elementwise work in one loop; kOutput/kCustom: a product with
-    the work fused into its output), its shape with the layout, and the ops fused into it."""
+    computation it runs in, XLA's kind (kLoop: elementwise work in one loop; kOutput: a product with the work
+    after it fused into its output, as a TPU fuses; kCustom: a library's kernel, as the CPU's products), its
+    shape with the layout, and the ops fused into it."""
     import pandas as pd
 
     from workbench.ir.hlo import attribute_value, read_hlo
