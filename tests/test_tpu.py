@@ -224,8 +224,14 @@ def test_the_panels_backend_tab_compiles_for_the_kernels_on_the_tpu(tpu):
     """The Backend tab of a panel on the TPU: opening it runs ex.backend() on the panel's worker (the LLO child), then
     lists every fusion with its bundles; a line of the user's picks its fusions."""
     pytest.importorskip("enzyme_ad.jax")
+    from pathlib import Path
+
     from workbench.views.widgets import Panel
     from workbench.views.widgets.backendtab import TITLE
+
+    if not (Path(wb.__file__).parent / "assets" / "views.js").exists():  # a git-ignored build output
+        pytest.skip("the view components are not built in this checkout (scripts/setup.sh builds "
+                    "workbench/assets/views.js; the device's carry can take it along)")
 
     inst = program("nnx_transformer").build()
     ex = wb.explore(inst.fn, *inst.args)
