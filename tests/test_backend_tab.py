@@ -25,7 +25,6 @@ from workbench.views.widgets.backendtab import BUNDLES_SHOWN, TITLE
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
 LLO = Path(__file__).resolve().parent / "fixtures" / "tpu" / "llo"
-STEP = Path(__file__).resolve().parent / "corpus" / "flax_programs.py"
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +132,7 @@ def test_a_line_selected_in_the_source_tab_chooses_its_fusions_and_back(nnx):
     open_backend(p)
     line = kernels.table()["line"].iloc[0]  # the user's line of the most issued kernel
     file, number = line.rsplit(":", 1)
-    assert Path(file) == STEP
+    assert file.endswith("/tests/corpus/flax_programs.py")  # as the recording's checkout named it
     p.source.select_line(file, int(number))
     p.wait()
     data = p.backend.view.data
