@@ -321,3 +321,26 @@ def edit_b(panel, page) -> None:
     panel.locator('[data-hwb="editor"] .hwbv-editor-apply').click()
     panel.locator('.wb-stages [data-hwb="stage"][data-edit="text"]').first.wait_for(timeout=180_000)
     idle(page)
+
+
+# a view model mounted by a host without a kernel (the saved view, the .hlox viewer, the report): the components
+# built into workbench/assets/views.js, in a page of their own
+_SAVED = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style></head>
+<body style="margin:0;padding:8px"><div id="view"></div><script type="module">
+const views = await import(URL.createObjectURL(new Blob([{js}], {{type: "text/javascript"}})));
+views.mount(document.getElementById("view"), {model});
+document.documentElement.dataset.ready = "1";
+</script></body></html>"""
+
+
+def saved_view_page(browser, model: dict, width: int = 1280, height: int = 1000):
+    """A new page of ``browser`` drawing ``model`` (a view model, as a saved notebook holds it) with the built
+    components, once they said they are ready. The caller closes it."""
+    from workbench.views.widgets.component import views_module
+
+    js, css = views_module()
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_content(_SAVED.format(css=css, js=json.dumps(js).replace("</", "<\\/"),
+                                   model=json.dumps(model).replace("</", "<\\/")))
+    page.wait_for_selector("html[data-ready='1']", timeout=30_000)
+    return page

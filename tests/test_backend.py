@@ -10,7 +10,6 @@ elementwise chain measured on the chip are MXU- and DMA-bound.
 from __future__ import annotations
 
 import os
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,7 @@ from workbench.ir.llo import (index_llo, llo_passes, main_memory_bytes, read_bun
                               read_estimates, read_fingerprints, read_utilization)
 from workbench.pipeline.llo import llo_folder_index
 
-LLO = Path(__file__).resolve().parent / "fixtures" / "tpu" / "llo"
-
-
-def _extract(name: str, into: Path) -> Path:
-    folder = into / name
-    folder.mkdir()
-    with tarfile.open(LLO / f"{name}.llo.tar.xz") as tf:
-        tf.extractall(folder, filter="data")
-    return folder
+from tests.tpu_recordings import LLO, RECORDED, extract_llo
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +29,8 @@ def recorded(tmp_path_factory):
     """{name: (the loaded Exploration, its dump folder)} of the recorded programs."""
     root = tmp_path_factory.mktemp("llo")
     out = {}
-    for name in ("mlp_bf16", "attention_bf16", "nnx_transformer"):
-        out[name] = (wb.load(str(LLO / f"{name}.hlox")), _extract(name, root))
+    for name in RECORDED:
+        out[name] = (wb.load(str(LLO / f"{name}.hlox")), extract_llo(name, root))
     return out
 
 

@@ -10,7 +10,6 @@ when it could not be checked.
 from __future__ import annotations
 
 import json
-import tarfile
 import zipfile
 from pathlib import Path
 
@@ -25,21 +24,13 @@ from workbench.exploration.golden import check_golden
 from workbench.ir.llo import read_bundles
 from workbench.pipeline.llo import llo_folder_index
 
-LLO = Path(__file__).resolve().parent / "fixtures" / "tpu" / "llo"
-
-
-def _extract(name: str, into: Path) -> Path:
-    folder = into / name
-    folder.mkdir()
-    with tarfile.open(LLO / f"{name}.llo.tar.xz") as tf:
-        tf.extractall(folder, filter="data")
-    return folder
+from tests.tpu_recordings import LLO, RECORDED, extract_llo
 
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("llo")
-    return {name: _extract(name, root) for name in ("mlp_bf16", "attention_bf16", "nnx_transformer")}
+    return {name: extract_llo(name, root) for name in RECORDED}
 
 
 def _plain(name: str, into: Path) -> Path:

@@ -11,8 +11,6 @@
 * a saved notebook and the report keep the table (no LLO text);
 * on a CPU there is no Backend tab, and where ``ex.backend()`` was asked there, the tab says why in words."""
 import json
-import tarfile
-from pathlib import Path
 
 import jax.numpy as jnp
 import pytest
@@ -24,16 +22,12 @@ from workbench.views.widgets.backendtab import BUNDLES_SHOWN, TITLE
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
-LLO = Path(__file__).resolve().parent / "fixtures" / "tpu" / "llo"
+from tests.tpu_recordings import LLO, extract_llo
 
 
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("llo") / "nnx_transformer"
-    folder.mkdir()
-    with tarfile.open(LLO / "nnx_transformer.llo.tar.xz") as tf:
-        tf.extractall(folder, filter="data")
-    return str(folder)
+    return str(extract_llo("nnx_transformer", tmp_path_factory.mktemp("llo")))
 
 
 @pytest.fixture

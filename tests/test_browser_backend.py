@@ -6,18 +6,17 @@ tab (the optimizer's update) marks, in the Backend tab, the fusions ``Kernels.fo
 shows its bundles with each unit's slots coloured, a pass clicked its LLO diff, and its line goes back to the
 Source tab. Screenshots in test-output/ and /tmp/h/backend-*.png."""
 import shutil
-import tarfile
 from pathlib import Path
 
 import pytest
 
 import workbench as wb
-from tests.browser_pages import open_notebook, settle, show_panel, tab, write_notebook
+from tests.browser_pages import open_notebook, saved_view_page, settle, show_panel, tab, write_notebook
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
-LLO = Path(__file__).resolve().parent / "fixtures" / "tpu" / "llo"
+from tests.tpu_recordings import LLO, extract_llo
 STEP = Path(__file__).resolve().parent / "corpus" / "flax_programs.py"
 UPDATE = next(n for n, t in enumerate(STEP.read_text().splitlines(), 1)
               if t.strip() == "optimizer.update(model, grads)")  # the optimizer's update: Adam's fusions
@@ -39,9 +38,7 @@ wb.panel(ex)"""
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory):
     """The same recording read here: what the kernel's Kernels answers."""
-    folder = tmp_path_factory.mktemp("llo")
-    with tarfile.open(LLO / "nnx_transformer.llo.tar.xz") as tf:
-        tf.extractall(folder, filter="data")
+    folder = extract_llo("nnx_transformer", tmp_path_factory.mktemp("llo"))
     return wb.load(str(LLO / "nnx_transformer.hlox")).backend(dump=str(folder))
 
 
@@ -148,27 +145,12 @@ def test_a_line_of_the_nnx_step_selects_its_fusions_and_a_fusion_shows_its_bundl
         page.close()
 
 
-# the view model mounted as a host without a kernel mounts it (the saved view, the .hlox viewer, the report)
-SAVED = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style></head>
-<body style="margin:0;padding:8px"><div id="view"></div><script type="module">
-const views = await import(URL.createObjectURL(new Blob([{js}], {{type: "text/javascript"}})));
-views.mount(document.getElementById("view"), {model});
-document.documentElement.dataset.ready = "1";
-</script></body></html>"""
-
-
 def test_a_saved_notebook_draws_the_fusions_the_tab_read(browser, shots, kernels, tmp_path):
-    import json
-
     from workbench.artifacts.viewmodel import MIME
     from workbench.views.widgets import Panel
-    from workbench.views.widgets.component import views_module
 
     ex = wb.load(str(LLO / "nnx_transformer.hlox"))
-    folder = tmp_path / "dump"
-    with tarfile.open(LLO / "nnx_transformer.llo.tar.xz") as tf:
-        tf.extractall(folder, filter="data")
-    ex.backend(dump=str(folder))
+    ex.backend(dump=str(extract_llo("nnx_transformer", tmp_path)))
     p = Panel(ex, background=False)
     try:
         p.tabs.selected_index = list(p.tabs.titles).index("Backend")
@@ -176,12 +158,8 @@ def test_a_saved_notebook_draws_the_fusions_the_tab_read(browser, shots, kernels
         model = p._shown().bundle()[MIME]
     finally:
         p.close()
-    js, css = views_module()
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page = saved_view_page(browser, model)
     try:
-        page.set_content(SAVED.format(css=css, js=json.dumps(js).replace("</", "<\\/"),
-                                      model=json.dumps(model).replace("</", "<\\/")))
-        page.wait_for_selector("html[data-ready='1']", timeout=30_000)
         section = page.locator('details[data-hwb="backend-section"]')
         rows = section.locator('[data-hwb="backend-row"]')
         assert rows.count() == len(kernels.table())

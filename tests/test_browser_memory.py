@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import pytest
 
 import workbench as wb
-from tests.browser_pages import open_notebook, run_cell, show_panel, side_by_side, tab, write_notebook
+from tests.browser_pages import (open_notebook, run_cell, saved_view_page, show_panel, side_by_side, tab,
+                                 write_notebook)
 from workbench.artifacts.viewmodel import MIME
 from workbench.views.widgets import Panel
 from workbench.views.widgets.component import views_module
@@ -224,13 +225,6 @@ def test_the_memory_tab_draws_the_peak_and_a_click_on_a_buffer_follows_it(browse
         p.close()
 
 
-# the view model mounted as a host without a kernel mounts it (the saved view, the .hlox viewer)
-SAVED = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style></head>
-<body style="margin:0;padding:8px"><div id="view"></div><script type="module">
-const views = await import(URL.createObjectURL(new Blob([{js}], {{type: "text/javascript"}})));
-views.mount(document.getElementById("view"), {model});
-document.documentElement.dataset.ready = "1";
-</script></body></html>"""
 
 
 def test_a_saved_notebook_draws_the_memory_the_panel_read(browser, shots):
@@ -243,12 +237,8 @@ def test_a_saved_notebook_draws_the_memory_the_panel_read(browser, shots):
         model = p._shown().bundle()[MIME]
     finally:
         p.close()
-    js, css = views_module()
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page = saved_view_page(browser, model)
     try:
-        page.set_content(SAVED.format(css=css, js=json.dumps(js).replace("</", "<\\/"),
-                                      model=json.dumps(model).replace("</", "<\\/")))
-        page.wait_for_selector("html[data-ready='1']", timeout=30_000)
         section = page.locator('details[data-hwb="memory-section"]')
         drawn = section.locator('[data-hwb="memory"]').evaluate(DRAWN)
         assert drawn["peak"] == m.peak_bytes and drawn["marker"]["peakBytes"] == str(m.peak_bytes)
