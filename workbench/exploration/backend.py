@@ -7,10 +7,10 @@ import threading
 import weakref
 
 from ..analysis.backend import Kernels
-from ..backends import backend_of, default_device_id, spec_peak, tpu_clock
+from ..backends import backend_of, spec_peak, tpu_clock
 from ..errors import WorkbenchError
 from ..ir.llo import LloIndex
-from .backend_change import not_compiled_here
+from .backend_change import explored_device, not_compiled_here
 
 __all__ = ["InBackend"]
 
@@ -62,8 +62,7 @@ class InBackend:
         return kernels
 
     def _own_device(self) -> str:
-        d = self.spec.device
-        return d if isinstance(d, str) and d else default_device_id()
+        return explored_device(self)
 
     def _kernels_from(self, folder: str) -> Kernels:
         import os

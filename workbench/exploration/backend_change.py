@@ -19,10 +19,12 @@ from ..analysis.backend import Kernels, KernelsChange
 from ..backends import backend_of, default_device_id
 from ..ir.llo import LloIndex
 
-__all__ = ["kernels_known", "kernels_change", "not_compiled_here", "kernels_to_save", "compile_kernels_here"]
+__all__ = ["explored_device", "kernels_known", "kernels_change", "not_compiled_here", "kernels_to_save",
+           "compile_kernels_here"]
 
 
-def _device(ex) -> str:
+def explored_device(ex) -> str:
+    """The device ``ex`` was explored for ("tpu:0"), JAX's default where its spec names none."""
     d = ex.spec.device
     return d if isinstance(d, str) and d else default_device_id()
 
@@ -39,7 +41,7 @@ def _here(device: str) -> bool:
 
 def compile_kernels_here(ex) -> bool:
     """Whether ``ex.backend()`` can dump its LLO on this machine: its device's runtime writes LLO and is here."""
-    device = _device(ex)
+    device = explored_device(ex)
     return bool(backend_of(device).llo_flags) and _here(device)
 
 
@@ -47,7 +49,7 @@ def not_compiled_here(ex) -> Kernels | None:
     """What ``ex.backend()`` gives where it cannot compile: a loaded file's saved table (or why it cannot be read)
     when the file's TPU is not on this machine, an unavailable Kernels saying why when there is no table; None where
     it may compile (the TPU is here; a CPU or GPU, whose ``backend()`` says why it has no LLO)."""
-    device = _device(ex)
+    device = explored_device(ex)
     if not backend_of(device).llo_flags or _here(device):
         return None
     saved = getattr(ex, "_saved_kernels", None)

@@ -3,8 +3,9 @@ assignment and live ranges of the exploration's own compile)."""
 from __future__ import annotations
 
 from ..analysis.memory import Memory, memory_of
-from ..backends import default_device_id, platform_of
+from ..backends import platform_of
 from ..errors import UnknownNameError, WorkbenchError
+from .backend_change import explored_device
 
 __all__ = ["InMemory"]
 
@@ -24,7 +25,7 @@ class InMemory:
             raise UnknownNameError("stage with buffers", st.name, ["xla:optimized"], known_note=(
                 f"XLA assigns buffers and schedules only the module it compiles to the end: ask for xla:optimized, "
                 f"not {st.name}"))
-        own = self.spec.device if isinstance(self.spec.device, str) and self.spec.device else default_device_id()
+        own = explored_device(self)
         platform = platform_of(own)
         if device is not None and (platform_of(device) != platform or (":" in device and device != own)):
             raise WorkbenchError(f"this exploration was compiled for {own}, so XLA's buffers are those of {own}; "
