@@ -344,3 +344,18 @@ def saved_view_page(browser, model: dict, width: int = 1280, height: int = 1000)
                                    model=json.dumps(model).replace("</", "<\\/")))
     page.wait_for_selector("html[data-ready='1']", timeout=30_000)
     return page
+
+
+def saved_model_after(ex, tab_title: str) -> dict:
+    """The view model a saved notebook keeps of ``ex``'s panel once its tab ``tab_title`` was opened and its work done
+    (the panel made here, without a browser, and closed)."""
+    from workbench.artifacts.viewmodel import MIME
+    from workbench.views.widgets import Panel
+
+    p = Panel(ex, background=False)
+    try:
+        p.tabs.selected_index = list(p.tabs.titles).index(tab_title)
+        p.wait()
+        return p._shown().bundle()[MIME]
+    finally:
+        p.close()

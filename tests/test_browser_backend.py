@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from tests.browser_pages import open_notebook, saved_view_page, settle, show_panel, tab, write_notebook
+from tests.browser_pages import open_notebook, saved_model_after, saved_view_page, settle, show_panel, tab, write_notebook
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
@@ -146,19 +146,9 @@ def test_a_line_of_the_nnx_step_selects_its_fusions_and_a_fusion_shows_its_bundl
 
 
 def test_a_saved_notebook_draws_the_fusions_the_tab_read(browser, shots, kernels, tmp_path):
-    from workbench.artifacts.viewmodel import MIME
-    from workbench.views.widgets import Panel
-
     ex = wb.load(str(LLO / "nnx_transformer.hlox"))
     ex.backend(dump=str(extract_llo("nnx_transformer", tmp_path)))
-    p = Panel(ex, background=False)
-    try:
-        p.tabs.selected_index = list(p.tabs.titles).index("Backend")
-        p.wait()
-        model = p._shown().bundle()[MIME]
-    finally:
-        p.close()
-    page = saved_view_page(browser, model)
+    page = saved_view_page(browser, saved_model_after(ex, "Backend"))
     try:
         section = page.locator('details[data-hwb="backend-section"]')
         rows = section.locator('[data-hwb="backend-row"]')

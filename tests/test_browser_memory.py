@@ -16,9 +16,8 @@ import jax.numpy as jnp
 import pytest
 
 import workbench as wb
-from tests.browser_pages import (open_notebook, run_cell, saved_view_page, show_panel, side_by_side, tab,
+from tests.browser_pages import (open_notebook, run_cell, saved_model_after, saved_view_page, show_panel, side_by_side, tab,
                                  write_notebook)
-from workbench.artifacts.viewmodel import MIME
 from workbench.views.widgets import Panel
 from workbench.views.widgets.component import views_module
 from workbench.views.widgets.memorytab import TITLE
@@ -230,14 +229,7 @@ def test_the_memory_tab_draws_the_peak_and_a_click_on_a_buffer_follows_it(browse
 def test_a_saved_notebook_draws_the_memory_the_panel_read(browser, shots):
     ex = wb.explore(wide, jnp.ones((ROWS, INNER)), jnp.ones((INNER, COLS)))
     m = ex.memory()
-    p = Panel(ex, background=False)
-    try:
-        p.tabs.selected_index = list(p.tabs.titles).index(TITLE)
-        p.wait()
-        model = p._shown().bundle()[MIME]
-    finally:
-        p.close()
-    page = saved_view_page(browser, model)
+    page = saved_view_page(browser, saved_model_after(ex, TITLE))
     try:
         section = page.locator('details[data-hwb="memory-section"]')
         drawn = section.locator('[data-hwb="memory"]').evaluate(DRAWN)
