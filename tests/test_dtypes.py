@@ -20,6 +20,7 @@ from workbench.ir.mlir import parse_module
 from workbench.ir.promote import computed_in
 from workbench.pipeline.exported import main_signature
 from workbench.views.cli import parse_args_spec
+from workbench.views.cli_common import TargetError
 
 CLI_ARGS = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16", "i64": "int64",
             "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "u32": "uint32", "pred": "bool",
@@ -50,7 +51,7 @@ def test_the_cli_args_spellings_make_the_same_arrays():
     # parse_args_spec makes each array through element_dtype: two of them (each compiles) show it does
     arrays = parse_args_spec("bf16[2,3],pred[4]")
     assert [(a.dtype, a.shape) for a in arrays] == [(jnp.bfloat16, (2, 3)), (jnp.bool_, (4,))]
-    with pytest.raises(SystemExit, match="unknown dtype 'f8'; use one of " + ", ".join(CLI_ARGS)):
+    with pytest.raises(TargetError, match="unknown dtype 'f8'; use one of " + ", ".join(CLI_ARGS)):
         parse_args_spec("f8[2]")
 
 

@@ -13,109 +13,21 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import os
-import re
 import sys
-from importlib import resources
-from pathlib import Path
 
-from ..ir.dtypes import element_dtype
-from .cli_files import FILE_COMMANDS, add_file_commands
-from .cli_gates import GATE_COMMANDS, add_gate_commands
-from .cli_memory import MEMORY_COMMANDS, add_memory_command
+from .cli_common import (EXIT_HELP, EXIT_TROUBLE, builtin_examples, command_parser, error_document, explore_target,
+                         load_target, parse_args_spec)
+from . import cli_backend, cli_rewrite, cli_search
+from .cli_files import add_file_commands
+from .cli_gates import add_gate_commands
+from .cli_memory import add_memory_command
 from .text import stage_table
 
-EXAMPLES = "workbench.examples"  # the built-in programs live inside the package, so a wheel has them
-# the --args spellings offered (the jaxpr's, and HLO's pred); ir/dtypes.py says which type each one is
-_DTYPES = ("f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u8", "u32", "pred", "bool")
-
-
-def parse_args_spec(spec: str) -> tuple:
-    """``"f32[64,64],f32[64,32]"`` -> two random arrays of those shapes (seeded, reproducible)."""
-    import jax
-    import jax.numpy as jnp
-
-    items = re.findall(r"\s*([a-z0-9]+)\[([0-9,\s]*)\]\s*(?:,|$)", spec)
-    rebuilt = ",".join(f"{d}[{s}]" for d, s in items).replace(" ", "")
-    if rebuilt != spec.replace(" ", ""):
-        raise SystemExit(f"--args {spec!r}: expected comma-separated DTYPE[DIMS], e.g. 'f32[64,64],i32[8]'")
-    from ..errors import ArrayTooLargeError
-    from ..pipeline.array_limit import Planned, refuse_large
-
-    for dtype, _ in items:
-        if dtype not in _DTYPES:
-            raise SystemExit(f"--args: unknown dtype {dtype!r}; use one of {', '.join(_DTYPES)}")
-    shapes = [tuple(int(d) for d in dims.split(",") if d.strip()) for _, dims in items]
-    try:  # sized before any is made: a typo'd extra zero must not take the machine's memory
-        refuse_large([Planned(f"array {k}", shape, element_dtype(d).name) for k, ((d, _), shape)
-                      in enumerate(zip(items, shapes))], "--args asks for random arrays")
-    except ArrayTooLargeError as e:
-        raise SystemExit(str(e)) from None
-    key = jax.random.PRNGKey(0)
-    out = []
-    for (dtype, _), shape in zip(items, shapes):
-        key, sub = jax.random.split(key)
-        dt = jnp.dtype(element_dtype(dtype))
-        if jnp.issubdtype(dt, jnp.floating):
-            out.append(jax.random.normal(sub, shape, dt))
-        elif dt == jnp.bool_:
-            out.append(jax.random.bernoulli(sub, 0.5, shape))
-        else:
-            out.append(jax.random.randint(sub, shape, 0, 8).astype(dt))
-    return tuple(out)
-
-
-def builtin_examples() -> list[str]:
-    """The names of the built-in examples: the modules of ``workbench.examples``."""
-    return sorted(f.name[:-3] for f in resources.files(EXAMPLES).iterdir()
-                  if f.name.endswith(".py") and not f.name.startswith("_"))
-
-
-def load_target(target: str | None, args_spec: str | None):
-    """``PATH.py:FUNC`` (or an example name) -> (fn, args, title)."""
-    if target is None:
-        target = "attention"
-    if ":" not in target and not target.endswith(".py"):
-        if target not in builtin_examples():
-            raise SystemExit(f"no such built-in example: {target} (built-in examples: {', '.join(builtin_examples())}"
-                             "; or give PATH.py:FUNC)")
-        mod, func, where, stem = importlib.import_module(f"{EXAMPLES}.{target}"), "fn", target, target
-    else:
-        path_s, _, func = target.partition(":")
-        path, func = Path(path_s), func or "fn"
-        if not path.exists():
-            raise SystemExit(f"no such file: {path} (built-in examples: {', '.join(builtin_examples())})")
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, str(path.parent))
-        try:
-            spec.loader.exec_module(mod)
-        finally:
-            sys.path.remove(str(path.parent))
-        where, stem = str(path), path.stem
-    if not callable(getattr(mod, func, None)):
-        names = [n for n, v in vars(mod).items() if callable(v) and not n.startswith("_")]
-        raise SystemExit(f"{where} has no function {func!r}; it defines: {', '.join(names)}")
-    if args_spec:
-        args = parse_args_spec(args_spec)
-    elif callable(getattr(mod, "args", None)):
-        args = mod.args()
-    else:
-        raise SystemExit(f"give --args for {where}:{func} (e.g. --args 'f32[64,64],f32[64,32]')")
-    return getattr(mod, func), args, f"{stem}:{func}"
-
+__all__ = ["build_parser", "builtin_examples", "load_target", "main", "parse_args_spec"]
 
 def _explore(ns):
-    from ..exploration import explore
-
-    fn, args, _ = load_target(ns.target, ns.args)
-    opts = {}
-    if ns.no_nan:
-        opts["no_nan"] = True
-    return explore(fn, *args, pipeline=ns.pipeline, disable=ns.disable or (), enable=ns.enable or (),
-                      device=ns.device, xla_disable=ns.xla_disable or (), **opts)
+    return explore_target(ns)
 
 
 def _saved(ns, ex) -> None:
@@ -282,37 +194,15 @@ def _add_list_commands(sub) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hlo-workbench", description="Look inside array compilers, stage by stage.",
-                                epilog="hlo-workbench COMMAND --help says what each command takes.")
+                                epilog="hlo-workbench COMMAND --help says what each command takes.\n\n" + EXIT_HELP,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", help="what to do (default: report)")
-
-    def explore_args(sp):
-        sp.add_argument("target", nargs="?", help="PATH.py:FUNC, or a built-in example name (default: attention)")
-        sp.add_argument("--args", metavar="SHAPES", help="argument shapes, e.g. 'f32[64,64],f32[64,32]', as "
-                        "random arrays (dtypes: " + ", ".join(_DTYPES) + "; default: the module's args())")
-        sp.add_argument("-p", "--pipeline", default="all", help="a preset (hlo-workbench pipelines lists them) "
-                        "or a pass pipeline string; default: all")
-        sp.add_argument("--disable", action="append", metavar="P1,P2", help="Enzyme-JaX patterns to switch off "
-                        "(comma-separated, repeatable; hlo-workbench patterns lists them)")
-        sp.add_argument("--enable", action="append", metavar="P1,P2",
-                        help="Enzyme-JaX patterns to switch on (comma-separated, repeatable)")
-        sp.add_argument("--xla-disable", action="append", metavar="PASS",
-                        help="XLA HLO passes to switch off (comma-separated, repeatable)")
-        sp.add_argument("-d", "--device", default=None, help="the device to lower, compile and run for "
-                        "(cpu:0, tpu:0, gpu:0, ...); default: where jax.jit computes (JAX's default device)")
-        sp.add_argument("--no-nan", action="store_true", help="assume no NaNs (Reactant's no_nan)")
-        sp.add_argument("--save", metavar="FILE.hlox", help="also save the exploration (every stage, the "
-                        "settings; 'hlo-workbench open FILE.hlox' and wb.load read it)")
-        sp.add_argument("--full-errors", action="store_true", help="a failed pass's whole diagnostic: every "
-                        "frame of each error, and what the pass runner printed (default: the short form)")
-
     for name, fn, help_ in (("stages", cmd_stages, "print the stage table"),
                             ("report", cmd_report, "stage table and final module (the default command)"),
                             ("show", cmd_show, "print one stage's text"),
                             ("profile", cmd_profile, "measured run time per HLO instruction and compile time per "
                              "pass (JAX's profiler)")):
-        sp = sub.add_parser(name, help=help_)
-        explore_args(sp)
-        sp.set_defaults(func=fn)
+        sp = command_parser(sub, name, help_, fn, explores=True)
         if name == "report":
             sp.add_argument("--html", metavar="OUT.html", help="also write the report as one self-contained HTML "
                             "file (no network needed: the stage table, the diff viewer, costs, a graph, the run)")
@@ -331,12 +221,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_list_commands(sub)
     add_file_commands(sub)
     add_gate_commands(sub, load_target)
-    add_memory_command(sub, explore_args, load_target)
+    add_memory_command(sub)
+    for module in (cli_search, cli_rewrite, cli_backend):
+        module.add_commands(sub)
+    from .cli_schema import add_schema_command
+
+    add_schema_command(sub)
+    p.set_defaults(commands=tuple(sub.choices))
     return p
 
 
 def _format_warning(message, category, filename, lineno, line=None) -> str:
     return f"hlo-workbench: warning: {message}\n"
+
+
+def _trouble(ns, argv: list[str], error: BaseException | str) -> int:
+    """Exit status 2: the reason on stderr (its first line leads), and with --json the error document on stdout."""
+    message = str(error)
+    print(f"hlo-workbench: {message}", file=sys.stderr)
+    if getattr(ns, "json", False) or (ns is None and "--json" in argv):
+        command = getattr(ns, "command_name", None) or next((a for a in argv if not a.startswith("-")), "report")
+        print(error_document(command, error))
+    return EXIT_TROUBLE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,9 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = _format_warning
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in {"stages", "report", "show", "profile", "patterns", "pipelines", *FILE_COMMANDS, *GATE_COMMANDS, *MEMORY_COMMANDS, "-h", "--help"}:
+    if not argv or argv[0] not in {*parser.get_default("commands"), "-h", "--help"}:
         argv = ["report"] + argv
-    ns = parser.parse_args(argv)
+    ns = parser.parse_args(argv)  # a usage error: argparse's message on stderr, exit status 2
     from ..errors import WorkbenchError
 
     try:
@@ -357,8 +263,20 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except WorkbenchError as e:
-        print(f"hlo-workbench: {e}", file=sys.stderr)
-        return 2
+        return _trouble(ns, argv, e)
+    except SystemExit as e:  # a message (a string) is something that could not be done: status 2, not Python's 1
+        if isinstance(e.code, int) or e.code is None:
+            raise
+        return _trouble(ns, argv, e.code)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 -- a bug of ours: status 2 (not 1, which says "found"), the reason first
+        import traceback
+
+        status = _trouble(ns, argv, f"internal error: {type(e).__name__}: {e}")
+        print("(a bug in hlo-workbench; its traceback follows, for a report)", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":

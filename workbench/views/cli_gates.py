@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .cli_common import is_saved_exploration
+
 __all__ = ["GATE_COMMANDS", "add_gate_commands", "cmd_diff_explorations", "is_saved_exploration"]
 
 GATE_COMMANDS = ("check",)
@@ -27,17 +29,6 @@ Growth limits are percents ("5%") or fractions ("0.05"); "none" turns one off. B
 the check passes when nothing grew.
 
 exit status: 0 nothing regressed, 1 a limit broke, 2 the check could not be made."""
-
-
-def is_saved_exploration(path: str) -> bool:
-    """Whether ``path`` names a saved exploration: a ``.hlox`` name, or a zip file (what a .hlox is)."""
-    if path.endswith(".hlox"):
-        return True
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"PK\x03\x04"
-    except OSError:
-        return False
 
 
 def _rows(comparison) -> list[str]:

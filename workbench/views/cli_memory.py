@@ -17,12 +17,10 @@ import sys
 from pathlib import Path
 
 from ..errors import WorkbenchError
-from .cli_gates import is_saved_exploration
+from .cli_common import command_parser, emit, explore_target, records
+from .cli_schema import any_value, array, boolean, integer, maybe, number, record, string
 
-__all__ = ["MEMORY_COMMANDS", "add_memory_command", "cmd_memory", "explore_target"]
-
-MEMORY_COMMANDS = ("memory",)
-JSON_SCHEMA = 1  # the version of the --json document; a reader checks it before it reads the rest
+__all__ = ["MEMORY_SCHEMA", "add_memory_command", "cmd_memory"]
 
 _HELP = """\
 Where the bytes go in XLA's compile of TARGET, read from XLA's own buffer assignment and live ranges
@@ -32,38 +30,26 @@ the instruction that defines it, the user's line), the arguments that could be d
 would save, and how the peak adds up to compiled.memory_analysis().
 
 TARGET: PATH.py:FUNC (with --args, or the module's args()), a built-in example name, an MLIR/StableHLO
-file with a @main (.mlir), or a saved exploration (.hlox, from ex.save or --save).
+file with a @main (.mlir), or a saved exploration (.hlox, from ex.save or --save). It exits 2 where the
+memory could not be read (a compile that failed, a module with no @main for XLA to compile)."""
 
-exit status: 0 done, 2 the memory could not be read (a target that does not load, a compile that failed,
-a module with no @main for XLA to compile)."""
-
-
-def explore_target(ns, load_target):
-    """The Exploration TARGET names: a saved exploration, an MLIR file, else ``load_target``'s PATH.py:FUNC or
-    built-in example, explored with the command's options. A target that does not load is a WorkbenchError
-    (``load_target`` says why with SystemExit; here that is exit status 2, as every other thing that could not
-    be done)."""
-    from ..exploration import explore, explore_text, load
-
-    target = ns.target
-    if target is not None and is_saved_exploration(target):
-        if not Path(target).is_file():
-            raise WorkbenchError(f"no such saved exploration: {target}")
-        return load(target)
-    if target is not None and ":" not in target and not target.endswith(".py") and Path(target).is_file():
-        from .cli_files import read_text_file
-
-        return explore_text(read_text_file(target), pipeline=ns.pipeline, disable=ns.disable or (), enable=ns.enable or (),
-                            device=ns.device, xla_disable=ns.xla_disable or (), title=Path(target).name,
-                            **({"no_nan": True} if ns.no_nan else {}))
-    try:
-        fn, args, _ = load_target(target, ns.args)
-    except SystemExit as e:
-        if isinstance(e.code, str):
-            raise WorkbenchError(e.code) from None
-        raise
-    return explore(fn, *args, pipeline=ns.pipeline, disable=ns.disable or (), enable=ns.enable or (),
-                   device=ns.device, xla_disable=ns.xla_disable or (), **({"no_nan": True} if ns.no_nan else {}))
+_AT = maybe(record({"file": string(), "line": integer()}))
+_LINE_ROW = record({"line": string(), "bytes": integer(), "share": number(), "buffers": integer(),
+                    "kinds": string(), "largest": string(), "at": _AT}, closed=False)
+_BUFFER_ROW = record({"buffer": any_value(), "bytes": integer(), "kind": string(), "shape": string(),
+                      "instruction": string(), "line": string(), "at": _AT}, closed=False)
+_DONATION_ROW = record({"argument": any_value(), "shape": string(), "bytes": integer(), "donated": boolean(),
+                        "output": any_value(), "saves": integer(), "why": string()}, closed=False)
+# Memory.to_json()'s fields, and every donation candidate
+MEMORY_SCHEMA = record({
+    "peak_bytes": integer(minimum=0), "peak_at": integer(minimum=0), "peak_instruction": string(),
+    "peak_computation": string(), "space": string(), "platform": string(), "positions": integer(minimum=0),
+    "timeline": array(array(any_value(), minItems=3, maxItems=3), description="[position, live bytes, instruction]"),
+    "buffers": array(_BUFFER_ROW, description="the largest buffers live at the peak"),
+    "more_buffers": integer(minimum=0), "more_bytes": integer(minimum=0),
+    "by_line": array(_LINE_ROW, description="the bytes live at the peak by the user's line"),
+    "donation": array(_DONATION_ROW, description="every argument, and what donating it would save"),
+    "reported": record({"explained": string()}, closed=False), "summary": string()})
 
 
 def _memory(ex, space: int):
@@ -124,39 +110,25 @@ def print_memory(m, rows: int) -> None:
     print(f"\n# How the peak adds up\n\n{m.reported()['explained']}")
 
 
-def memory_json(m) -> str:
-    """The --json document: ``{"schema": 1, "command": "memory", **m.to_json(), "donation": [...]}``."""
-    from ..artifacts.jsonout import json_text
-
-    doc = {"schema": JSON_SCHEMA, "command": "memory", **m.to_json(), "donation": m.donation().to_dict("records")}
-    return json_text(doc, "memory", allow_nan=False, indent=1)
-
-
 def cmd_memory(ns) -> int:
     if ns.rows < 1:
         raise WorkbenchError(f"--rows {ns.rows}: give a number of rows of at least 1")
-    ex = explore_target(ns, ns.load_target)
+    ex = explore_target(ns)
     m = _memory(ex, ns.space)
-    if ns.json:
-        print(memory_json(m))
-    else:
-        print_memory(m, ns.rows)
     if getattr(ns, "save", None):
         path = ex.save(ns.save)
         print(f"hlo-workbench: saved the exploration to {path} (hlo-workbench memory {path})", file=sys.stderr)
+    if ns.json:
+        return emit(ns, {**m.to_json(), "donation": records(m.donation())}, 0)
+    print_memory(m, ns.rows)
     return 0
 
 
-def add_memory_command(sub, explore_args, load_target) -> None:
-    """Add ``memory`` to the subparsers ``sub`` of the hlo-workbench parser: ``explore_args(sp)`` adds the
-    options every exploring command takes, ``load_target`` reads a PATH.py:FUNC or example (``cli.load_target``)."""
-    sp = sub.add_parser("memory", help="where the bytes go: XLA's peak memory, what is live at it, by the user's "
-                        "line, and donation candidates", description=_HELP,
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    explore_args(sp)
+def add_memory_command(sub) -> None:
+    """Add ``memory`` to the subparsers ``sub`` of the hlo-workbench parser."""
+    sp = command_parser(sub, "memory", "where the bytes go: XLA's peak memory, what is live at it, by the user's "
+                        "line, and donation candidates", cmd_memory, description=_HELP, result=MEMORY_SCHEMA,
+                        explores=True, default_target=None)
     sp.add_argument("--rows", type=int, default=15, metavar="N", help="rows of each table to print (default 15)")
     sp.add_argument("--space", type=int, default=0, metavar="N", help="the memory space the tables describe "
                     "(default 0, the main one; 1 a TPU's VMEM)")
-    sp.add_argument("--json", action="store_true", help="print one JSON document instead of tables (schema 1: "
-                    "the peak, the timeline, the buffers at the peak, the bytes by line, donation)")
-    sp.set_defaults(func=cmd_memory, load_target=load_target)
