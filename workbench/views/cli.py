@@ -192,11 +192,21 @@ def _add_list_commands(sub) -> None:
     sp.set_defaults(func=cmd_pipelines)
 
 
+class UsageError(Exception):
+    """A command line argparse cannot read; main() makes it status 2 as any other thing that could not be done."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print its usage and exit itself; main() says it in one line
+        raise UsageError(f"{message} ({self.prog} --help says what it takes)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hlo-workbench", description="Look inside array compilers, stage by stage.",
-                                epilog="hlo-workbench COMMAND --help says what each command takes.\n\n" + EXIT_HELP,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", help="what to do (default: report)")
+    p = _Parser(prog="hlo-workbench", description="Look inside array compilers, stage by stage.",
+                epilog="hlo-workbench COMMAND --help says what each command takes.\n\n" + EXIT_HELP,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", help="what to do (default: report)",
+                           parser_class=_Parser)
     for name, fn, help_ in (("stages", cmd_stages, "print the stage table"),
                             ("report", cmd_report, "stage table and final module (the default command)"),
                             ("show", cmd_show, "print one stage's text"),
@@ -254,7 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in {*parser.get_default("commands"), "-h", "--help"}:
         argv = ["report"] + argv
-    ns = parser.parse_args(argv)  # a usage error: argparse's message on stderr, exit status 2
+    try:
+        ns = parser.parse_args(argv)
+    except UsageError as e:  # the top parser's words name no command: the one typed has the --help to read
+        return _trouble(None, argv, str(e).replace("(hlo-workbench --help", f"(hlo-workbench {argv[0]} --help"))
     from ..errors import WorkbenchError
 
     try:
