@@ -17,6 +17,8 @@ import pytest
 
 from workbench.views.cli import build_parser, main
 
+from tests.test_cli_contract import COMMANDS
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI = [sys.executable, "-m", "workbench"]
 
@@ -137,8 +139,7 @@ def test_every_option_of_every_command_has_a_help_line():
                for path, action in walk(build_parser(), []) if not action.help or action.help == argparse.SUPPRESS]
     assert not missing, f"options without a help line: {missing}"
     commands = {p[0] for p, _ in walk(build_parser(), []) if p}
-    assert commands == {"stages", "report", "show", "profile", "patterns", "pipelines", "diff", "opt", "open", "course", "check",
-                        "memory"}
+    assert commands == COMMANDS  # test_cli_contract.py's: every capability has its command
 
 
 def test_patterns_groups_lists_the_groups_with_counts(capsys):
