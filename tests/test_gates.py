@@ -211,21 +211,57 @@ def test_the_readme_pytest_block_writes_then_checks_its_golden(pytester):
     pytester.runpytest_subprocess("-q").assert_outcomes(passed=1)
 
 
+# the workflow's model.py: a training step of the user's (its arguments from args(), as a file target takes them)
+WORKFLOW_MODEL = """\
+import jax
+import jax.numpy as jnp
+
+
+def step(w, x, y):
+    def loss(w):
+        return jnp.mean((jnp.tanh(x @ w) - y) ** 2)
+
+    value, grad = jax.value_and_grad(loss)(w)
+    return w - 0.1 * grad, value
+
+
+def args():
+    k = jax.random.split(jax.random.PRNGKey(0), 3)
+    return (jax.random.normal(k[0], (16, 4)), jax.random.normal(k[1], (32, 16)), jax.random.normal(k[2], (32, 4)))
+"""
+
+
 @pytest.mark.subprocess
-def test_the_readme_workflow_runs_its_check_command(golden, tmp_path, cli):
-    import shlex
+def test_the_readme_workflow_runs_its_check_and_drift_steps(golden, tmp_path):
+    """Each ``run:`` step of the README's workflow that calls hlo-workbench runs as the job's shell runs it (bash,
+    the installed script on PATH, no terminal), on the golden and a model.py of the user's."""
+    import json
+    import os
     import shutil
+    import subprocess
+    import sys
 
     import yaml
 
+    from workbench.views.cli_schema import validate_document
+
     workflow = yaml.safe_load(_readme_block("yaml", "# .github/workflows/compile.yml"))
     runs = [step["run"] for step in workflow["jobs"]["check"]["steps"] if "run" in step]
-    check = next(r for r in runs if r.startswith("hlo-workbench check"))
+    ours = [r for r in runs if r.startswith("hlo-workbench ")]
+    assert [r.split()[1] for r in ours] == ["check", "drift"]
     (tmp_path / "golden").mkdir()
     shutil.copy(golden, tmp_path / "golden" / "mlp.hlox")
-    r = cli(*shlex.split(check)[1:], cwd=tmp_path)
-    assert r.returncode == 0 and "PASSED" in r.stdout, r.stdout + r.stderr
-    assert (tmp_path / "compile-diff.html").exists()
+    (tmp_path / "model.py").write_text(WORKFLOW_MODEL)
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    done = [subprocess.run(["bash", "-e", "-c", r], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=900) for r in ours]
+    for r, line in zip(done, ours):
+        assert r.returncode == 0, (line, r.stdout[-2000:], r.stderr[-3000:])
+    assert "PASSED" in done[0].stdout and (tmp_path / "compile-diff.html").exists()
+    drift = json.loads((tmp_path / "drift.json").read_text())
+    validate_document(drift)
+    assert drift["command"] == "drift" and drift["exit"] == 0 and drift["found"] is False
+    assert not done[1].stderr.strip(), done[1].stderr  # no progress bar, no note: stderr is not a terminal
 
 
 @pytest.mark.slow
