@@ -16,8 +16,10 @@ import argparse
 import os
 import sys
 
-from .cli_common import (EXIT_HELP, EXIT_TROUBLE, builtin_examples, command_parser, error_document, explore_target,
-                         load_target, parse_args_spec)
+from ..errors import WorkbenchError
+from .cli_common import (EXIT_FOUND, EXIT_HELP, EXIT_OK, EXIT_TROUBLE, builtin_examples, command_parser, emit,
+                         error_document, explore_target, load_target, parse_args_spec, records)
+from .cli_schema import STAGE_FAILURE, STAGE_ROW, array, boolean, integer, maybe, number, record, rows, string
 from . import cli_backend, cli_rewrite, cli_search
 from .cli_files import add_file_commands
 from .cli_gates import add_gate_commands
@@ -28,6 +30,23 @@ __all__ = ["build_parser", "builtin_examples", "load_target", "main", "parse_arg
 
 def _explore(ns):
     return explore_target(ns)
+
+
+def _nothing(*_args, **_kwargs) -> None:
+    pass
+
+
+def _text(ns):
+    """What prints the human text: ``print``, or nothing when the command prints its --json document."""
+    return _nothing if ns.json else print
+
+
+def _work_output(ns):
+    """Where what the work itself prints goes (the user's program at trace time, a run's echo of what the
+    program printed): stdout as ever, but stderr with --json, whose stdout holds the document alone."""
+    import contextlib
+
+    return contextlib.redirect_stdout(sys.stderr) if ns.json else contextlib.nullcontext()
 
 
 def _saved(ns, ex) -> None:
@@ -48,52 +67,169 @@ def _finished(ns, ex) -> int:
     return 0
 
 
+# -- the --json documents of the commands that explore a program ---------------------------------------------
+
+_EXPLORATION = record({"title": string(description="the explored function's name, or the text's title"),
+                       "device": maybe(string(description="the device explored for, e.g. cpu:0")),
+                       "pipeline": string(description="the pipeline as given: a preset's name or a pass string"),
+                       "pipeline_string": string(description="the MLIR passes that ran, as one --pass-pipeline "
+                                                 "string")})
+_STAGES = {"exploration": _EXPLORATION, "stages": array(STAGE_ROW, description="Exploration.table(), a row a stage"),
+           "failed": STAGE_FAILURE,
+           "warnings": array(string(), description="what was noticed without failing (ex.warnings)")}
+STAGES_SCHEMA = record(_STAGES)
+SHOW_SCHEMA = record({"stage": string(), "group": string(), "produced_by": string(),
+                      "text": string(description="the stage's text (\"\" for a stage that failed)"),
+                      "error": maybe(string(description="the stage's error (with --full-errors, every frame)"))})
+REPORT_COST = ("stage", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes", "temp_bytes")
+_LEAF = ("path", "shape", "dtype", "max_abs", "max_rel", "tolerance", "passed", "lowered_abs", "rule", "computed")
+_CHECK = record({"passed": boolean(), "reference": string(), "kind": string(), "note": string(),
+                 "max_abs": maybe(number()), "max_rel": maybe(number()),
+                 "leaves": rows({"path": string(), "shape": array(integer()), "dtype": string(),
+                                 "max_abs": number(), "max_rel": number(), "tolerance": number(),
+                                 "passed": boolean(), "lowered_abs": number(), "rule": string(),
+                                 "computed": string()}, description="Check.table(): one row per output leaf")})
+_RUN = record({"stage": string(), "device": string(),
+               "timing": record({"median_ms": number(), "times_ms": array(number(), description="each call after "
+                                                                            "the warm-up, in milliseconds")}),
+               "check": maybe(_CHECK)})
+REPORT_SCHEMA = record({
+    **_STAGES,
+    "ops": maybe(record({"before": string(), "after": string(),
+                         "delta": rows({"op": string(), "before": integer(), "after": integer(), "delta": integer()},
+                                       description="ex.diff(before, after).ops_delta()")},
+                        description="what the MLIR pipeline did: op counts in the program as lowered vs the last "
+                        "MLIR stage (null: no MLIR stage succeeded)")),
+    "cost": maybe(rows({"stage": string(), "ops": integer(), "flops": integer(), "transcendentals": integer(),
+                        "bytes": integer(), "xla_flops": number(), "xla_bytes": number(), "temp_bytes": number()},
+                       description="ex.cost()'s rows of those two stages and xla:optimized")),
+    "run": maybe(_RUN),
+    "final": maybe(record({"stage": string(), "text": string()}, description="the last MLIR stage, which XLA compiles")),
+    "html": maybe(string(description="the HTML report written (--html)"))})
+
+
+def _columns(names, **types) -> dict:
+    return {c: types.get(c, number()) for c in names}
+
+
+def _profile_schema() -> dict:
+    from ..analysis.profile import COMPILE_SUMMARY, RUN_SUMMARY
+
+    text = string()
+    run = record({"stage": string(), "device": string(), "calls": integer(), "call_us": number(),
+                  "untraced_call_us": maybe(number()), "coverage": number(), "said": string(),
+                  "instructions": rows(_columns(RUN_SUMMARY, instruction=text, op=text, flops=integer(),
+                                                bytes=integer(), your_lines=text, mlir_ops=text),
+                                       description="ex.profile().table, every instruction (--top limits only the text)")},
+                 description="measured run time per HLO instruction of one stage (ex.profile())")
+    compile_ = record({"explore_s": number(description="what the exploration's own clocks measured"),
+                       "total_s": number(description="the steps' seconds added up"),
+                       "steps": rows(_columns(COMPILE_SUMMARY, kind=text, name=text, pipeline=text, stage=text,
+                                              changed=boolean()), description="ex.compile_profile().table")},
+                      description="compile time per step of both pipelines (ex.compile_profile())")
+    return record({"exploration": _EXPLORATION, "failed": STAGE_FAILURE, "run": maybe(run), "compile": maybe(compile_),
+                   "trace": maybe(string(description="the folder that keeps the profiler's run trace (--keep)"))})
+
+
+def _exploration_doc(ex) -> dict:
+    spec = ex.spec
+    return {"title": spec.title, "device": spec.device, "pipeline": spec.pipeline,
+            "pipeline_string": ex.pipeline_string}
+
+
+def _failure(ex) -> dict | None:
+    return None if ex.error is None else {"stage": ex.error.stage, "message": str(ex.error)}
+
+
+def _stages_doc(ex) -> dict:
+    return {"exploration": _exploration_doc(ex), "stages": records(ex.table()), "failed": _failure(ex),
+            "warnings": list(ex.warnings)}
+
+
+def _finite(v) -> float | None:
+    import math
+
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def _run_doc(r) -> dict:
+    c = r.check
+    check = None if c is None else {
+        "passed": c.passed, "reference": c.reference, "kind": c.kind, "note": c.note,
+        "max_abs": _finite(c.max_abs), "max_rel": _finite(c.max_rel),
+        "leaves": records(c.table(), _LEAF) if c.leaves else []}
+    return {"stage": r.stage, "device": r.device,
+            "timing": {"median_ms": r.timing.median * 1e3, "times_ms": [t * 1e3 for t in r.timing.times]},
+            "check": check}
+
+
+# -- the commands ----------------------------------------------------------------------------------------
+
+
 def cmd_stages(ns) -> int:
-    ex = _explore(ns)
-    print(stage_table(ex))
-    return _finished(ns, ex)
+    with _work_output(ns):
+        ex = _explore(ns)
+        doc = _stages_doc(ex) if ns.json else None
+        _text(ns)(stage_table(ex))
+    status = _finished(ns, ex)
+    return emit(ns, doc, status) if ns.json else status
 
 
 def cmd_show(ns) -> int:
-    ex = _explore(ns)
-    stage = ex.stage(ns.stage)
+    with _work_output(ns):
+        ex = _explore(ns)
+        stage = ex.stage(ns.stage)
     failed = ex.error if ex.error is not None and ex.error.stage == stage.name else None
-    print((failed.full if ns.full_errors and failed is not None else stage.error) or stage.text)
+    error = (failed.full if ns.full_errors and failed is not None else stage.error) or None
+    _text(ns)(error or stage.text)
     _saved(ns, ex)
-    return 0
+    status = EXIT_FOUND if stage.error else EXIT_OK
+    if ns.json:
+        return emit(ns, {"stage": stage.name, "group": stage.group, "produced_by": stage.produced_by,
+                         "text": stage.text, "error": error}, status)
+    return status
 
 
 def cmd_report(ns) -> int:
     import pandas as pd
 
-    ex = _explore(ns)
-    table = stage_table(ex)  # first: it computes every stage, so the header counts the table's rows
-    print(f"# {ex!r}\n")
-    print(table)
-    mlir = [s for s in ex.stages if s.group == "mlir" and not s.error]
-    if mlir:
-        first, last = ex.reference_stage(), mlir[-1]
-        print(f"\n# What the MLIR pipeline did: ops in {first.name} vs {last.name}\n")
-        delta = ex.diff(first, last).ops_delta()
-        print(delta.to_string(index=False) if len(delta) else "(no op count changed)")
-        cost = ex.cost()
-        keep = cost[cost.stage.isin([first.name, last.name, "xla:optimized"])]
-        cols = ["stage", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes", "temp_bytes"]
-        print("\n# Cost\n")
-        with pd.option_context("display.width", 200):
-            print(keep[cols].to_string(index=False))
-        r = ex.run(last, repeat=10)
-        print(f"\n# Run on {r.device}: {r.timing!r}\n  {r.check!r}")
-        if r.check.note:
-            print(f"  (no float64 reference: {r.check.note})")
-        print(f"\n# Final MLIR stage ({last.name}):\n")
-        print(last.text)
-    if ns.html:
-        if ns.profile and not ex.error:
-            ex.profile(repeat=10)
-            ex.compile_profile()
-        print(f"\n# HTML report: {ex.report(ns.html)}")
-    return _finished(ns, ex)
+    text = _text(ns)
+    with _work_output(ns):
+        ex = _explore(ns)
+        table = stage_table(ex)  # first: it computes every stage, so the header counts the table's rows
+        doc = {**_stages_doc(ex), "ops": None, "cost": None, "run": None, "final": None, "html": None}
+        text(f"# {ex!r}\n")
+        text(table)
+        mlir = [s for s in ex.stages if s.group == "mlir" and not s.error]
+        r = None
+        if mlir:
+            first, last = ex.reference_stage(), mlir[-1]
+            text(f"\n# What the MLIR pipeline did: ops in {first.name} vs {last.name}\n")
+            delta = ex.diff(first, last).ops_delta()
+            text(delta.to_string(index=False) if len(delta) else "(no op count changed)")
+            cost = ex.cost()
+            keep = cost[cost.stage.isin([first.name, last.name, "xla:optimized"])]
+            text("\n# Cost\n")
+            with pd.option_context("display.width", 200):
+                text(keep[list(REPORT_COST)].to_string(index=False))
+            r = ex.run(last, repeat=ns.repeat)
+            text(f"\n# Run on {r.device}: {r.timing!r}\n  {r.check!r}")
+            if r.check.note:
+                text(f"  (no float64 reference: {r.check.note})")
+            text(f"\n# Final MLIR stage ({last.name}):\n")
+            text(last.text)
+            doc.update(ops={"before": first.name, "after": last.name, "delta": records(delta)},
+                       cost=records(keep, REPORT_COST), run=_run_doc(r), final={"stage": last.name, "text": last.text})
+        if ns.html:
+            if ns.profile and not ex.error:
+                ex.profile(repeat=ns.repeat)
+                ex.compile_profile()
+            doc["html"] = str(ex.report(ns.html))
+            text(f"\n# HTML report: {doc['html']}")
+    status = _finished(ns, ex)
+    if status == EXIT_OK and r is not None and r.check is not None and not r.check.passed:
+        status = EXIT_FOUND  # the check above says which outputs
+    return emit(ns, doc, status) if ns.json else status
 
 
 def cmd_profile(ns) -> int:
@@ -103,26 +239,51 @@ def cmd_profile(ns) -> int:
 
     from ..analysis.profile import COMPILE_SUMMARY, RUN_SUMMARY
 
-    ex = _explore(ns)
-    ex.stages  # noqa: B018 -- every stage first: the compile profile compares with the exploration's clocks
-    if ex.error:
-        return _finished(ns, ex)
-    prof = ex.profile(ns.stage, repeat=ns.repeat, keep=ns.keep)
-    print(f"# Run time per instruction: {prof!r}\n")
-    with pd.option_context("display.width", 250, "display.max_colwidth", 60):
-        print(prof.table[list(RUN_SUMMARY)].head(ns.top).to_string(index=False))
-        if len(prof.table) > ns.top:
-            print(f"... {len(prof.table) - ns.top} more instructions (--top N shows more)")
+    if ns.top < 1 or ns.repeat < 1:
+        raise WorkbenchError(f"--top {ns.top} --repeat {ns.repeat}: give numbers of at least 1")
+    text = _text(ns)
+    with _work_output(ns):
+        ex = _explore(ns)
+        ex.stages  # noqa: B018 -- every stage first: the compile profile compares with the exploration's clocks
+        doc = {"exploration": _exploration_doc(ex), "failed": _failure(ex), "run": None, "compile": None,
+               "trace": ns.keep}
+        if ex.error:
+            status = _finished(ns, ex)
+            return emit(ns, doc, status) if ns.json else status
+        prof = ex.profile(ns.stage, repeat=ns.repeat, keep=ns.keep)
         cp = ex.compile_profile()
-        print(f"\n# Compile time per step: {cp!r}\n")
+    text(f"# Run time per instruction: {prof!r}\n")
+    with pd.option_context("display.width", 250, "display.max_colwidth", 60):
+        text(prof.table[list(RUN_SUMMARY)].head(ns.top).to_string(index=False))
+        if len(prof.table) > ns.top:
+            text(f"... {len(prof.table) - ns.top} more instructions (--top N shows more)")
+        text(f"\n# Compile time per step: {cp!r}\n")
         t = cp.table
         shown = t[(t.kind != "xla pass") | (t.seconds >= t[t.kind == "xla pass"].seconds.nlargest(ns.top).min())]
-        print(shown[list(COMPILE_SUMMARY)].to_string(index=False))
-        print(f"\n({len(t[t.kind == 'xla pass'])} XLA pass runs in all; the {ns.top} longest shown. The exploration's "
-              f"own clocks measured {cp.explore_s:.3f} s for the same work; this table adds up to {cp.total_s:.3f} s.)")
+        text(shown[list(COMPILE_SUMMARY)].to_string(index=False))
+        text(f"\n({len(t[t.kind == 'xla pass'])} XLA pass runs in all; the {ns.top} longest shown. The exploration's "
+             f"own clocks measured {cp.explore_s:.3f} s for the same work; this table adds up to {cp.total_s:.3f} s.)")
     if ns.keep:
-        print(f"\n# The profiler's trace is in {ns.keep} (TensorBoard/XProf read it)")
-    return _finished(ns, ex)
+        text(f"\n# The profiler's trace is in {ns.keep} (TensorBoard/XProf read it)")
+    doc.update(run={"stage": prof.stage, "device": prof.device, "calls": prof.calls, "call_us": prof.call_us,
+                    "untraced_call_us": prof.untraced_call_us, "coverage": prof.coverage, "said": prof.call_said(),
+                    "instructions": records(prof.table, RUN_SUMMARY)},
+               compile={"explore_s": cp.explore_s, "total_s": cp.total_s, "steps": records(cp.table, COMPILE_SUMMARY)})
+    status = _finished(ns, ex)
+    return emit(ns, doc, status) if ns.json else status
+
+
+_PATTERN_COLUMNS = ("name", "group", "default_enabled", "benefit", "parameters")
+PATTERNS_SCHEMA = record({}, {
+    "patterns": rows({"name": string(), "group": string(), "default_enabled": boolean(), "benefit": number(),
+                      "parameters": string()}, description="the patterns shown (--search, --group), in the "
+                     "catalog's order"),
+    "groups": rows({"group": string(), "patterns": integer(), "enabled_by_default": integer()},
+                   description="with --groups: one row per group, the largest first")},
+    description="'patterns' (the listing) or, with --groups, 'groups'")
+PIPELINES_SCHEMA = record({"pipelines": rows({"name": string(), "description": string(), "steps": integer(),
+                                              "passes": string(), "needs_enzyme": boolean()},
+                                             description="wb.pipelines(): one row per preset")})
 
 
 def cmd_patterns(ns) -> int:
@@ -130,24 +291,28 @@ def cmd_patterns(ns) -> int:
 
     from ..pipeline.catalog import patterns
 
+    text = _text(ns)
     df = patterns()
     if ns.groups:
-        print(_group_counts(df).to_string(index=False))
-        return 0
+        counts = _group_counts(df)
+        text(counts.to_string(index=False))
+        return emit(ns, {"groups": records(counts)}, EXIT_OK) if ns.json else EXIT_OK
     if ns.group is not None and ns.group not in set(df["group"]):
         raise _unknown_group(ns.group, df)
     if ns.group is not None:
         df = df[df["group"] == ns.group]
     if ns.search:
         df = df[df["name"].str.contains(ns.search, case=False, regex=False)]
+    if ns.json:
+        return emit(ns, {"patterns": records(df, _PATTERN_COLUMNS)}, EXIT_OK)
     if not len(df):
         where = f"of group {ns.group!r} " if ns.group is not None else ""
         print(f"no pattern {where}matches --search {ns.search!r} (a part of a pattern's name, in any case; "
               "hlo-workbench patterns lists them all, --groups the groups)")
-        return 0
+        return EXIT_OK
     with pd.option_context("display.max_rows", None, "display.width", 200):
-        print(df[["name", "group", "default_enabled", "benefit", "parameters"]].to_string(index=False))
-    return 0
+        print(df[list(_PATTERN_COLUMNS)].to_string(index=False))
+    return EXIT_OK
 
 
 def _group_counts(df):
@@ -174,22 +339,76 @@ def cmd_pipelines(ns) -> int:
 
     from ..pipeline.presets import pipelines
 
+    df = pipelines()
+    if ns.json:
+        return emit(ns, {"pipelines": records(df, ("name", "description", "steps", "passes", "needs_enzyme"))},
+                    EXIT_OK)
     with pd.option_context("display.width", 200, "display.max_colwidth", 80):
-        print(pipelines()[["name", "steps", "description"]].to_string(index=False))
-    return 0
+        print(df[["name", "steps", "description"]].to_string(index=False))
+    return EXIT_OK
+
+
+_STAGES_HELP = """\
+Print the stage table of TARGET: every stage the trace, the MLIR pipeline and XLA made, with its group,
+whether it changed the program, its lines, its milliseconds and the pass that made it (ex.table()).
+Exit 0: every stage was made; 1: a stage failed (its error on stderr; the table shows the stages up to it)."""
+_SHOW_HELP = """\
+Print one stage's text, or the error of a stage that failed.
+Exit 0: the stage's text; 1: the stage failed (its error is what is printed)."""
+_REPORT_HELP = """\
+The stage table, the op counts the MLIR pipeline changed (the program as lowered vs the last MLIR stage),
+their cost (the analytic model's and XLA's), a run of the last MLIR stage on the device with its check
+against the program as lowered, and that stage's text; --html also writes it all as one HTML file.
+Exit 0: every stage made and the check passed; 1: a stage failed, or the run's outputs failed the check."""
+_PROFILE_HELP = """\
+Where the time goes: measured run time per HLO instruction of a stage (JAX's profiler), then compile time
+per step of both pipelines (the trace, each MLIR pass, each XLA pass and backend step).
+Exit 0: profiled; 1: a stage failed (its error on stderr; nothing past it to profile)."""
+_PATTERNS_HELP = """\
+List the Enzyme-JaX rewrite patterns (name, group, on by default, benefit, parameters), or their groups.
+Exit 0: listed (a --search that matches nothing lists none); 2: an unknown --group."""
+_PIPELINES_HELP = """\
+List the pipeline presets a -p/--pipeline takes: their names, steps and what each is for. Exit 0."""
+
+
+def _add_exploring_commands(sub) -> None:
+    """The commands that explore a program and print what it went through: stages, report, show, profile."""
+    command_parser(sub, "stages", "print the stage table", cmd_stages, description=_STAGES_HELP,
+                   result=STAGES_SCHEMA, explores=True)
+    sp = command_parser(sub, "report", "stage table and final module (the default command)", cmd_report,
+                        description=_REPORT_HELP, result=REPORT_SCHEMA, explores=True)
+    sp.add_argument("--repeat", type=int, default=10, help="calls timed after a warm-up (default 10)")
+    sp.add_argument("--html", metavar="OUT.html", help="also write the report as one self-contained HTML "
+                    "file (no network needed: the stage table, the diff viewer, costs, a graph, the run)")
+    sp.add_argument("--profile", action="store_true", help="with --html: measure where the time goes "
+                    "first (run time per instruction, compile time per pass) and put it in the report")
+    sp = command_parser(sub, "show", "print one stage's text", cmd_show, description=_SHOW_HELP,
+                        result=SHOW_SCHEMA, explores=True)
+    sp.add_argument("--stage", required=True, metavar="NAME", help="the stage to print, by name: "
+                    "jaxpr, stablehlo, an MLIR pass such as enzyme-hlo-patterns#1, an XLA pass such as "
+                    "xla:optimized (hlo-workbench stages TARGET lists them)")
+    sp = command_parser(sub, "profile", "measured run time per HLO instruction and compile time per pass "
+                        "(JAX's profiler)", cmd_profile, description=_PROFILE_HELP, result=_profile_schema(),
+                        explores=True)
+    sp.add_argument("--stage", metavar="NAME", help="the stage to run and profile (default: the last MLIR "
+                    "stage, the one XLA compiles)")
+    sp.add_argument("--repeat", type=int, default=10, help="calls profiled after a warm-up (default 10)")
+    sp.add_argument("--top", type=int, default=15, help="rows of each table to print (default 15; --json has "
+                    "every row)")
+    sp.add_argument("--keep", metavar="DIR", help="keep the profiler's run trace in DIR")
 
 
 def _add_list_commands(sub) -> None:
     """The commands that list what the workbench knows: patterns, pipelines."""
-    sp = sub.add_parser("patterns", help="list the Enzyme-JaX patterns (or their groups)")
+    sp = command_parser(sub, "patterns", "list the Enzyme-JaX patterns (or their groups)", cmd_patterns,
+                        description=_PATTERNS_HELP, result=PATTERNS_SCHEMA)
     sp.add_argument("--search", metavar="TEXT", help="only the patterns whose name contains TEXT (in any case)")
     sp.add_argument("--group", metavar="NAME", help="only the patterns of one group, e.g. base, const-prop, "
                     "'transpose up' (quote a name with a space); --groups lists the groups")
     sp.add_argument("--groups", action="store_true", help="list the pattern groups, with how many patterns each "
                     "has and how many of those are on by default")
-    sp.set_defaults(func=cmd_patterns)
-    sp = sub.add_parser("pipelines", help="list the pipeline presets")
-    sp.set_defaults(func=cmd_pipelines)
+    command_parser(sub, "pipelines", "list the pipeline presets", cmd_pipelines, description=_PIPELINES_HELP,
+                   result=PIPELINES_SCHEMA)
 
 
 class UsageError(Exception):
@@ -207,27 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", help="what to do (default: report)",
                            parser_class=_Parser)
-    for name, fn, help_ in (("stages", cmd_stages, "print the stage table"),
-                            ("report", cmd_report, "stage table and final module (the default command)"),
-                            ("show", cmd_show, "print one stage's text"),
-                            ("profile", cmd_profile, "measured run time per HLO instruction and compile time per "
-                             "pass (JAX's profiler)")):
-        sp = command_parser(sub, name, help_, fn, explores=True)
-        if name == "report":
-            sp.add_argument("--html", metavar="OUT.html", help="also write the report as one self-contained HTML "
-                            "file (no network needed: the stage table, the diff viewer, costs, a graph, the run)")
-            sp.add_argument("--profile", action="store_true", help="with --html: measure where the time goes "
-                            "first (run time per instruction, compile time per pass) and put it in the report")
-        if name == "profile":
-            sp.add_argument("--stage", metavar="NAME", help="the stage to run and profile (default: the last MLIR "
-                            "stage, the one XLA compiles)")
-            sp.add_argument("--repeat", type=int, default=10, help="calls profiled after a warm-up (default 10)")
-            sp.add_argument("--top", type=int, default=15, help="rows of each table to print (default 15)")
-            sp.add_argument("--keep", metavar="DIR", help="keep the profiler's run trace in DIR")
-        if name == "show":
-            sp.add_argument("--stage", required=True, metavar="NAME", help="the stage to print, by name: "
-                            "jaxpr, stablehlo, an MLIR pass such as enzyme-hlo-patterns#1, an XLA pass such as "
-                            "xla:optimized (hlo-workbench stages TARGET lists them)")
+    _add_exploring_commands(sub)
     _add_list_commands(sub)
     add_file_commands(sub)
     add_gate_commands(sub, load_target)
