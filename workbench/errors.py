@@ -188,6 +188,12 @@ class ReproducerError(WorkbenchError, ValueError):
     pipeline stage, or a module that cannot be run on its own."""
 
 
+class NothingToSearchError(WorkbenchError):
+    """A search that has nothing to search: its predicate does not hold where the search starts (``bisect``:
+    with every candidate enabled, the program as explored; ``reduce``: on the start module). Not a failure of
+    the search: the command line's ``bisect`` and ``reduce`` exit 0 on it."""
+
+
 class XlaAbortError(WorkbenchError):
     """XLA aborted the process compiling this module with these options (tried in a child process)."""
 

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ...errors import UnknownNameError, WorkbenchError
+from ...errors import NothingToSearchError, UnknownNameError, WorkbenchError
 from ...ir.ops import op_counts
 from ...ir.text import text_hash
 from ...pipeline.build import xla_compiles
@@ -253,7 +253,8 @@ def _check_ends(holds: Callable[[list], bool], items: list, over: str, needed: l
     what = {"patterns": ("patterns", "pattern"), "xla": ("XLA passes", "XLA pass"),
             "all": ("patterns and XLA passes", "pattern or XLA pass")}[over]
     if not holds(items):
-        raise WorkbenchError(f"the predicate does not hold with all candidate {what[0]} enabled: nothing to bisect")
+        raise NothingToSearchError(f"the predicate does not hold with all candidate {what[0]} enabled: "
+                                   "nothing to bisect")
     if holds([]):
         cause = ("look at the upstream passes or XLA: over='xla' or 'all'" if over == "patterns" else
                  "look at the MLIR passes" + (f", or at the XLA passes it cannot do without ({', '.join(needed)})"

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...errors import ModuleParseError, UnknownNameError, WorkbenchError
+from ...errors import ModuleParseError, NothingToSearchError, UnknownNameError, WorkbenchError
 from ...ir.mlir import parse_module
 from ...ir.text import publish_functions, strip_locations
 from ...pipeline.remote import Prefetch, resolve
@@ -200,7 +200,7 @@ def reduce(ex: Explored, predicate: Predicate, make: Callable[[str], Explored], 
                     f"given in any exploration, and wb.has_op/lacks_op without stage= read the last MLIR "
                     f"stage") from None
             if not held:
-                raise WorkbenchError(
+                raise NothingToSearchError(
                     f"the predicate does not hold on stage {st.name!r} explored as text (its module run through "
                     f"the pipeline {ex.spec.pipeline!r}, on seeded random inputs when it runs): nothing to reduce")
             search.search(start, best.append)
