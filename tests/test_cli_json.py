@@ -95,7 +95,7 @@ def test_stages_and_show_of_an_equinox_program_are_its_table_and_texts_in_python
 
 
 @pytest.mark.subprocess
-def test_a_failed_stage_is_status_1_with_the_apis_error_in_stages_and_show(tmp_path):
+def test_a_failed_stage_is_status_1_with_the_apis_error_in_stages_show_and_profile(tmp_path):
     import workbench as wb
     from workbench.examples import mlp
 
@@ -109,6 +109,10 @@ def test_a_failed_stage_is_status_1_with_the_apis_error_in_stages_and_show(tmp_p
 
     shown = _document(_command("show", saved, "--stage", "one-shot-bufferize#1", "--json"), 1)
     assert shown["error"] == ex.stage("one-shot-bufferize#1").error and shown["text"] == ""
+
+    # nothing past the failed stage to run: profile says which failed, and has no tables
+    profiled = _document(_command("profile", saved, "--json"), 1)
+    assert profiled["failed"] == doc["failed"] and profiled["run"] is None and profiled["compile"] is None
 
 
 @pytest.mark.subprocess

@@ -247,11 +247,12 @@ def cmd_profile(ns) -> int:
         ex.stages  # noqa: B018 -- every stage first: the compile profile compares with the exploration's clocks
         doc = {"exploration": _exploration_doc(ex), "failed": _failure(ex), "run": None, "compile": None,
                "trace": ns.keep}
-        if ex.error:
-            status = _finished(ns, ex)
-            return emit(ns, doc, status) if ns.json else status
-        prof = ex.profile(ns.stage, repeat=ns.repeat, keep=ns.keep)
-        cp = ex.compile_profile()
+        if not ex.error:
+            prof = ex.profile(ns.stage, repeat=ns.repeat, keep=ns.keep)
+            cp = ex.compile_profile()
+    if ex.error:  # nothing past the failed stage to run
+        status = _finished(ns, ex)
+        return emit(ns, doc, status) if ns.json else status
     text(f"# Run time per instruction: {prof!r}\n")
     with pd.option_context("display.width", 250, "display.max_colwidth", 60):
         text(prof.table[list(RUN_SUMMARY)].head(ns.top).to_string(index=False))
