@@ -184,6 +184,15 @@ def test_bisect_names_the_no_nan_pattern_that_miscompiles_and_exits_1(tmp_path):
     assert {row["op"]: row["delta"] for row in doc["diff_ops"]}["stablehlo.select"] == -1  # the where, folded
     assert doc["summary"].startswith("miscompiles() holds with no_nan_compare_simplify alone of the patterns enabled")
 
+    # the op where the values first drift, as the predicate: the same pattern makes it drift
+    r = _command("bisect", "nanfed.py:fn", "--no-nan", "--drifts", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    d = ex.drift()
+    assert ex.bisect(wb.drifts_at(d)).patterns == b.patterns
+    assert r.stderr.startswith(f"# {d.summary().split(' (')[0]}")  # what it pinned, said on stderr
+    assert r.stdout.startswith(f"# drifts_at('stablehlo.dot_general at {tmp_path}/nanfed.py:6') holds with "
+                               "no_nan_compare_simplify alone of the patterns enabled")
+
 
 @pytest.mark.subprocess
 def test_bisect_over_patterns_and_xla_passes_of_a_corpus_step_prints_the_culprit_and_its_table(tmp_path):

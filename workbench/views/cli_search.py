@@ -191,6 +191,10 @@ def _predicate_fields(pred) -> dict:
     return {"predicate": repr(pred), "recipe": plain_json(pred.recipe, "recipe")}
 
 
+# --drifts where nothing drifts: no op to pin, so no predicate was made
+_NO_DRIFT = {"predicate": "drifts_at()", "recipe": {"kind": "drifts_at"}}
+
+
 def _save(ns, ex) -> None:
     if getattr(ns, "save", None):
         path = ex.save(ns.save)
@@ -335,17 +339,17 @@ def cmd_bisect(ns) -> int:
     check_predicate_options(ns)
     ex = explore_target(ns)
     _save(ns, ex)
-    empty = {"found": False, "over": ns.over, "patterns": [], "xla_passes": [], "always_needed": [],
+    empty = {"over": ns.over, "patterns": [], "xla_passes": [], "always_needed": [],
              "always_needed_how": "", "runs": None, "compiles": None, "probe_compiles": None, "seconds": None,
              "table": [], "diff_ops": []}
     try:
         pred = predicate_of(ns, ex)
     except NothingToSearchError as e:
-        return _nothing(ns, {**empty, "predicate": "drifts_at()", "recipe": {"kind": "drifts_at"}}, e)
+        return _nothing(ns, {"found": False, **_NO_DRIFT, **empty}, e)
     try:
         b = ex.bisect(pred, over=ns.over)
     except NothingToSearchError as e:
-        return _nothing(ns, {**empty, **_predicate_fields(pred)}, e)
+        return _nothing(ns, {"found": False, **_predicate_fields(pred), **empty}, e)
     table = b.table()
     ops = b.diff.ops_delta()
     summary = _bisect_summary(b, pred)
@@ -391,16 +395,16 @@ def cmd_reduce(ns) -> int:
         raise WorkbenchError(f"cannot write {ns.output}: no such folder {Path(ns.output).parent}")
     ex = explore_target(ns)
     _save(ns, ex)
-    empty = {"found": False, "stage": ns.stage, "ops_before": None, "ops_after": None, "runs": None,
+    empty = {"stage": ns.stage, "ops_before": None, "ops_after": None, "runs": None,
              "skipped": None, "errors": None, "interrupted": False, "seconds": None, "module": None, "output": None}
     try:
         pred = predicate_of(ns, ex)
     except NothingToSearchError as e:
-        return _nothing(ns, {**empty, "predicate": "drifts_at()", "recipe": {"kind": "drifts_at"}}, e)
+        return _nothing(ns, {"found": False, **_NO_DRIFT, **empty}, e)
     try:
         r = ex.reduce(pred, stage=ns.stage)
     except NothingToSearchError as e:
-        return _nothing(ns, {**empty, **_predicate_fields(pred)}, e)
+        return _nothing(ns, {"found": False, **_predicate_fields(pred), **empty}, e)
     summary = (f"{pred!r} holds on a module of {_ops(r.ops_after)}, reduced from {_ops(r.ops_before)} of {r.stage!r} "
                f"({r.runs} runs, {r.skipped} candidates that did not verify skipped"
                + (f", {r.errors} where the predicate raised" if r.errors else "") + ")"
