@@ -10,17 +10,19 @@
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from ..errors import LitFileError, StageError, WorkbenchError
 from ..ir.lit import SPLIT_MARKER
 from ..ir.text import input_kind, strip_locations
+from .cli_common import command_parser, emit, records, say
+from .cli_gates import COMPARISON_FIELDS
+from .cli_schema import STAGE_FAILURE, STAGE_ROW, array, boolean, integer, maybe, record, rows, string
 from .text import stage_table
 
 __all__ = ["FILE_COMMANDS", "add_file_commands", "cmd_diff", "cmd_opt", "cmd_open", "cmd_course", "course_folder",
-           "read_text_file"]
+           "read_text_file", "DIFF_SCHEMA", "OPT_SCHEMA", "OPEN_SCHEMA", "COURSE_SCHEMA"]
 
 FILE_COMMANDS = ("diff", "opt", "open", "course")
 
@@ -76,17 +78,30 @@ def cmd_diff(ns) -> int:
         raise WorkbenchError(f"cannot diff these files: {described}; diff compares two modules of one kind, "
                              "both MLIR (StableHLO and friends) or both XLA HLO text")
     d = diff_texts(texts[0], texts[1], names[0], names[1])
+    html = None
     if ns.html:
         from ..artifacts.report import write_diff_page
 
-        path = write_diff_page(texts[0], texts[1], names[0], names[1], ns.html)
-        print(f"wrote the diff viewer of {names[0]} -> {names[1]} to {path} (one file, opens offline)")
+        html = str(write_diff_page(texts[0], texts[1], names[0], names[1], ns.html))
+        say(ns, f"wrote the diff viewer of {names[0]} -> {names[1]} to {html} (one file, opens offline)")
+    status = 0 if d.is_empty else 1
+    if ns.json:
+        return emit(ns, {"kind": "modules", "before": names[0], "after": names[1], "same": d.is_empty,
+                         "ops_delta": d.ops_delta_rows(), "lines": _line_counts(d),
+                         "unified": d.unified(context=ns.context), "html": html}, status)
     if d.is_empty:
         print(f"{names[0]} and {names[1]} are the same module (up to value names, numbering and locations)")
-        return 0
+        return status
     sys.stdout.write(d.unified(context=ns.context))
     print(_summary(d))
-    return 1
+    return status
+
+
+def _line_counts(d) -> dict[str, int]:
+    """How many lines the diff deletes, inserts, changes and moves (a moved line counted once)."""
+    kinds = [kind for _, _, kind in d.rows()]
+    return {"deleted": kinds.count("deleted"), "inserted": kinds.count("inserted"), "changed": kinds.count("changed"),
+            "moved": kinds.count("moved") // 2}
 
 
 _SUMMARY_OPS = 12  # op kinds the summary line names, largest changes first
@@ -97,10 +112,10 @@ def _summary(d) -> str:
     delta = d.ops_delta()
     removed = int(-delta["delta"][delta["delta"] < 0].sum())
     added = int(delta["delta"][delta["delta"] > 0].sum())
-    kinds = [kind for _, _, kind in d.rows()]
-    n = kinds.count("deleted")
-    lines = (f"{n} line{'s' * (n != 1)} deleted, {kinds.count('inserted')} inserted, "
-             f"{kinds.count('changed')} changed, {kinds.count('moved') // 2} moved")
+    counts = _line_counts(d)
+    n = counts["deleted"]
+    lines = (f"{n} line{'s' * (n != 1)} deleted, {counts['inserted']} inserted, "
+             f"{counts['changed']} changed, {counts['moved']} moved")
     if not len(delta):
         return f"summary: no op count changed; {lines}"
     rows = list(delta.itertuples(index=False))
@@ -122,28 +137,61 @@ def cmd_opt(ns) -> int:
         raise WorkbenchError(f"{_label(ns.input)} is {_KIND_NAMES[kind]}, not MLIR: opt runs MLIR passes on an "
                              "MLIR/StableHLO module, e.g. the text of jax.jit(f).lower(*args).as_text() or a stage "
                              "that hlo-workbench show prints")
+    head = {"input": _label(ns.input), "pipeline": ns.pass_pipeline or ""}
     try:  # MlirSyntaxError (line:col) and PipelineSyntaxError go up: exit 2, as for the API
         result = opt(text, ns.pass_pipeline or "", timeout=ns.timeout,
                      split_input_file=True if ns.split_input_file else None)
     except StageError as e:
         print(f"hlo-workbench: {e.full if ns.full_errors else e}", file=sys.stderr)
+        if ns.json:
+            return emit(ns, {**head, "module": None, "chunks": None, "output": None,
+                             "failure": {"stage": e.stage, "message": str(e)}}, 1)
         return 1
     except LitFileError as e:  # some chunks failed: the others' output, as mlir-opt prints it, and exit 1
         print(f"hlo-workbench: {e}", file=sys.stderr)
-        result = f"\n{SPLIT_MARKER}\n".join(r for r in e.results if r is not None)
-        sys.stdout.write(result if ns.mlir_print_debuginfo else strip_locations(result))
+        outs = [None if r is None else _printed(r, ns) for r in e.results]
+        if ns.json:
+            chunks = _failed_chunks(e, outs)
+            return emit(ns, {**head, "module": None, "chunks": chunks, "output": None,
+                             "failure": {"stage": "", "message": str(e)}}, 1)
+        sys.stdout.write(f"\n{SPLIT_MARKER}\n".join(o for o in outs if o is not None))
         return 1
-    out = result if ns.mlir_print_debuginfo else strip_locations(result)
+    out = _printed(result, ns)
     if not out.endswith("\n"):
         out += "\n"
-    if ns.output in (None, "-"):
-        sys.stdout.write(out)
-    else:
+    written = None
+    if ns.output not in (None, "-"):
         try:
             Path(ns.output).write_text(out, encoding="utf-8")
         except OSError as e:
             raise WorkbenchError(f"cannot write {ns.output}: {e.strerror or e}") from None
+        written = ns.output
+    if ns.json:
+        split = ns.split_input_file or f"\n{SPLIT_MARKER}\n" in out  # or the file's RUN line split it
+        chunks = [{"module": c if c.endswith("\n") else c + "\n", "error": None}
+                  for c in out.split(f"\n{SPLIT_MARKER}\n")] if split else None
+        return emit(ns, {**head, "module": out, "chunks": chunks, "output": written, "failure": None}, 0)
+    if written is None:
+        sys.stdout.write(out)
     return 0
+
+
+def _failed_chunks(e: LitFileError, outs: list[str | None]) -> list[dict]:
+    """Each chunk's module, or its error (``e.failed`` names the failed ones in order) where it failed."""
+    failed = iter(e.failed)
+    chunks = []
+    for out in outs:
+        if out is not None:
+            chunks.append({"module": out, "error": None})
+        else:
+            label, error = next(failed, ("a chunk", "failed"))
+            chunks.append({"module": None, "error": f"{label}: {str(error).strip()}"})
+    return chunks
+
+
+def _printed(module: str, ns) -> str:
+    """A module as opt prints it: without its locations unless --mlir-print-debuginfo."""
+    return module if ns.mlir_print_debuginfo else strip_locations(module)
 
 
 # -- open -------------------------------------------------------------------------------------------------
@@ -154,21 +202,29 @@ def cmd_open(ns) -> int:
 
     ex = workbench.load(ns.path)
     if ns.stage is None:
+        if ns.json:
+            failure = None if ex.error is None else {"stage": ex.error.stage, "message": str(ex.error)}
+            return emit(ns, {"path": ns.path, "stages": records(ex.table()), "failure": failure}, 0)
         print(stage_table(ex))
         if ex.error:
             print(f"\n(the saved exploration has a failed stage)\n{ex.error}", file=sys.stderr)
         return 0
     stage = ex.stage(ns.stage)  # UnknownNameError, with the closest names, for one that is not there
+    status = 1 if stage.error else 0
     if stage.error:
         print(f"hlo-workbench: stage {stage.name!r} failed when the exploration was made:\n{stage.error}",
               file=sys.stderr)
-        return 1
-    if ns.output:
+    elif ns.output:
         Path(ns.output).write_text(stage.text)
-        print(f"wrote stage {stage.name!r} ({stage.lines} lines) to {ns.output}")
-        return 0
-    print(stage.text)
-    return 0
+        say(ns, f"wrote stage {stage.name!r} ({stage.lines} lines) to {ns.output}")
+    if ns.json:
+        return emit(ns, {"path": ns.path, "stage": {
+            "name": stage.name, "group": stage.group, "produced_by": stage.produced_by or "", "changed": stage.changed,
+            "lines": stage.lines, "text": stage.text, "error": stage.error or ""},
+            "output": ns.output if ns.output and not stage.error else None}, status)
+    if not stage.error and not ns.output:
+        print(stage.text)
+    return status
 
 
 # -- the parsers ------------------------------------------------------------------------------------------
@@ -178,10 +234,10 @@ Structural diff of two modules, both MLIR (StableHLO, Enzyme-JaX output) or both
 'hlo-workbench show TARGET --stage xla:optimized' prints it). Locations, HLO metadata and SSA value
 names are ignored: values are matched by what they compute, so a pass that only renumbers shows no
 change. Prints the unified diff of the normalized texts, then a summary line of the op counts that
-changed.
+changed. Two saved explorations (.hlox) are compared stage by stage (views/cli_gates.py).
 
-exit status: 0 the modules are the same (up to names and locations), 1 they differ,
-2 trouble (a missing file, files of different kinds, text that is neither MLIR nor HLO)."""
+It exits 0 when the modules (the explorations) are the same up to names and locations, 1 when they
+differ, 2 for a missing file, files of different kinds, text that is neither MLIR nor HLO."""
 
 _OPT_HELP = """\
 Run an MLIR pass pipeline on a module, like mlir-opt / enzymexlamlir-opt, through the workbench's
@@ -190,15 +246,15 @@ crashes is reported, the command survives). Only the resulting module goes to st
 to stderr, so it fits lit/FileCheck:  hlo-workbench opt %s --pass-pipeline=canonicalize | filecheck %s
 The module's public functions stay public (Enzyme's runner makes @main private while it works).
 
-exit status: 0 the pipeline ran, 1 a pass failed (its diagnostics on stderr),
-2 trouble (a missing file, a pipeline or module that does not parse, text that is not MLIR)."""
+It exits 0 when the pipeline ran, 1 when a pass (or a --split-input-file chunk) failed, its diagnostics
+on stderr, 2 for a missing file, a pipeline or module that does not parse, text that is not MLIR."""
 
 _OPEN_HELP = """\
 Read a saved exploration (a .hlox file from ex.save(path)) without running a pass or compiling:
 print its stage table (as 'hlo-workbench stages' does), or with --stage one stage's text.
 
-exit status: 0 done, 1 the --stage asked for failed when the exploration was made,
-2 trouble (a missing, corrupt, truncated or newer-version file, an unknown stage)."""
+It exits 0 when it printed them, 1 when the --stage asked for failed when the exploration was made,
+2 for a missing, corrupt, truncated or newer-version file, an unknown stage."""
 
 
 # -- course ----------------------------------------------------------------------------------------------
@@ -237,6 +293,9 @@ def cmd_course(ns) -> int:
             continue
         dest.write_bytes(path.read_bytes())
         copied.append(dest.name)
+    if ns.json:
+        return emit(ns, {"folder": str(target), "source": str(source), "written": copied, "already_there": same,
+                         "kept": kept}, 0)
     print(f"the course ({len(files)} files) from {source} to {target}/: {len(copied)} written"
           + (f", {len(same)} already there" if same else "")
           + (f", {len(kept)} kept as they were (yours differ: {', '.join(kept)})" if kept else ""))
@@ -244,12 +303,48 @@ def cmd_course(ns) -> int:
     return 0
 
 
+_COURSE_HELP = """\
+Copy the course -- the tour and lessons 1-12, with notebooks/README.md, their index -- to FOLDER, to work
+in. A notebook already there that differs (your answers) is kept as it is.
+
+It exits 0 when the course is in FOLDER, 2 where FOLDER is a file or the notebooks are not installed."""
+
+_COUNTS = {"deleted": integer(minimum=0), "inserted": integer(minimum=0), "changed": integer(minimum=0),
+           "moved": integer(minimum=0)}
+DIFF_SCHEMA = record(
+    {"kind": {"enum": ["modules", "explorations"], "description": "two modules' texts, or two saved explorations"},
+     "before": string(), "after": string(),
+     "same": boolean(description="the same up to value names, numbering and locations (explorations: identical)"),
+     "html": maybe(string(description="the page --html wrote"))},
+    {"ops_delta": rows({"op": string(), "before": integer(), "after": integer(), "delta": integer()},
+                       description="modules: the op counts that differ (Diff.ops_delta()), largest change first"),
+     "lines": record(_COUNTS, description="modules: lines deleted, inserted, changed and moved (once each)"),
+     "unified": string(description="modules: the unified diff of the normalized texts (-U lines of context)"),
+     **COMPARISON_FIELDS})
+OPT_SCHEMA = record(
+    {"input": string(), "pipeline": string(description="--pass-pipeline as given"),
+     "module": maybe(string(description="the resulting module, as printed (null: a pass failed)")),
+     "chunks": maybe(array(record({"module": maybe(string()), "error": maybe(string())}),
+                           description="with --split-input-file: each chunk's module, or its error")),
+     "output": maybe(string(description="the file -o wrote")),
+     "failure": STAGE_FAILURE})
+OPEN_SCHEMA = record(
+    {"path": string()},
+    {"stages": array(STAGE_ROW, description="the stage table (Exploration.table())"), "failure": STAGE_FAILURE,
+     "stage": record({"name": string(), "group": string(), "produced_by": string(), "changed": boolean(),
+                      "lines": integer(), "text": string(), "error": string()},
+                     description="with --stage: that stage (its error where it failed)"),
+     "output": maybe(string(description="the file -o wrote"))})
+COURSE_SCHEMA = record({"folder": string(), "source": string(description="where the notebooks were copied from"),
+                        "written": array(string()), "already_there": array(string(), description="the same file"),
+                        "kept": array(string(), description="yours, which differ: never overwritten")})
+
+
 def add_file_commands(sub) -> None:
     """Add the diff, opt, open and course commands to the subparsers ``sub`` of the hlo-workbench parser."""
-    raw = argparse.RawDescriptionHelpFormatter
-    sp = sub.add_parser("diff", help="structural diff of two MLIR or two XLA HLO files, or two saved explorations "
-                        "(.hlox) compared stage by stage (exit 0 same, 1 differ)",
-                        description=_DIFF_HELP, formatter_class=raw)
+    sp = command_parser(sub, "diff", "structural diff of two MLIR or two XLA HLO files, or two saved explorations "
+                        "(.hlox) compared stage by stage (exit 0 same, 1 differ)", cmd_diff, description=_DIFF_HELP,
+                        result=DIFF_SCHEMA)
     sp.add_argument("before", metavar="BEFORE", help="the first module's file (MLIR or XLA HLO text; - for stdin), "
                     "or a saved exploration (.hlox)")
     sp.add_argument("after", metavar="AFTER", help="the second module's file, of the same kind as BEFORE")
@@ -259,10 +354,9 @@ def add_file_commands(sub) -> None:
                     "(the panel's diff viewer, side by side or unified; no network needed)")
     sp.add_argument("--run", action="store_true", help="with two .hlox files: also run each one's final MLIR stage "
                     "on its saved arguments (else seeded ones of their shapes) and compare the measured times")
-    sp.set_defaults(func=cmd_diff)
 
-    sp = sub.add_parser("opt", help="run a pass pipeline on an MLIR file and print the result (like mlir-opt)",
-                        description=_OPT_HELP, formatter_class=raw)
+    sp = command_parser(sub, "opt", "run a pass pipeline on an MLIR file and print the result (like mlir-opt)",
+                        cmd_opt, description=_OPT_HELP, result=OPT_SCHEMA)
     sp.add_argument("input", metavar="INPUT", help="the MLIR/StableHLO module's file, or - for stdin")
     sp.add_argument("--pass-pipeline", metavar="PIPELINE", default="",
                     help="the passes to run: 'builtin.module(canonicalize,enzyme-hlo-opt)' or a bare list "
@@ -278,21 +372,16 @@ def add_file_commands(sub) -> None:
                     "of each error, and what the pass runner printed (default: the short form)")
     sp.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                     help="stop the pipeline after this long, as a failed pass (default: 600)")
-    sp.set_defaults(func=cmd_opt)
 
-    sp = sub.add_parser("open", help="the stage table (or one stage) of a saved exploration (.hlox)",
-                        description=_OPEN_HELP, formatter_class=raw)
+    sp = command_parser(sub, "open", "the stage table (or one stage) of a saved exploration (.hlox)", cmd_open,
+                        description=_OPEN_HELP, result=OPEN_SCHEMA)
     sp.add_argument("path", metavar="FILE.hlox", help="a saved exploration, written by ex.save(path)")
     sp.add_argument("--stage", metavar="NAME", help="print this stage's text instead of the table, e.g. "
                     "stablehlo, enzyme-hlo-patterns#1, xla:optimized (the table lists the names)")
     sp.add_argument("-o", "--output", metavar="FILE", help="with --stage: write the stage's text to FILE "
                     "(e.g. to diff or opt it) instead of printing it")
-    sp.set_defaults(func=cmd_open)
 
-    sp = sub.add_parser("course", help="copy the course's notebooks (lessons 0-12 and their index) to a folder",
-                        description="Copy the course -- the tour and lessons 1-12, with notebooks/README.md, "
-                        "their index -- to FOLDER, to work in. A notebook already there that differs (your "
-                        "answers) is kept as it is.")
+    sp = command_parser(sub, "course", "copy the course's notebooks (lessons 0-12 and their index) to a folder",
+                        cmd_course, description=_COURSE_HELP, result=COURSE_SCHEMA)
     sp.add_argument("folder", metavar="FOLDER", nargs="?", default="hlo-workbench-course",
                     help="where to put the notebooks (default: ./hlo-workbench-course)")
-    sp.set_defaults(func=cmd_course)

@@ -8,13 +8,14 @@ could not check (a missing or corrupt file, a limit that needs what the golden d
 """
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
-from .cli_common import is_saved_exploration
+from ..errors import WorkbenchError
+from .cli_common import command_parser, emit, is_saved_exploration, records, say
+from .cli_schema import any_value, array, boolean, maybe, number, record, rows, string
 
-__all__ = ["GATE_COMMANDS", "add_gate_commands", "cmd_diff_explorations", "is_saved_exploration"]
+__all__ = ["CHECK_SCHEMA", "COMPARISON_FIELDS", "GATE_COMMANDS", "add_gate_commands", "cmd_diff_explorations",
+           "is_saved_exploration"]
 
 GATE_COMMANDS = ("check",)
 
@@ -28,7 +29,54 @@ ex.save(path, arrays=True) after ex.run(), or wb.testing.write_golden(ex, path),
 Growth limits are percents ("5%") or fractions ("0.05"); "none" turns one off. By default each is 0%:
 the check passes when nothing grew.
 
-exit status: 0 nothing regressed, 1 a limit broke, 2 the check could not be made."""
+It exits 0 when nothing regressed (or --update wrote the golden), 1 when a limit broke (the table says
+which), 2 when the check could not be made (a missing or corrupt golden, a limit it holds nothing for)."""
+
+_VERSIONS = array(record({"package": string(), "a": maybe(string()), "b": maybe(string())}),
+                  description="the versions that differ between the two sides (workbench, jax, jaxlib, ...)")
+_FIRST = maybe(record({"stage": string(), "side": {"enum": ["both", "a", "b"]}, "words": string()},
+                      description="the first aligned stage whose modules differ beyond renaming (null: none)"))
+# the facts of compare_explorations (analysis.diff.explorations.Comparison): diff of two .hlox files
+COMPARISON_FIELDS = {
+    "identical": boolean(description="explorations: the same modules throughout (Comparison.identical)"),
+    "labels": array(string(), minItems=2, maxItems=2),
+    "first_difference": _FIRST,
+    "stages": array(record({"stage": string(), "side": {"enum": ["both", "a", "b"]}, "same": boolean()},
+                           closed=False, description="ops_a, ops_b, ops_delta and the same for flops, bytes, xla_flops, "
+                           "xla_bytes, memory: each side's value and b - a (null where a side has none)"),
+                    description="explorations: the aligned stages (Comparison.rows())"),
+    "versions": _VERSIONS,
+    "settings": array(string(), description="the settings that differ (pipeline, toggles, device)"),
+    "same_input": boolean(description="the input modules are the same"),
+    "final": {"type": "object", "additionalProperties": array(maybe(number()), minItems=2, maxItems=2),
+              "description": "the final modules' measures (ops, xla_ops, flops, bytes, memory): [a, b]"},
+    "kernels_note": string(description="why the TPU kernels were not compared ('' where they were or none exist)"),
+    "run_median_s": maybe(array(number(), minItems=2, maxItems=2, description="--run: each side's median time")),
+    "summary": array(string(), description="the comparison in words, a line each (what the text prints)")}
+CHECK_SCHEMA = record(
+    {"ok": boolean(description="no limit broke"), "golden": string(),
+     "rows": rows({"what": string(), "golden": any_value(), "now": any_value(), "change": string(),
+                   "limit": string(), "ok": boolean(), "note": string()},
+                  description="one row per limit (Verdict.table())"),
+     "first_difference": maybe(string(description="the first stage that differs, in words (null: none)")),
+     "versions": _VERSIONS, "notes": array(string()), "html": maybe(string()),
+     "updated": maybe(string(description="--update: the golden written"))})
+
+
+def _comparison_fields(c, html) -> dict:
+    """A Comparison's facts as diff's --json document's fields."""
+    first = c.first_difference
+    return {"identical": c.identical, "labels": list(c.labels),
+            "first_difference": None if first is None else {"stage": first.name, "side": first.side,
+                                                            "words": first.words(c.labels)},
+            "stages": c.rows(), "versions": _versions(c), "settings": list(c.settings), "same_input": c.same_input,
+            "final": {k: list(v) for k, v in c.final.items()}, "kernels_note": c.kernels_note,
+            "run_median_s": None if c.times is None else [t.median for t in c.times], "summary": c.lines(),
+            "html": None if html is None else str(html)}
+
+
+def _versions(c) -> list[dict]:
+    return [{"package": k, "a": va, "b": vb} for k, va, vb in c.versions]
 
 
 def _rows(comparison) -> list[str]:
@@ -55,17 +103,26 @@ def cmd_diff_explorations(ns) -> int:
     if labels[0] == labels[1]:
         labels = (ns.before, ns.after)
     c = compare_explorations(a, b, labels=labels, run=ns.run)
+    status = 0 if c.identical else 1
+    path = None
+    if ns.html:
+        from ..artifacts.comparison_page import write_comparison_page
+
+        path = write_comparison_page(c, ns.html)
+    wrote = f"wrote the comparison of {labels[0]} -> {labels[1]} to {path} (one file, opens offline)"
+    if ns.json:
+        if path is not None:
+            say(ns, wrote)
+        return emit(ns, {"kind": "explorations", "before": ns.before, "after": ns.after, "same": c.identical,
+                         **_comparison_fields(c, path)}, status)
     print(c)
     rows = _rows(c)
     if rows:
         print("stages that differ or that one side lacks:")
         print("\n".join(rows))
-    if ns.html:
-        from ..artifacts.comparison_page import write_comparison_page
-
-        path = write_comparison_page(c, ns.html)
-        print(f"wrote the comparison of {labels[0]} -> {labels[1]} to {path} (one file, opens offline)")
-    return 0 if c.identical else 1
+    if path is not None:
+        print(wrote)
+    return status
 
 
 def _limits(ns) -> dict:
@@ -90,10 +147,12 @@ def _update(ns) -> int:
         ex = reexplored(load(golden), device=ns.device, pipeline=ns.pipeline, disable=ns.disable or (),
                         enable=ns.enable or (), xla_disable=ns.xla_disable or ())
     else:
-        print(f"hlo-workbench: {golden} does not exist: give --target PATH.py:FUNC to write it", file=sys.stderr)
-        return 2
+        raise WorkbenchError(f"{golden} does not exist: give --target PATH.py:FUNC to write it")
     kernels = ns.max_bundles_growth is not None
     path = write_golden(ex, golden, compile_time=ns.max_compile_time_growth is not None, kernels=kernels)
+    if ns.json:
+        return emit(ns, {"ok": True, "golden": str(path), "rows": [], "first_difference": None, "versions": [],
+                         "notes": [], "html": None, "updated": str(path)}, 0)
     print(f"wrote the golden {path} ({len(ex.stages)} stages, the arguments and a run's outputs"
           + (", its compile time" if ns.max_compile_time_growth is not None else "")
           + (", its kernel table" if kernels and ex.backend().available else "") + ")")
@@ -111,17 +170,24 @@ def cmd_check(ns) -> int:
     verdict = check_golden(ns.golden, fn, args, device=ns.device, html=ns.html, pipeline=ns.pipeline,
                            disable=ns.disable or (), enable=ns.enable or (), xla_disable=ns.xla_disable or (),
                            **_limits(ns))
+    status = 0 if verdict.ok else 1
+    if ns.json:
+        c = verdict.comparison
+        first = c.first_difference
+        return emit(ns, {"ok": verdict.ok, "golden": ns.golden, "rows": records(verdict.table()),
+                         "first_difference": None if first is None else first.words(c.labels),
+                         "versions": _versions(c), "notes": list(verdict.notes), "html": verdict.html or None,
+                         "updated": None}, status)
     print(verdict)
-    return 0 if verdict.ok else 1
+    return status
 
 
 def add_gate_commands(sub, load_target) -> None:
     """Add ``check`` to the subparsers ``sub`` of the hlo-workbench parser (``diff`` of two .hlox files is
     the file command ``diff``'s, which hands them to ``cmd_diff_explorations``); ``load_target`` reads a
     ``--target`` as the other commands do (``cli.load_target``)."""
-    sp = sub.add_parser("check", help="re-explore a golden .hlox with the versions installed now and fail on a "
-                        "regression (exit 0 none, 1 one)", description=_CHECK_HELP,
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = command_parser(sub, "check", "re-explore a golden .hlox with the versions installed now and fail on a "
+                        "regression (exit 0 none, 1 one)", cmd_check, description=_CHECK_HELP, result=CHECK_SCHEMA)
     sp.add_argument("golden", metavar="GOLDEN.hlox", help="the golden exploration (ex.save(path, arrays=True))")
     sp.add_argument("--target", metavar="PATH.py:FUNC", help="trace this function anew instead of starting from "
                     "the module the golden saved (its args() or --args give the arguments)")
@@ -152,4 +218,4 @@ def add_gate_commands(sub, load_target) -> None:
     sp.add_argument("-d", "--device", help="the device to explore for (default: the golden's)")
     sp.add_argument("--html", metavar="OUT.html", help="also write the comparison as one offline HTML page")
     sp.add_argument("--update", action="store_true", help="write (or refresh) the golden instead of checking it")
-    sp.set_defaults(func=cmd_check, load_target=load_target)
+    sp.set_defaults(load_target=load_target)
