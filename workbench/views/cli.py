@@ -41,14 +41,6 @@ def _text(ns):
     return _nothing if ns.json else print
 
 
-def _work_output(ns):
-    """Where what the work itself prints goes (the user's program at trace time, a run's echo of what the
-    program printed): stdout as ever, but stderr with --json, whose stdout holds the document alone."""
-    import contextlib
-
-    return contextlib.redirect_stdout(sys.stderr) if ns.json else contextlib.nullcontext()
-
-
 def _saved(ns, ex) -> None:
     """With ``--save FILE.hlox``, write the exploration (after the command's own work: its runs too)."""
     if getattr(ns, "save", None):
@@ -167,18 +159,16 @@ def _run_doc(r) -> dict:
 
 
 def cmd_stages(ns) -> int:
-    with _work_output(ns):
-        ex = _explore(ns)
-        doc = _stages_doc(ex) if ns.json else None
-        _text(ns)(stage_table(ex))
+    ex = _explore(ns)
+    doc = _stages_doc(ex) if ns.json else None
+    _text(ns)(stage_table(ex))
     status = _finished(ns, ex)
     return emit(ns, doc, status) if ns.json else status
 
 
 def cmd_show(ns) -> int:
-    with _work_output(ns):
-        ex = _explore(ns)
-        stage = ex.stage(ns.stage)
+    ex = _explore(ns)
+    stage = ex.stage(ns.stage)
     failed = ex.error if ex.error is not None and ex.error.stage == stage.name else None
     error = (failed.full if ns.full_errors and failed is not None else stage.error) or None
     _text(ns)(error or stage.text)
@@ -194,38 +184,37 @@ def cmd_report(ns) -> int:
     import pandas as pd
 
     text = _text(ns)
-    with _work_output(ns):
-        ex = _explore(ns)
-        table = stage_table(ex)  # first: it computes every stage, so the header counts the table's rows
-        doc = {**_stages_doc(ex), "ops": None, "cost": None, "run": None, "final": None, "html": None}
-        text(f"# {ex!r}\n")
-        text(table)
-        mlir = [s for s in ex.stages if s.group == "mlir" and not s.error]
-        r = None
-        if mlir:
-            first, last = ex.reference_stage(), mlir[-1]
-            text(f"\n# What the MLIR pipeline did: ops in {first.name} vs {last.name}\n")
-            delta = ex.diff(first, last).ops_delta()
-            text(delta.to_string(index=False) if len(delta) else "(no op count changed)")
-            cost = ex.cost()
-            keep = cost[cost.stage.isin([first.name, last.name, "xla:optimized"])]
-            text("\n# Cost\n")
-            with pd.option_context("display.width", 200):
-                text(keep[list(REPORT_COST)].to_string(index=False))
-            r = ex.run(last, repeat=ns.repeat)
-            text(f"\n# Run on {r.device}: {r.timing!r}\n  {r.check!r}")
-            if r.check.note:
-                text(f"  (no float64 reference: {r.check.note})")
-            text(f"\n# Final MLIR stage ({last.name}):\n")
-            text(last.text)
-            doc.update(ops={"before": first.name, "after": last.name, "delta": records(delta)},
-                       cost=records(keep, REPORT_COST), run=_run_doc(r), final={"stage": last.name, "text": last.text})
-        if ns.html:
-            if ns.profile and not ex.error:
-                ex.profile(repeat=ns.repeat)
-                ex.compile_profile()
-            doc["html"] = str(ex.report(ns.html))
-            text(f"\n# HTML report: {doc['html']}")
+    ex = _explore(ns)
+    table = stage_table(ex)  # first: it computes every stage, so the header counts the table's rows
+    doc = {**_stages_doc(ex), "ops": None, "cost": None, "run": None, "final": None, "html": None}
+    text(f"# {ex!r}\n")
+    text(table)
+    mlir = [s for s in ex.stages if s.group == "mlir" and not s.error]
+    r = None
+    if mlir:
+        first, last = ex.reference_stage(), mlir[-1]
+        text(f"\n# What the MLIR pipeline did: ops in {first.name} vs {last.name}\n")
+        delta = ex.diff(first, last).ops_delta()
+        text(delta.to_string(index=False) if len(delta) else "(no op count changed)")
+        cost = ex.cost()
+        keep = cost[cost.stage.isin([first.name, last.name, "xla:optimized"])]
+        text("\n# Cost\n")
+        with pd.option_context("display.width", 200):
+            text(keep[list(REPORT_COST)].to_string(index=False))
+        r = ex.run(last, repeat=ns.repeat)
+        text(f"\n# Run on {r.device}: {r.timing!r}\n  {r.check!r}")
+        if r.check.note:
+            text(f"  (no float64 reference: {r.check.note})")
+        text(f"\n# Final MLIR stage ({last.name}):\n")
+        text(last.text)
+        doc.update(ops={"before": first.name, "after": last.name, "delta": records(delta)},
+                   cost=records(keep, REPORT_COST), run=_run_doc(r), final={"stage": last.name, "text": last.text})
+    if ns.html:
+        if ns.profile and not ex.error:
+            ex.profile(repeat=ns.repeat)
+            ex.compile_profile()
+        doc["html"] = str(ex.report(ns.html))
+        text(f"\n# HTML report: {doc['html']}")
     status = _finished(ns, ex)
     if status == EXIT_OK and r is not None and r.check is not None and not r.check.passed:
         status = EXIT_FOUND  # the check above says which outputs
@@ -242,14 +231,13 @@ def cmd_profile(ns) -> int:
     if ns.top < 1 or ns.repeat < 1:
         raise WorkbenchError(f"--top {ns.top} --repeat {ns.repeat}: give numbers of at least 1")
     text = _text(ns)
-    with _work_output(ns):
-        ex = _explore(ns)
-        ex.stages  # noqa: B018 -- every stage first: the compile profile compares with the exploration's clocks
-        doc = {"exploration": _exploration_doc(ex), "failed": _failure(ex), "run": None, "compile": None,
-               "trace": ns.keep}
-        if not ex.error:
-            prof = ex.profile(ns.stage, repeat=ns.repeat, keep=ns.keep)
-            cp = ex.compile_profile()
+    ex = _explore(ns)
+    ex.stages  # noqa: B018 -- every stage first: the compile profile compares with the exploration's clocks
+    doc = {"exploration": _exploration_doc(ex), "failed": _failure(ex), "run": None, "compile": None,
+           "trace": ns.keep}
+    if not ex.error:
+        prof = ex.profile(ns.stage, repeat=ns.repeat, keep=ns.keep)
+        cp = ex.compile_profile()
     if ex.error:  # nothing past the failed stage to run
         status = _finished(ns, ex)
         return emit(ns, doc, status) if ns.json else status
@@ -471,7 +459,15 @@ def main(argv: list[str] | None = None) -> int:
     from ..errors import WorkbenchError
 
     try:
-        return ns.func(ns)
+        if not getattr(ns, "json", False):
+            return ns.func(ns)
+        import contextlib
+
+        # stdout holds the document alone: what the program prints (at trace time, jax.debug.print in a run)
+        # and any note go to stderr while the command works; emit() writes to the stdout kept here
+        ns.document_stream = sys.stdout
+        with contextlib.redirect_stdout(sys.stderr):
+            return ns.func(ns)
     except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -236,12 +236,14 @@ def say(ns, *lines: str) -> None:
 
 def emit(ns, doc: dict[str, Any], status: int) -> int:
     """The command's --json document (``doc``: its own fields) on stdout as one JSON document, with the
-    envelope every document has; returns ``status``. Strict JSON: a NaN or an infinity is refused here,
+    envelope every document has; returns ``status``. While a --json command works, main() sends what else is
+    printed (the user's program at trace time, a run's jax.debug.print) to stderr; the document goes to the
+    stdout it was given (``ns.document_stream``). Strict JSON: a NaN or an infinity is refused here,
     by the field that holds it (``records`` makes a table's null)."""
     from ..artifacts.jsonout import json_text
 
     full = {"schema": JSON_VERSION, "command": ns.command_name, "exit": status, **doc}
-    print(json_text(full, ns.command_name, allow_nan=False, indent=1))
+    print(json_text(full, ns.command_name, allow_nan=False, indent=1), file=getattr(ns, "document_stream", None))
     return status
 
 
