@@ -289,6 +289,8 @@ def print_drift(d, rows: int) -> None:
         shown = table.drop(columns=["order"])
         for col in ("line", "reference_line"):
             shown[col] = shown[col].map(lambda v: "" if v is None or v is pd.NA else str(v))
+        for col in ("max_abs", "tolerance"):
+            shown[col] = shown[col].map(lambda v: "" if v is None else f"{v:.3g}")
         print(_table(shown, rows))
         if len(table) > rows:
             print(f"... {len(table) - rows} more (--rows N shows more)")
