@@ -92,15 +92,17 @@ def test_the_nnx_steps_dump_gives_the_apis_table_and_one_fusions_kernel(tmp_path
 
 
 @pytest.mark.subprocess
-def test_a_saved_kernel_table_prints_on_a_cpu_as_the_api_sorts_it(tmp_path):
+def test_a_saved_kernel_table_prints_on_a_cpu_as_the_api_sorts_it_and_save_keeps_it(tmp_path):
     import workbench as wb
 
     hlox = LLO / "mlp_bf16.hlox"
     kernels = wb.load(str(hlox)).backend()
     table = kernels.table()
 
-    r = _backend(hlox, "--rows", 4)
+    copy = tmp_path / "copy.hlox"
+    r = _backend(hlox, "--rows", 4, "--save", copy)
     assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith(f"hlo-workbench: saved the exploration with its kernel table to {copy}")
     head, _, *lines = r.stdout.splitlines()
     assert head.startswith(f"# {len(table)} fusions in {table['kernel'].nunique()} kernels on a TPU v5 lite, "
                            "from the table mlp_bf16.hlox kept")
@@ -109,11 +111,11 @@ def test_a_saved_kernel_table_prints_on_a_cpu_as_the_api_sorts_it(tmp_path):
     assert [line.split()[0] for line in lines[1:5]] == list(table["fusion"].head(4))
     assert lines[5] == f"... {len(table) - 4} more fusions (--rows N shows more)"
 
-    r = _backend(hlox, "--json", "--rows", 3)
+    r = _backend(copy, "--json", "--rows", 3)  # the copy --save wrote keeps the table too
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     validate_document(doc)
-    assert doc["more_rows"] == len(table) - 3 and "mlp_bf16.hlox" in doc["source"]
+    assert doc["more_rows"] == len(table) - 3 and doc["source"] == "the table copy.hlox kept"
     _same_rows(doc["rows"], table.head(3))
 
     # the table keeps no LLO: one fusion's row, and the API's words for the kernel it cannot give
