@@ -191,7 +191,8 @@ class Drift:
                 head += f"; {o.cause.words()}"
             if o.in_region:
                 head += "; the drift is inside its region (a loop or a branch)"
-        tail = f" ({self.runs} runs, {self.probes} probes, {self.rule})"
+        tail = (f" ({self.runs} run{'s' * (self.runs != 1)}, {self.probes} probe{'s' * (self.probes != 1)}, "
+                f"{self.rule})")
         if self.note:
             tail += f". {self.note}"
         return head + tail
