@@ -140,7 +140,7 @@ def test_the_exploration_is_what_saving_declares_it_reads():
 # ir/sdy.py Shardy's shardings, ir/locations.py and ir/hlo_locations.py locations, ir/lines/ the diff's lines).
 # A module that starts using `re` must be added here with what it reads, so a reviewer sees it.
 REGEX_READS = {
-    "workbench.views.cli": "the --args spelling of arrays, f32[2,3]",
+    "workbench.views.cli_common": "the --args spelling of arrays, f32[2,3]",
     "workbench.course.lesson10": "a reproducer's printed verdict: FAIL: miscompiles ... differ from input.mlir",
     "workbench.views.magics": "Python tracebacks, to point their lines into the cell; a cell's %%hlo options line",
     "workbench.views.widgets.graphview": "graphviz's SVG output: the node groups and their titles",

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from workbench.analysis.backend import KERNEL_COLUMNS
-from workbench.views.cli_schema import validate_document
+from workbench.views.cli import validate_document
 
 from tests.tpu_recordings import LLO, extract_llo
 

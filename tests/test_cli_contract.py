@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from workbench.views.cli import build_parser, main
-from workbench.views.cli_schema import command_schema, validate_document
+from workbench.views.cli import json_schema, validate_document
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def test_every_command_is_there_and_takes_json():
 
 def test_every_command_has_a_valid_json_schema_that_main_prints():
     for name in sorted(COMMANDS):
-        schema = command_schema(name)
+        schema = json_schema(name)
         jsonschema.Draft202012Validator.check_schema(schema)  # a schema that is itself well formed
         done, trouble = schema["oneOf"]
         assert done["properties"]["command"] == {"const": name} and done["properties"]["schema"]["const"] == 1
@@ -64,7 +64,7 @@ def test_every_help_says_what_the_exit_statuses_mean(capsys):
 
 def test_schema_prints_one_commands_json_schema_and_an_unknown_one_is_status_2(cli):
     r = cli("schema", "drift")
-    assert r.returncode == 0 and json.loads(r.stdout) == command_schema("drift")
+    assert r.returncode == 0 and json.loads(r.stdout) == json_schema("drift")
     r = cli("schema")
     assert r.returncode == 0 and all(name in r.stdout for name in COMMANDS)
     r = cli("schema", "drfit", "--json")

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from workbench.views.cli_schema import validate_document
+from workbench.views.cli import validate_document
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from workbench.ir.text import strip_locations
-from workbench.views.cli_schema import validate_document
+from workbench.views.cli import validate_document
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 

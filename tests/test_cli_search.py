@@ -18,7 +18,7 @@ import pytest
 
 import workbench as wb
 from workbench.errors import NothingToSearchError
-from workbench.views.cli_schema import validate_document
+from workbench.views.cli import validate_document
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 

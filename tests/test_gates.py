@@ -243,7 +243,7 @@ def test_the_readme_workflow_runs_its_check_and_drift_steps(golden, tmp_path):
 
     import yaml
 
-    from workbench.views.cli_schema import validate_document
+    from workbench.views.cli import validate_document
 
     workflow = yaml.safe_load(_readme_block("yaml", "# .github/workflows/compile.yml"))
     runs = [step["run"] for step in workflow["jobs"]["check"]["steps"] if "run" in step]

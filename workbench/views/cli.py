@@ -13,20 +13,23 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
 from ..errors import WorkbenchError
 from .cli_common import (EXIT_FOUND, EXIT_HELP, EXIT_OK, EXIT_TROUBLE, builtin_examples, command_parser, emit,
                          error_document, explore_target, load_target, parse_args_spec, records)
-from .cli_schema import STAGE_FAILURE, STAGE_ROW, array, boolean, integer, maybe, number, record, rows, string
+from .cli_schema import (STAGE_FAILURE, STAGE_ROW, array, boolean, check_document, document_schema, integer, maybe,
+                         number, record, rows, string)
 from . import cli_backend, cli_rewrite, cli_search
 from .cli_files import add_file_commands
 from .cli_gates import add_gate_commands
 from .cli_memory import add_memory_command
 from .text import stage_table
 
-__all__ = ["build_parser", "builtin_examples", "load_target", "main", "parse_args_spec"]
+__all__ = ["build_parser", "builtin_examples", "json_schema", "load_target", "main", "parse_args_spec",
+           "validate_document"]
 
 def _explore(ns):
     return explore_target(ns)
@@ -400,6 +403,62 @@ def _add_list_commands(sub) -> None:
                    result=PIPELINES_SCHEMA)
 
 
+# -- the JSON Schemas of the --json documents -----------------------------------------------------------------
+
+
+def json_schema(command: str) -> dict:
+    """The JSON Schema (draft 2020-12) of ``hlo-workbench COMMAND --json``'s document (what ``hlo-workbench schema
+    COMMAND`` prints); UnknownNameError for a command that has none."""
+    from ..errors import UnknownNameError
+    from .cli_common import RESULTS
+
+    build_parser()  # each command registers its document's fields as it is added
+    if command not in RESULTS:
+        raise UnknownNameError("command with --json", command, sorted(RESULTS),
+                               known_note="these print JSON: " + ", ".join(sorted(RESULTS)))
+    return document_schema(command, RESULTS[command])
+
+
+def validate_document(doc, command: str | None = None) -> None:
+    """ValueError naming the field where ``doc`` (a parsed --json document) breaks its command's JSON Schema
+    (``command``: that command's; default the one the document names)."""
+    command = command or (doc.get("command") if isinstance(doc, dict) else None)
+    if not isinstance(command, str):
+        raise ValueError("not an hlo-workbench --json document: it has no 'command'")
+    check_document(doc, json_schema(command))
+
+
+def cmd_schema(ns) -> int:
+    from .cli_common import RESULTS
+
+    if ns.name is None:
+        if ns.json:
+            return emit(ns, {"commands": sorted(RESULTS)}, EXIT_OK)
+        print("commands with --json (hlo-workbench schema COMMAND prints one's JSON Schema):")
+        print("  " + " ".join(sorted(RESULTS)))
+        return EXIT_OK
+    schema = json_schema(ns.name)
+    if ns.json:
+        return emit(ns, {"commands": sorted(RESULTS), "json_schema": schema}, EXIT_OK)
+    print(json.dumps(schema, indent=1))
+    return EXIT_OK
+
+
+_SCHEMA_HELP = """\
+Print the JSON Schema (draft 2020-12) of a command's --json document, e.g. to validate it in a CI job
+(check-jsonschema, ajv, Python's jsonschema; in Python, workbench.views.cli.validate_document). Every
+document has "schema" (its version, 1), "command" and "exit" (the command's exit status); one with exit 2
+has "error" ({"type", "message"}) and nothing else. Without COMMAND: the commands that print JSON. With
+--json, the schema (or the list) inside a document of its own, as every command prints."""
+
+
+def _add_schema_command(sub) -> None:
+    sp = command_parser(sub, "schema", "print the JSON Schema of a command's --json document", cmd_schema,
+                        description=_SCHEMA_HELP, result=record({"commands": array(string())},
+                                                                {"json_schema": record({}, closed=False)}))
+    sp.add_argument("name", nargs="?", metavar="COMMAND", help="the command (default: list those with --json)")
+
+
 class UsageError(Exception):
     """A command line argparse cannot read; main() makes it status 2 as any other thing that could not be done."""
 
@@ -422,9 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_memory_command(sub)
     for module in (cli_search, cli_rewrite, cli_backend):
         module.add_commands(sub)
-    from .cli_schema import add_schema_command
-
-    add_schema_command(sub)
+    _add_schema_command(sub)
     p.set_defaults(commands=tuple(sub.choices))
     return p
 

@@ -34,7 +34,7 @@ from ..ir.dtypes import element_dtype
 
 __all__ = ["EXIT_OK", "EXIT_FOUND", "EXIT_TROUBLE", "EXIT_HELP", "JSON_VERSION", "RESULTS", "TargetError",
            "builtin_examples", "command_parser", "emit", "error_document", "explore_args", "explore_target",
-           "is_saved_exploration", "load_target", "parse_args_spec", "records", "say"]
+           "is_saved_exploration", "load_target", "parse_args_spec", "read_text_file", "records", "say"]
 
 EXIT_OK, EXIT_FOUND, EXIT_TROUBLE = 0, 1, 2
 JSON_VERSION = 1  # the "schema" of every --json document; a reader checks it before it reads the rest
@@ -151,6 +151,23 @@ def is_saved_exploration(path: str) -> bool:
         return False
 
 
+def read_text_file(path: str) -> str:
+    """The text of ``path`` (``-``: standard input); a WorkbenchError that says why it cannot be read."""
+    if path == "-":
+        return sys.stdin.read()
+    p = Path(path)
+    if not p.exists():
+        raise WorkbenchError(f"no such file: {path}")
+    if p.is_dir():
+        raise WorkbenchError(f"{path} is a folder, not a file")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise WorkbenchError(f"{path} is not a text file (it is not UTF-8): give MLIR or XLA HLO text") from None
+    except OSError as e:
+        raise WorkbenchError(f"cannot read {path}: {e.strerror or e}") from None
+
+
 def _explore_options(ns) -> dict:
     out = dict(pipeline=ns.pipeline, disable=ns.disable or (), enable=ns.enable or (), device=ns.device,
                xla_disable=ns.xla_disable or ())
@@ -171,8 +188,6 @@ def explore_target(ns):
             raise TargetError(f"no such saved exploration: {target}")
         return load(target)
     if target is not None and ":" not in target and not target.endswith(".py") and Path(target).is_file():
-        from .cli_files import read_text_file
-
         return explore_text(read_text_file(target), title=Path(target).name, **_explore_options(ns))
     fn, args, _ = load_target(target, ns.args)
     return explore(fn, *args, **_explore_options(ns))

@@ -16,36 +16,19 @@ from pathlib import Path
 from ..errors import LitFileError, StageError, WorkbenchError
 from ..ir.lit import SPLIT_MARKER
 from ..ir.text import input_kind, strip_locations
-from .cli_common import command_parser, emit, records, say
+from .cli_common import command_parser, emit, read_text_file, records, say
 from .cli_gates import COMPARISON_FIELDS
 from .cli_schema import STAGE_FAILURE, STAGE_ROW, array, boolean, integer, maybe, record, rows, string
 from .text import stage_table
 
 __all__ = ["FILE_COMMANDS", "add_file_commands", "cmd_diff", "cmd_opt", "cmd_open", "cmd_course", "course_folder",
-           "read_text_file", "DIFF_SCHEMA", "OPT_SCHEMA", "OPEN_SCHEMA", "COURSE_SCHEMA"]
+           "DIFF_SCHEMA", "OPT_SCHEMA", "OPEN_SCHEMA", "COURSE_SCHEMA"]
 
 FILE_COMMANDS = ("diff", "opt", "open", "course")
 
 # What each ``ir.text.input_kind`` is called in a message.
 _KIND_NAMES = {"mlir": "MLIR", "hlo": "XLA HLO text", "jaxpr": "a jaxpr", "python": "Python source",
                "empty": "empty (or only comments)", "unknown": "neither MLIR nor XLA HLO text"}
-
-
-def read_text_file(path: str) -> str:
-    """The text of ``path`` (``-``: standard input); a WorkbenchError that says why it cannot be read."""
-    if path == "-":
-        return sys.stdin.read()
-    p = Path(path)
-    if not p.exists():
-        raise WorkbenchError(f"no such file: {path}")
-    if p.is_dir():
-        raise WorkbenchError(f"{path} is a folder, not a file")
-    try:
-        return p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise WorkbenchError(f"{path} is not a text file (it is not UTF-8): give MLIR or XLA HLO text") from None
-    except OSError as e:
-        raise WorkbenchError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 def _label(path: str) -> str:

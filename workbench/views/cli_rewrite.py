@@ -169,7 +169,7 @@ def _pair(option: str, value: str, what: str) -> tuple[str, str]:
 def _planned(edits) -> list[tuple[str, str, str, str]]:
     """The command line's edits as (kind, stage, payload, option) -- a text edit's file read now, before any
     exploring, so that a missing file says so at once."""
-    from .cli_files import read_text_file
+    from .cli_common import read_text_file
 
     out = []
     for kind, value in edits:
