@@ -77,7 +77,7 @@ def _source(k, ns) -> str:
         return f"the table {k.source} kept"
     if ns.dump:
         return f"the dump in {ns.dump}"
-    return f"compiled for its LLO in {k.seconds:.1f} s"
+    return f"a compile of its LLO ({k.seconds:.1f} s)"
 
 
 def _pct(v) -> str:
