@@ -154,12 +154,13 @@ def test_report_of_a_program_that_prints_keeps_stdout_for_the_document(tmp_path)
 
 
 @pytest.mark.subprocess
-def test_profile_json_has_every_row_of_both_tables_whatever_top_says():
+def test_profile_json_has_every_row_of_both_tables_whatever_top_says(tmp_path):
     import workbench as wb
-    from workbench.examples import mlp
 
-    doc = _document(_command("profile", "mlp", "--json", "--repeat", "2", "--top", "2"), 0)
-    ex = wb.explore(mlp.fn, *mlp.args())
+    doc = _document(_command("profile", _target(tmp_path, "optax_chain"), "--json", "--repeat", "2", "--top", "2",
+                             cwd=tmp_path), 0)
+    inst = _corpus("optax_chain")
+    ex = wb.explore(inst.fn, *inst.args)
     prof = ex.profile(repeat=2)
     run = doc["run"]
     assert run["stage"] == prof.stage == ex.default_run_stage().name and run["calls"] == 2
