@@ -220,6 +220,9 @@ def test_an_edit_that_cannot_be_made_is_exit_status_2_in_one_line(tmp_path, targ
     r = _command("edit", target, "--insert-after", "cse#1=no-such-pass", cwd=tmp_path)
     _trouble(r, "--insert-after cse#1=no-such-pass: 'no-such-pass' does not refer to a registered pass or pass "
                 "pipeline")
+    r = _command("edit", target, "--remove", "stablehlo", cwd=tmp_path)  # the API's advice in the command's words
+    _trouble(r, "--remove stablehlo: stage 'stablehlo' is the module the pipeline starts from, not a pass's: there "
+                "is no pass to leave out (edit its text with --text STAGE=FILE)")
     # refused before exploring: no edit, a file that is not there
     r = _command("edit", target, cwd=tmp_path)
     _trouble(r, "give at least one edit: --text STAGE=FILE, --insert-after STAGE=PASS or --remove STAGE")

@@ -139,7 +139,7 @@ def cmd_step(ns) -> int:
                "reference": s.reference.name, "stages": records(s.table()), "skipped": list(s.skipped),
                "difference": difference, "summary": s.summary}
         return emit(ns, doc, status)
-    print(f"# {s.summary}\n")
+    print(f"# {s.summary.replace('(see .difference)', '(below)')}\n")
     print(_table(s.table()[["stage", "group", "lines", "ms"]]))  # the stage names say the patterns
     if difference is not None:
         print(f"\n# The end differs from one greedy run of all the patterns\n\n{difference['summary']}")
@@ -195,7 +195,15 @@ def _one_line(option: str, e: WorkbenchError, path: str = "") -> str:
     if isinstance(e, PipelineSyntaxError):
         said = [ln.split("error:", 1)[1].strip() for ln in str(e).splitlines() if "error:" in ln]
         return f"{option}: {said[0] if said else str(e).splitlines()[0]}"
-    return f"{option}: {' '.join(str(e).split())}"
+    said = " ".join(str(e).split())
+    for python, flag in _IN_FLAGS:  # the API's advice, in this command's words
+        said = said.replace(python, flag)
+    return f"{option}: {said}"
+
+
+# what the Python API's messages advise, as this command's options say it
+_IN_FLAGS = (("edit its text with with_text", "edit its text with --text STAGE=FILE"),
+             ("toggle XLA's passes with with_xla", "switch XLA's passes off with --xla-disable PASS"))
 
 
 def _apply(ex, planned):
