@@ -9,6 +9,12 @@
     hlo-workbench opt in.mlir --pass-pipeline='builtin.module(canonicalize,enzyme-hlo-opt)'   # like mlir-opt
     hlo-workbench open attn.hlox --stage xla:optimized   # a saved exploration (ex.save): its stage table, or a stage
     hlo-workbench memory mlp --rows 20   # where the bytes go: XLA's peak, what is live at it, by line; --json
+
+The commands of each capability live beside this module: cli_files (diff, opt, open, course), cli_gates
+(check), cli_memory (memory), cli_search (drift, bisect, reduce), cli_rewrite (applicable, step, edit),
+cli_backend (backend); cli_common is what they share (the target, exit statuses, --json documents) and
+cli_schema the helpers their documents' JSON Schemas are written with. Here: the exploring commands, the
+listings, ``schema``, the parser and main(), which turns every failure into status 2 with one line.
 """
 from __future__ import annotations
 
