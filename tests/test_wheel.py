@@ -174,6 +174,14 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_a_builtin_example_from_an
     out = sh(Path(paths["scripts"]) / "hlo-workbench", "report", "attention", cwd=elsewhere)
     assert "enzyme-hlo-patterns#1" in out and "stablehlo.dot_general" in out and "Final MLIR stage" in out
 
+    # the --json documents' schemas come with the wheel: a document of the installed command validates
+    doc = json.loads(sh(Path(paths["scripts"]) / "hlo-workbench", "memory", "mlp", "--json", cwd=elsewhere))
+    schema = json.loads(sh(Path(paths["scripts"]) / "hlo-workbench", "schema", "memory", cwd=elsewhere))
+    import jsonschema
+
+    jsonschema.validate(doc, schema)
+    assert doc["command"] == "memory" and doc["exit"] == 0 and doc["peak_bytes"] > 0
+
     # the course comes with the wheel: `hlo-workbench course` copies it out of the environment's share/
     out = sh(Path(paths["scripts"]) / "hlo-workbench", "course", "my-course", cwd=elsewhere)
     assert str(Path(paths["data"]) / "share" / "hlo-workbench" / "notebooks") in out, out
