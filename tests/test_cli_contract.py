@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # every capability a user reaches in Python has its command (issue 50), and nothing else hides there
 COMMANDS = {"stages", "report", "show", "profile", "patterns", "pipelines", "diff", "opt", "open", "course", "check",
             "memory", "drift", "bisect", "reduce", "applicable", "step", "edit", "backend", "schema",
-            "run", "cost"}
+            "run", "cost", "graph", "reproducer"}
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:

@@ -28,7 +28,7 @@ from .cli_common import (EXIT_FOUND, EXIT_HELP, EXIT_OK, EXIT_TROUBLE, builtin_e
                          error_document, explore_target, load_target, parse_args_spec, records)
 from .cli_schema import (STAGE_FAILURE, STAGE_ROW, array, boolean, check_document, document_schema, integer, maybe,
                          number, record, rows, string)
-from . import cli_backend, cli_rewrite, cli_run, cli_search
+from . import cli_artifacts, cli_backend, cli_rewrite, cli_run, cli_search
 from .cli_files import add_file_commands
 from .cli_gates import add_gate_commands
 from .cli_memory import add_memory_command
@@ -485,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_file_commands(sub)
     add_gate_commands(sub, load_target)
     add_memory_command(sub)
-    for module in (cli_search, cli_rewrite, cli_backend, cli_run):
+    for module in (cli_search, cli_rewrite, cli_backend, cli_run, cli_artifacts):
         module.add_commands(sub)
     _add_schema_command(sub)
     p.set_defaults(commands=tuple(sub.choices))

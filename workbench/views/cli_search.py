@@ -25,7 +25,8 @@ from .cli_common import EXIT_FOUND, EXIT_OK, command_parser, emit, explore_targe
 from .cli_schema import array, boolean, integer, maybe, number, record, rows, string
 
 __all__ = ["BISECT_SCHEMA", "DRIFT_SCHEMA", "REDUCE_SCHEMA", "add_commands", "add_predicate_options",
-           "check_predicate_options", "cmd_bisect", "cmd_drift", "cmd_reduce", "drift_document", "predicate_of"]
+           "check_predicate_options", "cmd_bisect", "cmd_drift", "cmd_reduce", "drift_document", "predicate_given",
+           "predicate_of"]
 
 
 # -- what the documents hold ------------------------------------------------------------------------------------
@@ -104,12 +105,15 @@ the predicate (one of; default --miscompiles): --miscompiles, --crashes [--inclu
 wb.has_op(...), ...; --drifts: wb.drifts_at(ex.drift()))."""
 
 
-def add_predicate_options(sp) -> None:
-    """The options that choose the built-in predicate of ``bisect`` and ``reduce`` (``predicate_of`` reads them)."""
-    g = sp.add_argument_group("the predicate (one of them; default --miscompiles)")
+def add_predicate_options(sp, default: bool = True) -> None:
+    """The options that choose the built-in predicate of ``bisect`` and ``reduce`` (``predicate_of`` reads them).
+    ``default``: --miscompiles where none is given; False where none is a choice of its own (``reproducer``:
+    ``predicate_given`` says whether one was)."""
+    g = sp.add_argument_group("the predicate (one of them; default --miscompiles)" if default else
+                              "the predicate (at most one; default: none)")
     one = g.add_mutually_exclusive_group()
     one.add_argument("--miscompiles", action="store_true", help="the last MLIR stage fails the numeric check "
-                     "against the program as lowered (wb.miscompiles(); the default)")
+                     "against the program as lowered (wb.miscompiles()" + ("; the default)" if default else ")"))
     one.add_argument("--crashes", action="store_true", help="an MLIR pass crashes, fails verification or raises "
                      "(wb.crashes(); --include-xla: XLA's compile too)")
     one.add_argument("--slower-than", type=float, metavar="SECONDS",
@@ -152,6 +156,12 @@ def check_predicate_options(ns) -> None:
     for option in ("op_count_above", "op_count_at_most"):
         if getattr(ns, option):
             _count("--" + option.replace("_", "-"), getattr(ns, option))
+
+
+def predicate_given(ns) -> bool:
+    """Whether an option of ``add_predicate_options`` chooses the predicate (else ``predicate_of``'s default)."""
+    return bool(ns.miscompiles or ns.crashes or ns.slower_than is not None or ns.op_count_above
+                or ns.op_count_at_most or ns.has_op or ns.lacks_op or ns.differs_from or ns.drifts)
 
 
 def predicate_of(ns, ex):
