@@ -196,7 +196,8 @@ def test_cost_rows_are_ex_cost_of_a_corpus_step(tmp_path):
     r = _command("cost", "step.py:fn", "--roofline", "TPU v5e", "--json", cwd=tmp_path, installed=True)
     doc = _document(r, 0)
     inst = program("donated_step").build()
-    want = wb.explore(inst.fn, *inst.args).cost(device="TPU v5e")
+    ex = wb.explore(inst.fn, *inst.args)
+    want = ex.cost(device="TPU v5e")
     assert doc["columns"] == list(want.columns) and doc["roofline"] == "TPU v5e" and doc["dtype"] == "fp32"
     assert [row["stage"] for row in doc["rows"]] == list(want.stage)
     for row, (_, w) in zip(doc["rows"], want.iterrows()):
@@ -217,11 +218,22 @@ def test_cost_rows_are_ex_cost_of_a_corpus_step(tmp_path):
     assert rows[0].split()[1:3] == [f"{stablehlo.ops:,}", f"{stablehlo.flops:,}"]
     assert len({len(line) for line in [header, *rows]}) == 1  # aligned
 
+    # --ops: the stage's row, and its cost op by op, XLA's own analysis of each instruction for an XLA stage
+    r = _command("cost", "step.py:fn", "--ops", "xla:optimized", "--json", cwd=tmp_path)
+    doc = _document(r, 0)
+    ops = ex.cost("xla:optimized")
+    assert [row["stage"] for row in doc["rows"]] == ["xla:optimized"] and doc["ops"]["stage"] == "xla:optimized"
+    assert doc["ops"]["columns"] == list(ops.columns)
+    assert [(o["name"], o["op"], o["flops"], o["bytes"]) for o in doc["ops"]["rows"]] == \
+        [(o.name, o.op, int(o.flops), int(o.bytes)) for o in ops.itertuples()]
+
 
 @pytest.mark.subprocess
-def test_cost_of_a_missing_file_or_an_unknown_roofline_device_exits_2(tmp_path):
+def test_cost_of_a_missing_file_an_unknown_roofline_device_or_ops_of_a_jaxpr_exits_2(tmp_path):
     r = _command("cost", "missing.py:fn", "--json", cwd=tmp_path)
     assert _could_not(r, "cost").startswith("no such file: missing.py")
     _target(tmp_path, "nanfed", NAN_FED)
     r = _command("cost", "nanfed.py:fn", "--roofline", "H1000", cwd=tmp_path)
     assert r.returncode == 2 and r.stdout == "" and "H100" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = _command("cost", "nanfed.py:fn", "--ops", "jaxpr", "--json", cwd=tmp_path)
+    assert "per-op costs exist for MLIR stages" in _could_not(r, "cost")

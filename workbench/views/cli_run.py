@@ -53,7 +53,11 @@ COST_SCHEMA = record({
     "columns": array(string(), description="every column of ex.cost(), in order"),
     "roofline": maybe(string(description="the device whose peaks gave the roofline times (--roofline)")),
     "dtype": string(), "failed": STAGE_FAILURE,
-    "rows": array(_COST_ROW, description="ex.cost(): one row per stage, every column (null: none)")})
+    "rows": array(_COST_ROW, description="ex.cost(): one row per stage, every column (null: none)"),
+    "ops": maybe(record({"stage": string(), "columns": array(string()),
+                         "rows": array(record({}, closed=False), description="one row per op, in the stage's order")},
+                        description="ex.cost(STAGE) of --ops STAGE: an MLIR stage's ops by the analytic model, an "
+                        "XLA stage's instructions by XLA's HloCostAnalysis (null: not asked)"))})
 
 
 # -- run ----------------------------------------------------------------------------------------------------
@@ -233,9 +237,31 @@ def _cost_text(df) -> str:
         return shown.to_string(index=False)
 
 
+def _ops_text(df, rows: int) -> str:
+    """ex.cost(STAGE) for a terminal: its first ``rows`` ops in the stage's order, the counts with thousands."""
+    import pandas as pd
+
+    shown = df.head(rows).copy()
+    for col in ("flops", "transcendentals", "bytes"):
+        shown[col] = shown[col].map(_count)
+    with pd.option_context("display.width", 250, "display.max_colwidth", 60, "display.max_rows", None):
+        text = shown.to_string(index=False)
+    if len(df) > rows:
+        text += f"\n... {len(df) - rows} more ops (--rows N shows more; --json has all)"
+    return text
+
+
 def cmd_cost(ns) -> int:
+    if ns.rows < 1:
+        raise WorkbenchError(f"--rows {ns.rows}: give a number of rows of at least 1")
+    if ns.ops and ns.stage:
+        raise WorkbenchError("--ops STAGE shows that stage's row and its ops: give it without --stage")
     ex = explore_target(ns)
     names = [ex.stage(s).name for s in ns.stage or ()]  # an unknown name: UnknownNameError, before any cost
+    per_op = None
+    if ns.ops:
+        per_op = ex.cost(ns.ops)  # a stage with no ops to cost (a jaxpr, backend output): status 2, in words
+        names = [ex.stage(ns.ops).name]
     df = ex.cost(device=ns.roofline, dtype=ns.dtype)
     if names:
         df = df.set_index("stage").loc[names].reset_index()
@@ -245,16 +271,21 @@ def cmd_cost(ns) -> int:
     status = EXIT_FOUND if ex.error is not None else EXIT_OK
     if ns.json:
         fail = None if ex.error is None else {"stage": ex.error.stage, "message": str(ex.error)}
+        ops = None if per_op is None else {"stage": names[0], "columns": [str(c) for c in per_op.columns],
+                                           "rows": records(per_op)}
         return emit(ns, {"columns": [str(c) for c in df.columns], "roofline": ns.roofline, "dtype": ns.dtype,
-                         "failed": fail, "rows": records(df)}, status)
+                         "failed": fail, "rows": records(df), "ops": ops}, status)
     where = f", roofline on {ns.roofline} at {ns.dtype}" if ns.roofline else ""
     counted = df[["flops", "xla_flops"]].notna().any(axis=1)
-    shown = df if ns.stage else df[counted]  # stages named by --stage are shown whatever they hold
+    shown = df if names else df[counted]  # stages named are shown whatever they hold
     print(f"# Cost of {len(shown)} stage{'s' * (len(shown) != 1)}: the analytic model's counts (loop bodies times "
           f"their trip count), XLA's own (xla_*){where}; --json has every column\n")
     print(_cost_text(shown))
     if len(shown) < len(df):
         print(f"({len(df) - len(shown)} stages hold no module to cost: {', '.join(df.stage[~counted])})")
+    if per_op is not None:
+        print(f"\n# {names[0]}: {len(per_op)} ops\n")
+        print(_ops_text(per_op, ns.rows))
     if ex.error is not None:
         print(f"\n{ex.error.full if ns.full_errors else ex.error}")
     return status
@@ -277,7 +308,9 @@ What each stage of TARGET costs (ex.cost() in Python): the analytic model's op c
 transcendentals and bytes (loop bodies times their trip count where it is known), XLA's own numbers for the
 same module (xla_flops, xla_bytes: loop bodies once), the bytes sent in collectives, and the compiled
 module's memory analysis (temp, argument and output bytes on xla:optimized). --roofline DEVICE adds
-lower-bound times from that device's peak rates and which one bounds the stage.
+lower-bound times from that device's peak rates and which one bounds the stage. --ops STAGE adds the stage's
+cost op by op (ex.cost(STAGE)): an MLIR stage's ops by the analytic model, an XLA stage's instructions by
+XLA's own HloCostAnalysis.
 
 Exit 0: the table printed; 1: the pipeline failed at a stage (the table has the stages before it)."""
 
@@ -295,4 +328,6 @@ def add_commands(sub) -> None:
                     "default: every stage)")
     sp.add_argument("--roofline", metavar="DEVICE", help="add roofline times on DEVICE's peaks (H100, H200, "
                     "A100, 'TPU v4', 'TPU v5e', 'TPU v5p', 'TPU v6e', cpu)")
+    sp.add_argument("--ops", metavar="STAGE", help="that stage's row and its cost op by op (ex.cost(STAGE))")
+    sp.add_argument("--rows", type=int, default=40, metavar="N", help="with --ops: the ops to print (default 40)")
     sp.add_argument("--dtype", default="fp32", help="the peak rate the roofline uses (default fp32; bf16, ...)")
