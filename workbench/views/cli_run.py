@@ -15,9 +15,10 @@ and the compiled module's memory analysis.
 from __future__ import annotations
 
 import math
+import sys
 
 from ..errors import WorkbenchError
-from .cli_common import EXIT_FOUND, EXIT_OK, command_parser, emit, explore_target, records, say
+from .cli_common import EXIT_FOUND, EXIT_OK, command_parser, emit, explore_target, records
 from .cli_schema import STAGE_FAILURE, array, boolean, integer, maybe, number, record, rows, string
 
 __all__ = ["COST_SCHEMA", "RUN_SCHEMA", "add_commands", "cmd_cost", "cmd_run", "run_document"]
@@ -170,7 +171,7 @@ def cmd_run(ns) -> int:
     docs, results = _runs(ex, ns)
     if getattr(ns, "save", None):
         path = ex.save(ns.save)
-        say(ns, f"# saved the exploration, with its runs, to {path}")
+        print(f"hlo-workbench: saved the exploration, with its runs, to {path}", file=sys.stderr)
     failed = [d["stage"] for d in docs if d["check"] is not None and not d["check"]["passed"]]
     unrun = [d for d in docs if d["error"]]
     if failed:
@@ -267,7 +268,7 @@ def cmd_cost(ns) -> int:
         df = df.set_index("stage").loc[names].reset_index()
     if getattr(ns, "save", None):
         path = ex.save(ns.save)
-        say(ns, f"# saved the exploration to {path}")
+        print(f"hlo-workbench: saved the exploration to {path}", file=sys.stderr)
     status = EXIT_FOUND if ex.error is not None else EXIT_OK
     if ns.json:
         fail = None if ex.error is None else {"stage": ex.error.stage, "message": str(ex.error)}
