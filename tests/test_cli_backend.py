@@ -4,38 +4,14 @@ the command give the rows ``wb.load(hlox).backend(dump=...)`` gives in Python, i
 kernels and says why, with how to get them, in one line (exit 2)."""
 import json
 import math
-import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
 
 from workbench.analysis.backend import KERNEL_COLUMNS
 from workbench.views.cli import validate_document
 
+from tests.cli_runs import command, corpus_target
 from tests.tpu_recordings import LLO, extract_llo
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-# a corpus program as a command-line target: the function and its arguments as the corpus builds them
-CORPUS_TARGET = """\
-from tests.corpus import program
-
-_inst = program("optax_chain").build()
-fn = _inst.fn
-
-
-def args():
-    return _inst.args
-"""
-
-
-def _backend(*args, cwd=ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the corpus target imports tests.corpus
-    return subprocess.run([sys.executable, "-m", "workbench", "backend", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=600, stdin=subprocess.DEVNULL)
-
 
 def _same_rows(doc_rows: list[dict], table) -> None:
     """The document's rows are the table's, row for row and column for column (NaN is null)."""
@@ -61,7 +37,7 @@ def test_the_nnx_steps_dump_gives_the_apis_table_and_one_fusions_kernel(tmp_path
     kernels = wb.load(str(hlox)).backend(dump=str(folder))
     table = kernels.table()
 
-    r = _backend(hlox, "--dump", folder, "--json")
+    r = command("backend", hlox, "--dump", folder, "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     validate_document(doc)
@@ -71,7 +47,7 @@ def test_the_nnx_steps_dump_gives_the_apis_table_and_one_fusions_kernel(tmp_path
     _same_rows(doc["rows"], table)
 
     fusion = table["fusion"].iloc[0]
-    r = _backend(hlox, "--dump", folder, "--fusion", fusion, "--rows", 7, "--json")
+    r = command("backend", hlox, "--dump", folder, "--fusion", fusion, "--rows", 7, "--json")
     assert r.returncode == 0, r.stderr
     one = json.loads(r.stdout)
     validate_document(one)
@@ -84,7 +60,7 @@ def test_the_nnx_steps_dump_gives_the_apis_table_and_one_fusions_kernel(tmp_path
     assert [(p["stage"], p["changed"]) for p in detail["passes"]] == k.passes()
     assert len(detail["bundle_rows"]) == 7 and detail["more_bundles"] == k.bundles - 7
 
-    text = _backend(hlox, "--dump", folder, "--fusion", fusion, "--rows", 3)
+    text = command("backend", hlox, "--dump", folder, "--fusion", fusion, "--rows", 3)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith(f"# {fusion} on a TPU v5 lite")
     assert "# Slot occupancy per unit" in text.stdout and k.passes()[-1][0] in text.stdout
@@ -100,7 +76,7 @@ def test_a_saved_kernel_table_prints_on_a_cpu_as_the_api_sorts_it_and_save_keeps
     table = kernels.table()
 
     copy = tmp_path / "copy.hlox"
-    r = _backend(hlox, "--rows", 4, "--save", copy)
+    r = command("backend", hlox, "--rows", 4, "--save", copy)
     assert r.returncode == 0, r.stderr
     assert r.stderr.startswith(f"hlo-workbench: saved the exploration with its kernel table to {copy}")
     head, _, *lines = r.stdout.splitlines()
@@ -111,7 +87,7 @@ def test_a_saved_kernel_table_prints_on_a_cpu_as_the_api_sorts_it_and_save_keeps
     assert [line.split()[0] for line in lines[1:5]] == list(table["fusion"].head(4))
     assert lines[5] == f"... {len(table) - 4} more fusions (--rows N shows more)"
 
-    r = _backend(copy, "--json", "--rows", 3)  # the copy --save wrote keeps the table too
+    r = command("backend", copy, "--json", "--rows", 3)  # the copy --save wrote keeps the table too
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     validate_document(doc)
@@ -120,7 +96,7 @@ def test_a_saved_kernel_table_prints_on_a_cpu_as_the_api_sorts_it_and_save_keeps
 
     # the table keeps no LLO: one fusion's row, and the API's words for the kernel it cannot give
     fusion = table["fusion"].iloc[1]
-    r = _backend(hlox, "--fusion", fusion, "--json")
+    r = command("backend", hlox, "--fusion", fusion, "--json")
     assert r.returncode == 0, r.stderr
     one = json.loads(r.stdout)
     validate_document(one)
@@ -134,10 +110,10 @@ def test_a_cpu_target_has_no_kernels_and_says_why_and_how_to_get_them(tmp_path):
 
     import workbench as wb
 
-    (tmp_path / "step.py").write_text(CORPUS_TARGET)
+    corpus_target(tmp_path, "optax_chain", "step.py")
     inst = program("optax_chain").build()
     why = wb.explore(inst.fn, *inst.args).backend().why
-    r = _backend("step.py:fn", "--json", cwd=tmp_path)
+    r = command("backend", "step.py:fn", "--json", cwd=tmp_path)
     assert r.returncode == 2
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("hlo-workbench: no TPU kernels: ")
     assert why.rstrip(".") in r.stderr and "-d tpu:0" in r.stderr
@@ -145,8 +121,8 @@ def test_a_cpu_target_has_no_kernels_and_says_why_and_how_to_get_them(tmp_path):
     validate_document(doc)
     assert doc["exit"] == 2 and doc["error"]["message"] == r.stderr.strip()[len("hlo-workbench: "):]
 
-    r = _backend(LLO / "mlp_bf16.hlox", "--fusion", "fusion.99", "--json")
+    r = command("backend", LLO / "mlp_bf16.hlox", "--fusion", "fusion.99", "--json")
     assert r.returncode == 2 and "unknown fusion 'fusion.99'; did you mean" in r.stderr
     validate_document(json.loads(r.stdout))
-    r = _backend(LLO / "mlp_bf16.hlox", "--dump", tmp_path / "no-such-folder")
+    r = command("backend", LLO / "mlp_bf16.hlox", "--dump", tmp_path / "no-such-folder")
     assert r.returncode == 2 and "is no folder" in r.stderr and not r.stdout

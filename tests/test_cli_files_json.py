@@ -3,17 +3,11 @@ as a user types them (a subprocess, no terminal), on the corpus's optax_chain: e
 schema the package ships and holds the facts the Python API gives on the same files (``ex.diff``,
 ``compare_explorations``, ``wb.opt``, ``ex.table()``, ``check_golden``), with the exit statuses the text has (diff and
 check 0 same / 1 differ, opt and open 1 for a failed pass or stage, 2 could not)."""
-import json
-import os
-import pathlib
 import subprocess
-import sys
 
 import pytest
 
-from workbench.views.cli import validate_document
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.cli_runs import ROOT, command, document
 
 # a pass that fails on a module without @__transform_main (tests/test_cli.py reads it the same way)
 FAILING_PASS = "transform-interpreter"
@@ -21,11 +15,9 @@ FAILING_PASS = "transform-interpreter"
 
 def _command(*args, cwd) -> tuple[subprocess.CompletedProcess, dict]:
     """The command and its --json document, validated against its schema."""
-    r = subprocess.run([sys.executable, "-m", "workbench", *map(str, args), "--json"], capture_output=True, text=True,
-                       cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600, stdin=subprocess.DEVNULL)
-    doc = json.loads(r.stdout)  # one JSON document, nothing else on stdout
-    validate_document(doc)
-    assert doc["command"] == args[0] and doc["exit"] == r.returncode
+    r = command(*args, "--json", cwd=cwd)
+    doc = document(r, r.returncode)
+    assert doc["command"] == args[0]
     return r, doc
 
 

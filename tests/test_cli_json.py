@@ -3,51 +3,11 @@
 against the schema the package ships and holds the facts the Python API gives on the same program: the stage
 table (``ex.table()``), a stage's text, the op-count delta, the cost rows, the run's check, the profiles'
 tables, the catalog and the presets."""
-import json
-import os
-import pathlib
-import subprocess
-import sys
-
 import pytest
 
-from workbench.views.cli import validate_document
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-# a corpus program as a command-line target: the function and its arguments as the corpus builds them
-CORPUS_TARGET = """\
-from tests.corpus import program
-
-_inst = program({name!r}).build()
-fn = _inst.fn
-
-
-def args():
-    return _inst.args
-"""
+from tests.cli_runs import command, corpus_target, document
 
 FAILING = "canonicalize,one-shot-bufferize"  # one-shot-bufferize fails on StableHLO: a stage that failed
-
-
-def _command(*args, cwd=ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # a corpus target imports tests.corpus
-    return subprocess.run([sys.executable, "-m", "workbench", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=600, stdin=subprocess.DEVNULL)
-
-
-def _document(r: subprocess.CompletedProcess, status: int) -> dict:
-    """The one JSON document on stdout (nothing else there), valid for its command, with its exit status."""
-    assert r.returncode == status, r.stderr[-3000:]
-    doc = json.loads(r.stdout)
-    validate_document(doc)
-    assert doc["schema"] == 1 and doc["exit"] == status
-    return doc
-
-
-def _target(tmp_path, name: str) -> str:
-    (tmp_path / f"{name}.py").write_text(CORPUS_TARGET.format(name=name))
-    return f"{name}.py:fn"
 
 
 def _corpus(name: str):
@@ -65,7 +25,7 @@ def test_stages_and_show_of_an_equinox_program_are_its_table_and_texts_in_python
     import workbench as wb
 
     saved = tmp_path / "eqx.hlox"
-    doc = _document(_command("stages", _target(tmp_path, "eqx_filter_jit"), "--json", "--save", saved,
+    doc = document(command("stages", corpus_target(tmp_path, "eqx_filter_jit"), "--json", "--save", saved,
                              cwd=tmp_path), 0)
     inst = _corpus("eqx_filter_jit")
     ex = wb.explore(inst.fn, *inst.args)
@@ -82,14 +42,14 @@ def test_stages_and_show_of_an_equinox_program_are_its_table_and_texts_in_python
     # show reads the saved exploration (the --save note went to stderr, not into the document)
     kept = wb.load(saved)
     for name in ("enzyme-hlo-patterns#1", "xla:optimized"):
-        shown = _document(_command("show", saved, "--stage", name, "--json"), 0)
+        shown = document(command("show", saved, "--stage", name, "--json"), 0)
         st = (ex if name.startswith("enzyme") else kept).stage(name)
         assert (shown["stage"], shown["group"], shown["produced_by"]) == (st.name, st.group, st.produced_by)
         assert shown["text"] == st.text != "" and shown["error"] is None
 
     # a stage that is not there: status 2, one line on stderr, the error document on stdout
-    r = _command("show", saved, "--stage", "enzyme-hlo-patterns#9", "--json")
-    trouble = _document(r, 2)
+    r = command("show", saved, "--stage", "enzyme-hlo-patterns#9", "--json")
+    trouble = document(r, 2)
     assert r.stderr.startswith("hlo-workbench: unknown stage 'enzyme-hlo-patterns#9'") and "Traceback" not in r.stderr
     assert trouble["error"]["type"] == "UnknownNameError" and "did you mean" in trouble["error"]["message"]
 
@@ -100,18 +60,18 @@ def test_a_failed_stage_is_status_1_with_the_apis_error_in_stages_show_and_profi
     from workbench.examples import mlp
 
     saved = tmp_path / "failed.hlox"
-    doc = _document(_command("stages", "mlp", "-p", FAILING, "--json", "--save", saved), 1)
+    doc = document(command("stages", "mlp", "-p", FAILING, "--json", "--save", saved), 1)
     ex = wb.explore(mlp.fn, *mlp.args(), pipeline=FAILING)
     assert doc["failed"] == {"stage": ex.error.stage, "message": str(ex.error)}
     assert doc["failed"]["stage"] == "one-shot-bufferize#1" == doc["stages"][-1]["stage"]
     assert [r["stage"] for r in doc["stages"]] == list(ex.table()["stage"])
     assert doc["stages"][-1]["ms"] is None and doc["stages"][-1]["error"] == ex.stage("one-shot-bufferize#1").error
 
-    shown = _document(_command("show", saved, "--stage", "one-shot-bufferize#1", "--json"), 1)
+    shown = document(command("show", saved, "--stage", "one-shot-bufferize#1", "--json"), 1)
     assert shown["error"] == ex.stage("one-shot-bufferize#1").error and shown["text"] == ""
 
     # nothing past the failed stage to run: profile says which failed, and has no tables
-    profiled = _document(_command("profile", saved, "--json"), 1)
+    profiled = document(command("profile", saved, "--json"), 1)
     assert profiled["failed"] == doc["failed"] and profiled["run"] is None and profiled["compile"] is None
 
 
@@ -122,9 +82,9 @@ def test_report_of_a_program_that_prints_keeps_stdout_for_the_document(tmp_path)
 
     import workbench as wb
 
-    r = _command("report", _target(tmp_path, "debug_print_loop"), "--json", "--repeat", "2", "--html", "r.html",
+    r = command("report", corpus_target(tmp_path, "debug_print_loop"), "--json", "--repeat", "2", "--html", "r.html",
                  cwd=tmp_path)
-    doc = _document(r, 0)
+    doc = document(r, 0)
     assert "power iteration" in r.stderr
     inst = _corpus("debug_print_loop")
     ex = wb.explore(inst.fn, *inst.args)
@@ -157,7 +117,7 @@ def test_report_of_a_program_that_prints_keeps_stdout_for_the_document(tmp_path)
 def test_profile_json_has_every_row_of_both_tables_whatever_top_says(tmp_path):
     import workbench as wb
 
-    doc = _document(_command("profile", _target(tmp_path, "optax_chain"), "--json", "--repeat", "2", "--top", "2",
+    doc = document(command("profile", corpus_target(tmp_path, "optax_chain"), "--json", "--repeat", "2", "--top", "2",
                              cwd=tmp_path), 0)
     inst = _corpus("optax_chain")
     ex = wb.explore(inst.fn, *inst.args)
@@ -182,20 +142,20 @@ def test_patterns_and_pipelines_json_are_the_catalog_and_the_presets():
     import workbench as wb
 
     catalog = wb.patterns()
-    doc = _document(_command("patterns", "--search", "Transpose", "--group", "base", "--json"), 0)
+    doc = document(command("patterns", "--search", "Transpose", "--group", "base", "--json"), 0)
     want = catalog[(catalog["group"] == "base") & catalog["name"].str.contains("transpose", case=False)]
     assert [p["name"] for p in doc["patterns"]] == list(want["name"]) != []
     assert {p["group"] for p in doc["patterns"]} == {"base"} and "groups" not in doc
 
-    groups = _document(_command("patterns", "--groups", "--json"), 0)["groups"]
+    groups = document(command("patterns", "--groups", "--json"), 0)["groups"]
     counts = catalog.groupby("group")["name"].size()
     assert {g["group"]: g["patterns"] for g in groups} == counts.to_dict()
     assert sum(g["enabled_by_default"] for g in groups) == int(catalog["default_enabled"].sum())
 
-    r = _command("patterns", "--group", "bse", "--json")
-    assert _document(r, 2)["error"]["type"] == "UnknownNameError" and "did you mean 'base'" in r.stderr
+    r = command("patterns", "--group", "bse", "--json")
+    assert document(r, 2)["error"]["type"] == "UnknownNameError" and "did you mean 'base'" in r.stderr
 
-    presets = _document(_command("pipelines", "--json"), 0)["pipelines"]
+    presets = document(command("pipelines", "--json"), 0)["pipelines"]
     table = wb.pipelines()
     assert _facts(presets, ("name", "steps", "passes", "needs_enzyme")) == \
         list(table[["name", "steps", "passes", "needs_enzyme"]].itertuples(index=False, name=None))

@@ -2,15 +2,10 @@
 fresh process, no terminal. What it prints is ``Exploration.memory()`` of the same program explored in Python:
 the same peak, to the byte, and the same top line."""
 import json
-import os
-import pathlib
-import shutil
-import subprocess
-import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.cli_runs import command, corpus_target
 
 # a user's file: one big temporary (tanh of a [1024,1024] product: 4 MiB) between two small matmuls
 BIG_TEMPORARY = """\
@@ -23,30 +18,6 @@ def f(x, w, v):
 """
 BIG_ARGS = "f32[1024,64],f32[64,1024],f32[1024,64]"
 
-# a corpus program as a command-line target: the function and its arguments as the corpus builds them
-CORPUS_TARGET = """\
-from tests.corpus import program
-
-_inst = program("optax_chain").build()
-fn = _inst.fn
-
-
-def args():
-    return _inst.args
-"""
-
-
-def _command(*args, cwd, installed: bool = False) -> subprocess.CompletedProcess:
-    if installed:
-        console = shutil.which("hlo-workbench", path=os.path.dirname(sys.executable))
-        assert console, f"no hlo-workbench script beside {sys.executable}: scripts/setup.sh installs the package"
-        argv = [console]
-    else:
-        argv = [sys.executable, "-m", "workbench"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the corpus target imports tests.corpus
-    return subprocess.run(argv + ["memory", *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=600, stdin=subprocess.DEVNULL)
-
 
 @pytest.mark.subprocess
 def test_json_of_a_corpus_program_is_its_memory_in_python_and_a_saved_exploration_keeps_it(tmp_path):
@@ -54,9 +25,9 @@ def test_json_of_a_corpus_program_is_its_memory_in_python_and_a_saved_exploratio
 
     import workbench as wb
 
-    (tmp_path / "step.py").write_text(CORPUS_TARGET)
+    corpus_target(tmp_path, "optax_chain", "step.py")
     saved = tmp_path / "step.hlox"
-    r = _command("step.py:fn", "--json", "--save", saved, cwd=tmp_path, installed=True)
+    r = command("memory", "step.py:fn", "--json", "--save", saved, cwd=tmp_path, installed=True)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)  # one JSON document, nothing else on stdout
     inst = program("optax_chain").build()
@@ -69,7 +40,7 @@ def test_json_of_a_corpus_program_is_its_memory_in_python_and_a_saved_exploratio
     # optax_chain donates nothing: the parameters and the optimizer's state could be donated
     assert [d["argument"] for d in doc["donation"]] == list(m.donation()["argument"]) != []
 
-    again = _command(saved, "--json", cwd=tmp_path)
+    again = command("memory", saved, "--json", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["peak_bytes"] == m.peak_bytes
 
@@ -78,7 +49,7 @@ def test_json_of_a_corpus_program_is_its_memory_in_python_and_a_saved_exploratio
 def test_tables_put_the_big_temporary_first_under_the_users_line(tmp_path):
     src = tmp_path / "big.py"
     src.write_text(BIG_TEMPORARY)
-    r = _command(f"{src}:f", "--args", BIG_ARGS, "--rows", "2", cwd=tmp_path)
+    r = command("memory", f"{src}:f", "--args", BIG_ARGS, "--rows", "2", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert out.startswith("# peak 5.0 MiB of host memory") and "Traceback" not in r.stderr
@@ -97,11 +68,11 @@ def test_tables_put_the_big_temporary_first_under_the_users_line(tmp_path):
 
 @pytest.mark.subprocess
 def test_a_target_that_cannot_be_read_is_exit_status_2_with_one_line_saying_why(tmp_path):
-    r = _command("no_such_example", cwd=tmp_path)
+    r = command("memory", "no_such_example", cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip() == ("hlo-workbench: no such built-in example: no_such_example (built-in examples: "
                                 "attention, convnet, mlp, scan; or give PATH.py:FUNC)")
-    r = _command(tmp_path / "missing.hlox", cwd=tmp_path)
+    r = command("memory", tmp_path / "missing.hlox", cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.strip() == f"hlo-workbench: no such saved exploration: {tmp_path}/missing.hlox"
 
 

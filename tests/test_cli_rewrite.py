@@ -2,39 +2,20 @@
 corpus program (custom_rules: a loss with a custom_vjp and a custom_jvp, and its value_and_grad). What each
 prints is what the Python API gives on the same program: ``ex.applicable``, ``ex.step`` and the edits
 ``with_text`` / ``with_pass`` / ``without_pass`` with ``changes_since``."""
-import json
-import os
-import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
 
 from workbench.ir.text import strip_locations
-from workbench.views.cli import validate_document
+
+from tests.cli_runs import command, corpus_target, could_not, document
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-# a corpus program as a command-line target: the function and its arguments as the corpus builds them
-CORPUS_TARGET = """\
-from tests.corpus import program
-
-_inst = program("custom_rules").build()
-fn = _inst.fn
-
-
-def args():
-    return _inst.args
-"""
 
 
 @pytest.fixture
 def target(tmp_path):
-    (tmp_path / "rules.py").write_text(CORPUS_TARGET)
-    return "rules.py:fn"
+    return corpus_target(tmp_path, "custom_rules", "rules.py")
 
 
 @pytest.fixture(scope="module")
@@ -48,36 +29,13 @@ def explored():
     return {p: wb.explore(inst.fn, *inst.args, pipeline=p) for p in ("all", "upstream")}
 
 
-def _command(*args, cwd) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the target imports tests.corpus
-    return subprocess.run([sys.executable, "-m", "workbench", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=600, stdin=subprocess.DEVNULL)
-
-
-def _document(r: subprocess.CompletedProcess, status: int) -> dict:
-    assert r.returncode == status, r.stderr
-    doc = json.loads(r.stdout)  # one JSON document, nothing else on stdout
-    validate_document(doc)
-    assert doc["exit"] == status
-    return doc
-
-
-def _trouble(r: subprocess.CompletedProcess, line: str) -> None:
-    """Exit status 2 with one line on stderr saying why."""
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    assert r.stderr.strip() == f"hlo-workbench: {line}"
-
-
-# -- applicable ----------------------------------------------------------------------------------------------
-
-
 @pytest.mark.subprocess
 def test_applicable_lists_the_patterns_python_finds_and_every_patterns_row(tmp_path, target, explored):
     import workbench as wb
 
     ex = explored["all"]
     names = ex.applicable()
-    doc = _document(_command("applicable", target, "--json", cwd=tmp_path), 0)
+    doc = document(command("applicable", target, "--json", cwd=tmp_path), 0)
     assert doc["command"] == "applicable" and doc["stage"] == "stablehlo" and not doc["exact"]
     assert doc["patterns"] == names != []
     assert [r["name"] for r in doc["rows"]] == list(wb.patterns().name)  # every pattern of the catalog, in order
@@ -86,7 +44,7 @@ def test_applicable_lists_the_patterns_python_finds_and_every_patterns_row(tmp_p
     assert doc["summary"].startswith(f"{len(names)} of {len(doc['rows'])} patterns change 'stablehlo'")
 
     # one run per pattern gives the same answer, as every pattern's row
-    r = _command("applicable", target, "--exact", "--details", cwd=tmp_path)
+    r = command("applicable", target, "--exact", "--details", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     head, _, table = r.stdout.partition("\n\n")
     assert head == (f"# {len(names)} of {len(wb.patterns())} patterns change 'stablehlo' when applied alone "
@@ -99,10 +57,10 @@ def test_applicable_lists_the_patterns_python_finds_and_every_patterns_row(tmp_p
 
 @pytest.mark.subprocess
 def test_applicable_to_a_stage_that_is_no_module_is_exit_status_2(tmp_path, target):
-    r = _command("applicable", target, "--stage", "jaxpr", "--json", cwd=tmp_path)
-    _trouble(r, "stage 'jaxpr' is not an MLIR module the patterns can run on; pick 'stablehlo' or an MLIR "
+    r = command("applicable", target, "--stage", "jaxpr", "--json", cwd=tmp_path)
+    assert could_not(r) == ("stage 'jaxpr' is not an MLIR module the patterns can run on; pick 'stablehlo' or an MLIR "
                 "pipeline stage")
-    doc = _document(r, 2)
+    doc = document(r, 2)
     assert doc["error"]["type"] == "WorkbenchError"
 
 
@@ -116,7 +74,7 @@ def test_step_is_pythons_stepping_exit_1_where_it_ends_elsewhere_and_saved_as_it
 
     s = explored["all"].step()
     assert not s.matches_reference  # custom_rules: one pattern at a time ends elsewhere than the greedy run
-    doc = _document(_command("step", target, "--json", "--save", tmp_path / "steps.hlox", cwd=tmp_path), 1)
+    doc = document(command("step", target, "--json", "--save", tmp_path / "steps.hlox", cwd=tmp_path), 1)
     assert doc["applied"] == s.applied() != [] and doc["matches_reference"] is False
     assert [r["stage"] for r in doc["stages"]] == s.names
     assert doc["stages"][1]["stage"] == f"pattern:{s.applied()[0]}#1"
@@ -126,7 +84,7 @@ def test_step_is_pythons_stepping_exit_1_where_it_ends_elsewhere_and_saved_as_it
     assert wb.load(tmp_path / "steps.hlox").names == s.names
 
     # from a stage the greedy run made, no pattern applies: stepping ends where it starts, as the greedy run does
-    r = _command("step", target, "--stage", "enzyme-hlo-patterns#1", cwd=tmp_path)
+    r = command("step", target, "--stage", "enzyme-hlo-patterns#1", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("# no pattern applies to 'enzyme-hlo-patterns#1'\n")
     assert "differs" not in r.stdout
@@ -134,7 +92,7 @@ def test_step_is_pythons_stepping_exit_1_where_it_ends_elsewhere_and_saved_as_it
 
 @pytest.mark.subprocess
 def test_step_from_an_unknown_stage_is_exit_status_2_naming_the_stages(tmp_path, target):
-    r = _command("step", target, "--stage", "cse#9", cwd=tmp_path)
+    r = command("step", target, "--stage", "cse#9", cwd=tmp_path)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert r.stderr.startswith("hlo-workbench: unknown stage 'cse#9'") and "cse#1" in r.stderr
 
@@ -150,7 +108,7 @@ def test_edit_removes_and_inserts_passes_as_python_does_and_saves_its_edits(tmp_
     edited = ex.without_pass("cse#1").with_pass("stablehlo", "canonicalize")
     changes = edited.changes_since(ex)
     saved, html = tmp_path / "edited.hlox", tmp_path / "edited.html"
-    doc = _document(_command("edit", target, "-p", "upstream", "--remove", "cse#1", "--insert-after",
+    doc = document(command("edit", target, "-p", "upstream", "--remove", "cse#1", "--insert-after",
                              "stablehlo=canonicalize", "--json", "--save", saved, "--html", html, cwd=tmp_path), 0)
     assert [(e["kind"], e["stage"], e["at"], e["pass"]) for e in doc["edits"]] == [
         (e.kind, e.stage, e.at, e.pass_) for e in edited.edits] == [("remove", "cse#1", 1, "cse"),
@@ -169,7 +127,7 @@ def test_edit_removes_and_inserts_passes_as_python_does_and_saves_its_edits(tmp_
     assert back["symbol-dce#1"].text == edited["symbol-dce#1"].text != ex["symbol-dce#1"].text
     assert html.read_text().lstrip().lower().startswith("<!doctype html")
 
-    r = _command("edit", target, "-p", "upstream", "--remove", "cse#1", cwd=tmp_path)
+    r = command("edit", target, "-p", "upstream", "--remove", "cse#1", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     first, second = r.stdout.splitlines()[:2]
     assert first.startswith("# 'cse#1' (cse) removed: ")
@@ -197,8 +155,8 @@ def test_edit_whose_text_xla_refuses_is_exit_1_with_the_stages_before_it(tmp_pat
     (tmp_path / "call.mlir").write_text(_call_nothing_implements(ex["cse#1"].text))
     edited = ex.with_text("cse#1", (tmp_path / "call.mlir").read_text())
     assert edited.error is not None
-    r = _command("edit", target, "-p", "upstream", "--text", "cse#1=call.mlir", "--json", cwd=tmp_path)
-    doc = _document(r, 1)
+    r = command("edit", target, "-p", "upstream", "--text", "cse#1=call.mlir", "--json", cwd=tmp_path)
+    doc = document(r, 1)
     assert doc["failed"]["stage"] == edited.error.stage == "xla:compile"
     assert "no_such_target" in doc["failed"]["message"] and "no_such_target" in r.stderr
     assert [r["stage"] for r in doc["stages"]] == edited.names
@@ -210,21 +168,21 @@ def test_edit_whose_text_xla_refuses_is_exit_1_with_the_stages_before_it(tmp_pat
 @pytest.mark.subprocess
 def test_an_edit_that_cannot_be_made_is_exit_status_2_in_one_line(tmp_path, target):
     (tmp_path / "bad.mlir").write_text("module {\n  func.func @main( {\n}\n")
-    r = _command("edit", target, "-p", "upstream", "--text", "cse#1=bad.mlir", "--json", cwd=tmp_path)
-    _trouble(r, "--text cse#1=bad.mlir: bad.mlir:2:19: error: expected non-function type")
-    assert _document(r, 2)["error"]["type"] == "MlirSyntaxError"
+    r = command("edit", target, "-p", "upstream", "--text", "cse#1=bad.mlir", "--json", cwd=tmp_path)
+    assert could_not(r) == ("--text cse#1=bad.mlir: bad.mlir:2:19: error: expected non-function type")
+    assert document(r, 2)["error"]["type"] == "MlirSyntaxError"
 
-    r = _command("edit", target, "-p", "upstream", "--remove", "cse#9", "--insert-after", "cse#1=no-such-pass",
+    r = command("edit", target, "-p", "upstream", "--remove", "cse#9", "--insert-after", "cse#1=no-such-pass",
                  cwd=tmp_path)
-    _trouble(r, "--remove cse#9: unknown stage 'cse#9'; did you mean 'cse#1', 'xla:cse#1'?")
-    r = _command("edit", target, "--insert-after", "cse#1=no-such-pass", cwd=tmp_path)
-    _trouble(r, "--insert-after cse#1=no-such-pass: 'no-such-pass' does not refer to a registered pass or pass "
+    assert could_not(r) == ("--remove cse#9: unknown stage 'cse#9'; did you mean 'cse#1', 'xla:cse#1'?")
+    r = command("edit", target, "--insert-after", "cse#1=no-such-pass", cwd=tmp_path)
+    assert could_not(r) == ("--insert-after cse#1=no-such-pass: 'no-such-pass' does not refer to a registered pass or pass "
                 "pipeline")
-    r = _command("edit", target, "--remove", "stablehlo", cwd=tmp_path)  # the API's advice in the command's words
-    _trouble(r, "--remove stablehlo: stage 'stablehlo' is the module the pipeline starts from, not a pass's: there "
+    r = command("edit", target, "--remove", "stablehlo", cwd=tmp_path)  # the API's advice in the command's words
+    assert could_not(r) == ("--remove stablehlo: stage 'stablehlo' is the module the pipeline starts from, not a pass's: there "
                 "is no pass to leave out (edit its text with --text STAGE=FILE)")
     # refused before exploring: no edit, a file that is not there
-    r = _command("edit", target, cwd=tmp_path)
-    _trouble(r, "give at least one edit: --text STAGE=FILE, --insert-after STAGE=PASS or --remove STAGE")
-    r = _command("edit", target, "--text", "cse#1=missing.mlir", cwd=tmp_path)
-    _trouble(r, "--text cse#1=missing.mlir: no such file: missing.mlir")
+    r = command("edit", target, cwd=tmp_path)
+    assert could_not(r) == ("give at least one edit: --text STAGE=FILE, --insert-after STAGE=PASS or --remove STAGE")
+    r = command("edit", target, "--text", "cse#1=missing.mlir", cwd=tmp_path)
+    assert could_not(r) == ("--text cse#1=missing.mlir: no such file: missing.mlir")

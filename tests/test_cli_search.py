@@ -8,21 +8,15 @@ with Reactant's no_nan, so a pattern folds the replacement away), and the corpus
 a pattern removes its one transpose) and attention (``dot_product_attention``: a transpose stays)."""
 import importlib.util
 import json
-import os
-import pathlib
-import shutil
-import subprocess
-import sys
 
 import pytest
 
 import workbench as wb
 from workbench.errors import NothingToSearchError
-from workbench.views.cli import validate_document
+
+from tests.cli_runs import command, corpus_target, could_not, document
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # test_drift's planted miscompile, as a user's file: no_nan lets the patterns fold the jnp.where away
 NAN_FED = """\
@@ -39,31 +33,6 @@ def args():
     return jnp.arange(32.0).reshape(4, 8).at[1, 2].set(jnp.nan), jnp.ones((8, 3)) / 8
 """
 
-# a corpus program as a command-line target: the function and its arguments as the corpus builds them
-CORPUS_TARGET = """\
-from tests.corpus import program
-
-_inst = program({name!r}).build()
-fn = _inst.fn
-
-
-def args():
-    return _inst.args
-"""
-
-
-def _command(*args, cwd, installed: bool = False) -> subprocess.CompletedProcess:
-    if installed:
-        console = shutil.which("hlo-workbench", path=os.path.dirname(sys.executable))
-        assert console, f"no hlo-workbench script beside {sys.executable}: scripts/setup.sh installs the package"
-        argv = [console]
-    else:
-        argv = [sys.executable, "-m", "workbench"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the corpus targets import tests.corpus
-    return subprocess.run(argv + [str(a) for a in args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=600, stdin=subprocess.DEVNULL)
-
-
 def _target(tmp_path, name: str, text: str):
     """Write a user's file ``name``.py and import it here as well: the same function from the same file, so the
     source lines the Python API reports are those the command reports."""
@@ -75,32 +44,14 @@ def _target(tmp_path, name: str, text: str):
     return module
 
 
-def _document(r: subprocess.CompletedProcess, status: int) -> dict:
-    assert r.returncode == status, r.stderr
-    doc = json.loads(r.stdout)  # one JSON document, nothing else on stdout
-    validate_document(doc)
-    assert doc["schema"] == 1 and doc["exit"] == status
-    return doc
-
-
-def _could_not(r: subprocess.CompletedProcess, command: str) -> str:
-    """Exit status 2: one line on stderr, and the error document on stdout; the line, without the prefix."""
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    line = r.stderr.strip()
-    assert line.startswith("hlo-workbench: ") and "\n" not in line, r.stderr
-    doc = _document(r, 2)
-    assert doc["command"] == command and doc["error"]["message"] == line[len("hlo-workbench: "):]
-    return doc["error"]["message"]
-
-
 # -- drift ----------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.subprocess
 def test_drift_finds_the_no_nan_fold_where_ex_drift_does_and_exits_1(tmp_path):
     user = _target(tmp_path, "nanfed", NAN_FED)
-    r = _command("drift", "nanfed.py:fn", "--no-nan", "--json", cwd=tmp_path, installed=True)
-    doc = _document(r, 1)
+    r = command("drift", "nanfed.py:fn", "--no-nan", "--json", cwd=tmp_path, installed=True)
+    doc = document(r, 1)
     d = wb.explore(user.fn, *user.args(), no_nan=True).drift()
     assert d.found and doc["found"] is True and doc["command"] == "drift"
     for field in ("stage", "reference", "device", "line", "outputs_drift", "ops", "compared", "rule", "note"):
@@ -124,7 +75,7 @@ def test_drift_finds_the_no_nan_fold_where_ex_drift_does_and_exits_1(tmp_path):
     assert doc["table"][0]["line"] == table["line"].iloc[0] and isinstance(doc["table"][0]["line"], int)
     assert doc["summary"].startswith(f"{d.stage!r} drifts from 'stablehlo' at %0 = stablehlo.dot_general")
 
-    r = _command("drift", "nanfed.py:fn", "--no-nan", "--rows", "1", cwd=tmp_path)
+    r = command("drift", "nanfed.py:fn", "--no-nan", "--rows", "1", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     out = r.stdout
     assert out.startswith(f"# {d.stage!r} drifts from 'stablehlo' at %0 = stablehlo.dot_general")
@@ -139,10 +90,10 @@ def test_drift_finds_the_no_nan_fold_where_ex_drift_does_and_exits_1(tmp_path):
 def test_drift_of_a_corpus_program_whose_rounding_moves_is_none_and_exits_0(tmp_path):
     from tests.corpus import program
 
-    (tmp_path / "sgd.py").write_text(CORPUS_TARGET.format(name="donated_step"))
+    corpus_target(tmp_path, "donated_step", "sgd.py")
     saved = tmp_path / "sgd.hlox"
-    r = _command("drift", "sgd.py:fn", "--json", "--save", saved, cwd=tmp_path)
-    doc = _document(r, 0)
+    r = command("drift", "sgd.py:fn", "--json", "--save", saved, cwd=tmp_path)
+    doc = document(r, 0)
     inst = program("donated_step").build()
     d = wb.explore(inst.fn, *inst.args).drift()
     assert not d.found and doc["found"] is False and doc["op"] is None and doc["line"] == ""
@@ -152,7 +103,7 @@ def test_drift_of_a_corpus_program_whose_rounding_moves_is_none_and_exits_0(tmp_
     assert len(doc["table"]) == len(d.table()) and not any(row["drifts"] for row in doc["table"])
     assert saved.is_file()
 
-    r = _command("drift", saved, cwd=tmp_path)  # the saved exploration, searched again
+    r = command("drift", saved, cwd=tmp_path)  # the saved exploration, searched again
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"# no drift: the {d.compared} values of {d.stage!r}")
 
@@ -160,8 +111,8 @@ def test_drift_of_a_corpus_program_whose_rounding_moves_is_none_and_exits_0(tmp_
 @pytest.mark.subprocess
 def test_drift_of_a_stage_that_is_not_there_exits_2_saying_which_there_are(tmp_path):
     _target(tmp_path, "nanfed", NAN_FED)
-    r = _command("drift", "nanfed.py:fn", "--stage", "enzyme-hlo-patterns#9", "--json", cwd=tmp_path)
-    message = _could_not(r, "drift")
+    r = command("drift", "nanfed.py:fn", "--stage", "enzyme-hlo-patterns#9", "--json", cwd=tmp_path)
+    message = could_not(r, "drift")
     assert message.startswith("unknown stage 'enzyme-hlo-patterns#9'; did you mean ")
     assert json.loads(r.stdout)["error"]["type"] == "UnknownNameError"
 
@@ -172,8 +123,8 @@ def test_drift_of_a_stage_that_is_not_there_exits_2_saying_which_there_are(tmp_p
 @pytest.mark.subprocess
 def test_bisect_names_the_no_nan_pattern_that_miscompiles_and_exits_1(tmp_path):
     user = _target(tmp_path, "nanfed", NAN_FED)
-    r = _command("bisect", "nanfed.py:fn", "--no-nan", "--json", cwd=tmp_path, installed=True)
-    doc = _document(r, 1)
+    r = command("bisect", "nanfed.py:fn", "--no-nan", "--json", cwd=tmp_path, installed=True)
+    doc = document(r, 1)
     ex = wb.explore(user.fn, *user.args(), no_nan=True)
     b = ex.bisect(wb.miscompiles())
     assert doc["found"] is True and doc["predicate"] == "miscompiles()" and doc["recipe"]["kind"] == "miscompiles"
@@ -185,7 +136,7 @@ def test_bisect_names_the_no_nan_pattern_that_miscompiles_and_exits_1(tmp_path):
     assert doc["summary"].startswith("miscompiles() holds with no_nan_compare_simplify alone of the patterns enabled")
 
     # the op where the values first drift, as the predicate: the same pattern makes it drift
-    r = _command("bisect", "nanfed.py:fn", "--no-nan", "--drifts", cwd=tmp_path)
+    r = command("bisect", "nanfed.py:fn", "--no-nan", "--drifts", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     d = ex.drift()
     assert ex.bisect(wb.drifts_at(d)).patterns == b.patterns
@@ -198,8 +149,8 @@ def test_bisect_names_the_no_nan_pattern_that_miscompiles_and_exits_1(tmp_path):
 def test_bisect_over_patterns_and_xla_passes_of_a_corpus_step_prints_the_culprit_and_its_table(tmp_path):
     from tests.corpus import program
 
-    (tmp_path / "sgd.py").write_text(CORPUS_TARGET.format(name="donated_step"))
-    r = _command("bisect", "sgd.py:fn", "--lacks-op", "stablehlo.transpose", "--over", "all", cwd=tmp_path)
+    corpus_target(tmp_path, "donated_step", "sgd.py")
+    r = command("bisect", "sgd.py:fn", "--lacks-op", "stablehlo.transpose", "--over", "all", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     inst = program("donated_step").build()
     b = wb.explore(inst.fn, *inst.args).bisect(wb.lacks_op("stablehlo.transpose"), over="all")
@@ -218,9 +169,9 @@ def test_bisect_over_patterns_and_xla_passes_of_a_corpus_step_prints_the_culprit
 def test_bisect_where_the_predicate_does_not_hold_exits_0_and_a_bad_option_exits_2(tmp_path):
     from tests.corpus import program
 
-    (tmp_path / "attention.py").write_text(CORPUS_TARGET.format(name="dot_product_attention"))
-    r = _command("bisect", "attention.py:fn", "--lacks-op", "stablehlo.transpose", "--json", cwd=tmp_path)
-    doc = _document(r, 0)
+    corpus_target(tmp_path, "dot_product_attention", "attention.py")
+    r = command("bisect", "attention.py:fn", "--lacks-op", "stablehlo.transpose", "--json", cwd=tmp_path)
+    doc = document(r, 0)
     inst = program("dot_product_attention").build()
     with pytest.raises(NothingToSearchError) as e:  # a transpose stays with every pattern enabled
         wb.explore(inst.fn, *inst.args).bisect(wb.lacks_op("stablehlo.transpose"))
@@ -228,12 +179,12 @@ def test_bisect_where_the_predicate_does_not_hold_exits_0_and_a_bad_option_exits
     assert doc["patterns"] == [] and doc["table"] == [] and doc["runs"] is None
     assert doc["predicate"] == "lacks_op('stablehlo.transpose')"
 
-    r = _command("bisect", "attention.py:fn", "--has-op", "stablehlo.transpose", "--op-stage", "nowhere", "--json",
+    r = command("bisect", "attention.py:fn", "--has-op", "stablehlo.transpose", "--op-stage", "nowhere", "--json",
                  cwd=tmp_path)
-    assert _could_not(r, "bisect").startswith("unknown stage 'nowhere': the stages are jaxpr, stablehlo, ")
-    r = _command("bisect", "attention.py:fn", "--op-count-above", "stablehlo.transpose", "many", "--json",
+    assert could_not(r, "bisect").startswith("unknown stage 'nowhere': the stages are jaxpr, stablehlo, ")
+    r = command("bisect", "attention.py:fn", "--op-count-above", "stablehlo.transpose", "many", "--json",
                  cwd=tmp_path)  # refused before anything is explored
-    assert _could_not(r, "bisect") == ("--op-count-above stablehlo.transpose many: N is a whole number of ops, e.g. "
+    assert could_not(r, "bisect") == ("--op-count-above stablehlo.transpose many: N is a whole number of ops, e.g. "
                                        "--op-count-above stablehlo.transpose 0")
 
 
@@ -244,10 +195,10 @@ def test_bisect_where_the_predicate_does_not_hold_exits_0_and_a_bad_option_exits
 def test_reduce_shrinks_a_corpus_step_to_its_dot_as_ex_reduce_does_and_exits_1(tmp_path):
     from tests.corpus import program
 
-    (tmp_path / "sgd.py").write_text(CORPUS_TARGET.format(name="donated_step"))
-    r = _command("reduce", "sgd.py:fn", "--has-op", "stablehlo.dot_general", "-o", "small.mlir", "--json",
+    corpus_target(tmp_path, "donated_step", "sgd.py")
+    r = command("reduce", "sgd.py:fn", "--has-op", "stablehlo.dot_general", "-o", "small.mlir", "--json",
                  cwd=tmp_path, installed=True)
-    doc = _document(r, 1)
+    doc = document(r, 1)
     inst = program("donated_step").build()
     reduced = wb.explore(inst.fn, *inst.args).reduce(wb.has_op("stablehlo.dot_general"))
     assert doc["found"] is True and doc["predicate"] == "has_op('stablehlo.dot_general')"
@@ -258,7 +209,7 @@ def test_reduce_shrinks_a_corpus_step_to_its_dot_as_ex_reduce_does_and_exits_1(t
     assert doc["module"] == reduced.text and "stablehlo.dot_general" in doc["module"]
     assert doc["output"] == "small.mlir" and (tmp_path / "small.mlir").read_text() == reduced.text.rstrip() + "\n"
 
-    r = _command("reduce", "sgd.py:fn", "--has-op", "stablehlo.dot_general", cwd=tmp_path)
+    r = command("reduce", "sgd.py:fn", "--has-op", "stablehlo.dot_general", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     head, _, module = r.stdout.partition("\n\n")
     assert head == (f"# has_op('stablehlo.dot_general') holds on a module of 1 op, reduced from {reduced.ops_before} "
@@ -272,13 +223,13 @@ def test_reduce_where_the_predicate_does_not_hold_on_the_start_module_exits_0_an
     """The planted miscompile needs its NaN: the start module, explored as text, runs on seeded random inputs,
     which have none, so it does not miscompile there (the API says so in the same words)."""
     user = _target(tmp_path, "nanfed", NAN_FED)
-    r = _command("reduce", "nanfed.py:fn", "--no-nan", "--json", cwd=tmp_path)
-    doc = _document(r, 0)
+    r = command("reduce", "nanfed.py:fn", "--no-nan", "--json", cwd=tmp_path)
+    doc = document(r, 0)
     with pytest.raises(NothingToSearchError) as e:
         wb.explore(user.fn, *user.args(), no_nan=True).reduce(wb.miscompiles())
     assert doc["found"] is False and doc["summary"] == str(e.value) and "nothing to reduce" in doc["summary"]
     assert doc["module"] is None and doc["ops_after"] is None and doc["predicate"] == "miscompiles()"
 
-    r = _command("reduce", "nanfed.py:fn", "--stage", "jaxpr", "--json", cwd=tmp_path)
-    assert _could_not(r, "reduce").startswith("stage 'jaxpr' is a jaxpr, not an MLIR module: reduce works on the "
+    r = command("reduce", "nanfed.py:fn", "--stage", "jaxpr", "--json", cwd=tmp_path)
+    assert could_not(r, "reduce").startswith("stage 'jaxpr' is a jaxpr, not an MLIR module: reduce works on the "
                                               "MLIR modules stablehlo, ")
