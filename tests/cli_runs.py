@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["ROOT", "CORPUS_TARGET", "command", "corpus_target", "could_not", "document"]
+__all__ = ["ROOT", "CORPUS_TARGET", "NAN_FED", "command", "corpus_target", "could_not", "document", "user_module"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,6 +26,36 @@ fn = _inst.fn
 def args():
     return _inst.args
 """
+
+
+# test_drift's planted miscompile, as a user's file: no_nan lets the patterns fold the jnp.where away, so the NaN
+# fed in comes out (drift finds it, bisect blames no_nan_compare_simplify, run's check fails)
+NAN_FED = """\
+import jax.numpy as jnp
+
+
+def fn(x, w):
+    x = jnp.where(jnp.isnan(x), 0.0, x)
+    h = jnp.tanh(x @ w)
+    return (h * 2.0).sum(0)
+
+
+def args():
+    return jnp.arange(32.0).reshape(4, 8).at[1, 2].set(jnp.nan), jnp.ones((8, 3)) / 8
+"""
+
+
+def user_module(folder, name: str, text: str):
+    """Write a user's file ``name``.py in ``folder`` and import it here as well: the same function from the same
+    file, so the source lines the Python API reports are those the command reports."""
+    import importlib.util
+
+    path = Path(folder) / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(f"cli_user_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def corpus_target(folder, name: str, file: str | None = None) -> str:

@@ -2,10 +2,7 @@
 in a fresh process, no terminal, on a corpus program written as a user's file. The graph has the nodes and
 edges of ``ex.graph()`` in Python and its .svg is SVG; the bug folder holds the files ``ex.reproducer()`` writes,
 and its repro.py, run as its README says, prints the verdict the command promised."""
-import json
 import os
-import pathlib
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -13,49 +10,16 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from workbench.ir.text import strip_locations
-from workbench.views.cli import validate_document
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.cli_runs import command, corpus_target, could_not, document
+
 PROGRAM = "dot_product_attention"  # causal self-attention with projections: two dot_generals and a softmax
-
-# the corpus program as a user's file: the function and its arguments as the corpus builds them
-CORPUS_TARGET = f"""\
-from tests.corpus import program
-
-_inst = program({PROGRAM!r}).build()
-fn = _inst.fn
-
-
-def args():
-    return _inst.args
-"""
-
-
-def _command(*args, cwd, installed: bool = False) -> subprocess.CompletedProcess:
-    if installed:
-        console = shutil.which("hlo-workbench", path=os.path.dirname(sys.executable))
-        assert console, f"no hlo-workbench script beside {sys.executable}: scripts/setup.sh installs the package"
-        argv = [console]
-    else:
-        argv = [sys.executable, "-m", "workbench"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the target imports tests.corpus
-    return subprocess.run(argv + [str(a) for a in args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=600, stdin=subprocess.DEVNULL)
-
-
-def _document(r: subprocess.CompletedProcess, status: int) -> dict:
-    assert r.returncode == status, r.stderr[-3000:]
-    doc = json.loads(r.stdout)  # one document, nothing else on stdout
-    validate_document(doc)
-    assert doc["exit"] == status
-    return doc
 
 
 def _could_not(r: subprocess.CompletedProcess, says: str) -> dict:
     """Exit 2: one line on stderr saying ``says``, and the --json error document on stdout."""
-    assert r.returncode == 2, r.stdout
-    assert len(r.stderr.strip().splitlines()) == 1 and says in r.stderr, r.stderr
-    return _document(r, 2)["error"]
+    assert says in could_not(r), r.stderr
+    return document(r, 2)["error"]
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +34,7 @@ def explored():
 
 @pytest.fixture
 def target(tmp_path) -> str:
-    (tmp_path / "attn.py").write_text(CORPUS_TARGET)
-    return "attn.py:fn"
+    return corpus_target(tmp_path, PROGRAM, "attn.py")
 
 
 # -- graph ---------------------------------------------------------------------------------------------------
@@ -79,8 +42,8 @@ def target(tmp_path) -> str:
 
 @pytest.mark.subprocess
 def test_graph_writes_the_svg_of_the_stage_ex_graph_draws(tmp_path, target, explored):
-    r = _command("graph", target, "-o", "g.svg", "--json", cwd=tmp_path, installed=True)
-    doc = _document(r, 0)
+    r = command("graph", target, "-o", "g.svg", "--json", cwd=tmp_path, installed=True)
+    doc = document(r, 0)
     g = explored.graph()
     stage = explored.default_run_stage().name
     assert (doc["stage"], doc["nodes"], doc["edges"]) == (stage, g.nodes, g.edges) and g.nodes > 10
@@ -93,7 +56,7 @@ def test_graph_writes_the_svg_of_the_stage_ex_graph_draws(tmp_path, target, expl
 
 @pytest.mark.subprocess
 def test_graph_without_output_prints_the_dot_source_a_pipe_into_dot_reads(tmp_path, target, explored):
-    r = _command("graph", target, "--stage", "xla:optimized", "--max-ops", "5", cwd=tmp_path)
+    r = command("graph", target, "--stage", "xla:optimized", "--max-ops", "5", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     g = explored.graph("xla:optimized", max_ops=5)  # above 5 ops: the top level of JAX's name stack
     assert r.stdout == g.source
@@ -105,15 +68,15 @@ def test_graph_without_output_prints_the_dot_source_a_pipe_into_dot_reads(tmp_pa
 
 @pytest.mark.subprocess
 def test_graph_that_cannot_be_drawn_exits_2_saying_why(tmp_path, target):
-    error = _could_not(_command("graph", target, "--stage", "jaxpr", "-o", "g.svg", "--json", cwd=tmp_path),
+    error = _could_not(command("graph", target, "--stage", "jaxpr", "-o", "g.svg", "--json", cwd=tmp_path),
                        "stage 'jaxpr' is not an MLIR or HLO module")
     assert error["type"] == "GraphUnavailableError" and not (tmp_path / "g.svg").exists()
     # dot stopped past its time limit: the API's reason, and the options that draw less
-    r = _command("graph", target, "--stage", "xla:optimized", "--layout-seconds", "0.001", "-o", "g.svg",
+    r = command("graph", target, "--stage", "xla:optimized", "--layout-seconds", "0.001", "-o", "g.svg",
                  cwd=tmp_path)
     assert r.returncode == 2 and "could not lay out this graph" in r.stderr and "--max-ops" in r.stderr, r.stderr
     # a suffix that names no format: refused before anything is explored
-    _could_not(_command("graph", target, "-o", "g.txt", "--json", cwd=tmp_path), "give a file ending .svg, .png")
+    _could_not(command("graph", target, "-o", "g.txt", "--json", cwd=tmp_path), "give a file ending .svg, .png")
 
 
 # -- reproducer ------------------------------------------------------------------------------------------------
@@ -126,8 +89,8 @@ def test_reproducer_writes_the_folder_ex_reproducer_writes_and_its_script_fails_
 
     import workbench as wb
 
-    r = _command("reproducer", target, "--has-op", "stablehlo.dot_general", "bug", "--json", cwd=tmp_path)
-    doc = _document(r, 1)  # the predicate holds on the program: found
+    r = command("reproducer", target, "--has-op", "stablehlo.dot_general", "bug", "--json", cwd=tmp_path)
+    doc = document(r, 1)  # the predicate holds on the program: found
     pred = wb.has_op("stablehlo.dot_general")
     mine = explored.reproducer(tmp_path / "mine", predicate=pred)
     bug = tmp_path / "bug"
@@ -153,7 +116,7 @@ def test_reproducer_writes_the_folder_ex_reproducer_writes_and_its_script_fails_
 
 @pytest.mark.subprocess
 def test_reproducer_without_a_predicate_says_what_it_wrote_and_exits_0(tmp_path, target):
-    r = _command("reproducer", target, "--stage", "enzyme-hlo-patterns#1", "bug", cwd=tmp_path)
+    r = command("reproducer", target, "--stage", "enzyme-hlo-patterns#1", "bug", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith("# wrote bug: a reproducer of ") and "from stage 'enzyme-hlo-patterns#1' on" in lines[0]
@@ -168,9 +131,9 @@ def test_reproducer_without_a_predicate_says_what_it_wrote_and_exits_0(tmp_path,
 
 @pytest.mark.subprocess
 def test_reproducer_that_cannot_be_written_exits_2_in_one_line(tmp_path, target):
-    error = _could_not(_command("reproducer", target, "--drifts", "bug", "--json", cwd=tmp_path),
+    error = _could_not(command("reproducer", target, "--drifts", "bug", "--json", cwd=tmp_path),
                        "--drifts: repro.py cannot decide drifts_at without the workbench")
     assert error["type"] == "WorkbenchError" and not (tmp_path / "bug").exists()
-    error = _could_not(_command("reproducer", target, "--stage", "xla:optimized", "bug", "--json", cwd=tmp_path),
+    error = _could_not(command("reproducer", target, "--stage", "xla:optimized", "bug", "--json", cwd=tmp_path),
                        "a reproducer starts at an MLIR pipeline stage")
     assert error["type"] == "ReproducerError"

@@ -58,8 +58,8 @@ def test_applicable_lists_the_patterns_python_finds_and_every_patterns_row(tmp_p
 @pytest.mark.subprocess
 def test_applicable_to_a_stage_that_is_no_module_is_exit_status_2(tmp_path, target):
     r = command("applicable", target, "--stage", "jaxpr", "--json", cwd=tmp_path)
-    assert could_not(r) == ("stage 'jaxpr' is not an MLIR module the patterns can run on; pick 'stablehlo' or an MLIR "
-                "pipeline stage")
+    assert could_not(r) == ("stage 'jaxpr' is not an MLIR module the patterns can run on; pick 'stablehlo' or an "
+                            "MLIR pipeline stage")
     doc = document(r, 2)
     assert doc["error"]["type"] == "WorkbenchError"
 
@@ -169,20 +169,20 @@ def test_edit_whose_text_xla_refuses_is_exit_1_with_the_stages_before_it(tmp_pat
 def test_an_edit_that_cannot_be_made_is_exit_status_2_in_one_line(tmp_path, target):
     (tmp_path / "bad.mlir").write_text("module {\n  func.func @main( {\n}\n")
     r = command("edit", target, "-p", "upstream", "--text", "cse#1=bad.mlir", "--json", cwd=tmp_path)
-    assert could_not(r) == ("--text cse#1=bad.mlir: bad.mlir:2:19: error: expected non-function type")
+    assert could_not(r) == "--text cse#1=bad.mlir: bad.mlir:2:19: error: expected non-function type"
     assert document(r, 2)["error"]["type"] == "MlirSyntaxError"
 
     r = command("edit", target, "-p", "upstream", "--remove", "cse#9", "--insert-after", "cse#1=no-such-pass",
                  cwd=tmp_path)
-    assert could_not(r) == ("--remove cse#9: unknown stage 'cse#9'; did you mean 'cse#1', 'xla:cse#1'?")
+    assert could_not(r) == "--remove cse#9: unknown stage 'cse#9'; did you mean 'cse#1', 'xla:cse#1'?"
     r = command("edit", target, "--insert-after", "cse#1=no-such-pass", cwd=tmp_path)
-    assert could_not(r) == ("--insert-after cse#1=no-such-pass: 'no-such-pass' does not refer to a registered pass or pass "
-                "pipeline")
+    assert could_not(r) == ("--insert-after cse#1=no-such-pass: 'no-such-pass' does not refer to a registered pass "
+                            "or pass pipeline")
     r = command("edit", target, "--remove", "stablehlo", cwd=tmp_path)  # the API's advice in the command's words
-    assert could_not(r) == ("--remove stablehlo: stage 'stablehlo' is the module the pipeline starts from, not a pass's: there "
-                "is no pass to leave out (edit its text with --text STAGE=FILE)")
+    assert could_not(r) == ("--remove stablehlo: stage 'stablehlo' is the module the pipeline starts from, not a "
+                            "pass's: there is no pass to leave out (edit its text with --text STAGE=FILE)")
     # refused before exploring: no edit, a file that is not there
     r = command("edit", target, cwd=tmp_path)
-    assert could_not(r) == ("give at least one edit: --text STAGE=FILE, --insert-after STAGE=PASS or --remove STAGE")
+    assert could_not(r) == "give at least one edit: --text STAGE=FILE, --insert-after STAGE=PASS or --remove STAGE"
     r = command("edit", target, "--text", "cse#1=missing.mlir", cwd=tmp_path)
-    assert could_not(r) == ("--text cse#1=missing.mlir: no such file: missing.mlir")
+    assert could_not(r) == "--text cse#1=missing.mlir: no such file: missing.mlir"

@@ -6,91 +6,16 @@ same program (never its times, which no two runs share).
 The programs: the corpus's SGD step (``donated_step``), whose check passes, and test_drift's planted miscompile (a
 NaN fed to a program that replaces its NaNs by zeros, explored with Reactant's no_nan, so a pattern folds the
 replacement away and the NaN comes out)."""
-import importlib.util
-import json
 import math
-import os
-import pathlib
-import shutil
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
 import workbench as wb
-from workbench.views.cli import validate_document
+
+from tests.cli_runs import NAN_FED, command, corpus_target, could_not, document, user_module
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-# test_drift's planted miscompile, as a user's file: no_nan lets the patterns fold the jnp.where away
-NAN_FED = """\
-import jax.numpy as jnp
-
-
-def fn(x, w):
-    x = jnp.where(jnp.isnan(x), 0.0, x)
-    h = jnp.tanh(x @ w)
-    return (h * 2.0).sum(0)
-
-
-def args():
-    return jnp.arange(32.0).reshape(4, 8).at[1, 2].set(jnp.nan), jnp.ones((8, 3)) / 8
-"""
-
-# a corpus program as a command-line target: the function and its arguments as the corpus builds them
-CORPUS_TARGET = """\
-from tests.corpus import program
-
-_inst = program({name!r}).build()
-fn = _inst.fn
-
-
-def args():
-    return _inst.args
-"""
-
-
-def _command(*args, cwd, installed: bool = False) -> subprocess.CompletedProcess:
-    if installed:
-        console = shutil.which("hlo-workbench", path=os.path.dirname(sys.executable))
-        assert console, f"no hlo-workbench script beside {sys.executable}: scripts/setup.sh installs the package"
-        argv = [console]
-    else:
-        argv = [sys.executable, "-m", "workbench"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the corpus targets import tests.corpus
-    return subprocess.run(argv + [str(a) for a in args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=600, stdin=subprocess.DEVNULL)
-
-
-def _target(tmp_path, name: str, text: str):
-    """Write a user's file ``name``.py and import it here as well: the same function from the same file."""
-    path = tmp_path / f"{name}.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(f"cli_run_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _document(r: subprocess.CompletedProcess, status: int) -> dict:
-    assert r.returncode == status, r.stderr
-    doc = json.loads(r.stdout)  # one JSON document, nothing else on stdout
-    validate_document(doc)
-    assert doc["schema"] == 1 and doc["exit"] == status
-    return doc
-
-
-def _could_not(r: subprocess.CompletedProcess, command: str) -> str:
-    """Exit status 2: one line on stderr, and the error document on stdout; the line, without the prefix."""
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    line = r.stderr.strip()
-    assert line.startswith("hlo-workbench: ") and "\n" not in line, r.stderr
-    doc = _document(r, 2)
-    assert doc["command"] == command and doc["error"]["message"] == line[len("hlo-workbench: "):]
-    return doc["error"]["message"]
 
 
 def _finite(x):
@@ -115,9 +40,9 @@ def _same_check(doc_check: dict, check) -> None:
 def test_run_checks_a_corpus_step_as_ex_run_does_and_exits_0(tmp_path):
     from tests.corpus import program
 
-    (tmp_path / "step.py").write_text(CORPUS_TARGET.format(name="donated_step"))
-    r = _command("run", "step.py:fn", "--repeat", 3, "--json", cwd=tmp_path, installed=True)
-    doc = _document(r, 0)
+    corpus_target(tmp_path, "donated_step", "step.py")
+    r = command("run", "step.py:fn", "--repeat", 3, "--json", cwd=tmp_path, installed=True)
+    doc = document(r, 0)
     inst = program("donated_step").build()
     ex = wb.explore(inst.fn, *inst.args)
     want = ex.run(repeat=3)
@@ -131,7 +56,7 @@ def test_run_checks_a_corpus_step_as_ex_run_does_and_exits_0(tmp_path):
     assert doc["summary"] == f"the check passed on {want.stage}"
 
     # the human form: the timing, the verdict and its table, two stages side by side
-    r = _command("run", "step.py:fn", "--repeat", 2, "--stage", "stablehlo", "--stage", want.stage, cwd=tmp_path)
+    r = command("run", "step.py:fn", "--repeat", 2, "--stage", "stablehlo", "--stage", want.stage, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert out.startswith("# 2 stages on cpu:0\n")
@@ -146,9 +71,9 @@ def test_run_checks_a_corpus_step_as_ex_run_does_and_exits_0(tmp_path):
 
 @pytest.mark.subprocess
 def test_run_on_the_no_nan_miscompile_names_the_failing_leaf_and_exits_1(tmp_path):
-    user = _target(tmp_path, "nanfed", NAN_FED)
-    r = _command("run", "nanfed.py:fn", "--no-nan", "--repeat", 2, "--json", cwd=tmp_path, installed=True)
-    doc = _document(r, 1)
+    user = user_module(tmp_path, "nanfed", NAN_FED)
+    r = command("run", "nanfed.py:fn", "--no-nan", "--repeat", 2, "--json", cwd=tmp_path, installed=True)
+    doc = document(r, 1)
     ex = wb.explore(user.fn, *user.args(), no_nan=True)
     want = ex.run(repeat=2)
     assert not want.check.passed  # the planted miscompile, in Python too
@@ -162,7 +87,7 @@ def test_run_on_the_no_nan_miscompile_names_the_failing_leaf_and_exits_1(tmp_pat
     assert leaf["lowered_abs"] == want.check.leaves[0].lowered_abs == 0  # as lowered, the NaN was replaced
 
     # the human form: the program as lowered passes, the last MLIR stage fails at its one output
-    r = _command("run", "nanfed.py:fn", "--no-nan", "--repeat", 2, "--stage", "stablehlo", "--stage", want.stage,
+    r = command("run", "nanfed.py:fn", "--no-nan", "--repeat", 2, "--stage", "stablehlo", "--stage", want.stage,
                  cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     rows = {line.split()[0]: line.split() for line in r.stdout.split("\n\n")[1].splitlines()[1:]}
@@ -173,13 +98,13 @@ def test_run_on_the_no_nan_miscompile_names_the_failing_leaf_and_exits_1(tmp_pat
 
 @pytest.mark.subprocess
 def test_run_of_a_stage_that_cannot_run_or_does_not_exist_exits_2_with_one_line(tmp_path):
-    _target(tmp_path, "nanfed", NAN_FED)
-    r = _command("run", "nanfed.py:fn", "--stage", "no-such-stage", "--json", cwd=tmp_path)
-    assert "unknown stage 'no-such-stage'" in _could_not(r, "run")
+    user_module(tmp_path, "nanfed", NAN_FED)
+    r = command("run", "nanfed.py:fn", "--stage", "no-such-stage", "--json", cwd=tmp_path)
+    assert "unknown stage 'no-such-stage'" in could_not(r, "run")
     # two stages, one of which cannot run (an XLA stage after layout assignment) and no check failed: status 2
-    r = _command("run", "nanfed.py:fn", "--repeat", 1, "--stage", "stablehlo", "--stage", "xla:optimized",
+    r = command("run", "nanfed.py:fn", "--repeat", 1, "--stage", "stablehlo", "--stage", "xla:optimized",
                  "--json", cwd=tmp_path)
-    assert _could_not(r, "run").startswith("xla:optimized could not run: stage 'xla:optimized' is made by XLA's "
+    assert could_not(r, "run").startswith("xla:optimized could not run: stage 'xla:optimized' is made by XLA's "
                                            "layout assignment")
 
 
@@ -192,9 +117,9 @@ _COUNTS = ("ops", "flops", "transcendentals", "bytes", "flops_body_once", "loops
 def test_cost_rows_are_ex_cost_of_a_corpus_step(tmp_path):
     from tests.corpus import program
 
-    (tmp_path / "step.py").write_text(CORPUS_TARGET.format(name="donated_step"))
-    r = _command("cost", "step.py:fn", "--roofline", "TPU v5e", "--json", cwd=tmp_path, installed=True)
-    doc = _document(r, 0)
+    corpus_target(tmp_path, "donated_step", "step.py")
+    r = command("cost", "step.py:fn", "--roofline", "TPU v5e", "--json", cwd=tmp_path, installed=True)
+    doc = document(r, 0)
     inst = program("donated_step").build()
     ex = wb.explore(inst.fn, *inst.args)
     want = ex.cost(device="TPU v5e")
@@ -209,7 +134,7 @@ def test_cost_rows_are_ex_cost_of_a_corpus_step(tmp_path):
     assert optimized["temp_bytes"] == want.set_index("stage").loc["xla:optimized", "temp_bytes"] > 0
 
     # the human form: one aligned row per stage named, the columns a user reads
-    r = _command("cost", "step.py:fn", "--stage", "stablehlo", "--stage", "xla:optimized", cwd=tmp_path)
+    r = command("cost", "step.py:fn", "--stage", "stablehlo", "--stage", "xla:optimized", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     header, *rows = r.stdout.split("\n\n")[1].splitlines()
     assert header.split()[:5] == ["stage", "ops", "flops", "transcendentals", "bytes"] and "temp_bytes" in header
@@ -219,8 +144,8 @@ def test_cost_rows_are_ex_cost_of_a_corpus_step(tmp_path):
     assert len({len(line) for line in [header, *rows]}) == 1  # aligned
 
     # --ops: the stage's row, and its cost op by op, XLA's own analysis of each instruction for an XLA stage
-    r = _command("cost", "step.py:fn", "--ops", "xla:optimized", "--json", cwd=tmp_path)
-    doc = _document(r, 0)
+    r = command("cost", "step.py:fn", "--ops", "xla:optimized", "--json", cwd=tmp_path)
+    doc = document(r, 0)
     ops = ex.cost("xla:optimized")
     assert [row["stage"] for row in doc["rows"]] == ["xla:optimized"] and doc["ops"]["stage"] == "xla:optimized"
     assert doc["ops"]["columns"] == list(ops.columns)
@@ -230,10 +155,10 @@ def test_cost_rows_are_ex_cost_of_a_corpus_step(tmp_path):
 
 @pytest.mark.subprocess
 def test_cost_of_a_missing_file_an_unknown_roofline_device_or_ops_of_a_jaxpr_exits_2(tmp_path):
-    r = _command("cost", "missing.py:fn", "--json", cwd=tmp_path)
-    assert _could_not(r, "cost").startswith("no such file: missing.py")
-    _target(tmp_path, "nanfed", NAN_FED)
-    r = _command("cost", "nanfed.py:fn", "--roofline", "H1000", cwd=tmp_path)
+    r = command("cost", "missing.py:fn", "--json", cwd=tmp_path)
+    assert could_not(r, "cost").startswith("no such file: missing.py")
+    user_module(tmp_path, "nanfed", NAN_FED)
+    r = command("cost", "nanfed.py:fn", "--roofline", "H1000", cwd=tmp_path)
     assert r.returncode == 2 and r.stdout == "" and "H100" in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    r = _command("cost", "nanfed.py:fn", "--ops", "jaxpr", "--json", cwd=tmp_path)
-    assert "per-op costs exist for MLIR stages" in _could_not(r, "cost")
+    r = command("cost", "nanfed.py:fn", "--ops", "jaxpr", "--json", cwd=tmp_path)
+    assert "per-op costs exist for MLIR stages" in could_not(r, "cost")

@@ -6,7 +6,6 @@ could not search (2); its ``--json`` follows the shipped schema and holds the fa
 The programs: test_drift's planted miscompile (a NaN fed to a program that replaces its NaNs by zeros, explored
 with Reactant's no_nan, so a pattern folds the replacement away), and the corpus's SGD step (``donated_step``:
 a pattern removes its one transpose) and attention (``dot_product_attention``: a transpose stays)."""
-import importlib.util
 import json
 
 import pytest
@@ -14,34 +13,9 @@ import pytest
 import workbench as wb
 from workbench.errors import NothingToSearchError
 
-from tests.cli_runs import command, corpus_target, could_not, document
+from tests.cli_runs import NAN_FED, command, corpus_target, could_not, document, user_module
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
-
-# test_drift's planted miscompile, as a user's file: no_nan lets the patterns fold the jnp.where away
-NAN_FED = """\
-import jax.numpy as jnp
-
-
-def fn(x, w):
-    x = jnp.where(jnp.isnan(x), 0.0, x)
-    h = jnp.tanh(x @ w)
-    return (h * 2.0).sum(0)
-
-
-def args():
-    return jnp.arange(32.0).reshape(4, 8).at[1, 2].set(jnp.nan), jnp.ones((8, 3)) / 8
-"""
-
-def _target(tmp_path, name: str, text: str):
-    """Write a user's file ``name``.py and import it here as well: the same function from the same file, so the
-    source lines the Python API reports are those the command reports."""
-    path = tmp_path / f"{name}.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(f"cli_search_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # -- drift ----------------------------------------------------------------------------------------------------
@@ -49,7 +23,7 @@ def _target(tmp_path, name: str, text: str):
 
 @pytest.mark.subprocess
 def test_drift_finds_the_no_nan_fold_where_ex_drift_does_and_exits_1(tmp_path):
-    user = _target(tmp_path, "nanfed", NAN_FED)
+    user = user_module(tmp_path, "nanfed", NAN_FED)
     r = command("drift", "nanfed.py:fn", "--no-nan", "--json", cwd=tmp_path, installed=True)
     doc = document(r, 1)
     d = wb.explore(user.fn, *user.args(), no_nan=True).drift()
@@ -110,7 +84,7 @@ def test_drift_of_a_corpus_program_whose_rounding_moves_is_none_and_exits_0(tmp_
 
 @pytest.mark.subprocess
 def test_drift_of_a_stage_that_is_not_there_exits_2_saying_which_there_are(tmp_path):
-    _target(tmp_path, "nanfed", NAN_FED)
+    user_module(tmp_path, "nanfed", NAN_FED)
     r = command("drift", "nanfed.py:fn", "--stage", "enzyme-hlo-patterns#9", "--json", cwd=tmp_path)
     message = could_not(r, "drift")
     assert message.startswith("unknown stage 'enzyme-hlo-patterns#9'; did you mean ")
@@ -122,7 +96,7 @@ def test_drift_of_a_stage_that_is_not_there_exits_2_saying_which_there_are(tmp_p
 
 @pytest.mark.subprocess
 def test_bisect_names_the_no_nan_pattern_that_miscompiles_and_exits_1(tmp_path):
-    user = _target(tmp_path, "nanfed", NAN_FED)
+    user = user_module(tmp_path, "nanfed", NAN_FED)
     r = command("bisect", "nanfed.py:fn", "--no-nan", "--json", cwd=tmp_path, installed=True)
     doc = document(r, 1)
     ex = wb.explore(user.fn, *user.args(), no_nan=True)
@@ -222,7 +196,7 @@ def test_reduce_shrinks_a_corpus_step_to_its_dot_as_ex_reduce_does_and_exits_1(t
 def test_reduce_where_the_predicate_does_not_hold_on_the_start_module_exits_0_and_a_jaxpr_exits_2(tmp_path):
     """The planted miscompile needs its NaN: the start module, explored as text, runs on seeded random inputs,
     which have none, so it does not miscompile there (the API says so in the same words)."""
-    user = _target(tmp_path, "nanfed", NAN_FED)
+    user = user_module(tmp_path, "nanfed", NAN_FED)
     r = command("reduce", "nanfed.py:fn", "--no-nan", "--json", cwd=tmp_path)
     doc = document(r, 0)
     with pytest.raises(NothingToSearchError) as e:

@@ -26,7 +26,7 @@ PRELUDE = textwrap.dedent("""
 MY_PY = "import jax.numpy as jnp\n\n\ndef f(x, y):\n    return jnp.tanh((x @ y).T).sum(0)\n"
 
 
-FOUND = {"diff", "bisect", "reduce"}  # the commands whose README line exits 1: each finds what it looks for
+FOUND = {"diff", "bisect", "reduce", "reproducer"}  # the commands whose README line exits 1: they find what they seek
 
 
 def blocks(language: str) -> list[str]:
@@ -76,7 +76,7 @@ def test_every_script_block_runs_as_its_own_script(tmp_path):
         assert r.returncode == 0, (path.name, r.stdout[-2000:], r.stderr[-4000:])
 
 
-@pytest.mark.slow  # 26 commands: reports with runs, explorations, searches
+@pytest.mark.slow  # 30 commands: reports with runs, explorations, searches
 def test_every_command_line_runs_as_typed(cli, tmp_path):
     import shutil
 
@@ -89,7 +89,8 @@ def test_every_command_line_runs_as_typed(cli, tmp_path):
         assert argv[0] == "hlo-workbench"
         r = cli(*argv[1:], cwd=tmp_path)
         # status 1 says "found", as the README explains: diff finds a difference (as diff(1) does), bisect the
-        # patterns to blame, reduce a smaller module; the others find nothing wrong with these programs
+        # patterns to blame, reduce a smaller module, reproducer a predicate that holds; the others find nothing
+        # wrong with these programs
         assert r.returncode == (1 if argv[1] in FOUND else 0), (line, r.stderr[-3000:])
         assert r.stdout.strip(), line
 

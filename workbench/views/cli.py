@@ -12,8 +12,9 @@
 
 The commands of each capability live beside this module: cli_files (diff, opt, open, course), cli_gates
 (check), cli_memory (memory), cli_search (drift, bisect, reduce), cli_rewrite (applicable, step, edit),
-cli_backend (backend); cli_common is what they share (the target, exit statuses, --json documents) and
-cli_schema the helpers their documents' JSON Schemas are written with. Here: the exploring commands, the
+cli_backend (backend), cli_run (run, cost), cli_artifacts (graph, reproducer); cli_common is what they share
+(the target, exit statuses, --json documents) and cli_schema the helpers their documents' JSON Schemas are
+written with. Here: the exploring commands, the
 listings, ``schema``, the parser and main(), which turns every failure into status 2 with one line.
 """
 from __future__ import annotations
