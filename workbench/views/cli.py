@@ -30,6 +30,7 @@ from .cli_common import (EXIT_FOUND, EXIT_HELP, EXIT_OK, EXIT_TROUBLE, builtin_e
 from .cli_schema import (STAGE_FAILURE, STAGE_ROW, array, boolean, check_document, document_schema, integer, maybe,
                          number, record, rows, string)
 from . import cli_artifacts, cli_backend, cli_rewrite, cli_run, cli_search
+from .cli_run import RUN_ROW, run_document
 from .cli_files import add_file_commands
 from .cli_gates import add_gate_commands
 from .cli_memory import add_memory_command
@@ -84,17 +85,6 @@ SHOW_SCHEMA = record({"stage": string(), "group": string(), "produced_by": strin
                       "text": string(description="the stage's text (\"\" for a stage that failed)"),
                       "error": maybe(string(description="the stage's error (with --full-errors, every frame)"))})
 REPORT_COST = ("stage", "ops", "flops", "transcendentals", "bytes", "xla_flops", "xla_bytes", "temp_bytes")
-_LEAF = ("path", "shape", "dtype", "max_abs", "max_rel", "tolerance", "passed", "lowered_abs", "rule", "computed")
-_CHECK = record({"passed": boolean(), "reference": string(), "kind": string(), "note": string(),
-                 "max_abs": maybe(number()), "max_rel": maybe(number()),
-                 "leaves": rows({"path": string(), "shape": array(integer()), "dtype": string(),
-                                 "max_abs": number(), "max_rel": number(), "tolerance": number(),
-                                 "passed": boolean(), "lowered_abs": number(), "rule": string(),
-                                 "computed": string()}, description="Check.table(): one row per output leaf")})
-_RUN = record({"stage": string(), "device": string(),
-               "timing": record({"median_ms": number(), "times_ms": array(number(), description="each call after "
-                                                                            "the warm-up, in milliseconds")}),
-               "check": maybe(_CHECK)})
 REPORT_SCHEMA = record({
     **_STAGES,
     "ops": maybe(record({"before": string(), "after": string(),
@@ -105,7 +95,7 @@ REPORT_SCHEMA = record({
     "cost": maybe(rows({"stage": string(), "ops": integer(), "flops": integer(), "transcendentals": integer(),
                         "bytes": integer(), "xla_flops": number(), "xla_bytes": number(), "temp_bytes": number()},
                        description="ex.cost()'s rows of those two stages and xla:optimized")),
-    "run": maybe(_RUN),
+    "run": maybe(RUN_ROW),
     "final": maybe(record({"stage": string(), "text": string()}, description="the last MLIR stage, which XLA compiles")),
     "html": maybe(string(description="the HTML report written (--html)"))})
 
@@ -146,23 +136,6 @@ def _failure(ex) -> dict | None:
 def _stages_doc(ex) -> dict:
     return {"exploration": _exploration_doc(ex), "stages": records(ex.table()), "failed": _failure(ex),
             "warnings": list(ex.warnings)}
-
-
-def _finite(v) -> float | None:
-    import math
-
-    return None if v is None or not math.isfinite(v) else float(v)
-
-
-def _run_doc(r) -> dict:
-    c = r.check
-    check = None if c is None else {
-        "passed": c.passed, "reference": c.reference, "kind": c.kind, "note": c.note,
-        "max_abs": _finite(c.max_abs), "max_rel": _finite(c.max_rel),
-        "leaves": records(c.table(), _LEAF) if c.leaves else []}
-    return {"stage": r.stage, "device": r.device,
-            "timing": {"median_ms": r.timing.median * 1e3, "times_ms": [t * 1e3 for t in r.timing.times]},
-            "check": check}
 
 
 # -- the commands ----------------------------------------------------------------------------------------
@@ -218,7 +191,7 @@ def cmd_report(ns) -> int:
         text(f"\n# Final MLIR stage ({last.name}):\n")
         text(last.text)
         doc.update(ops={"before": first.name, "after": last.name, "delta": records(delta)},
-                   cost=records(keep, REPORT_COST), run=_run_doc(r), final={"stage": last.name, "text": last.text})
+                   cost=records(keep, REPORT_COST), run=run_document(r), final={"stage": last.name, "text": last.text})
     if ns.html:
         if ns.profile and not ex.error:
             ex.profile(repeat=ns.repeat)

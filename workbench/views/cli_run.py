@@ -21,7 +21,7 @@ from ..errors import WorkbenchError
 from .cli_common import EXIT_FOUND, EXIT_OK, command_parser, emit, explore_target, records
 from .cli_schema import STAGE_FAILURE, array, boolean, integer, maybe, number, record, rows, string
 
-__all__ = ["COST_SCHEMA", "RUN_SCHEMA", "add_commands", "cmd_cost", "cmd_run", "run_document"]
+__all__ = ["COST_SCHEMA", "RUN_ROW", "RUN_SCHEMA", "add_commands", "cmd_cost", "cmd_run", "run_document"]
 
 
 # -- what the documents hold ------------------------------------------------------------------------------------
@@ -37,7 +37,7 @@ _CHECK = record({
     "failed": array(string(), description="the paths of the leaves that failed"),
     "leaves": rows(_LEAF, description="Check.table(): one row per output leaf, in the output's order "
                    "(null: not finite)")})
-_RUN = record({
+RUN_ROW = record({  # one stage run: run_document(r); report --json holds one too
     "stage": string(), "device": maybe(string()),
     "timing": maybe(record({"median_ms": number(), "min_ms": number(),
                             "times_ms": array(number(), description="each call after the warm-up, in milliseconds")})),
@@ -46,7 +46,7 @@ _RUN = record({
     "error": maybe(string(description="why the stage could not run (with several --stage; null: it ran)"))})
 RUN_SCHEMA = record({
     "passed": boolean(description="every stage ran and its check passed (exit 0)"),
-    "runs": array(_RUN, description="one per stage, in the order given"),
+    "runs": array(RUN_ROW, description="one per stage, in the order given"),
     "failed": STAGE_FAILURE, "summary": string()})
 
 _COST_ROW = record({"stage": string(), "group": string()}, closed=False)
