@@ -193,6 +193,20 @@ def test_reduce_shrinks_a_corpus_step_to_its_dot_as_ex_reduce_does_and_exits_1(t
 
 
 @pytest.mark.subprocess
+def test_reduce_of_a_program_with_complex_values_zeroes_them_and_keeps_its_fft(tmp_path):
+    """The corpus's spectral solver: complex constants and an FFT in a loop. Zeroing a complex value used to raise
+    inside jaxlib's bindings (a complex dense attribute cannot be handed to Python): the command died as a bug."""
+    from tests.corpus import program
+
+    corpus_target(tmp_path, "spectral_burgers", "spectral.py")
+    doc = document(command("reduce", "spectral.py:fn", "--has-op", "stablehlo.fft", "--json", cwd=tmp_path), 1)
+    inst = program("spectral_burgers").build()
+    reduced = wb.explore(inst.fn, *inst.args).reduce(wb.has_op("stablehlo.fft"))
+    assert (doc["ops_before"], doc["ops_after"]) == (reduced.ops_before, reduced.ops_after)
+    assert doc["ops_after"] < doc["ops_before"] and "stablehlo.fft" in doc["module"] and "complex" in doc["module"]
+
+
+@pytest.mark.subprocess
 def test_reduce_where_the_predicate_does_not_hold_on_the_start_module_exits_0_and_a_jaxpr_exits_2(tmp_path):
     """The planted miscompile needs its NaN: the start module, explored as text, runs on seeded random inputs,
     which have none, so it does not miscompile there (the API says so in the same words)."""

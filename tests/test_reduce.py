@@ -245,6 +245,41 @@ def test_every_kind_of_move_gives_a_smaller_module_that_verifies():
     assert op_counts(zeroed)["stablehlo.reduce"] == 0 and "dense<0.000000e+00> : tensor<f32>" in zeroed
 
 
+# an FFT program's module as jax.jit lowers one: complex values, a complex constant (jaxlib's bindings parse a
+# complex dense attribute but cannot hand it to Python)
+COMPLEX = """module {
+  func.func public @main(%arg0: tensor<16xf32>) -> (tensor<16xcomplex<f32>>, tensor<f32>) {
+    %cst = stablehlo.constant dense<(1.000000e+00,2.000000e+00)> : tensor<complex<f32>>
+    %0 = stablehlo.convert %arg0 : (tensor<16xf32>) -> tensor<16xcomplex<f32>>
+    %1 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<complex<f32>>) -> tensor<16xcomplex<f32>>
+    %2 = stablehlo.multiply %0, %1 : tensor<16xcomplex<f32>>
+    %3 = stablehlo.fft %2, type = FFT, length = [16] : (tensor<16xcomplex<f32>>) -> tensor<16xcomplex<f32>>
+    %4 = stablehlo.abs %3 : (tensor<16xcomplex<f32>>) -> tensor<16xf32>
+    %c = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %5 = stablehlo.reduce(%4 init: %c) applies stablehlo.add across dimensions = [0] : (tensor<16xf32>, tensor<f32>) -> tensor<f32>
+    return %3, %5 : tensor<16xcomplex<f32>>, tensor<f32>
+  }
+}
+"""
+
+
+def test_complex_values_are_zeroed_by_a_complex_constant_and_a_complex_zero_is_known_as_one():
+    offered = moves(COMPLEX)
+    ops = pre_order(COMPLEX)
+    zeroable = {ops[m.index][0] for m in offered if m.kind == "to_zero"}
+    assert {"stablehlo.multiply", "stablehlo.fft", "stablehlo.constant"} <= zeroable  # the complex ones too
+    fft = next(m for m in offered if m.kind == "to_zero" and ops[m.index][0] == "stablehlo.fft")
+    zeroed = apply_moves(COMPLEX, [fft])
+    assert zeroed is not None and verifies(zeroed)
+    assert op_counts(zeroed)["stablehlo.fft"] == 0
+    assert "dense<(0.000000e+00,0.000000e+00)> : tensor<16xcomplex<f32>>" in zeroed
+    # what is left has two constants, both zeros (the complex one made here, the reduction's init): no move offers
+    # to zero either again
+    left = pre_order(zeroed)
+    assert [name for name, _ in left].count("stablehlo.constant") == 2
+    assert not [m for m in moves(zeroed) if m.kind == "to_zero" and left[m.index][0] == "stablehlo.constant"]
+
+
 def pre_order(text: str) -> list[tuple[str, str]]:
     """(name, symbol) of each op in a pre-order walk, the module left out: position i is op i of a Move."""
     ops = []

@@ -128,27 +128,35 @@ def _used(op) -> bool:
     return any(True for r in op.results for _ in r.uses)
 
 
-def _zero(t):
-    """The zero ``stablehlo.constant`` value attribute for a static tensor type, or None."""
+def _zero(t) -> str | None:
+    """The zero ``stablehlo.constant`` value of a static tensor type, as MLIR prints it, or None. Text, not an
+    attribute: the bindings parse a complex one but cannot hand it over (``ir.mlir.OpaqueAttribute``)."""
     from jaxlib.mlir import ir
 
     t = t.maybe_downcast()
     if not isinstance(t, ir.RankedTensorType) or not t.has_static_shape:
         return None
     element = str(t.element_type)
-    value = ("false" if element == "i1" else "0" if element.startswith(("i", "si", "ui")) or element == "index"
-             else "(0.0, 0.0)" if element.startswith("complex") else "0.0")
+    if element.startswith("complex"):
+        text = f"dense<(0.000000e+00,0.000000e+00)> : {t}"
+        value = "(0.0, 0.0)"
+    else:
+        text, value = None, ("false" if element == "i1" else "0" if element.startswith(("i", "si", "ui"))
+                             or element == "index" else "0.0")
     try:
-        return ir.Attribute.parse(f"dense<{value}> : {t}")
+        parsed = ir.Attribute.parse(f"dense<{value}> : {t}")
     except ir.MLIRError:  # a quantized or otherwise exotic element type
         return None
+    except TypeError:  # parsed, but not castable: a complex element type, whose text is the one above
+        return text
+    return str(parsed)
 
 
 def _is_zero_constant(op) -> bool:
     if op.name != "stablehlo.constant" or len(op.results) != 1:
         return False
     zero = _zero(op.results[0].type)
-    return zero is not None and str(attribute(op, "value")) == str(zero)
+    return zero is not None and str(attribute(op, "value")) == zero
 
 
 def _pure(op, impure_funcs: set[str]) -> bool:
@@ -361,9 +369,12 @@ def _to_zero(edit: _Edit, rec: _Op) -> None:
     from jaxlib.mlir import ir
 
     op = rec.op
-    with ir.InsertionPoint(op), op.location:
-        new = [ir.Operation.create("stablehlo.constant", results=[r.type],
-                                   attributes={"value": _zero(r.type)}).result for r in op.results]
+    new = []
+    with op.location:
+        for r in op.results:  # parsed from its generic form: a complex value cannot pass through the bindings
+            zero = ir.Operation.parse(f'%0 = "stablehlo.constant"() <{{value = {_zero(r.type)}}}> : () -> {r.type}')
+            ir.InsertionPoint(op).insert(zero)
+            new.append(zero.results[0])
     _replace(edit, rec, new)
 
 
