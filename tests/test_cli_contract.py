@@ -103,7 +103,8 @@ def test_a_bug_of_ours_is_status_2_its_reason_first_then_the_traceback(cli, monk
     first, *rest = r.stderr.splitlines()
     assert first == "hlo-workbench: internal error: TypeError: an internal slip"
     assert "Traceback (most recent call last)" in "\n".join(rest)
-    assert json.loads(r.stdout)["error"]["message"] == "internal error: TypeError: an internal slip"
+    assert json.loads(r.stdout)["error"] == {"type": "InternalError",
+                                             "message": "internal error: TypeError: an internal slip"}
 
 
 @pytest.mark.subprocess

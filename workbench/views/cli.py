@@ -470,13 +470,14 @@ def _format_warning(message, category, filename, lineno, line=None) -> str:
     return f"hlo-workbench: warning: {message}\n"
 
 
-def _trouble(ns, argv: list[str], error: BaseException | str) -> int:
-    """Exit status 2: the reason on stderr (its first line leads), and with --json the error document on stdout."""
+def _trouble(ns, argv: list[str], error: BaseException | str, kind: str | None = None) -> int:
+    """Exit status 2: the reason on stderr (its first line leads), and with --json the error document on stdout
+    (``kind``: its type, default the error's class)."""
     message = str(error)
     print(f"hlo-workbench: {message}", file=sys.stderr)
     if getattr(ns, "json", False) or (ns is None and "--json" in argv):
         command = getattr(ns, "command_name", None) or next((a for a in argv if not a.startswith("-")), "report")
-        print(error_document(command, error))
+        print(error_document(command, error, kind))
     return EXIT_TROUBLE
 
 
@@ -513,13 +514,13 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # a message (a string) is something that could not be done: status 2, not Python's 1
         if isinstance(e.code, int) or e.code is None:
             raise
-        return _trouble(ns, argv, e.code)
+        return _trouble(ns, argv, e.code, kind="WorkbenchError")
     except (KeyboardInterrupt, MemoryError):
         raise
     except Exception as e:  # noqa: BLE001 -- a bug of ours: status 2 (not 1, which says "found"), the reason first
         import traceback
 
-        status = _trouble(ns, argv, f"internal error: {type(e).__name__}: {e}")
+        status = _trouble(ns, argv, f"internal error: {type(e).__name__}: {e}", kind="InternalError")
         print("(a bug in hlo-workbench; its traceback follows, for a report)", file=sys.stderr)
         traceback.print_exc(file=sys.stderr)
         return status

@@ -262,12 +262,13 @@ def emit(ns, doc: dict[str, Any], status: int) -> int:
     return status
 
 
-def error_document(command: str, error: BaseException | str) -> str:
-    """The --json document of a command that could not do its work (status 2)."""
+def error_document(command: str, error: BaseException | str, kind: str | None = None) -> str:
+    """The --json document of a command that could not do its work (status 2): ``kind`` (default: the error's
+    class, "UsageError" for a message) and the message."""
     from ..artifacts.jsonout import json_text
 
-    kind = type(error).__name__ if isinstance(error, BaseException) else "UsageError"
-    message = str(error) if not isinstance(error, str) else error
+    kind = kind or (type(error).__name__ if isinstance(error, BaseException) else "UsageError")
+    message = str(error)
     return json_text({"schema": JSON_VERSION, "command": command, "exit": EXIT_TROUBLE,
                       "error": {"type": kind, "message": message}}, command, allow_nan=False, indent=1)
 

@@ -87,7 +87,9 @@ STAGE_FAILURE = maybe(record({"stage": string(), "message": string()},
 
 def _trouble(name: str) -> dict:
     return record({"schema": {"const": JSON_VERSION}, "command": {"const": name}, "exit": {"const": EXIT_TROUBLE},
-                   "error": record({"type": string(description="the error's class, e.g. UnknownNameError"),
+                   "error": record({"type": string(description="the error's class, e.g. UnknownNameError; "
+                                                           "UsageError: a command line argparse refused; "
+                                                           "InternalError: a bug of ours"),
                                     "message": string(description="what stderr says, without 'hlo-workbench: '")})},
                   description="the command could not do its work (exit status 2)")
 
