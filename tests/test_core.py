@@ -118,6 +118,7 @@ def test_a_default_explore_asks_enzyme_ad_for_its_lists_only_and_an_added_patter
 
     C.catalog.cache_clear()
     C._specs.cache_clear()
+    C.pattern_list.cache_clear()
     worker.call = counting
     try:
         ex = wb.explore(f, jnp.ones((4, 3)), pipeline="all")
@@ -128,6 +129,7 @@ def test_a_default_explore_asks_enzyme_ad_for_its_lists_only_and_an_added_patter
         asked.clear()
         C.catalog.cache_clear()
         C._specs.cache_clear()
+        C.pattern_list.cache_clear()
         on = ex.with_patterns(enable=[extra])
         assert C.catalog.cache_info().misses >= 1 and asked.count("transform_passes") > lists
         assert any(extra in s.produced_by for s in on.stages if s.name.startswith("enzyme-hlo-patterns"))

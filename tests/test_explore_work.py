@@ -56,6 +56,15 @@ def counted(monkeypatch):
         return original(self, method, *args, **kwargs)
 
     monkeypatch.setattr(worker_mod.Worker, "call", call)
+    ahead = worker_mod.Worker.call_ahead
+
+    def call_ahead(self, method, args, on_reply, timeout=None):  # steps sent ahead: each one the worker ran
+        def counted(reply):
+            counts["worker pipelines"] += method == "run_step" and not reply.value[3]
+            on_reply(reply)
+        return ahead(self, method, args, counted, timeout)
+
+    monkeypatch.setattr(worker_mod.Worker, "call_ahead", call_ahead)
     return counts
 
 

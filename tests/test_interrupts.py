@@ -74,8 +74,8 @@ def _disarm(previous) -> None:
     signal.signal(signal.SIGALRM, previous)
 
 
-def _in_worker_call(tb) -> bool:
-    return any(f.name == "call" and f.filename.endswith(os.path.join("pipeline", "worker.py"))
+def _in_worker_call(tb) -> bool:  # waiting for the worker: one request, or a run of steps sent ahead
+    return any(f.name in ("call", "call_ahead") and f.filename.endswith(os.path.join("pipeline", "worker.py"))
                for f in traceback.extract_tb(tb))
 
 

@@ -245,6 +245,64 @@ class Child:
                 raise ChildFailed(message, self.log_since(offset))
             return answer
 
+    def call_ahead(self, method: str, args: Callable[[int], tuple | None], timeout: float,
+                   on_answer: Callable[[Response], None]) -> None:
+        """Run ``method`` on one request after another, each sent while the child still works on the one
+        before, so that it never waits for this process between them: ``args(k)`` gives request k's
+        arguments (asked once request k-2's answer is in, before request k-1's may be), None ending the
+        series; ``on_answer`` gets each "ok" Response in order, while the child works on the next. A request
+        may take ``timeout`` seconds from the answer before it. Raises as ``call`` does for the first request
+        that failed, once the answers to those sent after it are read (none is left for a later call to
+        drop). An interrupt, or an error of ``on_answer`` or ``args``, ends the child, as an interrupted
+        ``call`` does: an answer would be due."""
+        with self._lock:
+            process = self._running()
+            offset = leftovers.bounded(self._held.log_path)
+            due: list[int] = []  # ids sent and not answered yet, oldest first
+            k, more, failed = 0, True, None
+            try:
+                while due or more:
+                    while more and len(due) < 2:
+                        request = args(k)
+                        if request is None:
+                            more = False
+                            break
+                        self.sent[method] += 1
+                        self._next_id += 1
+                        process.conn.send(Request(self._next_id, method, tuple(request)))
+                        due.append(self._next_id)
+                        k += 1
+                    if not due:
+                        break
+                    answer = self._answer(process, due.pop(0), timeout, offset)
+                    if answer.status == "error" and failed is None:
+                        failed, more = ChildFailed(answer.payload[0], self.log_since(offset)), False
+                    elif failed is None:
+                        on_answer(answer)
+            except (EOFError, BrokenPipeError, ConnectionResetError):
+                code = process.exit_code(self._held.grace)
+                self._lose()
+                raise ChildDied(code, self.log_since(offset)) from None
+            except ChildTimeout:
+                raise
+            except BaseException:
+                self._lose()
+                raise
+            if failed is not None:
+                raise failed
+
+    def _answer(self, process: _Process, wanted: int, timeout: float, offset: int) -> Response:
+        """The answer to request ``wanted``, read within ``timeout`` seconds (a ChildTimeout ends the child)."""
+        deadline = time.monotonic() + timeout
+        while process.conn.poll(max(0.0, deadline - time.monotonic())):
+            answer = process.conn.recv()
+            if isinstance(answer, Response) and answer.id == wanted:
+                return answer
+            if not (isinstance(answer, Response) and answer.status == "ready"):
+                self.stale += 1
+        self._lose()
+        raise ChildTimeout(timeout, self.log_since(offset))
+
     def _lose(self) -> None:
         self._held.end_process()
         self._lost = True

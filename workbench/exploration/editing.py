@@ -2,7 +2,7 @@
 stage) and ``without_pass`` (a stage's pass left out), each a new Exploration whose pipeline resumes from the
 edit -- the later MLIR passes, then XLA -- and ``edits``, what was edited. A mixin of ``Exploration``: an edit
 is an ``Edit`` in the spec (``stages.Edit``), applied in order whenever the pipeline is built
-(``pipeline.build.edited_steps``), so toggles, bisect and the searches keep it, and a saved file holds it."""
+(``pipeline.steps.edited_steps``), so toggles, bisect and the searches keep it, and a saved file holds it."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,7 +10,7 @@ import warnings
 
 from ..errors import WorkbenchError
 from ..ir.text import relocated
-from ..pipeline.build import check_pass
+from ..pipeline.steps import check_pass
 from ..pipeline.runner import default_runner
 from ..stages import Edit, Stage
 

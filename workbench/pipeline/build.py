@@ -1,5 +1,5 @@
 """Build the stages of an Exploration: a Spec from the user's arguments, then the MLIR pipeline step
-by step (cached per step in the worker's runner), then XLA's per-pass dumps: compiled on a
+by step (``steps.py``: cached per step in the worker's runner), then XLA's per-pass dumps: compiled on a
 background thread as soon as an Exploration starts it, or on first use (the queue of those compiles,
 one at a time, is ``compile_queue.py``; this module says what a compile is and what it gives).
 
@@ -19,13 +19,13 @@ import jax
 from ..errors import InputKindError, MlirSyntaxError, StageError, UnknownNameError, WorkbenchError, XlaPassWarning
 from ..ir.lit import run_line_pipeline
 from .lit import titled
-from .opt import pipeline_steps
 from .exported import exported_for_text, swap_module
 from ..ir.text import input_kind, strip_locations, text_hash
 from .catalog import PatternOptions, PatternSelection, catalog
 from .compile_queue import XLA_QUEUE, CompileJob, Served
-from .runner import StepResult, default_runner
-from .shardy import SHARDY_MODES, is_sharded, resolve_mode, shardy_steps, unregistered_reason
+from .runner import default_runner
+from .steps import edited_start, edited_steps, made_by_steps
+from .shardy import SHARDY_MODES, is_sharded, resolve_mode
 from ..stages import STABLEHLO, Spec, Stage
 from .trace import device_for_args, resolve_device, trace
 from .worker import enzyme_available
@@ -34,7 +34,7 @@ from .xla import check_options, compile_lowered_with_dumps, lower_exported
 from .xla_probe import compile_guarded, compile_sharded, guard_compile, remember_verdict
 
 __all__ = ["Built", "XlaStages", "XlaSource", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
-           "with_xla_options", "rebuild_xla", "clear_caches", "stage_name", "stage_from_run", "failed_stage",
+           "with_xla_options", "rebuild_xla", "clear_caches",
            "LateXla", "xla_compiles", "xla_passes_known", "xla_compile_again", "xla_lowering"]
 
 
@@ -236,119 +236,15 @@ def _with_jaxpr(spec: Spec, stages: list[Stage]) -> list[Stage]:
     return stages
 
 
-def stage_name(base: str, earlier: Sequence[Stage]) -> str:
-    """``<base>#k`` for the k-th stage that ``base`` makes, counting those among ``earlier``."""
-    return f"{base}#{1 + sum(s.name.rpartition('#')[0] == base for s in earlier)}"
-
-
-def stage_from_run(name: str, parent: Stage, result: StepResult, pass_string: str) -> Stage:
-    """The MLIR stage that the runner's ``result`` of ``pass_string`` on ``parent`` is: shown without
-    locations, changed when that text differs from the parent's, cached when the runner served it.
-    An unchanged stage holds its parent's text objects rather than copies of them."""
-    with_locations = result.text
-    if parent.text_with_locations and with_locations == parent.text_with_locations:  # `is`, mostly: see StepRunner.run
-        with_locations, text = parent.text_with_locations, parent.text
-    else:
-        text = strip_locations(with_locations)
-        if text == parent.text:
-            text = parent.text
-    return Stage(name, "mlir", text, pass_string, text != parent.text, result.seconds, parent.name,
-                 text_with_locations=with_locations, cached=result.cached)
-
-
-def failed_stage(name: str, parent: Stage, pass_string: str, error: StageError) -> Stage:
-    """The MLIR stage that ``pass_string`` failed to make from ``parent``: no text, the error instead."""
-    return Stage(name, "mlir", "", pass_string, False, None, parent.name, error=str(error))
-
-
-@dataclass(frozen=True)
-class _Step:
-    """One step of the pipeline as built: its base name and pass string, ``edit`` "inserted" for a pass a
-    hand edit added ("after-removed": the step after one a hand edit left out), and ``text`` the module that
-    replaces its output (a hand edit; None: the pass's own)."""
-
-    base: str
-    pass_string: str
-    edit: str = ""
-    text: str | None = None
-
-
-def edited_steps(spec: Spec) -> tuple[list[_Step], str | None]:
-    """The pipeline's steps with ``spec.edits`` applied in order, and the module that replaces the one the
-    pipeline starts from (None: none does). WorkbenchError for an edit whose step is not there (its pipeline
-    has fewer steps than when it was made)."""
-    steps = [_Step(base, p) for base, p in pipeline_steps(spec.pipeline, spec.selection, inline=spec.inline)
-             + shardy_steps(spec.shardy, spec.optimize_communications, enzyme_available())]
-    start = None
-    for e in spec.edits:
-        if e.kind == "text" and e.at == -1:
-            start = e.text
-        elif e.kind == "insert" and 0 <= e.at <= len(steps):
-            added = [_Step(base, p, "inserted") for base, p in pipeline_steps(e.pass_, spec.selection, inline=spec.inline)]
-            steps[e.at:e.at] = added
-        elif e.kind in ("text", "remove") and 0 <= e.at < len(steps):
-            if e.kind == "text":
-                steps[e.at] = dataclasses.replace(steps[e.at], text=e.text)
-            else:
-                del steps[e.at]
-                if e.at < len(steps):  # the step that takes its place shows the edit, and its diff what it changed
-                    steps[e.at] = dataclasses.replace(steps[e.at], edit=steps[e.at].edit or "after-removed")
-        else:
-            raise WorkbenchError(f"the edit {e!r} is for step {e.at}, and this pipeline has {len(steps)} steps: it "
-                                 "was made on another pipeline")
-    return steps, start
-
-
-def check_pass(pass_string: str) -> None:
-    """PipelineSyntaxError when ``pass_string`` (a pass or pipeline string, or a preset) names no pass."""
-    pipeline_steps(pass_string, PatternSelection(PatternOptions()))
-
-
-def _edited_start(first: list[Stage], text: str) -> list[Stage]:
-    """The first stages with the module the pipeline starts from replaced by ``text`` (a hand edit)."""
-    last = first[-1]
-    edited = Stage(last.name, last.group, strip_locations(text), last.produced_by, True, None, last.parent,
-                   text_with_locations=text, edit="text")
-    return first[:-1] + [edited]
-
-
-def _edited(name: str, parent: Stage, step: _Step) -> Stage:
-    """The stage a hand edit's text makes of step ``step`` (its pass's own output replaced)."""
-    text = step.text or ""
-    plain = strip_locations(text)
-    return Stage(name, "mlir", plain, step.pass_string, plain != parent.text, None, parent.name,
-                 text_with_locations=text, edit="text")
-
-
 def build(spec: Spec, start_xla: bool = False) -> Built:
     """The stages of ``spec``: the trace's, then the MLIR pipeline's step by step. ``start_xla``: queue XLA's
     compile of the last stage as soon as it exists (before the jaxpr's text is waited for), for a caller that
     starts it anyway (``xla_checked``)."""
-    runner = default_runner()
     steps, start = edited_steps(spec)
     stages = _first_stages(spec)
     if start is not None:
-        stages = _edited_start(stages, start)
-    error: StageError | None = None
-    for step in steps:
-        name, parent = stage_name(step.base, stages), stages[-1]
-        reason = unregistered_reason(step.pass_string)
-        if reason:
-            error = StageError(name, step.pass_string, reason)
-            stages.append(failed_stage(name, parent, step.pass_string, error))
-            break
-        if step.text is not None:
-            stages.append(_edited(name, parent, step))
-            continue
-        try:
-            r = runner.run(name, parent.text_with_locations, step.pass_string, timeout=spec.timeout,
-                           source=parent.name)
-        except StageError as e:
-            error = e
-            stages.append(failed_stage(name, parent, step.pass_string, e))
-            break
-        made = stage_from_run(name, parent, r, step.pass_string)
-        stages.append(dataclasses.replace(made, edit=step.edit) if step.edit else made)
+        stages = edited_start(stages, start)
+    error = made_by_steps(steps, stages, spec.timeout)
     late = None if error else LateXla(spec, stages[-1])
     if late is not None and start_xla:
         late.start()

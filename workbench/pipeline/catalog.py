@@ -152,17 +152,19 @@ def patterns(**options):
     return pd.DataFrame(rows, columns=["name", "group", "default_enabled", "benefit", "parameters", "spec"])
 
 
+@functools.lru_cache(maxsize=64)
 def pattern_list(sel: PatternSelection, *, direction: str | None = None) -> tuple[str, ...]:
     """The ``patterns=`` entries for one run: enzyme-ad's list with ``excluded_passes``, plus enabled extras.
 
     ``direction`` overrides transpose/reshape propagation, as the "propagate down" tail of
-    enzyme-ad's full pipeline does.
+    enzyme-ad's full pipeline does. Kept per selection: every explore and toggle spells its pattern steps
+    out, three times over in the default pipeline.
     """
     opts = sel.options
     if direction is not None:
         opts = dataclasses.replace(opts, transpose_propagate=direction, reshape_propagate=direction)
     specs = list(_specs(opts, tuple(sorted(sel.disabled))))
-    wanted = set(sel.enabled) - {_parse_spec(s)[0] for s in specs}
+    wanted = set(sel.enabled) - {_parse_spec(s)[0] for s in specs} if sel.enabled else set()
     if wanted:  # the catalog (a worker call per group switch) only for a pattern the list lacks
         extra = {p.name: p.spec for p in catalog(opts)}
         specs += [extra[n] for n in sorted(wanted)]

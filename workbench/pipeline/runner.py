@@ -11,11 +11,12 @@ import re
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from ..errors import InputKindError, MlirSyntaxError, PipelineSyntaxError, StageError
 from ..ir.text import public_functions, publish_functions, text_hash, unmarked_functions
 from .diagnose import pass_error
-from .worker import PassFailure, Worker, WorkerCrash, WorkerTimeout, default_worker
+from .worker import PassFailure, Reply, Worker, WorkerCrash, WorkerTimeout, default_worker
 
 __all__ = ["StepResult", "StepRunner", "default_runner"]
 
@@ -45,7 +46,7 @@ class StepRunner:
         self._cache.clear()
 
     def check_pipeline(self, pipeline: str) -> None:
-        """Ask the real pass registry whether ``pipeline`` parses (see ``worker._check_pipeline``)."""
+        """Ask the real pass registry whether ``pipeline`` parses (see ``worker_methods._check_pipeline``)."""
         if pipeline in self._checked:
             return
         try:
@@ -120,10 +121,89 @@ class StepRunner:
         if out == text:  # the pass changed nothing: hand back the input itself, which its stage then shares
             out = text
         result = StepResult(out, reply.seconds, False)
+        self._remember(key, result)
+        return result
+
+    def run_steps(self, text: str, steps: Sequence[tuple[str, str, str]], timeout: float | None = None,
+                  each: Callable[[StepResult], None] = lambda result: None) -> list[StepResult]:
+        """Each step, ``(stage, pipeline, source)``, run on the one before's output (the first on ``text``),
+        as ``run`` runs one: the StepResults in order, each also handed to ``each`` as it comes, and a
+        StageError for the first step that fails. Steps the cache holds are served from it. The others go to
+        the worker one after another without a round trip each: the worker keeps each output as the next
+        step's input and has the next request before it answers (``Worker.call_ahead``), so it never waits
+        while ``each`` works on an answer. A step that fails there is run again alone by ``run``, whose
+        error says where, as it would have."""
+        results: list[StepResult] = []
+
+        def give(result: StepResult) -> None:
+            results.append(result)
+            each(result)
+
+        while len(results) < len(steps):
+            i = len(results)
+            if len(steps) - i > 1 and (text_hash(text), steps[i][1]) not in self._cache:
+                failed = self._run_ahead(text, steps[i:], timeout, give)
+                text = results[-1].text if results else text
+                if not failed:
+                    continue
+            stage, pipeline, source = steps[len(results)]
+            give(self.run(stage, text, pipeline, timeout=timeout, source=source))
+            text = results[-1].text
+        return results
+
+    def _run_ahead(self, text: str, steps: Sequence[tuple[str, str, str]], timeout: float | None,
+                   give: Callable[[StepResult], None]) -> bool:
+        """``run_steps``' steps from ``steps[0]`` sent to the worker ahead, each result given as it comes;
+        True where a step failed there (the next to give). It stops sending once the step after an answer is
+        one this cache holds from before (a toggle whose step then changed nothing finds the rest cached):
+        that step is already sent, and what follows is served from the cache."""
+        done = [0, text]  # steps given, the last output
+        mine: set[tuple[str, str]] = set()  # what this series put in the cache (the worker knows those too)
+
+        def request(k: int) -> tuple | None:
+            if k >= len(steps):
+                return None
+            if k == 0:
+                return (text, steps[0][1])
+            if done[0] == k - 1:  # the answer to request k-2 is in: is step k-1, on its output, cached?
+                key = (text_hash(done[1]), steps[k - 1][1])
+                if key in self._cache and key not in mine:
+                    return None
+            return (None, steps[k][1])
+
+        def answered(reply: Reply) -> None:
+            out, _, seconds, same = reply.value
+            key = (text_hash(done[1]), steps[done[0]][1])
+            if key in self._cache and (same or key not in mine):  # as this cache would have answered
+                self.hits += 1
+                result = dataclasses.replace(self._cache[key], cached=True)
+            else:
+                self.misses += 1
+                result = StepResult(done[1] if out is None else out, seconds, False)
+                self._remember(key, result)
+                mine.add(key)
+            done[:] = [done[0] + 1, result.text]
+            give(result)
+
+        try:
+            if self.worker.call_ahead("run_step", request, answered, timeout):
+                return False
+        except WorkerTimeout as e:
+            stage, pipeline, _ = steps[done[0]]
+            raise StageError(stage, pipeline, f"the pass ran for more than {e.seconds:.0f} s and was stopped",
+                             e.diagnostics) from None
+        except (PassFailure, WorkerCrash):
+            return True
+        for stage, pipeline, source in steps:  # routed to an executor's worker: one request per step
+            result = self.run(stage, done[1], pipeline, timeout=timeout, source=source)
+            done[1] = result.text
+            give(result)
+        return False
+
+    def _remember(self, key: tuple[str, str], result: StepResult) -> None:
         self._cache[key] = result
         if len(self._cache) > self.max_entries:
             self._cache.popitem(last=False)
-        return result
 
     def seconds(self, text: str, pipeline: str, timeout: float | None = None) -> float:
         """The seconds ``pipeline`` takes on ``text`` in the worker, as the worker measures it, never served

@@ -20,7 +20,7 @@ list them), and it has ``optimize-communication`` and the pattern passes; jaxlib
 ``sdy-propagation-pipeline``, ``sdy-close-shardings``, ``sdy-insert-explicit-reshards``,
 ``sdy-reshard-to-collectives`` and the other ``sdy-*`` passes; neither registers
 ``xla-sdy-stablehlo-export-pipeline`` (XLA runs it inside its compiler). So ``sdy-*`` steps run in
-jaxlib's pass manager (``worker.jaxlib_pipeline``, in the worker process as any pass), the
+jaxlib's pass manager (``worker_methods.jaxlib_pipeline``, in the worker process as any pass), the
 optimize-communications steps in enzyme-ad, and the export step of ``to_mhlo_shardings`` is a stage
 that fails saying so, after every stage before it. XLA reads Shardy's
 attributes itself, so without the export the module still compiles and runs (``:post_sdy_propagation``
@@ -32,7 +32,7 @@ from ..errors import WorkbenchError
 from ..ir.sdy import names_mesh_with_axes
 from ..ir.text import pass_names, split_pipeline
 from .catalog import patterns_pass
-from .worker import jaxlib_pipeline
+from .worker_methods import jaxlib_pipeline
 
 __all__ = ["SHARDY_MODES", "EXPORT_PIPELINE", "is_sharded", "resolve_mode", "shardy_steps", "unregistered_reason"]
 

@@ -47,7 +47,7 @@ from typing import Callable, Hashable, Sequence
 
 from ...errors import StageError, WorkbenchError
 from ...ir.text import public_functions, publish_functions, strip_locations
-from ...pipeline.build import failed_stage, stage_from_run, stage_name
+from ...pipeline.steps import failed_stage, stage_from_run, stage_name
 from ...pipeline.catalog import Pattern, catalog, pattern_list, pattern_name, patterns_pass
 from ...pipeline.remote import resolve, route
 from ...pipeline.runner import default_runner
