@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import StageError, WorkbenchError
+from ..ir.mlir import context_ahead
 from ..ir.text import strip_locations
 from ..stages import Spec, Stage
 from .catalog import PatternOptions, PatternSelection
@@ -130,6 +131,7 @@ def made_by_steps(steps: list[_Step], stages: list[Stage], timeout: float | None
     between hand edits go to the worker as one run of steps (``StepRunner.run_steps``): each stage is made
     here while the worker runs the next step."""
     runner = default_runner()
+    context_ahead()  # XLA's input is parsed next: its context is made while this waits for the worker
     error: StageError | None = None
     i = 0
     while i < len(steps) and error is None:
