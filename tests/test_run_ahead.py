@@ -75,3 +75,21 @@ def test_a_toggle_that_changes_nothing_finds_the_later_steps_cached():
     # every stage that is not a pattern stage (whose pass string the toggle changed) is the cache's
     assert all(s.cached for i, s in enumerate(later) if i not in patterns)
     assert runner.hits - hits >= len(later) - len(patterns)
+
+
+def test_xla_inputs_context_is_made_ahead_and_serves_one_module_only():
+    import time
+
+    from workbench.ir import mlir as ir_mlir
+
+    ir_mlir._SPARE.clear()
+    ir_mlir.context_ahead()
+    for _ in range(400):  # the thread makes it in milliseconds
+        if ir_mlir._SPARE:
+            break
+        time.sleep(0.01)
+    ahead = ir_mlir._SPARE[0]
+    a = ir_mlir.parse_module(ir_mlir._WARM, allow_unregistered=False)
+    b = ir_mlir.parse_module(ir_mlir._WARM, allow_unregistered=False)
+    assert a.context is ahead and b.context is not ahead  # taken once, then a fresh one
+    assert "stablehlo.add" in str(a) and str(a) == str(b)
