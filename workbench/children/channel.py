@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Literal
 
-__all__ = ["Request", "Response", "exchange", "ended"]
+__all__ = ["Request", "Response", "exchange", "answer_to", "ended"]
 
 
 @dataclass(frozen=True)
@@ -45,11 +45,17 @@ def exchange(conn: Connection, request: Request, limit: float) -> tuple[Response
     "ready", read here when its start was not waited for, is not one of them). EOFError or a pipe error
     means the child died."""
     conn.send(request)
+    return answer_to(conn, request.id, limit)
+
+
+def answer_to(conn: Connection, wanted: int, limit: float) -> tuple[Response | None, int]:
+    """Wait up to ``limit`` seconds for the Response to the request numbered ``wanted``, sent before: as
+    ``exchange`` waits for its own."""
     deadline = time.monotonic() + limit
     dropped = 0
     while conn.poll(max(0.0, deadline - time.monotonic())):
         answer = conn.recv()
-        if isinstance(answer, Response) and answer.id == request.id:
+        if isinstance(answer, Response) and answer.id == wanted:
             return answer, dropped
         if not (isinstance(answer, Response) and answer.status == "ready"):
             dropped += 1

@@ -30,7 +30,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, Mapping
 
 from . import leftovers
-from .channel import Request, Response, ended, exchange
+from .channel import Request, Response, answer_to, ended, exchange
 from .env import child_env, command
 
 __all__ = ["Child", "ChildDied", "ChildFailed", "ChildTimeout", "serve"]
@@ -293,15 +293,12 @@ class Child:
 
     def _answer(self, process: _Process, wanted: int, timeout: float, offset: int) -> Response:
         """The answer to request ``wanted``, read within ``timeout`` seconds (a ChildTimeout ends the child)."""
-        deadline = time.monotonic() + timeout
-        while process.conn.poll(max(0.0, deadline - time.monotonic())):
-            answer = process.conn.recv()
-            if isinstance(answer, Response) and answer.id == wanted:
-                return answer
-            if not (isinstance(answer, Response) and answer.status == "ready"):
-                self.stale += 1
-        self._lose()
-        raise ChildTimeout(timeout, self.log_since(offset))
+        answer, dropped = answer_to(process.conn, wanted, timeout)
+        self.stale += dropped
+        if answer is None:
+            self._lose()
+            raise ChildTimeout(timeout, self.log_since(offset))
+        return answer
 
     def _lose(self) -> None:
         self._held.end_process()

@@ -117,6 +117,19 @@ def routed(send: Callable[[str, tuple, float], "Reply"] | None):
         _ROUTE.reset(token)
 
 
+@contextlib.contextmanager
+def _as_worker_errors():
+    """A child's failure as the worker's: PassFailure (it lives on), WorkerCrash, WorkerTimeout."""
+    try:
+        yield
+    except ChildFailed as e:
+        raise PassFailure(e.message, e.log) from None
+    except ChildDied as e:
+        raise WorkerCrash(e.exitcode, e.log) from None
+    except ChildTimeout as e:
+        raise WorkerTimeout(e.seconds, e.log) from None
+
+
 class Worker:
     """One worker process, started on first use, restarted after a crash or time-out.
 
@@ -157,14 +170,8 @@ class Worker:
         send = _ROUTE.get()
         if send is not None:  # routed (see ``routed``): the request runs on an executor's worker
             return send(method, args, limit)
-        try:
+        with _as_worker_errors():
             answer = self._child.call(method, args, limit)
-        except ChildFailed as e:
-            raise PassFailure(e.message, e.log) from None
-        except ChildDied as e:
-            raise WorkerCrash(e.exitcode, e.log) from None
-        except ChildTimeout as e:
-            raise WorkerTimeout(e.seconds, e.log) from None
         return Reply(answer.payload, answer.seconds)
 
     def call_ahead(self, method: str, args: Callable[[int], tuple | None], on_reply: Callable[[Reply], None],
@@ -175,15 +182,9 @@ class Worker:
         (``routed``), which cannot keep a request's output for the next."""
         if _ROUTE.get() is not None:
             return False
-        try:
+        with _as_worker_errors():
             self._child.call_ahead(method, args, self.timeout if timeout is None else timeout,
                                    lambda answer: on_reply(Reply(answer.payload, answer.seconds)))
-        except ChildFailed as e:
-            raise PassFailure(e.message, e.log) from None
-        except ChildDied as e:
-            raise WorkerCrash(e.exitcode, e.log) from None
-        except ChildTimeout as e:
-            raise WorkerTimeout(e.seconds, e.log) from None
         return True
 
     def start_soon(self) -> None:
