@@ -7,9 +7,9 @@ its path and the CPU devices it needs; ``leftovers`` names their logs and remove
 left in the temporary folder. Nothing here imports the layers above (pipeline, analysis, ...).
 """
 from . import leftovers
-from .channel import Request, Response, ended, exchange
+from .channel import Request, Response, answer_to, ended
 from .child import Child, ChildDied, ChildFailed, ChildTimeout, serve
 from .env import DEVICE_COUNT_FLAG, child_env, command
 
 __all__ = ["Child", "ChildDied", "ChildFailed", "ChildTimeout", "DEVICE_COUNT_FLAG", "Request", "Response",
-           "child_env", "command", "ended", "exchange", "leftovers", "serve"]
+           "child_env", "command", "ended", "answer_to", "leftovers", "serve"]

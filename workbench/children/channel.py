@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Literal
 
-__all__ = ["Request", "Response", "exchange", "answer_to", "ended"]
+__all__ = ["Request", "Response", "answer_to", "ended"]
 
 
 @dataclass(frozen=True)
@@ -39,18 +39,11 @@ class Response:
     seconds: float = 0.0
 
 
-def exchange(conn: Connection, request: Request, limit: float) -> tuple[Response | None, int]:
-    """Send ``request`` and wait up to ``limit`` seconds for its Response: that Response (None when none
-    came in time) and how many answers to earlier requests were read and dropped meanwhile (a child's
-    "ready", read here when its start was not waited for, is not one of them). EOFError or a pipe error
-    means the child died."""
-    conn.send(request)
-    return answer_to(conn, request.id, limit)
-
-
 def answer_to(conn: Connection, wanted: int, limit: float) -> tuple[Response | None, int]:
-    """Wait up to ``limit`` seconds for the Response to the request numbered ``wanted``, sent before: as
-    ``exchange`` waits for its own."""
+    """Wait up to ``limit`` seconds for the Response to the request numbered ``wanted``, sent before: that
+    Response (None when none came in time) and how many answers to earlier requests were read and dropped
+    meanwhile (a child's "ready", read here when its start was not waited for, is not one of them). EOFError
+    or a pipe error means the child died."""
     deadline = time.monotonic() + limit
     dropped = 0
     while conn.poll(max(0.0, deadline - time.monotonic())):

@@ -5,7 +5,7 @@ A child is ``python -P -m <module> <fd>`` (``env.command``) with one end of a so
 ``child_env()`` as its environment; its module serves a table of named methods with ``serve``. Its
 stdout and stderr go to a log file of its own (``leftovers.log_file``), kept within
 ``leftovers.LOG_LIMIT``; what a request made it print is read from there when the request fails,
-so the diagnostics of a pass that crashed can be shown. Requests are numbered (``channel.exchange``):
+so the diagnostics of a pass that crashed can be shown. Requests are numbered (``channel.answer_to``):
 an answer to another request is dropped, and a request interrupted while it waits ends the process,
 so the next one goes to a fresh process and never reads the interrupted one's answer.
 
@@ -30,7 +30,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, Mapping
 
 from . import leftovers
-from .channel import Request, Response, answer_to, ended, exchange
+from .channel import Request, Response, answer_to, ended
 from .env import child_env, command
 
 __all__ = ["Child", "ChildDied", "ChildFailed", "ChildTimeout", "serve"]
@@ -222,28 +222,9 @@ class Child:
         before it answered, ChildTimeout when no answer came within ``timeout`` seconds (the child is
         ended); after either, the next call starts a fresh child. An interrupted wait ends the child too.
         """
-        with self._lock:
-            process = self._running()
-            offset = leftovers.bounded(self._held.log_path)
-            self.sent[method] += 1
-            self._next_id += 1
-            try:
-                answer, dropped = exchange(process.conn, Request(self._next_id, method, tuple(args)), timeout)
-            except (EOFError, BrokenPipeError, ConnectionResetError):
-                code = process.exit_code(self._held.grace)
-                self._lose()
-                raise ChildDied(code, self.log_since(offset)) from None
-            except BaseException:  # interrupted: the answer would be unread, the stream perhaps cut mid-message
-                self._lose()
-                raise
-            self.stale += dropped
-            if answer is None:
-                self._lose()
-                raise ChildTimeout(timeout, self.log_since(offset))
-            if answer.status == "error":
-                message, _ = answer.payload
-                raise ChildFailed(message, self.log_since(offset))
-            return answer
+        got: list[Response] = []
+        self.call_ahead(method, lambda k: None if k else tuple(args), timeout, got.append)
+        return got[0]
 
     def call_ahead(self, method: str, args: Callable[[int], tuple | None], timeout: float,
                    on_answer: Callable[[Response], None]) -> None:

@@ -134,7 +134,7 @@ class Worker:
     """One worker process, started on first use, restarted after a crash or time-out.
 
     ``executions`` counts the requests that ran a pipeline, so tests and benchmarks can check that
-    caching avoided work; ``stale`` the replies to other requests dropped (``channel.exchange``). A call
+    caching avoided work; ``stale`` the replies to other requests dropped (``channel.answer_to``). A call
     interrupted while it waits ends the process (its pass may run on for minutes); the next starts afresh.
     A Worker nobody references is collected, and its process ends with it.
     """
