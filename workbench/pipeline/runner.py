@@ -94,9 +94,7 @@ class StepRunner:
         says where it failed (``diagnose.pass_error``: the op, its line in ``source``, the user's line)."""
         key = (text_hash(text), pipeline)
         if key in self._cache:
-            self._cache.move_to_end(key)
-            self.hits += 1
-            return dataclasses.replace(self._cache[key], cached=True)
+            return self._hit(key)
         self.misses += 1
         public = public_functions(text)
         started = time.perf_counter()
@@ -140,24 +138,24 @@ class StepRunner:
             each(result)
 
         while len(results) < len(steps):
-            i = len(results)
-            if len(steps) - i > 1 and (text_hash(text), steps[i][1]) not in self._cache:
-                failed = self._run_ahead(text, steps[i:], timeout, give)
-                text = results[-1].text if results else text
-                if not failed:
-                    continue
-            stage, pipeline, source = steps[len(results)]
-            give(self.run(stage, text, pipeline, timeout=timeout, source=source))
-            text = results[-1].text
+            key = (text_hash(text), steps[len(results)][1])
+            if key in self._cache:
+                give(self._hit(key))
+            elif len(steps) - len(results) == 1 or self._run_ahead(text, key[0], steps[len(results):], timeout, give):
+                text = results[-1].text if results else text  # the step the series stopped at, alone
+                stage, pipeline, source = steps[len(results)]
+                give(self.run(stage, text, pipeline, timeout=timeout, source=source))
+            text = results[-1].text if results else text
         return results
 
-    def _run_ahead(self, text: str, steps: Sequence[tuple[str, str, str]], timeout: float | None,
+    def _run_ahead(self, text: str, hashed: str, steps: Sequence[tuple[str, str, str]], timeout: float | None,
                    give: Callable[[StepResult], None]) -> bool:
-        """``run_steps``' steps from ``steps[0]`` sent to the worker ahead, each result given as it comes;
-        True where a step failed there (the next to give). It stops sending once the step after an answer is
-        one this cache holds from before (a toggle whose step then changed nothing finds the rest cached):
-        that step is already sent, and what follows is served from the cache."""
-        done = [0, text]  # steps given, the last output
+        """``run_steps``' steps from ``steps[0]`` (on ``text``, whose hash is ``hashed``) sent to the worker
+        ahead, each result given as it comes; True where a step failed there (the next to give, alone). It
+        stops sending once the step after an answer is one this cache holds from before (a toggle whose step
+        then changed nothing finds the rest cached): that step is already sent, and what follows is served
+        from the cache."""
+        done = [0, text, hashed]  # steps given, the last output and its hash (each text is hashed once)
         mine: set[tuple[str, str]] = set()  # what this series put in the cache (the worker knows those too)
 
         def request(k: int) -> tuple | None:
@@ -165,24 +163,23 @@ class StepRunner:
                 return None
             if k == 0:
                 return (text, steps[0][1])
-            if done[0] == k - 1:  # the answer to request k-2 is in: is step k-1, on its output, cached?
-                key = (text_hash(done[1]), steps[k - 1][1])
+            if k >= 2 and done[0] == k - 1:  # the answer to request k-2 is in: is step k-1, on its output, cached?
+                key = (done[2], steps[k - 1][1])
                 if key in self._cache and key not in mine:
                     return None
             return (None, steps[k][1])
 
         def answered(reply: Reply) -> None:
             out, _, seconds, same = reply.value
-            key = (text_hash(done[1]), steps[done[0]][1])
+            key = (done[2], steps[done[0]][1])
             if key in self._cache and (same or key not in mine):  # as this cache would have answered
-                self.hits += 1
-                result = dataclasses.replace(self._cache[key], cached=True)
+                result = self._hit(key)
             else:
                 self.misses += 1
                 result = StepResult(done[1] if out is None else out, seconds, False)
                 self._remember(key, result)
                 mine.add(key)
-            done[:] = [done[0] + 1, result.text]
+            done[:] = [done[0] + 1, result.text, done[2] if result.text is done[1] else text_hash(result.text)]
             give(result)
 
         try:
@@ -199,6 +196,12 @@ class StepRunner:
             done[1] = result.text
             give(result)
         return False
+
+    def _hit(self, key: tuple[str, str]) -> StepResult:
+        """The cache's answer for ``key``, counted as a hit and kept as the most recently used."""
+        self._cache.move_to_end(key)
+        self.hits += 1
+        return dataclasses.replace(self._cache[key], cached=True)
 
     def _remember(self, key: tuple[str, str], result: StepResult) -> None:
         self._cache[key] = result
