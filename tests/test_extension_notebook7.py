@@ -75,7 +75,9 @@ def test_notebook7_shows_the_saved_output_and_explores_a_cell(browser, lab, nb7)
         assert facts["pair"] == ["canonicalize#2", "enzyme-hlo-patterns#1"] and facts["diff_state"] == "ok"
         assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
         page.screenshot(path=str(OUTPUT / "extension_notebook7_saved_output.png"))
-        # Explore this cell, from Notebook's command palette, on the plain cell
+        # Explore this cell, from Notebook's command palette, on the plain cell, once the kernel is up: a
+        # cell run before Notebook has a kernel asks which kernel to start instead of running
+        page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first.wait_for(timeout=120_000)
         cells = page.locator(".jp-Notebook .jp-Cell")
         cells.nth(0).locator(".cm-content").click()
         page.keyboard.press("Shift+Enter")
