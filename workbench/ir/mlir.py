@@ -19,7 +19,9 @@ __all__ = ["parse_module", "context_ahead", "side_by_side_modules", "strip_enzym
 
 
 _SPARE: list = []  # JAX MLIR contexts made ahead (``context_ahead``), each for one parse_module
-_MAKING = threading.Lock()
+_WANTED = threading.Event()  # context_ahead asked the maker thread for one
+_MAKER: list[threading.Thread] = []  # that thread, once started
+_STARTING = threading.Lock()
 _WARM = """module {
   func.func public @main(%a: tensor<2xf32>) -> tensor<2xf32> {
     %0 = stablehlo.add %a, %a : tensor<2xf32>
@@ -30,27 +32,39 @@ _WARM = """module {
 
 
 def context_ahead() -> None:
-    """Make the next parse_module's context on a thread, unless one is ready or being made. A context
-    costs ~4 ms to make and ~1.3 ms more at its first parse (its dialects load then), on the way to
-    XLA's compile of every exploration; a caller about to wait without the GIL (for the pass worker)
-    calls this so that the work is done meanwhile."""
-    if _SPARE or not _MAKING.acquire(blocking=False):
+    """Have the next parse_module's context made on a thread, unless one is ready. A context costs ~4 ms
+    to make and ~1.3 ms more at its first parse (its dialects load then), on the way to XLA's compile of
+    every exploration. Callers ask where the thread that would otherwise wait for the GIL is about to
+    wait without it: the explore's thread for the pass worker, XLA's compile thread in the compile (which
+    then leaves one ready for the next exploration). The thread is started once and woken by an event:
+    starting a thread makes its starter wait for it, and a starter that then wants the GIL back waits
+    as long as the context takes to make."""
+    if _SPARE:
         return
+    if not _MAKER:
+        with _STARTING:
+            if not _MAKER:
+                thread = threading.Thread(target=_make_contexts, name="wb-mlir-context", daemon=True)
+                thread.start()
+                _MAKER.append(thread)
+    _WANTED.set()
 
-    def make() -> None:
-        from jax._src.interpreters import mlir as jax_mlir
-        from jaxlib.mlir import ir
 
+def _make_contexts() -> None:
+    from jax._src.interpreters import mlir as jax_mlir
+    from jaxlib.mlir import ir
+
+    while True:
+        _WANTED.wait()
+        _WANTED.clear()
+        if _SPARE:
+            continue
         try:
             context = jax_mlir.make_ir_context()
             ir.Module.parse(_WARM, context=context)  # loads the dialects a module of JAX's uses
             _SPARE.append(context)
         except Exception:  # noqa: BLE001 -- the parse makes its own context then
             pass
-        finally:
-            _MAKING.release()
-
-    threading.Thread(target=make, name="wb-mlir-context", daemon=True).start()
 
 
 def _fresh_context():

@@ -26,6 +26,7 @@ import jax
 from ..backends import DumpNames, backend_for
 from ..children import leftovers
 from ..errors import XlaOptionError
+from ..ir.mlir import context_ahead
 from .phase import say_phase
 
 __all__ = ["XlaStage", "XlaResult", "XlaDumps", "read_dumps", "platform_of_lowered", "compile_with_dumps",
@@ -266,6 +267,7 @@ def _compile_here(lowered, compiler_options: dict) -> tuple[float, Future]:
     with _BEGUN:
         _begun[0] += 1
         _BEGUN.notify_all()
+    context_ahead()  # the next XLA input's context, made while XLA compiles without the GIL
     with no_persistent_cache():
         compiled = lowered.compile(compiler_options=compiler_options)
     # the thread drops ``compiled`` once both analyses are done, so no executable outlives them
