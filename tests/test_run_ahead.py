@@ -93,3 +93,49 @@ def test_xla_inputs_context_is_made_ahead_and_serves_one_module_only():
     b = ir_mlir.parse_module(ir_mlir._WARM, allow_unregistered=False)
     assert a.context is ahead and b.context is not ahead  # taken once, then a fresh one
     assert "stablehlo.add" in str(a) and str(a) == str(b)
+
+
+def test_xla_input_made_with_the_last_step_is_the_one_made_here_and_reaches_xla():
+    """The worker makes XLA's input of the last output (locations XLA would lose rewritten, Enzyme's
+    attributes dropped, @main public) right after the last step: the same text the notebook's process makes,
+    with no request of its own; an exploration's XLA compile takes it; a series cut short makes none."""
+    from tests.corpus import program
+    from workbench.pipeline import exported
+    from workbench.pipeline.worker_methods import xla_text
+
+    inst = program("pure_callback").build()  # its patterns leave enzymexla.* attributes that jaxlib cannot parse
+    fn, args = inst.fn, inst.args
+    ex = wb.explore(fn, *args)
+    text = ex["stablehlo"].text_with_locations
+    steps = [(s.name, s.produced_by, s.parent) for s in ex.stages if s.group == "mlir"]
+    runner = StepRunner()
+    sent = runner.worker.executions
+    results = runner.run_steps(text, steps, xla_input=True)
+    last = results[-1].text
+    assert last == [s for s in ex.stages if s.group == "mlir"][-1].text_with_locations
+    assert runner.worker.executions - sent == len(steps) + 1  # a request per step, and XLA's input
+    assert "enzymexla" in last
+    made = runner.xla_input(last)
+    assert made is not None and "enzymexla" not in made
+    assert made == xla_text(last, exported._dropped)
+    assert runner.xla_input(text) is None  # only the last output's
+    # an exploration compiles the worker's text: its XLA input is taken from the default runner
+    clear_caches()
+    taken = []
+    original = default_runner().xla_input
+
+    def xla_input(t):
+        taken.append(original(t))
+        return taken[-1]
+
+    default_runner().xla_input = xla_input
+    try:
+        ex = wb.explore(fn, *args)
+        assert "xla:optimized" in [s.name for s in ex.stages] and not ex.error
+    finally:
+        del default_runner().xla_input
+    assert taken and taken[-1] is not None
+    # the same steps again: all cached, no series, no XLA input made (the one made before is still held)
+    sent = runner.worker.executions
+    runner.run_steps(text, steps, xla_input=True)
+    assert runner.worker.executions == sent
