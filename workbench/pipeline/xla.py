@@ -117,32 +117,106 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def read_dumps(folder: str, names: DumpNames) -> XlaDumps:
+class DumpWatch:
+    """XLA's per-pass dumps in ``folder`` read while XLA writes them (``texts``: file name -> text), so that
+    reading them after the compile (``read_dumps(..., texts)``) only reads what came last. A dump is read once
+    XLA has begun a later one of the same module: they are numbered in the order written, each written whole
+    before the next pass runs. One thread reads for every watch (``_watch_folders``), every ``_EVERY``
+    seconds; it is started once, since starting a thread makes its starter wait for it."""
+
+    def __init__(self, folder: str):
+        self.folder, self.texts, self.looks = folder, {}, 0
+        self._lock = threading.Lock()  # held while this watch's folder is read
+        self._stopped = False
+        with _WATCHING:
+            _WATCHES.append(self)
+            if not _WATCHER:
+                _WATCHER.append(threading.Thread(target=_watch_folders, name="wb-xla-dumps", daemon=True))
+                _WATCHER[0].start()
+            _WATCHING.notify()
+
+    def read_written(self) -> None:
+        """Read the dumps XLA has finished writing and this watch has not read."""
+        with self._lock:
+            if self._stopped:
+                return
+            self.looks += 1
+            files = [f for f in os.listdir(self.folder) if f not in self.texts]
+            latest: dict[str, int] = {}
+            numbered = []
+            for f in files:
+                m = _PASS_FILE.match(f)
+                if m:
+                    latest[m.group(1)] = max(latest.get(m.group(1), -1), int(m.group(3)))
+                    numbered.append((f, m.group(1), int(m.group(3))))
+            for f, module, k in numbered:
+                if k < latest[module]:
+                    self.texts[f] = _read(os.path.join(self.folder, f))
+            for f in files:
+                if f.endswith(_BEFORE) and f.split(".", 1)[0][len("module_"):] in latest:
+                    self.texts[f] = _read(os.path.join(self.folder, f))
+
+    def stop(self) -> dict[str, str]:
+        """Stop watching (once the compile has returned) and give the texts read."""
+        with _WATCHING:
+            if self in _WATCHES:
+                _WATCHES.remove(self)
+        with self._lock:
+            self._stopped = True
+        return self.texts
+
+
+_EVERY = 0.004  # seconds between the watcher's looks at each folder
+_WATCHING = threading.Condition()
+_WATCHES: list[DumpWatch] = []
+_WATCHER: list[threading.Thread] = []
+
+
+def _watch_folders() -> None:
+    while True:
+        with _WATCHING:
+            _WATCHING.wait_for(lambda: _WATCHES)
+        time.sleep(_EVERY)
+        with _WATCHING:
+            watches = list(_WATCHES)
+        for watch in watches:
+            try:
+                watch.read_written()
+            except OSError:  # the folder went away: what was read stands, the rest is read after the compile
+                pass
+
+
+def read_dumps(folder: str, names: DumpNames, texts: dict[str, str] | None = None) -> XlaDumps:
     """The stages of XLA's dumps in ``folder``, the optimized module and backend outputs found by ``names``
     (the backend's file endings: ``backend_of(device).dumps``). Only the last module compiled counts: any
-    other was compiled on the side."""
+    other was compiled on the side. ``texts``: files already read (``DumpWatch``), by name."""
     files = sorted(os.listdir(folder))
+    texts = texts or {}
+
+    def read(name: str) -> str:
+        text = texts.get(name)
+        return text if text is not None else _read(os.path.join(folder, name))
+
     mods = sorted({f.split(".", 1)[0] for f in files if f.endswith(_BEFORE)})
     if not mods:
         return XlaDumps((), (), ())
     files = [f for f in files if f.startswith(mods[-1] + ".")]
-    stages, passes, runs = _pass_stages(folder, files)
+    stages, passes, runs = _pass_stages(files, read)
     opt = next((f for f in files if f.endswith(names.optimized) and not _PASS_FILE.match(f)), None)
     if opt:
-        text = _read(os.path.join(folder, opt))
+        text = read(opt)
         if stages and text == stages[-1].text:
             text = stages[-1].text  # the last pass's module as it was: one object for both stages
         stages.append(XlaStage("xla:optimized", "xla", text, "XLA: the optimized HLO module"))
     for out in names.outputs:
         parts = [f for f in files if f.endswith(out.suffix)]
         if parts:
-            text = "\n".join(f"; ==== {f} ====\n{_read(os.path.join(folder, f))}" if len(parts) > 1
-                             else _read(os.path.join(folder, f)) for f in parts)
+            text = "\n".join(f"; ==== {f} ====\n{read(f)}" if len(parts) > 1 else read(f) for f in parts)
             stages.append(XlaStage(out.stage, "backend", text, f"XLA backend: {out.what}"))
     return XlaDumps(tuple(stages), tuple(passes), tuple(runs))
 
 
-def _pass_stages(folder: str, files: list[str]) -> tuple[list[XlaStage], list[str], list[tuple[str, str, str, str]]]:
+def _pass_stages(files: list[str], read: Callable[[str], str]) -> tuple[list[XlaStage], list[str], list[tuple[str, str, str, str]]]:
     """``xla:before_optimizations`` and a stage per per-pass dump whose module differs from the one before it;
     the pass names mentioned; the runs (see ``XlaDumps``). A change belongs to the pass its dump is named
     after; a dump named only before a pass shows the work of the pass the previous dump named next (the TPU's
@@ -153,7 +227,7 @@ def _pass_stages(folder: str, files: list[str]) -> tuple[list[XlaStage], list[st
     runs: list[tuple[str, str, str, str]] = []
     counts: dict[str, int] = {}
     before = next((f for f in files if f.endswith(_BEFORE)), None)
-    last = _read(os.path.join(folder, before)) if before else ""
+    last = read(before) if before else ""
     if before:
         stages.append(XlaStage("xla:before_optimizations", "xla", last, "XLA: HLO as converted from StableHLO"))
     handed = ""  # the pass the last dump named next
@@ -165,7 +239,7 @@ def _pass_stages(folder: str, files: list[str]) -> tuple[list[XlaStage], list[st
         passes += [p for p in (after, nxt) if p and p not in _MARKS and p not in passes]
         maker = after or (handed if handed and handed not in _MARKS else pipeline)
         handed = nxt
-        text = _read(os.path.join(folder, f))
+        text = read(f)
         made = ""
         if text != last and maker not in _MARKS:
             counts[maker] = counts.get(maker, 0) + 1
@@ -286,11 +360,15 @@ def compile_lowered_with_dumps(lowered, options: dict | None = None, compiler=_c
     """
     opts = check_options(dict(options or {}))
     d = tempfile.mkdtemp(prefix=leftovers.prefix("xla"))  # named by this process: see leftovers
+    watch = DumpWatch(d) if around is None else None  # a profiled compile runs alone
     try:  # the files are removed on the analysis thread: the result holds their texts
-        with around if around is not None else contextlib.nullcontext():
-            seconds, analyses = compiler(lowered, {**dump_options(d), **opts})
+        try:
+            with around if around is not None else contextlib.nullcontext():
+                seconds, analyses = compiler(lowered, {**dump_options(d), **opts})
+        finally:
+            texts = watch.stop() if watch is not None else {}
         say_phase(f"reading XLA's {_count_files(d)} dump files")
-        read = read_dumps(d, backend_for(platform_of_lowered(lowered)).dumps)
+        read = read_dumps(d, backend_for(platform_of_lowered(lowered)).dumps, texts)
         return XlaResult(read.stages, read.passes, seconds, opts, analyses, runs=read.runs)
     finally:
         _AFTER.submit(shutil.rmtree, d, ignore_errors=True)
