@@ -32,3 +32,7 @@ def test_dumps_read_during_the_compile_are_the_whole_files_and_give_the_same_sta
     looks = watch.looks
     watch.read_written()  # stopped: reads nothing more
     assert watch.looks == looks
+    # a dump the same as the one before it is held as that one's text object: one object per run of equal dumps
+    in_order = sorted(texts, key=lambda f: (not f.endswith(".before_optimizations.txt"), f))
+    runs = sum(1 for i, f in enumerate(in_order) if i == 0 or texts[f] != texts[in_order[i - 1]])
+    assert len({id(texts[f]) for f in in_order}) == runs < len(texts)

@@ -126,6 +126,7 @@ class DumpWatch:
 
     def __init__(self, folder: str):
         self.folder, self.texts, self.looks = folder, {}, 0
+        self._last: dict[str, str] = {}  # each module's last dump read
         self._lock = threading.Lock()  # held while this watch's folder is read
         self._stopped = False
         with _WATCHING:
@@ -136,25 +137,36 @@ class DumpWatch:
             _WATCHING.notify()
 
     def read_written(self) -> None:
-        """Read the dumps XLA has finished writing and this watch has not read."""
+        """Read the dumps XLA has finished writing and this watch has not read, in XLA's order. A dump the same
+        as the one before it is kept as that one's text object: the watch holds no more texts than the stages
+        read from them will."""
         with self._lock:
             if self._stopped:
                 return
             self.looks += 1
-            files = [f for f in os.listdir(self.folder) if f not in self.texts]
+            files = os.listdir(self.folder)
             latest: dict[str, int] = {}
             numbered = []
             for f in files:
                 m = _PASS_FILE.match(f)
                 if m:
                     latest[m.group(1)] = max(latest.get(m.group(1), -1), int(m.group(3)))
-                    numbered.append((f, m.group(1), int(m.group(3))))
-            for f, module, k in numbered:
+                    if f not in self.texts:
+                        numbered.append((m.group(1), int(m.group(3)), f))
+            for f in files:  # each module as XLA got it, before its first pass
+                module = f.split(".", 1)[0][len("module_"):]
+                if f.endswith(_BEFORE) and f not in self.texts and module in latest:
+                    self._keep(module, f)
+            for module, k, f in sorted(numbered):
                 if k < latest[module]:
-                    self.texts[f] = _read(os.path.join(self.folder, f))
-            for f in files:
-                if f.endswith(_BEFORE) and f.split(".", 1)[0][len("module_"):] in latest:
-                    self.texts[f] = _read(os.path.join(self.folder, f))
+                    self._keep(module, f)
+
+    def _keep(self, module: str, name: str) -> None:
+        text = _read(os.path.join(self.folder, name))
+        last = self._last.get(module)
+        if text == last:
+            text = last
+        self._last[module] = self.texts[name] = text
 
     def stop(self) -> dict[str, str]:
         """Stop watching (once the compile has returned) and give the texts read."""
