@@ -55,6 +55,9 @@ _Pair = tuple[str, tuple[Frame, ...]]
 _MAX_ALIAS_DEPTH = 200  # alias chains are as deep as Python's stack was; a longer one is not JAX's
 
 
+_SPACE = re.compile(r"[ \t\n]*")
+
+
 class _Reader:
     """A recursive-descent reader of one location's text (inside ``loc(...)``), aliases resolved."""
 
@@ -63,8 +66,8 @@ class _Reader:
         self.memo = {} if memo is None else memo  # alias -> its origins, read once per module
 
     def _space(self) -> None:
-        while self.i < len(self.s) and self.s[self.i] in " \t\n":
-            self.i += 1
+        if self.s[self.i:self.i + 1] in (" ", "\t", "\n"):
+            self.i = _SPACE.match(self.s, self.i).end()
 
     def _peek(self, word: str) -> bool:
         self._space()
@@ -544,6 +547,7 @@ class _LocationPrinter:
     def __init__(self, taken: Mapping[str, str]):
         self.taken = taken
         self.chains: dict[tuple[Frame, ...], str] = {}
+        self.links: dict[tuple[Frame, str], str] = {}  # (a frame, the alias of the frames outside it) -> alias
         self.named: dict[str, str] = {}
         self.definitions: list[str] = []
 
@@ -576,13 +580,22 @@ class _LocationPrinter:
         return f"{_quoted(name)}({chain})" if chain else _quoted(name)
 
     def _chain(self, frames: tuple[Frame, ...]) -> str:
-        if frames not in self.chains:
-            f = frames[0]
-            at = f'{_quoted(f.file)}:{f.line}:{f.column}'
-            here = f"{_quoted(f.function)}({at})" if f.function else at
-            body = here if len(frames) == 1 else f"callsite({here} at {self._chain(frames[1:])})"
-            self.chains[frames] = self._define(body)
-        return self.chains[frames]
+        """The alias of ``frames`` (innermost first), each tail defined before the chain that uses it. Tails are
+        found by (frame, the alias of the rest), so a chain of n frames costs n lookups, not n tuple hashes of
+        up to n frames each."""
+        whole = self.chains.get(frames)
+        if whole is not None:
+            return whole
+        tail = ""
+        for f in reversed(frames):
+            alias = self.links.get((f, tail))
+            if alias is None:
+                at = f'{_quoted(f.file)}:{f.line}:{f.column}'
+                here = f"{_quoted(f.function)}({at})" if f.function else at
+                alias = self.links[(f, tail)] = self._define(f"callsite({here} at {tail})" if tail else here)
+            tail = alias
+        self.chains[frames] = tail
+        return tail
 
 
 def _quoted(text: str) -> str:
