@@ -53,18 +53,26 @@ def counted(monkeypatch):
 
     def call(self, method, *args, **kwargs):  # the pipelines the worker runs (not its one-off catalog queries)
         counts["worker pipelines"] += method == "run_pipeline"
-        reply = original(self, method, *args, **kwargs)
-        counts["xla inputs made ahead"] += method == "xla_input" and reply.value is not None
-        return reply
+        return original(self, method, *args, **kwargs)
 
     monkeypatch.setattr(worker_mod.Worker, "call", call)
     ahead = worker_mod.Worker.call_ahead
 
     def call_ahead(self, method, args, on_reply, timeout=None):  # steps sent ahead: each one the worker ran
+        asked = {}  # each request as sent, by its number (the replies come in that order)
+
+        def request(k):
+            asked[k] = args(k)
+            return asked[k]
+
         def counted(reply):
-            counts["worker pipelines"] += method == "run_step" and not reply.value[3]
+            xla_input = method == "run_step" and len(asked[counted.replies]) == 3
+            counted.replies += 1
+            counts["xla inputs made ahead"] += xla_input and reply.value[0] is not None
+            counts["worker pipelines"] += method == "run_step" and not xla_input and not reply.value[3]
             on_reply(reply)
-        return ahead(self, method, args, counted, timeout)
+        counted.replies = 0
+        return ahead(self, method, request, counted, timeout)
 
     monkeypatch.setattr(worker_mod.Worker, "call_ahead", call_ahead)
     return counts

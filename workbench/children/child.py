@@ -33,16 +33,7 @@ from . import leftovers
 from .channel import Request, Response, answer_to, ended
 from .env import child_env, command
 
-__all__ = ["Child", "ChildDied", "ChildFailed", "ChildTimeout", "Then", "serve"]
-
-
-@dataclass(frozen=True)
-class Then:
-    """What a child's method returns to answer with ``value`` and then do ``work`` before it reads the next
-    request: work whose result a later request asks for, done while the parent gets on with the answer."""
-
-    value: Any
-    work: Callable[[], None]
+__all__ = ["Child", "ChildDied", "ChildFailed", "ChildTimeout", "serve"]
 
 
 class ChildFailed(Exception):
@@ -345,17 +336,8 @@ def serve(methods: Mapping[str, Callable[..., Any]], setup: Callable[[], None] |
             if method is None:
                 raise LookupError(f"this child has no method {req.method!r}; it has {', '.join(sorted(methods))}")
             result = method(*req.args)
-            then = None
-            if isinstance(result, Then):
-                result, then = result.value, result.work
             conn.send(Response(req.id, "ok", result, time.perf_counter() - start))
         except Exception as e:  # the method's own error: reported, and the child keeps serving
             sys.stderr.flush()
             conn.send(Response(req.id, "error", (f"{type(e).__name__}: {e}", traceback.format_exc(limit=2)),
                                time.perf_counter() - start))
-            continue
-        if then is not None:
-            try:
-                then()
-            except Exception:  # noqa: BLE001 -- answered already: what it was for is asked for later, and missed
-                traceback.print_exc()

@@ -38,27 +38,19 @@ class StepRunner:
         self._cache: OrderedDict[tuple[str, str], StepResult] = OrderedDict()
         self._checked: set[str] = set()
         self._parsed: dict[str, tuple[str, ...]] = {}  # hashes of texts that parsed: the modules side by side
-        self._xla_ahead: tuple[str, str] | None = None  # (output hash, token): the worker makes XLA's input of it
+        self._xla_inputs: OrderedDict[str, str] = OrderedDict()  # XLA's inputs the worker made ahead, by source hash
         self.hits = 0
         self.misses = 0
 
     def clear(self) -> None:
         """Forget every cached step (the worker stays warm)."""
         self._cache.clear()
-        self._xla_ahead = None
+        self._xla_inputs.clear()
 
     def xla_input(self, text: str) -> str | None:
-        """XLA's input made of ``text`` (``worker_methods.xla_text``) by the worker, where it made it once it
-        had answered the step whose output ``text`` is (``run_steps(..., xla_input=True)``); else None. Asked
-        once: the worker hands it over."""
-        ahead = self._xla_ahead
-        if ahead is None or text_hash(text) != ahead[0]:
-            return None
-        self._xla_ahead = None
-        try:
-            return self.worker.call("xla_input", ahead[1]).value
-        except (PassFailure, WorkerCrash, WorkerTimeout):  # made here then, where its error says why
-            return None
+        """XLA's input made of ``text`` (``worker_methods.xla_text``), where the worker made it right after
+        the step whose output ``text`` is (``run_steps(..., xla_input=True)``); else None."""
+        return self._xla_inputs.get(text_hash(text)) if self._xla_inputs else None
 
     def check_pipeline(self, pipeline: str) -> None:
         """Ask the real pass registry whether ``pipeline`` parses (see ``worker_methods._check_pipeline``)."""
@@ -146,8 +138,7 @@ class StepRunner:
         step's input and has the next request before it answers (``Worker.call_ahead``), so it never waits
         while ``each`` works on an answer. A step that fails there is run again alone by ``run``, whose
         error says where, as it would have. With ``xla_input``, where the last step ran in such a series, the
-        worker makes XLA's input of its output once it has answered (``xla_input`` hands it over), while this
-        process makes the last stage and starts XLA."""
+        worker then makes XLA's input of its output (``xla_input``) while ``each`` works on that output."""
         results: list[StepResult] = []
 
         def give(result: StepResult) -> None:
@@ -177,26 +168,24 @@ class StepRunner:
         mine: set[tuple[str, str]] = set()  # what this series put in the cache (the worker knows those too)
 
         def request(k: int) -> tuple | None:
-            if k >= len(steps):
+            if k >= len(steps) + xla_input:
                 return None
             if k == 0:
-                return (text, steps[0][1]) + xla_after(k)
+                return (text, steps[0][1])
             if k >= 2 and done[0] == k - 1:  # the answer to request k-2 is in: is step k-1, on its output, cached?
                 key = (done[2], steps[k - 1][1])
                 if key in self._cache and key not in mine:
                     return None
-            return (None, steps[k][1]) + xla_after(k)
-
-        def xla_after(k: int) -> tuple:
-            if not xla_input or k < len(steps) - 1:
-                return ()
-            token[0] = f"{id(self)}:{time.perf_counter_ns()}"
-            return (token[0],)
-
-        token = [""]
+            return (None, steps[k][1]) if k < len(steps) else (None, "", True)  # the last: XLA's input
 
         def answered(reply: Reply) -> None:
             out, _, seconds, same = reply.value
+            if done[0] == len(steps):  # XLA's input made of the last output
+                if out is not None:
+                    self._xla_inputs[done[2]] = out
+                    if len(self._xla_inputs) > 4:
+                        self._xla_inputs.popitem(last=False)
+                return
             key = (done[2], steps[done[0]][1])
             if key in self._cache and (same or key not in mine):  # as this cache would have answered
                 result = self._hit(key)
@@ -210,14 +199,15 @@ class StepRunner:
 
         try:
             if self.worker.call_ahead("run_step", request, answered, timeout):
-                self._xla_ahead = (done[2], token[0]) if token[0] and done[0] == len(steps) else None
                 return False
         except WorkerTimeout as e:
+            if done[0] == len(steps):  # only XLA's input was left: it is made in this process
+                return False
             stage, pipeline, _ = steps[done[0]]
             raise StageError(stage, pipeline, f"the pass ran for more than {e.seconds:.0f} s and was stopped",
                              e.diagnostics) from None
         except (PassFailure, WorkerCrash):
-            return True
+            return done[0] < len(steps)
         for stage, pipeline, source in steps:  # routed to an executor's worker: one request per step
             result = self.run(stage, done[1], pipeline, timeout=timeout, source=source)
             done[1] = result.text

@@ -11,7 +11,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..children.child import Then
 from .enzyme_runner import enzyme_call
 
 __all__ = ["METHODS", "warm_up", "jaxlib_pipeline", "enzyme_available", "xla_text", "DROP", "PassOutcome", "PipelineOutput",
@@ -131,10 +130,9 @@ _EMPTY_MODULE = "module {\n}\n"
 
 
 _CHAIN: dict = {"same": set()}  # run_step's series: the last output, and the (input, pipeline) that changed nothing
-_XLA_INPUT: dict = {}  # XLA's input made of the last output of a series that asked for it, by the series' token
 
 
-def _run_step(text: str | None, pipeline: str, xla_after: str = "") -> Any:
+def _run_step(text: str | None, pipeline: str, xla_input: bool = False) -> tuple[str | None, str, float, bool]:
     """One step of a pipeline run step by step (``StepRunner.run_steps``): ``pipeline`` on ``text``, or on
     the last step's output where ``text`` is None, so that the client need not send it back. Returns the
     output with its entry function public again where the input had it public (as ``StepRunner.run``
@@ -142,32 +140,17 @@ def _run_step(text: str | None, pipeline: str, xla_after: str = "") -> Any:
     whether the step was answered without running: the same pipeline on the same text changed nothing
     earlier in the series (a fixpoint, which the client's cache would have answered). A failed step ends
     the series: the next step without a text is refused. Only the last output is kept between requests.
-    ``xla_after`` (the last step's): once answered, make XLA's input of the output (``xla_text``), kept
-    under that token for ``xla_input`` to hand over while the notebook's process makes the last stage."""
-    answer = _step(text, pipeline)
-    if not xla_after:
-        return answer
-    _XLA_INPUT.clear()
-    output = _CHAIN["last"]
-
-    def make() -> None:
-        try:
-            _XLA_INPUT[xla_after] = xla_text(output, _drop_here)
-        except Exception:  # noqa: BLE001 -- made in the notebook's process then, whose error says why
-            pass
-
-    return Then(answer, make)
-
-
-def _xla_input(token: str) -> str | None:
-    """XLA's input that the series of ``token`` asked for (``run_step``'s ``xla_after``); None where none was
-    made (it failed here, or another series came since)."""
-    return _XLA_INPUT.pop(token, None)
-
-
-def _step(text: str | None, pipeline: str) -> tuple[str | None, str, float, bool]:
+    With ``xla_input``, no pass: XLA's input made of the last output (``xla_text``), or None where it
+    could not be made here (the notebook's process then makes it, and says why where it fails)."""
     from ..ir.text import public_functions, publish_functions, unmarked_functions
 
+    if xla_input:
+        t = time.perf_counter()
+        try:
+            made = xla_text(_CHAIN["last"], _drop_here)
+        except Exception:  # noqa: BLE001 -- made again in the notebook's process, whose error says why
+            made = None
+        return made, "", time.perf_counter() - t, False
     if text is not None:
         _CHAIN["same"].clear()
         _CHAIN.pop("last", None)
@@ -302,7 +285,7 @@ def _hlo_costs(items: list[tuple[Any, str]]) -> list[tuple[Any, dict | str]]:
     return out
 
 
-METHODS = {"run_pipeline": _run_pipeline, "run_step": _run_step, "xla_input": _xla_input, "hlo_costs": _hlo_costs, "transform_passes": _transform_passes,
+METHODS = {"run_pipeline": _run_pipeline, "run_step": _run_step, "hlo_costs": _hlo_costs, "transform_passes": _transform_passes,
            "crash": _crash, "run_each": _run_each, "check_pipeline": _check_pipeline, "parse_module": _parse_module}
 
 def warm_up() -> None:
