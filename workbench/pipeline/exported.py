@@ -16,11 +16,9 @@ from ..ir.hlo_sharding import has_tiled_mhlo_sharding
 from ..ir.mlir import parse_module, strip_enzymexla_attributes
 from ..ir.text import host_callback_count, publish_functions
 from .shardy import is_sharded
-from .runner import default_runner
 from .worker import PassFailure, default_worker, enzyme_available
-from .worker_methods import DROP, xla_text
 
-__all__ = ["prepare_for_jax", "xla_ready", "inlined_for_jax", "readable_module", "module_bytecode", "swap_module", "exported_for_text", "main_signature"]
+__all__ = ["prepare_for_jax", "inlined_for_jax", "readable_module", "module_bytecode", "swap_module", "exported_for_text", "main_signature"]
 
 
 def prepare_for_jax(text: str, publish: bool = True) -> str:
@@ -28,25 +26,14 @@ def prepare_for_jax(text: str, publish: bool = True) -> str:
     ``drop-unsupported-attributes`` pass, or by a text scrubber without enzyme-ad), and with
     ``publish`` ``@main`` public again."""
     if "enzymexla" in text:
-        text = _dropped(text)
+        if enzyme_available():
+            try:
+                text = default_worker().call("run_pipeline", text, "drop-unsupported-attributes").value.text
+            except PassFailure as e:
+                raise WorkbenchError(f"cannot prepare the module for JAX: {e.message}\n{e.diagnostics}") from None
+        else:
+            text = strip_enzymexla_attributes(text)
     return publish_functions(text, {"main"}) if publish else text
-
-
-def _dropped(text: str) -> str:
-    if not enzyme_available():
-        return strip_enzymexla_attributes(text)
-    try:
-        return default_worker().call("run_pipeline", text, DROP).value.text
-    except PassFailure as e:
-        raise WorkbenchError(f"cannot prepare the module for JAX: {e.message}\n{e.diagnostics}") from None
-
-
-def xla_ready(text: str) -> str:
-    """XLA's input made of a stage's text (``worker_methods.xla_text``: locations XLA would lose rewritten,
-    Enzyme's attributes dropped, ``@main`` public): the one the pass worker made right after the step that
-    made ``text`` (``StepRunner.run_steps``), or made here. WorkbenchError where it cannot be made."""
-    made = default_runner().xla_input(text)
-    return made if made is not None else xla_text(text, _dropped)
 
 
 def inlined_for_jax(text: str) -> str:

@@ -20,8 +20,9 @@ from typing import Any
 import jax
 
 from ..errors import WorkbenchError
+from ..ir.locations import xla_locations
 from ..ir.mlir import parse_module
-from .exported import xla_ready
+from .exported import prepare_for_jax
 
 __all__ = ["unwrap_lowered", "relowered", "as_itself", "relowered_with_results", "num_devices", "kept_var_idx", "host_callbacks", "in_avals", "out_avals",
            "platforms", "donated", "undonated_call", "portable_text", "host_array", "compile_request"]
@@ -43,7 +44,7 @@ def unwrap_lowered(obj: Any) -> jax.stages.Lowered:
 def _lowering_of(lowered: jax.stages.Lowered, text: str, what: str):
     """A copy of ``lowered``'s lowering holding ``text`` (parsed as ``relowered`` says), never its executable."""
     try:
-        module = parse_module(xla_ready(text), allow_unregistered=False)
+        module = parse_module(prepare_for_jax(xla_locations(text)), allow_unregistered=False)
     except WorkbenchError as e:
         raise WorkbenchError(f"{what} cannot be handed to JAX: {e}") from None
     lowering = copy.copy(lowered._lowering)

@@ -38,19 +38,12 @@ class StepRunner:
         self._cache: OrderedDict[tuple[str, str], StepResult] = OrderedDict()
         self._checked: set[str] = set()
         self._parsed: dict[str, tuple[str, ...]] = {}  # hashes of texts that parsed: the modules side by side
-        self._xla_inputs: OrderedDict[str, str] = OrderedDict()  # XLA's inputs the worker made ahead, by source hash
         self.hits = 0
         self.misses = 0
 
     def clear(self) -> None:
         """Forget every cached step (the worker stays warm)."""
         self._cache.clear()
-        self._xla_inputs.clear()
-
-    def xla_input(self, text: str) -> str | None:
-        """XLA's input made of ``text`` (``worker_methods.xla_text``), where the worker made it right after
-        the step whose output ``text`` is (``run_steps(..., xla_input=True)``); else None."""
-        return self._xla_inputs.get(text_hash(text)) if self._xla_inputs else None
 
     def check_pipeline(self, pipeline: str) -> None:
         """Ask the real pass registry whether ``pipeline`` parses (see ``worker_methods._check_pipeline``)."""
@@ -130,15 +123,14 @@ class StepRunner:
         return result
 
     def run_steps(self, text: str, steps: Sequence[tuple[str, str, str]], timeout: float | None = None,
-                  each: Callable[[StepResult], None] = lambda result: None, xla_input: bool = False) -> list[StepResult]:
+                  each: Callable[[StepResult], None] = lambda result: None) -> list[StepResult]:
         """Each step, ``(stage, pipeline, source)``, run on the one before's output (the first on ``text``),
         as ``run`` runs one: the StepResults in order, each also handed to ``each`` as it comes, and a
         StageError for the first step that fails. Steps the cache holds are served from it. The others go to
         the worker one after another without a round trip each: the worker keeps each output as the next
         step's input and has the next request before it answers (``Worker.call_ahead``), so it never waits
         while ``each`` works on an answer. A step that fails there is run again alone by ``run``, whose
-        error says where, as it would have. With ``xla_input``, where the last step ran in such a series, the
-        worker then makes XLA's input of its output (``xla_input``) while ``each`` works on that output."""
+        error says where, as it would have."""
         results: list[StepResult] = []
 
         def give(result: StepResult) -> None:
@@ -149,8 +141,7 @@ class StepRunner:
             key = (text_hash(text), steps[len(results)][1])
             if key in self._cache:
                 give(self._hit(key))
-            elif ((len(steps) - len(results) == 1 and not xla_input)
-                  or self._run_ahead(text, key[0], steps[len(results):], timeout, give, xla_input)):
+            elif len(steps) - len(results) == 1 or self._run_ahead(text, key[0], steps[len(results):], timeout, give):
                 text = results[-1].text if results else text  # the step the series stopped at, alone
                 stage, pipeline, source = steps[len(results)]
                 give(self.run(stage, text, pipeline, timeout=timeout, source=source))
@@ -158,7 +149,7 @@ class StepRunner:
         return results
 
     def _run_ahead(self, text: str, hashed: str, steps: Sequence[tuple[str, str, str]], timeout: float | None,
-                   give: Callable[[StepResult], None], xla_input: bool = False) -> bool:
+                   give: Callable[[StepResult], None]) -> bool:
         """``run_steps``' steps from ``steps[0]`` (on ``text``, whose hash is ``hashed``) sent to the worker
         ahead, each result given as it comes; True where a step failed there (the next to give, alone). It
         stops sending once the step after an answer is one this cache holds from before (a toggle whose step
@@ -168,7 +159,7 @@ class StepRunner:
         mine: set[tuple[str, str]] = set()  # what this series put in the cache (the worker knows those too)
 
         def request(k: int) -> tuple | None:
-            if k >= len(steps) + xla_input:
+            if k >= len(steps):
                 return None
             if k == 0:
                 return (text, steps[0][1])
@@ -176,16 +167,10 @@ class StepRunner:
                 key = (done[2], steps[k - 1][1])
                 if key in self._cache and key not in mine:
                     return None
-            return (None, steps[k][1]) if k < len(steps) else (None, "", True)  # the last: XLA's input
+            return (None, steps[k][1])
 
         def answered(reply: Reply) -> None:
             out, _, seconds, same = reply.value
-            if done[0] == len(steps):  # XLA's input made of the last output
-                if out is not None:
-                    self._xla_inputs[done[2]] = out
-                    if len(self._xla_inputs) > 4:
-                        self._xla_inputs.popitem(last=False)
-                return
             key = (done[2], steps[done[0]][1])
             if key in self._cache and (same or key not in mine):  # as this cache would have answered
                 result = self._hit(key)
@@ -201,13 +186,11 @@ class StepRunner:
             if self.worker.call_ahead("run_step", request, answered, timeout):
                 return False
         except WorkerTimeout as e:
-            if done[0] == len(steps):  # only XLA's input was left: it is made in this process
-                return False
             stage, pipeline, _ = steps[done[0]]
             raise StageError(stage, pipeline, f"the pass ran for more than {e.seconds:.0f} s and was stopped",
                              e.diagnostics) from None
         except (PassFailure, WorkerCrash):
-            return done[0] < len(steps)
+            return True
         for stage, pipeline, source in steps:  # routed to an executor's worker: one request per step
             result = self.run(stage, done[1], pipeline, timeout=timeout, source=source)
             done[1] = result.text

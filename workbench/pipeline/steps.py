@@ -158,7 +158,7 @@ def made_by_steps(steps: list[_Step], stages: list[Stage], timeout: float | None
 
             try:
                 runner.run_steps(parent.text_with_locations, list(zip(names, [s.pass_string for s in run], sources)),
-                                 timeout=timeout, each=made, xla_input=i + len(run) == len(steps))
+                                 timeout=timeout, each=made)
             except StageError as e:
                 error = e
                 stages.append(failed_stage(e.stage, stages[-1], run[len(stages) - first].pass_string, e))

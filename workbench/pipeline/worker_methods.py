@@ -9,14 +9,11 @@ import os
 import signal
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .enzyme_runner import enzyme_call
 
-__all__ = ["METHODS", "warm_up", "jaxlib_pipeline", "enzyme_available", "xla_text", "DROP", "PassOutcome", "PipelineOutput",
-           "PatternLists"]
-
-DROP = "drop-unsupported-attributes"  # enzyme-ad's pass that drops the enzymexla.* attributes jaxlib cannot parse
+__all__ = ["METHODS", "warm_up", "jaxlib_pipeline", "enzyme_available", "PassOutcome", "PipelineOutput", "PatternLists"]
 
 
 def enzyme_available() -> bool:
@@ -30,20 +27,6 @@ def enzyme_available() -> bool:
     if os.environ.get("HLO_WORKBENCH_NO_ENZYME"):
         return False
     return importlib.util.find_spec("enzyme_ad") is not None
-
-
-def xla_text(text: str, drop: Callable[[str], str]) -> str:
-    """XLA's input made of a stage's text (with locations): the locations XLA's translation to HLO would lose
-    rewritten (``ir.locations.xla_locations``), Enzyme-JaX's attributes that jaxlib cannot parse dropped by
-    ``drop`` (where there are any), ``@main`` public. Made in the pass worker with a pipeline's last step
-    (``run_step``), or in the notebook's process (``exported.xla_ready``)."""
-    from ..ir.locations import xla_locations
-    from ..ir.text import publish_functions
-
-    text = xla_locations(text)
-    if "enzymexla" in text:
-        text = drop(text)
-    return publish_functions(text, {"main"})
 
 
 @dataclass(frozen=True)
@@ -118,39 +101,22 @@ def _run_pipeline(text: str, pipeline: str) -> PipelineOutput:
     return PipelineOutput(*enzyme_call().run_pass_pipeline([], text, pipeline))
 
 
-def _drop_here(text: str) -> str:
-    if not enzyme_available():
-        from ..ir.mlir import strip_enzymexla_attributes
-
-        return strip_enzymexla_attributes(text)
-    return _run_pipeline(text, DROP).text
-
-
 _EMPTY_MODULE = "module {\n}\n"
 
 
 _CHAIN: dict = {"same": set()}  # run_step's series: the last output, and the (input, pipeline) that changed nothing
 
 
-def _run_step(text: str | None, pipeline: str, xla_input: bool = False) -> tuple[str | None, str, float, bool]:
+def _run_step(text: str | None, pipeline: str) -> tuple[str | None, str, float, bool]:
     """One step of a pipeline run step by step (``StepRunner.run_steps``): ``pipeline`` on ``text``, or on
     the last step's output where ``text`` is None, so that the client need not send it back. Returns the
     output with its entry function public again where the input had it public (as ``StepRunner.run``
     makes it), or None where it is the input itself; its entry's name; the seconds the pass took; and
     whether the step was answered without running: the same pipeline on the same text changed nothing
     earlier in the series (a fixpoint, which the client's cache would have answered). A failed step ends
-    the series: the next step without a text is refused. Only the last output is kept between requests.
-    With ``xla_input``, no pass: XLA's input made of the last output (``xla_text``), or None where it
-    could not be made here (the notebook's process then makes it, and says why where it fails)."""
+    the series: the next step without a text is refused. Only the last output is kept between requests."""
     from ..ir.text import public_functions, publish_functions, unmarked_functions
 
-    if xla_input:
-        t = time.perf_counter()
-        try:
-            made = xla_text(_CHAIN["last"], _drop_here)
-        except Exception:  # noqa: BLE001 -- made again in the notebook's process, whose error says why
-            made = None
-        return made, "", time.perf_counter() - t, False
     if text is not None:
         _CHAIN["same"].clear()
         _CHAIN.pop("last", None)
