@@ -89,7 +89,8 @@ def assert_once(ex: wb.Exploration, counts: Counts, traces: int) -> None:
     assert counts["portable round trips"] == 1, counts
     assert counts["parses into JAX"] == 1, counts
     assert counts["xla compiles"] == 1, counts
-    assert steps_run <= counts["worker pipelines"] <= steps_run + 1, (steps_run, counts)
+    # each step the worker ran, once, and nothing else: XLA's input is made here (Enzyme's attributes scrubbed)
+    assert counts["worker pipelines"] == steps_run, (steps_run, counts)
 
 
 def test_nnx_train_step_is_traced_lowered_and_copied_once(counted):

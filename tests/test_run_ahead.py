@@ -93,3 +93,37 @@ def test_xla_inputs_context_is_made_ahead_and_serves_one_module_only():
     b = ir_mlir.parse_module(ir_mlir._WARM, allow_unregistered=False)
     assert a.context is ahead and b.context is not ahead  # taken once, then a fresh one
     assert "stablehlo.add" in str(a) and str(a) == str(b)
+
+
+def test_xla_input_is_scrubbed_here_to_the_module_enzymes_pass_gives_and_falls_back_to_the_pass(monkeypatch):
+    """XLA's input drops Enzyme's attributes with the text scrubber, not a round trip to the worker: parsed,
+    the same module enzyme-ad's drop-unsupported-attributes gives. Where the scrubber leaves what jaxlib cannot
+    parse, the pass is run and the compile goes on with the same stages."""
+    from tests.corpus import program
+    from workbench.ir.locations import xla_locations
+    from workbench.ir.mlir import parse_module
+    from workbench.pipeline import exported
+
+    inst = program("pure_callback").build()  # its patterns leave enzymexla.* attributes that jaxlib cannot parse
+    runner = default_runner()
+    made, requests = [], []
+    for scrubber in (None, lambda text: text):  # then a scrubber that leaves the attributes
+        if scrubber is not None:
+            monkeypatch.setattr(exported, "strip_enzymexla_attributes", scrubber)
+        clear_caches()
+        sent = runner.worker._child.sent["run_pipeline"]  # the steps go as run_step, a pass alone as run_pipeline
+        ex = wb.explore(inst.fn, *inst.args)  # one line: XLA's metadata holds the caller's frames
+        # XLA's stages too (the compile ran); the backend's files are numbered by the process's compiles
+        made.append([(s.name, s.text if s.group != "backend" else "") for s in ex.stages])
+        requests.append(runner.worker._child.sent["run_pipeline"] - sent)
+        assert not ex.error
+    assert requests == [0, 1]  # the worker ran the pass only where the scrubber fell short
+    assert made[0] == made[1]
+    monkeypatch.undo()
+    last = xla_locations([s for s in ex.stages if s.group == "mlir"][-1].text_with_locations)
+    assert "enzymexla" in last
+
+    def printed(text):
+        return parse_module(text, allow_unregistered=False).operation.get_asm(enable_debug_info=True)
+
+    assert printed(exported.prepare_for_jax(last, scrub=True)) == printed(exported.prepare_for_jax(last))

@@ -43,8 +43,12 @@ def unwrap_lowered(obj: Any) -> jax.stages.Lowered:
 
 def _lowering_of(lowered: jax.stages.Lowered, text: str, what: str):
     """A copy of ``lowered``'s lowering holding ``text`` (parsed as ``relowered`` says), never its executable."""
+    located = xla_locations(text)
     try:
-        module = parse_module(prepare_for_jax(xla_locations(text)), allow_unregistered=False)
+        try:  # Enzyme's attributes dropped from the text: the module enzyme-ad's own pass gives, 10x sooner
+            module = parse_module(prepare_for_jax(located, scrub=True), allow_unregistered=False)
+        except WorkbenchError:  # what the text scrubber left, enzyme-ad's pass drops, or says why not
+            module = parse_module(prepare_for_jax(located), allow_unregistered=False)
     except WorkbenchError as e:
         raise WorkbenchError(f"{what} cannot be handed to JAX: {e}") from None
     lowering = copy.copy(lowered._lowering)
