@@ -52,12 +52,19 @@ def inlined_for_jax(text: str) -> str:
 
 def readable_module(text: str):
     """A stage's text as a jaxlib module for readers (cost, graph): Enzyme's attributes dropped, ops
-    of dialects jaxlib does not register kept as opaque ops. ModuleParseError if it does not parse."""
+    of dialects jaxlib does not register kept as opaque ops (the attributes dropped by the text scrubber, as
+    for XLA's input; by enzyme-ad's pass where what it left does not parse). ModuleParseError if it does not
+    parse."""
     try:
-        text = prepare_for_jax(text, publish=False)
-    except WorkbenchError:  # enzyme-ad cannot read the module (an unregistered dialect): the scrubber can
-        text = strip_enzymexla_attributes(text)
-    return parse_module(text)
+        return parse_module(prepare_for_jax(text, publish=False, scrub=True))
+    except ModuleParseError as e:
+        first = e
+    try:
+        return parse_module(prepare_for_jax(text, publish=False))
+    except ModuleParseError:
+        raise
+    except WorkbenchError:  # enzyme-ad cannot read it either (an unregistered dialect): the parser's word stands
+        raise first from None
 
 
 def _parse(text: str):
