@@ -546,7 +546,6 @@ class _LocationPrinter:
 
     def __init__(self, taken: Mapping[str, str]):
         self.taken = taken
-        self.chains: dict[tuple[Frame, ...], str] = {}
         self.links: dict[tuple[Frame, str], str] = {}  # (a frame, the alias of the frames outside it) -> alias
         self.named: dict[str, str] = {}
         self.definitions: list[str] = []
@@ -580,12 +579,8 @@ class _LocationPrinter:
         return f"{_quoted(name)}({chain})" if chain else _quoted(name)
 
     def _chain(self, frames: tuple[Frame, ...]) -> str:
-        """The alias of ``frames`` (innermost first), each tail defined before the chain that uses it. Tails are
-        found by (frame, the alias of the rest), so a chain of n frames costs n lookups, not n tuple hashes of
-        up to n frames each."""
-        whole = self.chains.get(frames)
-        if whole is not None:
-            return whole
+        """The alias of ``frames`` (innermost first), each tail defined before the chain that uses it: found by
+        (frame, the alias of the rest), n lookups for n frames (not a hash of each tail's tuple)."""
         tail = ""
         for f in reversed(frames):
             alias = self.links.get((f, tail))
@@ -594,7 +589,6 @@ class _LocationPrinter:
                 here = f"{_quoted(f.function)}({at})" if f.function else at
                 alias = self.links[(f, tail)] = self._define(f"callsite({here} at {tail})" if tail else here)
             tail = alias
-        self.chains[frames] = tail
         return tail
 
 
