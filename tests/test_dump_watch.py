@@ -32,6 +32,8 @@ def test_dumps_read_during_the_compile_are_the_whole_files_and_give_the_same_sta
     looks = watch.looks
     watch.read_written()  # stopped: reads nothing more
     assert watch.looks == looks
+    # each file name examined once however many looks the compile took (the work is the folder's size)
+    assert watch.examined <= len(files) and watch.looks > 1
     # a dump the same as the one before it is held as that one's text object: one object per run of equal dumps
     in_order = sorted(texts, key=lambda f: (not f.endswith(".before_optimizations.txt"), f))
     runs = sum(1 for i, f in enumerate(in_order) if i == 0 or texts[f] != texts[in_order[i - 1]])

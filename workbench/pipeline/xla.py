@@ -121,16 +121,22 @@ class DumpWatch:
     """XLA's per-pass dumps in ``folder`` read while XLA writes them (``texts``: file name -> text), so that
     reading them after the compile (``read_dumps(..., texts)``) only reads what came last. A dump is read once
     XLA has begun a later one of the same module: they are numbered in the order written, each written whole
-    before the next pass runs. One thread reads for every watch (``_watch_folders``), every ``_EVERY``
-    seconds; it is started once, since starting a thread makes its starter wait for it."""
+    before the next pass runs. One thread reads for every watch (``_watch_folders``), started once (starting a
+    thread makes its starter wait for it); it looks every 4 ms at first, less often as a compile goes on (at
+    most every 50 ms), and each file name is read once (``examined``), so a long compile costs little."""
 
     def __init__(self, folder: str):
-        self.folder, self.texts, self.looks = folder, {}, 0
+        self.folder, self.texts, self.looks, self.examined = folder, {}, 0, 0
+        self._seen: set[str] = set()  # every name listed so far
+        self._waiting: list[tuple[str, int, str]] = []  # (module, number, name) of dumps not read yet
+        self._latest: dict[str, int] = {}  # each module's highest dump number seen
+        self._before: dict[str, str] = {}  # each module's dump before its first pass, until read
         self._last: dict[str, str] = {}  # each module's last dump read
         self._lock = threading.Lock()  # held while this watch's folder is read
         self._stopped = False
         with _WATCHING:
             _WATCHES.append(self)
+            _EVERY[0] = _EVERY_FIRST
             if not _WATCHER:
                 _WATCHER.append(threading.Thread(target=_watch_folders, name="wb-xla-dumps", daemon=True))
                 _WATCHER[0].start()
@@ -144,22 +150,27 @@ class DumpWatch:
             if self._stopped:
                 return
             self.looks += 1
-            files = os.listdir(self.folder)
-            latest: dict[str, int] = {}
-            numbered = []
-            for f in files:
+            new = [f for f in os.listdir(self.folder) if f not in self._seen]
+            self._seen.update(new)
+            self.examined += len(new)
+            for f in new:
                 m = _PASS_FILE.match(f)
                 if m:
-                    latest[m.group(1)] = max(latest.get(m.group(1), -1), int(m.group(3)))
-                    if f not in self.texts:
-                        numbered.append((m.group(1), int(m.group(3)), f))
-            for f in files:  # each module as XLA got it, before its first pass
-                module = f.split(".", 1)[0][len("module_"):]
-                if f.endswith(_BEFORE) and f not in self.texts and module in latest:
+                    module, k = m.group(1), int(m.group(3))
+                    self._latest[module] = max(self._latest.get(module, -1), k)
+                    self._waiting.append((module, k, f))
+                elif f.endswith(_BEFORE):
+                    self._before[f.split(".", 1)[0][len("module_"):]] = f
+            for module in [m for m in self._before if m in self._latest]:  # before the module's first pass
+                self._keep(module, self._before.pop(module))
+            self._waiting.sort()
+            left = []
+            for module, k, f in self._waiting:
+                if k < self._latest[module]:
                     self._keep(module, f)
-            for module, k, f in sorted(numbered):
-                if k < latest[module]:
-                    self._keep(module, f)
+                else:
+                    left.append((module, k, f))
+            self._waiting = left
 
     def _keep(self, module: str, name: str) -> None:
         text = _read(os.path.join(self.folder, name))
@@ -178,7 +189,8 @@ class DumpWatch:
         return self.texts
 
 
-_EVERY = 0.004  # seconds between the watcher's looks at each folder
+_EVERY_FIRST, _EVERY_MOST = 0.004, 0.05  # seconds between the watcher's looks: at a compile's start, at most
+_EVERY = [_EVERY_FIRST]
 _WATCHING = threading.Condition()
 _WATCHES: list[DumpWatch] = []
 _WATCHER: list[threading.Thread] = []
@@ -188,9 +200,10 @@ def _watch_folders() -> None:
     while True:
         with _WATCHING:
             _WATCHING.wait_for(lambda: _WATCHES)
-        time.sleep(_EVERY)
-        with _WATCHING:
+            every = _EVERY[0]
+            _EVERY[0] = min(every * 1.1, _EVERY_MOST)
             watches = list(_WATCHES)
+        time.sleep(every)
         for watch in watches:
             try:
                 watch.read_written()
