@@ -200,3 +200,28 @@ def test_a_cpu_compile_keeps_the_cpus_names_and_stages():
         "backend:live-range"]
     assert [made for *_, made in result.runs if made] == names[1:names.index("xla:optimized")]
     assert "ENTRY" in result.stages[names.index("xla:optimized")].text
+
+
+def test_dumps_read_while_a_tpu_compile_writes_them_give_the_stages_of_the_folder(folder, read, tmp_path):
+    """The recorded compile's dumps written again one by one in XLA's order (the module before its passes, each
+    pass's dump, then the rest) while a DumpWatch looks after each: with the TPU's names it reads a dump once a
+    later one of its module has begun, and what it read gives the stages the whole folder gives."""
+    import shutil
+
+    from workbench.pipeline.xla import DumpWatch
+
+    names = sorted(os.listdir(folder))
+    per_pass = _per_pass_files(folder)
+    order = ([n for n in names if n.endswith(".before_optimizations.txt")] + per_pass
+             + [n for n in names if n not in per_pass and not n.endswith(".before_optimizations.txt")])
+    watch = DumpWatch(str(tmp_path))
+    try:
+        for name in order:
+            shutil.copy(Path(folder, name), tmp_path / name)
+            watch.read_written()
+            if name in per_pass:  # every pass dump before this one is read, this one not yet
+                assert set(per_pass[:per_pass.index(name)]) <= set(watch.texts) and name not in watch.texts
+    finally:
+        texts = watch.stop()
+    assert set(texts) == set(per_pass[:-1]) | {n for n in names if n.endswith(".before_optimizations.txt")}
+    assert read_dumps(str(tmp_path), backend_for("tpu").dumps, texts) == read
