@@ -225,3 +225,26 @@ def test_dumps_read_while_a_tpu_compile_writes_them_give_the_stages_of_the_folde
         texts = watch.stop()
     assert set(texts) == set(per_pass[:-1]) | {n for n in names if n.endswith(".before_optimizations.txt")}
     assert read_dumps(str(tmp_path), backend_for("tpu").dumps, texts) == read
+
+
+def test_a_tpu_compile_that_goes_on_under_a_later_module_number_gives_all_its_stages(tmp_path):
+    """Recorded on the v5e (``renumbered.tar.xz``): a program with an FFT, a ``jax.debug.print`` and a
+    ``fori_loop`` starts as ``module_0007.jit_loss`` (the module before its passes, the first few passes) and
+    goes on as ``module_0010.jit_loss`` (the rest, the optimized module, the buffer assignment). Both are the
+    one compile's: every pass stage in XLA's order, then ``xla:optimized`` and the backend's."""
+    with tarfile.open(FIXTURES / "renumbered.tar.xz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    folder = tmp_path / "dumps"
+    files = sorted(os.listdir(folder))
+    assert {f.split(".", 1)[0] for f in files} == {"module_0007", "module_0010"}
+    dumps = read_dumps(str(folder), backend_for("tpu").dumps)
+    names = [s.name for s in dumps.stages]
+    assert names[0] == "xla:before_optimizations" and "xla:fft_expander#1" in names
+    assert "xla:tpu_fusion#1" in names and "xla:copy-insertion#1" in names  # module_0010's passes
+    assert names.index("xla:fft_expander#1") < names.index("xla:tpu_fusion#1") < names.index("xla:optimized")
+    assert any(s.group == "backend" for s in dumps.stages)
+    optimized = next(s for s in dumps.stages if s.name == "xla:optimized")
+    assert optimized.text == (folder / "module_0010.jit_loss.cl_933746096.after_optimizations.txt").read_text()
+    # the pass dumps of both modules, in XLA's order: module_0007's, then module_0010's
+    per_pass = [f for f in files if re.search(r"\.\d{4}\.", f)]
+    assert len(dumps.runs) == len(per_pass) and len({f.split(".", 1)[0] for f in per_pass}) == 2

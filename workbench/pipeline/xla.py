@@ -214,7 +214,10 @@ def _watch_folders() -> None:
 def read_dumps(folder: str, names: DumpNames, texts: dict[str, str] | None = None) -> XlaDumps:
     """The stages of XLA's dumps in ``folder``, the optimized module and backend outputs found by ``names``
     (the backend's file endings: ``backend_of(device).dumps``). Only the last module compiled counts: any
-    other was compiled on the side. ``texts``: files already read (``DumpWatch``), by name."""
+    other was compiled on the side. A compile may go on under a later module number with the same name (the
+    TPU's, of a program with an FFT and a loop: ``module_0056.jit_loss...`` holds the module before its
+    passes and the first few, ``module_0059.jit_loss...`` the rest and the optimized module): those are
+    the same compile's. ``texts``: files already read (``DumpWatch``), by name."""
     files = sorted(os.listdir(folder))
     texts = texts or {}
 
@@ -222,10 +225,11 @@ def read_dumps(folder: str, names: DumpNames, texts: dict[str, str] | None = Non
         text = texts.get(name)
         return text if text is not None else _read(os.path.join(folder, name))
 
-    mods = sorted({f.split(".", 1)[0] for f in files if f.endswith(_BEFORE)})
-    if not mods:
+    befores = sorted(f for f in files if f.endswith(_BEFORE))
+    if not befores:
         return XlaDumps((), (), ())
-    files = [f for f in files if f.startswith(mods[-1] + ".")]
+    number, name = befores[-1][:-len(_BEFORE)].split(".", 1)  # "module_0056", "jit_loss.cl_933746096"
+    files = [f for f in files if f.split(".", 1)[0] >= number and f.split(".", 1)[-1].startswith(name + ".")]
     stages, passes, runs = _pass_stages(files, read)
     opt = next((f for f in files if f.endswith(names.optimized) and not _PASS_FILE.match(f)), None)
     if opt:
