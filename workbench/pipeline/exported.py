@@ -58,6 +58,8 @@ def readable_module(text: str):
     try:
         return parse_module(prepare_for_jax(text, publish=False, scrub=True))
     except ModuleParseError as e:
+        if "enzymexla" not in text:  # nothing was scrubbed: the pass would give the same text to parse again
+            raise
         first = e
     try:
         return parse_module(prepare_for_jax(text, publish=False))

@@ -48,6 +48,8 @@ def _lowering_of(lowered: jax.stages.Lowered, text: str, what: str):
         try:  # Enzyme's attributes dropped from the text: the module enzyme-ad's own pass gives, 10x sooner
             module = parse_module(prepare_for_jax(located, scrub=True), allow_unregistered=False)
         except WorkbenchError:  # what the text scrubber left, enzyme-ad's pass drops, or says why not
+            if "enzymexla" not in located:  # nothing was scrubbed: the same text would be parsed again
+                raise
             module = parse_module(prepare_for_jax(located), allow_unregistered=False)
     except WorkbenchError as e:
         raise WorkbenchError(f"{what} cannot be handed to JAX: {e}") from None
