@@ -395,3 +395,41 @@ def test_a_lessons_program_is_the_students_code_where_the_workbench_is_installed
 
     here = Frame(lesson12.__file__, 41, 5, "train_step")
     assert your_frame(Origin("jit(train_step)/mul", (optax, here))) == here
+
+
+def test_the_ops_of_a_private_function_that_share_a_location_are_read_and_printed_once(monkeypatch):
+    """A nested jit is lowered once, as a private function; the ops of one of its lines share a location. Both
+    xla_locations (XLA's input) and mlir_op_locations (every view of a stage's lines) read each (location,
+    function) once -- on a Diffrax solve 416 of 3,137 ops -- and give each op what reading it alone gives."""
+    from workbench.ir import locations
+
+    @jax.jit
+    def inner(x):
+        for _ in range(12):
+            x = jnp.sin(x) * 2.0  # one line: 24 ops and two locations in @inner
+        return x
+
+    def outer(x):
+        return inner(x) + 1.0
+
+    text = jax.jit(outer).lower(jnp.ones(4)).as_text(debug_info=True)
+    ops = [o for o in locations._read_module(text).ops if o.loc]
+    pairs = {(o.loc, o.func) for o in ops}
+    assert len(ops) >= 24 + len(pairs), (len(ops), len(pairs))  # the function's ops repeat their locations
+
+    printed, read = [], []
+    monkeypatch.setattr(locations._LocationPrinter, "location",
+                        lambda self, p, f=locations._LocationPrinter.location: printed.append(1) or f(self, p))
+    monkeypatch.setattr(locations, "_own", lambda m, o, memo, f=locations._own: read.append(o) or f(m, o, memo))
+    located = locations.xla_locations(text)
+    assert len(printed) <= len(pairs), (len(printed), len(pairs))
+    read.clear()
+    every = locations.mlir_op_locations(text)
+    assert len([o for o in read if o.loc]) <= len(pairs) + len(locations._read_module(text).first_call)
+
+    # each sin of @inner is at outer's call of inner, the user's line below, in XLA's input and in the views
+    sins = [o for o in every if o.op == "stablehlo.sine"]
+    assert len(sins) == 12 and all(any(f.function.endswith("outer") for g in o.origins for f in g.frames) for o in sins)
+    rewritten = locations._read_module(located)  # XLA's input: each op's own location, as XLA reads it
+    assert [read_location(o.loc, rewritten.aliases) for o in rewritten.ops if o.op == "stablehlo.sine"] == \
+        [o.origins for o in sins]

@@ -27,25 +27,9 @@ from .hlo_locations import hlo_dataflow, hlo_instruction_locations
 from .origins import Dataflow, Frame, OpLocation, Origin, distinct_origins, user_frame
 from .text import mask_strings, skip_string
 
-__all__ = [
-    "CallSites",
-    "Dataflow",
-    "Frame",
-    "OpLocation",
-    "Origin",
-    "call_sites",
-    "fast_name_stack",
-    "hlo_dataflow",
-    "hlo_instruction_locations",
-    "mlir_dataflow",
-    "mlir_op_locations",
-    "op_tag",
-    "ops_at",
-    "read_location",
-    "tag_ops",
-    "user_frame",
-    "xla_locations",
-]
+__all__ = ["CallSites", "Dataflow", "Frame", "OpLocation", "Origin", "call_sites", "fast_name_stack", "hlo_dataflow",
+           "hlo_instruction_locations", "mlir_dataflow", "mlir_op_locations", "op_tag", "ops_at", "read_location",
+           "tag_ops", "user_frame", "xla_locations"]
 
 
 # -- MLIR locations ----------------------------------------------------------------------------------------
@@ -413,9 +397,14 @@ def mlir_op_locations(text: str) -> tuple[OpLocation, ...]:
     module = _read_module(text)
     sites = call_sites(text)
     memo: dict = {}
-    return tuple(OpLocation(o.op, o.result, o.func, o.line,
-                            sites.attribute(o.func, distinct_origins(_own(module, o, memo))))
-                 for o in module.ops)
+    made: dict[tuple[str, str], tuple[Origin, ...]] = {}  # (a location, a function): read once, as in xla_locations
+
+    def origins(o: _Op) -> tuple[Origin, ...]:
+        if (o.loc, o.func) not in made:
+            made[(o.loc, o.func)] = sites.attribute(o.func, distinct_origins(_own(module, o, memo)))
+        return made[(o.loc, o.func)]
+
+    return tuple(OpLocation(o.op, o.result, o.func, o.line, origins(o)) for o in module.ops)
 
 
 _VALUE = re.compile(r"%[\w$.-]+")
@@ -528,15 +517,19 @@ def xla_locations(text: str) -> str:
             lines[k] = f"{m.group(1)} = loc({printer.location(pairs)})"
             first = min(first, k)
     sites = _resolve_sites(module, lambda o: _own(module, o, memo))
+    made: dict[tuple[str, str], str] = {}  # (an op's location, its function) -> its new location ("": as it is)
     for o in module.ops:
         if not o.loc:
             continue
-        site = sites.get(o.func)
-        pairs = _at(_own(module, o, memo), site) if site is not None else lost(o.loc.strip()[4:-1])
+        new = made.get((o.loc, o.func))
+        if new is None:  # ops of one function share few locations: each is read and printed once
+            site = sites.get(o.func)
+            pairs = _at(_own(module, o, memo), site) if site is not None else lost(o.loc.strip()[4:-1])
+            new = made[(o.loc, o.func)] = "" if pairs is None else f"loc({printer.alias(printer.location(pairs))})"
         ln = lines[o.at]
         i = ln.rfind(o.loc)
-        if pairs is not None and i >= 0:
-            lines[o.at] = ln[:i] + f"loc({printer.alias(printer.location(pairs))})" + ln[i + len(o.loc):]
+        if new and i >= 0:
+            lines[o.at] = ln[:i] + new + ln[i + len(o.loc):]
     return "\n".join(lines[:first] + printer.definitions + lines[first:]) + ("\n" if text.endswith("\n") else "")
 
 
