@@ -122,6 +122,7 @@ def test_stage_alone_shows_that_stage(shell):
 
 
 def test_the_line_magic(shell):
+    shell.run_cell(MATMUL.rsplit("f(", 1)[0])  # f defined in a cell of its own (not by an earlier test's cell)
     result, out = run(shell, "%hlo -p only_enzyme -o ex2 f(x, y)")
     assert result.success, out
     ex = shell.user_ns["_hlo"]

@@ -93,6 +93,62 @@ def test_explore_starts_the_compile_and_the_stages_come_from_it():
     assert ex.xla_result is not None and other.xla_result is not ex.xla_result
 
 
+def started_at_step(monkeypatch) -> tuple[list[int], list[int]]:
+    """(steps, starts): a list that grows by one as each MLIR step's stage is made (as the worker's answers
+    come), and the number of steps made when each XLA compile was started (queued) -- during the steps or after."""
+    from workbench.pipeline import steps
+    from workbench.pipeline.compile_queue import XLA_QUEUE
+
+    made, starts = [], []
+    stage_from_run, start = steps.stage_from_run, XLA_QUEUE.start
+    monkeypatch.setattr(steps, "stage_from_run", lambda *a, **k: made.append(1) or stage_from_run(*a, **k))
+    monkeypatch.setattr(XLA_QUEUE, "start", lambda *a, **k: starts.append(len(made)) or start(*a, **k))
+    return made, starts
+
+
+def test_xla_compiles_the_stage_the_last_steps_leave_as_it_is_while_they_run(monkeypatch):
+    """The default pipeline's last change is early (patterns#1, step 5 of 21); once two steps in a row leave a
+    stage as it is, XLA compiles it beside the steps still running, and that compile gives the stages."""
+    made, starts = started_at_step(monkeypatch)
+    before = xla_compiles()
+    ex = wb.explore(fresh_scale(), *ARGS)
+    mlir = ex.pipeline_stages[2:]
+    last_change = max(i for i, s in enumerate(mlir) if s.changed)
+    assert last_change + 3 < len(mlir) == len(made), (last_change, len(mlir), len(made))
+    assert starts[0] == last_change + 3, (starts, last_change)  # queued as the second quiet step's stage was made
+    assert "xla:optimized" in xla_names(ex) and not ex["xla:optimized"].cached  # the exploration's own compile
+    assert xla_compiles() == before + 1
+    assert ex.run().check.passed
+
+
+def twice_sin(x):
+    return (jnp.sin(x) + jnp.sin(x)).T.T * 3.5
+
+
+def test_a_stage_changed_after_it_settled_is_compiled_again_and_the_stages_are_the_last_ones(monkeypatch):
+    """cse changes the program, two canonicalizes leave it (XLA begins on it), then enzyme-hlo-opt removes the
+    transposes: that compile was for nothing, the last stage is compiled too, and its stages are shown."""
+    made, starts = started_at_step(monkeypatch)
+    before = xla_compiles()
+    ex = wb.explore(twice_sin, jnp.ones((4, 8)), pipeline="cse,canonicalize,canonicalize,enzyme-hlo-opt")
+    assert [s.changed for s in ex.pipeline_stages[2:]] == [True, False, False, True]
+    assert starts[0] == 3 and all(n == 4 for n in starts[1:]), starts  # cse's stage, then the last one's
+    assert "stablehlo.transpose" in ex["cse#1"].text and "stablehlo.transpose" not in ex["enzyme-hlo-opt#1"].text
+    assert "transpose" not in ex["xla:before_optimizations"].text  # XLA's input: the last stage, not cse's
+    assert not ex["xla:optimized"].cached and xla_compiles() == before + 2
+    assert ex.run().check.passed
+
+
+def test_a_program_no_pass_changes_is_not_compiled_ahead(monkeypatch):
+    made, starts = started_at_step(monkeypatch)
+    before = xla_compiles()
+    ex = wb.explore(fresh_scale(), *ARGS, pipeline="canonicalize,canonicalize,canonicalize,canonicalize")
+    assert not any(s.changed for s in ex.pipeline_stages[2:])
+    assert starts and all(n == 4 for n in starts), starts  # no compile was started while the steps ran
+    ex.stages
+    assert xla_compiles() == before + 1
+
+
 def test_a_newer_toggle_cancels_the_queued_compile_and_reading_the_old_one_compiles_it():
     ex = wb.explore(fresh_scale(), *ARGS)
     ex.stages

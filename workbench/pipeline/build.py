@@ -244,8 +244,9 @@ def build(spec: Spec, start_xla: bool = False) -> Built:
     stages = _first_stages(spec)
     if start is not None:
         stages = edited_start(stages, start)
-    error = made_by_steps(steps, stages, spec.timeout)
-    late = None if error else LateXla(spec, stages[-1])
+    ahead = _XlaAhead(spec, stages[-1]) if start_xla else None
+    error = made_by_steps(steps, stages, spec.timeout, ahead.saw if ahead is not None else None)
+    late = None if error else LateXla(spec, stages[-1], owner=ahead)
     if late is not None and start_xla:
         late.start()
     stages = _with_jaxpr(spec, stages)
@@ -255,18 +256,42 @@ def build(spec: Spec, start_xla: bool = False) -> Built:
 # -- XLA: one compile per (module, device, options), queued on the one compile thread (compile_queue.py) --
 
 
+class _XlaAhead:
+    """XLA's compile of an MLIR stage begun while the worker runs the steps after it, once ``SETTLED`` steps in a
+    row have left it as it is: the pipelines repeat their passes, and their last steps seldom change a program
+    (every corpus program's last change is at step 5 of 21), so XLA compiles beside them instead of after them.
+    The pipeline's input is never compiled ahead (a program no pass changes is compiled after the last step, as
+    it would be). A stage that a later step does change after all had its compile begun for nothing: a queued
+    one is cancelled by the next (``XLA_QUEUE.start``), a running one ends first. Its compile is the
+    exploration's own (``LateXla``'s owner), not one served from the cache."""
+
+    SETTLED = 2
+
+    def __init__(self, spec: Spec, start: Stage):
+        self.spec, self.text, self.quiet = spec, start.text_with_locations, -1  # -1: nothing changed yet
+
+    def saw(self, stage: Stage) -> None:
+        text = stage.text_with_locations
+        if text is not self.text and text != self.text:
+            self.text, self.quiet = text, 0
+        elif self.quiet >= 0:
+            self.quiet += 1
+            if self.quiet == self.SETTLED:
+                LateXla(self.spec, stage, owner=self).start()
+
+
 class LateXla:
     """How an Exploration gets its XLA stages (``Built.late``): ``start()`` begins XLA's compile of the
     last MLIR stage in the background, ``ready()`` says whether calling would wait for XLA,
     ``watch()`` gives a Future done when it would not, and calling gives the XlaStages, waiting for
     the compile (or running it) as needed. All of them use the same entry of ``XLA_QUEUE``."""
 
-    def __init__(self, spec: Spec, last: Stage):
-        self.spec, self.last = spec, last
+    def __init__(self, spec: Spec, last: Stage, owner: Any = None):
+        self.spec, self.last, self.owner = spec, last, self if owner is None else owner  # who compiles it first
         self.compiles = spec.traced is not None or "@main" in last.text_with_locations
 
     def __call__(self) -> XlaStages:
-        return _xla_stages(self.spec, self.last, owner=self)
+        return _xla_stages(self.spec, self.last, owner=self.owner)
 
     def _job(self) -> CompileJob:
         return _xla_job(self.spec, self.last.text_with_locations, self.spec.xla_options)
@@ -275,7 +300,7 @@ class LateXla:
         """Queue the compile unless it is cached or queued already; older queued compiles of the same
         program that nobody waits for are cancelled (superseded)."""
         if self.compiles:
-            XLA_QUEUE.start(self._job(), owner=self)
+            XLA_QUEUE.start(self._job(), owner=self.owner)
 
     def ready(self) -> bool:
         """Whether the XLA stages can be had without waiting for a compile (also when it failed)."""
@@ -295,7 +320,7 @@ class LateXla:
         longer wanted (a queued compile that nobody else waits for is then cancelled too). Its
         callbacks run on the compile thread: they should hand work on, not read the stages there."""
         if self.compiles:
-            return XLA_QUEUE.watch(self._job(), owner=self)
+            return XLA_QUEUE.watch(self._job(), owner=self.owner)
         mine: Future = Future()
         mine.set_result(None)
         return mine

@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..errors import StageError, WorkbenchError
 from ..ir.mlir import context_ahead
@@ -125,11 +125,17 @@ def _edited(name: str, parent: Stage, step: _Step) -> Stage:
 
 
 
-def made_by_steps(steps: list[_Step], stages: list[Stage], timeout: float | None) -> StageError | None:
+def made_by_steps(steps: list[_Step], stages: list[Stage], timeout: float | None,
+                  each: Callable[[Stage], None] | None = None) -> StageError | None:
     """The MLIR pipeline's stages, appended to ``stages`` (the trace's) one per step: a pass's output, a hand
     edit's text, or the failed stage of the first step that fails, whose StageError is returned. The passes
     between hand edits go to the worker as one run of steps (``StepRunner.run_steps``): each stage is made
-    here while the worker runs the next step."""
+    here while the worker runs the next step, and ``each(stage)`` is called with it (not with a failed one)."""
+    def append(stage: Stage) -> None:
+        stages.append(stage)
+        if each is not None:
+            each(stage)
+
     runner = default_runner()
     context_ahead()  # XLA's input is parsed next: its context is made while this waits for the worker
     error: StageError | None = None
@@ -142,7 +148,7 @@ def made_by_steps(steps: list[_Step], stages: list[Stage], timeout: float | None
             error = StageError(name, step.pass_string, reason)
             stages.append(failed_stage(name, parent, step.pass_string, error))
         elif step.text is not None:
-            stages.append(_edited(name, parent, step))
+            append(_edited(name, parent, step))
             i += 1
         else:  # the passes from here to the next hand edit or unknown pass, sent to the worker together
             run = _passes_from(steps, i)
@@ -154,7 +160,7 @@ def made_by_steps(steps: list[_Step], stages: list[Stage], timeout: float | None
             def made(r: StepResult, run=run, names=names, first=first) -> None:  # while the worker runs the next
                 k = len(stages) - first
                 stage = stage_from_run(names[k], stages[-1], r, run[k].pass_string)
-                stages.append(dataclasses.replace(stage, edit=run[k].edit) if run[k].edit else stage)
+                append(dataclasses.replace(stage, edit=run[k].edit) if run[k].edit else stage)
 
             try:
                 runner.run_steps(parent.text_with_locations, list(zip(names, [s.pass_string for s in run], sources)),
