@@ -178,3 +178,29 @@ def test_a_second_explore_of_the_same_program_runs_no_pass_and_no_compile(counte
     assert xla_compiles() == compiles
     assert counted["lowerings"] == 1 and counted["portable round trips"] == 1
     assert [s.text for s in made[0].stages] == [s.text for s in made[1].stages]
+
+
+def test_the_trace_collects_young_garbage_and_defers_a_full_collection_until_it_ends():
+    """Inside the user's function (the trace) the collector runs, but a full collection, which walks the whole
+    heap, waits; after the explore the collector's settings are the user's again, also after a trace that fails."""
+    import gc
+
+    before = gc.get_threshold()
+    inside = []
+
+    def f(x):
+        inside.append((gc.isenabled(), gc.get_threshold()))
+        return jnp.cos(x) * 2
+
+    wb.explore(f, jnp.ones(4), pipeline="none").stages  # noqa: B018
+    (enabled, thresholds), = inside
+    assert enabled and thresholds[:2] == before[:2] and thresholds[2] > 10**6
+    assert gc.get_threshold() == before and gc.isenabled()
+
+    def broken(x):
+        inside.append(gc.get_threshold())
+        raise ValueError("no")
+
+    with pytest.raises(Exception, match="no"):
+        wb.explore(broken, jnp.ones(4))
+    assert inside[-1][2] > 10**6 and gc.get_threshold() == before and gc.isenabled()

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..backends import default_device_id, device_id
 from ..errors import ArgumentError, TraceError, UnknownNameError, WorkbenchError
+from ..ir.collector import full_collections_deferred
 from ..stages import Traced
 from .program import host_callbacks, in_avals, kept_var_idx, num_devices, out_avals, platforms, portable_text, unwrap_lowered
 
@@ -249,7 +250,9 @@ def trace(fn: Callable, args: tuple, *, device: Any = None, static_argnums: tupl
     # under jax.default_device set to the device it would pick anyway
     if dev is not None and device_id(dev) == default_device_id():
         dev = None
-    with (jax.default_device(dev) if dev is not None else contextlib.nullcontext()):
+    # the trace and the lowering keep what they make alive: a full collection they would trigger walks the whole
+    # heap (~150 ms on a Diffrax solve) and comes later instead, while the passes run or XLA compiles
+    with (jax.default_device(dev) if dev is not None else contextlib.nullcontext()), full_collections_deferred():
         if kind == "wrapper":
             if static_argnums:
                 raise ArgumentError(f"{name} is a {type(fn).__name__}, which decides its static arguments itself: "

@@ -9,7 +9,8 @@ from itertools import chain, compress, repeat
 from operator import ne, sub
 
 from .align import Aligner
-from .normalize import collector_paused, read_module
+from ...ir.collector import collector_paused
+from .normalize import read_module
 from .result import CHANGED, DELETED, EQUAL, INSERTED, MOVED_IN, MOVED_OUT, Diff
 
 __all__ = ["diff_texts"]

@@ -6,18 +6,16 @@ value reference, and every value's canonical name and content key -- which the a
 """
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import lru_cache
 
+from ...ir.collector import collector_paused
 from ...ir.hlo import DEBUG_ROW, DEBUG_SECTIONS
 from ...ir.text import input_kind
 from ...ir.lines.model import Module
 from ...ir.lines.hlo import read_hlo
 from ...ir.lines.mlir import read_mlir
 
-__all__ = ["Module", "collector_paused", "normalize", "read_module", "shown_lines"]
+__all__ = ["Module", "normalize", "read_module", "shown_lines"]
 
 
 @lru_cache(maxsize=4)
@@ -59,15 +57,3 @@ def shown_lines(text: str) -> list[int]:
     return out
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Parsing allocates ~10^5 small objects that never form cycles; in a process that has
-    imported jax each automatic collection they trigger walks a very large heap, which can take
-    longer than the diff itself."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

@@ -8,18 +8,17 @@ notebook's display); and ``stage_graph`` never draws more than ``draw_limit`` op
 """
 from __future__ import annotations
 
-import gc
 import math
 import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
 import graphviz
 
+from ...ir.collector import collector_paused
 from ...errors import GraphTooLargeError, GraphUnavailableError, ModuleParseError
 from ...ir.hlo import read_hlo
 from ...ir.ops import op_counts_by_function
@@ -134,26 +133,13 @@ def _kind(text: str) -> str:
     return kind if kind in ("mlir", "hlo") else "none"
 
 
-@contextmanager
-def _collector_paused():
-    """Reading a module makes a few objects per op that all live as long as the model: the cyclic
-    collector, run again and again while they pile up, would find nothing and take a third of the time."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 @lru_cache(maxsize=32)
 def _dataflow(text: str, located: str) -> Dataflow:
     """The model of one stage's text; cached since a stage is drawn both as itself and as a parent.
     ``located`` is the same module with its locations (an MLIR stage's ``text_with_locations``): each
     op's name stack is read from it. An HLO text carries its metadata (``op_name``) itself."""
     if _kind(text) == "hlo":
-        with _collector_paused():
+        with collector_paused():
             module = read_hlo(text)
             # what op_counts_by_function counts, from the module read once
             ops = {c.name: Counter(ins.opcode for ins in c.instructions) for c in module.computations
@@ -166,7 +152,7 @@ def _dataflow(text: str, located: str) -> Dataflow:
         module = readable_module(located)
     except ModuleParseError as err:
         raise GraphUnavailableError(str(err)) from err
-    with _collector_paused():
+    with collector_paused():
         return MlirReader(ops).read(module)
 
 
@@ -177,7 +163,7 @@ def _model(stage) -> Dataflow:
 @lru_cache(maxsize=16)
 def _scoped_texts(text: str, located: str) -> Scoped:
     model = _dataflow(text, located)
-    with _collector_paused():
+    with collector_paused():
         return scoped(model)
 
 
