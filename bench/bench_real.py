@@ -39,6 +39,7 @@ Run:  .venv/bin/python bench/bench_real.py [--repeat 3] [--only nnx_transformer 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -91,9 +92,12 @@ def explore_all(p: Program, pipeline: str = "all") -> tuple[float, "wb.Explorati
 
 
 def cold() -> None:
-    """Nothing compiled or passed before counts: JAX's in-memory caches and the workbench's step caches."""
+    """Nothing compiled or passed before counts: JAX's in-memory caches and the workbench's step caches; and
+    each side starts from a collected heap, so that no side pays for a full garbage collection that the
+    garbage of the side before it made due."""
     clear_caches()
     jax.clear_caches()
+    gc.collect()
 
 
 def child(side: str, name: str) -> None:
