@@ -204,3 +204,21 @@ def test_the_trace_collects_young_garbage_and_defers_a_full_collection_until_it_
     with pytest.raises(Exception, match="no"):
         wb.explore(broken, jnp.ones(4))
     assert inside[-1][2] > 10**6 and gc.get_threshold() == before and gc.isenabled()
+
+
+def test_the_jaxpr_is_printed_once_the_module_text_is_made_and_every_pipeline_shows_it(monkeypatch):
+    """The jaxpr's printing holds the GIL as the module's round trip does: it begins when the steps go to the worker
+    (or XLA compiles, or the text is asked for), never beside the trace's own work; each stage has its text."""
+    order = []
+    portable, text = trace_mod.portable_text, trace_mod._Printing._text
+    monkeypatch.setattr(trace_mod, "portable_text", lambda low: order.append("round trip") or portable(low))
+    monkeypatch.setattr(trace_mod._Printing, "_text", lambda self: order.append("print") or text(self))
+
+    def f(x):
+        return jnp.sin(x).sum()
+
+    for pipeline in ("all", "none"):
+        order.clear()
+        ex = wb.explore(f, jnp.ones(3), pipeline=pipeline)
+        assert order == ["round trip", "print"], (pipeline, order)
+        assert "sin" in ex["jaxpr"].text and "reduce_sum" in ex["jaxpr"].text

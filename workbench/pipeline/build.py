@@ -245,6 +245,8 @@ def build(spec: Spec, start_xla: bool = False) -> Built:
     if start is not None:
         stages = edited_start(stages, start)
     ahead = _XlaAhead(spec, stages[-1]) if start_xla else None
+    if steps and spec.traced is not None and hasattr(spec.traced.jaxpr_text, "start"):
+        spec.traced.jaxpr_text.start()  # the jaxpr printed while the worker runs the steps (trace._Printing)
     error = made_by_steps(steps, stages, spec.timeout, ahead.saw if ahead is not None else None)
     late = None if error else LateXla(spec, stages[-1], owner=ahead)
     if late is not None and start_xla:

@@ -14,6 +14,7 @@ import dataclasses
 import os
 import re
 import sys
+import threading
 import time
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -313,7 +314,7 @@ def _trace_jit(fn: Callable, name: str, kind: str, args: tuple, static_argnums: 
         return jax.export.export(jitted, platforms=list(platforms(lowered)) or None)(*lower_args)
 
     dynamic = tuple(a for i, a in enumerate(args) if i not in static)
-    return _traced(lowered, _printed(jaxpr), how, dynamic, static, t1 - t0, t2 - t1, fn, args, call_args, export)
+    return _traced(lowered, jaxpr, how, dynamic, static, t1 - t0, t2 - t1, fn, args, call_args, export)
 
 
 class _Recorded(Exception):
@@ -427,7 +428,7 @@ def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
         raise TraceError(f"{name}{_shapes(args)} with its own {type(fn).__name__}", user_frames(e),
                          type(e).__name__) from None
     how = f"{name} (a {type(fn).__module__.split('.')[0]} {type(fn).__name__})"
-    traced = _traced(lowered, _printed(jaxpr), how, args, (), t1 - t0, t2 - t1, fn, args,
+    traced = _traced(lowered, jaxpr, how, args, (), t1 - t0, t2 - t1, fn, args,
                      lambda full: _wrapper_call_args(outer, full), None)
 
     def returned(full: tuple, program_outputs):
@@ -439,21 +440,40 @@ def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
 _PRINTER = ThreadPoolExecutor(1, thread_name_prefix="wb-jaxpr")
 
 
-def _printed(jaxpr) -> Future:
-    """The jaxpr's text, printed on a thread of its own: an explore's MLIR passes run in the worker process
-    meanwhile (this thread waits on them without the GIL), and a big program's jaxpr takes as long to print
-    as its passes to start (47 ms on a Diffrax solve). Without colour, which JAX would add where it thinks it
-    welcome (a Jupyter kernel): the stage is text."""
-    def text() -> str:
+class _Printing:
+    """The jaxpr's text, printed on a thread of its own (without colour, which JAX would add where it thinks it
+    welcome, a Jupyter kernel: the stage is text). The printing holds the GIL (~90 ms on a Diffrax solve), so it
+    begins where this process waits without it: when the MLIR steps go to the worker (``start``, from ``build``)
+    or when XLA's compile begins (a pipeline without steps), else when the text is asked for (``result``)."""
+
+    def __init__(self, jaxpr):
+        from .xla import after_compile_begins, compiles_begun
+
+        self._jaxpr, self._future, self._lock = jaxpr, None, threading.Lock()
+        _WAITER.submit(after_compile_begins, compiles_begun(), self.start)
+
+    def start(self) -> Future:
+        with self._lock:
+            if self._future is None:
+                self._future = _PRINTER.submit(self._text)
+            return self._future
+
+    def result(self, timeout: float | None = None) -> str:
+        return self.start().result(timeout)
+
+    def _text(self) -> str:
         try:
-            return str(jaxpr.pretty_print(use_color=False))
+            return str(self._jaxpr.pretty_print(use_color=False))
         except Exception as e:  # noqa: BLE001 -- JAX's printer failing loses the stage's text, not the explore
             return f"(JAX could not print this jaxpr: {type(e).__name__}: {e})"
+        finally:
+            self._jaxpr = None
 
-    return _PRINTER.submit(text)
+
+_WAITER = ThreadPoolExecutor(1, thread_name_prefix="wb-jaxpr-wait")
 
 
-def _traced(lowered, jaxpr: Future, how: str, dynamic: tuple, static: tuple[int, ...], s_jaxpr: float, s_lower: float,
+def _traced(lowered, jaxpr, how: str, dynamic: tuple, static: tuple[int, ...], s_jaxpr: float, s_lower: float,
             fn, args, call_args, export) -> Traced:
     callbacks = host_callbacks(lowered)
     why = ""
@@ -463,7 +483,7 @@ def _traced(lowered, jaxpr: Future, how: str, dynamic: tuple, static: tuple[int,
         export = None
     elif export is None:
         why = f"{how} is lowered by its library's own jit, which jax.export cannot take"
-    return Traced(jaxpr, portable_text(lowered), lowered, dynamic, static, s_jaxpr, s_lower, fn=fn,
+    return Traced(_Printing(jaxpr), portable_text(lowered), lowered, dynamic, static, s_jaxpr, s_lower, fn=fn,
                   all_args=args, how=how, call_args=call_args, exporter=export, why_not_exported=why,
                   nr_devices=num_devices(lowered), in_avals=in_avals(lowered), out_avals=out_avals(lowered),
                   platforms=platforms(lowered), host_callbacks=callbacks, kept_var_idx=kept_var_idx(lowered))
