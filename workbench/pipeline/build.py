@@ -259,26 +259,28 @@ def build(spec: Spec, start_xla: bool = False) -> Built:
 
 
 class _XlaAhead:
-    """XLA's compile of an MLIR stage begun while the worker runs the steps after it, once ``SETTLED`` steps in a
-    row have left it as it is: the pipelines repeat their passes, and their last steps seldom change a program
-    (every corpus program's last change is at step 5 of 21), so XLA compiles beside them instead of after them.
-    The pipeline's input is never compiled ahead (a program no pass changes is compiled after the last step, as
-    it would be). A stage that a later step does change after all had its compile begun for nothing: a queued
-    one is cancelled by the next (``XLA_QUEUE.start``), a running one ends first. Its compile is the
-    exploration's own (``LateXla``'s owner), not one served from the cache."""
-
-    SETTLED = 2
+    """XLA's compile of an MLIR stage begun while the worker runs the steps after it, once it is settled: every
+    pass that ran up to the step that made it has run again since and left it as it is. The presets repeat
+    their passes (patterns, inline, canonicalize, cse) and their last steps seldom change a program: every
+    corpus program's last change is at step 5 of 21, it is settled at step 11, and XLA compiles beside the ten
+    steps left instead of after them. A program no step changes, or a changing pass that does not come
+    again, is compiled after the last step, as it would be. A settled stage that a later step changes after all
+    had its compile begun for nothing: a queued one is cancelled by the next (``XLA_QUEUE.start``), a running
+    one ends first. The compile is the exploration's own (``LateXla``'s owner), not one served from a cache."""
 
     def __init__(self, spec: Spec, start: Stage):
-        self.spec, self.text, self.quiet = spec, start.text_with_locations, -1  # -1: nothing changed yet
+        self.spec, self.text = spec, start.text_with_locations
+        self.ran: set[str] = set()  # the passes run so far
+        self.owed: set[str] = set()  # those to run again, leaving the last changed stage as it is
 
     def saw(self, stage: Stage) -> None:
-        text = stage.text_with_locations
+        text, step = stage.text_with_locations, stage.produced_by
+        self.ran.add(step)
         if text is not self.text and text != self.text:
-            self.text, self.quiet = text, 0
-        elif self.quiet >= 0:
-            self.quiet += 1
-            if self.quiet == self.SETTLED:
+            self.text, self.owed = text, set(self.ran)
+        elif step in self.owed:
+            self.owed.discard(step)
+            if not self.owed:
                 LateXla(self.spec, stage, owner=self).start()
 
 
