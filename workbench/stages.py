@@ -154,7 +154,7 @@ class Traced:
     as-lowered outputs once computed, shared by every Exploration derived from this trace.
     """
 
-    jaxpr_text: Any  # the jaxpr's text, or a Future of it (printed on a thread while the MLIR passes run)
+    jaxpr_text: Any  # the jaxpr's text, or what prints it (.result(): trace._Printing, on a thread while the MLIR passes run)
     stablehlo: str  # with locations; stages show it without
     lowered: Any  # jax.stages.Lowered
     args: tuple
