@@ -248,3 +248,13 @@ def test_a_tpu_compile_that_goes_on_under_a_later_module_number_gives_all_its_st
     # the pass dumps of both modules, in XLA's order: module_0007's, then module_0010's
     per_pass = [f for f in files if re.search(r"\.\d{4}\.", f)]
     assert len(dumps.runs) == len(per_pass) and len({f.split(".", 1)[0] for f in per_pass}) == 2
+    # the same compile as module 9999 going on as module 10000 (XLA writes five digits from there): read by
+    # number, not by name, it gives the same stages
+    crossed = tmp_path / "crossed"
+    crossed.mkdir()
+    for f in files:
+        renamed = f.replace("module_0007.", "module_9999.").replace("module_0010.", "module_10000.")
+        (crossed / renamed).write_bytes((folder / f).read_bytes())
+    again = read_dumps(str(crossed), backend_for("tpu").dumps)
+    assert [(s.name, s.text) for s in again.stages] == [(s.name, s.text) for s in dumps.stages]
+    assert again.runs == dumps.runs

@@ -218,18 +218,18 @@ def read_dumps(folder: str, names: DumpNames, texts: dict[str, str] | None = Non
     TPU's, of a program with an FFT and a loop: ``module_0056.jit_loss...`` holds the module before its
     passes and the first few, ``module_0059.jit_loss...`` the rest and the optimized module): those are
     the same compile's. ``texts``: files already read (``DumpWatch``), by name."""
-    files = sorted(os.listdir(folder))
+    files = sorted(os.listdir(folder), key=_dump_order)
     texts = texts or {}
 
     def read(name: str) -> str:
         text = texts.get(name)
         return text if text is not None else _read(os.path.join(folder, name))
 
-    befores = sorted(f for f in files if f.endswith(_BEFORE))
+    befores = [f for f in files if f.endswith(_BEFORE)]
     if not befores:
         return XlaDumps((), (), ())
-    number, name = befores[-1][:-len(_BEFORE)].split(".", 1)  # "module_0056", "jit_loss.cl_933746096"
-    files = [f for f in files if f.split(".", 1)[0] >= number and f.split(".", 1)[-1].startswith(name + ".")]
+    number, name = _dump_order(befores[-1])[0], befores[-1][:-len(_BEFORE)].split(".", 1)[1]  # 56, "jit_loss.cl_9337"
+    files = [f for f in files if _dump_order(f)[0] >= number and f.split(".", 1)[-1].startswith(name + ".")]
     stages, passes, runs = _pass_stages(files, read)
     opt = next((f for f in files if f.endswith(names.optimized) and not _PASS_FILE.match(f)), None)
     if opt:
@@ -243,6 +243,16 @@ def read_dumps(folder: str, names: DumpNames, texts: dict[str, str] | None = Non
             text = "\n".join(f"; ==== {f} ====\n{read(f)}" if len(parts) > 1 else read(f) for f in parts)
             stages.append(XlaStage(out.stage, "backend", text, f"XLA backend: {out.what}"))
     return XlaDumps(tuple(stages), tuple(passes), tuple(runs))
+
+
+_MODULE = re.compile(r"module_(\d+)\.")
+
+
+def _dump_order(name: str) -> tuple[int, str]:
+    """A dump file's place in XLA's order: its module's number (as a number: XLA writes four digits, then five
+    from module 10000 on), then the rest of its name; -1 for a file of no module."""
+    m = _MODULE.match(name)
+    return (int(m.group(1)), name[m.end():]) if m else (-1, name)
 
 
 def _pass_stages(files: list[str], read: Callable[[str], str]) -> tuple[list[XlaStage], list[str], list[tuple[str, str, str, str]]]:
