@@ -129,22 +129,51 @@ def twice_sin(x):
     return (jnp.sin(x) + jnp.sin(x)).T.T * 3.5
 
 
+def fresh_twice_sin():
+    """``twice_sin`` with a constant no compile of this process has seen."""
+    k = float(next(_FRESH)) + 0.25
+    return lambda x: (jnp.sin(x) + jnp.sin(x)).T.T * k
+
+
 def test_a_stage_changed_after_it_settled_is_compiled_again_and_the_stages_are_the_last_ones(monkeypatch):
     """cse changes the program, canonicalize and cse again leave it (XLA begins on it), then enzyme-hlo-opt
-    removes the transposes: that compile was for nothing, the last stage is compiled too, and its stages are
-    shown. In a pipeline whose changing pass does not come again nothing is compiled ahead."""
+    removes the transposes: that compile was for nothing (here it is let run before the steps go on), the last
+    stage is compiled too, and its stages are shown. In a pipeline whose changing pass does not come again
+    nothing is compiled ahead."""
     made, starts = started_at_step(monkeypatch)
     ex = wb.explore(twice_sin, jnp.ones((4, 8)), pipeline="cse,canonicalize,canonicalize,enzyme-hlo-opt")
     assert [s.changed for s in ex.pipeline_stages[2:]] == [True, False, False, True]
     assert starts and all(n == 4 for n in starts), starts
     made.clear(), starts.clear()
-    before = xla_compiles()
+    from workbench.pipeline.compile_queue import XLA_QUEUE
+
+    start = XLA_QUEUE.start  # the compile begun ahead is taken by the compile thread before the steps go on,
+    before = xla_compiles()  # so that the last stage's compile cannot cancel it (whatever the machine's load)
+
+    def start_and_let_it_run(*a, **k):
+        start(*a, **k)
+        until(lambda: xla_compiles() > before)
+
+    monkeypatch.setattr(XLA_QUEUE, "start", start_and_let_it_run)
     ex = wb.explore(twice_sin, jnp.ones((4, 8)), pipeline="cse,canonicalize,cse,canonicalize,enzyme-hlo-opt")
     assert [s.changed for s in ex.pipeline_stages[2:]] == [True, False, False, False, True]
     assert starts[0] == 3 and all(n == 5 for n in starts[1:]), starts  # cse's stage, then the last one's
     assert "stablehlo.transpose" in ex["cse#1"].text and "stablehlo.transpose" not in ex["enzyme-hlo-opt#1"].text
     assert "transpose" not in ex["xla:before_optimizations"].text  # XLA's input: the last stage, not cse's
     assert not ex["xla:optimized"].cached and xla_compiles() == before + 2
+    assert ex.run().check.passed
+
+
+def test_a_compile_begun_ahead_and_still_queued_is_cancelled_by_the_last_stages(monkeypatch):
+    """The same, with XLA's compile thread busy: the compile begun on cse's stage is still queued when the
+    last stage's compile is queued, which supersedes it: one compile, of the last stage."""
+    made, starts = started_at_step(monkeypatch)
+    with compile_thread_held():
+        before, _ = xla_compiles(), (made.clear(), starts.clear())  # the holder's own explore is not counted
+        ex = wb.explore(fresh_twice_sin(), jnp.ones((4, 8)), pipeline="cse,canonicalize,cse,canonicalize,enzyme-hlo-opt")
+        assert starts[0] == 3 and not ex.xla_ready(), starts
+    assert "transpose" not in ex["xla:before_optimizations"].text and not ex["xla:optimized"].cached
+    assert xla_compiles() == before + 1
     assert ex.run().check.passed
 
 
