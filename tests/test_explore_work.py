@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import collections
 import functools
+import threading
+import time
 
 import jax
 import jax.numpy as jnp
@@ -222,3 +224,24 @@ def test_the_jaxpr_is_printed_once_the_module_text_is_made_and_every_pipeline_sh
         ex = wb.explore(f, jnp.ones(3), pipeline=pipeline)
         assert order == ["round trip", "print"], (pipeline, order)
         assert "sin" in ex["jaxpr"].text and "reduce_sum" in ex["jaxpr"].text
+
+
+def test_without_steps_the_jaxpr_is_printed_once_xla_compiles_not_while_its_input_is_made(monkeypatch):
+    """A pipeline without steps: XLA's compile is next, and its input (locations, the parse) holds the GIL as the
+    printing does, so the printing begins once the compile has begun. A compile queued behind another one does
+    not hold it back."""
+    from workbench.pipeline import xla as xla_mod
+    from workbench.pipeline.compile_queue import XLA_QUEUE
+
+    order = []
+    text, begins = trace_mod._Printing._text, xla_mod.compile_begins
+    monkeypatch.setattr(trace_mod._Printing, "_text", lambda self: order.append("print") or text(self))
+    monkeypatch.setattr(xla_mod, "compile_begins", lambda: order.append("compile") or begins())
+    k = float(time.time() % 1000)  # a module no compile of this process has seen
+    idle = threading.Event()
+    XLA_QUEUE.when_idle(idle.set)  # the compiles earlier tests began are over: this one is next
+    assert idle.wait(300)
+
+    ex = wb.explore(lambda x: jnp.cos(x).sum() * k, jnp.ones(5), pipeline="none")
+    assert order == ["compile", "print"], order
+    assert "cos" in ex["jaxpr"].text and ex["xla:optimized"].text

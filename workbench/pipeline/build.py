@@ -227,12 +227,15 @@ def _first_stages(spec: Spec) -> list[Stage]:
     ]
 
 
-def _with_jaxpr(spec: Spec, stages: list[Stage]) -> list[Stage]:
+def _with_jaxpr(spec: Spec, stages: list[Stage], late: LateXla | None = None) -> list[Stage]:
     """``stages`` with the jaxpr's text in the jaxpr stage, once its printing (a thread of ``trace``, which the
-    MLIR passes ran beside) is done."""
+    MLIR passes ran beside) is done. Where it has not begun and ``late``'s compile is next (a pipeline without
+    steps), it begins with that compile: both would hold the GIL while XLA's input is made ready."""
     t = spec.traced
     if spec.loaded is None and t is not None and not isinstance(t.jaxpr_text, str) and stages[0].name == "jaxpr":
-        stages[0] = dataclasses.replace(stages[0], text=t.jaxpr)
+        printing = t.jaxpr_text
+        next_up = late is not None and hasattr(printing, "when_compiling") and late.phase() == "starting"
+        stages[0] = dataclasses.replace(stages[0], text=printing.when_compiling() if next_up else t.jaxpr)
     return stages
 
 
@@ -251,7 +254,7 @@ def build(spec: Spec, start_xla: bool = False) -> Built:
     late = None if error else LateXla(spec, stages[-1], owner=ahead)
     if late is not None and start_xla:
         late.start()
-    stages = _with_jaxpr(spec, stages)
+    stages = _with_jaxpr(spec, stages, late if start_xla else None)
     return Built(spec, tuple(stages), error, late)
 
 

@@ -357,7 +357,14 @@ def platform_of_lowered(lowered) -> str:
 
 
 _BEGUN = threading.Condition()
-_begun = [0]  # XLA compiles this process has begun (entered XLA's C++, which runs without the GIL)
+_begun = [0]  # XLA compiles this process has begun (entered XLA's C++, or handed to a child: no GIL held)
+
+
+def compile_begins() -> None:
+    """Say that an XLA compile begins now: this process waits for it without the GIL from here on."""
+    with _BEGUN:
+        _begun[0] += 1
+        _BEGUN.notify_all()
 
 
 def compiles_begun() -> int:
@@ -377,9 +384,7 @@ def after_compile_begins(seen: int, work: Callable[[], Any], timeout: float = 1.
 def _compile_here(lowered, compiler_options: dict) -> tuple[float, Future]:
     t0 = time.perf_counter()
     say_phase("XLA compiling, writing a dump after each HLO pass")
-    with _BEGUN:
-        _begun[0] += 1
-        _BEGUN.notify_all()
+    compile_begins()
     context_ahead()  # the next XLA input's context, made while XLA compiles without the GIL
     with no_persistent_cache():
         compiled = lowered.compile(compiler_options=compiler_options)

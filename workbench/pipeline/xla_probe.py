@@ -188,7 +188,7 @@ def compile_guarded(lowered, source: str, device: str, options: dict, timeout: f
     or already decided, where the request cannot be built, or where XLA refused the module with an
     error: the caller then guards and compiles here (and gets XLA's whole message)."""
     from .program import compile_request
-    from .xla import compile_lowered_with_dumps
+    from .xla import compile_begins, compile_lowered_with_dumps
 
     key = _verdict_key(source, device, options, partitions)
     if not options.get("xla_disable_hlo_passes") or partitions > 1 or key in _VERDICTS:
@@ -199,6 +199,7 @@ def compile_guarded(lowered, source: str, device: str, options: dict, timeout: f
         if request is None:
             raise _CompileHere
         say_phase("XLA compiling in a child process (it can abort on disabled passes), writing a dump after each HLO pass")
+        compile_begins()
         reply = _PROBER.compile("compile_module", {**request, "topology": topology_for(device)}, timeout, spare=False)
         if _unavailable(reply, device):
             raise _Unguarded
