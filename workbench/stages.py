@@ -155,7 +155,7 @@ class Traced:
     """
 
     jaxpr_text: Any  # the jaxpr's text, or what prints it (.result(): trace._Printing, on a thread while the MLIR passes run)
-    stablehlo: str  # with locations; stages show it without
+    stablehlo_text: Any  # with locations (stages show it without), or what makes it (.result(): trace._Portable)
     lowered: Any  # jax.stages.Lowered
     args: tuple
     static_argnums: tuple[int, ...]
@@ -251,6 +251,18 @@ class Traced:
         """The jaxpr's text (waits for its printing where that still runs)."""
         text = self.jaxpr_text
         return text if isinstance(text, str) else text.result()
+
+    @property
+    def stablehlo(self) -> str:
+        """The lowered module's text with locations, as every pipeline starts from it (made on first use)."""
+        text = self.stablehlo_text
+        return text if isinstance(text, str) else text.result()
+
+    def text_for_xla(self) -> str:
+        """A text of the lowered module that XLA makes the same HLO of as of ``stablehlo``: that text once it is
+        made, else the module as JAX printed it (``stablehlo`` waits for StableHLO's portable round trip)."""
+        text = self.stablehlo_text
+        return text if isinstance(text, str) else text.for_xla()
 
     @property
     def exported(self) -> Any:

@@ -126,7 +126,7 @@ def spec_for_function(fn: Callable, args: tuple, *, pipeline: str = "all", disab
     sel = _selection(options, disable, enable)
     traced = trace(fn, args, device=dev, static_argnums=tuple(static_argnums))
     title = getattr(fn, "__name__", type(fn).__name__)
-    mode = _shardy_mode(shardy_passes, is_sharded(traced.stablehlo, traced.nr_devices))
+    mode = _shardy_mode(shardy_passes, is_sharded("", traced.nr_devices))  # a trace's devices say it
     return Spec(title, pipeline, inline, sel, xla, device, timeout, traced, mode, bool(optimize_communications))
 
 
@@ -244,14 +244,16 @@ def build(spec: Spec, start_xla: bool = False) -> Built:
     compile of the last stage as soon as it exists (before the jaxpr's text is waited for), for a caller that
     starts it anyway (``xla_checked``)."""
     steps, start = edited_steps(spec)
+    owner = object()  # this exploration, which asks first for the compiles begun here
+    source = _xla_first(spec, owner) if start_xla and not steps and start is None else None
     stages = _first_stages(spec)
     if start is not None:
         stages = edited_start(stages, start)
-    ahead = _XlaAhead(spec, stages[-1]) if start_xla else None
+    ahead = _XlaAhead(spec, stages[-1], owner) if start_xla else None
     if steps and spec.traced is not None and hasattr(spec.traced.jaxpr_text, "start"):
         spec.traced.jaxpr_text.start()  # the jaxpr printed while the worker runs the steps (trace._Printing)
     error = made_by_steps(steps, stages, spec.timeout, ahead.saw if ahead is not None else None)
-    late = None if error else LateXla(spec, stages[-1], owner=ahead)
+    late = None if error else LateXla(spec, stages[-1], owner=owner, source=source)
     if late is not None and start_xla:
         late.start()
     stages = _with_jaxpr(spec, stages, late if start_xla else None)
@@ -259,6 +261,18 @@ def build(spec: Spec, start_xla: bool = False) -> Built:
 
 
 # -- XLA: one compile per (module, device, options), queued on the one compile thread (compile_queue.py) --
+
+
+def _xla_first(spec: Spec, owner: Any) -> str | None:
+    """A pipeline without steps compiles the traced module: XLA's compile begins on the module as JAX printed it
+    (``Traced.text_for_xla``), while the text the stage shows is made (StableHLO's portable round trip, which
+    mostly runs without the GIL); XLA makes the same HLO of either. The text XLA compiles, or None (no trace)."""
+    t = spec.traced
+    if t is None or spec.loaded is not None:
+        return None
+    source = t.text_for_xla()
+    XLA_QUEUE.start(_xla_job(spec, source, spec.xla_options), owner=owner)
+    return source
 
 
 class _XlaAhead:
@@ -271,8 +285,8 @@ class _XlaAhead:
     had its compile begun for nothing: a queued one is cancelled by the next (``XLA_QUEUE.start``), a running
     one ends first. The compile is the exploration's own (``LateXla``'s owner), not one served from a cache."""
 
-    def __init__(self, spec: Spec, start: Stage):
-        self.spec, self.text = spec, start.text_with_locations
+    def __init__(self, spec: Spec, start: Stage, owner: Any):
+        self.spec, self.text, self.owner = spec, start.text_with_locations, owner
         self.ran: set[str] = set()  # the passes run so far
         self.owed: set[str] = set()  # those to run again, leaving the last changed stage as it is
 
@@ -284,7 +298,7 @@ class _XlaAhead:
         elif step in self.owed:
             self.owed.discard(step)
             if not self.owed:
-                LateXla(self.spec, stage, owner=self).start()
+                LateXla(self.spec, stage, owner=self.owner).start()
 
 
 class LateXla:
@@ -293,15 +307,16 @@ class LateXla:
     ``watch()`` gives a Future done when it would not, and calling gives the XlaStages, waiting for
     the compile (or running it) as needed. All of them use the same entry of ``XLA_QUEUE``."""
 
-    def __init__(self, spec: Spec, last: Stage, owner: Any = None):
+    def __init__(self, spec: Spec, last: Stage, owner: Any = None, source: str | None = None):
         self.spec, self.last, self.owner = spec, last, self if owner is None else owner  # who compiles it first
-        self.compiles = spec.traced is not None or "@main" in last.text_with_locations
+        self.source = last.text_with_locations if source is None else source  # what XLA compiles: see _xla_first
+        self.compiles = spec.traced is not None or "@main" in self.source
 
     def __call__(self) -> XlaStages:
-        return _xla_stages(self.spec, self.last, owner=self.owner)
+        return _xla_stages(self.spec, self.last, owner=self.owner, source=self.source)
 
     def _job(self) -> CompileJob:
-        return _xla_job(self.spec, self.last.text_with_locations, self.spec.xla_options)
+        return _xla_job(self.spec, self.source, self.spec.xla_options)
 
     def start(self) -> None:
         """Queue the compile unless it is cached or queued already; older queued compiles of the same
@@ -344,10 +359,11 @@ def xla_passes_known(names) -> bool:
     return set(names) <= _XLA_PASSES_SEEN
 
 
-def _xla_stages(spec: Spec, last: Stage, owner: Any = None) -> XlaStages:
-    """XLA's stages for the last MLIR stage, the error if XLA refused it, and the XlaResult; a compile
-    that ``owner`` did not ask for first is served from the cache (its seconds those of that compile)."""
-    source = last.text_with_locations
+def _xla_stages(spec: Spec, last: Stage, owner: Any = None, source: str | None = None) -> XlaStages:
+    """XLA's stages for the last MLIR stage (compiled from ``source``, by default its text), the error if XLA
+    refused it, and the XlaResult; a compile that ``owner`` did not ask for first is served from the cache (its
+    seconds those of that compile)."""
+    source = last.text_with_locations if source is None else source
     if spec.traced is None and "@main" not in source:
         return XlaStages((), None, None)
     try:
@@ -509,4 +525,5 @@ def with_xla_options(spec: Spec, disable: Sequence[str], enable: Sequence[str], 
 
 def rebuild_xla(built: Built, spec: Spec) -> Built:
     """``built``'s trace and MLIR stages as they are, with XLA's stages for ``spec``'s XLA options."""
-    return Built(spec, built.early, built.error, None if built.error else LateXla(spec, built.early[-1]))
+    source = getattr(built.late, "source", None)  # XLA's input as the first compile had it
+    return Built(spec, built.early, built.error, None if built.error else LateXla(spec, built.early[-1], source=source))

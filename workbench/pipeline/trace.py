@@ -481,6 +481,35 @@ class _Printing:
 _WAITER = ThreadPoolExecutor(1, thread_name_prefix="wb-jaxpr-wait")
 
 
+class _Portable:
+    """The lowered module's text as every pipeline starts from it (``program.portable_text``: StableHLO's portable
+    round trip, ~6 ms on a tiny module, 150 on a Diffrax solve), made on first use and kept. Until then
+    ``for_xla`` gives the module as JAX printed it, of which XLA makes the same HLO: a pipeline without steps has
+    XLA's compile begin on that text and the round trip made while the compile thread readies it. One lock: both
+    use the lowering's MLIR context, which JAX makes without locks of its own."""
+
+    def __init__(self, lowered):
+        self._lowered, self._lock, self._text = lowered, threading.Lock(), None
+
+    def result(self) -> str:
+        with self._lock:
+            if self._text is None:
+                self._text = portable_text(self._lowered)
+            return self._text
+
+    def for_xla(self) -> str:
+        from jax._src.interpreters import mlir as jax_mlir
+
+        with self._lock:
+            if self._text is not None:
+                return self._text
+            try:
+                return jax_mlir.module_to_string(self._lowered.compiler_ir("stablehlo"), enable_debug_info=True)
+            except Exception:  # noqa: BLE001 -- a lowering without a module of its own: the text every stage starts from
+                pass
+        return self.result()
+
+
 def _traced(lowered, jaxpr, how: str, dynamic: tuple, static: tuple[int, ...], s_jaxpr: float, s_lower: float,
             fn, args, call_args, export) -> Traced:
     callbacks = host_callbacks(lowered)
@@ -491,7 +520,7 @@ def _traced(lowered, jaxpr, how: str, dynamic: tuple, static: tuple[int, ...], s
         export = None
     elif export is None:
         why = f"{how} is lowered by its library's own jit, which jax.export cannot take"
-    return Traced(_Printing(jaxpr), portable_text(lowered), lowered, dynamic, static, s_jaxpr, s_lower, fn=fn,
+    return Traced(_Printing(jaxpr), _Portable(lowered), lowered, dynamic, static, s_jaxpr, s_lower, fn=fn,
                   all_args=args, how=how, call_args=call_args, exporter=export, why_not_exported=why,
                   nr_devices=num_devices(lowered), in_avals=in_avals(lowered), out_avals=out_avals(lowered),
                   platforms=platforms(lowered), host_callbacks=callbacks, kept_var_idx=kept_var_idx(lowered))
