@@ -164,6 +164,49 @@ def test_eqx_filter_jit_and_an_equinox_module_as_an_argument():
         np.testing.assert_allclose(np.asarray(jax.tree_util.tree_leaves(r.outputs)[-1]), want, rtol=1e-5)
 
 
+def test_eqx_filter_jits_jaxpr_is_the_program_its_inner_jit_lowers_traced_once():
+    """Equinox's jit has no ``.trace``: the jaxpr is that of the trace its ``.lower`` made (the program, without a
+    wrapping call equation), and the user's Python runs once for both."""
+    import equinox as eqx
+
+    calls = []
+    mlp = eqx.nn.MLP(4, 3, 8, 2, key=jax.random.PRNGKey(1))
+
+    @eqx.filter_jit
+    def forward(model, x):
+        calls.append(1)
+        return model(x)
+
+    ex = wb.explore(forward, mlp, jnp.linspace(0.0, 1.0, 4), pipeline="none")
+    text = ex["jaxpr"].text
+    assert len(calls) == 1 and text.count("dot_general") == 3 and "name=forward" not in text
+    assert ex.spec.traced.seconds_jaxpr > 0 and ex.spec.traced.seconds_lower > 0
+    assert ex.run(repeat=1).check.passed
+
+
+class _LoweredAhead:
+    """A library's jit that lowers ahead of time: its ``.lower`` hands back a ``jax.stages.Lowered`` made before."""
+
+    def __init__(self, f, *args):
+        self.jitted = jax.jit(f)
+        self.made = self.jitted.lower(*args)
+
+    def __call__(self, *args):
+        return self.jitted(*args)
+
+    def lower(self, *args):
+        return self.made
+
+
+def test_a_library_jit_that_lowers_no_trace_during_the_call_gets_the_jaxpr_of_its_call():
+    def f(x):
+        return jnp.cos(x) * 2.0
+
+    ex = wb.explore(_LoweredAhead(f, jnp.ones(3)), jnp.ones(3), pipeline="none")
+    assert "cos" in ex["jaxpr"].text and "name=f" in ex["jaxpr"].text  # its call, as one equation holding f
+    assert "stablehlo.cosine" in ex["stablehlo"].text and ex["xla:optimized"].text
+
+
 def test_an_argument_without_arrays_that_cannot_be_hashed_is_refused_with_the_reason():
     def f(x, options):
         return x * options["scale"]

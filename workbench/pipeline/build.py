@@ -30,7 +30,8 @@ from ..stages import STABLEHLO, Spec, Stage
 from .trace import device_for_args, resolve_device, trace
 from .worker import enzyme_available
 from .program import as_itself, relowered
-from .xla import check_options, compile_lowered_with_dumps, lower_exported
+from .xla import (after_compile_begins, check_options, compile_job_ends, compile_lowered_with_dumps, compiles_begun,
+                  lower_exported)
 from .xla_probe import compile_guarded, compile_sharded, guard_compile, remember_verdict
 
 __all__ = ["Built", "XlaStages", "XlaSource", "build", "spec_for_function", "spec_for_text", "with_toggles", "with_exactly",
@@ -265,13 +266,17 @@ def build(spec: Spec, start_xla: bool = False) -> Built:
 
 def _xla_first(spec: Spec, owner: Any) -> str | None:
     """A pipeline without steps compiles the traced module: XLA's compile begins on the module as JAX printed it
-    (``Traced.text_for_xla``), while the text the stage shows is made (StableHLO's portable round trip, which
-    mostly runs without the GIL); XLA makes the same HLO of either. The text XLA compiles, or None (no trace)."""
+    (``Traced.text_for_xla``), and the text the stage shows is made while it compiles (StableHLO's portable round
+    trip, which holds the GIL much of its time: it waits until XLA's input is made and the compile has begun). XLA
+    makes the same HLO of either text. The text XLA compiles, or None (no trace)."""
     t = spec.traced
     if t is None or spec.loaded is not None:
         return None
-    source = t.text_for_xla()
-    XLA_QUEUE.start(_xla_job(spec, source, spec.xla_options), owner=owner)
+    source, seen = t.text_for_xla(), compiles_begun()
+    job = _xla_job(spec, source, spec.xla_options)
+    XLA_QUEUE.start(job, owner=owner)
+    if XLA_QUEUE.phase(job.key) == "starting":  # next: its input is made before the round trip holds the GIL
+        after_compile_begins(seen, lambda: None)
     return source
 
 
@@ -408,8 +413,11 @@ def _compile(spec: Spec, source: str, options: tuple[tuple[str, str], ...], owne
 def _compile_now(spec: Spec, source: str, options: tuple[tuple[str, str], ...], x64: bool):
     """One XLA compile of ``source`` with per-pass dumps (into a directory of its own), on the compile
     thread, with 64-bit types as the thread that asked for it had them (``XLA_QUEUE.runs`` counts them)."""
-    with jax.enable_x64(x64):
-        return _compile_exported(spec, source, options)
+    try:
+        with jax.enable_x64(x64):
+            return _compile_exported(spec, source, options)
+    finally:
+        compile_job_ends()
 
 
 def xla_lowering(spec: Spec, source: str):

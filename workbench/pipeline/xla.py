@@ -357,7 +357,8 @@ def platform_of_lowered(lowered) -> str:
 
 
 _BEGUN = threading.Condition()
-_begun = [0]  # XLA compiles this process has begun (entered XLA's C++, or handed to a child: no GIL held)
+_begun = [0]  # XLA compiles this process has begun (entered XLA's C++, or handed to a child: no GIL held), and
+# compile jobs that ended (also one that failed before XLA began): either way XLA's set-up no longer wants the GIL
 
 
 def compile_begins() -> None:
@@ -367,15 +368,23 @@ def compile_begins() -> None:
         _BEGUN.notify_all()
 
 
+def compile_job_ends() -> None:
+    """Say that a compile job is over, begun or not (its input could not be made, an option was refused):
+    whoever waits for a compile to begin (``after_compile_begins``) waits no longer."""
+    with _BEGUN:
+        _begun[0] += 1
+        _BEGUN.notify_all()
+
+
 def compiles_begun() -> int:
-    """How many XLA compiles this process has begun so far (see ``after_compile_begins``)."""
+    """How many XLA compiles this process has begun so far, and compile jobs ended (see ``after_compile_begins``)."""
     return _begun[0]
 
 
 def after_compile_begins(seen: int, work: Callable[[], Any], timeout: float = 1.0) -> None:
-    """Run ``work`` once a compile beyond the first ``seen`` has begun, or after ``timeout`` seconds: work that
-    holds the GIL (freeing what a trace left) done while XLA compiles, not before (it would delay the compile's
-    own Python set-up by as long). Call it on a thread of its own."""
+    """Run ``work`` once a compile beyond the first ``seen`` has begun (or a compile job ended), or after
+    ``timeout`` seconds: work that holds the GIL (freeing what a trace left) done while XLA compiles, not before
+    (it would delay the compile's own Python set-up by as long)."""
     with _BEGUN:
         _BEGUN.wait_for(lambda: _begun[0] > seen, timeout)
     work()
