@@ -14,7 +14,10 @@ module must keep ``@main``'s signature (every pass the workbench runs does).
 """
 from __future__ import annotations
 
+import contextlib
 import copy
+import threading
+import time
 from typing import Any
 
 import jax
@@ -25,7 +28,8 @@ from ..ir.mlir import parse_module
 from .exported import prepare_for_jax
 
 __all__ = ["unwrap_lowered", "relowered", "as_itself", "relowered_with_results", "num_devices", "kept_var_idx", "host_callbacks", "in_avals", "out_avals",
-           "platforms", "donated", "undonated_call", "portable_text", "host_array", "compile_request"]
+           "platforms", "donated", "undonated_call", "portable_text", "host_array", "compile_request",
+           "lowerings_seen"]
 
 
 def unwrap_lowered(obj: Any) -> jax.stages.Lowered:
@@ -232,3 +236,30 @@ def host_array(leaf: Any):
     if jax.dtypes.issubdtype(getattr(leaf, "dtype", np.float32), jax.dtypes.extended):
         return np.asarray(jax.random.key_data(leaf))
     return np.asarray(leaf)
+
+
+_LOWERINGS_WATCHED = threading.Lock()
+
+
+@contextlib.contextmanager
+def lowerings_seen():
+    """Inside, every ``jax.stages.Traced.lower()`` call (a library's jit lowering through its inner ``jax.jit``) is
+    seen: a list of (the Traced, the Lowered it made, when it began lowering). One watcher at a time; calls of
+    other threads meanwhile are seen too, and told apart by the Lowered they made."""
+    from jax._src import stages as jax_stages
+
+    seen: list = []
+    with _LOWERINGS_WATCHED:
+        original = jax_stages.Traced.lower
+
+        def lower(self, *a, **k):
+            began = time.perf_counter()
+            made = original(self, *a, **k)
+            seen.append((self, made, began))
+            return made
+
+        jax_stages.Traced.lower = lower
+        try:
+            yield seen
+        finally:
+            jax_stages.Traced.lower = original

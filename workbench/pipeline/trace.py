@@ -27,7 +27,8 @@ from ..backends import default_device_id, device_id
 from ..errors import ArgumentError, TraceError, UnknownNameError, WorkbenchError
 from ..ir.collector import full_collections_deferred
 from ..stages import Traced
-from .program import host_callbacks, in_avals, kept_var_idx, num_devices, out_avals, platforms, portable_text, unwrap_lowered
+from .program import (host_callbacks, in_avals, kept_var_idx, lowerings_seen, num_devices, out_avals, platforms,
+                      portable_text, unwrap_lowered)
 
 __all__ = ["Traced", "trace", "resolve_device", "device_ids", "device_for_args"]
 
@@ -402,40 +403,14 @@ def _inner_jaxpr(traced):
     return None
 
 
-_LOWERING_WATCH = threading.Lock()
-
-
-@contextlib.contextmanager
-def _lowerings():
-    """Inside, every ``jax.stages.Traced.lower()`` call (a library's jit lowering through its inner ``jax.jit``) is
-    seen: a list of (the Traced, the Lowered it made, when it began lowering). One watcher at a time; calls of
-    other threads meanwhile are seen too, and told apart by the Lowered they made."""
-    from jax._src import stages as jax_stages
-
-    seen: list = []
-    with _LOWERING_WATCH:
-        original = jax_stages.Traced.lower
-
-        def lower(self, *a, **k):
-            began = time.perf_counter()
-            made = original(self, *a, **k)
-            seen.append((self, made, began))
-            return made
-
-        jax_stages.Traced.lower = lower
-        try:
-            yield seen
-        finally:
-            jax_stages.Traced.lower = original
-
-
 def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
     """A library's jit traced and lowered once, on one copy of the arguments (``fresh_copy``): through its
     ``.trace(...)`` and that result's ``.lower()`` where it has them (Flax NNX), else through its ``.lower`` alone
-    (Equinox), the jaxpr taken from the ``jax.stages.Traced`` whose ``.lower()`` made the module (``_lowerings``;
-    tracing the call again under ``jax.make_jaxpr`` for it cost a fifth of the lowering on a small Equinox model).
-    A library that lowers some other way gets the jaxpr of its call under ``jax.make_jaxpr``, on a copy of its own:
-    one equation holding its program (its array outputs only: it may return a module holding functions)."""
+    (Equinox), the jaxpr taken from the ``jax.stages.Traced`` whose ``.lower()`` made the module
+    (``program.lowerings_seen``; tracing the call again under ``jax.make_jaxpr`` for it cost a fifth of the
+    lowering on a small Equinox model). A library that lowers some other way gets the jaxpr of its call under
+    ``jax.make_jaxpr``, on a copy of its own: one equation holding its program (its array outputs only: it may
+    return a module holding functions)."""
     try:
         t0 = time.perf_counter()
         copied = fresh_copy(args)
@@ -443,7 +418,7 @@ def _trace_wrapper(fn: Callable, name: str, args: tuple) -> Traced:
         jaxpr = _inner_jaxpr(traced) if traced is not None else None
         t1 = time.perf_counter()
         if jaxpr is None:
-            with _lowerings() as seen:
+            with lowerings_seen() as seen:
                 outer = fn.lower(*copied)
             lowered = unwrap_lowered(outer)
             t2 = time.perf_counter()
