@@ -228,16 +228,20 @@ def _first_stages(spec: Spec) -> list[Stage]:
     ]
 
 
-def _with_jaxpr(spec: Spec, stages: list[Stage], late: LateXla | None = None) -> list[Stage]:
+def _with_jaxpr(spec: Spec, stages: list[Stage]) -> list[Stage]:
     """``stages`` with the jaxpr's text in the jaxpr stage, once its printing (a thread of ``trace``, which the
-    MLIR passes ran beside) is done. Where it has not begun and ``late``'s compile is next (a pipeline without
-    steps), it begins with that compile: both would hold the GIL while XLA's input is made ready."""
+    MLIR passes ran beside) is done."""
     t = spec.traced
     if spec.loaded is None and t is not None and not isinstance(t.jaxpr_text, str) and stages[0].name == "jaxpr":
-        printing = t.jaxpr_text
-        next_up = late is not None and hasattr(printing, "when_compiling") and late.phase() == "starting"
-        stages[0] = dataclasses.replace(stages[0], text=printing.when_compiling() if next_up else t.jaxpr)
+        stages[0] = dataclasses.replace(stages[0], text=t.jaxpr)
     return stages
+
+
+def _until_compiling(phase: str, seen: int) -> None:
+    """Where a compile just queued is next (``phase`` "starting"), wait until it has begun (at most 1 s): XLA's
+    input is made holding the GIL, as are the portable round trip and the jaxpr's printing that would delay it."""
+    if phase == "starting":
+        after_compile_begins(seen, lambda: None)
 
 
 def build(spec: Spec, start_xla: bool = False) -> Built:
@@ -245,8 +249,8 @@ def build(spec: Spec, start_xla: bool = False) -> Built:
     compile of the last stage as soon as it exists (before the jaxpr's text is waited for), for a caller that
     starts it anyway (``xla_checked``)."""
     steps, start = edited_steps(spec)
-    owner = object()  # this exploration, which asks first for the compiles begun here
-    source = _xla_first(spec, owner) if start_xla and not steps and start is None else None
+    owner, seen = object(), compiles_begun()  # this exploration, which asks first for the compiles begun here
+    source = _xla_first(spec, owner, seen) if start_xla and not steps and start is None else None
     stages = _first_stages(spec)
     if start is not None:
         stages = edited_start(stages, start)
@@ -257,14 +261,16 @@ def build(spec: Spec, start_xla: bool = False) -> Built:
     late = None if error else LateXla(spec, stages[-1], owner=owner, source=source)
     if late is not None and start_xla:
         late.start()
-    stages = _with_jaxpr(spec, stages, late if start_xla else None)
+        if not steps:  # the jaxpr's printing, not yet begun, begins once XLA compiles
+            _until_compiling(late.phase(), seen)
+    stages = _with_jaxpr(spec, stages)
     return Built(spec, tuple(stages), error, late)
 
 
 # -- XLA: one compile per (module, device, options), queued on the one compile thread (compile_queue.py) --
 
 
-def _xla_first(spec: Spec, owner: Any) -> str | None:
+def _xla_first(spec: Spec, owner: Any, seen: int) -> str | None:
     """A pipeline without steps compiles the traced module: XLA's compile begins on the module as JAX printed it
     (``Traced.text_for_xla``), and the text the stage shows is made while it compiles (StableHLO's portable round
     trip, which holds the GIL much of its time: it waits until XLA's input is made and the compile has begun). XLA
@@ -272,11 +278,10 @@ def _xla_first(spec: Spec, owner: Any) -> str | None:
     t = spec.traced
     if t is None or spec.loaded is not None:
         return None
-    source, seen = t.text_for_xla(), compiles_begun()
+    source = t.text_for_xla()
     job = _xla_job(spec, source, spec.xla_options)
     XLA_QUEUE.start(job, owner=owner)
-    if XLA_QUEUE.phase(job.key) == "starting":  # next: its input is made before the round trip holds the GIL
-        after_compile_begins(seen, lambda: None)
+    _until_compiling(XLA_QUEUE.phase(job.key), seen)  # before the round trip
     return source
 
 

@@ -460,21 +460,13 @@ class _Printing:
         from .xla import after_compile_begins, compiles_begun
 
         self._jaxpr, self._future, self._lock = jaxpr, None, threading.Lock()
-        self._started = threading.Event()
         _WAITER.submit(after_compile_begins, compiles_begun(), self.start)
 
     def start(self) -> Future:
         with self._lock:
             if self._future is None:
                 self._future = _PRINTER.submit(self._text)
-                self._started.set()
             return self._future
-
-    def when_compiling(self, timeout: float = 1.0) -> str:
-        """The text, printed once XLA's compile begins (or after ``timeout`` seconds): for a caller whose
-        compile is next, so that the printing does not hold the GIL while its input is made ready."""
-        self._started.wait(timeout)
-        return self.result()
 
     def result(self, timeout: float | None = None) -> str:
         return self.start().result(timeout)

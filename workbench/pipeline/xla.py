@@ -361,19 +361,21 @@ _begun = [0]  # XLA compiles this process has begun (entered XLA's C++, or hande
 # compile jobs that ended (also one that failed before XLA began): either way XLA's set-up no longer wants the GIL
 
 
-def compile_begins() -> None:
-    """Say that an XLA compile begins now: this process waits for it without the GIL from here on."""
+def _counted() -> None:
     with _BEGUN:
         _begun[0] += 1
         _BEGUN.notify_all()
+
+
+def compile_begins() -> None:
+    """Say that an XLA compile begins now: this process waits for it without the GIL from here on."""
+    _counted()
 
 
 def compile_job_ends() -> None:
     """Say that a compile job is over, begun or not (its input could not be made, an option was refused):
     whoever waits for a compile to begin (``after_compile_begins``) waits no longer."""
-    with _BEGUN:
-        _begun[0] += 1
-        _BEGUN.notify_all()
+    _counted()
 
 
 def compiles_begun() -> int:
