@@ -93,6 +93,22 @@ def test_fast_name_stack_reads_jax_s_location_and_a_bare_file_one():
     assert fast_name_stack('loc(fused["a"("x.py":1:2), "b"("x.py":3:4)])') is None
 
 
+def test_aliases_in_jax_s_forms_read_as_the_same_location_written_out():
+    """JAX's chains of frames are aliases of three forms (a link ``callsite(#a at #b)``, a function's frame
+    ``"fn"(#a)``, a file's place ``"f.py":3:4 to :9``), read without the general parser: the same origins."""
+    aliases = {"#f": '"dir/q\\"uote.py":3:4 to :9', "#g": '"g.py":7:1', "#fn": '"fn"(#f)', "#caller": '"caller"(#g)',
+               "#link": "callsite(#fn at #caller)", "#op": '"jit(f)/add"(#link)', "#odd": '"a/b"(#f)',
+               "#range": '"h.py":2:1 to 4:3'}
+    written = ('"jit(f)/add"(callsite("fn"("dir/q\\"uote.py":3:4 to :9) at "caller"("g.py":7:1)))')
+    got = read_location("#op", aliases)
+    assert got == read_location(written)
+    assert got[0].name == "jit(f)/add"
+    assert [(f.file, f.line, f.column, f.function) for f in got[0].frames] == [
+        ('dir/q"uote.py', 3, 4, "fn"), ("g.py", 7, 1, "caller")]
+    assert read_location("#odd", aliases) == read_location('"a/b"("dir/q\\"uote.py":3:4 to :9)')  # a name stack
+    assert read_location("#range", aliases)[0].frames[0].line == 2
+
+
 def test_comparison_direction_and_unranked_element_type_on_what_jaxlib_prints():
     from jaxlib.mlir import ir
 

@@ -7,8 +7,8 @@ MLIR (StableHLO as JAX lowers it, every Enzyme-JaX / MLIR stage after it): each 
 ``loc(...)``, usually an alias ``loc(#loc12)`` whose definition (``#loc12 = loc(...)``) follows the
 module. JAX writes a name location (the name stack, ``"jit(f)/jvp()/dot_general"``) around a call-site
 chain of the Python frames, innermost first: ``callsite("layer"("/x.py":3:17 to :22) at callsite(...))``.
-Passes that merge ops merge their locations (``fused[...]``). ``read_location`` parses any of these
-forms; ``mlir_op_locations`` gives every op of a module text with its result names and its origins.
+Passes that merge ops merge their locations (``fused[...]``). ``read_location`` (``location_reader.py``) parses
+any of these forms; ``mlir_op_locations`` gives every op of a module text with its result names and its origins.
 
 JAX lowers a function it caches (``jnp.linalg.cholesky``, ``jnp.where``, a scan body, a linen submodule) once,
 as a private function whose ops carry a name and no file (``loc("transpose")``); the file, line and name
@@ -23,186 +23,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .location_reader import CALLSITE_OF_ALIASES, LocationReader, Pair, at_call, fast_name_stack, read_location
 from .hlo_locations import hlo_dataflow, hlo_instruction_locations
 from .origins import Dataflow, Frame, OpLocation, Origin, distinct_origins, user_frame
-from .text import mask_strings, skip_string
+from .text import mask_strings
 
 __all__ = ["CallSites", "Dataflow", "Frame", "OpLocation", "Origin", "call_sites", "fast_name_stack", "hlo_dataflow",
            "hlo_instruction_locations", "mlir_dataflow", "mlir_op_locations", "op_tag", "ops_at", "read_location",
            "tag_ops", "user_frame", "xla_locations"]
-
-
-# -- MLIR locations ----------------------------------------------------------------------------------------
-# One origin as the reader carries it: (name stack, frames innermost first).
-_Pair = tuple[str, tuple[Frame, ...]]
-
-_MAX_ALIAS_DEPTH = 200  # alias chains are as deep as Python's stack was; a longer one is not JAX's
-
-
-_SPACE = re.compile(r"[ \t\n]*")
-
-
-class _Reader:
-    """A recursive-descent reader of one location's text (inside ``loc(...)``), aliases resolved."""
-
-    def __init__(self, text: str, aliases: dict[str, str], depth: int = 0, memo: dict | None = None):
-        self.s, self.i, self.aliases, self.depth = text, 0, aliases, depth
-        self.memo = {} if memo is None else memo  # alias -> its origins, read once per module
-
-    def _space(self) -> None:
-        if self.s[self.i:self.i + 1] in (" ", "\t", "\n"):
-            self.i = _SPACE.match(self.s, self.i).end()
-
-    def _peek(self, word: str) -> bool:
-        self._space()
-        return self.s.startswith(word, self.i)
-
-    def _take(self, word: str) -> bool:
-        if self._peek(word):
-            self.i += len(word)
-            return True
-        return False
-
-    def _string(self) -> str:
-        end = skip_string(self.s, self.i)
-        raw = self.s[self.i + 1:end - 1]
-        self.i = end
-        return raw.replace('\\"', '"').replace("\\\\", "\\")
-
-    def _int(self) -> int:
-        self._space()  # "to 46:99": a range that ends on another line
-        m = _DIGITS.match(self.s, self.i)
-        if not m:
-            return 0
-        self.i = m.end()
-        return int(m.group())
-
-    def alias(self, alias: str) -> list[_Pair]:
-        """The origins of alias ``alias`` (``#loc12``), read once per module."""
-        if alias not in self.memo:
-            self.memo[alias] = []  # a cycle of aliases (not valid MLIR) reads as nothing
-            body = self.aliases.get(alias)
-            if body is not None and self.depth <= _MAX_ALIAS_DEPTH:
-                self.memo[alias] = _Reader(body, self.aliases, self.depth + 1, self.memo).origins()
-        return self.memo[alias]
-
-    def callsite(self) -> tuple[list[_Pair], list[_Pair]]:
-        """The callee's and the caller's origins of the ``callsite(callee at caller)`` at the reader's position
-        (after the word ``callsite``)."""
-        self._take("(")
-        callee = self.origins()
-        self._take("at")
-        caller = self.origins()
-        self._take(")")
-        return callee, caller
-
-    def origins(self) -> list[_Pair]:
-        """The (name stack, frames innermost first) pairs of the location at the reader's position."""
-        self._space()
-        if self.i >= len(self.s):
-            return []
-        if self.s[self.i] == "#":  # an alias
-            m = _ALIAS_NAME.match(self.s, self.i)
-            self.i = m.end()
-            return self.alias(m.group())
-        if self._take("unknown"):
-            return []
-        if self._take("callsite"):
-            return _at(*self.callsite())
-        if self._take("fused"):
-            if self._peek("<"):  # fused<metadata>[...]
-                depth = 0
-                while self.i < len(self.s):
-                    c = self.s[self.i]
-                    self.i += 1
-                    depth += c == "<"
-                    depth -= c == ">"
-                    if depth == 0:
-                        break
-            self._take("[")
-            out: list[_Pair] = []
-            while self.i < len(self.s) and not self._peek("]"):
-                out += self.origins()
-                if not self._take(","):
-                    break
-            self._take("]")
-            return out
-        if self._peek('"'):
-            self._space()
-            text = self._string()
-            if self._peek(":"):  # "file":line:col [to [line:]col]
-                self._take(":")
-                line = self._int()
-                col = self._int() if self._take(":") else 0
-                if self._take("to"):
-                    self._int()
-                    if self._take(":"):
-                        self._int()
-                return [("", (Frame(text, line, col),))]
-            if self._take("("):  # "name"(child)
-                inner = self.origins()
-                self._take(")")
-                if (len(inner) == 1 and not inner[0][0] and len(inner[0][1]) == 1 and not inner[0][1][0].function
-                        and not _is_name_stack(text)):
-                    f = inner[0][1][0]  # "layer"("/x.py":3:17): the frame of function layer
-                    return [("", (Frame(f.file, f.line, f.column, text),))]
-                return [(n or text, fs) for n, fs in inner] or [(text, ())]
-            return [(text, ())]
-        self.i = len(self.s)  # something else (an opaque location): nothing to read
-        return []
-
-
-_ALIAS_NAME = re.compile(r"#[\w$.-]*")
-_DIGITS = re.compile(r"\d+")
-
-
-def _join(outer: str, inner: str) -> str:
-    return f"{outer}/{inner}" if outer and inner else outer or inner
-
-
-def _at(callee: Sequence[_Pair], caller: Sequence[_Pair]) -> list[_Pair]:
-    """The origins of ``callsite(callee at caller)``. In JAX's chain of Python frames the callee's frames
-    continue into the caller's. Where MLIR's inliner put an op of a private function at its call (the callee
-    the op's own location, the caller the call's), JAX had begun the function's name stack afresh: it
-    continues the call's (``jit(f)/jit(cholesky)`` + ``transpose``), as it would had JAX inlined the function."""
-    name, outer = caller[0] if caller else ("", ())
-    return [(_join(name, n), fs + outer) for n, fs in callee] or list(caller[:1])
-
-
-def _is_name_stack(text: str) -> bool:
-    """Whether a name location's name is JAX's name stack ("jit(f)/jvp()/dot_general"), not a function's."""
-    return "/" in text or "(" in text
-
-
-def read_location(text: str, aliases: dict[str, str] | None = None, memo: dict | None = None) -> tuple[Origin, ...]:
-    """The origins of one MLIR location, written ``loc(...)`` or as its inside; ``aliases`` maps
-    ``#locN`` to the inside of its definition. A name location around a call site (JAX's form) gives one
-    origin: the name stack and the frames; a fused location one origin per part; ``unknown`` none; an op
-    that MLIR's inliner moved out of a private function (``callsite(its own at the call's)``) the call's
-    frames and the call's name stack joined with its own."""
-    text = text.strip()
-    if text.startswith("loc(") and text.endswith(")"):
-        text = text[4:-1]
-    return distinct_origins(_Reader(text, aliases or {}, memo=memo).origins())
-
-
-# JAX's own form of an op's location: the name stack around the call-site chain of Python frames. Read by
-# its first string alone: the chain behind it is hundreds of characters that the name stack does not need.
-_JAX_NAME = re.compile(r'loc\("((?:[^"\\]|\\.)*)"\(callsite\(')
-# A file location and nothing else (what the parser gives ops of text without locations): no name stack.
-_FILE_ONLY = re.compile(r'loc\("(?:[^"\\]|\\.)*":\d+:\d+(?: to (?:\d+:)?\d+)?\)\Z')
-
-
-def fast_name_stack(text: str) -> str | None:
-    """The name stack of a ``loc(...)`` as jaxlib prints an op's location, for the two forms that need
-    no parse: JAX's ``loc("jit(f)/add"(callsite(...)))`` gives its name stack (escapes undone), a bare
-    file location ``loc("x.py":3:17)`` gives "". None for any other form (a fused location that passes
-    make): ``read_location`` reads those. A graph asks this of every op, so the long call-site chain
-    behind JAX's name is never read."""
-    m = _JAX_NAME.match(text)
-    if m:
-        return m.group(1).replace('\\"', '"').replace("\\\\", "\\")
-    return "" if _FILE_ONLY.match(text) else None
 
 
 _ALIAS = re.compile(r"^(#[\w$.-]+)\s*=\s*loc\((.*)\)\s*$")
@@ -325,12 +153,12 @@ def _read_module(text: str) -> _Module:
     return _Module(tuple(lines), aliases, tuple(ops), first_call)
 
 
-def _resolve_sites(module: _Module, own: Callable[[_Op], list[_Pair]]) -> dict[str, list[_Pair]]:
+def _resolve_sites(module: _Module, own: Callable[[_Op], list[Pair]]) -> dict[str, list[Pair]]:
     """For each private function, the origins of its first call site in text order (``own``: an op's own
     origins), attributed through the call site of the function that makes the call: nested private
     functions resolve to the outermost call. Each function is resolved once (linear in the module); a
     function on a cycle of calls has no call site to resolve to."""
-    sites: dict[str, list[_Pair] | None] = {}
+    sites: dict[str, list[Pair] | None] = {}
     for start in module.first_call:
         chain: list[str] = []
         on_chain: set[str] = set()
@@ -347,7 +175,7 @@ def _resolve_sites(module: _Module, own: Callable[[_Op], list[_Pair]]) -> dict[s
         for g in reversed(chain):
             call = module.ops[module.first_call[g]]
             outer = sites.get(call.func)
-            sites[g] = own(call) if outer is None else _at(own(call), outer)
+            sites[g] = own(call) if outer is None else at_call(own(call), outer)
     return {f: s for f, s in sites.items() if s is not None}
 
 
@@ -369,7 +197,7 @@ class CallSites:
         site = self.sites.get(func)
         if not site:
             return tuple(origins)
-        return distinct_origins(_at([(o.name, o.frames) for o in origins], [(o.name, o.frames) for o in site]))
+        return distinct_origins(at_call([(o.name, o.frames) for o in origins], [(o.name, o.frames) for o in site]))
 
 
 @functools.lru_cache(maxsize=64)
@@ -381,11 +209,11 @@ def call_sites(text: str) -> CallSites:
     return CallSites({f: distinct_origins(s) for f, s in sites.items()})
 
 
-def _own(module: _Module, op: _Op, memo: dict) -> list[_Pair]:
+def _own(module: _Module, op: _Op, memo: dict) -> list[Pair]:
     if not op.loc:
         return []
     text = op.loc.strip()
-    return _Reader(text[4:-1] if text.startswith("loc(") else text, module.aliases, memo=memo).origins()
+    return LocationReader(text[4:-1] if text.startswith("loc(") else text, module.aliases, memo=memo).origins()
 
 
 @functools.lru_cache(maxsize=64)  # stages that a pass left unchanged share their parent's text
@@ -496,16 +324,18 @@ def xla_locations(text: str) -> str:
     printer = _LocationPrinter(module.aliases)
     lines = list(module.lines)
 
-    def lost(body: str) -> list[_Pair] | None:
+    def lost(body: str) -> list[Pair] | None:
         """The origins of a location whose frames XLA would not read, else None: ``callsite(...)`` whose
         caller carries a name stack (the inliner's call site; in JAX's chains of frames a frame is there),
         and ``fused[...]`` of several origins (XLA names the op after all of them, with no frame)."""
         body = body.strip()
         if body.startswith("callsite"):
-            callee, caller = _Reader(body[len("callsite"):], module.aliases, memo=memo).callsite()
-            return _at(callee, caller) if caller and caller[0][0] else None
+            m = CALLSITE_OF_ALIASES.match(body)  # JAX's form, whose two aliases are read (and kept) once
+            reader = LocationReader("" if m else body[len("callsite"):], module.aliases, memo=memo)
+            callee, caller = (reader.alias(m.group(1)), reader.alias(m.group(2))) if m else reader.callsite()
+            return at_call(callee, caller) if caller and caller[0][0] else None
         if body.startswith("fused"):
-            pairs = _Reader(body, module.aliases, memo=memo).origins()
+            pairs = LocationReader(body, module.aliases, memo=memo).origins()
             return pairs if len(distinct_origins(pairs)) > 1 and any(fs for _, fs in pairs) else None
         return None
 
@@ -524,7 +354,7 @@ def xla_locations(text: str) -> str:
         new = made.get((o.loc, o.func))
         if new is None:  # ops of one function share few locations: each is read and printed once
             site = sites.get(o.func)
-            pairs = _at(_own(module, o, memo), site) if site is not None else lost(o.loc.strip()[4:-1])
+            pairs = at_call(_own(module, o, memo), site) if site is not None else lost(o.loc.strip()[4:-1])
             new = made[(o.loc, o.func)] = "" if pairs is None else f"loc({printer.alias(printer.location(pairs))})"
         ln = lines[o.at]
         i = ln.rfind(o.loc)
@@ -543,7 +373,7 @@ class _LocationPrinter:
         self.named: dict[str, str] = {}
         self.definitions: list[str] = []
 
-    def location(self, pairs: Sequence[_Pair]) -> str:
+    def location(self, pairs: Sequence[Pair]) -> str:
         """One location of ``pairs``; several origins as XLA names a fused location, ``"a;b"``, around the
         frames of the first that has frames (put first): XLA reads no frame from a fused location."""
         origins = sorted(distinct_origins(pairs), key=lambda o: not o.frames)

@@ -7,6 +7,7 @@ so toggling a pattern changes only those steps' pass strings.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -66,6 +67,7 @@ def _enzyme() -> list[Step]:
     return _p(ENZYME_PASS, "arith-raise{stablehlo=true}")
 
 
+@functools.cache  # every explore asks (0.2 ms to make); callers only read the table
 def _presets(inline: bool) -> dict[str, Pipeline]:
     opt = _opt(inline)
     # Reactant's modes also lower custom kernels and JIT calls (kern/raise/jit); a JAX program has

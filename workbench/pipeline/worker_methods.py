@@ -5,6 +5,7 @@ and XLA's cost analysis of HLO texts, with the values it answers with (which the
 module's name, so the process imports it by that name rather than running it as ``__main__``)."""
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
@@ -22,10 +23,16 @@ def enzyme_available() -> bool:
     ``HLO_WORKBENCH_NO_ENZYME=1`` makes the workbench behave as if it were absent, to check that
     path on machines that have it.
     """
-    import importlib.util
-
     if os.environ.get("HLO_WORKBENCH_NO_ENZYME"):
         return False
+    return _enzyme_found()
+
+
+@functools.cache
+def _enzyme_found() -> bool:
+    """Whether enzyme-ad is installed: looked for once (every explore asks; the search stats the path, 0.4 ms)."""
+    import importlib.util
+
     return importlib.util.find_spec("enzyme_ad") is not None
 
 

@@ -392,15 +392,41 @@ def after_compile_begins(seen: int, work: Callable[[], Any], timeout: float = 1.
     work()
 
 
+_INPUT_HELD: list = []  # the last compile's input (see _hold_input)
+
+
+def _hold_input(lowered) -> None:
+    """Keep ``lowered`` (the compile beginning now) until the next compile begins, and free the one held before
+    on the analysis thread while this compile runs without the GIL. Freeing a module parsed for XLA frees its
+    MLIR context too (~1.5 ms holding the GIL on a small program): done as the compile returns, it came
+    between XLA's result and the thread waiting for it. One input is held at most."""
+    before = _INPUT_HELD[:]
+    _INPUT_HELD[:] = [lowered]
+    if before:
+        _AFTER.submit(before.clear)
+
+
 def _compile_here(lowered, compiler_options: dict) -> tuple[float, Future]:
     t0 = time.perf_counter()
     say_phase("XLA compiling, writing a dump after each HLO pass")
     compile_begins()
     context_ahead()  # the next XLA input's context, made while XLA compiles without the GIL
+    _hold_input(lowered)
     with no_persistent_cache():
         compiled = lowered.compile(compiler_options=compiler_options)
+    gate = getattr(_DUMPS_READ, "event", None)
+
+    def analyses():  # after the dumps are read (the stages do not wait for these calls, which hold the GIL)
+        if gate is not None:
+            gate.wait(_GATE_TIMEOUT)
+        return xla_cost(compiled), xla_memory(compiled)
+
     # the thread drops ``compiled`` once both analyses are done, so no executable outlives them
-    return time.perf_counter() - t0, _AFTER.submit(lambda: (xla_cost(compiled), xla_memory(compiled)))
+    return time.perf_counter() - t0, _AFTER.submit(analyses)
+
+
+_DUMPS_READ = threading.local()  # .event: set once the compile this thread runs has its dumps read
+_GATE_TIMEOUT = 10.0
 
 
 def compile_lowered_with_dumps(lowered, options: dict | None = None, compiler=_compile_here, around=None) -> XlaResult:
@@ -416,6 +442,7 @@ def compile_lowered_with_dumps(lowered, options: dict | None = None, compiler=_c
     opts = check_options(dict(options or {}))
     d = tempfile.mkdtemp(prefix=leftovers.prefix("xla"))  # named by this process: see leftovers
     watch = DumpWatch(d) if around is None else None  # a profiled compile runs alone
+    gate = _DUMPS_READ.event = threading.Event()
     try:  # the files are removed on the analysis thread: the result holds their texts
         try:
             with around if around is not None else contextlib.nullcontext():
@@ -426,4 +453,6 @@ def compile_lowered_with_dumps(lowered, options: dict | None = None, compiler=_c
         read = read_dumps(d, backend_for(platform_of_lowered(lowered)).dumps, texts)
         return XlaResult(read.stages, read.passes, seconds, opts, analyses, runs=read.runs)
     finally:
+        _DUMPS_READ.event = None
+        gate.set()
         _AFTER.submit(shutil.rmtree, d, ignore_errors=True)
