@@ -58,21 +58,7 @@ class LocationReader:
 
     def alias(self, alias: str) -> list[Pair]:
         """The origins of alias ``alias`` (``#loc12``), read once per module."""
-        if alias not in self.memo:
-            self.memo[alias] = []  # a cycle of aliases (not valid MLIR) reads as nothing
-            body = self.aliases.get(alias)
-            if body is not None and self.depth <= _MAX_ALIAS_DEPTH:
-                # JAX's three forms in a chain of frames (a link, a function's frame, a file's place): no parse
-                inner = LocationReader("", self.aliases, self.depth + 1, self.memo)
-                if m := CALLSITE_OF_ALIASES.match(body):
-                    self.memo[alias] = at_call(inner.alias(m.group(1)), inner.alias(m.group(2)))
-                elif m := _NAMED_ALIAS.match(body):
-                    self.memo[alias] = _named(_unescaped(m.group(1)), inner.alias(m.group(2)))
-                elif m := _FILE_PLACE.match(body):
-                    self.memo[alias] = [("", (Frame(_unescaped(m.group(1)), int(m.group(2)), int(m.group(3))),))]
-                else:
-                    self.memo[alias] = LocationReader(body, self.aliases, self.depth + 1, self.memo).origins()
-        return self.memo[alias]
+        return _alias_origins(alias, self.aliases, self.depth, self.memo)
 
     def callsite(self) -> tuple[list[Pair], list[Pair]]:
         """The callee's and the caller's origins of the ``callsite(callee at caller)`` at the reader's position
@@ -140,6 +126,28 @@ _ALIAS_NAME = re.compile(r"#[\w$.-]*")
 CALLSITE_OF_ALIASES = re.compile(r"callsite\((#[\w$.-]+) at (#[\w$.-]+)\)\Z")
 _NAMED_ALIAS = re.compile(r'"((?:[^"\\]|\\.)*)"\((#[\w$.-]+)\)\Z')
 _FILE_PLACE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)(?: to (?:\d+:)?\d+)?\Z')
+
+
+def _alias_origins(alias: str, aliases: dict[str, str], depth: int, memo: dict) -> list[Pair]:
+    """The origins of alias ``alias``, kept in ``memo``. JAX's three forms in a chain of frames (a link, a
+    function's frame, a file's place) are read without a parser: a module has thousands of them."""
+    got = memo.get(alias)
+    if got is not None:
+        return got
+    memo[alias] = []  # a cycle of aliases (not valid MLIR) reads as nothing
+    body = aliases.get(alias)
+    if body is not None and depth <= _MAX_ALIAS_DEPTH:
+        if m := CALLSITE_OF_ALIASES.match(body):
+            got = at_call(_alias_origins(m.group(1), aliases, depth + 1, memo),
+                          _alias_origins(m.group(2), aliases, depth + 1, memo))
+        elif m := _NAMED_ALIAS.match(body):
+            got = _named(_unescaped(m.group(1)), _alias_origins(m.group(2), aliases, depth + 1, memo))
+        elif m := _FILE_PLACE.match(body):
+            got = [("", (Frame(_unescaped(m.group(1)), int(m.group(2)), int(m.group(3))),))]
+        else:
+            got = LocationReader(body, aliases, depth + 1, memo).origins()
+        memo[alias] = got
+    return memo[alias]
 
 
 def _unescaped(raw: str) -> str:
