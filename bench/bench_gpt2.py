@@ -141,7 +141,7 @@ def cost_floor(ex) -> None:
     workers do, and each MLIR stage's HloCostAnalysis through JAX (``Lowered.cost_analysis``). Their sum over
     the cores is the least any cost() that asks XLA for every stage can take."""
     from workbench.analysis.cost.xla import _lowered
-    from workbench.pipeline.worker import _hlo_costs  # what a pool worker runs for cost(), here in this process
+    from workbench.pipeline.worker_methods import _hlo_costs  # what a pool worker runs for cost(), here in this process
 
     hlo = {s.text: None for s in ex.stages if s.group == "xla" and not s.error}
     mlir = {s.text: None for s in ex.stages if s.is_module and not s.error and "@main" in s.text}

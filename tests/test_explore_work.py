@@ -286,3 +286,22 @@ def _without_frame_ends(hlo: str) -> str:
     define their location aliases in different orders: two locations of one line and column with different ends
     keep either end (a module written both ways shows it). Which instruction has which frame is the same."""
     return re.sub(r" end_line=\d+| end_column=\d+", "", hlo)
+
+
+def test_the_module_parsed_for_xla_outlives_its_compile_until_the_next_compile_begins_and_no_longer():
+    """Freeing the module parsed for XLA (and its MLIR context) holds the GIL: it is kept past its compile, so that
+    the freeing does not come between XLA's result and the thread waiting for it, and freed on the analysis thread
+    once the next compile runs. One such module is held at most."""
+    import weakref
+
+    from workbench.pipeline import xla as xla_mod
+
+    k = float(time.time() % 1000)  # modules no compile of this process has seen
+    wb.explore(lambda x: jnp.sin(x) * k, jnp.ones(3), pipeline="none").stages  # noqa: B018
+    (first,) = xla_mod._INPUT_HELD
+    gone = weakref.ref(first)
+    del first
+    assert gone() is not None  # kept past its compile
+    wb.explore(lambda x: jnp.cos(x) * k, jnp.ones(3), pipeline="none").stages  # noqa: B018
+    xla_mod._AFTER.submit(lambda: None).result(60)  # the analysis thread did what the second compile gave it
+    assert gone() is None and len(xla_mod._INPUT_HELD) == 1 and xla_mod._INPUT_HELD[0] is not None
