@@ -444,6 +444,19 @@ def cpu_devices():
     return run_on_cpu_devices
 
 
+@pytest.fixture
+def xla_idle():
+    """The XLA compiles that tests before this one began (in its file or another) have ended: a test that counts
+    compiles, or the files in a temporary folder it points tempfile at, sees only its own."""
+    import threading
+
+    from workbench.pipeline.compile_queue import XLA_QUEUE
+
+    idle = threading.Event()
+    XLA_QUEUE.when_idle(idle.set)
+    assert idle.wait(300), "the compiles earlier tests began never ended"
+
+
 @pytest.fixture(scope="session")
 def dask_client():
     """A Dask LocalCluster of two worker processes (one thread each) and a client of it."""

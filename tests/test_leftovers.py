@@ -18,6 +18,9 @@ from tests.processes import children_running
 
 pytest.importorskip("enzyme_ad.jax", reason="enzyme-ad ships for CPython 3.11 on x86-64 Linux only")
 
+# a compile an earlier test began would make its dump folder in the temporary folder a test points tempfile at
+pytestmark = pytest.mark.usefixtures("xla_idle")
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # A 300-layer MLP: XLA compiles it for seconds, so the dump folder is there long enough to catch.

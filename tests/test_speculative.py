@@ -67,14 +67,7 @@ def compile_thread_held():
         gate.set()
 
 
-@pytest.fixture(autouse=True)
-def _no_compile_of_earlier_tests():
-    """Compiles are counted: those that tests before this one began (in this file or another) end first."""
-    from workbench.pipeline.compile_queue import XLA_QUEUE
-
-    idle = threading.Event()
-    XLA_QUEUE.when_idle(idle.set)
-    assert idle.wait(300), "the compiles earlier tests began never ended"
+pytestmark = pytest.mark.usefixtures("xla_idle")  # compiles are counted: those of earlier tests end first
 
 
 def xla_names(ex):
