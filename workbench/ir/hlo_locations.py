@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from .hlo import drop_attribute, read_instruction
 from .origins import Dataflow, Frame, OpLocation, distinct_origins
-from .text import mask_strings, skip_string
+from .text import mask_strings, skip_string, unescaped
 
 __all__ = ["hlo_dataflow", "hlo_instruction_locations", "op_name"]
 
@@ -34,7 +34,7 @@ def op_name(attributes: str) -> str:
     "" when it has none. A search of the attributes alone, where ``hlo_instruction_locations`` reads the
     frames of every instruction too, which costs more than a graph of a 10,000-instruction module."""
     m = _OP_NAME.search(attributes)
-    return m.group(1).replace('\\"', '"').replace("\\\\", "\\") if m else ""
+    return unescaped(m.group(1)) if m else ""
 
 
 def _fields(text: str) -> dict[str, str]:

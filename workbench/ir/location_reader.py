@@ -7,9 +7,9 @@ import re
 from collections.abc import Sequence
 
 from .origins import Frame, Origin, distinct_origins
-from .text import skip_string
+from .text import skip_string, unescaped
 
-__all__ = ["read_location", "fast_name_stack", "LocationReader", "Pair", "at_call", "CALLSITE_OF_ALIASES"]
+__all__ = ["read_location", "fast_name_stack", "LocationReader", "Pair", "at_call", "callsite_parts"]
 
 # -- MLIR locations ----------------------------------------------------------------------------------------
 # One origin as the reader carries it: (name stack, frames innermost first).
@@ -46,7 +46,7 @@ class LocationReader:
         end = skip_string(self.s, self.i)
         raw = self.s[self.i + 1:end - 1]
         self.i = end
-        return _unescaped(raw)
+        return unescaped(raw)
 
     def _int(self) -> int:
         self._space()  # "to 46:99": a range that ends on another line
@@ -123,9 +123,24 @@ class LocationReader:
 
 
 _ALIAS_NAME = re.compile(r"#[\w$.-]*")
-CALLSITE_OF_ALIASES = re.compile(r"callsite\((#[\w$.-]+) at (#[\w$.-]+)\)\Z")
+_CALLSITE_OF_ALIASES = re.compile(r"callsite\((#[\w$.-]+) at (#[\w$.-]+)\)\Z")
 _NAMED_ALIAS = re.compile(r'"((?:[^"\\]|\\.)*)"\((#[\w$.-]+)\)\Z')
 _FILE_PLACE = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)(?: to (?:\d+:)?\d+)?\Z')
+
+
+def callsite_parts(body: str, aliases: dict[str, str], memo: dict) -> tuple[list[Pair], list[Pair]]:
+    """The callee's and the caller's origins of ``body``, a ``callsite(callee at caller)`` location's inside."""
+    link = _link(body, aliases, 0, memo)
+    return link if link is not None else LocationReader(body[len("callsite"):], aliases, memo=memo).callsite()
+
+
+def _link(body: str, aliases: dict[str, str], depth: int, memo: dict) -> tuple[list[Pair], list[Pair]] | None:
+    """The callee's and the caller's origins of JAX's link in a chain of frames, ``callsite(#a at #b)``, read
+    without a parser (each alias once, kept in ``memo``); None for any other text."""
+    m = _CALLSITE_OF_ALIASES.match(body)
+    if m is None:
+        return None
+    return _alias_origins(m.group(1), aliases, depth, memo), _alias_origins(m.group(2), aliases, depth, memo)
 
 
 def _alias_origins(alias: str, aliases: dict[str, str], depth: int, memo: dict) -> list[Pair]:
@@ -137,21 +152,16 @@ def _alias_origins(alias: str, aliases: dict[str, str], depth: int, memo: dict) 
     memo[alias] = []  # a cycle of aliases (not valid MLIR) reads as nothing
     body = aliases.get(alias)
     if body is not None and depth <= _MAX_ALIAS_DEPTH:
-        if m := CALLSITE_OF_ALIASES.match(body):
-            got = at_call(_alias_origins(m.group(1), aliases, depth + 1, memo),
-                          _alias_origins(m.group(2), aliases, depth + 1, memo))
+        if (link := _link(body, aliases, depth + 1, memo)) is not None:
+            got = at_call(*link)
         elif m := _NAMED_ALIAS.match(body):
-            got = _named(_unescaped(m.group(1)), _alias_origins(m.group(2), aliases, depth + 1, memo))
+            got = _named(unescaped(m.group(1)), _alias_origins(m.group(2), aliases, depth + 1, memo))
         elif m := _FILE_PLACE.match(body):
-            got = [("", (Frame(_unescaped(m.group(1)), int(m.group(2)), int(m.group(3))),))]
+            got = [("", (Frame(unescaped(m.group(1)), int(m.group(2)), int(m.group(3))),))]
         else:
             got = LocationReader(body, aliases, depth + 1, memo).origins()
         memo[alias] = got
     return memo[alias]
-
-
-def _unescaped(raw: str) -> str:
-    return raw.replace('\\"', '"').replace("\\\\", "\\")
 
 
 def _named(text: str, inner: list[Pair]) -> list[Pair]:
@@ -210,5 +220,5 @@ def fast_name_stack(text: str) -> str | None:
     behind JAX's name is never read."""
     m = _JAX_NAME.match(text)
     if m:
-        return m.group(1).replace('\\"', '"').replace("\\\\", "\\")
+        return unescaped(m.group(1))
     return "" if _FILE_ONLY.match(text) else None

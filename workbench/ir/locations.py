@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .location_reader import CALLSITE_OF_ALIASES, LocationReader, Pair, at_call, fast_name_stack, read_location
+from .location_reader import LocationReader, Pair, at_call, callsite_parts, fast_name_stack, read_location
 from .hlo_locations import hlo_dataflow, hlo_instruction_locations
 from .origins import Dataflow, Frame, OpLocation, Origin, distinct_origins, user_frame
 from .text import mask_strings
@@ -330,9 +330,7 @@ def xla_locations(text: str) -> str:
         and ``fused[...]`` of several origins (XLA names the op after all of them, with no frame)."""
         body = body.strip()
         if body.startswith("callsite"):
-            m = CALLSITE_OF_ALIASES.match(body)  # JAX's form, whose two aliases are read (and kept) once
-            reader = LocationReader("" if m else body[len("callsite"):], module.aliases, memo=memo)
-            callee, caller = (reader.alias(m.group(1)), reader.alias(m.group(2))) if m else reader.callsite()
+            callee, caller = callsite_parts(body, module.aliases, memo)
             return at_call(callee, caller) if caller and caller[0][0] else None
         if body.startswith("fused"):
             pairs = LocationReader(body, module.aliases, memo=memo).origins()

@@ -20,6 +20,7 @@ __all__ = [
     "text_hash",
     "input_kind",
     "skip_string",
+    "unescaped",
     "skip_balanced",
     "skip_brackets",
     "skip_angles",
@@ -51,6 +52,11 @@ def skip_string(text: str, i: int) -> int:
             return m.end()
         i = m.start() + 2  # a backslash escapes the next character, whatever it is
     return len(text)
+
+
+def unescaped(raw: str) -> str:
+    """The inside of a string literal (as MLIR and XLA print one) with its escaped quotes and backslashes undone."""
+    return raw.replace('\\"', '"').replace("\\\\", "\\")
 
 
 def skip_balanced(text: str, i: int) -> int:
