@@ -125,6 +125,42 @@ def test_private_main_from_enzyme_is_costed_by_xla(stablehlo_texts):
     assert xla_cost(text) == xla_cost(stablehlo_texts["attention"])
 
 
+def _by_export_route(monkeypatch, text: str):
+    """xla_cost as jax.export's route gives it: XLA's own conversion taken away."""
+    def refused(_text):
+        raise RuntimeError("the conversion is off for this check")
+
+    with monkeypatch.context() as m:
+        m.setattr("workbench.analysis.cost.xla._converted", refused)
+        return xla_cost(text)
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_xla_conversion_gives_the_export_routes_numbers(stablehlo_texts, monkeypatch, name):
+    """XLA's own MLIR-to-HLO conversion of the module (the route xla_cost takes first) and jax.export's route
+    (a call of the module traced and lowered, its wrapper's pointer table taken off) give the same numbers, on
+    the program as JAX lowered it, with its results a tuple, and after Enzyme-JaX's pipeline."""
+    text = stablehlo_texts[name]
+    for module in (text, enzyme_optimized(text)):
+        direct = xla_cost(module)
+        assert direct is not None and direct["xla_flops"] > 0
+        assert direct == _by_export_route(monkeypatch, module)
+
+
+def test_a_module_with_a_host_callback_gets_xlas_transcendentals(monkeypatch):
+    """jax.export cannot carry a host callback; XLA's own conversion can: the module is costed, its flops and
+    bytes unknown (XLA charges the callback's custom call -1), its transcendentals XLA's count."""
+    def f(x):
+        jax.debug.print("x {}", x)
+        return jnp.tanh(x) * jnp.exp(x)
+
+    text = lowered(f, jnp.ones((8, 16)))
+    assert _by_export_route(monkeypatch, text) is None
+    xla = xla_cost(text)
+    assert xla == {"xla_flops": None, "xla_transcendentals": 2 * 8 * 16.0, "xla_bytes": None}
+    assert module_cost(text).transcendentals == 2 * 8 * 16
+
+
 # --- one row per op -------------------------------------------------------------------------------
 
 
