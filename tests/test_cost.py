@@ -533,3 +533,30 @@ def test_an_hlo_chain_of_calls_is_costed_by_xla_once_per_instruction():
     assert leaf.flops.iloc[0] == 2**depth * 4
     whole = hlo_module_cost(hlo)  # XLA's own analysis of the whole module walks every call
     assert (int(df.flops.sum()), int(df.bytes.sum())) == (whole["flops"], whole["bytes accessed"])
+
+
+_SHARDED = r"""
+import json, jax, jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+mesh = Mesh(jax.devices(), ("d",))
+x = jax.device_put(jnp.ones((16, 32)), NamedSharding(mesh, P("d")))
+w = jax.device_put(jnp.ones((32, 8)), NamedSharding(mesh, P()))
+print("RESULT" + json.dumps({"text": jax.jit(lambda x, w: jnp.tanh(x @ w).sum(0)).lower(x, w).as_text()}))
+"""
+
+
+@pytest.mark.subprocess
+def test_a_sharded_module_gets_xlas_numbers_for_the_whole_program(tmp_path, monkeypatch):
+    """A module sharded over a mesh of 4 (lowered where 4 devices exist; costed here, on one): XLA's conversion
+    takes it, where jax.export's route gives nothing, and XLA counts the whole program as the analytic model does."""
+    from tests.devices import run_on_cpu_devices
+
+    script = tmp_path / "sharded.py"
+    script.write_text(_SHARDED)
+    text = run_on_cpu_devices(script, devices=4, timeout=300)["text"]
+    assert "sdy.sharding" in text
+    assert _by_export_route(monkeypatch, text) is None
+    mc = module_cost(text)
+    flops = 2 * 16 * 32 * 8 + 15 * 8  # the (16, 32) @ (32, 8) product, then the sum of its 16 rows
+    assert (mc.flops, mc.transcendentals) == (flops, 16 * 8)
+    assert xla_cost(text) == {"xla_flops": flops, "xla_transcendentals": 16 * 8, "xla_bytes": mc.bytes}

@@ -38,7 +38,8 @@ def _converted(text: str) -> tuple[Any, int]:
     attributes dropped, as for XLA's input), and the wrapper's pointer bytes to take off its analysis (0 here).
     A third of the ``jax.export`` route's time, which exports the module, traces and lowers a call of it, and
     converts that: 0.9 of 1.4 s per MLIR stage of a GPT-2 training step. The numbers are the route's on every
-    module both can take; a module with host callbacks, which ``jax.export`` cannot serialize, gets them too."""
+    module both can take; a module with host callbacks, which ``jax.export`` cannot serialize, and a sharded one
+    (over Shardy's mesh: the whole program's numbers, as the analytic model counts them) get them too."""
     from jax._src.interpreters import mlir as jax_mlir
 
     if "main" not in defined_functions(text):
@@ -49,9 +50,8 @@ def _converted(text: str) -> tuple[Any, int]:
 
 
 def _exported_route(text: str) -> tuple[Any, int]:
-    """The module through ``jax.export``'s route (what the conversion cannot take, e.g. a sharded module whose
-    shardings jax.export turns into XLA's), and the pointer bytes of the tuple its wrapper returns several results
-    in: its pointer table is the route's cost, not the module's."""
+    """The module through ``jax.export``'s route (for what XLA's conversion refuses), and the pointer bytes of
+    the tuple its wrapper returns several results in: its pointer table is the route's cost, not the module's."""
     lowered = _lowered(text)
     results = len(jax.tree.leaves(lowered.out_info))
     return lowered.compiler_ir("hlo"), TUPLE_POINTER_BYTES * results if results > 1 else 0
