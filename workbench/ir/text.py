@@ -17,7 +17,6 @@ __all__ = [
     "publish_functions",
     "unmarked_functions",
     "public_functions",
-    "defined_functions",
     "text_hash",
     "input_kind",
     "skip_string",
@@ -364,11 +363,6 @@ def function_references(text: str) -> dict[str, int]:
         name = m.group(2)
         out[name] = len(re.findall(rf"@{re.escape(name)}(?![\w$.-])", code)) - 1
     return out
-
-
-def defined_functions(text: str) -> set[str]:
-    """Names of the functions the module defines (``func.func [visibility] @name`` opening a line)."""
-    return {m.group(2) for m in _function_heads(text)}
 
 
 def public_functions(text: str) -> set[str]:
