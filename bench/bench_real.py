@@ -21,6 +21,10 @@ Per program:
   own           that own work measured round by round (explore - floor of the same round; median) over
                 the bare compile; the same for ``none``. Less noisy than ratio - floor, whose two medians
                 come from different rounds.
+  rounds        how many rounds the medians are of: ``--repeat``, or more for a program whose bare compile is short
+                (enough rounds for ~1 s of bare compiles, at most ``3 * --repeat``). On a small program the own
+                work is a few milliseconds beside timer and scheduler noise of the same size: a 60 ms compile's
+                0.1 is 6 ms, and one descheduled round moves a median of three by more than that.
   met           issue 46's test of each side: ratio <= 1.3, or own <= 0.1 (the floor printed beside it);
                 none <= 1.15, or its own <= 0.1.
   dumps/bare    the bare compile with XLA's per-pass text dumps on, over the bare compile: the price of
@@ -41,6 +45,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -120,11 +125,22 @@ def peak_memory(side: str, name: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+ROUNDS_FOR = 1.0  # seconds of bare compiles a short program's rounds add up to at least (see ``rounds``)
+
+
+def rounds(repeat: int, bare: float) -> int:
+    """How many interleaved rounds to take of a program whose bare compile takes ``bare`` seconds: ``repeat``, or
+    enough for ``ROUNDS_FOR`` seconds of bare compiles, at most ``3 * repeat``."""
+    return max(repeat, min(3 * repeat, math.ceil(ROUNDS_FOR / max(bare, 1e-3))))
+
+
 def measure(p: Program, repeat: int, applicable: bool = True) -> dict:
     explore_all(p)  # warm-up: the pass worker starts, the libraries' first-use costs are paid
     times = {k: [] for k in ("bare", "dumps", "explore", "floor", "none", "none_floor", "own", "none_own")}
     stages = None
-    for _ in range(repeat):
+    cold()
+    taken = rounds(repeat, bare_compile(p)[0])  # also the bare side's warm-up
+    for _ in range(taken):
         cold()
         bare, lowering = bare_compile(p)
         times["bare"].append(bare)
@@ -149,7 +165,8 @@ def measure(p: Program, repeat: int, applicable: bool = True) -> dict:
         t = time.perf_counter()
         stages.applicable("stablehlo", progress=False)
         scan = time.perf_counter() - t
-    return {"bare_s": med["bare"], "explore_s": med["explore"], "ratio": med["explore"] / med["bare"],
+    return {"rounds": taken, "bare_s": med["bare"], "explore_s": med["explore"],
+            "ratio": med["explore"] / med["bare"],
             "floor": med["floor"] / med["bare"], "dumps": med["dumps"] / med["bare"],
             "none_ratio": med["none"] / med["bare"], "none_floor": med["none_floor"] / med["bare"],
             "own": med["own"] / med["bare"], "none_own": med["none_own"] / med["bare"],
@@ -174,10 +191,12 @@ def main():
     jax.config.update("jax_enable_compilation_cache", False)
     chosen = [program(n) for n in a.only] if a.only else list(PROGRAMS)
     print(f"explore (all stages, defaults) / bare compile, and pipeline='none' / bare: medians of {a.repeat} "
-          "interleaved rounds (targets <= 1.3 and <= 1.15), each beside its floor (the compilers' own seconds "
-          "over bare) and the price of XLA's dumps alone (dumps/bare); applicable('stablehlo') seconds "
-          "(target <= 2); peak RSS of one fresh process each (explore: + its pass workers' peaks)")
-    head = (f"{'program':24s} {'bare ms':>9s} {'explore ms':>11s} {'ratio':>6s} {'floor':>6s} {'own':>5s}"
+          "interleaved rounds, more for a short program (rounds), (targets <= 1.3 and <= 1.15), each beside its "
+          "floor (the compilers' own seconds over bare) and the price of XLA's dumps alone (dumps/bare); "
+          "applicable('stablehlo') seconds (target <= 2); peak RSS of one fresh process each (explore: + its pass "
+          "workers' peaks)")
+    head = (f"{'program':24s} {'rounds':>6s} {'bare ms':>9s} {'explore ms':>11s} {'ratio':>6s} {'floor':>6s}"
+            f" {'own':>5s}"
             f" {'none':>5s} {'floor':>6s} {'own':>5s} {'met':>4s} {'dumps':>6s} {'appl. s':>7s}"
             f" {'stages':>6s} {'shlo lines':>10s}"
             f" {'imp. MiB':>8s} {'bare MiB':>9s} {'explore MiB':>12s} {'workers MiB':>12s}")
@@ -192,7 +211,7 @@ def main():
         mem = "" if a.no_memory else memory_columns(p.name)
         failed = f"   failed stages: {', '.join(m['failed'])}" if m["failed"] else ""
         scan = "-" if m["applicable_s"] is None else f"{m['applicable_s']:.1f}"
-        print(f"{p.name:24s} {m['bare_s'] * 1e3:9.0f} {m['explore_s'] * 1e3:11.0f} {m['ratio']:6.2f} "
+        print(f"{p.name:24s} {m['rounds']:6d} {m['bare_s'] * 1e3:9.0f} {m['explore_s'] * 1e3:11.0f} {m['ratio']:6.2f} "
               f"{m['floor']:6.2f} {m['own']:5.2f} {m['none_ratio']:5.2f} {m['none_floor']:6.2f} {m['none_own']:5.2f} "
               f"{'yes' if m['met'] else 'no':>4s} {m['dumps']:6.2f} {scan:>7s} "
               f"{m['stages']:6d} {m['stablehlo_lines']:10d}{mem}{failed}")
