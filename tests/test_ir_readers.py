@@ -9,7 +9,7 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from workbench.ir.hlo import has_custom_calls, read_hlo
+from workbench.ir.hlo import has_custom_calls, has_opcode, read_hlo
 from workbench.ir.hlo_locations import op_name
 from workbench.ir.hlo_sharding import has_tiled_mhlo_sharding, partition_count
 from workbench.ir.locations import fast_name_stack, read_location
@@ -57,6 +57,14 @@ def test_has_custom_calls_finds_hlo_s_custom_call_not_stablehlo_s(lowered):
     # MLIR's spelling of one is not HLO's
     assert not has_custom_calls('%1 = stablehlo.custom_call @Sharding(%0) {mhlo.sharding = "{replicated}"}')
     assert not has_custom_calls(lowered["sharded_hlo"].replace("custom-call(", "copy("))
+
+
+def test_has_opcode_finds_an_instruction_of_that_opcode_only():
+    hlo = jax.jit(lambda x: jax.lax.fori_loop(0, 3, lambda i, v: v * 2, x)).lower(jnp.ones(3)).as_text("hlo")
+    assert has_opcode(hlo, "while") and not has_opcode(hlo, "conditional")
+    assert not has_opcode(hlo.replace(" while(", " copy("), "while")  # names and metadata say "while", no opcode
+    assert has_opcode("%a = f32[2]{0} all-reduce(%x), to_apply=%add", "all-reduce")
+    assert not has_opcode("%a = f32[2]{0} all-reduce(%x), to_apply=%add", "reduce")  # inside a longer opcode
 
 
 def test_op_name_reads_an_instruction_s_name_stack():

@@ -244,7 +244,8 @@ def _hlo_cached(texts: tuple[str, ...]) -> tuple:
 
 @functools.lru_cache(maxsize=32)
 def _loops_cached(texts: tuple[str, ...]) -> tuple[HloLoopCost | str, ...]:
-    return tuple(hlo_loop_costs(texts))
+    """The loop rule's totals; a loop-free module's from XLA's analysis of it whole (``_hlo_cached``'s)."""
+    return tuple(hlo_loop_costs(texts, _hlo_cached(texts)))
 
 
 def plot_cost(ex, stages=None):
