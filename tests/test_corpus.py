@@ -35,16 +35,18 @@ CORPUS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 _explored: dict[str, "wb.Exploration | Exception"] = {}
 
 
-def explored(name: str) -> "wb.Exploration":
-    """``wb.explore(fn, *args)`` of the program, once per session, with every default a user gets;
+def explored(name: str, device: str | None = None) -> "wb.Exploration":
+    """``wb.explore(fn, *args)`` of the program, once per session, with every default a user gets (``device``: for
+    a test of one backend's passes, "cpu"; the same exploration where that is JAX's default backend);
     its failure is re-raised to every test that needs it."""
-    if name not in _explored:
+    key = name if device in (None, jax.default_backend()) else (name, device)
+    if key not in _explored:
         inst = program(name).build()
         try:
-            _explored[name] = wb.explore(inst.fn, *inst.args)
+            _explored[key] = wb.explore(inst.fn, *inst.args, **({"device": device} if key != name else {}))
         except Exception as e:  # noqa: BLE001 -- each dependent test reports it as its own failure
-            _explored[name] = e
-    got = _explored[name]
+            _explored[key] = e
+    got = _explored[key]
     if isinstance(got, Exception):
         raise got
     return got

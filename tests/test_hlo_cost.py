@@ -27,12 +27,13 @@ def loop(x):
 
 @pytest.fixture(scope="module")
 def grad_ex():
-    return wb.explore(jax.grad(mlp), [jnp.full((8, 8), 0.01) for _ in range(6)], jnp.ones((4, 8)))
+    # for the CPU on any host: the tests name XLA:CPU's stages (its LLVM IR, its fusions)
+    return wb.explore(jax.grad(mlp), [jnp.full((8, 8), 0.01) for _ in range(6)], jnp.ones((4, 8)), device="cpu")
 
 
 @pytest.fixture(scope="module")
 def loop_ex():
-    return wb.explore(loop, jnp.ones((16, 16)))
+    return wb.explore(loop, jnp.ones((16, 16)), device="cpu")
 
 
 def _totals(df):
