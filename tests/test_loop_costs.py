@@ -293,13 +293,35 @@ def test_the_tpus_optimized_sampler_counts_its_loop_fifty_times():
     """The TPU's optimized module of the 50-step sampler (recorded on a TPU v5e by explore's default pipeline:
     tests/fixtures/tpu/sampler_optimized.hlo.xz) has no known_trip_count, and starts its counter at
     ``copy(constant(0))`` -- the scheduler's copy into the counter's own memory: the count is read through it."""
+    text = _tpu_fixture("sampler_optimized.hlo.xz")
+    assert "known_trip_count" not in text and "copy(%constant.174)" in text
+    _assert_fifty_runs(text)
+
+
+@pytest.mark.parametrize("fixture, form", [
+    ("sampler_licm.hlo.xz", "%add.4661 = s32[]{:T(128)} add(%get-tuple-element.50, %wide.region_1.5.in.0)"),
+    ("sampler_copies.hlo.xz", "%copy.9 = s32[]{:T(128)} copy(%add.4682)"),
+])
+def test_the_tpus_sampler_counts_its_loop_fifty_times_after_licm_and_copy_insertion(fixture, form):
+    """Two of the TPU's stages of the same sampler (recorded on a TPU v5e, 2026-12-07). After
+    while-loop-invariant-code-motion the counter's step 1 is an element of the loop's tuple that enters as
+    ``constant(1)`` and the body passes through; after copy insertion the counter is read and written through
+    copies. Both are the counted loop of 50 steps; the cost table had said "unknown trip count" on eight stages."""
+    text = _tpu_fixture(fixture)
+    assert "known_trip_count" not in text and form in text
+    _assert_fifty_runs(text)
+
+
+def _tpu_fixture(name: str) -> str:
     import lzma
     from pathlib import Path
 
+    return lzma.open(Path(__file__).parent / "fixtures" / "tpu" / name, "rt").read()
+
+
+def _assert_fifty_runs(text: str) -> None:
     from workbench.analysis.cost.hlo import hlo_loop_costs
 
-    text = lzma.open(Path(__file__).parent / "fixtures" / "tpu" / "sampler_optimized.hlo.xz", "rt").read()
-    assert "known_trip_count" not in text and "copy(%constant.174)" in text
     (cost,) = hlo_loop_costs([text])
     assert cost.loops == 1 and cost.loops_unknown == 0, cost
     # the body runs 50 times: the loop's flops are nearly all of the module's

@@ -1,8 +1,8 @@
 """Trip counts of while loops, read from the loop's own ops: one rule for MLIR and XLA's HLO alike.
 
-A counted loop -- a counter starting at a constant, stepped by a positive constant, compared LT/LE
-with a constant or a loop-invariant value -- is what ``fori_loop`` and ``scan`` lower to; its trip
-count can be read exactly. Any other loop gets None, and its body counts once, as XLA's
+A counted loop -- a counter starting at a constant, stepped by a positive constant (or a loop-invariant
+value that enters as one), compared LT/LE with a constant or a loop-invariant value -- is what ``fori_loop``
+and ``scan`` lower to; its trip count can be read exactly. Any other loop gets None, and its body counts once, as XLA's
 ``HloCostAnalysis`` counts every loop -- a loop the cost tables mark (``loops_unknown``).
 
 * ``trip_count(while_op)`` -- a ``stablehlo.while`` of an MLIR module (jaxlib's bindings).
@@ -81,7 +81,7 @@ def trip_count(while_op: ir.Operation) -> int | None:
         return None
     a, b = add.operands[0], add.operands[1]
     step_value = b if a == body.arguments[index] else a if b == body.arguments[index] else None
-    step = None if step_value is None else _constant_int(step_value)
+    step = None if step_value is None else _loop_invariant_int(while_op, step_value)
     if step is None or step <= 0:
         return None
     span = limit - start + (1 if direction == "LE" else 0)
