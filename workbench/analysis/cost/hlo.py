@@ -54,7 +54,7 @@ from ...errors import ModuleParseError
 from ...ir.hlo import (Computation, HloModule, Instruction, attribute_value, drop_attribute, has_opcode, read_hlo,
                        strip_debug_info)
 from ...ir.text import text_hash
-from .hlo_whole import analyse_in_workers, hlo_module_cost, hlo_module_costs
+from .hlo_whole import hlo_module_cost, hlo_module_costs
 from .loops import HloIndex, hlo_trip_count
 from .work import counter
 
@@ -373,7 +373,7 @@ def _op_costs(_key: str, text: str) -> pd.DataFrame:
     import pandas as pd
 
     module, found, texts = _prepared(text)
-    analyses = iter(analyse_in_workers(texts))
+    analyses = iter(hlo_module_costs(texts))
     costs: list[tuple[int | None, ...] | str] = []
     own: dict[str, tuple[int, int, int]] = {}
     for comp, ins, opening in found:
@@ -535,7 +535,7 @@ def hlo_loop_costs(texts: Sequence[str], whole: Sequence[dict | str] | None = No
             continue
         plans.append((module, [p[0] for p in pieces], [p[1] for p in pieces]))
     unique = list(dict.fromkeys(t for p in plans if isinstance(p, tuple) for t in p[1]))
-    analysed = dict(zip(unique, analyse_in_workers(unique))) if unique else {}
+    analysed = dict(zip(unique, hlo_module_costs(unique))) if unique else {}
     out: list[HloLoopCost | str] = []
     for plan in plans:
         if not isinstance(plan, tuple):

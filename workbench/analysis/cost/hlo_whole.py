@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...errors import ModuleParseError
 from ...pipeline.worker import default_pool
 
-__all__ = ["analyse_in_workers", "hlo_module_cost", "hlo_module_costs", "shares"]
+__all__ = ["hlo_module_cost", "hlo_module_costs", "shares"]
 
 
 def shares(items: list[tuple[int, str]], n: int) -> list[list[tuple[int, str]]]:
@@ -21,9 +21,11 @@ def shares(items: list[tuple[int, str]], n: int) -> list[list[tuple[int, str]]]:
     return [c for c in chunks if c]
 
 
-def analyse_in_workers(texts: list[str]) -> list[dict | str]:
-    """XLA's analysis of each text in the workers (which strip its debug information first): its dict, or
-    why it failed (a crash included)."""
+def hlo_module_costs(texts: list[str]) -> list[dict[str, float] | str]:
+    """XLA's HloCostAnalysis of each whole HLO module on CPU, in the pool's workers (which strip its debug
+    information first): a dict (``flops``, ``transcendentals``, ``bytes accessed`` and XLA's other keys), or why
+    XLA could not (a crash included)."""
+    texts = list(texts)
     pool = default_pool()
     chunks = shares(list(enumerate(texts)), pool.width)
     result = pool.map("hlo_costs", chunks, make_args=lambda chunk: (list(chunk),))
@@ -34,12 +36,6 @@ def analyse_in_workers(texts: list[str]) -> list[dict | str]:
         last = f.diagnostics.strip().splitlines()[-1:] or [""]
         out[f.item[0]] = f"XLA's cost analysis {'crashed' if f.kind == 'crash' else 'timed out'} on it {last[0]}".strip()
     return out
-
-
-def hlo_module_costs(texts: list[str]) -> list[dict[str, float] | str]:
-    """XLA's HloCostAnalysis of each whole HLO module on CPU, in the pool's workers (``analyse_in_workers``): a dict
-    (``flops``, ``transcendentals``, ``bytes accessed`` and XLA's other keys), or why XLA could not."""
-    return analyse_in_workers(list(texts))
 
 
 def hlo_module_cost(text: str) -> dict[str, float]:
