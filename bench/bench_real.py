@@ -22,7 +22,7 @@ Per program:
                 the bare compile; the same for ``none``. Less noisy than ratio - floor, whose two medians
                 come from different rounds.
   rounds        how many rounds the medians are of: ``--repeat``, or more for a program whose bare compile is short
-                (enough rounds for ~1 s of bare compiles, at most ``3 * --repeat``). On a small program the own
+                (enough rounds for ~1 s of bare compiles, at most ``5 * --repeat``). On a small program the own
                 work is a few milliseconds beside timer and scheduler noise of the same size: a 60 ms compile's
                 0.1 is 6 ms, and one descheduled round moves a median of three by more than that.
   met           issue 46's test of each side: ratio <= 1.3, or own <= 0.1 (the floor printed beside it);
@@ -126,12 +126,15 @@ def peak_memory(side: str, name: str) -> dict:
 
 
 ROUNDS_FOR = 1.0  # seconds of bare compiles a short program's rounds add up to at least (see ``rounds``)
+ROUNDS_AT_MOST = 5  # times --repeat: a 60 ms program's own work, medians of 11-21 rounds taken minutes apart in one
+# process on the 2-core VM, read 0.067-0.125 of its bare compile: the machine's minutes differ, and more rounds
+# spread a median over more of them
 
 
 def rounds(repeat: int, bare: float) -> int:
     """How many interleaved rounds to take of a program whose bare compile takes ``bare`` seconds: ``repeat``, or
-    enough for ``ROUNDS_FOR`` seconds of bare compiles, at most ``3 * repeat``."""
-    return max(repeat, min(3 * repeat, math.ceil(ROUNDS_FOR / max(bare, 1e-3))))
+    enough for ``ROUNDS_FOR`` seconds of bare compiles, at most ``ROUNDS_AT_MOST * repeat``."""
+    return max(repeat, min(ROUNDS_AT_MOST * repeat, math.ceil(ROUNDS_FOR / max(bare, 1e-3))))
 
 
 def measure(p: Program, repeat: int, applicable: bool = True) -> dict:
