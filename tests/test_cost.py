@@ -1,6 +1,7 @@
 """Cost analysis of real programs: the analytic model, op by op and in total, checked against XLA's own
 HloCostAnalysis of the same module, before and after Enzyme-JaX's optimization pipeline."""
 
+import contextlib
 import dataclasses
 import json
 import socket
@@ -560,3 +561,34 @@ def test_a_sharded_module_gets_xlas_numbers_for_the_whole_program(tmp_path, monk
     flops = 2 * 16 * 32 * 8 + 15 * 8  # the (16, 32) @ (32, 8) product, then the sum of its 16 rows
     assert (mc.flops, mc.transcendentals) == (flops, 16 * 8)
     assert xla_cost(text) == {"xla_flops": flops, "xla_transcendentals": 16 * 8, "xla_bytes": mc.bytes}
+
+
+def test_each_distinct_type_is_read_once_per_module(monkeypatch):
+    """An MLP's gradient names a few tensor types thousands of times over; the model reads each through MLIR's
+    bindings once per walk, and the totals are those of reading every use (and XLA's)."""
+    from workbench.analysis.cost import model, tensors
+
+    def loss(ws, x):
+        for w in ws:
+            x = jnp.tanh(x @ w)
+        return jnp.sum(x * x)
+
+    ws = [jnp.ones((16, 16)) * 0.1 for _ in range(8)]
+    text = lowered(jax.grad(loss), ws, jnp.ones((4, 16)))
+    reads = []
+    real = tensors._read_tensor
+    monkeypatch.setattr(tensors, "_read_tensor", lambda t: reads.append(str(t)) or real(t))
+    model._walk.cache_clear()
+    remembered = module_cost(text)
+    distinct, total = len(set(reads)), len(reads)
+    assert total == distinct  # each type read once
+    assert distinct <= 12  # f32 scalars, 4x16, 16x16, 16x4 and a few more
+    reads.clear()
+    monkeypatch.setattr(model, "tensors_remembered", contextlib.nullcontext)
+    model._walk.cache_clear()
+    every = module_cost(text)
+    assert len(reads) > 20 * distinct  # without the memory, each use is read again
+    assert remembered == every
+    xla = xla_cost(text)
+    assert (remembered.flops, remembered.transcendentals) == (xla["xla_flops"], xla["xla_transcendentals"])
+    model._walk.cache_clear()

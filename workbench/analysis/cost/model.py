@@ -39,7 +39,7 @@ from ...pipeline.exported import readable_module
 from .loops import trip_count
 from .rewrites import import_rewrites
 from .rules import APPLIED_REGION_OPS, CALL_OPS, Cost, cost_of, loop_states
-from .tensors import nested_ops
+from .tensors import nested_ops, tensors_remembered
 from .work import Work, WorkCounter
 
 if TYPE_CHECKING:  # pandas is imported where a table is made, not with the module (a first explore needs none)
@@ -425,8 +425,9 @@ class _Walker:
 def _walk(text: str) -> _Walk:
     """The costed rows of a module; cached because views ask for rows and totals of one stage."""
     module = readable_module(text)
-    walker = _Walker(module)
-    rows = walker.walk()
+    with tensors_remembered():
+        walker = _Walker(module)
+        rows = walker.walk()
     ops = Counter(
         op.name.partition(".")[0]
         for top in module.body.operations
