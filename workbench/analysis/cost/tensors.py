@@ -65,8 +65,8 @@ _SEEN = threading.local()  # .types: within ``tensors_remembered``, each type re
 @contextlib.contextmanager
 def tensors_remembered() -> Iterator[None]:
     """Within this block (one module's walk, on this thread), each distinct type is read once: a module names
-    few types many times (GPT-2's training step, 107,076 reads of a few hundred types), and reading one goes
-    through MLIR's bindings each time. MLIR types are unique per context, so a type's key is only valid while its
+    few types many times (the 12-layer GPT-2 training step's five MLIR stages: 107,076 reads), and reading one
+    goes through MLIR's bindings each time. MLIR types are unique per context, so a type's key is only valid while its
     module lives: the memory is this block's, and nested blocks share the outermost one's."""
     if getattr(_SEEN, "types", None) is not None:
         yield
